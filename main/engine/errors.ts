@@ -1,0 +1,111 @@
+/**
+ * The engine's typed errors. Every failure the engine can report is one of these: a stable
+ * `code` for programs (it crosses IPC and worker boundaries as `{ code, message }`) and a
+ * `message` that is one readable sentence for a person. Never throw a bare `Error` from
+ * engine code.
+ */
+
+export type EngineErrorCode =
+  | 'MODEL_LOAD'
+  | 'CONTEXT_OVERFLOW'
+  | 'SESSION_RUN'
+  | 'INVALID_OPTION'
+  | 'TOKENIZER'
+  | 'WORKER_CRASHED'
+  | 'CANCELLED';
+
+/** Base class: `code` identifies the failure kind, `message` is one sentence for the user. */
+export class EngineError extends Error {
+  readonly code: EngineErrorCode;
+  constructor(code: EngineErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+
+  /** Plain object for structured clone across worker / IPC boundaries. */
+  toJSON(): SerializedEngineError {
+    return { code: this.code, name: this.name, message: this.message };
+  }
+}
+
+/** A model file or folder cannot be read, is corrupt, or is unsupported. `file` names it. */
+export class ModelLoadError extends EngineError {
+  readonly file: string | undefined;
+  constructor(message: string, file?: string, options?: { cause?: unknown }) {
+    super('MODEL_LOAD', file ? `${message} (${file})` : message, options);
+    this.file = file;
+  }
+}
+
+/**
+ * Positions [0, requested) do not fit in the configured max context. Raised before any tensor
+ * is touched, so the RoPE and KV caches stay usable.
+ */
+export class ContextOverflowError extends EngineError {
+  readonly requested: number;
+  readonly maxContext: number;
+  constructor(requested: number, maxContext: number, what = 'the sequence') {
+    super(
+      'CONTEXT_OVERFLOW',
+      `${what} needs ${requested} positions but the max context is ${maxContext}`,
+    );
+    this.requested = requested;
+    this.maxContext = maxContext;
+  }
+}
+
+/** ONNX Runtime failed inside `session.run`; `inputShapes` records what was fed. */
+export class SessionRunError extends EngineError {
+  readonly inputShapes: Record<string, readonly number[]>;
+  constructor(message: string, inputShapes: Record<string, readonly number[]>, options?: { cause?: unknown }) {
+    const shapes = Object.entries(inputShapes)
+      .map(([k, s]) => `${k}[${s.join(',')}]`)
+      .join(' ');
+    super('SESSION_RUN', `ONNX Runtime run failed: ${message} (inputs: ${shapes})`, options);
+    this.inputShapes = inputShapes;
+  }
+}
+
+/** A generation or load option is out of range; the message quotes the bad value. */
+export class InvalidOptionError extends EngineError {
+  readonly option: string;
+  constructor(option: string, message: string) {
+    super('INVALID_OPTION', `invalid ${option}: ${message}`);
+    this.option = option;
+  }
+}
+
+/** The tokenizer is missing, corrupt, or does not match the model. */
+export class TokenizerError extends EngineError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('TOKENIZER', message, options);
+  }
+}
+
+/** The engine worker thread exited or crashed; the host restarts it. */
+export class WorkerCrashedError extends EngineError {
+  constructor(message: string) {
+    super('WORKER_CRASHED', message);
+  }
+}
+
+export interface SerializedEngineError {
+  code: EngineErrorCode;
+  name: string;
+  message: string;
+}
+
+/** Rebuilds a typed error from its serialized form (worker → host). Unknown codes stay EngineError. */
+export function deserializeEngineError(e: SerializedEngineError): EngineError {
+  const err = new EngineError(e.code, e.message);
+  err.name = e.name;
+  return err;
+}
+
+/** Converts anything thrown into an EngineError, keeping typed ones as they are. */
+export function toEngineError(e: unknown, fallback: EngineErrorCode = 'SESSION_RUN'): EngineError {
+  if (e instanceof EngineError) return e;
+  const message = e instanceof Error ? e.message : String(e);
+  return new EngineError(fallback, message, { cause: e });
+}
