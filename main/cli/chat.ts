@@ -1,0 +1,79 @@
+/**
+ * `npm run chat -- [options] "prompt"`: streams a completion from the engine (in its worker
+ * thread, through the engine host) to stdout, or prints one JSON object with `--json`.
+ * Exit codes: 0 done, 1 model or runtime failure, 2 bad usage (bad option, empty prompt, prompt
+ * longer than the max context). Errors are one line on stderr; no stack trace reaches the user.
+ */
+import { defaultModelPath } from '../default-model.ts';
+import { EngineHost } from '../engine-host/host.ts';
+import { EngineError } from '../engine/errors.ts';
+import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
+import { parseChatOptions, USAGE, UsageError } from './options.ts';
+
+const USAGE_CODES = new Set(['INVALID_OPTION', 'CONTEXT_OVERFLOW']);
+
+async function main(argv: string[]): Promise<number> {
+  const opts = parseChatOptions(argv);
+  if (opts === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const host = new EngineHost();
+  const ac = new AbortController();
+  process.once('SIGINT', () => ac.abort());
+  try {
+    const info = await host.load(opts.model ?? defaultModelPath(), {
+      ...(opts.maxContext !== null ? { maxContext: opts.maxContext } : {}),
+      executionProvider: opts.ep,
+    });
+    if (info.fallbackReason) process.stderr.write(`note: ${info.fallbackReason}\n`);
+    const request: GenerationRequest = {
+      maxTokens: opts.maxTokens,
+      sampler: opts.sampler,
+      ignoreEos: opts.ignoreEos,
+      stop: opts.stop,
+      ...(info.hasChatTemplate
+        ? { messages: [...(opts.system ? [{ role: 'system' as const, content: opts.system }] : []), { role: 'user' as const, content: opts.prompt }] }
+        : { prompt: opts.prompt }),
+    };
+    let done: Extract<GenerationEvent, { type: 'done' }> | null = null;
+    if (!opts.json && !info.hasChatTemplate) process.stdout.write(opts.prompt);
+    for await (const ev of host.generate(request, { signal: ac.signal })) {
+      if (ev.type === 'token' && !opts.json) process.stdout.write(ev.text);
+      if (ev.type === 'done') done = ev;
+    }
+    if (!done) throw new EngineError('SESSION_RUN', 'generation ended without a result');
+    if (opts.json) {
+      process.stdout.write(
+        `${JSON.stringify({ text: done.text, promptTokens: done.promptTokens, tokens: done.tokens, finishReason: done.reason, stats: done.stats })}\n`,
+      );
+    } else {
+      process.stdout.write('\n');
+    }
+    if (done.reason === 'error') {
+      process.stderr.write(`error: ${done.error?.message ?? 'generation failed'}\n`);
+      return 1;
+    }
+    return 0;
+  } finally {
+    await host.dispose();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    if (e instanceof UsageError) {
+      process.stderr.write(`error: ${e.message}\n`);
+      process.exitCode = 2;
+    } else if (e instanceof EngineError) {
+      process.stderr.write(`error: ${e.message}\n`);
+      process.exitCode = USAGE_CODES.has(e.code) ? 2 : 1;
+    } else {
+      process.stderr.write(`error: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}\n`);
+      process.exitCode = 1;
+    }
+  },
+);

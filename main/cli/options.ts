@@ -1,0 +1,120 @@
+/**
+ * Command-line options of `npm run chat`: parsing and validation. Every bad value becomes a
+ * `UsageError` whose message is one line; the CLI prints it and exits with code 2.
+ */
+import { parseArgs } from 'node:util';
+import type { ExecutionProvider } from '../engine/model/session.ts';
+import type { SamplerOptions } from '../engine/sampling/sampler.ts';
+
+export class UsageError extends Error {}
+
+export interface ChatOptions {
+  model: string | null;
+  prompt: string;
+  maxTokens: number;
+  maxContext: number | null;
+  sampler: SamplerOptions;
+  ignoreEos: boolean;
+  ep: ExecutionProvider;
+  json: boolean;
+  system: string | null;
+  stop: string[];
+}
+
+/** Defaults; the sampler's only affect sampling, so `--temperature 0` alone is pure greedy. */
+export const DEFAULTS = { maxTokens: 256, temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1 } as const;
+
+export const USAGE = `usage: npm run chat -- [options] "prompt"
+  --model PATH          llama2.c checkpoint (tokenizer beside it), Hugging Face folder, or bundle
+                        (default: the embedded stories260K)
+  --max-tokens N        most tokens to generate (default ${DEFAULTS.maxTokens})
+  --max-context N       bound on prompt + generated positions (default: the model's trained context)
+  --temperature T       0 = greedy (default ${DEFAULTS.temperature})
+  --top-k N             0 = off (default ${DEFAULTS.topK})
+  --top-p P             1 = off (default ${DEFAULTS.topP})
+  --min-p P             0 = off (default ${DEFAULTS.minP})
+  --repeat-penalty R    1 = off (default ${DEFAULTS.repeatPenalty})
+  --seed N              seed for sampling (same seed, same output)
+  --ignore-eos          keep generating past the end-of-sequence token
+  --stop S              stop when the text reaches S (repeatable)
+  --system TEXT         system prompt (chat models only)
+  --ep cpu|cuda         execution provider (default cpu; cuda falls back to cpu with a message)
+  --json                print one JSON object at the end instead of streaming text`;
+
+function int(name: string, v: string | undefined, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
+  if (v === undefined) return undefined;
+  if (!/^-?\d+$/.test(v.trim())) throw new UsageError(`--${name} must be an integer, got "${v}"`);
+  const n = Number(v);
+  if (n < min || n > max) throw new UsageError(`--${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function num(name: string, v: string | undefined, ok: (n: number) => boolean, range: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n) || !ok(n)) throw new UsageError(`--${name} must be ${range}, got "${v}"`);
+  return n;
+}
+
+/**
+ * Parses argv (without node and script).
+ * @throws UsageError with a one-line message for unknown options, bad values, a missing or empty prompt.
+ */
+export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        model: { type: 'string' },
+        'max-tokens': { type: 'string' },
+        'max-context': { type: 'string' },
+        temperature: { type: 'string' },
+        'top-k': { type: 'string' },
+        'top-p': { type: 'string' },
+        'min-p': { type: 'string' },
+        'repeat-penalty': { type: 'string' },
+        seed: { type: 'string' },
+        'ignore-eos': { type: 'boolean' },
+        stop: { type: 'string', multiple: true },
+        system: { type: 'string' },
+        ep: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (e) {
+    throw new UsageError((e as Error).message.split('\n')[0]);
+  }
+  const v = parsed.values;
+  if (v.help) return 'help';
+  if (parsed.positionals.length === 0) throw new UsageError('a prompt is required, e.g. npm run chat -- "Once upon a time"');
+  if (parsed.positionals.length > 1) throw new UsageError(`expected one prompt, got ${parsed.positionals.length} arguments (quote the prompt)`);
+  const prompt = parsed.positionals[0];
+  if (prompt.trim().length === 0) throw new UsageError('the prompt is empty');
+  const ep = v.ep ?? 'cpu';
+  if (ep !== 'cpu' && ep !== 'cuda') throw new UsageError(`--ep must be cpu or cuda, got "${ep}"`);
+  if (v.model !== undefined && v.model.trim() === '') throw new UsageError('--model needs a path');
+  const seed = int('seed', v.seed, 0, 2 ** 32 - 1);
+  return {
+    model: v.model ?? null,
+    prompt,
+    maxTokens: int('max-tokens', v['max-tokens'], 1, 1 << 20) ?? DEFAULTS.maxTokens,
+    maxContext: int('max-context', v['max-context'], 1, 1 << 20) ?? null,
+    sampler: {
+      temperature: num('temperature', v.temperature, (n) => n >= 0 && n <= 100, 'a number between 0 and 100') ?? DEFAULTS.temperature,
+      topK: int('top-k', v['top-k'], 0) ?? DEFAULTS.topK,
+      topP: num('top-p', v['top-p'], (n) => n > 0 && n <= 1, 'in (0, 1]') ?? DEFAULTS.topP,
+      minP: num('min-p', v['min-p'], (n) => n >= 0 && n < 1, 'in [0, 1)') ?? DEFAULTS.minP,
+      repetitionPenalty: num('repeat-penalty', v['repeat-penalty'], (n) => n > 0 && n <= 10, 'in (0, 10]') ?? DEFAULTS.repeatPenalty,
+      ...(seed !== undefined ? { seed } : {}),
+    },
+    ignoreEos: v['ignore-eos'] ?? false,
+    ep,
+    json: v.json ?? false,
+    system: v.system ?? null,
+    stop: v.stop ?? [],
+  };
+}

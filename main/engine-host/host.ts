@@ -1,0 +1,167 @@
+/**
+ * The engine host: the main-thread API over the engine worker (worker_threads). Services, the
+ * CLI and `serve` mode talk to this, never to the engine directly.
+ *
+ * - `load` resolves/imports a model in the worker; a failed load leaves the previous model loaded.
+ * - `generate` streams the worker's `GenerationEvent`s; aborting the signal cancels in the worker
+ *   and the stream ends with `done { reason: 'cancelled' }`.
+ * - If the worker dies (native crash, OOM, terminate), every pending call fails with
+ *   `WorkerCrashedError`, and the next call starts a fresh worker and reloads the last model.
+ */
+import { Worker } from 'node:worker_threads';
+import { deserializeEngineError, EngineError, WorkerCrashedError } from '../engine/errors.ts';
+import type { ModelInfo } from '../engine/generate/engine.ts';
+import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
+import type { HostToWorker, LoadOptions, WorkerToHost } from './protocol.ts';
+
+type Listener = (m: WorkerToHost) => void;
+
+export class EngineHost {
+  private worker: Worker | null = null;
+  private nextId = 1;
+  private readonly listeners = new Map<number, { onMessage: Listener; onCrash: (e: EngineError) => void }>();
+  private lastLoad: { source: string; options: LoadOptions } | null = null;
+  private loaded: ModelInfo | null = null;
+  private disposed = false;
+  /** Number of times a worker died unexpectedly (for tests and diagnostics). */
+  crashes = 0;
+
+  /** The model loaded in the worker, or null. */
+  get model(): ModelInfo | null {
+    return this.loaded;
+  }
+
+  private async ensureWorker(): Promise<Worker> {
+    if (this.disposed) throw new EngineError('WORKER_CRASHED', 'the engine host has been shut down');
+    if (this.worker) return this.worker;
+    // Source runs (tsx) load worker.ts; the bundled app loads the compiled worker.js beside this file.
+    const ext = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
+    const w = new Worker(new URL(`./worker.${ext}`, import.meta.url));
+    w.on('message', (m: WorkerToHost) => this.listeners.get(m.id)?.onMessage(m));
+    const onDeath = (why: string) => {
+      if (this.worker !== w) return;
+      this.worker = null;
+      if (this.disposed) return;
+      this.crashes++;
+      this.loaded = null;
+      const err = new WorkerCrashedError(`the engine worker stopped (${why}); it will be restarted`);
+      for (const l of [...this.listeners.values()]) l.onCrash(err);
+      this.listeners.clear();
+    };
+    w.on('error', (e) => onDeath(e.message));
+    w.on('exit', (code) => onDeath(`exit code ${code}`));
+    this.worker = w;
+    if (this.lastLoad) {
+      // Restarted after a crash: bring the last model back before anything else runs.
+      const { source, options } = this.lastLoad;
+      this.loaded = (await this.call({ type: 'load', source, options }, w)) as ModelInfo;
+    }
+    return w;
+  }
+
+  /** Sends one request and resolves with its `loaded`/`result` reply. */
+  private call(msg: DistributiveOmit<HostToWorker, 'id'>, worker?: Worker, onProgress?: (phase: string, fraction: number) => void): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const id = this.nextId++;
+      this.listeners.set(id, {
+        onMessage: (m) => {
+          if (m.type === 'progress') return onProgress?.(m.phase, m.fraction);
+          this.listeners.delete(id);
+          if (m.type === 'error') reject(deserializeEngineError(m.error));
+          else if (m.type === 'loaded') resolve(m.info);
+          else if (m.type === 'result') resolve(m.value);
+        },
+        onCrash: reject,
+      });
+      const send = (w: Worker) => w.postMessage({ ...msg, id } as HostToWorker);
+      if (worker) send(worker);
+      else this.ensureWorker().then(send, reject);
+    });
+  }
+
+  /**
+   * Loads a model (importing it on first use). On failure the previous model stays loaded.
+   * @throws ModelLoadError / TokenizerError / InvalidOptionError from the worker.
+   */
+  async load(source: string, options: LoadOptions = {}, onProgress?: (phase: string, fraction: number) => void): Promise<ModelInfo> {
+    await this.ensureWorker();
+    const info = (await this.call({ type: 'load', source, options }, undefined, onProgress)) as ModelInfo;
+    this.lastLoad = { source, options };
+    this.loaded = info;
+    return info;
+  }
+
+  /** Number of prompt tokens the request would use (template and BOS included). */
+  async countTokens(request: Pick<GenerationRequest, 'prompt' | 'messages'>): Promise<number> {
+    return (await this.call({ type: 'count', request })) as number;
+  }
+
+  /** Forgets the worker's KV cache contents. */
+  async reset(): Promise<void> {
+    await this.call({ type: 'reset' });
+  }
+
+  /**
+   * Streams a generation from the worker.
+   * @throws InvalidOptionError / ContextOverflowError before the first event; WorkerCrashedError
+   *   if the worker dies mid-stream.
+   */
+  async *generate(request: GenerationRequest, opts: { signal?: AbortSignal } = {}): AsyncGenerator<GenerationEvent> {
+    const worker = await this.ensureWorker();
+    const id = this.nextId++;
+    const queue: GenerationEvent[] = [];
+    let failure: EngineError | null = null;
+    let finished = false;
+    let wake: (() => void) | null = null;
+    const notify = () => {
+      wake?.();
+      wake = null;
+    };
+    this.listeners.set(id, {
+      onMessage: (m) => {
+        if (m.type === 'event') {
+          queue.push(m.event);
+          if (m.event.type === 'done') finished = true;
+        } else if (m.type === 'error') {
+          failure = deserializeEngineError(m.error);
+        }
+        notify();
+      },
+      onCrash: (e) => {
+        failure = e;
+        notify();
+      },
+    });
+    const onAbort = () => worker.postMessage({ type: 'cancel', id } satisfies HostToWorker);
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    worker.postMessage({ type: 'generate', id, request } satisfies HostToWorker);
+    if (opts.signal?.aborted) onAbort();
+    try {
+      while (true) {
+        while (queue.length) yield queue.shift()!;
+        if (finished) return;
+        if (failure) throw failure;
+        await new Promise<void>((r) => (wake = r));
+      }
+    } finally {
+      opts.signal?.removeEventListener('abort', onAbort);
+      if (!finished && !failure) worker.postMessage({ type: 'cancel', id } satisfies HostToWorker);
+      this.listeners.delete(id);
+    }
+  }
+
+  /** Kills the worker as a crash would (tests use it to check recovery). */
+  async killWorker(): Promise<void> {
+    await this.worker?.terminate();
+  }
+
+  /** Stops the worker for good. */
+  async dispose(): Promise<void> {
+    this.disposed = true;
+    const w = this.worker;
+    this.worker = null;
+    await w?.terminate();
+  }
+}
+
+type DistributiveOmit<T, K extends keyof any> = T extends unknown ? Omit<T, K> : never;

@@ -1,0 +1,26 @@
+/**
+ * Messages between the engine host (main thread) and the engine worker (worker_threads).
+ * Plain data only. Every request carries an `id`; the worker answers with events that echo it.
+ *
+ *   host → worker: load | generate | cancel | count | reset
+ *   worker → host: loaded | event | result | error   (error carries { code, message })
+ */
+import type { SerializedEngineError } from '../engine/errors.ts';
+import type { EngineOptions, ModelInfo } from '../engine/generate/engine.ts';
+import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
+
+export type LoadOptions = Omit<EngineOptions, 'onProgress'>;
+
+export type HostToWorker =
+  | { type: 'load'; id: number; source: string; options: LoadOptions }
+  | { type: 'generate'; id: number; request: GenerationRequest }
+  | { type: 'cancel'; id: number }
+  | { type: 'count'; id: number; request: Pick<GenerationRequest, 'prompt' | 'messages'> }
+  | { type: 'reset'; id: number };
+
+export type WorkerToHost =
+  | { type: 'progress'; id: number; phase: string; fraction: number }
+  | { type: 'loaded'; id: number; info: ModelInfo }
+  | { type: 'event'; id: number; event: GenerationEvent }
+  | { type: 'result'; id: number; value: unknown }
+  | { type: 'error'; id: number; error: SerializedEngineError };

@@ -1,0 +1,77 @@
+/**
+ * The engine worker: owns one `Engine` and serves the host's requests (protocol.ts). Inference
+ * runs here so the host's event loop (window, IPC, terminal) stays free during prefill and decode.
+ */
+import { parentPort } from 'node:worker_threads';
+import { EngineError, toEngineError } from '../engine/errors.ts';
+import { Engine } from '../engine/generate/engine.ts';
+import type { HostToWorker, WorkerToHost } from './protocol.ts';
+
+if (!parentPort) throw new Error('engine worker must run in a worker thread');
+const port = parentPort;
+let engine: Engine | null = null;
+const running = new Map<number, AbortController>();
+
+const send = (m: WorkerToHost) => port.postMessage(m);
+const fail = (id: number, e: unknown) => send({ type: 'error', id, error: toEngineError(e).toJSON() });
+
+function requireEngine(): Engine {
+  if (!engine) throw new EngineError('MODEL_LOAD', 'no model is loaded');
+  return engine;
+}
+
+port.on('message', (msg: HostToWorker) => {
+  void handle(msg);
+});
+
+async function handle(msg: HostToWorker): Promise<void> {
+  switch (msg.type) {
+    case 'load':
+      try {
+        const next = await Engine.load(msg.source, {
+          ...msg.options,
+          onProgress: (p) => send({ type: 'progress', id: msg.id, ...p }),
+        });
+        // The previous model stays loaded until the new one has loaded.
+        const old = engine;
+        engine = next;
+        await old?.dispose();
+        send({ type: 'loaded', id: msg.id, info: next.info });
+      } catch (e) {
+        fail(msg.id, e);
+      }
+      return;
+    case 'generate': {
+      const ac = new AbortController();
+      running.set(msg.id, ac);
+      try {
+        for await (const event of requireEngine().generate(msg.request, { signal: ac.signal })) {
+          send({ type: 'event', id: msg.id, event });
+        }
+      } catch (e) {
+        fail(msg.id, e);
+      } finally {
+        running.delete(msg.id);
+      }
+      return;
+    }
+    case 'cancel':
+      running.get(msg.id)?.abort();
+      return;
+    case 'count':
+      try {
+        send({ type: 'result', id: msg.id, value: requireEngine().encodeRequest(msg.request).length });
+      } catch (e) {
+        fail(msg.id, e);
+      }
+      return;
+    case 'reset':
+      try {
+        requireEngine().reset();
+        send({ type: 'result', id: msg.id, value: null });
+      } catch (e) {
+        fail(msg.id, e);
+      }
+      return;
+  }
+}

@@ -1,0 +1,196 @@
+/**
+ * The KV cache, host-side: per layer one key and one value Float32Array laid out
+ * [1, numKvHeads, capacity, headDim] (BNSH: head h, position p, dim d at
+ * (h·capacity + p)·headDim + d). This is the past_key/past_value layout of ONNX Runtime's
+ * com.microsoft.GroupQueryAttention with past and present bound to one buffer: the graph
+ * appends positions [P, P+T) in place, then the engine `commit(T)`s.
+ * Contract (same discipline as the RoPE cache, ARCHITECTURE.md "KV cache"):
+ *   - `ensure(P + T)` before every run: ContextOverflowError past maxContext with nothing
+ *     changed; on a miss grow to min(nextPow2(end), maxContext), copying each head's first
+ *     `length` rows to the new stride. A warm step does no work.
+ *   - Initial capacity is 0 (nothing allocated until the first `ensure`): ONNX Runtime needs a
+ *     non-empty buffer, so `ensure` is always called before a run anyway, and a model that
+ *     is loaded but never used costs no KV memory.
+ *   - `commit(n)` after a successful run, `rewindTo(n)` to reuse a common prefix, `reset()`
+ *     for a new conversation (keeps the buffers, so the next conversation does not regrow).
+ */
+import { ContextOverflowError, InvalidOptionError } from '../errors.ts';
+import { nextPow2 } from './rope-cache.ts';
+
+/** Sizes of a KV cache. All positive integers. */
+export interface KvCacheOptions {
+  numLayers: number;
+  numKvHeads: number;
+  /** Floats per head per position. */
+  headDim: number;
+  /** Bound on positions; `ensure` beyond it throws ContextOverflowError. */
+  maxContext: number;
+}
+
+/** What the KV cache holds and has done (for tests and the UI). */
+export interface KvCacheStats {
+  capacity: number;
+  /** Tokens held (P). */
+  length: number;
+  /** Number of reallocations. */
+  growths: number;
+  /** Resident bytes of every layer's key + value buffers. */
+  bytes: number;
+  maxContext: number;
+}
+
+/** Per-layer key/value buffers [1, numKvHeads, capacity, headDim] float32, lazily grown. */
+export class KvCache {
+  readonly numLayers: number;
+  readonly numKvHeads: number;
+  readonly headDim: number;
+  readonly maxContext: number;
+  private keys: Float32Array[];
+  private values: Float32Array[];
+  private cap = 0;
+  private len = 0;
+  private growthCount = 0;
+  private dims: readonly [1, number, number, number];
+
+  /**
+   * @throws InvalidOptionError (quoting the value) when a size is not a positive integer.
+   */
+  constructor(opts: KvCacheOptions) {
+    for (const key of ['numLayers', 'numKvHeads', 'headDim', 'maxContext'] as const) {
+      const v = opts[key];
+      if (!Number.isInteger(v) || v <= 0) {
+        throw new InvalidOptionError(key, `expected a positive integer, got ${v}`);
+      }
+    }
+    this.numLayers = opts.numLayers;
+    this.numKvHeads = opts.numKvHeads;
+    this.headDim = opts.headDim;
+    this.maxContext = opts.maxContext;
+    this.keys = Array.from({ length: this.numLayers }, () => new Float32Array(0));
+    this.values = Array.from({ length: this.numLayers }, () => new Float32Array(0));
+    this.dims = [1, this.numKvHeads, 0, this.headDim];
+  }
+
+  /** Tokens held (P): positions [0, length) are valid. */
+  get length(): number {
+    return this.len;
+  }
+
+  /** Positions the buffers can hold (the C in [1, Hkv, C, headDim]). */
+  get capacity(): number {
+    return this.cap;
+  }
+
+  /** ONNX tensor dims of every key/value buffer: [1, numKvHeads, capacity, headDim]. Same object until a growth. */
+  get shape(): readonly [1, number, number, number] {
+    return this.dims;
+  }
+
+  /** Counters; `bytes` covers all layers' key and value buffers. */
+  get stats(): KvCacheStats {
+    return {
+      capacity: this.cap,
+      length: this.len,
+      growths: this.growthCount,
+      bytes: this.cap * this.numKvHeads * this.headDim * 4 * 2 * this.numLayers,
+      maxContext: this.maxContext,
+    };
+  }
+
+  /**
+   * Makes positions [0, end) fit, where end = P + T. Warm (end ≤ capacity): no work.
+   * Miss: reallocates every layer's buffers at min(nextPow2(end), maxContext) and copies each
+   * head's first `length` rows to the new stride (rows past `length` are not kept).
+   * @throws ContextOverflowError(end, maxContext) when end > maxContext; nothing changes.
+   * @throws InvalidOptionError when end is not a non-negative integer.
+   */
+  ensure(end: number): void {
+    if (end <= this.cap && end >= 0 && Number.isInteger(end)) return; // warm path
+    if (!Number.isInteger(end) || end < 0) {
+      throw new InvalidOptionError('end position', `expected a non-negative integer, got ${end}`);
+    }
+    if (end > this.maxContext) throw new ContextOverflowError(end, this.maxContext, 'the KV cache');
+    const newCap = Math.min(nextPow2(end), this.maxContext);
+    // Allocate everything before touching state: if allocation throws, the cache is unchanged.
+    const keys = this.keys.map(() => new Float32Array(this.numKvHeads * newCap * this.headDim));
+    const values = this.values.map(() => new Float32Array(this.numKvHeads * newCap * this.headDim));
+    for (let l = 0; l < this.numLayers; l++) {
+      this.copyHeads(this.keys[l], keys[l], newCap);
+      this.copyHeads(this.values[l], values[l], newCap);
+    }
+    this.keys = keys;
+    this.values = values;
+    this.cap = newCap;
+    this.dims = [1, this.numKvHeads, newCap, this.headDim];
+    this.growthCount++;
+  }
+
+  /** Copies rows [0, length) of every head from stride `cap` to stride `newCap`. */
+  private copyHeads(from: Float32Array, to: Float32Array, newCap: number): void {
+    const hd = this.headDim;
+    const n = this.len * hd;
+    if (n === 0) return;
+    for (let h = 0; h < this.numKvHeads; h++) {
+      const src = h * this.cap * hd;
+      to.set(from.subarray(src, src + n), h * newCap * hd);
+    }
+  }
+
+  /**
+   * Marks n more positions as held, after a run wrote [length, length + n).
+   * @throws ContextOverflowError when length + n > maxContext.
+   * @throws InvalidOptionError when n is not a non-negative integer or length + n > capacity
+   *   (the caller must `ensure(length + n)` before the run).
+   */
+  commit(n: number): void {
+    if (!Number.isInteger(n) || n < 0) {
+      throw new InvalidOptionError('commit count', `expected a non-negative integer, got ${n}`);
+    }
+    const end = this.len + n;
+    if (end > this.maxContext) throw new ContextOverflowError(end, this.maxContext, 'the KV cache');
+    if (end > this.cap) {
+      throw new InvalidOptionError(
+        'commit count',
+        `${this.len} + ${n} exceeds the KV cache capacity ${this.cap}; call ensure(${end}) before the run`,
+      );
+    }
+    this.len = end;
+  }
+
+  /**
+   * Keeps only positions [0, n); later data stays in the buffer and is overwritten by the next run.
+   * @throws InvalidOptionError when n is not an integer in [0, length].
+   */
+  rewindTo(n: number): void {
+    if (!Number.isInteger(n) || n < 0 || n > this.len) {
+      throw new InvalidOptionError('rewind length', `expected an integer in [0, ${this.len}], got ${n}`);
+    }
+    this.len = n;
+  }
+
+  /** Empties the cache (length 0). Buffers and capacity are kept for the next conversation. */
+  reset(): void {
+    this.len = 0;
+  }
+
+  /**
+   * Layer's key buffer [1, numKvHeads, capacity, headDim] float32 (BNSH). Replaced on growth:
+   * fetch it again after `ensure`.
+   * @throws InvalidOptionError when layer is not in [0, numLayers).
+   */
+  key(layer: number): Float32Array {
+    return this.keys[this.checkLayer(layer)];
+  }
+
+  /** Layer's value buffer, same layout and validity as `key`. */
+  value(layer: number): Float32Array {
+    return this.values[this.checkLayer(layer)];
+  }
+
+  private checkLayer(layer: number): number {
+    if (!Number.isInteger(layer) || layer < 0 || layer >= this.numLayers) {
+      throw new InvalidOptionError('layer', `expected an integer in [0, ${this.numLayers}), got ${layer}`);
+    }
+    return layer;
+  }
+}

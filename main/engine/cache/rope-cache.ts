@@ -1,0 +1,174 @@
+/**
+ * The RoPE cache: cos/sin tables for positions [0, capacity), grown lazily and bounded by the
+ * configured max context (ARCHITECTURE.md "RoPE cache"). Contract:
+ *   - `ensure(P + T)` before every run. It checks the END position (P + T), never T alone
+ *     (seed bug 1), throws ContextOverflowError past maxContext without changing anything, and
+ *     on a miss grows to min(nextPow2(end), maxContext), computing only the new rows.
+ *   - `rows(P, T)` returns views cos/sin [T, R/2] float32, row-major. A warm step (end within
+ *     capacity) allocates no typed-array buffer and computes nothing (seed bug 2).
+ *   - Angles are position × invFreq in float64, then cos/sin, times the attention scale, then
+ *     stored as float32, so position 1e6 keeps ~1e-7 precision.
+ * Rows are the same for the `interleaved` and `half` pair layouts: row p, column i is pair i.
+ */
+import { ContextOverflowError, InvalidOptionError } from '../errors.ts';
+import type { RopeConfig } from '../model/manifest.ts';
+import { inverseFrequencies } from './inv-freq.ts';
+
+/** What the RoPE cache has done so far (for tests and the UI). */
+export interface RopeCacheStats {
+  /** Positions whose rows are resident: [0, capacity). */
+  capacity: number;
+  /** Rows computed since construction (cumulative; a warm step adds 0). */
+  rowsComputed: number;
+  /** Number of times the tables were reallocated. */
+  growths: number;
+  /** Resident bytes of cos + sin (2 × capacity × R/2 × 4). */
+  bytes: number;
+  /** Configured bound on positions. */
+  maxContext: number;
+}
+
+/** Cos/sin rows for positions [start, start + count): each [count, R/2] float32, row-major. */
+export interface RopeRows {
+  readonly cos: Float32Array;
+  readonly sin: Float32Array;
+}
+
+/** Smallest power of two ≥ n (n ≥ 1). */
+export function nextPow2(n: number): number {
+  let p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+/** Lazily grown, max-context-bounded cos/sin tables of one model's RoPE. */
+export class RopeCache {
+  /** Configured bound on positions; `ensure` beyond it throws ContextOverflowError. */
+  readonly maxContext: number;
+  /** Multiplier applied to cos and sin (YaRN attention factor, else 1). */
+  readonly attentionScale: number;
+  /** [R/2] float64 radians per position. */
+  private readonly invFreq: Float64Array;
+  private readonly half: number;
+  private capacityRows = 0;
+  private cos = new Float32Array(0); // [capacity, R/2]
+  private sin = new Float32Array(0); // [capacity, R/2]
+  private computed = 0;
+  private growthCount = 0;
+  // Last views handed out, reused when the same (start, count) is asked again.
+  private lastStart = -1;
+  private lastCount = -1;
+  private lastRows: RopeRows | null = null;
+
+  /**
+   * @param rope  the model's RoPE parameters (R = rope.rotaryDim, even > 0).
+   * @param maxContext  bound on positions, a positive integer.
+   * @throws InvalidOptionError (quoting the value) for a bad maxContext, rotaryDim or RoPE
+   *   parameter. Nothing is allocated until the first `ensure`.
+   */
+  constructor(rope: RopeConfig, maxContext: number) {
+    if (!Number.isInteger(maxContext) || maxContext <= 0) {
+      throw new InvalidOptionError('maxContext', `expected a positive integer, got ${maxContext}`);
+    }
+    if (!Number.isInteger(rope.rotaryDim) || rope.rotaryDim <= 0 || rope.rotaryDim % 2 !== 0) {
+      throw new InvalidOptionError('rope.rotaryDim', `expected an even positive integer, got ${rope.rotaryDim}`);
+    }
+    const { invFreq, attentionScale } = inverseFrequencies(rope, maxContext);
+    this.maxContext = maxContext;
+    this.invFreq = invFreq;
+    this.attentionScale = attentionScale;
+    this.half = invFreq.length;
+  }
+
+  /** R/2: floats per row (number of rotary pairs). */
+  get halfDim(): number {
+    return this.half;
+  }
+
+  /** Positions [0, capacity) have rows. */
+  get capacity(): number {
+    return this.capacityRows;
+  }
+
+  /** Counters; `bytes` is cos + sin resident bytes. */
+  get stats(): RopeCacheStats {
+    return {
+      capacity: this.capacityRows,
+      rowsComputed: this.computed,
+      growths: this.growthCount,
+      bytes: this.cos.byteLength + this.sin.byteLength,
+      maxContext: this.maxContext,
+    };
+  }
+
+  /**
+   * Makes rows [0, end) available, where end = P + T (past tokens + new tokens).
+   * Warm (end ≤ capacity): returns at once, no allocation, no computation.
+   * Miss: grows to min(nextPow2(end), maxContext), copying the old rows bit-exactly and
+   * computing only rows [oldCapacity, newCapacity).
+   * @param end  end position (exclusive), a non-negative integer.
+   * @throws ContextOverflowError(end, maxContext) when end > maxContext; the cache is unchanged.
+   * @throws InvalidOptionError when end is not a non-negative integer.
+   */
+  ensure(end: number): void {
+    if (end <= this.capacityRows && end >= 0 && Number.isInteger(end)) return; // warm path
+    if (!Number.isInteger(end) || end < 0) {
+      throw new InvalidOptionError('end position', `expected a non-negative integer, got ${end}`);
+    }
+    if (end > this.maxContext) throw new ContextOverflowError(end, this.maxContext, 'the RoPE cache');
+    const oldCap = this.capacityRows;
+    const newCap = Math.min(nextPow2(end), this.maxContext);
+    const h = this.half;
+    // Allocate both before touching state: if allocation throws, the cache is unchanged.
+    const cos = new Float32Array(newCap * h);
+    const sin = new Float32Array(newCap * h);
+    cos.set(this.cos);
+    sin.set(this.sin);
+    const scale = this.attentionScale;
+    const inv = this.invFreq;
+    for (let p = oldCap; p < newCap; p++) {
+      const row = p * h;
+      for (let i = 0; i < h; i++) {
+        const angle = p * inv[i]; // float64: exact enough at position 1e6
+        cos[row + i] = Math.cos(angle) * scale;
+        sin[row + i] = Math.sin(angle) * scale;
+      }
+    }
+    this.cos = cos;
+    this.sin = sin;
+    this.capacityRows = newCap;
+    this.computed += newCap - oldCap;
+    this.growthCount++;
+    this.lastRows = null;
+  }
+
+  /**
+   * Views of rows [start, start + count) of the tables: cos and sin, each [count, R/2] float32,
+   * row-major (element (t, i) at t·R/2 + i), sharing memory with the cache. They stay valid
+   * until the next growth. Asking again for the same (start, count) returns the same object.
+   * @throws InvalidOptionError when start/count are not non-negative integers, or when
+   *   start + count > capacity (the caller must `ensure(start + count)` first).
+   */
+  rows(start: number, count: number): RopeRows {
+    if (start === this.lastStart && count === this.lastCount && this.lastRows !== null) return this.lastRows;
+    if (!Number.isInteger(start) || start < 0 || !Number.isInteger(count) || count < 0) {
+      throw new InvalidOptionError('rows', `expected non-negative integers, got start ${start}, count ${count}`);
+    }
+    const end = start + count;
+    if (end > this.capacityRows) {
+      throw new InvalidOptionError(
+        'rows',
+        `rows [${start}, ${end}) are past the RoPE cache capacity ${this.capacityRows}; call ensure(${end}) first`,
+      );
+    }
+    const h = this.half;
+    const rows: RopeRows = {
+      cos: this.cos.subarray(start * h, end * h),
+      sin: this.sin.subarray(start * h, end * h),
+    };
+    this.lastStart = start;
+    this.lastCount = count;
+    this.lastRows = rows;
+    return rows;
+  }
+}

@@ -1,0 +1,325 @@
+/**
+ * The engine: one loaded model (session, tokenizer, RoPE cache, KV cache) and the generation
+ * loop. Token ids in, token ids and text out. It remembers which tokens its KV cache holds, so a
+ * follow-up prompt that extends the previous sequence prefills only what differs (prefix reuse).
+ *
+ * `generate(request, { signal })` is an async generator of `GenerationEvent`s:
+ *   prefill progress per chunk → token deltas → one `done` with reason and stats.
+ * A user abort ends with `done { reason: 'cancelled' }`; a prompt that cannot fit throws
+ * `ContextOverflowError` before anything is touched.
+ */
+import { performance } from 'node:perf_hooks';
+import { ContextOverflowError, InvalidOptionError, toEngineError } from '../errors.ts';
+import { KvCache } from '../cache/kv-cache.ts';
+import { RopeCache } from '../cache/rope-cache.ts';
+import { resolveModel, type ImportProgress, type LoadedBundle } from '../model/bundle.ts';
+import type { ModelManifest } from '../model/manifest.ts';
+import { DecoderSession, type ExecutionProvider, type SessionInfo } from '../model/session.ts';
+import { Sampler, validateSamplerOptions } from '../sampling/sampler.ts';
+import { renderChatTemplate, promptFromMessages } from '../tokenizer/chat-template.ts';
+import { StreamDecoder } from '../tokenizer/stream-decoder.ts';
+import { TextTokenizer } from '../tokenizer/tokenizer.ts';
+import type { FinishReason, GenerationEvent, GenerationRequest, GenerationStats } from './types.ts';
+
+export interface EngineOptions {
+  /** Bound on positions (prompt + generated); default: the model's trained context. */
+  maxContext?: number;
+  executionProvider?: ExecutionProvider;
+  /** Prefill chunk size in tokens (default 256). */
+  prefillChunk?: number;
+  /** Where imported bundles are cached. */
+  cacheDir?: string;
+  onProgress?: ImportProgress;
+}
+
+/** What the host and UI show about the loaded model. */
+export interface ModelInfo {
+  name: string;
+  architecture: string;
+  trainedContext: number;
+  maxContext: number;
+  vocabSize: number;
+  executionProvider: ExecutionProvider;
+  fallbackReason: string | null;
+  hasChatTemplate: boolean;
+  bundleDir: string;
+}
+
+const MAX_CONTEXT_LIMIT = 1 << 20;
+
+/** Validates a max-context value. @throws InvalidOptionError quoting it. */
+export function validateMaxContext(n: unknown): number {
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_CONTEXT_LIMIT) {
+    throw new InvalidOptionError('max context', `${String(n)} is not an integer between 1 and ${MAX_CONTEXT_LIMIT}`);
+  }
+  return n;
+}
+
+export class Engine {
+  readonly manifest: ModelManifest;
+  readonly tokenizer: TextTokenizer;
+  readonly maxContext: number;
+  readonly rope: RopeCache;
+  readonly kv: KvCache;
+  private readonly session: DecoderSession;
+  private readonly prefillChunk: number;
+  private readonly bundle: LoadedBundle;
+  /** Token ids whose keys/values are in the KV cache, in order (length == kv.length). */
+  private cachedTokens: number[] = [];
+  private busy = false;
+
+  private constructor(bundle: LoadedBundle, session: DecoderSession, tokenizer: TextTokenizer, opts: EngineOptions) {
+    const c = bundle.manifest.config;
+    this.bundle = bundle;
+    this.manifest = bundle.manifest;
+    this.session = session;
+    this.tokenizer = tokenizer;
+    this.maxContext = opts.maxContext ?? c.trainedContext;
+    this.prefillChunk = opts.prefillChunk ?? 256;
+    this.rope = new RopeCache(c.rope, this.maxContext);
+    this.kv = new KvCache({ numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim, maxContext: this.maxContext });
+  }
+
+  /**
+   * Resolves (imports if needed), loads and opens a model.
+   * @param source llama2.c checkpoint, Hugging Face folder or bundle.
+   * @throws ModelLoadError, TokenizerError, InvalidOptionError.
+   */
+  static async load(source: string, opts: EngineOptions = {}): Promise<Engine> {
+    if (opts.maxContext !== undefined) validateMaxContext(opts.maxContext);
+    if (opts.prefillChunk !== undefined && !(Number.isInteger(opts.prefillChunk) && opts.prefillChunk >= 1)) {
+      throw new InvalidOptionError('prefill chunk', `${opts.prefillChunk} is not a positive integer`);
+    }
+    const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress);
+    const m = bundle.manifest;
+    const tokenizer = TextTokenizer.fromJson(bundle.tokenizerJson, bundle.tokenizerConfig, {
+      bos: m.specialTokens.bos,
+      eos: m.specialTokens.eos,
+      addBos: m.addBos,
+      modelVocabSize: m.config.vocabSize,
+      file: bundle.dir,
+      exactVocab: m.source.kind === 'llama2c',
+    });
+    const session = await DecoderSession.create(bundle.modelPath, m.config, opts.executionProvider ?? 'cpu');
+    return new Engine(bundle, session, tokenizer, opts);
+  }
+
+  get sessionInfo(): SessionInfo {
+    return this.session.info;
+  }
+
+  get info(): ModelInfo {
+    const c = this.manifest.config;
+    return {
+      name: this.manifest.name,
+      architecture: c.architecture,
+      trainedContext: c.trainedContext,
+      maxContext: this.maxContext,
+      vocabSize: c.vocabSize,
+      executionProvider: this.session.info.executionProvider,
+      fallbackReason: this.session.info.fallbackReason,
+      hasChatTemplate: this.manifest.chatTemplate !== null,
+      bundleDir: this.bundle.dir,
+    };
+  }
+
+  /**
+   * The prompt's token ids as the model will see them (chat template applied, BOS added).
+   * @throws InvalidOptionError for an empty prompt or a request with neither/both prompt forms.
+   */
+  encodeRequest(req: Pick<GenerationRequest, 'prompt' | 'messages'>): number[] {
+    if ((req.prompt === undefined) === (req.messages === undefined)) {
+      throw new InvalidOptionError('request', 'give exactly one of prompt and messages');
+    }
+    let text: string;
+    let templated = false;
+    if (req.prompt !== undefined) {
+      text = req.prompt;
+    } else if (this.manifest.chatTemplate) {
+      text = renderChatTemplate(this.manifest.chatTemplate, req.messages!, {
+        addGenerationPrompt: true,
+        bosToken: this.tokenizer.bosToken ?? undefined,
+        eosToken: this.tokenizer.eosToken ?? undefined,
+      });
+      templated = true;
+    } else {
+      text = promptFromMessages(req.messages!);
+    }
+    if (text.length === 0) throw new InvalidOptionError('prompt', 'the prompt is empty');
+    // A template writes BOS itself when the model wants one.
+    return this.tokenizer.encode(text, { addBos: templated ? false : this.manifest.addBos });
+  }
+
+  /** Forgets the KV cache contents (keeps its buffers). */
+  reset(): void {
+    this.kv.reset();
+    this.cachedTokens = [];
+  }
+
+  /**
+   * Generates a completion. See the file comment for the event sequence.
+   * @throws InvalidOptionError (bad request), ContextOverflowError (prompt longer than the max
+   *   context), both before any event. Failures during the run end with done{reason:'error'}.
+   */
+  async *generate(req: GenerationRequest, opts: { signal?: AbortSignal } = {}): AsyncGenerator<GenerationEvent> {
+    const t0 = performance.now();
+    if (!Number.isInteger(req.maxTokens) || req.maxTokens < 1) {
+      throw new InvalidOptionError('max tokens', `${req.maxTokens} is not a positive integer`);
+    }
+    const sampler = new Sampler(validateSamplerOptions(req.sampler));
+    const stops = (req.stop ?? []).filter((s) => s.length > 0);
+    const maxStopLen = Math.max(0, ...stops.map((s) => s.length));
+    const prompt = this.encodeRequest(req);
+    if (prompt.length > this.maxContext) throw new ContextOverflowError(prompt.length, this.maxContext, 'the prompt');
+    if (this.busy) throw new InvalidOptionError('request', 'the engine is already generating');
+    this.busy = true;
+
+    const eos = new Set(req.ignoreEos ? [] : this.tokenizer.eos);
+    const generated: number[] = [];
+    const decoder = new StreamDecoder(this.tokenizer, prompt);
+    let text = '';
+    let reason: FinishReason = 'length';
+    let error: { code: string; message: string } | undefined;
+    let reused = 0;
+    let ttftMs = 0;
+    let prefillMs = 0;
+    let decodeStart = 0;
+    try {
+      // 1. prefix reuse: keep the longest common prefix, but always prefill ≥ 1 token for logits.
+      reused = commonPrefix(this.cachedTokens, prompt);
+      if (reused === prompt.length) reused--;
+      this.kv.rewindTo(reused);
+      this.cachedTokens.length = reused;
+
+      // 2. chunked prefill
+      let logits: Float32Array | null = null;
+      const tp = performance.now();
+      for (let i = reused; i < prompt.length; i += this.prefillChunk) {
+        if (opts.signal?.aborted) {
+          reason = 'cancelled';
+          break;
+        }
+        const chunk = prompt.slice(i, Math.min(i + this.prefillChunk, prompt.length));
+        logits = await this.forward(chunk);
+        yield { type: 'prefill', processed: i + chunk.length - reused, total: prompt.length - reused };
+      }
+      prefillMs = performance.now() - tp;
+
+      // 3. decode: sample, emit, stop checks, then feed the token back.
+      decodeStart = performance.now();
+      while (logits && reason !== 'cancelled') {
+        const history = this.cachedTokens;
+        const token = sampler.sample(logits, history);
+        if (eos.has(token)) {
+          reason = 'stop';
+          break;
+        }
+        generated.push(token);
+        if (generated.length === 1) ttftMs = performance.now() - t0;
+        let delta = decoder.push(token);
+        const full = text + delta;
+        const hit = stops.length ? findStop(full, stops, text.length - maxStopLen) : -1;
+        if (hit >= 0) {
+          delta = full.slice(text.length, hit);
+          text = full.slice(0, hit);
+          if (delta) yield { type: 'token', id: token, text: delta };
+          reason = 'stop';
+          break;
+        }
+        text = full;
+        yield { type: 'token', id: token, text: delta };
+        if (generated.length >= req.maxTokens) {
+          reason = 'length';
+          break;
+        }
+        if (this.kv.length + 1 > this.maxContext) {
+          reason = 'context-full';
+          break;
+        }
+        if (opts.signal?.aborted) {
+          reason = 'cancelled';
+          break;
+        }
+        logits = await this.forward([token]);
+      }
+      if (reason !== 'stop' || stops.length === 0) {
+        const tail = decoder.flush();
+        if (tail) {
+          text += tail;
+          yield { type: 'token', id: -1, text: tail };
+        }
+      }
+    } catch (e) {
+      const err = toEngineError(e);
+      reason = 'error';
+      error = { code: err.code, message: err.message };
+      // A failed run may have left partial rows past kv.length; they are ignored (length unchanged).
+    } finally {
+      this.busy = false;
+    }
+    const decodeMs = decodeStart ? performance.now() - decodeStart : 0;
+    const prefilled = prompt.length - reused;
+    const stats: GenerationStats = {
+      promptTokens: prompt.length,
+      generatedTokens: generated.length,
+      reusedTokens: reused,
+      ttftMs: round(ttftMs),
+      prefillTokensPerSec: prefillMs > 0 ? round((prefilled * 1000) / prefillMs) : 0,
+      decodeTokensPerSec: decodeMs > 0 && generated.length > 1 ? round(((generated.length - 1) * 1000) / decodeMs) : 0,
+      contextUsed: this.kv.length,
+      maxContext: this.maxContext,
+      rope: pick(this.rope.stats, ['capacity', 'rowsComputed', 'growths', 'bytes']),
+      kv: pick(this.kv.stats, ['capacity', 'growths', 'bytes']),
+    };
+    yield { type: 'done', reason, text, promptTokens: prompt, tokens: generated, stats, ...(error ? { error } : {}) };
+  }
+
+  /**
+   * Runs `tokens` at the next positions: ensures both caches (typed overflow error before any
+   * tensor is touched), takes RoPE rows as views, runs the session, commits the KV rows.
+   * @returns logits float32 [V] of the last token (reused buffer).
+   */
+  private async forward(tokens: number[]): Promise<Float32Array> {
+    const P = this.kv.length;
+    const end = P + tokens.length;
+    this.rope.ensure(end);
+    this.kv.ensure(end);
+    const { cos, sin } = this.rope.rows(P, tokens.length);
+    const logits = await this.session.run(tokens, cos, sin, this.kv);
+    this.kv.commit(tokens.length);
+    for (const t of tokens) this.cachedTokens.push(t);
+    return logits;
+  }
+
+  /** Releases the session. */
+  async dispose(): Promise<void> {
+    await this.session.dispose();
+  }
+}
+
+function commonPrefix(a: readonly number[], b: readonly number[]): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
+/** Index in `text` where the earliest stop string starts (searching from `from`), or −1. */
+function findStop(text: string, stops: string[], from: number): number {
+  let best = -1;
+  for (const s of stops) {
+    const i = text.indexOf(s, Math.max(0, from));
+    if (i >= 0 && (best < 0 || i < best)) best = i;
+  }
+  return best;
+}
+
+function round(x: number): number {
+  return Math.round(x * 100) / 100;
+}
+
+function pick<T extends object, K extends keyof T>(o: T, keys: K[]): Pick<T, K> {
+  const out = {} as Pick<T, K>;
+  for (const k of keys) out[k] = o[k];
+  return out;
+}

@@ -1,0 +1,62 @@
+/**
+ * What a generation is asked for and what it streams back. Plain data only: these types cross
+ * the worker boundary and IPC as they are (structured clone / JSON).
+ */
+import type { SamplerOptions } from '../sampling/sampler.ts';
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+export interface GenerationRequest {
+  /** Raw completion prompt (used as is). Exactly one of `prompt` and `messages`. */
+  prompt?: string;
+  /** Chat messages, rendered with the model's chat template (or as plain text without one). */
+  messages?: ChatMessage[];
+  /** Upper bound on generated tokens (≥ 1). */
+  maxTokens: number;
+  sampler: SamplerOptions;
+  /** Generation ends when the text ends with one of these (the stop string is not emitted). */
+  stop?: string[];
+  /** Keep generating past the end-of-sequence token. */
+  ignoreEos?: boolean;
+}
+
+export type FinishReason = 'stop' | 'length' | 'context-full' | 'cancelled' | 'error';
+
+export interface CacheStats {
+  capacity: number;
+  growths: number;
+  bytes: number;
+}
+
+export interface GenerationStats {
+  promptTokens: number;
+  generatedTokens: number;
+  /** Prompt tokens served from the KV cache (prefix reuse) rather than prefilled. */
+  reusedTokens: number;
+  /** Time from the request to the first generated token, ms. */
+  ttftMs: number;
+  prefillTokensPerSec: number;
+  decodeTokensPerSec: number;
+  /** Positions held in the KV cache at the end. */
+  contextUsed: number;
+  maxContext: number;
+  rope: CacheStats & { rowsComputed: number };
+  kv: CacheStats;
+}
+
+export type GenerationEvent =
+  | { type: 'prefill'; processed: number; total: number }
+  | { type: 'token'; id: number; text: string }
+  | {
+      type: 'done';
+      reason: FinishReason;
+      text: string;
+      promptTokens: number[];
+      tokens: number[];
+      stats: GenerationStats;
+      /** Set when reason is 'error'. */
+      error?: { code: string; message: string };
+    };

@@ -1,0 +1,160 @@
+/**
+ * Builds the ONNX decoder graph of a Llama-family model (Llama, Mistral, Qwen2, Qwen3, llama2.c)
+ * from its config and canonical weights. The graph follows the contract in `io-names.ts`:
+ * RoPE rows come in as inputs (the engine owns positions and the RoPE cache), the KV cache is
+ * ONNX Runtime's `com.microsoft.GroupQueryAttention` past/present pair sharing one buffer, and
+ * only the last position's logits are computed (a prefill of T tokens costs D×V, not T×D×V).
+ *
+ * Per layer (Touvron et al. 2023, "LLaMA"; Qwen2/3 add q/k/v bias and per-head q/k RMSNorm):
+ *   h = RMSNorm(x); q,k,v = h·Wqᵀ, h·Wkᵀ, h·Wvᵀ (+b); [Qwen3] q,k = RMSNorm_head(q,k)
+ *   q,k = RoPE(q,k) on the first R dims of each head, in the model's pair layout
+ *   x = x + GQA(q,k,v)·Woᵀ;  x = x + (silu(h'·Wgᵀ) ⊙ h'·Wuᵀ)·Wdᵀ with h' = RMSNorm(x)
+ */
+import { ModelLoadError } from '../errors.ts';
+import * as io from './io-names.ts';
+import { layerWeight, type ModelConfig, type ModelWeights, type Tensor32 } from './manifest.ts';
+import { DataType, OnnxGraphBuilder, type BuiltModel } from './onnx-builder.ts';
+
+/** File name of the external weight data, beside `model.onnx`. */
+export const EXTERNAL_DATA_FILE = 'model.onnx.data';
+
+/**
+ * Builds the decoder graph.
+ * @param config model shapes; `config.rope.layout` decides how q/k pairs are rotated.
+ * @param weights canonical float32 weights (see `ModelWeights`); Linear weights [out, in].
+ * @returns the serialized model and its external data chunks.
+ * @throws ModelLoadError when a weight is missing or has the wrong shape.
+ */
+export function buildDecoderGraph(config: ModelConfig, weights: ModelWeights): BuiltModel {
+  const c = config;
+  const g = new OnnxGraphBuilder(EXTERNAL_DATA_FILE);
+  const D = c.hiddenSize;
+  const Hq = c.numHeads;
+  const Hkv = c.numKvHeads;
+  const hd = c.headDim;
+  const R = c.rope.rotaryDim;
+  const get = (name: string, shape: number[]): Tensor32 => requireWeight(weights, name, shape);
+
+  // 1. inputs
+  const inputIds = g.input(io.INPUT_IDS, DataType.INT64, [1, 'T']);
+  const cos = g.input(io.ROPE_COS, DataType.FLOAT, ['T', R / 2]);
+  const sin = g.input(io.ROPE_SIN, DataType.FLOAT, ['T', R / 2]);
+  const seqlensK = g.input(io.SEQLENS_K, DataType.INT32, [1]);
+  const totalSeqLen = g.input(io.TOTAL_SEQ_LEN, DataType.INT32, []);
+
+  // cos/sin [T, R/2] reshaped once to broadcast against q/k pairs [1, T, H, …].
+  const pairShape = c.rope.layout === 'half' ? [1, -1, 1, 1, R / 2] : [1, -1, 1, R / 2, 1];
+  const ropeShape = g.int64(pairShape);
+  const cosB = g.op('Reshape', [cos, ropeShape]);
+  const sinB = g.op('Reshape', [sin, ropeShape]);
+
+  const shapeHeads = (h: number) => g.int64([1, 0, h, hd]);
+  const shapeFlat = g.int64([1, 0, -1]);
+  const shapeHq = shapeHeads(Hq);
+  const shapeHkv = shapeHeads(Hkv);
+
+  // 2. embedding [V, D] gathered by input_ids → [1, T, D]
+  const embedName = 'model.embed_tokens.weight';
+  const embed = get(embedName, [c.vocabSize, D]);
+  g.weight(embedName, [c.vocabSize, D], embed.data);
+  let x = g.op('Gather', [embedName, inputIds], { axis: 0 });
+
+  const rmsNorm = (input: string, weightName: string, size: number): string => {
+    const w = get(weightName, [size]);
+    g.weight(weightName, [size], w.data);
+    return g.op('SimplifiedLayerNormalization', [input, weightName], { axis: -1, epsilon: { float: c.rmsNormEps }, stash_type: 1 });
+  };
+  const linear = (input: string, name: string, outDim: number, inDim: number, bias: boolean): string => {
+    const w = get(`${name}.weight`, [outDim, inDim]);
+    g.weight(`${name}.weight.T`, [inDim, outDim], transpose(w.data, outDim, inDim));
+    const y = g.op('MatMul', [input, `${name}.weight.T`]);
+    if (!bias) return y;
+    const b = get(`${name}.bias`, [outDim]);
+    g.weight(`${name}.bias`, [outDim], b.data);
+    return g.op('Add', [y, `${name}.bias`]);
+  };
+  const splitR = R < hd ? g.int64([R, hd - R]) : null;
+  const pairSplitShape = c.rope.layout === 'half' ? g.int64([1, 0, 0, 2, R / 2]) : g.int64([1, 0, 0, R / 2, 2]);
+  const pairAxis = c.rope.layout === 'half' ? 3 : 4;
+  const shapeRot = g.int64([1, 0, 0, R]);
+
+  /** RoPE on heads [1, T, H, hd] (Su et al. 2021): (a, b) → (a·cos − b·sin, b·cos + a·sin). */
+  const rope = (heads: string): string => {
+    let rot = heads;
+    let pass: string | null = null;
+    if (splitR) [rot, pass] = g.node('Split', [heads, splitR], 2, { axis: 3 });
+    const pairs = g.op('Reshape', [rot, pairSplitShape]);
+    const [a, b] = g.node('Split', [pairs], 2, { axis: pairAxis, num_outputs: 2 });
+    const ra = g.op('Sub', [g.op('Mul', [a, cosB]), g.op('Mul', [b, sinB])]);
+    const rb = g.op('Add', [g.op('Mul', [b, cosB]), g.op('Mul', [a, sinB])]);
+    const rotated = g.op('Reshape', [g.op('Concat', [ra, rb], { axis: pairAxis }), shapeRot]);
+    return pass ? g.op('Concat', [rotated, pass], { axis: 3 }) : rotated;
+  };
+
+  // 3. layers
+  for (let i = 0; i < c.numLayers; i++) {
+    const L = (s: string) => layerWeight(i, s);
+    const h = rmsNorm(x, L('input_layernorm.weight'), D);
+    let q = linear(h, L('self_attn.q_proj'), Hq * hd, D, c.attentionBias);
+    let k = linear(h, L('self_attn.k_proj'), Hkv * hd, D, c.attentionBias);
+    const v = linear(h, L('self_attn.v_proj'), Hkv * hd, D, c.attentionBias);
+    let qh = g.op('Reshape', [q, shapeHq]);
+    let kh = g.op('Reshape', [k, shapeHkv]);
+    if (c.qkNorm) {
+      qh = rmsNorm(qh, L('self_attn.q_norm.weight'), hd);
+      kh = rmsNorm(kh, L('self_attn.k_norm.weight'), hd);
+    }
+    q = g.op('Reshape', [rope(qh), shapeFlat]);
+    k = g.op('Reshape', [rope(kh), shapeFlat]);
+    const pk = g.input(io.pastKey(i), DataType.FLOAT, [1, Hkv, 'C', hd]);
+    const pv = g.input(io.pastValue(i), DataType.FLOAT, [1, Hkv, 'C', hd]);
+    const [attn] = g.node(
+      'GroupQueryAttention',
+      [q, k, v, pk, pv, seqlensK, totalSeqLen],
+      [g.tmp('attn'), io.presentKey(i), io.presentValue(i)],
+      { num_heads: Hq, kv_num_heads: Hkv, scale: { float: 1 / Math.sqrt(hd) }, do_rotary: 0 },
+      'com.microsoft',
+    );
+    g.output(io.presentKey(i), DataType.FLOAT, [1, Hkv, 'C', hd]);
+    g.output(io.presentValue(i), DataType.FLOAT, [1, Hkv, 'C', hd]);
+    x = g.op('Add', [x, linear(attn, L('self_attn.o_proj'), D, Hq * hd, false)]);
+
+    const h2 = rmsNorm(x, L('post_attention_layernorm.weight'), D);
+    const gate = linear(h2, L('mlp.gate_proj'), c.intermediateSize, D, false);
+    const up = linear(h2, L('mlp.up_proj'), c.intermediateSize, D, false);
+    const act = g.op('Mul', [g.op('Mul', [gate, g.op('Sigmoid', [gate])]), up]);
+    x = g.op('Add', [x, linear(act, L('mlp.down_proj'), D, c.intermediateSize, false)]);
+  }
+
+  // 4. last position only → final norm → logits [1, V]
+  const last = g.op('Gather', [x, g.int64([-1], [])], { axis: 1 }); // [1, D]
+  const normed = rmsNorm(last, 'model.norm.weight', D);
+  if (c.tiedEmbeddings) {
+    g.node('Gemm', [normed, embedName], [io.LOGITS], { transB: 1 });
+  } else {
+    const head = get('lm_head.weight', [c.vocabSize, D]);
+    g.weight('lm_head.weight', [c.vocabSize, D], head.data);
+    g.node('Gemm', [normed, 'lm_head.weight'], [io.LOGITS], { transB: 1 });
+  }
+  g.output(io.LOGITS, DataType.FLOAT, [1, c.vocabSize]);
+
+  return g.build('ropewalk_decoder', { '': 18, 'com.microsoft': 1 }, `Ropewalk ${c.architecture} decoder`);
+}
+
+function requireWeight(weights: ModelWeights, name: string, shape: number[]): Tensor32 {
+  const t = weights.get(name);
+  if (!t) throw new ModelLoadError(`missing weight ${name}`);
+  if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
+    throw new ModelLoadError(`weight ${name}: expected shape [${shape.join(', ')}], found [${t.shape.join(', ')}]`);
+  }
+  return t;
+}
+
+/** [rows, cols] row-major → [cols, rows]. */
+function transpose(a: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(a.length);
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) out[c * rows + r] = a[r * cols + c];
+  }
+  return out;
+}

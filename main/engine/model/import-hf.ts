@@ -1,0 +1,439 @@
+/**
+ * Import of a Hugging Face checkpoint folder (Llama / Mistral / Qwen2 / Qwen3) into the canonical
+ * `ImportedModel`. The folder holds:
+ *   config.json                       required; validated with zod, mapped to `ModelConfig`
+ *   model.safetensors                 or model.safetensors.index.json (`weight_map`) + shards;
+ *                                     F32 / F16 / BF16, converted to float32
+ *   tokenizer.json                    required (Hugging Face fast tokenizer)
+ *   tokenizer_config.json             optional: chat_template, bos/eos tokens, add_bos_token
+ *   chat_template.jinja               optional: the template when tokenizer_config has none
+ *   generation_config.json            optional: eos_token_id
+ *
+ * Order of work, cheapest first, so a bad folder fails before gigabytes are read: config (with
+ * size limits, `HF_LIMITS`), tokenizer files, safetensors headers (every expected tensor present
+ * with its expected shape), then tensor data one tensor at a time, then the content hash.
+ *
+ * Deliberately ignored: `sliding_window` / `use_sliding_window` / `max_window_layers` (attention
+ * is always full causal, which equals sliding-window attention only up to the window length:
+ * Mistral v0.1 beyond 4,096 tokens will differ from the reference), yarn's DeepSeek-only
+ * `mscale` fields, and tensors the graph does not use (`rotary_emb.inv_freq`, a duplicate
+ * `lm_head.weight` in a tied checkpoint).
+ */
+import { access, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { ModelLoadError } from '../errors.ts';
+import { hashFiles } from './content-hash.ts';
+import { layerWeight, type Architecture, type ImportedModel, type ModelConfig, type ModelWeights, type RopeConfig } from './manifest.ts';
+import { MAX_TENSOR_ELEMENTS, openSafetensors, type SafetensorsFile } from './safetensors.ts';
+
+export const SUPPORTED_MODEL_TYPES = ['llama', 'mistral', 'qwen2', 'qwen3'] as const;
+
+/**
+ * Upper bounds on config sizes, checked before any weight is read. Each is several times the
+ * largest real model of these families (Llama 3.1 405B: hidden 16,384, intermediate 53,248,
+ * 126 layers, 128 heads; vocabularies up to ~256k). `maxTotalParams` = 2^33 (32 GiB as float32)
+ * admits 8B models, which is already more than a desktop holds comfortably in float32.
+ */
+export const HF_LIMITS = {
+  hiddenSize: 65_536,
+  intermediateSize: 262_144,
+  numLayers: 1_024,
+  numHeads: 1_024,
+  headDim: 1_024,
+  vocabSize: 4_194_304,
+  maxPositionEmbeddings: 16_777_216,
+  maxTensorElements: MAX_TENSOR_ELEMENTS,
+  maxTotalParams: 2 ** 33,
+} as const;
+
+/** transformers' defaults for `max_position_embeddings` when a config omits it. */
+const DEFAULT_CONTEXT: Record<Architecture, number> = { llama: 2048, mistral: 131_072, qwen2: 32_768, qwen3: 32_768 };
+
+const posInt = z.number().int().positive();
+const tokenId = z.number().int().nonnegative();
+const RopeSchema = z.looseObject({
+  rope_type: z.string().optional(),
+  type: z.string().optional(),
+  rope_theta: z.number().positive().optional(),
+  partial_rotary_factor: z.number().gt(0).lte(1).optional(),
+  factor: z.number().positive().optional(),
+  low_freq_factor: z.number().positive().optional(),
+  high_freq_factor: z.number().positive().optional(),
+  original_max_position_embeddings: posInt.optional(),
+  beta_fast: z.number().positive().optional(),
+  beta_slow: z.number().positive().optional(),
+  attention_factor: z.number().positive().optional(),
+});
+const ConfigSchema = z.object({
+  model_type: z.enum(SUPPORTED_MODEL_TYPES),
+  hidden_size: posInt,
+  intermediate_size: posInt,
+  num_hidden_layers: posInt,
+  num_attention_heads: posInt,
+  num_key_value_heads: posInt.nullish(),
+  head_dim: posInt.nullish(),
+  vocab_size: posInt,
+  rms_norm_eps: z.number().positive().default(1e-6),
+  tie_word_embeddings: z.boolean().default(false),
+  attention_bias: z.boolean().default(false),
+  mlp_bias: z.boolean().default(false),
+  hidden_act: z.string().default('silu'),
+  rope_theta: z.number().positive().optional(),
+  partial_rotary_factor: z.number().gt(0).lte(1).optional(),
+  rope_scaling: RopeSchema.nullish(),
+  rope_parameters: RopeSchema.nullish(),
+  max_position_embeddings: posInt.optional(),
+  bos_token_id: tokenId.nullish(),
+  eos_token_id: z.union([tokenId, z.array(tokenId)]).nullish(),
+});
+type HfConfig = z.infer<typeof ConfigSchema>;
+
+function zodMessage(err: z.ZodError): string {
+  return err.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+}
+
+/**
+ * Maps a parsed `config.json` to `ModelConfig` (RoPE layout 'half', as Hugging Face's
+ * `rotate_half`) and enforces `HF_LIMITS`, including the element count of every weight the
+ * config implies, so absurd configs fail without allocating.
+ * @param file the config's path, quoted in errors.
+ * @throws ModelLoadError for an unsupported model_type, activation, MLP bias or RoPE type, a
+ *   missing/ill-typed field, inconsistent head counts, an odd rotary dim, or a size over a limit.
+ */
+export function parseHfConfig(json: unknown, file: string): ModelConfig {
+  const modelType = (json as { model_type?: unknown } | null)?.model_type;
+  if (!SUPPORTED_MODEL_TYPES.includes(modelType as Architecture)) {
+    throw new ModelLoadError(`unsupported model_type ${JSON.stringify(modelType)}; supported: ${SUPPORTED_MODEL_TYPES.join(', ')}`, file);
+  }
+  const parsed = ConfigSchema.safeParse(json);
+  if (!parsed.success) throw new ModelLoadError(`invalid config.json: ${zodMessage(parsed.error)}`, file);
+  const c = parsed.data;
+  const fail = (msg: string): never => {
+    throw new ModelLoadError(msg, file);
+  };
+  const limit = (field: string, value: number, max: number) => {
+    if (value > max) fail(`${field} ${value} exceeds the supported limit ${max}`);
+  };
+  limit('hidden_size', c.hidden_size, HF_LIMITS.hiddenSize);
+  limit('intermediate_size', c.intermediate_size, HF_LIMITS.intermediateSize);
+  limit('num_hidden_layers', c.num_hidden_layers, HF_LIMITS.numLayers);
+  limit('num_attention_heads', c.num_attention_heads, HF_LIMITS.numHeads);
+  limit('vocab_size', c.vocab_size, HF_LIMITS.vocabSize);
+  if (c.hidden_act !== 'silu') fail(`hidden_act ${c.hidden_act} is not supported; supported: silu`);
+  if (c.mlp_bias) fail('mlp_bias true is not supported');
+  const numKvHeads = c.num_key_value_heads ?? c.num_attention_heads;
+  if (c.num_attention_heads % numKvHeads !== 0) {
+    fail(`num_attention_heads ${c.num_attention_heads} is not a multiple of num_key_value_heads ${numKvHeads}`);
+  }
+  if (c.head_dim == null && c.hidden_size % c.num_attention_heads !== 0) {
+    fail(`hidden_size ${c.hidden_size} is not divisible by num_attention_heads ${c.num_attention_heads} and head_dim is not given`);
+  }
+  const headDim = c.head_dim ?? c.hidden_size / c.num_attention_heads;
+  limit('head_dim', headDim, HF_LIMITS.headDim);
+  const trainedContext = c.max_position_embeddings ?? DEFAULT_CONTEXT[c.model_type];
+  limit('max_position_embeddings', trainedContext, HF_LIMITS.maxPositionEmbeddings);
+  const config: ModelConfig = {
+    architecture: c.model_type,
+    hiddenSize: c.hidden_size,
+    intermediateSize: c.intermediate_size,
+    numLayers: c.num_hidden_layers,
+    numHeads: c.num_attention_heads,
+    numKvHeads,
+    headDim,
+    vocabSize: c.vocab_size,
+    rmsNormEps: c.rms_norm_eps,
+    tiedEmbeddings: c.tie_word_embeddings,
+    // Qwen2 always has q/k/v biases; Mistral never; Llama and Qwen3 follow the flag.
+    attentionBias: c.model_type === 'qwen2' || (c.model_type !== 'mistral' && c.attention_bias),
+    qkNorm: c.model_type === 'qwen3',
+    rope: parseRope(c, headDim, trainedContext, fail),
+    trainedContext,
+  };
+  let total = 0;
+  for (const [name, shape] of expectedWeights(config)) {
+    const n = shape.reduce((a, b) => a * b, 1);
+    if (n > HF_LIMITS.maxTensorElements) fail(`tensor ${name} would have shape [${shape.join(', ')}], more than ${HF_LIMITS.maxTensorElements} elements`);
+    total += n;
+  }
+  if (total > HF_LIMITS.maxTotalParams) {
+    fail(`the config describes ${total} parameters (${(total * 4 / 2 ** 30).toFixed(1)} GiB as float32), more than the ${HF_LIMITS.maxTotalParams} supported`);
+  }
+  return config;
+}
+
+/** RoPE from `rope_parameters` (transformers ≥ 5) merged over `rope_scaling`, then top-level fields. */
+function parseRope(c: HfConfig, headDim: number, trainedContext: number, fail: (m: string) => never): RopeConfig {
+  const rp = c.rope_scaling || c.rope_parameters ? { ...c.rope_scaling, ...c.rope_parameters } : undefined;
+  const theta = c.rope_theta ?? rp?.rope_theta ?? 10000;
+  const fraction = c.partial_rotary_factor ?? rp?.partial_rotary_factor ?? 1;
+  const rotaryDim = Math.floor(headDim * fraction);
+  if (rotaryDim < 2 || rotaryDim % 2 !== 0) {
+    fail(`partial_rotary_factor ${fraction} gives rotary dim ${rotaryDim} for head_dim ${headDim}; it must be even and at least 2`);
+  }
+  const rope: RopeConfig = { theta, rotaryDim, layout: 'half' };
+  const type = rp?.rope_type ?? rp?.type ?? 'default';
+  const need = <K extends 'factor' | 'low_freq_factor' | 'high_freq_factor' | 'original_max_position_embeddings'>(k: K): number =>
+    rp?.[k] ?? fail(`rope_scaling type ${type} needs ${k}`);
+  switch (type) {
+    case 'default':
+      break;
+    case 'linear':
+      rope.scaling = { type, factor: need('factor') };
+      break;
+    case 'llama3':
+      rope.scaling = {
+        type,
+        factor: need('factor'),
+        lowFreqFactor: need('low_freq_factor'),
+        highFreqFactor: need('high_freq_factor'),
+        originalMaxPositionEmbeddings: need('original_max_position_embeddings'),
+      };
+      break;
+    case 'yarn':
+      rope.scaling = {
+        type,
+        factor: need('factor'),
+        originalMaxPositionEmbeddings: rp?.original_max_position_embeddings ?? trainedContext,
+        betaFast: rp?.beta_fast ?? 32,
+        betaSlow: rp?.beta_slow ?? 1,
+        ...(rp?.attention_factor !== undefined ? { attentionFactor: rp.attention_factor } : {}),
+      };
+      break;
+    case 'dynamic':
+      rope.scaling = {
+        type,
+        factor: need('factor'),
+        originalMaxPositionEmbeddings: rp?.original_max_position_embeddings ?? trainedContext,
+      };
+      break;
+    default:
+      fail(`unsupported rope_scaling type ${JSON.stringify(type)}; supported: default, linear, llama3, yarn, dynamic`);
+  }
+  return rope;
+}
+
+/**
+ * Every canonical weight name (manifest.ts `ModelWeights`) the config requires, with its shape
+ * in Hugging Face layout (Linear = [out, in]), in load order.
+ */
+export function expectedWeights(c: ModelConfig): Map<string, number[]> {
+  const D = c.hiddenSize;
+  const q = c.numHeads * c.headDim;
+  const kv = c.numKvHeads * c.headDim;
+  const m = new Map<string, number[]>([['model.embed_tokens.weight', [c.vocabSize, D]]]);
+  for (let i = 0; i < c.numLayers; i++) {
+    const w = (suffix: string, shape: number[]) => m.set(layerWeight(i, suffix), shape);
+    w('input_layernorm.weight', [D]);
+    w('self_attn.q_proj.weight', [q, D]);
+    w('self_attn.k_proj.weight', [kv, D]);
+    w('self_attn.v_proj.weight', [kv, D]);
+    if (c.attentionBias) {
+      w('self_attn.q_proj.bias', [q]);
+      w('self_attn.k_proj.bias', [kv]);
+      w('self_attn.v_proj.bias', [kv]);
+    }
+    if (c.qkNorm) {
+      w('self_attn.q_norm.weight', [c.headDim]);
+      w('self_attn.k_norm.weight', [c.headDim]);
+    }
+    w('self_attn.o_proj.weight', [D, q]);
+    w('post_attention_layernorm.weight', [D]);
+    w('mlp.gate_proj.weight', [c.intermediateSize, D]);
+    w('mlp.up_proj.weight', [c.intermediateSize, D]);
+    w('mlp.down_proj.weight', [D, c.intermediateSize]);
+  }
+  m.set('model.norm.weight', [D]);
+  if (!c.tiedEmbeddings) m.set('lm_head.weight', [c.vocabSize, D]);
+  return m;
+}
+
+// ---- files -------------------------------------------------------------------------------------
+
+/** Parsed JSON of `file`, or null when it does not exist and `required` is false. */
+async function readJson(file: string, required: boolean): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    if (!required && (e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw new ModelLoadError(`cannot read ${path.basename(file)}: ${(e as Error).message}`, file, { cause: e });
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new ModelLoadError(`${path.basename(file)} is not valid JSON: ${(e as Error).message}`, file, { cause: e });
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  return access(file).then(() => true, () => false);
+}
+
+async function readOptionalText(file: string): Promise<string | null> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw new ModelLoadError(`cannot read ${path.basename(file)}: ${(e as Error).message}`, file, { cause: e });
+  }
+}
+
+const TokenizerJsonSchema = z.looseObject({
+  added_tokens: z.array(z.looseObject({ id: tokenId, content: z.string() })).default([]),
+  model: z.looseObject({ vocab: z.union([z.record(z.string(), tokenId), z.array(z.tuple([z.string(), z.number()]))]).optional() }),
+});
+const TokenString = z.union([z.string(), z.looseObject({ content: z.string() })]).nullish();
+const TokenizerConfigSchema = z.looseObject({
+  chat_template: z.union([z.string(), z.array(z.looseObject({ name: z.string(), template: z.string() }))]).nullish(),
+  bos_token: TokenString,
+  eos_token: TokenString,
+  add_bos_token: z.boolean().nullish(),
+});
+const GenerationConfigSchema = z.looseObject({ eos_token_id: z.union([tokenId, z.array(tokenId)]).nullish() });
+
+function parseWith<T>(schema: z.ZodType<T>, json: unknown, file: string): T {
+  const r = schema.safeParse(json);
+  if (!r.success) throw new ModelLoadError(`invalid ${path.basename(file)}: ${zodMessage(r.error)}`, file);
+  return r.data;
+}
+
+const asList = (v: number | number[] | null | undefined): number[] => (v == null ? [] : Array.isArray(v) ? v : [v]);
+
+/** Token files read, special tokens resolved against tokenizer.json's vocabulary. */
+async function readTokenizer(folder: string, config: ModelConfig, hf: { bos_token_id?: number | null; eos_token_id?: number | number[] | null }) {
+  const tokFile = path.join(folder, 'tokenizer.json');
+  const tcFile = path.join(folder, 'tokenizer_config.json');
+  const genFile = path.join(folder, 'generation_config.json');
+  const jinjaFile = path.join(folder, 'chat_template.jinja');
+  const tokenizerJson = await readJson(tokFile, true);
+  const tok = parseWith(TokenizerJsonSchema, tokenizerJson, tokFile);
+  const tcRaw = (await readJson(tcFile, false)) as Record<string, unknown> | null;
+  const tc = tcRaw === null ? null : parseWith(TokenizerConfigSchema, tcRaw, tcFile);
+  const genRaw = await readJson(genFile, false);
+  const gen = genRaw === null ? null : parseWith(GenerationConfigSchema, genRaw, genFile);
+  const jinja = await readOptionalText(jinjaFile);
+
+  const vocab = tok.model.vocab;
+  let maxId = tok.added_tokens.reduce((a, t) => Math.max(a, t.id), -1);
+  if (Array.isArray(vocab)) maxId = Math.max(maxId, vocab.length - 1);
+  else if (vocab) for (const id of Object.values(vocab)) if (id > maxId) maxId = id;
+  if (maxId >= config.vocabSize) {
+    throw new ModelLoadError(`tokenizer.json has token id ${maxId} but config.json vocab_size is ${config.vocabSize}`, tokFile);
+  }
+  const lookup = (t: z.infer<typeof TokenString>, field: string): number | null => {
+    if (t == null) return null;
+    const s = typeof t === 'string' ? t : t.content;
+    const added = tok.added_tokens.find((a) => a.content === s);
+    const id = added?.id ?? (Array.isArray(vocab) ? vocab.findIndex(([p]) => p === s) : vocab && Object.hasOwn(vocab, s) ? vocab[s] : -1);
+    if (id === undefined || id < 0) throw new ModelLoadError(`${field} ${JSON.stringify(s)} is not a token in tokenizer.json`, tcFile);
+    return id;
+  };
+  const bos = lookup(tc?.bos_token, 'bos_token') ?? hf.bos_token_id ?? null;
+  const eosTc = lookup(tc?.eos_token, 'eos_token');
+  const eos = [...new Set([...asList(hf.eos_token_id), ...asList(gen?.eos_token_id), ...(eosTc === null ? [] : [eosTc])])];
+  for (const id of [...eos, ...(bos === null ? [] : [bos])]) {
+    if (id >= config.vocabSize) throw new ModelLoadError(`special token id ${id} is outside vocab_size ${config.vocabSize}`, path.join(folder, 'config.json'));
+  }
+  const addBos = tc?.add_bos_token ?? (config.architecture === 'llama' || config.architecture === 'mistral');
+  if (addBos && bos === null) throw new ModelLoadError('add_bos_token is set but no BOS token is defined', tcFile);
+  const ct = tc?.chat_template;
+  // A list of named templates: "default" is the chat one (others are e.g. "tool_use", "rag").
+  const chatTemplate = (Array.isArray(ct) ? (ct.find((t) => t.name === 'default') ?? ct[0])?.template : ct) ?? jinja ?? null;
+  const files = [tokFile, ...(tcRaw ? [tcFile] : []), ...(genRaw ? [genFile] : []), ...(jinja !== null ? [jinjaFile] : [])];
+  return {
+    tokenizerJson,
+    tokenizerConfig: tcRaw ?? { add_bos_token: addBos },
+    specialTokens: { bos, eos },
+    addBos,
+    chatTemplate,
+    files,
+  };
+}
+
+const IndexSchema = z.looseObject({ weight_map: z.record(z.string(), z.string()) });
+
+/**
+ * Opens the weight files, checks every expected tensor's presence and shape from the headers,
+ * then loads them one by one as float32.
+ */
+async function readWeights(folder: string, expected: Map<string, number[]>): Promise<{ weights: ModelWeights; files: string[] }> {
+  const indexFile = path.join(folder, 'model.safetensors.index.json');
+  const single = path.join(folder, 'model.safetensors');
+  const index = await readJson(indexFile, false);
+  let whereIs: (name: string) => string;
+  let shardNames: string[];
+  if (index !== null) {
+    const map = parseWith(IndexSchema, index, indexFile).weight_map;
+    shardNames = [...new Set(Object.values(map))].sort();
+    const bad = shardNames.find((s) => s !== path.basename(s) || s === '..' || s === '.');
+    if (bad !== undefined) throw new ModelLoadError(`weight_map names shard ${JSON.stringify(bad)} outside the folder`, indexFile);
+    whereIs = (name) => map[name] ?? '';
+  } else {
+    shardNames = ['model.safetensors'];
+    whereIs = () => 'model.safetensors';
+  }
+  const shards = new Map<string, SafetensorsFile>();
+  try {
+    if (index === null && !(await exists(single))) {
+      throw new ModelLoadError('no model.safetensors or model.safetensors.index.json in the folder', folder);
+    }
+    for (const s of shardNames) shards.set(s, await openSafetensors(path.join(folder, s)));
+    for (const [name, shape] of expected) {
+      const shard = shards.get(whereIs(name));
+      const entry = shard?.entries.get(name);
+      if (!shard || !entry) {
+        throw new ModelLoadError(`tensor ${name} is missing`, shard ? shard.file : index !== null ? indexFile : single);
+      }
+      if (entry.shape.length !== shape.length || entry.shape.some((d, i) => d !== shape[i])) {
+        throw new ModelLoadError(`tensor ${name} expected shape [${shape.join(', ')}], found [${entry.shape.join(', ')}]`, shard.file);
+      }
+    }
+    const weights: ModelWeights = new Map();
+    for (const name of expected.keys()) weights.set(name, await shards.get(whereIs(name))!.load(name));
+    const files = index !== null ? [indexFile, ...shardNames.map((s) => path.join(folder, s))] : [single];
+    return { weights, files };
+  } finally {
+    for (const s of shards.values()) await s.close();
+  }
+}
+
+/**
+ * Imports a Hugging Face checkpoint folder. Weights come back as float32 under canonical names
+ * with shapes checked against the config; `manifest.source` is `{ kind: 'hf', path: <absolute
+ * folder>, sha256 }`, the hash (`hashFiles`) of config.json, the tokenizer files present, the
+ * generation config, the index and the weight files, in that order.
+ * Special tokens: BOS = tokenizer_config `bos_token` looked up in tokenizer.json, else
+ * config.json `bos_token_id`; EOS = union of config.json and generation_config.json
+ * `eos_token_id` and tokenizer_config's `eos_token`. addBos = `add_bos_token` ?? (llama/mistral).
+ * Chat template: tokenizer_config `chat_template` (a string, or the list entry named "default",
+ * else its first), else chat_template.jinja, else null.
+ * @throws ModelLoadError naming the file (and tensor) for anything missing, malformed,
+ *   unsupported or over `HF_LIMITS`.
+ */
+export async function importHuggingFace(folder: string): Promise<ImportedModel> {
+  const root = path.resolve(folder);
+  const configFile = path.join(root, 'config.json');
+  const rawConfig = await readJson(configFile, true);
+  const config = parseHfConfig(rawConfig, configFile);
+  const hf = rawConfig as { bos_token_id?: number | null; eos_token_id?: number | number[] | null };
+  const tok = await readTokenizer(root, config, hf);
+  const { weights, files: weightFiles } = await readWeights(root, expectedWeights(config));
+  const sha256 = await hashFiles([configFile, ...tok.files, ...weightFiles]);
+  return {
+    manifest: {
+      format: 'ropewalk-bundle',
+      version: 1,
+      name: path.basename(root),
+      source: { kind: 'hf', path: root, sha256 },
+      config,
+      specialTokens: tok.specialTokens,
+      addBos: tok.addBos,
+      chatTemplate: tok.chatTemplate,
+      dtype: 'float32',
+    },
+    weights,
+    tokenizerJson: tok.tokenizerJson,
+    tokenizerConfig: tok.tokenizerConfig,
+  };
+}

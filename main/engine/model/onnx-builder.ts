@@ -1,0 +1,165 @@
+/**
+ * A thin builder over the ONNX protobuf (`onnx-proto`): nodes, initializers, graph inputs and
+ * outputs, and float32 weights stored as ONNX external data (one data file beside the model,
+ * each tensor at a 4 KiB-aligned offset). It knows nothing about transformers; see
+ * `decoder-graph.ts` for the graph itself.
+ */
+import onnxProto from 'onnx-proto';
+
+const { onnx } = onnxProto;
+type AttrValue = number | number[] | string | { int: number } | { float: number };
+
+/** Alignment of each tensor in the external data file (bytes), so ONNX Runtime can mmap it. */
+const EXTERNAL_ALIGN = 4096;
+
+/** A dimension: a fixed size or a symbolic name such as 'T'. */
+export type Dim = number | string;
+
+export const DataType = {
+  FLOAT: onnx.TensorProto.DataType.FLOAT,
+  INT32: onnx.TensorProto.DataType.INT32,
+  INT64: onnx.TensorProto.DataType.INT64,
+} as const;
+
+export interface BuiltModel {
+  /** Serialized ModelProto. */
+  model: Uint8Array;
+  /** Chunks of the external data file, in order (padding included). */
+  data: Uint8Array[];
+  /** Total bytes of the external data file. */
+  dataBytes: number;
+}
+
+/** Accumulates one ONNX graph. Names passed in must be unique; `tmp()` makes fresh ones. */
+export class OnnxGraphBuilder {
+  private readonly nodes: InstanceType<typeof onnx.NodeProto>[] = [];
+  private readonly initializers: InstanceType<typeof onnx.TensorProto>[] = [];
+  private readonly inputs: InstanceType<typeof onnx.ValueInfoProto>[] = [];
+  private readonly outputs: InstanceType<typeof onnx.ValueInfoProto>[] = [];
+  private readonly dataChunks: Uint8Array[] = [];
+  private dataBytes = 0;
+  private counter = 0;
+
+  /** @param dataFile file name (relative to the model) of the external weight data. */
+  constructor(private readonly dataFile: string) {}
+
+  /** A fresh value name with the given prefix. */
+  tmp(prefix: string): string {
+    return `${prefix}_${this.counter++}`;
+  }
+
+  /** Declares a graph input of the given element type and shape. */
+  input(name: string, elemType: number, dims: Dim[]): string {
+    this.inputs.push(valueInfo(name, elemType, dims));
+    return name;
+  }
+
+  /** Declares a graph output of the given element type and shape. */
+  output(name: string, elemType: number, dims: Dim[]): string {
+    this.outputs.push(valueInfo(name, elemType, dims));
+    return name;
+  }
+
+  /**
+   * Adds a node and returns its output names. `outputs` is a count (fresh names) or explicit
+   * names. Attributes: integer / float / list of ints / string, inferred from the JS value;
+   * wrap in `{ float: x }` to force a float for an integral value.
+   */
+  node(
+    opType: string,
+    inputs: string[],
+    outputs: number | string[] = 1,
+    attrs: Record<string, AttrValue> = {},
+    domain = '',
+  ): string[] {
+    const outNames =
+      typeof outputs === 'number' ? Array.from({ length: outputs }, () => this.tmp(opType.toLowerCase())) : outputs;
+    const attribute = Object.entries(attrs).map(([name, v]) => attributeProto(name, v));
+    this.nodes.push(onnx.NodeProto.create({ opType, input: inputs, output: outNames, attribute, domain, name: this.tmp(`n_${opType}`) }));
+    return outNames;
+  }
+
+  /** Single-output node shorthand. */
+  op(opType: string, inputs: string[], attrs: Record<string, AttrValue> = {}, domain = ''): string {
+    return this.node(opType, inputs, 1, attrs, domain)[0];
+  }
+
+  /** A float32 weight stored in the external data file. */
+  weight(name: string, dims: number[], data: Float32Array): string {
+    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    const pad = (EXTERNAL_ALIGN - (this.dataBytes % EXTERNAL_ALIGN)) % EXTERNAL_ALIGN;
+    if (pad > 0) {
+      this.dataChunks.push(new Uint8Array(pad));
+      this.dataBytes += pad;
+    }
+    const offset = this.dataBytes;
+    this.dataChunks.push(bytes);
+    this.dataBytes += bytes.byteLength;
+    this.initializers.push(
+      onnx.TensorProto.create({
+        name,
+        dims,
+        dataType: DataType.FLOAT,
+        dataLocation: onnx.TensorProto.DataLocation.EXTERNAL,
+        externalData: [
+          { key: 'location', value: this.dataFile },
+          { key: 'offset', value: String(offset) },
+          { key: 'length', value: String(bytes.byteLength) },
+        ],
+      }),
+    );
+    return name;
+  }
+
+  /** A small int64 constant stored inside the model (shapes, axes, indices). */
+  int64(values: number[], dims: number[] = [values.length]): string {
+    const name = this.tmp('const_i64');
+    const raw = new BigInt64Array(values.map((v) => BigInt(v)));
+    this.initializers.push(
+      onnx.TensorProto.create({ name, dims, dataType: DataType.INT64, rawData: new Uint8Array(raw.buffer) }),
+    );
+    return name;
+  }
+
+  /** Serializes the model with the given opset imports ({ '': 17, 'com.microsoft': 1 }). */
+  build(graphName: string, opsets: Record<string, number>, docString: string): BuiltModel {
+    const graph = onnx.GraphProto.create({
+      name: graphName,
+      node: this.nodes,
+      initializer: this.initializers,
+      input: this.inputs,
+      output: this.outputs,
+    });
+    const model = onnx.ModelProto.create({
+      irVersion: 8,
+      producerName: 'ropewalk',
+      producerVersion: '0.1.0',
+      docString,
+      graph,
+      opsetImport: Object.entries(opsets).map(([domain, version]) => ({ domain, version })),
+    });
+    return { model: onnx.ModelProto.encode(model).finish(), data: this.dataChunks, dataBytes: this.dataBytes };
+  }
+}
+
+function valueInfo(name: string, elemType: number, dims: Dim[]): InstanceType<typeof onnx.ValueInfoProto> {
+  return onnx.ValueInfoProto.create({
+    name,
+    type: {
+      tensorType: {
+        elemType,
+        shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) },
+      },
+    },
+  });
+}
+
+function attributeProto(name: string, v: AttrValue): InstanceType<typeof onnx.AttributeProto> {
+  const T = onnx.AttributeProto.AttributeType;
+  if (typeof v === 'string') return onnx.AttributeProto.create({ name, type: T.STRING, s: new TextEncoder().encode(v) });
+  if (Array.isArray(v)) return onnx.AttributeProto.create({ name, type: T.INTS, ints: v });
+  if (typeof v === 'object' && 'float' in v) return onnx.AttributeProto.create({ name, type: T.FLOAT, f: v.float });
+  if (typeof v === 'object') return onnx.AttributeProto.create({ name, type: T.INT, i: v.int });
+  if (Number.isInteger(v)) return onnx.AttributeProto.create({ name, type: T.INT, i: v });
+  return onnx.AttributeProto.create({ name, type: T.FLOAT, f: v });
+}

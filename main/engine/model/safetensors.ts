@@ -1,0 +1,379 @@
+/**
+ * Safetensors files (Hugging Face's weight format) in and out, as float32.
+ *
+ * Layout: u64 little-endian N | N bytes of JSON header | data. The header maps each tensor name to
+ * `{ dtype, shape, data_offsets: [begin, end] }`, offsets in bytes relative to the data start;
+ * an optional `__metadata__` entry holds string pairs and is ignored here.
+ *
+ * Reading is lazy: `openSafetensors` reads and validates only the header (nothing is allocated
+ * for tensor data until `load(name)`), and `load` streams the tensor's bytes in bounded chunks
+ * straight into one Float32Array, so peak memory is the float32 tensor plus one chunk.
+ * F32, F16 and BF16 load; any other dtype is listed but `load` rejects it. Every structural
+ * problem is a `ModelLoadError` that names the file and the tensor and quotes expected vs found,
+ * raised before any tensor-sized allocation.
+ *
+ * Writing (`writeSafetensors`) exists for synthetic checkpoints in tests and for tools; it rounds
+ * float32 to F16/BF16 to nearest, ties to even.
+ */
+import { open, type FileHandle } from 'node:fs/promises';
+import { InvalidOptionError, ModelLoadError } from '../errors.ts';
+import type { Tensor32 } from './manifest.ts';
+
+/** A header larger than this is treated as corrupt (the real ones are well under 1 MB). */
+export const MAX_HEADER_BYTES = 100 * 1024 * 1024;
+/** Largest tensor accepted, in elements: 2^31 (8 GiB as float32), above any real checkpoint's. */
+export const MAX_TENSOR_ELEMENTS = 2 ** 31;
+/** Bytes read per `read` call while loading a tensor. */
+const CHUNK_BYTES = 16 * 1024 * 1024;
+
+/** Bytes per element of the dtypes the safetensors format defines. */
+const DTYPE_BYTES: Record<string, number> = {
+  BOOL: 1, U8: 1, I8: 1, F8_E4M3: 1, F8_E5M2: 1,
+  U16: 2, I16: 2, F16: 2, BF16: 2,
+  U32: 4, I32: 4, F32: 4,
+  U64: 8, I64: 8, F64: 8,
+};
+const LOADABLE = new Set(['F32', 'F16', 'BF16']);
+/** Typed-array views are used for speed on little-endian hosts (all current ones). */
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** The first `count` little-endian u16 values of `bytes` (a fresh, aligned buffer). */
+function u16View(bytes: Uint8Array, count: number): Uint16Array {
+  if (LITTLE_ENDIAN) return new Uint16Array(bytes.buffer, bytes.byteOffset, count);
+  const dv = new DataView(bytes.buffer, bytes.byteOffset);
+  return Uint16Array.from({ length: count }, (_, i) => dv.getUint16(i * 2, true));
+}
+
+/** One tensor as the header describes it. `begin`/`end` are absolute byte offsets in the file. */
+export interface SafetensorsEntry {
+  name: string;
+  dtype: string;
+  shape: number[];
+  begin: number;
+  end: number;
+}
+
+/** An open safetensors file: its validated header, and tensors loaded one at a time. */
+export interface SafetensorsFile {
+  file: string;
+  /** Tensor entries by name, in header order (`__metadata__` excluded). */
+  entries: Map<string, SafetensorsEntry>;
+  /**
+   * Reads tensor `name` as float32 in its stored shape (row-major).
+   * @throws ModelLoadError when the name is absent, the dtype is not F32/F16/BF16, or the file
+   *   ends early.
+   */
+  load(name: string): Promise<Tensor32>;
+  /** Closes the file handle; `load` fails afterwards. */
+  close(): Promise<void>;
+}
+
+function fmtShape(shape: readonly unknown[]): string {
+  return `[${shape.join(', ')}]`;
+}
+
+/** Product of a validated shape; rejects absurd sizes before anything is allocated. */
+function checkedElements(shape: number[], file: string, name: string): number {
+  let n = 1;
+  for (const d of shape) {
+    n *= d;
+    if (n > MAX_TENSOR_ELEMENTS) {
+      throw new ModelLoadError(
+        `tensor "${name}" has shape ${fmtShape(shape)}, more than the ${MAX_TENSOR_ELEMENTS} elements allowed`,
+        file,
+      );
+    }
+  }
+  return n;
+}
+
+/**
+ * Opens a safetensors file and validates its header: length < file size and < 100 MB, JSON
+ * object, every entry with a string dtype, a shape of non-negative integers no larger than
+ * `MAX_TENSOR_ELEMENTS`, and `data_offsets` that lie inside the file, do not overlap, and span
+ * exactly elements × dtype size bytes (for known dtypes).
+ * @throws ModelLoadError naming the file (and tensor, when one is at fault).
+ */
+export async function openSafetensors(file: string): Promise<SafetensorsFile> {
+  let fh: FileHandle;
+  try {
+    fh = await open(file, 'r');
+  } catch (e) {
+    throw new ModelLoadError(`cannot open safetensors file: ${(e as Error).message}`, file, { cause: e });
+  }
+  try {
+    const entries = await readHeader(fh, file);
+    return {
+      file,
+      entries,
+      load: (name) => loadTensor(fh, file, entries, name),
+      close: () => fh.close(),
+    };
+  } catch (e) {
+    await fh.close();
+    throw e;
+  }
+}
+
+async function readHeader(fh: FileHandle, file: string): Promise<Map<string, SafetensorsEntry>> {
+  const size = (await fh.stat()).size;
+  if (size < 8) throw new ModelLoadError(`file is ${size} bytes, too short for a safetensors header (8 bytes)`, file);
+  const lenBuf = new Uint8Array(8);
+  await fh.read(lenBuf, 0, 8, 0);
+  const headerLen = Number(new DataView(lenBuf.buffer).getBigUint64(0, true));
+  if (headerLen > MAX_HEADER_BYTES || headerLen > size - 8) {
+    throw new ModelLoadError(
+      `header length ${headerLen} bytes exceeds ${headerLen > MAX_HEADER_BYTES ? `the ${MAX_HEADER_BYTES}-byte limit` : `the file size (${size} bytes)`}`,
+      file,
+    );
+  }
+  const headerBuf = new Uint8Array(headerLen);
+  await fh.read(headerBuf, 0, headerLen, 8);
+  let header: unknown;
+  try {
+    header = JSON.parse(new TextDecoder().decode(headerBuf));
+  } catch (e) {
+    throw new ModelLoadError(`header is not valid JSON: ${(e as Error).message}`, file, { cause: e });
+  }
+  if (typeof header !== 'object' || header === null || Array.isArray(header)) {
+    throw new ModelLoadError('header is not a JSON object', file);
+  }
+  const dataStart = 8 + headerLen;
+  const dataSize = size - dataStart;
+  const entries = new Map<string, SafetensorsEntry>();
+  for (const [name, raw] of Object.entries(header as Record<string, unknown>)) {
+    if (name === '__metadata__') continue;
+    entries.set(name, parseEntry(raw, name, file, dataStart, dataSize));
+  }
+  // Overlapping tensors mean a corrupt (or hostile) header.
+  const sorted = [...entries.values()].sort((a, b) => a.begin - b.begin);
+  for (let i = 1; i < sorted.length; i++) {
+    const prev = sorted[i - 1]!;
+    const cur = sorted[i]!;
+    if (cur.begin < prev.end) {
+      throw new ModelLoadError(
+        `tensor "${cur.name}" data [${cur.begin - dataStart}, ${cur.end - dataStart}) overlaps "${prev.name}" [${prev.begin - dataStart}, ${prev.end - dataStart})`,
+        file,
+      );
+    }
+  }
+  return entries;
+}
+
+function parseEntry(raw: unknown, name: string, file: string, dataStart: number, dataSize: number): SafetensorsEntry {
+  const bad = (what: string) => new ModelLoadError(`tensor "${name}": ${what}`, file);
+  if (typeof raw !== 'object' || raw === null) throw bad('header entry is not an object');
+  const { dtype, shape, data_offsets: offsets } = raw as Record<string, unknown>;
+  if (typeof dtype !== 'string') throw bad(`dtype must be a string, found ${JSON.stringify(dtype)}`);
+  if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+    throw bad(`shape must be a list of non-negative integers, found ${JSON.stringify(shape)}`);
+  }
+  if (
+    !Array.isArray(offsets) || offsets.length !== 2 ||
+    !offsets.every((o) => Number.isSafeInteger(o) && o >= 0) || offsets[0] > offsets[1]
+  ) {
+    throw bad(`data_offsets must be [begin, end] with 0 <= begin <= end, found ${JSON.stringify(offsets)}`);
+  }
+  const [b, e] = offsets as [number, number];
+  if (e > dataSize) {
+    throw bad(`data_offsets [${b}, ${e}] end past the data section (${dataSize} bytes); the file is truncated or corrupt`);
+  }
+  const elements = checkedElements(shape as number[], file, name);
+  const bytes = DTYPE_BYTES[dtype];
+  if (bytes !== undefined && elements * bytes !== e - b) {
+    throw bad(
+      `shape ${fmtShape(shape)} × ${dtype} (${bytes} bytes) needs ${elements * bytes} bytes, found data_offsets spanning ${e - b}`,
+    );
+  }
+  return { name, dtype, shape: [...(shape as number[])], begin: dataStart + b, end: dataStart + e };
+}
+
+async function loadTensor(
+  fh: FileHandle,
+  file: string,
+  entries: Map<string, SafetensorsEntry>,
+  name: string,
+): Promise<Tensor32> {
+  const entry = entries.get(name);
+  if (!entry) throw new ModelLoadError(`tensor "${name}" is not in this file`, file);
+  if (!LOADABLE.has(entry.dtype)) {
+    throw new ModelLoadError(
+      `tensor "${name}" has dtype ${entry.dtype}; supported: F32, F16, BF16`,
+      file,
+    );
+  }
+  const bytesPer = DTYPE_BYTES[entry.dtype]!;
+  const n = (entry.end - entry.begin) / bytesPer;
+  const out = new Float32Array(n);
+  const outBits = new Uint32Array(out.buffer);
+  const chunkElems = Math.max(1, Math.floor(CHUNK_BYTES / bytesPer));
+  const chunk = new Uint8Array(Math.min(n, chunkElems) * bytesPer);
+  for (let i0 = 0; i0 < n; i0 += chunkElems) {
+    const count = Math.min(chunkElems, n - i0);
+    const len = count * bytesPer;
+    const { bytesRead } = await fh.read(chunk, 0, len, entry.begin + i0 * bytesPer);
+    if (bytesRead !== len) {
+      throw new ModelLoadError(`tensor "${name}": expected ${len} bytes at offset ${entry.begin + i0 * bytesPer}, read ${bytesRead}`, file);
+    }
+    if (entry.dtype === 'F32') {
+      if (LITTLE_ENDIAN) out.set(new Float32Array(chunk.buffer, 0, count), i0);
+      else for (let i = 0; i < count; i++) out[i0 + i] = new DataView(chunk.buffer).getFloat32(i * 4, true);
+      continue;
+    }
+    const halves = u16View(chunk, count);
+    if (entry.dtype === 'BF16') {
+      // bf16 is the top half of an f32: shifting the bits keeps zeros, subnormals, inf and NaN.
+      for (let i = 0; i < count; i++) outBits[i0 + i] = halves[i]! << 16;
+    } else {
+      const table = f16Table();
+      for (let i = 0; i < count; i++) out[i0 + i] = table[halves[i]!]!;
+    }
+  }
+  return { shape: [...entry.shape], data: out };
+}
+
+/**
+ * Reads every tensor of a safetensors file as float32. Convenient for small files and tests;
+ * import uses `openSafetensors` to load tensor by tensor.
+ * @throws ModelLoadError as `openSafetensors` and `load` do.
+ */
+export async function readSafetensors(file: string): Promise<Map<string, Tensor32>> {
+  const st = await openSafetensors(file);
+  try {
+    const out = new Map<string, Tensor32>();
+    for (const name of st.entries.keys()) out.set(name, await st.load(name));
+    return out;
+  } finally {
+    await st.close();
+  }
+}
+
+// ---- float conversions -------------------------------------------------------------------------
+
+const cvtF32 = new Float32Array(1);
+const cvtU32 = new Uint32Array(cvtF32.buffer);
+let f16Cache: Float32Array | null = null;
+/** All 65,536 half-precision values as float32, built once (256 KB). */
+function f16Table(): Float32Array {
+  if (!f16Cache) {
+    f16Cache = new Float32Array(65536);
+    for (let h = 0; h < 65536; h++) f16Cache[h] = f16BitsToF32(h);
+  }
+  return f16Cache;
+}
+
+/** IEEE 754 binary16 bits → number: ±0, subnormals (m·2^-24), normals, ±Infinity, NaN. */
+export function f16BitsToF32(h: number): number {
+  const sign = h & 0x8000 ? -1 : 1;
+  const exp = (h >> 10) & 0x1f;
+  const mant = h & 0x3ff;
+  if (exp === 0) return sign * mant * 2 ** -24;
+  if (exp === 0x1f) return mant ? NaN : sign * Infinity;
+  return sign * (1 + mant / 1024) * 2 ** (exp - 15);
+}
+
+/** bfloat16 bits → number (the bits are the upper 16 of a float32). */
+export function bf16BitsToF32(b: number): number {
+  cvtU32[0] = (b & 0xffff) << 16;
+  return cvtF32[0]!;
+}
+
+/**
+ * number → binary16 bits, rounding the float32 value to nearest, ties to even. Overflow gives
+ * ±Infinity, underflow ±0 or a subnormal; NaN stays a (quiet) NaN.
+ */
+export function f32ToF16Bits(x: number): number {
+  cvtF32[0] = x;
+  const bits = cvtU32[0]!;
+  const sign = (bits >>> 16) & 0x8000;
+  const exp = (bits >>> 23) & 0xff;
+  const mant = bits & 0x7fffff;
+  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 | (mant >>> 13) : 0);
+  const e = exp - 127 + 15;
+  if (e >= 0x1f) return sign | 0x7c00;
+  if (e <= 0) {
+    // Subnormal half: value = m·2^-24 with m = significand >> (14 - e), rounded.
+    if (e < -10) return sign;
+    const sig = mant | 0x800000;
+    const shift = 14 - e;
+    let m = sig >>> shift;
+    const rem = sig & ((1 << shift) - 1);
+    const half = 1 << (shift - 1);
+    if (rem > half || (rem === half && (m & 1))) m++;
+    return sign | m; // m may carry into 0x400, the smallest normal: still the right bits
+  }
+  let h = (e << 10) | (mant >>> 13);
+  const rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem === 0x1000 && (h & 1))) h++; // a carry may reach 0x7c00 = Infinity
+  return sign | h;
+}
+
+/** number → bfloat16 bits: the float32 rounded to its upper 16 bits, ties to even; NaN stays NaN. */
+export function f32ToBf16Bits(x: number): number {
+  cvtF32[0] = x;
+  const bits = cvtU32[0]!;
+  if ((bits & 0x7f800000) === 0x7f800000 && bits & 0x7fffff) return (bits >>> 16) | 0x40;
+  return ((bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16) & 0xffff;
+}
+
+// ---- writing -----------------------------------------------------------------------------------
+
+/** What `writeSafetensors` stores for one tensor: float32 data, converted to `dtype` on write. */
+export interface TensorToWrite {
+  dtype: 'F32' | 'F16' | 'BF16';
+  shape: number[];
+  data: Float32Array;
+}
+
+/**
+ * Writes `tensors` as a safetensors file, in the given key order, header padded with spaces to a
+ * multiple of 8 bytes so F32 data is aligned. F16/BF16 are rounded to nearest, ties to even.
+ * `metadata`, when given, becomes the `__metadata__` entry.
+ * @throws InvalidOptionError when a tensor's data length is not the product of its shape.
+ */
+export async function writeSafetensors(
+  file: string,
+  tensors: Record<string, TensorToWrite>,
+  metadata?: Record<string, string>,
+): Promise<void> {
+  const header: Record<string, unknown> = {};
+  if (metadata) header.__metadata__ = metadata;
+  let offset = 0;
+  for (const [name, t] of Object.entries(tensors)) {
+    const n = t.shape.reduce((a, b) => a * b, 1);
+    if (n !== t.data.length) {
+      throw new InvalidOptionError('tensors', `"${name}" has shape ${fmtShape(t.shape)} (${n} elements) but ${t.data.length} values`);
+    }
+    const bytes = n * DTYPE_BYTES[t.dtype]!;
+    header[name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + bytes] };
+    offset += bytes;
+  }
+  let json = JSON.stringify(header);
+  json += ' '.repeat((8 - ((8 + Buffer.byteLength(json)) % 8)) % 8);
+  const headerBytes = Buffer.from(json, 'utf8');
+  const prefix = Buffer.alloc(8);
+  prefix.writeBigUInt64LE(BigInt(headerBytes.length));
+  const fh = await open(file, 'w');
+  try {
+    await fh.write(prefix);
+    await fh.write(headerBytes);
+    for (const t of Object.values(tensors)) await fh.write(encode(t));
+  } finally {
+    await fh.close();
+  }
+}
+
+/** The tensor's little-endian bytes in its dtype. */
+function encode(t: TensorToWrite): Uint8Array {
+  const n = t.data.length;
+  if (t.dtype === 'F32') {
+    if (LITTLE_ENDIAN) return new Uint8Array(t.data.buffer, t.data.byteOffset, n * 4);
+    const buf = Buffer.alloc(n * 4);
+    for (let i = 0; i < n; i++) buf.writeFloatLE(t.data[i]!, i * 4);
+    return buf;
+  }
+  const buf = Buffer.alloc(n * 2);
+  const cvt = t.dtype === 'F16' ? f32ToF16Bits : f32ToBf16Bits;
+  for (let i = 0; i < n; i++) buf.writeUInt16LE(cvt(t.data[i]!), i * 2);
+  return buf;
+}

