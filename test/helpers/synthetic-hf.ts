@@ -237,3 +237,14 @@ export async function writeSyntheticCheckpoint(dir: string, spec: SyntheticSpec)
     JSON.stringify({ bos_token_id: 151643, eos_token_id: [151645, 151643], do_sample: true, transformers_version: '4.51.0' }, null, 2),
   );
 }
+
+/**
+ * Bytes of a safetensors file built by hand, independent of `writeSafetensors`: u64 LE header
+ * length (`headerLength` overrides it, to forge corrupt files), the header JSON, then `data`.
+ */
+export function rawSafetensors(header: unknown, data: Uint8Array = new Uint8Array(0), headerLength?: bigint): Buffer {
+  const json = Buffer.from(typeof header === 'string' ? header : JSON.stringify(header), 'utf8');
+  const prefix = Buffer.alloc(8);
+  prefix.writeBigUInt64LE(headerLength ?? BigInt(json.length));
+  return Buffer.concat([prefix, json, data]);
+}

@@ -4,9 +4,10 @@
  * Contract: `TextTokenizer.fromJson` wraps a Hugging Face `tokenizer.json` (through
  * `@huggingface/tokenizers`) after checking that it matches the model; a bad shape or a vocab
  * that does not fit the model's embedding throws `TokenizerError`. Then:
- *   - `encode(text)` tokenizes plain text. Special tokens are never produced from text unless
- *     asked (`parseSpecial`), the library's own post-processor never adds tokens, and BOS is added
- *     by this class, once, when the model wants it (`addBos`).
+ *   - `encode(text)` tokenizes text. The library's post-processor never adds tokens: BOS is
+ *     added by this class, once, when the model wants it (`addBos`). Special tokens' text (e.g.
+ *     `<|im_start|>`) becomes their ids unless `parseSpecial: false`, which keeps it plain text
+ *     (what llama2.c `run.c` does with `<s>` in a prompt).
  *   - `encodeChat(messages)` renders the chat template (special tokens parsed) or, for models
  *     without one, encodes `promptFromMessages(messages)` as plain text.
  *   - `decode(ids)` is the inverse, skipping special tokens by default and never applying
@@ -34,7 +35,7 @@ export interface TextTokenizerOptions {
   /** Where the tokenizer came from, for error messages. */
   file: string;
   /** Require tokenizer vocab == model vocab exactly (llama2.c, which never pads). */
-  exactVocabSize?: boolean;
+  exactVocab?: boolean;
   /** Chat template (manifest `chatTemplate`); absent: tokenizer_config's `chat_template`. */
   chatTemplate?: string | null;
 }
@@ -42,7 +43,11 @@ export interface TextTokenizerOptions {
 export interface EncodeOptions {
   /** Prepend BOS; defaults to the model's `addBos`. Never added twice. */
   addBos?: boolean;
-  /** Turn special tokens' text (e.g. `<|im_end|>`, `<s>`) into their ids; default false. */
+  /**
+   * Turn special tokens' text (e.g. `<|im_end|>`, `<s>`) into their ids. Default true, as
+   * Hugging Face's `encode` does, so a rendered chat template encodes right; pass false for
+   * untrusted or raw text (llama2.c `run.c` never parses `<s>` out of a prompt).
+   */
   parseSpecial?: boolean;
 }
 
@@ -65,10 +70,11 @@ export class TextTokenizer {
   readonly addBos: boolean;
   /** The Jinja chat template, or null for a plain-completion model. */
   readonly chatTemplate: string | null;
+  /** BOS / first EOS as text, for chat templates' `bos_token` / `eos_token` (null: none). */
+  readonly bosToken: string | null;
+  readonly eosToken: string | null;
   private readonly modelVocabSize: number;
   private readonly file: string;
-  private readonly bosToken: string | undefined;
-  private readonly eosToken: string | undefined;
 
   private constructor(
     /** Parses special tokens' text; decodes. */
@@ -86,14 +92,14 @@ export class TextTokenizer {
     this.eos = [...opts.eos];
     this.addBos = opts.addBos;
     this.chatTemplate = opts.chatTemplate !== undefined ? opts.chatTemplate : templateOf(config);
-    this.bosToken = tokenText(config.bos_token) ?? (opts.bos !== null ? full.id_to_token(opts.bos) : undefined);
-    this.eosToken = tokenText(config.eos_token) ?? (opts.eos.length ? full.id_to_token(opts.eos[0]) : undefined);
+    this.bosToken = tokenText(config.bos_token) ?? (opts.bos !== null ? full.id_to_token(opts.bos) ?? null : null);
+    this.eosToken = tokenText(config.eos_token) ?? (opts.eos.length ? full.id_to_token(opts.eos[0]) ?? null : null);
   }
 
   /**
    * Builds a tokenizer from `tokenizer.json` content and `tokenizer_config.json` content (or null).
    * Throws `TokenizerError` when the JSON is not a tokenizer, when its largest id does not fit
-   * the model (`tokenizer has N tokens but the model has M`), when `exactVocabSize` is set and
+   * the model (`tokenizer has N tokens but the model has M`), when `exactVocab` is set and
    * the sizes differ, or when a BOS/EOS id is not a token; `InvalidOptionError` for a
    * non-positive `modelVocabSize`.
    */
@@ -110,7 +116,7 @@ export class TextTokenizer {
     const config: Json = isObject(tokenizerConfig) ? tokenizerConfig : {};
 
     const vocabSize = largestId(json, file) + 1;
-    if (vocabSize > modelVocabSize || (opts.exactVocabSize && vocabSize !== modelVocabSize)) {
+    if (vocabSize > modelVocabSize || (opts.exactVocab && vocabSize !== modelVocabSize)) {
       throw new TokenizerError(
         `tokenizer has ${vocabSize} tokens but the model has ${modelVocabSize} (${file})`,
       );
@@ -153,11 +159,12 @@ export class TextTokenizer {
   }
 
   /**
-   * Token ids of `text`. BOS (when `addBos`, default the model's) comes first, exactly once.
-   * Special tokens' text stays text unless `parseSpecial`. Empty text gives `[]` or `[bos]`.
+   * Token ids of `text`. BOS (when `addBos`, default the model's) comes first, exactly once
+   * (not again when the text starts with BOS's own text and `parseSpecial` turned it into BOS).
+   * Empty text gives `[]` or `[bos]`.
    */
   encode(text: string, opts: EncodeOptions = {}): number[] {
-    const ids = this.libEncode(opts.parseSpecial ? this.full : this.plain, text);
+    const ids = this.libEncode((opts.parseSpecial ?? true) ? this.full : this.plain, text);
     return this.withBos(ids, opts.addBos ?? this.addBos);
   }
 
@@ -170,8 +177,8 @@ export class TextTokenizer {
     if (this.chatTemplate === null) return promptFromMessages(messages);
     return renderChatTemplate(this.chatTemplate, messages, {
       addGenerationPrompt: opts.addGenerationPrompt ?? true,
-      bosToken: this.bosToken,
-      eosToken: this.eosToken,
+      bosToken: this.bosToken ?? undefined,
+      eosToken: this.eosToken ?? undefined,
       extra: opts.extra,
     });
   }
@@ -179,7 +186,7 @@ export class TextTokenizer {
   /**
    * Token ids of the prompt for `messages` (see `renderChat`). With a template, the special
    * tokens it writes are parsed, and BOS is prepended only if the template did not write it;
-   * without one, the text is encoded like `encode`. Throws `TokenizerError` when the template fails.
+   * without one, the text is encoded as plain text (`parseSpecial: false`). Throws `TokenizerError` when the template fails.
    */
   encodeChat(messages: ChatMessage[], opts: EncodeChatOptions = {}): number[] {
     const text = this.renderChat(messages, opts);
@@ -311,10 +318,10 @@ function templateOf(config: Json): string | null {
 }
 
 /** A special token as tokenizer_config writes it: a string or `{ content }`. */
-function tokenText(x: unknown): string | undefined {
+function tokenText(x: unknown): string | null {
   if (typeof x === 'string') return x;
   if (isObject(x) && typeof x.content === 'string') return x.content;
-  return undefined;
+  return null;
 }
 
 function messageOf(e: unknown): string {

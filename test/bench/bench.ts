@@ -1,0 +1,166 @@
+/**
+ * `npm run bench`: decode-step costs at KV lengths 256, 2K, 8K and 32K on a synthetic model with
+ * real attention shapes (Qwen3-0.6B's heads: 16 query heads, 8 KV heads, head dim 128, hidden
+ * 1024; 2 layers and a 4K vocabulary so it fits these machines), real ONNX Runtime, CPU EP.
+ *
+ * For each length it prints, next to a baseline measured in the same run:
+ *   - RoPE path per step: ours (`ensure(P+1)` + `rows(P, 1)`, warm) vs the baseline that
+ *     recomputes the cos/sin rows [0, P+1) every step (the `setdefault` bug), as a ratio;
+ *   - the whole decode step (session.run + caches) and decode tokens/s;
+ *   - the cost of moving the KV cache through onnxruntime-node: the same step with the KV
+ *     fetched as fresh outputs (what a graph returning the whole cache costs) vs bound in place.
+ * Figures are medians over repeated steps. It is a benchmark, not a test: it asserts nothing.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { KvCache } from '../../main/engine/cache/kv-cache.ts';
+import { inverseFrequencies } from '../../main/engine/cache/inv-freq.ts';
+import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
+import { buildDecoderGraph, EXTERNAL_DATA_FILE } from '../../main/engine/model/decoder-graph.ts';
+import { layerWeight, type ModelConfig, type ModelWeights } from '../../main/engine/model/manifest.ts';
+import { DecoderSession } from '../../main/engine/model/session.ts';
+
+const LENGTHS = (process.env.BENCH_LENGTHS ?? '256,2048,8192,32768').split(',').map(Number);
+const STEPS = Number(process.env.BENCH_STEPS ?? 12);
+const MAX_CONTEXT = Math.max(...LENGTHS) + STEPS + 8;
+
+const config: ModelConfig = {
+  architecture: 'qwen3',
+  hiddenSize: 1024,
+  intermediateSize: 3072,
+  numLayers: 2,
+  numHeads: 16,
+  numKvHeads: 8,
+  headDim: 128,
+  vocabSize: 4096,
+  rmsNormEps: 1e-6,
+  tiedEmbeddings: true,
+  attentionBias: false,
+  qkNorm: true,
+  rope: { theta: 1_000_000, rotaryDim: 128, layout: 'half' },
+  trainedContext: 40960,
+};
+
+function randomWeights(c: ModelConfig): ModelWeights {
+  let s = 12345;
+  const rnd = () => ((s = (s * 1103515245 + 12345) >>> 0) / 2 ** 32 - 0.5) * 0.04;
+  const t = (shape: number[], fill?: number) => {
+    const data = new Float32Array(shape.reduce((a, b) => a * b, 1));
+    for (let i = 0; i < data.length; i++) data[i] = fill ?? rnd();
+    return { shape, data };
+  };
+  const w: ModelWeights = new Map();
+  const D = c.hiddenSize;
+  w.set('model.embed_tokens.weight', t([c.vocabSize, D]));
+  w.set('model.norm.weight', t([D], 1));
+  for (let i = 0; i < c.numLayers; i++) {
+    const L = (n: string) => layerWeight(i, n);
+    w.set(L('input_layernorm.weight'), t([D], 1));
+    w.set(L('post_attention_layernorm.weight'), t([D], 1));
+    w.set(L('self_attn.q_proj.weight'), t([c.numHeads * c.headDim, D]));
+    w.set(L('self_attn.k_proj.weight'), t([c.numKvHeads * c.headDim, D]));
+    w.set(L('self_attn.v_proj.weight'), t([c.numKvHeads * c.headDim, D]));
+    w.set(L('self_attn.o_proj.weight'), t([D, c.numHeads * c.headDim]));
+    w.set(L('self_attn.q_norm.weight'), t([c.headDim], 1));
+    w.set(L('self_attn.k_norm.weight'), t([c.headDim], 1));
+    w.set(L('mlp.gate_proj.weight'), t([c.intermediateSize, D]));
+    w.set(L('mlp.up_proj.weight'), t([c.intermediateSize, D]));
+    w.set(L('mlp.down_proj.weight'), t([D, c.intermediateSize]));
+  }
+  return w;
+}
+
+/** The baseline RoPE path: recompute rows [0, end) every step, as the `setdefault` bug did. */
+function recomputeTable(invFreq: Float64Array, end: number): { cos: Float32Array; sin: Float32Array } {
+  const h = invFreq.length;
+  const cos = new Float32Array(end * h);
+  const sin = new Float32Array(end * h);
+  for (let p = 0; p < end; p++) {
+    for (let i = 0; i < h; i++) {
+      const a = p * invFreq[i];
+      cos[p * h + i] = Math.cos(a);
+      sin[p * h + i] = Math.sin(a);
+    }
+  }
+  return { cos, sin };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const fmt = (ms: number) => (ms < 0.01 ? `${(ms * 1000).toFixed(2)} µs` : `${ms.toFixed(3)} ms`);
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-bench-'));
+  try {
+    const built = buildDecoderGraph(config, randomWeights(config));
+    writeFileSync(path.join(dir, 'model.onnx'), built.model);
+    writeFileSync(path.join(dir, EXTERNAL_DATA_FILE), Buffer.concat(built.data));
+    const session = await DecoderSession.create(path.join(dir, 'model.onnx'), config, 'cpu');
+    const { invFreq } = inverseFrequencies(config.rope, MAX_CONTEXT);
+    console.log(`synthetic ${config.architecture}: ${config.numLayers} layers, ${config.numHeads}/${config.numKvHeads} heads × ${config.headDim}, hidden ${config.hiddenSize}, vocab ${config.vocabSize}; ${STEPS} steps per length, medians\n`);
+    const rows: string[][] = [];
+    for (const L of LENGTHS) {
+      const rope = new RopeCache(config.rope, MAX_CONTEXT);
+      const kv = new KvCache({ numLayers: config.numLayers, numKvHeads: config.numKvHeads, headDim: config.headDim, maxContext: MAX_CONTEXT });
+      // Pretend L tokens are cached: the values do not change the cost of a step.
+      kv.ensure(L);
+      kv.commit(L);
+      rope.ensure(L);
+      const ours: number[] = [];
+      const baseline: number[] = [];
+      const step: number[] = [];
+      const copied: number[] = [];
+      for (let s = 0; s < STEPS + 2; s++) {
+        const P = kv.length;
+        let t = performance.now();
+        rope.ensure(P + 1);
+        const { cos, sin } = rope.rows(P, 1);
+        const tOurs = performance.now() - t;
+        t = performance.now();
+        const table = recomputeTable(invFreq, P + 1);
+        const tBase = performance.now() - t;
+        if (table.cos.length === 0) throw new Error('unreachable');
+        t = performance.now();
+        kv.ensure(P + 1);
+        await session.run([7], cos, sin, kv);
+        kv.commit(1);
+        const tStep = performance.now() - t + tOurs;
+        // The same step with present_* fetched as fresh outputs (no in-place binding).
+        kv.rewindTo(P);
+        t = performance.now();
+        await session.run([7], cos, sin, kv, 'copied');
+        const tCopy = performance.now() - t + tOurs;
+        kv.commit(1);
+        if (s >= 2) {
+          ours.push(tOurs);
+          baseline.push(tBase);
+          step.push(tStep);
+          copied.push(tCopy);
+        }
+      }
+      const [o, b, st, cp] = [median(ours), median(baseline), median(step), median(copied)];
+      rows.push([
+        String(L),
+        fmt(o),
+        fmt(b),
+        `${(b / Math.max(o, 1e-6)).toFixed(0)}×`,
+        fmt(st),
+        (1000 / st).toFixed(1),
+        fmt(cp),
+        `${(cp / st).toFixed(2)}×`,
+        `${(kv.stats.bytes / 2 ** 20).toFixed(0)} MiB`,
+      ]);
+    }
+    const head = ['KV len', 'RoPE ours', 'RoPE recompute', 'ratio', 'decode step', 'tok/s', 'step, KV copied out', 'copy/in-place', 'KV bytes'];
+    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+    const line = (r: string[]) => r.map((c, i) => c.padStart(widths[i])).join('  ');
+    console.log(line(head));
+    for (const r of rows) console.log(line(r));
+    await session.dispose();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

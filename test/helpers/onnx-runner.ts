@@ -1,0 +1,69 @@
+/**
+ * Test helper: builds the ONNX decoder graph of a model (config + canonical weights) into a
+ * temporary bundle folder and runs token sequences through the real ONNX Runtime session with
+ * the engine's RoPE and KV caches, so tests can compare logits with the reference forward pass.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { KvCache } from '../../main/engine/cache/kv-cache.ts';
+import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
+import { buildDecoderGraph, EXTERNAL_DATA_FILE } from '../../main/engine/model/decoder-graph.ts';
+import type { ModelConfig, ModelWeights } from '../../main/engine/model/manifest.ts';
+import { DecoderSession } from '../../main/engine/model/session.ts';
+
+export class OnnxRunner {
+  readonly rope: RopeCache;
+  readonly kv: KvCache;
+  private constructor(
+    readonly session: DecoderSession,
+    readonly config: ModelConfig,
+    readonly dir: string,
+    maxContext: number,
+  ) {
+    this.rope = new RopeCache(config.rope, maxContext);
+    this.kv = new KvCache({ numLayers: config.numLayers, numKvHeads: config.numKvHeads, headDim: config.headDim, maxContext });
+  }
+
+  static async create(config: ModelConfig, weights: ModelWeights, maxContext = config.trainedContext): Promise<OnnxRunner> {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-graph-'));
+    const built = buildDecoderGraph(config, weights);
+    writeFileSync(path.join(dir, 'model.onnx'), built.model);
+    writeFileSync(path.join(dir, EXTERNAL_DATA_FILE), Buffer.concat(built.data));
+    const session = await DecoderSession.create(path.join(dir, 'model.onnx'), config, 'cpu');
+    return new OnnxRunner(session, config, dir, maxContext);
+  }
+
+  /** Runs `tokens` after what the KV cache holds; returns a copy of the last position's logits [V]. */
+  async forward(tokens: number[]): Promise<Float32Array> {
+    const P = this.kv.length;
+    this.rope.ensure(P + tokens.length);
+    this.kv.ensure(P + tokens.length);
+    const { cos, sin } = this.rope.rows(P, tokens.length);
+    const logits = await this.session.run(tokens, cos, sin, this.kv);
+    this.kv.commit(tokens.length);
+    return logits.slice();
+  }
+
+  async dispose(): Promise<void> {
+    await this.session.dispose();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Largest |a_i − b_i| and the largest |b_i|, for relative error messages. */
+export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): { diff: number; scale: number } {
+  let diff = 0;
+  let scale = 0;
+  for (let i = 0; i < a.length; i++) {
+    diff = Math.max(diff, Math.abs(a[i] - b[i]));
+    scale = Math.max(scale, Math.abs(b[i]));
+  }
+  return { diff, scale };
+}
+
+export function argmax(a: ArrayLike<number>): number {
+  let best = 0;
+  for (let i = 1; i < a.length; i++) if (a[i] > a[best]) best = i;
+  return best;
+}

@@ -1,0 +1,164 @@
+/**
+ * KvCache: BNSH layout, growth that keeps each head's rows at the new stride, overflow that
+ * changes nothing, commit / rewind / reset, stats and validation.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { KvCache } from '../../main/engine/cache/kv-cache.ts';
+import { ContextOverflowError, InvalidOptionError } from '../../main/engine/errors.ts';
+
+const L = 2;
+const H = 3;
+const D = 8;
+
+/** A value that names its place: layer, key/value, head, position, dim. */
+const tag = (l: number, v: number, h: number, p: number, d: number): number => l * 10000 + v * 5000 + h * 1000 + p * 10 + d;
+
+/** Writes positions [from, to) of every layer/head as a run with past = present would. */
+function write(kv: KvCache, from: number, to: number): void {
+  const C = kv.capacity;
+  for (let l = 0; l < L; l++) {
+    for (const [v, buf] of [kv.key(l), kv.value(l)].entries()) {
+      for (let h = 0; h < H; h++) {
+        for (let p = from; p < to; p++) {
+          for (let d = 0; d < D; d++) buf[(h * C + p) * D + d] = tag(l, v, h, p, d);
+        }
+      }
+    }
+  }
+}
+
+/** Checks positions [0, n) hold their tags and [n, capacity) are zero. */
+function check(kv: KvCache, n: number, zeroAfter = true): void {
+  const C = kv.capacity;
+  for (let l = 0; l < L; l++) {
+    for (const [v, buf] of [kv.key(l), kv.value(l)].entries()) {
+      assert.equal(buf.length, H * C * D);
+      for (let h = 0; h < H; h++) {
+        for (let p = 0; p < C; p++) {
+          for (let d = 0; d < D; d++) {
+            const got = buf[(h * C + p) * D + d];
+            const want = p < n ? tag(l, v, h, p, d) : 0;
+            if (p < n || zeroAfter) assert.equal(got, want, `layer ${l} ${v ? 'value' : 'key'} head ${h} pos ${p} dim ${d}`);
+          }
+        }
+      }
+    }
+  }
+}
+
+const make = (maxContext = 40): KvCache => new KvCache({ numLayers: L, numKvHeads: H, headDim: D, maxContext });
+
+describe('KvCache', () => {
+  it('starts empty: capacity 0, nothing allocated', () => {
+    const kv = make();
+    assert.deepEqual(kv.stats, { capacity: 0, length: 0, growths: 0, bytes: 0, maxContext: 40 });
+    assert.equal(kv.key(0).length, 0);
+    assert.deepEqual(kv.shape, [1, H, 0, D]);
+  });
+
+  it('grows to powers of two bounded by maxContext and keeps each head at the new stride', () => {
+    const kv = make(40);
+    kv.ensure(5); // prefill 5
+    assert.equal(kv.capacity, 8);
+    assert.deepEqual(kv.shape, [1, H, 8, D]);
+    write(kv, 0, 5);
+    kv.commit(5);
+    check(kv, 5);
+    for (let P = 5; P < 12; P++) {
+      kv.ensure(P + 1); // decode
+      write(kv, P, P + 1);
+      kv.commit(1);
+    }
+    assert.equal(kv.capacity, 16);
+    check(kv, 12);
+    kv.ensure(12 + 20); // a 20-token chunk → 32
+    assert.equal(kv.capacity, 32);
+    check(kv, 12);
+    kv.ensure(33); // bounded: min(64, 40)
+    assert.equal(kv.capacity, 40);
+    check(kv, 12);
+    assert.deepEqual(kv.stats, { capacity: 40, length: 12, growths: 4, bytes: L * 2 * H * 40 * D * 4, maxContext: 40 });
+  });
+
+  it('a warm ensure keeps the same buffers', () => {
+    const kv = make();
+    kv.ensure(16);
+    const k0 = kv.key(0);
+    const shape = kv.shape;
+    for (let end = 1; end <= 16; end++) kv.ensure(end);
+    assert.equal(kv.key(0), k0);
+    assert.equal(kv.shape, shape);
+    assert.equal(kv.stats.growths, 1);
+  });
+
+  it('overflow throws ContextOverflowError before anything changes', () => {
+    const kv = make(40);
+    kv.ensure(10);
+    write(kv, 0, 10);
+    kv.commit(10);
+    const before = kv.stats;
+    const k1 = kv.key(1);
+    assert.throws(
+      () => kv.ensure(41),
+      (e: unknown) => e instanceof ContextOverflowError && e.requested === 41 && e.maxContext === 40,
+    );
+    assert.deepEqual(kv.stats, before);
+    assert.equal(kv.key(1), k1);
+    check(kv, 10);
+    kv.ensure(40); // still usable
+    check(kv, 10);
+    assert.throws(() => kv.commit(31), ContextOverflowError);
+    assert.equal(kv.length, 10);
+  });
+
+  it('commit past capacity or with a bad count throws; length is unchanged', () => {
+    const kv = make();
+    kv.ensure(4);
+    assert.throws(() => kv.commit(5), /ensure\(5\)/);
+    assert.throws(() => kv.commit(-1), InvalidOptionError);
+    assert.throws(() => kv.commit(1.5), InvalidOptionError);
+    assert.equal(kv.length, 0);
+    kv.commit(4);
+    assert.equal(kv.length, 4);
+  });
+
+  it('rewindTo keeps a prefix; growth copies only that prefix', () => {
+    const kv = make();
+    kv.ensure(6);
+    write(kv, 0, 6);
+    kv.commit(6);
+    kv.rewindTo(3);
+    assert.equal(kv.length, 3);
+    check(kv, 6); // data past length is still there, just not counted
+    kv.ensure(9);
+    assert.equal(kv.capacity, 16);
+    check(kv, 3); // only [0, 3) carried to the new buffers
+    assert.throws(() => kv.rewindTo(4), /\[0, 3\].*4/);
+    assert.throws(() => kv.rewindTo(-1), InvalidOptionError);
+    kv.rewindTo(0);
+    assert.equal(kv.length, 0);
+  });
+
+  it('reset empties the cache and keeps its buffers', () => {
+    const kv = make();
+    kv.ensure(20);
+    kv.commit(20);
+    const v0 = kv.value(0);
+    kv.reset();
+    assert.equal(kv.length, 0);
+    assert.equal(kv.capacity, 32);
+    assert.equal(kv.value(0), v0);
+  });
+
+  it('validates sizes and layers, quoting the value', () => {
+    assert.throws(() => new KvCache({ numLayers: 0, numKvHeads: 1, headDim: 8, maxContext: 4 }), /numLayers.*0/);
+    assert.throws(() => new KvCache({ numLayers: 1, numKvHeads: 1.5, headDim: 8, maxContext: 4 }), /numKvHeads.*1\.5/);
+    assert.throws(() => new KvCache({ numLayers: 1, numKvHeads: 1, headDim: -8, maxContext: 4 }), /headDim.*-8/);
+    assert.throws(() => new KvCache({ numLayers: 1, numKvHeads: 1, headDim: 8, maxContext: NaN }), /maxContext.*NaN/);
+    const kv = make();
+    assert.throws(() => kv.key(L), InvalidOptionError);
+    assert.throws(() => kv.value(-1), InvalidOptionError);
+    assert.throws(() => kv.ensure(-1), InvalidOptionError);
+  });
+});
