@@ -36,7 +36,7 @@ export class EngineHost {
     if (this.worker) return this.worker;
     // Source runs (tsx) load worker.ts; the bundled app loads the compiled worker.js beside this file.
     const ext = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
-    const w = new Worker(new URL(`./worker.${ext}`, import.meta.url));
+    const w = workerThread(new URL(`./worker.${ext}`, import.meta.url));
     w.on('message', (m: WorkerToHost) => this.listeners.get(m.id)?.onMessage(m));
     const onDeath = (why: string) => {
       if (this.worker !== w) return;
@@ -162,6 +162,17 @@ export class EngineHost {
     this.worker = null;
     await w?.terminate();
   }
+}
+
+/**
+ * Starts the worker. Under tsx (source runs, tests) a worker does not inherit tsx's module hooks
+ * on Node 20, so a small bootstrap registers them before importing worker.ts.
+ */
+function workerThread(url: URL): Worker {
+  if (!url.pathname.endsWith('.ts')) return new Worker(url);
+  const tsxApi = import.meta.resolve('tsx/esm/api');
+  const boot = `import(${JSON.stringify(tsxApi)}).then((m) => { m.register(); return import(${JSON.stringify(url.href)}); })`;
+  return new Worker(boot, { eval: true });
 }
 
 type DistributiveOmit<T, K extends keyof any> = T extends unknown ? Omit<T, K> : never;

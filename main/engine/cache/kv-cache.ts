@@ -109,7 +109,7 @@ export class KvCache {
     if (!Number.isInteger(end) || end < 0) {
       throw new InvalidOptionError('end position', `expected a non-negative integer, got ${end}`);
     }
-    if (end > this.maxContext) throw new ContextOverflowError(end, this.maxContext, 'the KV cache');
+    if (end > this.maxContext) throw new ContextOverflowError(end, this.maxContext);
     const newCap = Math.min(nextPow2(end), this.maxContext);
     // Allocate everything before touching state: if allocation throws, the cache is unchanged.
     const keys = this.keys.map(() => new Float32Array(this.numKvHeads * newCap * this.headDim));
@@ -147,7 +147,7 @@ export class KvCache {
       throw new InvalidOptionError('commit count', `expected a non-negative integer, got ${n}`);
     }
     const end = this.len + n;
-    if (end > this.maxContext) throw new ContextOverflowError(end, this.maxContext, 'the KV cache');
+    if (end > this.maxContext) throw new ContextOverflowError(end, this.maxContext);
     if (end > this.cap) {
       throw new InvalidOptionError(
         'commit count',

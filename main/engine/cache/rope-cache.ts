@@ -115,7 +115,7 @@ export class RopeCache {
     if (!Number.isInteger(end) || end < 0) {
       throw new InvalidOptionError('end position', `expected a non-negative integer, got ${end}`);
     }
-    if (end > this.maxContext) throw new ContextOverflowError(end, this.maxContext, 'the RoPE cache');
+    if (end > this.maxContext) throw new ContextOverflowError(end, this.maxContext);
     const oldCap = this.capacityRows;
     const newCap = Math.min(nextPow2(end), this.maxContext);
     const h = this.half;

@@ -146,8 +146,9 @@ export class Engine {
       text = promptFromMessages(req.messages!);
     }
     if (text.length === 0) throw new InvalidOptionError('prompt', 'the prompt is empty');
-    // A template writes BOS itself when the model wants one.
-    return this.tokenizer.encode(text, { addBos: templated ? false : this.manifest.addBos });
+    // A template writes BOS and special tokens itself; raw user text never becomes special
+    // tokens (llama2.c run.c keeps a literal "<s>" as text).
+    return this.tokenizer.encode(text, { addBos: templated ? false : this.manifest.addBos, parseSpecial: templated });
   }
 
   /** Forgets the KV cache contents (keeps its buffers). */

@@ -134,7 +134,7 @@ export async function writeBundle(model: ImportedModel, dir: string, onProgress?
 async function writeChunks(file: string, chunks: Uint8Array[]): Promise<void> {
   const out = createWriteStream(file);
   for (const c of chunks) {
-    if (!out.write(c)) await new Promise((r) => out.once('drain', r));
+    if (!out.write(c)) await new Promise<void>((r) => out.once('drain', () => r()));
   }
   await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
 }

@@ -10,8 +10,8 @@
  *   generation_config.json            optional: eos_token_id
  *
  * Order of work, cheapest first, so a bad folder fails before gigabytes are read: config (with
- * size limits, `HF_LIMITS`), tokenizer files, safetensors headers (every expected tensor present
- * with its expected shape), then tensor data one tensor at a time, then the content hash.
+ * size limits, `HF_LIMITS`), safetensors headers (every expected tensor present with its
+ * expected shape), tokenizer files, then tensor data one tensor at a time, then the content hash.
  *
  * Deliberately ignored: `sliding_window` / `use_sliding_window` / `max_window_layers` (attention
  * is always full causal, which equals sliding-window attention only up to the window length:
@@ -52,40 +52,22 @@ const DEFAULT_CONTEXT: Record<Architecture, number> = { llama: 2048, mistral: 13
 
 const posInt = z.number().int().positive();
 const tokenId = z.number().int().nonnegative();
+const positive = z.number().positive().optional();
+const fraction = z.number().gt(0).lte(1).optional();
 const RopeSchema = z.looseObject({
-  rope_type: z.string().optional(),
-  type: z.string().optional(),
-  rope_theta: z.number().positive().optional(),
-  partial_rotary_factor: z.number().gt(0).lte(1).optional(),
-  factor: z.number().positive().optional(),
-  low_freq_factor: z.number().positive().optional(),
-  high_freq_factor: z.number().positive().optional(),
-  original_max_position_embeddings: posInt.optional(),
-  beta_fast: z.number().positive().optional(),
-  beta_slow: z.number().positive().optional(),
-  attention_factor: z.number().positive().optional(),
+  rope_type: z.string().optional(), type: z.string().optional(), rope_theta: positive, partial_rotary_factor: fraction,
+  factor: positive, low_freq_factor: positive, high_freq_factor: positive, original_max_position_embeddings: posInt.optional(),
+  beta_fast: positive, beta_slow: positive, attention_factor: positive,
 });
 const ConfigSchema = z.object({
   model_type: z.enum(SUPPORTED_MODEL_TYPES),
-  hidden_size: posInt,
-  intermediate_size: posInt,
-  num_hidden_layers: posInt,
-  num_attention_heads: posInt,
-  num_key_value_heads: posInt.nullish(),
-  head_dim: posInt.nullish(),
-  vocab_size: posInt,
-  rms_norm_eps: z.number().positive().default(1e-6),
-  tie_word_embeddings: z.boolean().default(false),
-  attention_bias: z.boolean().default(false),
-  mlp_bias: z.boolean().default(false),
-  hidden_act: z.string().default('silu'),
-  rope_theta: z.number().positive().optional(),
-  partial_rotary_factor: z.number().gt(0).lte(1).optional(),
-  rope_scaling: RopeSchema.nullish(),
-  rope_parameters: RopeSchema.nullish(),
+  hidden_size: posInt, intermediate_size: posInt, num_hidden_layers: posInt, num_attention_heads: posInt, vocab_size: posInt,
+  num_key_value_heads: posInt.nullish(), head_dim: posInt.nullish(),
+  rms_norm_eps: z.number().positive().default(1e-6), hidden_act: z.string().default('silu'),
+  tie_word_embeddings: z.boolean().default(false), attention_bias: z.boolean().default(false), mlp_bias: z.boolean().default(false),
+  rope_theta: positive, partial_rotary_factor: fraction, rope_scaling: RopeSchema.nullish(), rope_parameters: RopeSchema.nullish(),
   max_position_embeddings: posInt.optional(),
-  bos_token_id: tokenId.nullish(),
-  eos_token_id: z.union([tokenId, z.array(tokenId)]).nullish(),
+  bos_token_id: tokenId.nullish(), eos_token_id: z.union([tokenId, z.array(tokenId)]).nullish(),
 });
 type HfConfig = z.infer<typeof ConfigSchema>;
 
@@ -135,15 +117,9 @@ export function parseHfConfig(json: unknown, file: string): ModelConfig {
   limit('max_position_embeddings', trainedContext, HF_LIMITS.maxPositionEmbeddings);
   const config: ModelConfig = {
     architecture: c.model_type,
-    hiddenSize: c.hidden_size,
-    intermediateSize: c.intermediate_size,
-    numLayers: c.num_hidden_layers,
-    numHeads: c.num_attention_heads,
-    numKvHeads,
-    headDim,
-    vocabSize: c.vocab_size,
-    rmsNormEps: c.rms_norm_eps,
-    tiedEmbeddings: c.tie_word_embeddings,
+    hiddenSize: c.hidden_size, intermediateSize: c.intermediate_size, numLayers: c.num_hidden_layers,
+    numHeads: c.num_attention_heads, numKvHeads, headDim, vocabSize: c.vocab_size,
+    rmsNormEps: c.rms_norm_eps, tiedEmbeddings: c.tie_word_embeddings,
     // Qwen2 always has q/k/v biases; Mistral never; Llama and Qwen3 follow the flag.
     attentionBias: c.model_type === 'qwen2' || (c.model_type !== 'mistral' && c.attention_bias),
     qkNorm: c.model_type === 'qwen3',
@@ -183,29 +159,19 @@ function parseRope(c: HfConfig, headDim: number, trainedContext: number, fail: (
       break;
     case 'llama3':
       rope.scaling = {
-        type,
-        factor: need('factor'),
-        lowFreqFactor: need('low_freq_factor'),
-        highFreqFactor: need('high_freq_factor'),
+        type, factor: need('factor'), lowFreqFactor: need('low_freq_factor'), highFreqFactor: need('high_freq_factor'),
         originalMaxPositionEmbeddings: need('original_max_position_embeddings'),
       };
       break;
-    case 'yarn':
+    case 'yarn': // transformers' defaults: original = max_position_embeddings, β_fast 32, β_slow 1
       rope.scaling = {
-        type,
-        factor: need('factor'),
-        originalMaxPositionEmbeddings: rp?.original_max_position_embeddings ?? trainedContext,
-        betaFast: rp?.beta_fast ?? 32,
-        betaSlow: rp?.beta_slow ?? 1,
+        type, factor: need('factor'), originalMaxPositionEmbeddings: rp?.original_max_position_embeddings ?? trainedContext,
+        betaFast: rp?.beta_fast ?? 32, betaSlow: rp?.beta_slow ?? 1,
         ...(rp?.attention_factor !== undefined ? { attentionFactor: rp.attention_factor } : {}),
       };
       break;
     case 'dynamic':
-      rope.scaling = {
-        type,
-        factor: need('factor'),
-        originalMaxPositionEmbeddings: rp?.original_max_position_embeddings ?? trainedContext,
-      };
+      rope.scaling = { type, factor: need('factor'), originalMaxPositionEmbeddings: rp?.original_max_position_embeddings ?? trainedContext };
       break;
     default:
       fail(`unsupported rope_scaling type ${JSON.stringify(type)}; supported: default, linear, llama3, yarn, dynamic`);
@@ -250,15 +216,20 @@ export function expectedWeights(c: ModelConfig): Map<string, number[]> {
 
 // ---- files -------------------------------------------------------------------------------------
 
-/** Parsed JSON of `file`, or null when it does not exist and `required` is false. */
-async function readJson(file: string, required: boolean): Promise<unknown> {
-  let text: string;
+/** Text of `file`, or null when it does not exist and `required` is false. */
+async function readText(file: string, required: boolean): Promise<string | null> {
   try {
-    text = await readFile(file, 'utf8');
+    return await readFile(file, 'utf8');
   } catch (e) {
     if (!required && (e as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw new ModelLoadError(`cannot read ${path.basename(file)}: ${(e as Error).message}`, file, { cause: e });
   }
+}
+
+/** Parsed JSON of `file`, or null when it does not exist and `required` is false. */
+async function readJson(file: string, required: boolean): Promise<unknown> {
+  const text = await readText(file, required);
+  if (text === null) return null;
   try {
     return JSON.parse(text);
   } catch (e) {
@@ -270,18 +241,10 @@ async function exists(file: string): Promise<boolean> {
   return access(file).then(() => true, () => false);
 }
 
-async function readOptionalText(file: string): Promise<string | null> {
-  try {
-    return await readFile(file, 'utf8');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw new ModelLoadError(`cannot read ${path.basename(file)}: ${(e as Error).message}`, file, { cause: e });
-  }
-}
-
 const TokenizerJsonSchema = z.looseObject({
   added_tokens: z.array(z.looseObject({ id: tokenId, content: z.string() })).default([]),
-  model: z.looseObject({ vocab: z.union([z.record(z.string(), tokenId), z.array(z.tuple([z.string(), z.number()]))]).optional() }),
+  // The vocabulary (~150k entries) is checked by hand below: zod would take ~300 ms over it.
+  model: z.looseObject({ vocab: z.unknown() }),
 });
 const TokenString = z.union([z.string(), z.looseObject({ content: z.string() })]).nullish();
 const TokenizerConfigSchema = z.looseObject({
@@ -312,12 +275,21 @@ async function readTokenizer(folder: string, config: ModelConfig, hf: { bos_toke
   const tc = tcRaw === null ? null : parseWith(TokenizerConfigSchema, tcRaw, tcFile);
   const genRaw = await readJson(genFile, false);
   const gen = genRaw === null ? null : parseWith(GenerationConfigSchema, genRaw, genFile);
-  const jinja = await readOptionalText(jinjaFile);
+  const jinja = await readText(jinjaFile, false);
 
+  // model.vocab: { piece: id } (BPE, WordPiece, WordLevel) or [[piece, score], …] (Unigram: id = index).
   const vocab = tok.model.vocab;
   let maxId = tok.added_tokens.reduce((a, t) => Math.max(a, t.id), -1);
-  if (Array.isArray(vocab)) maxId = Math.max(maxId, vocab.length - 1);
-  else if (vocab) for (const id of Object.values(vocab)) if (id > maxId) maxId = id;
+  if (Array.isArray(vocab)) {
+    maxId = Math.max(maxId, vocab.length - 1);
+  } else if (typeof vocab === 'object' && vocab !== null) {
+    for (const id of Object.values(vocab)) {
+      if (!Number.isSafeInteger(id) || id < 0) throw new ModelLoadError(`model.vocab holds a bad token id ${JSON.stringify(id)}`, tokFile);
+      if (id > maxId) maxId = id;
+    }
+  } else if (vocab !== undefined) {
+    throw new ModelLoadError('model.vocab is neither an object nor a list', tokFile);
+  }
   if (maxId >= config.vocabSize) {
     throw new ModelLoadError(`tokenizer.json has token id ${maxId} but config.json vocab_size is ${config.vocabSize}`, tokFile);
   }
@@ -325,8 +297,11 @@ async function readTokenizer(folder: string, config: ModelConfig, hf: { bos_toke
     if (t == null) return null;
     const s = typeof t === 'string' ? t : t.content;
     const added = tok.added_tokens.find((a) => a.content === s);
-    const id = added?.id ?? (Array.isArray(vocab) ? vocab.findIndex(([p]) => p === s) : vocab && Object.hasOwn(vocab, s) ? vocab[s] : -1);
-    if (id === undefined || id < 0) throw new ModelLoadError(`${field} ${JSON.stringify(s)} is not a token in tokenizer.json`, tcFile);
+    const inVocab = Array.isArray(vocab)
+      ? vocab.findIndex((e) => Array.isArray(e) && e[0] === s)
+      : vocab && Object.hasOwn(vocab, s) ? (vocab as Record<string, number>)[s]! : -1;
+    const id = added?.id ?? inVocab;
+    if (id < 0) throw new ModelLoadError(`${field} ${JSON.stringify(s)} is not a token in tokenizer.json`, tcFile);
     return id;
   };
   const bos = lookup(tc?.bos_token, 'bos_token') ?? hf.bos_token_id ?? null;
@@ -341,43 +316,44 @@ async function readTokenizer(folder: string, config: ModelConfig, hf: { bos_toke
   // A list of named templates: "default" is the chat one (others are e.g. "tool_use", "rag").
   const chatTemplate = (Array.isArray(ct) ? (ct.find((t) => t.name === 'default') ?? ct[0])?.template : ct) ?? jinja ?? null;
   const files = [tokFile, ...(tcRaw ? [tcFile] : []), ...(genRaw ? [genFile] : []), ...(jinja !== null ? [jinjaFile] : [])];
-  return {
-    tokenizerJson,
-    tokenizerConfig: tcRaw ?? { add_bos_token: addBos },
-    specialTokens: { bos, eos },
-    addBos,
-    chatTemplate,
-    files,
-  };
+  const tokenizerConfig = tcRaw ?? { add_bos_token: addBos };
+  return { tokenizerJson, tokenizerConfig, specialTokens: { bos, eos }, addBos, chatTemplate, files };
 }
 
 const IndexSchema = z.looseObject({ weight_map: z.record(z.string(), z.string()) });
 
+interface OpenWeights {
+  /** The index (if any) and the weight files, for hashing. */
+  files: string[];
+  /** Loads every expected tensor as float32, one at a time. */
+  load(): Promise<ModelWeights>;
+  close(): Promise<void>;
+}
+
 /**
- * Opens the weight files, checks every expected tensor's presence and shape from the headers,
- * then loads them one by one as float32.
+ * Opens the weight files and checks, from their headers only, that every expected tensor is
+ * present with its expected shape. Tensor data is read later by `load`.
  */
-async function readWeights(folder: string, expected: Map<string, number[]>): Promise<{ weights: ModelWeights; files: string[] }> {
+async function openWeights(folder: string, expected: Map<string, number[]>): Promise<OpenWeights> {
   const indexFile = path.join(folder, 'model.safetensors.index.json');
   const single = path.join(folder, 'model.safetensors');
   const index = await readJson(indexFile, false);
-  let whereIs: (name: string) => string;
-  let shardNames: string[];
+  let whereIs = (_name: string) => 'model.safetensors';
+  let shardNames = ['model.safetensors'];
   if (index !== null) {
     const map = parseWith(IndexSchema, index, indexFile).weight_map;
     shardNames = [...new Set(Object.values(map))].sort();
     const bad = shardNames.find((s) => s !== path.basename(s) || s === '..' || s === '.');
     if (bad !== undefined) throw new ModelLoadError(`weight_map names shard ${JSON.stringify(bad)} outside the folder`, indexFile);
     whereIs = (name) => map[name] ?? '';
-  } else {
-    shardNames = ['model.safetensors'];
-    whereIs = () => 'model.safetensors';
+  } else if (!(await exists(single))) {
+    throw new ModelLoadError('no model.safetensors or model.safetensors.index.json in the folder', folder);
   }
   const shards = new Map<string, SafetensorsFile>();
+  const close = async () => {
+    for (const s of shards.values()) await s.close();
+  };
   try {
-    if (index === null && !(await exists(single))) {
-      throw new ModelLoadError('no model.safetensors or model.safetensors.index.json in the folder', folder);
-    }
     for (const s of shardNames) shards.set(s, await openSafetensors(path.join(folder, s)));
     for (const [name, shape] of expected) {
       const shard = shards.get(whereIs(name));
@@ -389,13 +365,19 @@ async function readWeights(folder: string, expected: Map<string, number[]>): Pro
         throw new ModelLoadError(`tensor ${name} expected shape [${shape.join(', ')}], found [${entry.shape.join(', ')}]`, shard.file);
       }
     }
-    const weights: ModelWeights = new Map();
-    for (const name of expected.keys()) weights.set(name, await shards.get(whereIs(name))!.load(name));
-    const files = index !== null ? [indexFile, ...shardNames.map((s) => path.join(folder, s))] : [single];
-    return { weights, files };
-  } finally {
-    for (const s of shards.values()) await s.close();
+  } catch (e) {
+    await close();
+    throw e;
   }
+  return {
+    files: index !== null ? [indexFile, ...shardNames.map((s) => path.join(folder, s))] : [single],
+    async load() {
+      const weights: ModelWeights = new Map();
+      for (const name of expected.keys()) weights.set(name, await shards.get(whereIs(name))!.load(name));
+      return weights;
+    },
+    close,
+  };
 }
 
 /**
@@ -417,9 +399,16 @@ export async function importHuggingFace(folder: string): Promise<ImportedModel> 
   const rawConfig = await readJson(configFile, true);
   const config = parseHfConfig(rawConfig, configFile);
   const hf = rawConfig as { bos_token_id?: number | null; eos_token_id?: number | number[] | null };
-  const tok = await readTokenizer(root, config, hf);
-  const { weights, files: weightFiles } = await readWeights(root, expectedWeights(config));
-  const sha256 = await hashFiles([configFile, ...tok.files, ...weightFiles]);
+  const opened = await openWeights(root, expectedWeights(config));
+  let tok: Awaited<ReturnType<typeof readTokenizer>>;
+  let weights: ModelWeights;
+  try {
+    tok = await readTokenizer(root, config, hf);
+    weights = await opened.load();
+  } finally {
+    await opened.close();
+  }
+  const sha256 = await hashFiles([configFile, ...tok.files, ...opened.files]);
   return {
     manifest: {
       format: 'ropewalk-bundle',

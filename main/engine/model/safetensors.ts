@@ -372,8 +372,10 @@ function encode(t: TensorToWrite): Uint8Array {
     for (let i = 0; i < n; i++) buf.writeFloatLE(t.data[i]!, i * 4);
     return buf;
   }
-  const buf = Buffer.alloc(n * 2);
+  const halves = new Uint16Array(n);
   const cvt = t.dtype === 'F16' ? f32ToF16Bits : f32ToBf16Bits;
-  for (let i = 0; i < n; i++) buf.writeUInt16LE(cvt(t.data[i]!), i * 2);
-  return buf;
+  for (let i = 0; i < n; i++) halves[i] = cvt(t.data[i]!);
+  const bytes = new Uint8Array(halves.buffer);
+  if (!LITTLE_ENDIAN) for (let i = 0; i < bytes.length; i += 2) [bytes[i], bytes[i + 1]] = [bytes[i + 1]!, bytes[i]!];
+  return bytes;
 }

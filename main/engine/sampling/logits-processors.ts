@@ -125,13 +125,17 @@ export function softmax(ids: Int32Array, n: number, scores: Float64Array, probs:
   let max = -Infinity;
   for (let j = 0; j < n; j++) max = Math.max(max, scores[ids[j]]);
   let sum = 0;
-  for (let j = 0; j < n; j++) {
-    const id = ids[j];
-    const e = max === Infinity ? (scores[id] === Infinity ? 1 : 0) : Math.exp(scores[id] - max);
-    probs[id] = e;
-    sum += e;
+  if (max === Infinity) {
+    // +∞ logits share all the mass.
+    for (let j = 0; j < n; j++) sum += probs[ids[j]] = scores[ids[j]] === Infinity ? 1 : 0;
+  } else {
+    for (let j = 0; j < n; j++) {
+      const id = ids[j];
+      sum += probs[id] = Math.exp(scores[id] - max);
+    }
   }
-  for (let j = 0; j < n; j++) probs[ids[j]] /= sum;
+  const inv = 1 / sum;
+  for (let j = 0; j < n; j++) probs[ids[j]] *= inv;
 }
 
 /**

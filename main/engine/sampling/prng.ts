@@ -28,18 +28,21 @@ export class Xoshiro128 {
   private s3: number;
 
   /**
-   * Seeds the 128-bit state from a safe integer (SplitMix-style: fmix32 of a Weyl sequence over
-   * the low and the high 32 bits), so distinct seeds give distinct states and the state is
-   * never all zero.
+   * Seeds the 128-bit state from a safe integer (SplitMix-style: fmix32 of Weyl-sequence values
+   * built from the low and the high 32 bits, each word mixing both halves), so distinct seeds
+   * give distinct states and the state is never all zero.
    * @param seed  any safe integer (negative allowed); callers validate.
    */
   constructor(seed: number) {
     const lo = seed >>> 0;
     const hi = Math.floor(seed / 0x1_0000_0000) >>> 0;
+    // s0 determines lo (fmix32 is a bijection); given lo, s1 determines hi: distinct seeds, distinct states.
+    const h = fmix32((hi + GOLDEN) >>> 0);
     this.s0 = fmix32((lo + GOLDEN) >>> 0);
-    this.s1 = fmix32((lo + 2 * GOLDEN) >>> 0);
-    this.s2 = fmix32((hi + GOLDEN) >>> 0);
-    this.s3 = fmix32((hi + 2 * GOLDEN) >>> 0);
+    this.s1 = fmix32(((lo + 2 * GOLDEN) ^ h) >>> 0);
+    this.s2 = fmix32(((hi + 2 * GOLDEN) ^ this.s0) >>> 0);
+    this.s3 = fmix32((this.s1 + this.s2 + GOLDEN) >>> 0);
+    if ((this.s0 | this.s1 | this.s2 | this.s3) === 0) this.s0 = 1; // the all-zero state is a fixed point
   }
 
   /** A generator with an exact state (uint32 words, not all zero); for reference-vector tests. */

@@ -186,7 +186,8 @@ export class TextTokenizer {
   /**
    * Token ids of the prompt for `messages` (see `renderChat`). With a template, the special
    * tokens it writes are parsed, and BOS is prepended only if the template did not write it;
-   * without one, the text is encoded as plain text (`parseSpecial: false`). Throws `TokenizerError` when the template fails.
+   * without one, the text is encoded as plain text (`parseSpecial: false`).
+   * Throws `TokenizerError` when the template fails.
    */
   encodeChat(messages: ChatMessage[], opts: EncodeChatOptions = {}): number[] {
     const text = this.renderChat(messages, opts);
@@ -272,6 +273,10 @@ function checkShape(x: unknown, file: string): Json {
   if (!isObject(model)) bad('"model" is missing or not an object');
   const m = model as Json;
   if (!isObject(m.vocab) && !Array.isArray(m.vocab)) bad('"model.vocab" is missing or not an object or array');
+  // The library guesses a model from its keys when `type` is unknown; refuse instead.
+  if (m.type !== undefined && !['BPE', 'WordPiece', 'Unigram'].includes(m.type as string)) {
+    bad(`model type ${JSON.stringify(m.type)} is not supported (BPE, WordPiece, Unigram)`);
+  }
   if (m.type === 'BPE' && !Array.isArray(m.merges)) bad('"model.merges" is missing or not an array');
   const added = json.added_tokens ?? [];
   if (!Array.isArray(added)) bad('"added_tokens" is not an array');
