@@ -217,7 +217,6 @@ describe('importHuggingFace: tokenizer files', () => {
     const dir = path.join(root, 'bad-tok');
     await cp(base.qwen2!, dir, { recursive: true });
     const tokFile = path.join(dir, 'tokenizer.json');
-    const cfgFile = path.join(dir, 'config.json');
     const tcFile = path.join(dir, 'tokenizer_config.json');
     const tc = await readFile(tcFile, 'utf8');
     const small = path.join(root, 'small-vocab');

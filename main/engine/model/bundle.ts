@@ -75,7 +75,12 @@ async function sourceFiles(kind: SourceKind, p: string): Promise<string[]> {
   if (kind === 'llama2c') return llama2cSourceFiles(p);
   const entries = (await readdir(p)).sort();
   const wanted = (e: string) =>
-    e === 'config.json' || e === 'generation_config.json' || e.startsWith('tokenizer') || e.endsWith('.safetensors') || e.endsWith('.safetensors.index.json');
+    e === 'config.json' ||
+    e === 'generation_config.json' ||
+    e === 'chat_template.jinja' ||
+    e.startsWith('tokenizer') ||
+    e.endsWith('.safetensors') ||
+    e.endsWith('.safetensors.index.json');
   return entries.filter(wanted).map((e) => path.join(p, e));
 }
 
@@ -99,7 +104,7 @@ export async function resolveModel(source: string, cacheDir = defaultCacheDir(),
     return cached;
   }
   onProgress?.({ phase: 'import', fraction: 0.1 });
-  const imported = src.kind === 'llama2c' ? await importLlama2c(src.path) : await importHuggingFace(src.path);
+  const imported = src.kind === 'llama2c' ? await importLlama2c(src.path) : await importHuggingFace(src.path, { sourceHash });
   imported.manifest.source = { kind: src.kind, path: src.path, sha256: sourceHash };
   await writeBundle(imported, dir, onProgress);
   onProgress?.({ phase: 'write', fraction: 1 });

@@ -390,10 +390,12 @@ async function openWeights(folder: string, expected: Map<string, number[]>): Pro
  * `eos_token_id` and tokenizer_config's `eos_token`. addBos = `add_bos_token` ?? (llama/mistral).
  * Chat template: tokenizer_config `chat_template` (a string, or the list entry named "default",
  * else its first), else chat_template.jinja, else null.
+ * @param opts.sourceHash the caller's content hash of the folder, when it has one already
+ *   (the import cache hashes before importing); skips hashing the weights a second time.
  * @throws ModelLoadError naming the file (and tensor) for anything missing, malformed,
  *   unsupported or over `HF_LIMITS`.
  */
-export async function importHuggingFace(folder: string): Promise<ImportedModel> {
+export async function importHuggingFace(folder: string, opts: { sourceHash?: string } = {}): Promise<ImportedModel> {
   const root = path.resolve(folder);
   const configFile = path.join(root, 'config.json');
   const rawConfig = await readJson(configFile, true);
@@ -408,7 +410,7 @@ export async function importHuggingFace(folder: string): Promise<ImportedModel> 
   } finally {
     await opened.close();
   }
-  const sha256 = await hashFiles([configFile, ...tok.files, ...opened.files]);
+  const sha256 = opts.sourceHash ?? (await hashFiles([configFile, ...tok.files, ...opened.files]));
   return {
     manifest: {
       format: 'ropewalk-bundle',
