@@ -56,7 +56,7 @@ export function llama2cTokenizerBytes(pieces: string[]): Uint8Array {
 export function syntheticTokenizerPieces(n: number): string[] {
   const pieces = ['<unk>', '\n<s>\n', '\n</s>\n'];
   for (let b = 0; b < 256; b++) pieces.push(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`);
-  for (let i = 0; pieces.length < n; i++) pieces.push(`${i % 2 ? '' : ' '}${String.fromCharCode(97 + (i >> 1) % 26)}${'x'.repeat(i / 52)}`);
+  for (let i = 0; pieces.length < n; i++) pieces.push(`${i % 2 ? '' : ' '}${String.fromCharCode(97 + (i >> 1) % 26)}${'x'.repeat(Math.floor(i / 52))}`);
   return pieces;
 }
 

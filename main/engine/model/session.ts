@@ -15,6 +15,11 @@ import type { ModelConfig } from './manifest.ts';
 
 export type ExecutionProvider = 'cpu' | 'cuda';
 
+// ONNX Runtime's own log goes straight to stderr (a failed CUDA load prints a red multi-line
+// error there); every failure we care about reaches us as an exception and is reported as one
+// sentence instead. Must be set before the first session is created.
+ort.env.logLevel = 'fatal';
+
 export interface SessionInfo {
   /** The provider actually in use. */
   executionProvider: ExecutionProvider;
