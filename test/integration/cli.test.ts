@@ -1,0 +1,312 @@
+/**
+ * `npm run chat` end to end: the CLI as a subprocess (real ONNX Runtime, real stories260K),
+ * each test with its own import cache folder (ROPEWALK_CACHE_DIR).
+ *
+ * Checks the contract from the README and the issue: greedy output equals llama2.c run.c's
+ * reference continuation; `--json` shape and stats; `context-full` at the max context (the last
+ * sampled token is emitted but never fed, as run.c does); seeds; `--max-tokens`; the import
+ * cache; and that every bad option, bad prompt and bad model ends with one line on stderr,
+ * the documented exit code (2 usage, 1 model) and no stack trace.
+ */
+import assert from 'node:assert/strict';
+import { readdir, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { makeBadModels, removeBadModels, type BadModels } from '../helpers/bad-models.ts';
+import {
+  assertOneLineError,
+  decodeTok512,
+  describeRun,
+  freshCacheDir,
+  mapLimit,
+  parseJsonRun,
+  runChat,
+  type ChatJson,
+} from '../helpers/cli-run.ts';
+import { STORIES_BIN } from '../helpers/paths.ts';
+
+/** llama2.c run.c, greedy, prompt "Once upon a time" (from ../shared/models/stories260K/README.md). */
+const REFERENCE =
+  ', there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.';
+const PROMPT = 'Once upon a time';
+/** stories260K: 5 layers, 4 KV heads, head size 8, trained context 512, float32. */
+const LAYERS = 5;
+const KV_HEADS = 4;
+const HEAD_DIM = 8;
+const TRAINED_CONTEXT = 512;
+
+const cacheDirs: string[] = [];
+let bad: BadModels | undefined;
+
+async function cache(): Promise<string> {
+  const dir = await freshCacheDir();
+  cacheDirs.push(dir);
+  return dir;
+}
+
+before(async () => {
+  bad = await makeBadModels();
+});
+
+after(async () => {
+  await removeBadModels(bad);
+  await Promise.all(cacheDirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+const isPow2 = (n: number) => Number.isInteger(n) && n > 0 && (n & (n - 1)) === 0;
+
+/** The JSON object has every documented field, with the documented types. */
+function assertJsonShape(j: ChatJson): void {
+  assert.equal(typeof j.text, 'string');
+  assert.ok(Array.isArray(j.promptTokens) && j.promptTokens.every(Number.isInteger), 'promptTokens: int[]');
+  assert.ok(Array.isArray(j.tokens) && j.tokens.every(Number.isInteger), 'tokens: int[]');
+  assert.ok(['stop', 'length', 'context-full', 'cancelled'].includes(j.finishReason), `finishReason ${j.finishReason}`);
+  for (const k of ['ttftMs', 'prefillTokensPerSec', 'decodeTokensPerSec', 'contextUsed', 'maxContext'] as const) {
+    assert.ok(Number.isFinite(j.stats[k]) && j.stats[k] >= 0, `stats.${k} = ${j.stats[k]}`);
+  }
+  for (const k of ['capacity', 'rowsComputed', 'growths', 'bytes'] as const) {
+    assert.ok(Number.isInteger(j.stats.rope[k]) && j.stats.rope[k] >= 0, `stats.rope.${k} = ${j.stats.rope[k]}`);
+  }
+  for (const k of ['capacity', 'growths', 'bytes'] as const) {
+    assert.ok(Number.isInteger(j.stats.kv[k]) && j.stats.kv[k] >= 0, `stats.kv.${k} = ${j.stats.kv[k]}`);
+  }
+}
+
+/** Cache counters agree with the model's shape: cos+sin rows of headDim/2 floats; K+V per layer. */
+function assertCacheBytes(j: ChatJson): void {
+  assert.equal(j.stats.rope.bytes, j.stats.rope.capacity * 2 * (HEAD_DIM / 2) * 4, 'rope.bytes');
+  assert.equal(j.stats.kv.bytes, j.stats.kv.capacity * 2 * LAYERS * KV_HEADS * HEAD_DIM * 4, 'kv.bytes');
+}
+
+test('--json --temperature 0 "Once upon a time": llama2.c reference continuation, token ids, sane stats', async () => {
+  const r = await runChat(['--json', '--temperature', '0', PROMPT], await cache());
+  const j = parseJsonRun(r);
+  assert.equal(r.stderr, '', describeRun(r));
+  assertJsonShape(j);
+
+  // Prompt: BOS, then the text with llama2.c's dummy leading space.
+  assert.equal(j.promptTokens[0], 1, 'BOS first');
+  assert.equal(decodeTok512(j.promptTokens.slice(1)), ` ${PROMPT}`);
+  assert.ok(j.text.startsWith(REFERENCE), `greedy text differs from llama2.c run.c:\n${j.text.slice(0, REFERENCE.length + 40)}`);
+  assert.equal(decodeTok512(j.tokens), j.text, 'tokens decode to text');
+
+  // Default --max-tokens is 256.
+  assert.ok(j.finishReason === 'length' || j.finishReason === 'stop', j.finishReason);
+  if (j.finishReason === 'length') assert.equal(j.tokens.length, 256);
+  else assert.ok(j.tokens.length < 256);
+  assert.ok(!j.tokens.includes(2), 'EOS is never emitted as a token');
+
+  const s = j.stats;
+  assert.equal(s.maxContext, TRAINED_CONTEXT, 'default max context = trained context');
+  // Every emitted token but a length-ending last one was fed back (EOS ends after its position is fed).
+  assert.equal(s.contextUsed, j.promptTokens.length + j.tokens.length - (j.finishReason === 'length' ? 1 : 0));
+  assert.ok(s.ttftMs > 0 && s.ttftMs < 60_000, `ttftMs ${s.ttftMs}`);
+  assert.ok(s.prefillTokensPerSec > 0, `prefillTokensPerSec ${s.prefillTokensPerSec}`);
+  assert.ok(s.decodeTokensPerSec > 0, `decodeTokensPerSec ${s.decodeTokensPerSec}`);
+  for (const c of [s.rope, s.kv]) {
+    assert.ok(isPow2(c.capacity), `capacity ${c.capacity} is a power of two`);
+    assert.ok(c.capacity >= s.contextUsed && c.capacity <= s.maxContext, `capacity ${c.capacity} vs used ${s.contextUsed}`);
+    assert.ok(c.growths >= 1, `growths ${c.growths}`);
+  }
+  assert.equal(s.rope.rowsComputed, s.rope.capacity, 'every RoPE row computed exactly once');
+  assertCacheBytes(j);
+});
+
+test('--ignore-eos --max-context 2048 --max-tokens 3000: ends "context-full" at 2048 positions, no crash', async () => {
+  const r = await runChat(
+    ['--ignore-eos', '--max-context', '2048', '--max-tokens', '3000', '--temperature', '0', '--json', PROMPT],
+    await cache(),
+  );
+  const j = parseJsonRun(r);
+  assert.equal(r.stderr, '', describeRun(r));
+  assertJsonShape(j);
+  assert.equal(j.finishReason, 'context-full');
+  assert.equal(j.stats.contextUsed, 2048);
+  assert.equal(j.stats.maxContext, 2048);
+  // run.c with steps = max context: the token sampled at the last position is printed, never fed.
+  assert.equal(j.tokens.length, 2048 - j.promptTokens.length + 1);
+  assert.equal(j.stats.rope.capacity, 2048);
+  assert.equal(j.stats.rope.rowsComputed, 2048);
+  assert.equal(j.stats.kv.capacity, 2048);
+  assertCacheBytes(j);
+  assert.ok(j.text.startsWith(REFERENCE), 'greedy prefix unchanged by a larger max context');
+  assert.equal(decodeTok512(j.tokens), j.text);
+});
+
+test('prompt longer than --max-context exits 2 naming both numbers; a prompt that exactly fits ends context-full', async () => {
+  const dir = await cache();
+  const [over, overBig, fits] = await mapLimit(
+    [
+      ['--max-context', '4', '--json', PROMPT], // 5 prompt tokens
+      ['--max-context', '8', PROMPT.repeat(4)],
+      ['--max-context', '5', '--temperature', '0', '--json', PROMPT],
+    ],
+    2,
+    (a) => runChat(a, dir),
+  );
+  const line = assertOneLineError(over, 2, /\b5\b.*\b4\b|\b4\b.*\b5\b/);
+  assert.match(line, /context/i);
+  assert.equal(over.stdout, '', 'no JSON printed on error');
+  const line2 = assertOneLineError(overBig, 2, /context/i);
+  assert.match(line2, /\b8\b/, 'names the max context');
+  assert.ok((line2.match(/\d+/g) ?? []).length >= 2, `names both numbers: ${line2}`);
+
+  const j = parseJsonRun(fits);
+  assert.equal(fits.stderr, '', describeRun(fits));
+  assert.equal(j.promptTokens.length, 5);
+  assert.equal(j.finishReason, 'context-full');
+  assert.equal(j.tokens.length, 1, 'one token sampled from the last prompt position, emitted, not fed');
+  assert.equal(j.stats.contextUsed, 5);
+  assert.equal(j.stats.maxContext, 5);
+});
+
+test('--seed: same seed → same tokens at temperature 1; different seeds → different tokens', async () => {
+  const dir = await cache();
+  const base = ['--temperature', '1', '--max-tokens', '40', '--ignore-eos', '--json'];
+  const [a, b, c] = (
+    await mapLimit([['--seed', '42'], ['--seed', '42'], ['--seed', '43']], 2, (s) => runChat([...base, ...s, PROMPT], dir))
+  ).map(parseJsonRun);
+  assert.equal(a.tokens.length, 40);
+  assert.deepEqual(b.tokens, a.tokens, 'same seed, same tokens');
+  assert.equal(b.text, a.text);
+  assert.notDeepEqual(c.tokens, a.tokens, 'seed 43 gave the same 40 tokens as seed 42');
+});
+
+test('--max-tokens 5: exactly 5 tokens, "length"; streamed text equals the JSON text; sampling options accepted', async () => {
+  const dir = await cache();
+  const [json, plain, sampled] = await mapLimit(
+    [
+      ['--max-tokens', '5', '--temperature', '0', '--json', PROMPT],
+      ['--max-tokens', '5', '--temperature', '0', PROMPT],
+      [
+        '--max-tokens', '5', '--ignore-eos', '--temperature', '0.7', '--top-k', '10', '--top-p', '0.9',
+        '--min-p', '0.1', '--repeat-penalty', '1.3', '--seed', '7', '--ep', 'cpu', '--json', PROMPT,
+      ],
+    ],
+    3,
+    (a) => runChat(a, dir),
+  );
+  const j = parseJsonRun(json);
+  assert.equal(j.tokens.length, 5);
+  assert.equal(j.finishReason, 'length');
+  assert.equal(j.stats.contextUsed, j.promptTokens.length + 4);
+  assert.ok(REFERENCE.startsWith(j.text), `"${j.text}" is not a prefix of the reference`);
+
+  assert.equal(plain.code, 0, describeRun(plain));
+  assert.equal(plain.stderr, '', describeRun(plain));
+  assert.equal(plain.stdout, `${PROMPT}${j.text}\n`, 'plain mode streams the prompt, then the same text');
+
+  const s = parseJsonRun(sampled);
+  assert.equal(sampled.stderr, '', describeRun(sampled));
+  assert.equal(s.tokens.length, 5);
+  assert.equal(s.finishReason, 'length');
+});
+
+test('emoji and CJK prompt: runs, exit 0, BOS + byte-fallback ids that decode back to the prompt', async () => {
+  const prompt = 'Hello 🦙 and 世界!';
+  const r = await runChat(['--json', '--max-tokens', '3', '--temperature', '0', prompt], await cache());
+  const j = parseJsonRun(r);
+  assert.equal(r.stderr, '', describeRun(r));
+  assert.equal(j.promptTokens[0], 1, 'BOS first');
+  assert.equal(decodeTok512(j.promptTokens.slice(1)), ` ${prompt}`, 'prompt tokens decode back (with the dummy space)');
+  // 🦙 = F0 9F A6 99 → byte-fallback ids byte + 3, in order; 世界 too.
+  const ids = j.promptTokens.join(',');
+  assert.ok(ids.includes([0xf0, 0x9f, 0xa6, 0x99].map((b) => b + 3).join(',')), `emoji bytes as ids 3..258: ${ids}`);
+  assert.ok(ids.includes([...Buffer.from('世界')].map((b) => b + 3).join(',')), `CJK bytes as ids 3..258: ${ids}`);
+  assert.ok(j.tokens.length >= 1 && j.tokens.length <= 3);
+});
+
+test('bad options and prompts: one-line error, exit 2, no stack trace, nothing on stdout', async () => {
+  const dir = await cache();
+  const cases: Array<[string[], RegExp]> = [
+    [['--max-tokens', '0'], /--max-tokens/],
+    [['--max-tokens', 'abc'], /--max-tokens/],
+    [['--max-tokens', '1.5'], /--max-tokens/],
+    [['--temperature', '-1'], /--temperature/],
+    [['--temperature=-1'], /--temperature/],
+    [['--temperature', 'nan'], /--temperature/],
+    [['--top-k', 'abc'], /--top-k/],
+    [['--top-p', '0'], /--top-p/],
+    [['--top-p', '1.5'], /--top-p/],
+    [['--min-p', '1'], /--min-p/],
+    [['--repeat-penalty', '0'], /--repeat-penalty/],
+    [['--seed', '-3'], /--seed/],
+    [['--seed=-3'], /--seed/],
+    [['--seed', 'x'], /--seed/],
+    [['--ep', 'tpu'], /--ep/],
+    [['--max-context', '0'], /--max-context/],
+    [['--max-context', 'many'], /--max-context/],
+    [['--frobnicate'], /--frobnicate/],
+    [['--model', ''], /--model/],
+  ];
+  const prompts: Array<[string[], RegExp]> = [
+    [[''], /prompt/],
+    [['   '], /prompt/],
+    [[], /prompt/],
+    [[PROMPT, '--max-tokens'], /--max-tokens/], // option without its value
+    [['Once upon', 'a time'], /prompt/], // two positionals
+  ];
+  const runs = await mapLimit([...cases.map(([a]) => [...a, PROMPT]), ...prompts.map(([a]) => a)], 3, (a) => runChat(a, dir));
+  [...cases, ...prompts].forEach(([, re], i) => {
+    assertOneLineError(runs[i], 2, re);
+    assert.equal(runs[i].stdout, '', describeRun(runs[i]));
+  });
+  assert.deepEqual(await readdir(dir), [], 'a usage error imports nothing');
+
+  const help = await runChat(['--help'], dir);
+  assert.equal(help.code, 0, describeRun(help));
+  assert.match(help.stdout, /usage:/);
+  for (const o of ['--model', '--max-tokens', '--max-context', '--temperature', '--top-k', '--top-p', '--min-p', '--repeat-penalty', '--seed', '--ignore-eos', '--ep', '--json']) {
+    assert.ok(help.stdout.includes(o), `--help lists ${o}`);
+  }
+});
+
+test('bad models: one-line error naming the problem, exit 1, no stack trace, nothing cached', async () => {
+  const m = bad!;
+  const dir = await cache();
+  const cases: Array<[string, RegExp, string | null]> = [
+    [m.nonExistent, /does not exist/, m.nonExistent],
+    [m.notAModel, /not a model/, m.notAModel],
+    [m.gguf, /GGUF.*not supported yet/i, m.gguf],
+    [m.truncated, /truncated|size mismatch/, m.truncated],
+    [m.absurdParams, /parameters|out of range/, m.absurdParams],
+    [m.absurdField, /out of range|n_heads|nHeads/, m.absurdField],
+    // Random bytes are a corrupt checkpoint: the header is the problem, not a missing tokenizer.
+    [m.random, /header|size mismatch/, m.random],
+    [m.mismatchedTokenizer, /300.*512|512.*300/, null],
+  ];
+  const runs = await mapLimit(cases, 3, ([model]) => runChat(['--model', model, '--max-tokens', '3', PROMPT], dir));
+  cases.forEach(([, re, file], i) => {
+    const line = assertOneLineError(runs[i], 1, re);
+    if (file) assert.ok(line.includes(file), `message names the file ${file}: ${line}`);
+    assert.equal(runs[i].stdout, '', describeRun(runs[i]));
+  });
+  assert.match(runs[cases.length - 1].stderr, /tokenizer/i);
+  assert.deepEqual(await readdir(dir), [], 'a failed import leaves nothing in the cache');
+});
+
+test('second start with the same cache folder is served from the cache', async () => {
+  const dir = await cache();
+  const first = parseJsonRun(await runChat(['--json', '--max-tokens', '8', '--temperature', '0', PROMPT], dir));
+  const bundles = await readdir(dir);
+  assert.equal(bundles.length, 1, `one bundle folder after the first start: ${bundles}`);
+  const manifest = path.join(dir, bundles[0], 'manifest.json');
+  const before1 = await stat(manifest);
+  const data = await stat(path.join(dir, bundles[0], 'model.onnx.data'));
+
+  // Same model, named explicitly this time.
+  const second = parseJsonRun(await runChat(['--json', '--model', STORIES_BIN, '--max-tokens', '8', '--temperature', '0', PROMPT], dir));
+  assert.deepEqual(await readdir(dir), bundles, 'still exactly one bundle folder, no leftovers');
+  assert.equal((await stat(manifest)).mtimeMs, before1.mtimeMs, 'manifest.json not rewritten');
+  assert.equal((await stat(path.join(dir, bundles[0], 'model.onnx.data'))).mtimeMs, data.mtimeMs, 'weights not rewritten');
+  assert.deepEqual(second.tokens, first.tokens);
+});
+
+test('--ep cuda: runs (on CUDA, or on CPU after a note), exit 0, no stack trace', async () => {
+  const r = await runChat(['--ep', 'cuda', '--max-tokens', '5', '--temperature', '0', '--json', PROMPT], await cache());
+  const j = parseJsonRun(r);
+  assert.equal(j.tokens.length, 5);
+  assert.ok(REFERENCE.startsWith(j.text), j.text);
+  assert.doesNotMatch(r.stderr, /^\s+at /m, describeRun(r));
+  if (r.stderr.trim() !== '') assert.match(r.stderr, /^note: .*CPU/im, describeRun(r));
+});
