@@ -1,10 +1,13 @@
 /**
  * Bad inputs in library form (real ONNX Runtime, real stories260K; imports cached in a temp folder):
- *   - `Engine.load` rejects every bad model source with its typed error (class and `code`), a
- *     one-line message naming the problem, and leaves nothing in the import cache;
  *   - an `EngineHost` whose load of a bad model fails keeps answering with the model it had;
- *   - `host.killWorker()` mid-generation fails the stream with `WorkerCrashedError`, and the next
- *     `generate` works again on a restarted worker with the model reloaded.
+ *   - `host.killWorker()` mid-prefill and mid-decode fails the stream with `WorkerCrashedError`,
+ *     the host process survives, and the next `generate` works again on a restarted worker with
+ *     the model reloaded;
+ *   - `Engine.load` rejects every bad model source with its typed error (class and `code`), a
+ *     one-line message naming the problem, and leaves nothing in the import cache.
+ * The host tests run first, while this thread has not loaded onnxruntime-node, as in the CLI and
+ * the app (only the engine worker loads it); the `Engine.load` test imports the engine last.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
@@ -20,7 +23,6 @@ import {
   WorkerCrashedError,
   type EngineErrorCode,
 } from '../../main/engine/errors.ts';
-import { Engine } from '../../main/engine/generate/engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../../main/engine/generate/types.ts';
 import { makeBadModels, removeBadModels, type BadModels } from '../helpers/bad-models.ts';
 import { STORIES_BIN } from '../helpers/paths.ts';
@@ -32,18 +34,23 @@ const REFERENCE =
 const GREEDY = { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1 };
 
 let bad: BadModels;
+/** Import cache of the host tests (stories260K gets imported there). */
 let cacheDir: string;
+/** Import cache of the Engine.load test (must stay empty). */
+let emptyCacheDir: string;
 let host: EngineHost | undefined;
 
 before(async () => {
   bad = await makeBadModels();
   cacheDir = await mkdtemp(path.join(os.tmpdir(), 'ropewalk-bad-inputs-cache-'));
+  emptyCacheDir = await mkdtemp(path.join(os.tmpdir(), 'ropewalk-bad-inputs-cache-'));
 });
 
 after(async () => {
   await host?.dispose();
   await removeBadModels(bad);
   await rm(cacheDir, { recursive: true, force: true });
+  await rm(emptyCacheDir, { recursive: true, force: true });
 });
 
 type Expected = { cls: typeof ModelLoadError | typeof TokenizerError; code: EngineErrorCode; re: RegExp; file?: string };
@@ -90,32 +97,6 @@ const greedy = (maxTokens: number, extra: Partial<GenerationRequest> = {}): Gene
   maxTokens,
   sampler: GREEDY,
   ...extra,
-});
-
-test('Engine.load rejects each bad model with its typed error and caches nothing', async () => {
-  const failures: string[] = [];
-  for (const [what, source, x] of expectations(bad)) {
-    try {
-      const engine = await Engine.load(source, { cacheDir });
-      await engine.dispose();
-      failures.push(`${what}: loaded without an error`);
-    } catch (e) {
-      try {
-        checkError(e, what, x);
-      } catch (assertion) {
-        failures.push(`${(assertion as Error).message.split('\n')[0]} — got ${(e as Error).name}: ${(e as Error).message}`);
-      }
-    }
-  }
-  assert.deepEqual(failures, [], failures.join('\n'));
-  assert.deepEqual(await readdir(cacheDir), [], 'failed imports leave nothing in the cache');
-
-  // A bad option on a good model is typed too, before anything is imported.
-  await assert.rejects(Engine.load(STORIES_BIN, { cacheDir, maxContext: 0 }), (e) => {
-    assert.ok(e instanceof InvalidOptionError, String(e));
-    assert.equal(e.code, 'INVALID_OPTION');
-    return true;
-  });
 });
 
 test('EngineHost: a failed load keeps the previously loaded model answering', async () => {
@@ -206,4 +187,35 @@ test('EngineHost: killWorker mid-decode → WorkerCrashedError; the next generat
   assert.equal(again.stats.maxContext, 2048);
   assert.equal(h.model?.vocabSize, 512);
   assert.equal(await h.countTokens({ prompt: PROMPT }), 5);
+});
+
+test('Engine.load rejects each bad model with its typed error and caches nothing', async () => {
+  // Imported here, after the host tests: loading the engine loads onnxruntime-node into this thread.
+  const { Engine } = await import('../../main/engine/generate/engine.ts');
+  const failures: string[] = [];
+  for (const [what, source, x] of expectations(bad)) {
+    try {
+      const engine = await Engine.load(source, { cacheDir: emptyCacheDir });
+      await engine.dispose();
+      failures.push(`${what}: loaded without an error`);
+    } catch (e) {
+      try {
+        checkError(e, what, x);
+      } catch (assertion) {
+        failures.push(`${(assertion as Error).message.split('\n')[0]} — got ${(e as Error).name}: ${(e as Error).message}`);
+      }
+    }
+  }
+  assert.deepEqual(await readdir(emptyCacheDir), [], 'failed imports leave nothing in the cache');
+
+  // A bad option on a good model is typed too, before anything is imported.
+  await assert.rejects(Engine.load(STORIES_BIN, { cacheDir: emptyCacheDir, maxContext: 0 }), (e) => {
+    assert.ok(e instanceof InvalidOptionError, String(e));
+    assert.equal(e.code, 'INVALID_OPTION');
+    return true;
+  });
+  assert.deepEqual(await readdir(emptyCacheDir), []);
+
+  // Every bad source checked above; all mismatches reported together.
+  assert.deepEqual(failures, [], failures.join('\n'));
 });
