@@ -118,12 +118,15 @@ function tok512Pieces(): Uint8Array[] {
   return (pieces = out);
 }
 
-/** Decodes stories260K token ids like llama2.c run.c: byte pieces → raw bytes, then UTF-8. */
+/**
+ * Decodes stories260K token ids like llama2.c run.c: byte pieces → raw bytes, then UTF-8. The
+ * control tokens (0 <unk>, 1 BOS, 2 EOS) render as nothing, as in the engine's text.
+ */
 export function decodeTok512(ids: readonly number[]): string {
   const p = tok512Pieces();
   const parts = ids.map((id) => {
     assert.ok(Number.isInteger(id) && id >= 0 && id < p.length, `token id ${id} out of range`);
-    return p[id];
+    return id <= 2 ? new Uint8Array(0) : p[id];
   });
   return Buffer.concat(parts).toString('utf8');
 }

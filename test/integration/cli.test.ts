@@ -133,6 +133,18 @@ test('--ignore-eos --max-context 2048 --max-tokens 3000: ends "context-full" at 
   assert.equal(decodeTok512(j.tokens), j.text);
 });
 
+test('greedy story ends where llama2.c run.c ends it: at BOS (id 1), the TinyStories sequence delimiter → "stop"', async () => {
+  // run.c: "data-dependent terminating condition: the BOS (=1) token delimits sequences"; the
+  // TinyStories data has no EOS (id 2), so without this the default model never stops by itself.
+  const r = await runChat(['--json', '--temperature', '0', '--max-tokens', '600', PROMPT], await cache());
+  const j = parseJsonRun(r);
+  assert.ok(j.text.startsWith(REFERENCE));
+  assert.ok(!j.tokens.includes(1), `BOS emitted as generated token #${j.tokens.indexOf(1)} and generation went on into a new story`);
+  assert.equal(j.finishReason, 'stop');
+  assert.ok(j.tokens.length < 600);
+  assert.equal(j.stats.contextUsed, j.promptTokens.length + j.tokens.length);
+});
+
 test('prompt longer than --max-context exits 2 naming both numbers; a prompt that exactly fits ends context-full', async () => {
   const dir = await cache();
   const [over, overBig, fits] = await mapLimit(

@@ -115,20 +115,20 @@ describe('renderChatTemplate, other templates', () => {
 });
 
 describe('promptFromMessages (models without a template)', () => {
-  it('is the last user message, verbatim', () => {
+  it('is the transcript: system and user turns on new lines, assistant turns continue the text', () => {
     assert.equal(
       promptFromMessages([
-        { role: 'system', content: 'Ignored by a completion model.' },
+        { role: 'system', content: 'A story.' },
         { role: 'user', content: 'Once upon a time' },
         { role: 'assistant', content: ', there was a little girl.' },
-        { role: 'user', content: ' The dog was happy' },
+        { role: 'user', content: 'The dog was happy' },
       ]),
-      ' The dog was happy',
+      'A story.\nOnce upon a time, there was a little girl.\nThe dog was happy',
     );
   });
 
-  it('is empty without a user message', () => {
+  it('is empty for no messages and starts without a newline', () => {
     assert.equal(promptFromMessages([]), '');
-    assert.equal(promptFromMessages([{ role: 'system', content: 'x' }]), '');
+    assert.equal(promptFromMessages([{ role: 'user', content: 'x' }]), 'x');
   });
 });

@@ -73,18 +73,19 @@ export function renderChatTemplate(
 
 /**
  * Prompt text for a completion model that has no chat template (llama2.c stories260K): the
- * content of the last user message, verbatim, or "" when there is none.
- *
- * Why only that: such a model has no notion of roles or turns, so a system prompt or role labels
- * would only be story text it never saw in training, and joining earlier turns would spend its
- * short context (512 positions for stories260K) on text the user did not ask it to continue.
- * Each user message is therefore a fresh "continue this text" request.
+ * conversation as one continuous text, as the model will see it. The system prompt and each user
+ * message start on a new line; an assistant message continues the text directly, because it was
+ * generated as the continuation of what precedes it. So a conversation is a growing prefix: a
+ * follow-up reuses the KV cache, and the context meter counts exactly what is fed.
+ * Returns "" for no messages.
  */
 export function promptFromMessages(messages: ChatMessage[]): string {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    if (messages[i].role === 'user') return messages[i].content;
+  let text = '';
+  for (const m of messages) {
+    if (m.role === 'assistant') text += m.content;
+    else text += (text.length > 0 ? '\n' : '') + m.content;
   }
-  return '';
+  return text;
 }
 
 function messageOf(e: unknown): string {

@@ -1,0 +1,115 @@
+/**
+ * The IPC contract: every method the window may call, with its zod request schema and response
+ * type, and every event the services push. One table, two transports: the Electron preload
+ * bridge (`ipcRenderer.invoke('ropewalk:<method>')`) and the `serve` mode WebSocket. Requests are
+ * validated with these schemas in main before any handler runs.
+ *
+ * Platform-free: zod and types only.
+ */
+import { z } from 'zod';
+import type {
+  ContextBudget,
+  Conversation,
+  ConversationSummary,
+  Message,
+  ModelState,
+  Settings,
+} from './types.ts';
+import type { EventName, MethodName } from './names.ts';
+
+export * from './names.ts';
+
+const id = z.string().min(1).max(64);
+const text = z.string().max(1_000_000);
+
+export const settingsPatchSchema = z
+  .object({
+    maxContext: z.number().int().min(16).max(1 << 20),
+    maxTokens: z.number().int().min(1).max(1 << 20),
+    temperature: z.number().min(0).max(100),
+    topK: z.number().int().min(0).max(1 << 20),
+    topP: z.number().gt(0).max(1),
+    minP: z.number().min(0).lt(1),
+    repetitionPenalty: z.number().gt(0).max(10),
+    seed: z.number().int().min(0).max(2 ** 32 - 1).nullable(),
+    systemPrompt: z.string().max(100_000),
+    contextFullPolicy: z.literal('stop'),
+    executionProvider: z.enum(['cpu', 'cuda']),
+  })
+  .partial()
+  .strict();
+
+/** Request schemas, by method name. */
+export const requestSchemas = {
+  listConversations: z.object({ search: z.string().max(200).optional() }).strict(),
+  createConversation: z.object({ title: z.string().max(200).optional() }).strict(),
+  getConversation: z.object({ id }).strict(),
+  renameConversation: z.object({ id, title: z.string().trim().min(1).max(200) }).strict(),
+  deleteConversation: z.object({ id }).strict(),
+  /** Appends a user message and starts the answer; tokens follow as `answerDelta` events. */
+  sendMessage: z.object({ conversationId: id, content: text.refine((s) => s.trim().length > 0, 'the message is empty') }).strict(),
+  /** Stops the answer being generated in this conversation (it is kept, marked cancelled). */
+  stopGeneration: z.object({ conversationId: id }).strict(),
+  /** Replaces the last assistant answer with a new one. */
+  regenerate: z.object({ conversationId: id }).strict(),
+  /** Replaces a user message's text, drops everything after it, and answers again. */
+  editMessage: z.object({ conversationId: id, messageId: id, content: text.refine((s) => s.trim().length > 0, 'the message is empty') }).strict(),
+  /** The context budget of a conversation (null: a new one) with this draft. */
+  getBudget: z.object({ conversationId: id.nullable(), draft: text }).strict(),
+  getSettings: z.object({}).strict(),
+  updateSettings: settingsPatchSchema,
+  getModel: z.object({}).strict(),
+  /** Imports/loads a model from a path on this machine (llama2.c file, HF folder, bundle). */
+  openModel: z.object({ path: z.string().min(1).max(4096) }).strict(),
+} as const satisfies Record<MethodName, z.ZodType>;
+
+/** Response type of each method. */
+export interface ResponseTypes extends Record<MethodName, unknown> {
+  listConversations: ConversationSummary[];
+  createConversation: Conversation;
+  getConversation: Conversation;
+  renameConversation: ConversationSummary;
+  deleteConversation: null;
+  sendMessage: { userMessage: Message; assistantMessage: Message };
+  stopGeneration: null;
+  regenerate: { assistantMessage: Message };
+  editMessage: { userMessage: Message; assistantMessage: Message };
+  getBudget: ContextBudget;
+  getSettings: Settings;
+  updateSettings: Settings;
+  getModel: ModelState;
+  openModel: ModelState;
+}
+
+export type RequestOf<M extends MethodName> = z.input<(typeof requestSchemas)[M]>;
+export type ResponseOf<M extends MethodName> = ResponseTypes[M];
+
+/** Events the services push to every window. */
+export interface EventTypes {
+  /** New answer text (batched: at most one per ~16 ms per answer). */
+  answerDelta: { conversationId: string; messageId: string; text: string; generatedTokens: number };
+  /** Prompt prefill progress of an answer. */
+  answerPrefill: { conversationId: string; messageId: string; processed: number; total: number };
+  /** The answer ended (complete, cancelled or error); the final message with its stats. */
+  answerDone: { conversationId: string; message: Message };
+  /** The context budget changed (answer grew, settings changed, model reloaded). */
+  budgetChanged: ContextBudget;
+  modelState: ModelState;
+  /** The conversation list changed (created, renamed, deleted, title set). */
+  conversationsChanged: { conversations: ConversationSummary[] };
+}
+
+// Every event name has a payload type, and every payload type a name.
+type _EventsMatch = [EventName] extends [keyof EventTypes] ? ([keyof EventTypes] extends [EventName] ? true : never) : never;
+const _eventsMatch: _EventsMatch = true;
+void _eventsMatch;
+
+/**
+ * What `window.ropewalk` is, in both transports: one async function per method, and `on` for
+ * events (returns an unsubscribe function). Errors reject with an Error whose `code` is set.
+ */
+export type RopewalkApi = {
+  [M in MethodName]: (request: RequestOf<M>) => Promise<ResponseOf<M>>;
+} & {
+  on<E extends EventName>(event: E, listener: (payload: EventTypes[E]) => void): () => void;
+};

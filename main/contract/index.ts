@@ -1,0 +1,3 @@
+/** The IPC contract (see channels.ts and types.ts). */
+export * from './channels.ts';
+export type * from './types.ts';

@@ -1,0 +1,34 @@
+/**
+ * Method and event names of the IPC contract, and their Electron channels. Dependency-free, so
+ * the sandboxed preload and the renderer's WebSocket client can import it without zod.
+ */
+export const METHOD_NAMES = [
+  'listConversations',
+  'createConversation',
+  'getConversation',
+  'renameConversation',
+  'deleteConversation',
+  'sendMessage',
+  'stopGeneration',
+  'regenerate',
+  'editMessage',
+  'getBudget',
+  'getSettings',
+  'updateSettings',
+  'getModel',
+  'openModel',
+] as const;
+
+export const EVENT_NAMES = ['answerDelta', 'answerPrefill', 'answerDone', 'budgetChanged', 'modelState', 'conversationsChanged'] as const;
+
+export type MethodName = (typeof METHOD_NAMES)[number];
+export type EventName = (typeof EVENT_NAMES)[number];
+
+/** IPC channel of a method in the Electron transport. */
+export const channelOf = (name: MethodName): string => `ropewalk:${name}`;
+/** One channel carries every event: payload { event, data }. */
+export const EVENT_CHANNEL = 'ropewalk:event';
+
+export function isMethodName(x: unknown): x is MethodName {
+  return typeof x === 'string' && (METHOD_NAMES as readonly string[]).includes(x);
+}

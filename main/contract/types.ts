@@ -1,0 +1,125 @@
+/**
+ * The data that crosses between the window and the services (IPC or `serve` mode WebSocket).
+ * Plain JSON-safe data only. Platform-free: imports nothing from Node, Electron or the DOM, so the
+ * renderer can import it (as types) and so can the preload bundle.
+ */
+
+export type Role = 'system' | 'user' | 'assistant';
+
+/** How an answer ended; `streaming` while it is being generated. */
+export type MessageStatus = 'complete' | 'streaming' | 'cancelled' | 'error';
+
+export type FinishReason = 'stop' | 'length' | 'context-full' | 'cancelled' | 'error';
+
+/** Per-answer stats, shown under each assistant message. */
+export interface AnswerStats {
+  finishReason: FinishReason;
+  promptTokens: number;
+  generatedTokens: number;
+  reusedTokens: number;
+  /** Time to first token, ms. */
+  ttftMs: number;
+  prefillTokensPerSec: number;
+  decodeTokensPerSec: number;
+}
+
+export interface Message {
+  id: string;
+  conversationId: string;
+  role: Role;
+  content: string;
+  status: MessageStatus;
+  /** Assistant messages that finished (or were stopped): their stats. */
+  stats: AnswerStats | null;
+  /** Set when status is 'error': one readable sentence. */
+  error: string | null;
+  /** ms since the epoch. */
+  createdAt: number;
+}
+
+export interface ConversationSummary {
+  id: string;
+  title: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface Conversation extends ConversationSummary {
+  messages: Message[];
+}
+
+/** What to do when the next message would pass the max context. Only 'stop' for now. */
+export type ContextFullPolicy = 'stop';
+
+export type ExecutionProviderPreference = 'cpu' | 'cuda';
+
+export interface Settings {
+  /** Bound on positions (prompt + answer); 0 < maxContext. */
+  maxContext: number;
+  /** Most tokens an answer may have (the reserve). */
+  maxTokens: number;
+  temperature: number;
+  topK: number;
+  topP: number;
+  minP: number;
+  repetitionPenalty: number;
+  /** null: a fresh random seed per answer. */
+  seed: number | null;
+  systemPrompt: string;
+  contextFullPolicy: ContextFullPolicy;
+  executionProvider: ExecutionProviderPreference;
+}
+
+export interface ModelInfo {
+  name: string;
+  architecture: string;
+  trainedContext: number;
+  maxContext: number;
+  vocabSize: number;
+  executionProvider: 'cpu' | 'cuda';
+  /** Why the preferred execution provider is not the one in use, if so. */
+  fallbackReason: string | null;
+  hasChatTemplate: boolean;
+}
+
+export interface ModelState {
+  status: 'loading' | 'ready' | 'error';
+  /** The model answering now (kept while another one loads, and after a failed load). */
+  info: ModelInfo | null;
+  /** Import/load progress while loading. */
+  progress: { phase: string; fraction: number } | null;
+  /** Why the last load failed (the previous model, if any, is still loaded). */
+  error: string | null;
+}
+
+export interface CacheUsage {
+  capacity: number;
+  bytes: number;
+}
+
+/**
+ * The context budget of one conversation, in tokens, as the model will see it:
+ *   used = system + history + draft; total = used + reserve; fits = total ≤ maxContext.
+ * The meter's value is `used`; `fits` false means the next message will not fit.
+ */
+export interface ContextBudget {
+  conversationId: string | null;
+  maxContext: number;
+  system: number;
+  history: number;
+  draft: number;
+  /** Reserved for the reply: the max new tokens setting. */
+  reserve: number;
+  used: number;
+  total: number;
+  fits: boolean;
+  /** The engine's RoPE and KV caches right now. */
+  rope: CacheUsage;
+  kv: CacheUsage;
+}
+
+/** An error as it crosses the boundary: a stable code and one readable sentence. */
+export interface WireError {
+  code: string;
+  message: string;
+}
