@@ -1,0 +1,78 @@
+/**
+ * The typed router: the one object both transports expose (Electron `ipcMain` in app/, the
+ * WebSocket in `serve` mode). `call` validates the method name and the payload with the
+ * contract's zod schemas before any handler runs; errors come out as `RouterError` with a
+ * stable `code` and one readable sentence. Events go to every subscriber.
+ */
+import type { EventName, EventTypes, MethodName, RequestOf, ResponseOf } from './contract/channels.ts';
+import { isMethodName, requestSchemas } from './contract/channels.ts';
+import type { WireError } from './contract/types.ts';
+import { EngineError } from './engine/errors.ts';
+
+/** An error that crosses the boundary as { code, message }. */
+export class RouterError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RouterError';
+  }
+  toWire(): WireError {
+    return { code: this.code, message: this.message };
+  }
+}
+
+/** The handler of every method, with the request already validated. */
+export type Handlers = { [M in MethodName]: (request: RequestOf<M>) => Promise<ResponseOf<M>> };
+
+export type EventListener = <E extends EventName>(event: E, data: EventTypes[E]) => void;
+
+export class Router {
+  private readonly listeners = new Set<EventListener>();
+  constructor(private readonly handlers: Handlers) {}
+
+  /**
+   * Calls a method. @throws RouterError: UNKNOWN_METHOD, INVALID_REQUEST (zod's first issue, with
+   * its path), or the handler's own error converted (EngineError keeps its code; anything else
+   * becomes INTERNAL with its message's first line).
+   */
+  async call(method: unknown, payload: unknown): Promise<unknown> {
+    if (!isMethodName(method)) throw new RouterError('UNKNOWN_METHOD', `unknown method ${String(method).slice(0, 80)}`);
+    const parsed = requestSchemas[method].safeParse(payload ?? {});
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const where = issue.path.length ? `${issue.path.join('.')}: ` : '';
+      throw new RouterError('INVALID_REQUEST', `invalid ${method} request: ${where}${issue.message}`);
+    }
+    try {
+      return await (this.handlers[method] as (r: unknown) => Promise<unknown>)(parsed.data);
+    } catch (e) {
+      throw toRouterError(e);
+    }
+  }
+
+  /** Subscribes to every event; returns the unsubscribe function. */
+  onEvent(listener: EventListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Pushes an event to every subscriber (a throwing subscriber does not stop the others). */
+  emit<E extends EventName>(event: E, data: EventTypes[E]): void {
+    for (const l of this.listeners) {
+      try {
+        l(event, data);
+      } catch {
+        // A closed window or socket; its transport cleans up.
+      }
+    }
+  }
+}
+
+export function toRouterError(e: unknown): RouterError {
+  if (e instanceof RouterError) return e;
+  if (e instanceof EngineError) return new RouterError(e.code, e.message);
+  const message = e instanceof Error ? e.message.split('\n')[0] : String(e);
+  return new RouterError('INTERNAL', message);
+}
