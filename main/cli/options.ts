@@ -86,7 +86,8 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
       },
     });
   } catch (e) {
-    throw new UsageError((e as Error).message.split('\n')[0]);
+    // Node's message can span lines (e.g. a negative value needs --temperature=-1): keep one line.
+    throw new UsageError((e as Error).message.split('\n').map((l) => l.trim()).filter(Boolean).join(' '));
   }
   const v = parsed.values;
   if (v.help) return 'help';

@@ -12,7 +12,7 @@ import { Worker } from 'node:worker_threads';
 import { deserializeEngineError, EngineError, WorkerCrashedError } from '../engine/errors.ts';
 import type { ModelInfo } from '../engine/generate/engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
-import type { HostToWorker, LoadOptions, WorkerToHost } from './protocol.ts';
+import type { EngineCacheStats, HostToWorker, LoadOptions, WorkerToHost } from './protocol.ts';
 
 type Listener = (m: WorkerToHost) => void;
 
@@ -96,6 +96,15 @@ export class EngineHost {
     return (await this.call({ type: 'count', request })) as number;
   }
 
+  /**
+   * The loaded engine's RoPE and KV cache counters (cheap: no tensor work). Like every call, it
+   * restarts a crashed worker and reloads the last model first.
+   * @throws EngineError MODEL_LOAD when no model is loaded.
+   */
+  async stats(): Promise<EngineCacheStats> {
+    return (await this.call({ type: 'stats' })) as EngineCacheStats;
+  }
+
   /** Forgets the worker's KV cache contents. */
   async reset(): Promise<void> {
     await this.call({ type: 'reset' });
@@ -150,18 +159,37 @@ export class EngineHost {
     }
   }
 
-  /** Kills the worker as a crash would (tests use it to check recovery). */
+  /**
+   * Makes the worker die as a crash would (exit code 70, nothing more sent): pending calls fail
+   * with WorkerCrashedError and the next call starts a fresh worker. It dies at its next safe
+   * point, between ONNX Runtime runs, because ending a worker thread while a native run is in
+   * flight aborts the whole process. Tests use it to check recovery.
+   */
   async killWorker(): Promise<void> {
-    await this.worker?.terminate();
+    const w = this.worker;
+    if (w) await stopWorker(w, 70);
   }
 
-  /** Stops the worker for good. */
+  /** Stops the worker for good (waits for an in-flight run to finish, then exits it). */
   async dispose(): Promise<void> {
     this.disposed = true;
     const w = this.worker;
     this.worker = null;
-    await w?.terminate();
+    if (w) await stopWorker(w, 0);
   }
+}
+
+/**
+ * Asks a worker to stop at its next safe point and waits for it to exit; `terminate()` is the
+ * last resort after `graceMs` (a worker stuck in a native call would otherwise never exit).
+ */
+async function stopWorker(w: Worker, exitCode: number, graceMs = 15_000): Promise<void> {
+  if (w.threadId === -1) return; // already exited
+  const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
+  w.postMessage({ type: 'shutdown', id: 0, exitCode } satisfies HostToWorker);
+  const timer = setTimeout(() => void w.terminate(), graceMs);
+  await exited;
+  clearTimeout(timer);
 }
 
 /**

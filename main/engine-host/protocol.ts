@@ -2,9 +2,11 @@
  * Messages between the engine host (main thread) and the engine worker (worker_threads).
  * Plain data only. Every request carries an `id`; the worker answers with events that echo it.
  *
- *   host → worker: load | generate | cancel | count | reset
+ *   host → worker: load | generate | cancel | count | reset | stats | shutdown
  *   worker → host: loaded | event | result | error   (error carries { code, message })
  */
+import type { KvCacheStats } from '../engine/cache/kv-cache.ts';
+import type { RopeCacheStats } from '../engine/cache/rope-cache.ts';
 import type { SerializedEngineError } from '../engine/errors.ts';
 import type { EngineOptions, ModelInfo } from '../engine/generate/engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
@@ -16,7 +18,20 @@ export type HostToWorker =
   | { type: 'generate'; id: number; request: GenerationRequest }
   | { type: 'cancel'; id: number }
   | { type: 'count'; id: number; request: Pick<GenerationRequest, 'prompt' | 'messages'> }
-  | { type: 'reset'; id: number };
+  | { type: 'reset'; id: number }
+  | { type: 'stats'; id: number }
+  /**
+   * Stop: the worker cancels what runs, waits until no ONNX Runtime call is in flight (ending a
+   * worker thread during a native run aborts the whole process), sends nothing more, and exits
+   * with `exitCode`.
+   */
+  | { type: 'shutdown'; id: number; exitCode: number };
+
+/** Reply to 'stats': the loaded engine's RoPE and KV cache counters right now. */
+export interface EngineCacheStats {
+  rope: RopeCacheStats;
+  kv: KvCacheStats;
+}
 
 export type WorkerToHost =
   | { type: 'progress'; id: number; phase: string; fraction: number }

@@ -5,14 +5,19 @@
 import { parentPort } from 'node:worker_threads';
 import { EngineError, toEngineError } from '../engine/errors.ts';
 import { Engine } from '../engine/generate/engine.ts';
-import type { HostToWorker, WorkerToHost } from './protocol.ts';
+import type { EngineCacheStats, HostToWorker, WorkerToHost } from './protocol.ts';
 
 if (!parentPort) throw new Error('engine worker must run in a worker thread');
 const port = parentPort;
 let engine: Engine | null = null;
 const running = new Map<number, AbortController>();
+/** Every request being handled; shutdown waits for them so no native call is in flight. */
+const inflight = new Set<Promise<void>>();
+let stopping = false;
 
-const send = (m: WorkerToHost) => port.postMessage(m);
+const send = (m: WorkerToHost) => {
+  if (!stopping) port.postMessage(m);
+};
 const fail = (id: number, e: unknown) => send({ type: 'error', id, error: toEngineError(e).toJSON() });
 
 function requireEngine(): Engine {
@@ -21,8 +26,22 @@ function requireEngine(): Engine {
 }
 
 port.on('message', (msg: HostToWorker) => {
-  void handle(msg);
+  if (msg.type === 'shutdown') {
+    void shutdown(msg.exitCode);
+    return;
+  }
+  if (stopping) return;
+  const p = handle(msg).finally(() => inflight.delete(p));
+  inflight.add(p);
 });
+
+async function shutdown(exitCode: number): Promise<void> {
+  stopping = true;
+  for (const ac of running.values()) ac.abort();
+  await Promise.allSettled([...inflight]);
+  await engine?.dispose().catch(() => undefined);
+  process.exit(exitCode);
+}
 
 async function handle(msg: HostToWorker): Promise<void> {
   switch (msg.type) {
@@ -61,6 +80,14 @@ async function handle(msg: HostToWorker): Promise<void> {
     case 'count':
       try {
         send({ type: 'result', id: msg.id, value: requireEngine().encodeRequest(msg.request).length });
+      } catch (e) {
+        fail(msg.id, e);
+      }
+      return;
+    case 'stats':
+      try {
+        const e = requireEngine();
+        send({ type: 'result', id: msg.id, value: { rope: e.rope.stats, kv: e.kv.stats } satisfies EngineCacheStats });
       } catch (e) {
         fail(msg.id, e);
       }

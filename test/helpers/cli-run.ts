@@ -55,6 +55,17 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (it
   return out;
 }
 
+/**
+ * Runs several chats on one cache folder: the first alone (it imports the model into the cache),
+ * the rest `limit` at a time. Concurrent first starts on an empty cache are a separate concern
+ * (see bad-inputs.test.ts), so they are not mixed into unrelated checks.
+ */
+export async function runBatch(argsList: readonly string[][], cacheDir: string, limit = 3): Promise<ChatRun[]> {
+  if (argsList.length === 0) return [];
+  const first = await runChat(argsList[0], cacheDir);
+  return [first, ...(await mapLimit(argsList.slice(1), limit, (a) => runChat(a, cacheDir)))];
+}
+
 /** Describes a run for assertion messages. */
 export function describeRun(r: ChatRun): string {
   return `chat ${JSON.stringify(r.args)} → exit ${r.code}\nstdout: ${r.stdout.slice(0, 400)}\nstderr: ${r.stderr}`;

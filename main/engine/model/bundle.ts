@@ -7,7 +7,7 @@
  * Bundle folder: model.onnx, model.onnx.data (external float32 weights), tokenizer.json,
  * tokenizer_config.json, manifest.json (`ModelManifest`).
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -118,7 +118,7 @@ export async function resolveModel(source: string, cacheDir = defaultCacheDir(),
 export async function writeBundle(model: ImportedModel, dir: string, onProgress?: ImportProgress): Promise<void> {
   onProgress?.({ phase: 'build', fraction: 0.3 });
   const built = buildDecoderGraph(model.manifest.config, model.weights);
-  const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
+  const tmp = `${dir}.tmp-${randomUUID()}`;
   await mkdir(tmp, { recursive: true });
   try {
     onProgress?.({ phase: 'write', fraction: 0.5 });
@@ -128,12 +128,34 @@ export async function writeBundle(model: ImportedModel, dir: string, onProgress?
     await writeFile(path.join(tmp, TOKENIZER_CONFIG_FILE), JSON.stringify(model.tokenizerConfig, null, 1));
     // The manifest goes last: a folder without one is not a bundle.
     await writeFile(path.join(tmp, MANIFEST_FILE), JSON.stringify(model.manifest, null, 2));
-    await rm(dir, { recursive: true, force: true });
-    await rename(tmp, dir);
+    await moveIntoPlace(tmp, dir);
   } catch (e) {
     await rm(tmp, { recursive: true, force: true });
     throw e instanceof ModelLoadError ? e : new ModelLoadError(`cannot write model bundle: ${(e as Error).message}`, dir, { cause: e });
   }
+}
+
+/**
+ * Renames a finished temp bundle to `dir`. Another import of the same source (another process,
+ * or a concurrent load) may have got there first: a complete bundle already in place is kept and
+ * ours dropped; only an incomplete one is replaced.
+ */
+async function moveIntoPlace(tmp: string, dir: string): Promise<void> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      await rename(tmp, dir);
+      return;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'ENOTEMPTY' && code !== 'EEXIST' && code !== 'EPERM') throw e;
+      if (await loadBundle(dir).then(() => true, () => false)) {
+        await rm(tmp, { recursive: true, force: true });
+        return;
+      }
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+  throw new ModelLoadError('cannot move the imported bundle into the cache', dir);
 }
 
 async function writeChunks(file: string, chunks: Uint8Array[]): Promise<void> {

@@ -155,7 +155,9 @@ export async function importLlama2c(checkpoint: string, tokenizerPath?: string):
       name: path.basename(checkpoint).replace(/\.bin$/, ''),
       source: { kind: 'llama2c', path: checkpoint, sha256: '' },
       config,
-      specialTokens: { bos: 1, eos: [2] },
+      // run.c ends a story at BOS ("the BOS (=1) token delimits sequences"); TinyStories has
+      // no EOS, but </s> (2) ends one too.
+      specialTokens: { bos: 1, eos: [1, 2] },
       addBos: true,
       chatTemplate: null,
       dtype: 'float32',
@@ -166,14 +168,20 @@ export async function importLlama2c(checkpoint: string, tokenizerPath?: string):
   };
 }
 
-/** Files that make up a llama2.c model source, for content hashing. */
+/**
+ * Files that make up a llama2.c model source (checkpoint, then tokenizer), for content hashing.
+ * @throws ModelLoadError for a bad header (validated first, so a corrupt file is reported as
+ *   such rather than as a missing tokenizer) or when no tokenizer lies beside it.
+ */
 export async function llama2cSourceFiles(checkpoint: string): Promise<string[]> {
+  const size = (await stat(checkpoint).catch(() => null))?.size;
+  if (size === undefined) throw new ModelLoadError('cannot read llama2.c checkpoint', checkpoint);
   const fh = await open(checkpoint, 'r');
   try {
     const head = new Uint8Array(HEADER_BYTES);
-    const { bytesRead } = await fh.read(head, 0, HEADER_BYTES, 0);
-    const vocab = bytesRead === HEADER_BYTES ? Math.abs(new DataView(head.buffer).getInt32(20, true)) : 0;
-    return [checkpoint, await findTokenizer(checkpoint, vocab)];
+    await fh.read(head, 0, HEADER_BYTES, 0);
+    const h = parseLlama2cHeader(head, size, checkpoint);
+    return [checkpoint, await findTokenizer(checkpoint, h.vocabSize)];
   } finally {
     await fh.close();
   }
