@@ -128,13 +128,13 @@ describe('TextTokenizer with the llama2.c tokenizer', () => {
     assert.equal(tk.bosToken, '<s>');
   });
 
-  it('encodes a chat as the last user message, with BOS and without parsing <s>', () => {
+  it('encodes a chat as its transcript, with BOS and without parsing <s>', () => {
     const messages = [
-      { role: 'system' as const, content: 'ignored' },
+      { role: 'system' as const, content: 'A story.' },
       { role: 'user' as const, content: 'Once <s>' },
     ];
-    assert.equal(tk.renderChat(messages), 'Once <s>');
-    assert.deepEqual(tk.encodeChat(messages), [1, ...tk.encode('Once <s>', { addBos: false, parseSpecial: false })]);
+    assert.equal(tk.renderChat(messages), 'A story.\nOnce <s>');
+    assert.deepEqual(tk.encodeChat(messages), [1, ...tk.encode('A story.\nOnce <s>', { addBos: false, parseSpecial: false })]);
   });
 });
 

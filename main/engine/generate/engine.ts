@@ -16,7 +16,6 @@ import { resolveModel, type ImportProgress, type LoadedBundle } from '../model/b
 import type { ModelManifest } from '../model/manifest.ts';
 import { DecoderSession, type ExecutionProvider, type SessionInfo } from '../model/session.ts';
 import { Sampler, validateSamplerOptions } from '../sampling/sampler.ts';
-import { renderChatTemplate, promptFromMessages } from '../tokenizer/chat-template.ts';
 import { StreamDecoder } from '../tokenizer/stream-decoder.ts';
 import { TextTokenizer } from '../tokenizer/tokenizer.ts';
 import type { FinishReason, GenerationEvent, GenerationRequest, GenerationStats } from './types.ts';
@@ -99,6 +98,7 @@ export class Engine {
       modelVocabSize: m.config.vocabSize,
       file: bundle.dir,
       exactVocab: m.source.kind === 'llama2c',
+      chatTemplate: m.chatTemplate,
     });
     const session = await DecoderSession.create(bundle.modelPath, m.config, opts.executionProvider ?? 'cpu');
     return new Engine(bundle, session, tokenizer, opts);
@@ -131,24 +131,14 @@ export class Engine {
     if ((req.prompt === undefined) === (req.messages === undefined)) {
       throw new InvalidOptionError('request', 'give exactly one of prompt and messages');
     }
-    let text: string;
-    let templated = false;
     if (req.prompt !== undefined) {
-      text = req.prompt;
-    } else if (this.manifest.chatTemplate) {
-      text = renderChatTemplate(this.manifest.chatTemplate, req.messages!, {
-        addGenerationPrompt: true,
-        bosToken: this.tokenizer.bosToken ?? undefined,
-        eosToken: this.tokenizer.eosToken ?? undefined,
-      });
-      templated = true;
-    } else {
-      text = promptFromMessages(req.messages!);
+      if (req.prompt.length === 0) throw new InvalidOptionError('prompt', 'the prompt is empty');
+      // Raw user text never becomes special tokens (llama2.c run.c keeps a literal "<s>" as text).
+      return this.tokenizer.encode(req.prompt, { addBos: this.manifest.addBos, parseSpecial: false });
     }
-    if (text.length === 0) throw new InvalidOptionError('prompt', 'the prompt is empty');
-    // A template writes BOS and special tokens itself; raw user text never becomes special
-    // tokens (llama2.c run.c keeps a literal "<s>" as text).
-    return this.tokenizer.encode(text, { addBos: templated ? false : this.manifest.addBos, parseSpecial: templated });
+    if (req.messages!.every((m) => m.content.length === 0)) throw new InvalidOptionError('prompt', 'the prompt is empty');
+    // The chat template (or, without one, the transcript) as the model will see it.
+    return this.tokenizer.encodeChat(req.messages!);
   }
 
   /** Forgets the KV cache contents (keeps its buffers). */
