@@ -7,8 +7,10 @@
  *   `{ ok: false, error: { code, message } }` (Electron keeps only the message of an Error thrown
  *   by an invoke handler, so errors travel as values).
  * - `buildApi(invoke, subscribe)` returns exactly the contract's `RopewalkApi`: one function per
- *   METHOD_NAME, which unwraps the result (a failure rejects with a `RopewalkError` carrying
- *   `.code`), plus `on(event, listener)`, which accepts only EVENT_NAMES, gives the listener the
+ *   METHOD_NAME, which unwraps the result (a failure rejects with a plain `RopewalkError`
+ *   object `{ name, code, message }`: contextBridge copies only the message of an Error into the
+ *   page, electron/electron#25596, but clones plain objects whole; renderer/api.ts turns it back
+ *   into an Error with `.code`), plus `on(event, listener)`, which accepts only EVENT_NAMES, gives the listener the
  *   event's data and nothing else, and returns an unsubscribe function. Nothing else is exposed.
  */
 import type { RopewalkApi } from '../main/contract/channels.ts';
@@ -29,15 +31,19 @@ export type Invoke = (channel: string, request: unknown) => Promise<unknown>;
 /** Listens on EVENT_CHANNEL; the callback gets the message only. Returns the unsubscribe function. */
 export type Subscribe = (onMessage: (message: unknown) => void) => () => void;
 
-/** A failed call, as the renderer sees it: a stable `code` and one readable sentence. */
-export class RopewalkError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'RopewalkError';
-  }
+/** A failed call as it crosses contextBridge: a stable `code` and one readable sentence. */
+export interface RopewalkError {
+  name: 'RopewalkError';
+  code: string;
+  message: string;
+}
+
+export function ropewalkError(code: string, message: string): RopewalkError {
+  return { name: 'RopewalkError', code, message };
+}
+
+export function isRopewalkError(x: unknown): x is RopewalkError {
+  return isObject(x) && x.name === 'RopewalkError' && typeof x.code === 'string' && typeof x.message === 'string';
 }
 
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null;
@@ -48,16 +54,16 @@ export function isEventName(x: unknown): x is EventName {
 }
 
 /**
- * Turns main's tagged result into the value, or throws a RopewalkError (`IPC_PROTOCOL` when the
+ * Turns main's tagged result into the value, or throws a RopewalkError object (`IPC_PROTOCOL` when the
  * result is not an IpcResult at all).
  */
 export function unwrapResult(result: unknown): unknown {
   if (isObject(result) && result.ok === true && 'value' in result) return result.value;
   if (isObject(result) && result.ok === false && isObject(result.error)) {
     const { code, message } = result.error;
-    throw new RopewalkError(typeof code === 'string' ? code : 'INTERNAL', typeof message === 'string' ? message : 'the call failed');
+    throw ropewalkError(typeof code === 'string' ? code : 'INTERNAL', typeof message === 'string' ? message : 'the call failed');
   }
-  throw new RopewalkError('IPC_PROTOCOL', 'the app answered with something that is not a result');
+  throw ropewalkError('IPC_PROTOCOL', 'the app answered with something that is not a result');
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { buildApi, RopewalkError, unwrapResult, type IpcResult } from '../../app/bridge.ts';
+import { buildApi, isRopewalkError, unwrapResult, type IpcResult } from '../../app/bridge.ts';
 import { createInvokeHandler } from '../../app/ipc-dispatch.ts';
 import { DisposableStore, toDisposable } from '../../app/lifecycle.ts';
 import { channelOf, EVENT_NAMES, METHOD_NAMES } from '../../main/contract/names.ts';
@@ -54,10 +54,12 @@ describe('preload api (buildApi)', () => {
     );
   });
 
-  it('rejects with a RopewalkError carrying the code and the sentence', async () => {
+  it('rejects with a plain RopewalkError object (contextBridge keeps its code) carrying the code and the sentence', async () => {
     const { api } = fakeIpc(() => ({ ok: false, error: { code: 'CONTEXT_OVERFLOW', message: 'the message does not fit' } }));
     await assert.rejects(api.getSettings({}), (e: unknown) => {
-      assert.ok(e instanceof RopewalkError && e instanceof Error);
+      assert.ok(isRopewalkError(e));
+      // A plain object, so structured cloning across contextBridge keeps every field.
+      assert.deepEqual(structuredClone(e), e);
       assert.equal(e.code, 'CONTEXT_OVERFLOW');
       assert.equal(e.message, 'the message does not fit');
       return true;
@@ -66,7 +68,7 @@ describe('preload api (buildApi)', () => {
 
   it('treats anything but an IpcResult as a protocol error', () => {
     for (const bad of [undefined, null, 'x', {}, { ok: 'yes' }, { ok: false }, { ok: false, error: 'x' }]) {
-      assert.throws(() => unwrapResult(bad), (e: unknown) => e instanceof RopewalkError && (e.code === 'IPC_PROTOCOL' || e.code === 'INTERNAL'));
+      assert.throws(() => unwrapResult(bad), (e: unknown) => isRopewalkError(e) && (e.code === 'IPC_PROTOCOL' || e.code === 'INTERNAL'));
     }
     assert.equal(unwrapResult({ ok: true, value: 0 }), 0);
   });

@@ -1,0 +1,85 @@
+/**
+ * The context meter: tokens used (system + history + draft) against the max context, as a
+ * segmented bar (system, history, draft, reserved for the reply) and `1,234 / 2,048`.
+ * role=meter with aria-valuenow = used and aria-valuemax = max context; amber from 80 %, red
+ * when the next message will not fit. Hover or focus shows the breakdown and the RoPE and KV
+ * cache capacity and bytes.
+ */
+import type { ContextBudget } from '../../main/contract/types.ts';
+import { useBudget, useSettings } from '../hooks.ts';
+import { formatBytes, formatTokens, meterLevel, meterSegments, meterText, percentUsed, type MeterInput } from '../lib/meter.ts';
+
+export function ContextMeter() {
+  const budget = useBudget((s) => s.budget);
+  const maxContext = useSettings((s) => s.settings?.maxContext ?? 0);
+  const maxTokens = useSettings((s) => s.settings?.maxTokens ?? 0);
+  // Until the first getBudget answers, an empty conversation under the saved settings.
+  const b: MeterInput & Partial<Pick<ContextBudget, 'rope' | 'kv'>> = budget ?? {
+    maxContext,
+    system: 0,
+    history: 0,
+    draft: 0,
+    reserve: maxTokens,
+    used: 0,
+    total: maxTokens,
+    fits: maxTokens <= maxContext,
+  };
+  const level = meterLevel(b);
+  const segments = meterSegments(b);
+  const pct = percentUsed(b.used, b.maxContext);
+
+  return (
+    <div className={`meter-wrap meter-${level}`}>
+      <div
+        className="meter"
+        role="meter"
+        aria-label="Context used"
+        aria-valuemin={0}
+        aria-valuemax={b.maxContext}
+        aria-valuenow={b.used}
+        aria-valuetext={`${formatTokens(b.used)} of ${formatTokens(b.maxContext)} tokens`}
+        aria-describedby="context-meter-tip"
+        tabIndex={0}
+      >
+        <span className="meter-bar" aria-hidden="true">
+          {segments.map((s) =>
+            s.percent > 0 ? <span key={s.key} className={`meter-seg seg-${s.key}`} style={{ width: `${s.percent}%` }} /> : null,
+          )}
+        </span>
+        <span className="meter-text">{meterText(b.used, b.maxContext)}</span>
+      </div>
+      <div className="meter-tip" role="tooltip" id="context-meter-tip">
+        <div className="tip-title">
+          Context {formatTokens(b.used)} / {formatTokens(b.maxContext)} tokens ({pct}%)
+        </div>
+        <table>
+          <tbody>
+            {segments.map((s) => (
+              <tr key={s.key}>
+                <th scope="row">
+                  <span className={`swatch seg-${s.key}`} aria-hidden="true" />
+                  {s.label}
+                </th>
+                <td>{formatTokens(s.tokens)}</td>
+              </tr>
+            ))}
+            <tr className="tip-total">
+              <th scope="row">With the reply</th>
+              <td>
+                {formatTokens(b.total)} / {formatTokens(b.maxContext)}
+              </td>
+            </tr>
+            <tr className="tip-cache">
+              <th scope="row">RoPE cache</th>
+              <td>{b.rope ? `${formatTokens(b.rope.capacity)} positions · ${formatBytes(b.rope.bytes)}` : '—'}</td>
+            </tr>
+            <tr>
+              <th scope="row">KV cache</th>
+              <td>{b.kv ? `${formatTokens(b.kv.capacity)} positions · ${formatBytes(b.kv.bytes)}` : '—'}</td>
+            </tr>
+          </tbody>
+        </table>
+      </div>
+    </div>
+  );
+}

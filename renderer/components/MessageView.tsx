@@ -1,0 +1,176 @@
+/**
+ * One message. User messages: plain text (whitespace kept) with Copy and Edit (an inline editor
+ * that resends with `editMessage`, dropping what followed). Assistant messages: Markdown, a live
+ * line while streaming ("Reading prompt n/total", tokens so far), then the answer's stats (TTFT,
+ * tokens/s, finish reason), its error if any, Copy, and Regenerate on the last answer.
+ */
+import { memo, useEffect, useRef, useState, type KeyboardEvent } from 'react';
+import type { AnswerStats, Message } from '../../main/contract/types.ts';
+import { formatTokens } from '../lib/meter.ts';
+import { useStores } from '../hooks.ts';
+import type { LiveAnswer } from '../stores/chat.ts';
+import { CopyButton } from './CopyButton.tsx';
+import { Markdown } from './Markdown.tsx';
+import { PencilIcon, RefreshIcon } from './icons.tsx';
+
+export interface MessageViewProps {
+  message: Message;
+  live: LiveAnswer | undefined;
+  /** The conversation's last message is this answer (Regenerate goes here). */
+  isLastAnswer: boolean;
+  /** Something is generating: actions that start an answer are hidden. */
+  generating: boolean;
+  editing: boolean;
+}
+
+export const MessageView = memo(function MessageView({ message, live, isLastAnswer, generating, editing }: MessageViewProps) {
+  return message.role === 'user' ? (
+    <UserMessage message={message} generating={generating} editing={editing} />
+  ) : (
+    <AssistantMessage message={message} live={live} isLastAnswer={isLastAnswer} generating={generating} />
+  );
+});
+
+function UserMessage({ message, generating, editing }: { message: Message; generating: boolean; editing: boolean }) {
+  const stores = useStores();
+  if (editing) return <EditMessage message={message} />;
+  const local = message.id.startsWith('local-');
+  return (
+    <article className="msg msg-user" aria-label="Your message">
+      <div className="msg-bubble">{message.content}</div>
+      <div className="msg-actions">
+        <CopyButton label="Copy" text={() => message.content} />
+        {!generating && !local && (
+          <button type="button" className="btn btn-ghost btn-xs" onClick={() => stores.chat.getState().startEdit(message.id)}>
+            <PencilIcon size={14} />
+            <span>Edit</span>
+          </button>
+        )}
+      </div>
+    </article>
+  );
+}
+
+function EditMessage({ message }: { message: Message }) {
+  const stores = useStores();
+  const [value, setValue] = useState(message.content);
+  const area = useRef<HTMLTextAreaElement>(null);
+  useEffect(() => {
+    const el = area.current;
+    if (!el) return;
+    el.focus();
+    el.setSelectionRange(el.value.length, el.value.length);
+  }, []);
+  const submit = () => {
+    if (value.trim()) void stores.chat.getState().submitEdit(message.id, value);
+  };
+  const onKey = (e: KeyboardEvent) => {
+    if (e.key === 'Escape') stores.chat.getState().cancelEdit();
+    if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
+      e.preventDefault();
+      submit();
+    }
+  };
+  return (
+    <article className="msg msg-user msg-editing" aria-label="Edit your message">
+      <textarea ref={area} aria-label="Edit message" value={value} onChange={(e) => setValue(e.target.value)} onKeyDown={onKey} />
+      <div className="msg-edit-actions">
+        <span className="hint">Answers after this message are replaced.</span>
+        <button type="button" className="btn btn-ghost btn-sm" onClick={() => stores.chat.getState().cancelEdit()}>
+          Cancel
+        </button>
+        <button type="button" className="btn btn-primary btn-sm" disabled={!value.trim()} onClick={submit}>
+          Save &amp; submit
+        </button>
+      </div>
+    </article>
+  );
+}
+
+function AssistantMessage({ message, live, isLastAnswer, generating }: Omit<MessageViewProps, 'editing'>) {
+  const stores = useStores();
+  const streaming = message.status === 'streaming';
+  return (
+    <article className={`msg msg-assistant${streaming ? ' streaming' : ''}`} aria-label="Answer" aria-busy={streaming}>
+      {message.content ? <Markdown text={message.content} /> : streaming ? null : <p className="msg-empty">(no text)</p>}
+      {streaming && <LiveLine live={live} hasText={message.content.length > 0} />}
+      {message.status === 'error' && (
+        <p className="msg-error" role="note">
+          {message.error ?? 'The answer failed.'}
+        </p>
+      )}
+      {!streaming && (
+        <div className="msg-footer">
+          {message.stats ? <Stats stats={message.stats} /> : message.status === 'cancelled' ? <span className="stats">Stopped</span> : null}
+          <div className="msg-actions">
+            <CopyButton label="Copy" text={() => message.content} />
+            {isLastAnswer && !generating && (
+              <button type="button" className="btn btn-ghost btn-xs" onClick={() => void stores.chat.getState().regenerate()}>
+                <RefreshIcon size={14} />
+                <span>Regenerate</span>
+              </button>
+            )}
+          </div>
+        </div>
+      )}
+    </article>
+  );
+}
+
+function LiveLine({ live, hasText }: { live: LiveAnswer | undefined; hasText: boolean }) {
+  const prefill = live?.prefill;
+  if (prefill && !hasText) {
+    const pct = prefill.total > 0 ? Math.round((prefill.processed / prefill.total) * 100) : 0;
+    return (
+      <div className="live-line" role="status">
+        <span>
+          Reading prompt {formatTokens(prefill.processed)}/{formatTokens(prefill.total)}
+        </span>
+        <span className="live-bar" aria-hidden="true">
+          <span style={{ width: `${pct}%` }} />
+        </span>
+      </div>
+    );
+  }
+  return (
+    <div className="live-line" role="status">
+      <span className="typing" aria-hidden="true">
+        <i />
+        <i />
+        <i />
+      </span>
+      <span>{live && live.generatedTokens > 0 ? `${formatTokens(live.generatedTokens)} tokens` : 'Thinking…'}</span>
+    </div>
+  );
+}
+
+const FINISH_LABELS: Record<AnswerStats['finishReason'], string> = {
+  stop: 'the model ended its answer',
+  length: 'the answer reached max new tokens',
+  'context-full': 'the conversation reached the max context',
+  cancelled: 'stopped by you',
+  error: 'the answer failed',
+};
+
+function Stats({ stats }: { stats: AnswerStats }) {
+  const tokPerSec = stats.decodeTokensPerSec.toFixed(stats.decodeTokensPerSec >= 100 ? 0 : 1);
+  return (
+    <span className="stats" title={statsTitle(stats)}>
+      <span>TTFT {formatTokens(stats.ttftMs)} ms</span>
+      <span>{tokPerSec} tok/s</span>
+      <span>{formatTokens(stats.generatedTokens)} tokens</span>
+      <span className={`finish finish-${stats.finishReason}`}>{stats.finishReason}</span>
+    </span>
+  );
+}
+
+function statsTitle(s: AnswerStats): string {
+  return [
+    `Finish reason: ${s.finishReason} (${FINISH_LABELS[s.finishReason]})`,
+    `Time to first token: ${s.ttftMs.toFixed(0)} ms`,
+    `Decode: ${s.decodeTokensPerSec.toFixed(1)} tokens/s`,
+    `Prefill: ${s.prefillTokensPerSec.toFixed(1)} tokens/s`,
+    `Prompt tokens: ${formatTokens(s.promptTokens)} (${formatTokens(s.reusedTokens)} reused from the cache)`,
+    `Generated tokens: ${formatTokens(s.generatedTokens)}`,
+  ].join('\n');
+}

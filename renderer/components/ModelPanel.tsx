@@ -1,0 +1,85 @@
+/**
+ * The model panel: name, architecture, trained context, execution provider in use (and why the
+ * preferred one is not, if so), load status and progress, and "Open model…": a path field that
+ * calls `openModel({ path })` (a native file dialog may come later in the Electron shell).
+ */
+import { useState, type FormEvent } from 'react';
+import { useShallow } from 'zustand/react/shallow';
+import { useModel, useStores } from '../hooks.ts';
+import { formatTokens } from '../lib/meter.ts';
+import { ChipIcon } from './icons.tsx';
+
+export function ModelPanel() {
+  const stores = useStores();
+  const { model, opening, openError } = useModel(useShallow((s) => ({ model: s.model, opening: s.opening, openError: s.openError })));
+  const [path, setPath] = useState('');
+  const info = model?.info ?? null;
+  const loading = opening || model?.status === 'loading';
+
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    void stores.model.getState().open(path);
+  };
+
+  return (
+    <section className="panel-section" aria-labelledby="model-heading">
+      <h2 id="model-heading">Model</h2>
+      <div className="model-card">
+        <div className="model-title">
+          <ChipIcon size={18} />
+          <span className="model-name">{info?.name ?? (model ? 'No model loaded' : 'Loading…')}</span>
+          {model && <span className={`badge status-${model.status}`}>{model.status}</span>}
+        </div>
+        {info && (
+          <dl className="model-facts">
+            <dt>Architecture</dt>
+            <dd>{info.architecture}</dd>
+            <dt>Trained context</dt>
+            <dd>{formatTokens(info.trainedContext)} tokens</dd>
+            <dt>Execution provider</dt>
+            <dd>
+              <span className="ep">{info.executionProvider.toUpperCase()}</span>
+            </dd>
+          </dl>
+        )}
+        {info?.fallbackReason && <p className="ep-note">{info.fallbackReason}</p>}
+        {model?.status === 'loading' && model.progress && (
+          <div className="model-progress">
+            <span>{model.progress.phase}</span>
+            <progress aria-label="Model loading" max={1} value={model.progress.fraction} />
+          </div>
+        )}
+        {model?.error && (
+          <p className="model-error" role="note">
+            {model.error}
+          </p>
+        )}
+      </div>
+      <form className="open-model" onSubmit={submit}>
+        <label htmlFor="model-path">Model path</label>
+        <div className="open-model-row">
+          <input
+            id="model-path"
+            placeholder="/path/to/model.bin or a Hugging Face folder"
+            value={path}
+            onChange={(e) => setPath(e.target.value)}
+            spellCheck={false}
+          />
+          <button type="submit" className="btn btn-secondary btn-sm" disabled={loading}>
+            Open model…
+          </button>
+        </div>
+        {opening && (
+          <p className="field-hint" role="status">
+            Opening the model…
+          </p>
+        )}
+        {openError && (
+          <p className="field-error" role="alert">
+            {openError}
+          </p>
+        )}
+      </form>
+    </section>
+  );
+}

@@ -1,0 +1,188 @@
+/**
+ * Settings: max context, max new tokens, sampling (temperature, top-k, top-p, min-p, repetition
+ * penalty, seed), system prompt, what to do when the context is full, execution provider
+ * preference. Each field is checked here against the contract's ranges (the services check
+ * again) and saved on its own shortly after typing stops, or at once on blur / Enter.
+ */
+import { useEffect, useRef, useState, type ReactNode } from 'react';
+import type { Settings } from '../../main/contract/types.ts';
+import { useSettings, useStores } from '../hooks.ts';
+import type { SettingsPatch } from '../stores/settings.ts';
+
+type Parsed = { ok: true; value: number | null } | { ok: false; error: string };
+type Parser = (text: string) => Parsed;
+
+function numberIn(min: number, max: number, opts: { integer?: boolean; minOpen?: boolean; maxOpen?: boolean; nullable?: boolean } = {}): Parser {
+  const range = `${opts.minOpen ? 'above' : 'from'} ${min} ${opts.maxOpen ? 'and below' : 'to'} ${max}`;
+  return (text) => {
+    const t = text.trim();
+    if (t === '') return opts.nullable ? { ok: true, value: null } : { ok: false, error: 'Enter a number.' };
+    const n = Number(t);
+    if (!Number.isFinite(n)) return { ok: false, error: 'Enter a number.' };
+    if (opts.integer && !Number.isInteger(n)) return { ok: false, error: 'Enter a whole number.' };
+    if ((opts.minOpen ? n <= min : n < min) || (opts.maxOpen ? n >= max : n > max)) return { ok: false, error: `Enter a number ${range}.` };
+    return { ok: true, value: n };
+  };
+}
+
+type NumericKey = 'maxContext' | 'maxTokens' | 'temperature' | 'topK' | 'topP' | 'minP' | 'repetitionPenalty' | 'seed';
+
+const FIELDS: Array<{ key: NumericKey; label: string; hint: string; parse: Parser; step: string; placeholder?: string }> = [
+  { key: 'maxContext', label: 'Max context', hint: 'Bound on prompt + answer positions (tokens).', parse: numberIn(16, 1 << 20, { integer: true }), step: '1' },
+  { key: 'maxTokens', label: 'Max new tokens', hint: 'Longest answer; reserved in the budget.', parse: numberIn(1, 1 << 20, { integer: true }), step: '1' },
+  { key: 'temperature', label: 'Temperature', hint: '0 picks the likeliest token.', parse: numberIn(0, 100), step: '0.05' },
+  { key: 'topK', label: 'Top-k', hint: '0 turns it off.', parse: numberIn(0, 1 << 20, { integer: true }), step: '1' },
+  { key: 'topP', label: 'Top-p', hint: '1 turns it off.', parse: numberIn(0, 1, { minOpen: true }), step: '0.01' },
+  { key: 'minP', label: 'Min-p', hint: '0 turns it off.', parse: numberIn(0, 1, { maxOpen: true }), step: '0.01' },
+  { key: 'repetitionPenalty', label: 'Repetition penalty', hint: '1 turns it off.', parse: numberIn(0, 10, { minOpen: true }), step: '0.05' },
+  { key: 'seed', label: 'Seed', hint: 'Empty: a new random seed per answer.', parse: numberIn(0, 2 ** 32 - 1, { integer: true, nullable: true }), step: '1', placeholder: 'Random' },
+];
+
+const SAVE_AFTER_MS = 600;
+
+export function SettingsPanel() {
+  const stores = useStores();
+  const settings = useSettings((s) => s.settings);
+  const saving = useSettings((s) => s.saving > 0);
+  const save = (patch: SettingsPatch) => stores.settings.getState().update(patch);
+
+  if (!settings) return <section className="panel-section"><h2>Settings</h2><p className="muted">Loading…</p></section>;
+  return (
+    <section className="panel-section" aria-labelledby="settings-heading">
+      <h2 id="settings-heading">
+        Settings {saving && <span className="saving">saving…</span>}
+      </h2>
+      <div className="field-grid">
+        {FIELDS.map((f) => (
+          <NumberField key={f.key} field={f} value={settings[f.key]} onSave={(v) => save({ [f.key]: v } as SettingsPatch)} />
+        ))}
+      </div>
+      <SystemPromptField value={settings.systemPrompt} onSave={(systemPrompt) => save({ systemPrompt })} />
+      <Field id="setting-context-full" label="When the context is full" hint="More policies come later.">
+        <select
+          id="setting-context-full"
+          value={settings.contextFullPolicy}
+          onChange={(e) => void save({ contextFullPolicy: e.target.value as Settings['contextFullPolicy'] })}
+        >
+          <option value="stop">Stop the answer</option>
+          <option value="truncate-middle" disabled>
+            Truncate the middle (later)
+          </option>
+          <option value="rolling-window" disabled>
+            Rolling window (later)
+          </option>
+        </select>
+      </Field>
+      <Field id="setting-ep" label="Execution provider" hint="Preference; the model panel shows the one in use.">
+        <select id="setting-ep" value={settings.executionProvider} onChange={(e) => void save({ executionProvider: e.target.value as Settings['executionProvider'] })}>
+          <option value="cpu">CPU</option>
+          <option value="cuda">CUDA (NVIDIA GPU)</option>
+        </select>
+      </Field>
+    </section>
+  );
+}
+
+function Field({ id, label, hint, error, children }: { id: string; label: string; hint?: string; error?: string | null; children: ReactNode }) {
+  return (
+    <div className={`field${error ? ' invalid' : ''}`}>
+      <label htmlFor={id}>{label}</label>
+      {children}
+      {error ? (
+        <span className="field-error" id={`${id}-error`} role="alert">
+          {error}
+        </span>
+      ) : hint ? (
+        <span className="field-hint">{hint}</span>
+      ) : null}
+    </div>
+  );
+}
+
+/** A text field that saves `delayMs` after typing stops, at once on blur, and shows the saved value when not being edited. */
+function useDraftField<T>(saved: T, toText: (v: T) => string, commit: (text: string) => void, delayMs: number) {
+  const [text, setText] = useState(() => toText(saved));
+  const editing = useRef(false);
+  const timer = useRef<number | null>(null);
+  useEffect(() => {
+    if (!editing.current) setText(toText(saved));
+    // toText is a pure formatter; only a new saved value matters.
+  }, [saved]);
+  useEffect(() => () => void (timer.current !== null && window.clearTimeout(timer.current)), []);
+  const flush = (value: string) => {
+    if (timer.current !== null) window.clearTimeout(timer.current);
+    timer.current = null;
+    commit(value);
+  };
+  return {
+    text,
+    change(value: string) {
+      editing.current = true;
+      setText(value);
+      if (timer.current !== null) window.clearTimeout(timer.current);
+      timer.current = window.setTimeout(() => flush(value), delayMs);
+    },
+    blur() {
+      editing.current = false;
+      flush(text);
+    },
+    flush: () => flush(text),
+  };
+}
+
+function NumberField({ field, value, onSave }: { field: (typeof FIELDS)[number]; value: number | null; onSave: (v: number | null) => Promise<boolean> }) {
+  const id = `setting-${field.key}`;
+  const [error, setError] = useState<string | null>(null);
+  const latest = useRef(value);
+  latest.current = value;
+  const draft = useDraftField(
+    value,
+    (v) => (v === null ? '' : String(v)),
+    (text) => {
+      const parsed = field.parse(text);
+      if (!parsed.ok) return setError(parsed.error);
+      setError(null);
+      if (parsed.value !== latest.current) void onSave(parsed.value);
+    },
+    SAVE_AFTER_MS,
+  );
+  return (
+    <Field id={id} label={field.label} hint={field.hint} error={error}>
+      <input
+        id={id}
+        type="text"
+        inputMode="decimal"
+        value={draft.text}
+        placeholder={field.placeholder}
+        aria-invalid={error ? true : undefined}
+        aria-describedby={error ? `${id}-error` : undefined}
+        onChange={(e) => {
+          draft.change(e.target.value);
+          const parsed = field.parse(e.target.value);
+          setError(parsed.ok ? null : parsed.error);
+        }}
+        onBlur={draft.blur}
+        onKeyDown={(e) => e.key === 'Enter' && draft.flush()}
+      />
+    </Field>
+  );
+}
+
+function SystemPromptField({ value, onSave }: { value: string; onSave: (v: string) => Promise<boolean> }) {
+  const latest = useRef(value);
+  latest.current = value;
+  const draft = useDraftField(value, (v) => v, (text) => void (text !== latest.current && onSave(text)), 800);
+  return (
+    <Field id="setting-system-prompt" label="System prompt" hint="Sent before every conversation; counts in the budget.">
+      <textarea
+        id="setting-system-prompt"
+        rows={3}
+        maxLength={100_000}
+        placeholder="None"
+        value={draft.text}
+        onChange={(e) => draft.change(e.target.value)}
+        onBlur={draft.blur}
+      />
+    </Field>
+  );
+}

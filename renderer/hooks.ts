@@ -1,0 +1,29 @@
+/**
+ * React access to the stores: a context holding the `Stores` built in main.tsx, and one hook per
+ * concern taking a selector (atomic values, or `useShallow` for derived objects, as zustand v5
+ * requires to avoid re-render loops).
+ */
+import { createContext, useContext } from 'react';
+import { useStore } from 'zustand';
+import type { BudgetState } from './stores/budget.ts';
+import type { ChatState } from './stores/chat.ts';
+import type { ConversationsState } from './stores/conversations.ts';
+import type { Stores } from './stores/index.ts';
+import type { ModelStoreState } from './stores/model.ts';
+import type { NoticesState } from './stores/notices.ts';
+import type { SettingsState } from './stores/settings.ts';
+
+export const StoresContext = createContext<Stores | null>(null);
+
+export function useStores(): Stores {
+  const stores = useContext(StoresContext);
+  if (!stores) throw new Error('StoresContext is missing: render inside <StoresContext value={stores}>');
+  return stores;
+}
+
+export const useChat = <T,>(selector: (s: ChatState) => T): T => useStore(useStores().chat, selector);
+export const useBudget = <T,>(selector: (s: BudgetState) => T): T => useStore(useStores().budget, selector);
+export const useConversations = <T,>(selector: (s: ConversationsState) => T): T => useStore(useStores().conversations, selector);
+export const useModel = <T,>(selector: (s: ModelStoreState) => T): T => useStore(useStores().model, selector);
+export const useSettings = <T,>(selector: (s: SettingsState) => T): T => useStore(useStores().settings, selector);
+export const useNotices = <T,>(selector: (s: NoticesState) => T): T => useStore(useStores().notices, selector);

@@ -1,0 +1,93 @@
+/**
+ * Pure arithmetic of the context meter: level (ok / amber / red), segment widths, the refusal
+ * sentence, and number and byte formatting. Takes the contract's `ContextBudget` (used = system +
+ * history + draft; total = used + reserve; fits = total ≤ maxContext) and returns plain values;
+ * no DOM, no React, so it is unit-tested under Node.
+ */
+import type { ContextBudget } from '../../main/contract/types.ts';
+
+export type MeterLevel = 'ok' | 'amber' | 'red';
+
+/** Amber from this fraction of the max context (inclusive). */
+export const AMBER_FROM = 0.8;
+
+/** The part of a budget the meter needs. */
+export type MeterInput = Pick<ContextBudget, 'maxContext' | 'system' | 'history' | 'draft' | 'reserve' | 'used' | 'total' | 'fits'>;
+
+/**
+ * Red when the next message will not fit (server says so, or total passes the max);
+ * amber when used ≥ 80 % of the max; ok otherwise. Integer comparison, so exactly 80 % is amber.
+ */
+export function meterLevel(b: Pick<MeterInput, 'maxContext' | 'used' | 'total' | 'fits'>): MeterLevel {
+  if (!b.fits || b.total > b.maxContext) return 'red';
+  if (b.maxContext > 0 && b.used * 5 >= b.maxContext * 4) return 'amber';
+  return 'ok';
+}
+
+/** used / max as a percentage, 0–100 (clamped), rounded to one decimal. */
+export function percentUsed(used: number, maxContext: number): number {
+  if (maxContext <= 0) return used > 0 ? 100 : 0;
+  const p = (used / maxContext) * 100;
+  return Math.round(Math.min(100, Math.max(0, p)) * 10) / 10;
+}
+
+export interface MeterSegment {
+  key: 'system' | 'history' | 'draft' | 'reserve';
+  label: string;
+  tokens: number;
+  /** Width in percent of the bar. */
+  percent: number;
+}
+
+const SEGMENT_LABELS: Record<MeterSegment['key'], string> = {
+  system: 'System prompt',
+  history: 'History',
+  draft: 'Draft',
+  reserve: 'Reserved for reply',
+};
+
+/**
+ * Bar segments in order system, history, draft, reserve. The bar spans the max context; when the
+ * total passes it, the bar spans the total instead, so the segments still sum to at most 100 %.
+ */
+export function meterSegments(b: MeterInput): MeterSegment[] {
+  const span = Math.max(b.maxContext, b.system + b.history + b.draft + b.reserve, 1);
+  return (['system', 'history', 'draft', 'reserve'] as const).map((key) => {
+    const tokens = Math.max(0, b[key]);
+    return { key, label: SEGMENT_LABELS[key], tokens, percent: Math.round((tokens / span) * 10_000) / 100 };
+  });
+}
+
+/** `1234` → `1,234`. */
+export function formatTokens(n: number): string {
+  return Math.round(n).toLocaleString('en-US');
+}
+
+/** The meter's short text: `1,234 / 2,048`. */
+export function meterText(used: number, maxContext: number): string {
+  return `${formatTokens(used)} / ${formatTokens(maxContext)}`;
+}
+
+/** Bytes in B, KiB, MiB or GiB with at most one decimal: `1536` → `1.5 KiB`. */
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = Math.max(0, bytes);
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  if (unit === 0) return `${Math.round(value)} B`;
+  const rounded = Math.round(value * 10) / 10;
+  return `${Number.isInteger(rounded) ? rounded.toFixed(0) : rounded.toFixed(1)} ${units[unit]}`;
+}
+
+/**
+ * Why Send refuses, or null when the next message fits. One sentence, for the composer:
+ * "This message needs 600 tokens with the reply reserve, but the max context is 512."
+ */
+export function refusalReason(b: Pick<MeterInput, 'maxContext' | 'draft' | 'total' | 'fits'>): string | null {
+  if (b.fits && b.total <= b.maxContext) return null;
+  const what = b.draft > 0 ? 'This message needs' : 'The conversation needs';
+  return `${what} ${formatTokens(b.total)} tokens with the reply reserve, but the max context is ${formatTokens(b.maxContext)}.`;
+}

@@ -1,0 +1,99 @@
+/**
+ * Per-frame batching of streamed answer text. `push` appends a delta to a plain (non-reactive)
+ * buffer and asks the scheduler for one frame; when the frame runs, everything buffered since the
+ * last commit is handed to `commit` in one call, so the store changes at most once per frame no
+ * matter how many deltas arrived. The scheduler is injected (requestAnimationFrame in the window,
+ * a manual fake in tests), so this module touches no DOM.
+ */
+
+/** Something that runs a callback at the next frame, and can cancel it. */
+export interface FrameScheduler {
+  request(callback: () => void): unknown;
+  cancel(handle: unknown): void;
+}
+
+/** What accumulated for one message since the last commit. */
+export interface StreamChunk {
+  conversationId: string;
+  /** Text to append, in arrival order. */
+  text: string;
+  /** The latest generated-token count reported for the message. */
+  generatedTokens: number;
+}
+
+export type CommitFn = (chunks: ReadonlyMap<string, StreamChunk>) => void;
+
+export class StreamBuffer {
+  private pending = new Map<string, StreamChunk>();
+  private handle: unknown = null;
+  private scheduled = false;
+
+  constructor(
+    private readonly scheduler: FrameScheduler,
+    private readonly commit: CommitFn,
+  ) {}
+
+  /** Buffers a delta of a message; schedules one commit if none is scheduled. */
+  push(conversationId: string, messageId: string, text: string, generatedTokens: number): void {
+    const chunk = this.pending.get(messageId);
+    if (chunk) {
+      chunk.text += text;
+      chunk.generatedTokens = Math.max(chunk.generatedTokens, generatedTokens);
+    } else {
+      this.pending.set(messageId, { conversationId, text, generatedTokens });
+    }
+    if (!this.scheduled) {
+      this.scheduled = true;
+      this.handle = this.scheduler.request(() => this.runFrame());
+    }
+  }
+
+  /** Commits whatever is buffered now (nothing if empty) and cancels the scheduled frame. */
+  flush(): void {
+    this.cancelFrame();
+    this.runFrame();
+  }
+
+  /** Drops what is buffered for one message (its final text arrived another way). */
+  discard(messageId: string): void {
+    this.pending.delete(messageId);
+    if (this.pending.size === 0) this.cancelFrame();
+  }
+
+  /** Drops everything and cancels the frame. */
+  clear(): void {
+    this.pending.clear();
+    this.cancelFrame();
+  }
+
+  /** Messages with buffered text not yet committed. */
+  get size(): number {
+    return this.pending.size;
+  }
+
+  private runFrame(): void {
+    this.scheduled = false;
+    this.handle = null;
+    if (this.pending.size === 0) return;
+    const chunks = this.pending;
+    this.pending = new Map();
+    this.commit(chunks);
+  }
+
+  private cancelFrame(): void {
+    if (this.scheduled) this.scheduler.cancel(this.handle);
+    this.scheduled = false;
+    this.handle = null;
+  }
+}
+
+/** The window's scheduler: one requestAnimationFrame per commit. */
+export function animationFrameScheduler(win: {
+  requestAnimationFrame(cb: () => void): number;
+  cancelAnimationFrame(handle: number): void;
+}): FrameScheduler {
+  return {
+    request: (cb) => win.requestAnimationFrame(() => cb()),
+    cancel: (handle) => win.cancelAnimationFrame(handle as number),
+  };
+}

@@ -1,0 +1,41 @@
+/**
+ * Entry point of the window: picks the transport (Electron preload bridge or serve-mode
+ * WebSocket), builds the stores with a requestAnimationFrame scheduler, renders the App, and
+ * reloads everything when a dropped WebSocket reconnects.
+ */
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { getApi, getConnection } from './api.ts';
+import { App } from './App.tsx';
+import { StoresContext } from './hooks.ts';
+import { animationFrameScheduler } from './lib/stream-buffer.ts';
+import { createStores } from './stores/index.ts';
+import './styles.css';
+import './chat.css';
+
+const api = getApi();
+const connection = getConnection();
+const stores = createStores(api, { frames: animationFrameScheduler(window) });
+
+if (connection) {
+  let dropped = false;
+  connection.onStatus((status) => {
+    if (status === 'reconnecting') dropped = true;
+    if (status === 'open' && dropped) {
+      dropped = false;
+      void stores.resync();
+    }
+  });
+}
+
+void stores.start();
+
+const root = document.getElementById('root');
+if (!root) throw new Error('index.html has no #root element');
+createRoot(root).render(
+  <StrictMode>
+    <StoresContext value={stores}>
+      <App connection={connection} />
+    </StoresContext>
+  </StrictMode>,
+);

@@ -1,0 +1,129 @@
+/**
+ * Context budget concern: the meter's `ContextBudget` for the active conversation and the
+ * composer's draft. `schedule()` asks `getBudget` after a quiet period (the draft is typed);
+ * `refresh()` asks now; only the latest answer is applied. `budgetChanged` events (they arrive
+ * while an answer streams) are applied at once, keeping this window's draft count, because the
+ * services do not know what this window is typing.
+ */
+import { createStore, type StoreApi } from 'zustand/vanilla';
+import type { RopewalkApi } from '../../main/contract/channels.ts';
+import type { ContextBudget } from '../../main/contract/types.ts';
+import { describeError } from '../lib/errors.ts';
+import type { NoticesStore } from './notices.ts';
+
+export interface BudgetContext {
+  conversationId: string | null;
+  draft: string;
+}
+
+export interface BudgetState {
+  budget: ContextBudget | null;
+  /** The draft text `budget` was computed for. */
+  draftFor: string | null;
+  /** A request is scheduled or in flight. */
+  stale: boolean;
+  /** Asks for the budget after the debounce period (restarts it). */
+  schedule(): void;
+  /** Asks now; resolves with the budget applied, or null when the call failed or was superseded. */
+  refresh(): Promise<ContextBudget | null>;
+  /** The budget of exactly the current conversation and draft, asking if needed. */
+  ensureFresh(): Promise<ContextBudget | null>;
+  /** A `budgetChanged` event. */
+  apply(event: ContextBudget): void;
+  /** Cancels the scheduled request. */
+  dispose(): void;
+}
+
+export type BudgetStore = StoreApi<BudgetState>;
+
+export function createBudgetStore(
+  api: RopewalkApi,
+  notices: NoticesStore,
+  context: () => BudgetContext,
+  debounceMs = 150,
+): BudgetStore {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  let seq = 0;
+  let inFlight = 0;
+  // The last error reported, so a failing getBudget does not re-raise the banner per keystroke.
+  let lastErrorCode: string | null = null;
+
+  const store = createStore<BudgetState>()((set, get) => {
+    function cancelTimer(): void {
+      if (timer !== null) clearTimeout(timer);
+      timer = null;
+    }
+
+    async function refresh(): Promise<ContextBudget | null> {
+      cancelTimer();
+      const { conversationId, draft } = context();
+      const mine = ++seq;
+      inFlight++;
+      set({ stale: true });
+      try {
+        const budget = await api.getBudget({ conversationId, draft });
+        lastErrorCode = null;
+        if (mine !== seq) return null;
+        const now = context();
+        if (now.conversationId !== conversationId) return null;
+        set({ budget, draftFor: draft });
+        return budget;
+      } catch (e) {
+        const { code } = describeError(e);
+        if (code !== lastErrorCode) notices.getState().report(e);
+        lastErrorCode = code;
+        return null;
+      } finally {
+        inFlight--;
+        set({ stale: timer !== null || inFlight > 0 });
+      }
+    }
+
+    return {
+      budget: null,
+      draftFor: null,
+      stale: false,
+      schedule() {
+        cancelTimer();
+        set({ stale: true });
+        timer = setTimeout(() => {
+          timer = null;
+          void refresh();
+        }, debounceMs);
+      },
+      refresh,
+      async ensureFresh() {
+        const { budget, draftFor, stale } = get();
+        const { conversationId, draft } = context();
+        if (budget && !stale && draftFor === draft && budget.conversationId === conversationId) return budget;
+        return refresh();
+      },
+      apply(event) {
+        const { conversationId, draft } = context();
+        const current = get().budget;
+        if (event.conversationId !== conversationId) {
+          // Settings or a model change can arrive as another conversation's event: re-ask if the
+          // numbers that apply to every conversation moved.
+          if (current && (current.maxContext !== event.maxContext || current.reserve !== event.reserve || current.system !== event.system)) {
+            get().schedule();
+          }
+          return;
+        }
+        if (!draft) {
+          set({ budget: event, draftFor: '' });
+          return;
+        }
+        const draftTokens = current && current.conversationId === conversationId ? current.draft : 0;
+        const used = event.used - event.draft + draftTokens;
+        const total = used + event.reserve;
+        set({ budget: { ...event, draft: draftTokens, used, total, fits: total <= event.maxContext } });
+        if (get().draftFor !== draft) get().schedule();
+      },
+      dispose() {
+        cancelTimer();
+        seq++;
+      },
+    };
+  });
+  return store;
+}

@@ -1,0 +1,137 @@
+/**
+ * Conversation list concern: summaries (most recently updated first), the title search
+ * (debounced `listConversations({ search })`), and new / select / rename / delete. Selecting
+ * opens the conversation in the chat store; which one is open lives there, not here.
+ */
+import { createStore, type StoreApi } from 'zustand/vanilla';
+import type { RopewalkApi } from '../../main/contract/channels.ts';
+import type { ConversationSummary } from '../../main/contract/types.ts';
+import type { ChatStore } from './chat.ts';
+import type { NoticesStore } from './notices.ts';
+
+export interface ConversationsState {
+  items: ConversationSummary[];
+  search: string;
+  loaded: boolean;
+  load(): Promise<void>;
+  /** Sets the search text now and lists matching titles after the debounce period. */
+  setSearch(text: string): void;
+  select(id: string | null): Promise<void>;
+  /** Creates a conversation and opens it. */
+  create(): Promise<void>;
+  rename(id: string, title: string): Promise<boolean>;
+  /** Deletes; if it was open, opens the most recent remaining one (or none). */
+  remove(id: string): Promise<boolean>;
+  /** A `conversationsChanged` event. */
+  apply(list: ConversationSummary[]): void;
+  /** Adds or replaces one summary. */
+  upsert(summary: ConversationSummary): void;
+  dispose(): void;
+}
+
+export type ConversationsStore = StoreApi<ConversationsState>;
+
+export const byRecent = (a: ConversationSummary, b: ConversationSummary) => b.updatedAt - a.updatedAt || b.createdAt - a.createdAt;
+
+const summaryOf = ({ id, title, createdAt, updatedAt }: ConversationSummary): ConversationSummary => ({ id, title, createdAt, updatedAt });
+
+export function createConversationsStore(
+  api: RopewalkApi,
+  notices: NoticesStore,
+  chat: () => ChatStore,
+  debounceMs = 150,
+): ConversationsStore {
+  const report = (e: unknown) => notices.getState().report(e);
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  let seq = 0;
+  let creating = false; // one createConversation at a time (a double click makes one chat)
+
+  return createStore<ConversationsState>()((set, get) => {
+    async function list(): Promise<void> {
+      const search = get().search.trim();
+      const mine = ++seq;
+      try {
+        const items = await api.listConversations(search ? { search } : {});
+        if (mine === seq) set({ items: [...items].sort(byRecent), loaded: true });
+      } catch (e) {
+        report(e);
+      }
+    }
+
+    return {
+      items: [],
+      search: '',
+      loaded: false,
+      load: list,
+      setSearch(text) {
+        set({ search: text });
+        if (timer !== null) clearTimeout(timer);
+        timer = setTimeout(() => {
+          timer = null;
+          void list();
+        }, debounceMs);
+      },
+      async select(id) {
+        if (chat().getState().conversationId === id) return;
+        await chat().getState().open(id);
+      },
+      async create() {
+        if (creating) return;
+        creating = true;
+        try {
+          const conversation = await api.createConversation({});
+          get().upsert(conversation);
+          chat().getState().show(conversation);
+          if (get().search) {
+            set({ search: '' });
+            await list();
+          }
+        } catch (e) {
+          report(e);
+        } finally {
+          creating = false;
+        }
+      },
+      async rename(id, title) {
+        const trimmed = title.trim();
+        if (!trimmed) return false;
+        try {
+          get().upsert(await api.renameConversation({ id, title: trimmed }));
+          return true;
+        } catch (e) {
+          report(e);
+          return false;
+        }
+      },
+      async remove(id) {
+        try {
+          await api.deleteConversation({ id });
+        } catch (e) {
+          report(e);
+          return false;
+        }
+        const items = get().items.filter((c) => c.id !== id);
+        set({ items });
+        if (chat().getState().conversationId === id) await chat().getState().open(items[0]?.id ?? null);
+        return true;
+      },
+      apply(conversations) {
+        if (get().search.trim()) {
+          void list(); // the event carries every conversation; ask again for the filtered list
+          return;
+        }
+        seq++; // an older list call must not overwrite this
+        set({ items: [...conversations].sort(byRecent), loaded: true });
+      },
+      upsert(summary) {
+        const clean = summaryOf(summary);
+        const items = get().items.filter((c) => c.id !== clean.id);
+        set({ items: [...items, clean].sort(byRecent) });
+      },
+      dispose() {
+        if (timer !== null) clearTimeout(timer);
+        timer = null;
+      },
+    };
+  });
+}

@@ -1,0 +1,103 @@
+/**
+ * Builds the window's stores (one per concern) over one `RopewalkApi`, wires the contract's events
+ * into them, and loads the first state: model, settings, conversation list, then opens the most
+ * recent conversation (or none). No DOM here: the frame scheduler is injected, so tests drive the
+ * whole thing under Node with a fake api and a manual scheduler.
+ */
+import type { RopewalkApi } from '../../main/contract/channels.ts';
+import type { FrameScheduler } from '../lib/stream-buffer.ts';
+import { createBudgetStore, type BudgetStore } from './budget.ts';
+import { createChatStore, type ChatStore } from './chat.ts';
+import { createConversationsStore, type ConversationsStore } from './conversations.ts';
+import { createModelStore, type ModelStore } from './model.ts';
+import { createNoticesStore, type NoticesStore } from './notices.ts';
+import { createSettingsStore, type SettingsStore } from './settings.ts';
+
+export interface Stores {
+  notices: NoticesStore;
+  settings: SettingsStore;
+  model: ModelStore;
+  budget: BudgetStore;
+  chat: ChatStore;
+  conversations: ConversationsStore;
+  /** Subscribes to events and loads everything; resolves when the first conversation is open. */
+  start(): Promise<void>;
+  /** Reloads everything (after the transport reconnected), keeping the open conversation. */
+  resync(): Promise<void>;
+  /** Unsubscribes and cancels timers and frames. */
+  dispose(): void;
+}
+
+export interface StoreOptions {
+  frames: FrameScheduler;
+  /** Quiet period before getBudget / listConversations({ search }) (ms). */
+  debounceMs?: number;
+}
+
+export function createStores(api: RopewalkApi, options: StoreOptions): Stores {
+  const debounceMs = options.debounceMs ?? 150;
+  const notices = createNoticesStore();
+  // The stores reach each other through these getters, so creation order does not matter.
+  let chat: ChatStore;
+  let budget: BudgetStore;
+  let conversations: ConversationsStore;
+  const refreshBudget = () => void budget.getState().refresh();
+
+  budget = createBudgetStore(
+    api,
+    notices,
+    () => ({ conversationId: chat.getState().conversationId, draft: chat.getState().draft }),
+    debounceMs,
+  );
+  chat = createChatStore({
+    api,
+    notices,
+    budget: () => budget,
+    frames: options.frames,
+    onCreated: (c) => conversations.getState().upsert(c),
+  });
+  conversations = createConversationsStore(api, notices, () => chat, debounceMs);
+  const settings = createSettingsStore(api, notices, refreshBudget);
+  const model = createModelStore(api, notices, refreshBudget);
+
+  const unsubscribe: Array<() => void> = [];
+
+  async function loadAll(): Promise<void> {
+    await Promise.all([model.getState().load(), settings.getState().load(), conversations.getState().load()]);
+  }
+
+  return {
+    notices,
+    settings,
+    model,
+    budget,
+    chat,
+    conversations,
+    async start() {
+      if (unsubscribe.length === 0) {
+        unsubscribe.push(
+          api.on('answerDelta', (e) => chat.getState().onDelta(e)),
+          api.on('answerPrefill', (e) => chat.getState().onPrefill(e)),
+          api.on('answerDone', (e) => chat.getState().onDone(e)),
+          api.on('budgetChanged', (e) => budget.getState().apply(e)),
+          api.on('modelState', (e) => model.getState().apply(e)),
+          api.on('conversationsChanged', (e) => conversations.getState().apply(e.conversations)),
+        );
+      }
+      await loadAll();
+      await chat.getState().open(conversations.getState().items[0]?.id ?? null);
+    },
+    async resync() {
+      await loadAll();
+      const open = chat.getState().conversationId;
+      const stillThere = open !== null && conversations.getState().items.some((c) => c.id === open);
+      await chat.getState().open(stillThere || conversations.getState().search ? open : (conversations.getState().items[0]?.id ?? null));
+    },
+    dispose() {
+      for (const u of unsubscribe.splice(0)) u();
+      chat.getState().dispose();
+      budget.getState().dispose();
+      conversations.getState().dispose();
+    },
+  };
+}

@@ -1,0 +1,48 @@
+/**
+ * Settings concern: the services' `Settings` (loaded once, then patched field by field). A patch
+ * that fails leaves the last saved settings in place and reports the error.
+ */
+import { createStore, type StoreApi } from 'zustand/vanilla';
+import type { RequestOf, RopewalkApi } from '../../main/contract/channels.ts';
+import type { Settings } from '../../main/contract/types.ts';
+import type { NoticesStore } from './notices.ts';
+
+export type SettingsPatch = RequestOf<'updateSettings'>;
+
+export interface SettingsState {
+  settings: Settings | null;
+  /** Patches in flight. */
+  saving: number;
+  load(): Promise<void>;
+  /** Saves a patch; resolves true when the services accepted it. */
+  update(patch: SettingsPatch): Promise<boolean>;
+}
+
+export type SettingsStore = StoreApi<SettingsState>;
+
+export function createSettingsStore(api: RopewalkApi, notices: NoticesStore, onChanged: () => void): SettingsStore {
+  return createStore<SettingsState>()((set, get) => ({
+    settings: null,
+    saving: 0,
+    async load() {
+      try {
+        set({ settings: await api.getSettings({}) });
+      } catch (e) {
+        notices.getState().report(e);
+      }
+    },
+    async update(patch) {
+      set({ saving: get().saving + 1 });
+      try {
+        set({ settings: await api.updateSettings(patch) });
+        onChanged();
+        return true;
+      } catch (e) {
+        notices.getState().report(e);
+        return false;
+      } finally {
+        set({ saving: get().saving - 1 });
+      }
+    },
+  }));
+}

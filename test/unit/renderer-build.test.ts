@@ -1,0 +1,74 @@
+/**
+ * The window's build and layering: `buildRenderer` writes app.js, app.css and index.html (relative
+ * URLs, the CSP meta tag, no inline script or style), production-minified; and the renderer's
+ * sources import from main/ only types, except the dependency-free names.ts and wire.ts, and
+ * nothing from Node.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { buildRenderer } from '../../renderer/build.ts';
+import { PROJECT_ROOT } from '../helpers/paths.ts';
+
+describe('renderer build', () => {
+  it('bundles app.js + app.css and copies index.html with relative URLs and the CSP', async () => {
+    const out = await mkdtemp(path.join(os.tmpdir(), 'ropewalk-renderer-'));
+    try {
+      const files = await buildRenderer({ outDir: out });
+      assert.deepEqual(files.map((f) => path.basename(f)).sort(), ['app.css', 'app.js', 'index.html']);
+      const html = await readFile(path.join(out, 'index.html'), 'utf8');
+      assert.match(html, /<script defer src="\.\/app\.js"><\/script>/);
+      assert.match(html, /<link rel="stylesheet" href="\.\/app\.css" \/>/);
+      const csp = /<meta\s+http-equiv="Content-Security-Policy"\s+content="([^"]+)"/.exec(html)?.[1];
+      assert.ok(csp, 'CSP meta tag');
+      for (const d of ["default-src 'self'", "script-src 'self'", "style-src 'self'", "object-src 'none'", "base-uri 'none'"]) assert.ok(csp.includes(d), d);
+      assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
+      assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)[^>]*>/, 'no inline script');
+      assert.doesNotMatch(html, /\sstyle=|<style/, 'no inline style');
+      const js = await readFile(path.join(out, 'app.js'), 'utf8');
+      assert.doesNotMatch(js, /process\.env/, 'NODE_ENV is defined at build time');
+      assert.ok(js.split('\n').length < 50, 'minified');
+      assert.ok((await readFile(path.join(out, 'app.css'), 'utf8')).includes('.meter'));
+    } finally {
+      await rm(out, { recursive: true, force: true });
+    }
+  });
+});
+
+function sources(dir: string): string[] {
+  return readdirSync(path.join(PROJECT_ROOT, dir)).flatMap((name) => {
+    const rel = path.join(dir, name);
+    if (statSync(path.join(PROJECT_ROOT, rel)).isDirectory()) return sources(rel);
+    return /\.(ts|tsx)$/.test(name) ? [rel] : [];
+  });
+}
+
+describe('renderer layering', () => {
+  const files = sources('renderer').filter((f) => f !== path.join('renderer', 'build.ts'));
+
+  it('imports from main/ only as types, except the dependency-free contract names and wire path', () => {
+    assert.ok(files.length > 15, `scanned ${files.length} files`);
+    const runtimeAllowed = new Set(['main/contract/names.ts', 'main/contract/wire.ts']);
+    const offenders: string[] = [];
+    for (const file of files) {
+      const code = readFileSync(path.join(PROJECT_ROOT, file), 'utf8');
+      for (const m of code.matchAll(/^import\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"]/gm)) {
+        const [, isType, spec] = m;
+        if (!spec.startsWith('.')) continue;
+        const target = path.relative(PROJECT_ROOT, path.resolve(PROJECT_ROOT, path.dirname(file), spec)).split(path.sep).join('/');
+        if (!target.startsWith('main/')) continue;
+        const typeOnly = Boolean(isType) || /^import\s+\{\s*(type\s+\w+\s*,?\s*)+\}/.test(m[0]);
+        if (!typeOnly && !runtimeAllowed.has(target)) offenders.push(`${file}: ${spec}`);
+      }
+    }
+    assert.deepEqual(offenders, []);
+  });
+
+  it('imports nothing from Node or Electron', () => {
+    const offenders = files.filter((file) => /from\s+['"](node:|fs['"]|path['"]|electron)/.test(readFileSync(path.join(PROJECT_ROOT, file), 'utf8')));
+    assert.deepEqual(offenders, []);
+  });
+});

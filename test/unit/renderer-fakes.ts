@@ -1,0 +1,187 @@
+/**
+ * Fakes for the renderer's store tests: a manual frame scheduler (frames run when the test says)
+ * and the services in memory behind the RopewalkApi contract (one token per character, every
+ * call recorded, failures and early events on demand). Not a test file itself.
+ */
+import type { EventTypes, RequestOf, ResponseOf, RopewalkApi } from '../../main/contract/channels.ts';
+import type { EventName, MethodName } from '../../main/contract/names.ts';
+import type { ContextBudget, Conversation, Message, ModelState, Settings } from '../../main/contract/types.ts';
+import { ApiError } from '../../renderer/lib/errors.ts';
+import type { FrameScheduler } from '../../renderer/lib/stream-buffer.ts';
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Lets pending promise callbacks run. */
+export const settle = () => sleep(0);
+
+export class ManualFrames implements FrameScheduler {
+  private next = 1;
+  private queued = new Map<number, () => void>();
+  request(cb: () => void): number {
+    const id = this.next++;
+    this.queued.set(id, cb);
+    return id;
+  }
+  cancel(handle: unknown): void {
+    this.queued.delete(handle as number);
+  }
+  tick(): void {
+    const due = [...this.queued.values()];
+    this.queued.clear();
+    for (const cb of due) cb();
+  }
+}
+
+/**
+ * The services in memory: one token per character, so budgets are easy to predict. Records every
+ * call; `fail(method)` makes the next call of a method reject; `emit` pushes an event.
+ */
+export class FakeApi {
+  calls: Array<[MethodName, unknown]> = [];
+  conversations = new Map<string, Conversation>();
+  settings: Settings = {
+    maxContext: 2048,
+    maxTokens: 256,
+    temperature: 0.8,
+    topK: 40,
+    topP: 0.95,
+    minP: 0.05,
+    repetitionPenalty: 1,
+    seed: null,
+    systemPrompt: '',
+    contextFullPolicy: 'stop',
+    executionProvider: 'cpu',
+  };
+  model: ModelState = {
+    status: 'ready',
+    info: { name: 'stories260K', architecture: 'llama', trainedContext: 512, maxContext: 512, vocabSize: 512, executionProvider: 'cpu', fallbackReason: null, hasChatTemplate: false },
+    progress: null,
+    error: null,
+  };
+  /** Runs inside sendMessage before it answers (to emit early events). */
+  beforeSendAnswers: ((assistant: Message) => void) | null = null;
+  /** Runs inside getConversation after its snapshot is taken, before it answers. */
+  afterConversationSnapshot: ((c: Conversation) => void) | null = null;
+  private failures = new Map<MethodName, ApiError>();
+  private listeners = new Map<EventName, Set<(data: never) => void>>();
+  private nextId = 1;
+  private clock = 1_000;
+
+  fail(method: MethodName, code = 'BOOM', message = `${method} failed`): void {
+    this.failures.set(method, new ApiError(code, message));
+  }
+  emit<E extends EventName>(event: E, data: EventTypes[E]): void {
+    for (const l of this.listeners.get(event) ?? []) (l as (d: EventTypes[E]) => void)(data);
+  }
+  count(method: MethodName): number {
+    return this.calls.filter(([m]) => m === method).length;
+  }
+  addConversation(title: string, messages: Array<[Message['role'], string]> = []): Conversation {
+    const id = `c${this.nextId++}`;
+    const t = this.clock++;
+    const c: Conversation = { id, title, createdAt: t, updatedAt: t, messages: messages.map(([role, content]) => this.message(id, role, content, 'complete')) };
+    this.conversations.set(id, c);
+    return c;
+  }
+  message(conversationId: string, role: Message['role'], content: string, status: Message['status']): Message {
+    return { id: `m${this.nextId++}`, conversationId, role, content, status, stats: null, error: null, createdAt: this.clock++ };
+  }
+  budgetOf(conversationId: string | null, draft: string): ContextBudget {
+    const c = conversationId ? this.conversations.get(conversationId) : undefined;
+    const system = this.settings.systemPrompt.length;
+    const history = (c?.messages ?? []).reduce((n, m) => n + m.content.length, 0);
+    const used = system + history + draft.length;
+    const total = used + this.settings.maxTokens;
+    return {
+      conversationId,
+      maxContext: this.settings.maxContext,
+      system,
+      history,
+      draft: draft.length,
+      reserve: this.settings.maxTokens,
+      used,
+      total,
+      fits: total <= this.settings.maxContext,
+      rope: { capacity: 1024, bytes: 65536 },
+      kv: { capacity: 1024, bytes: 1 << 21 },
+    };
+  }
+
+  private readonly handlers: { [M in MethodName]: (r: RequestOf<M>) => ResponseOf<M> } = {
+    listConversations: ({ search }) =>
+      [...this.conversations.values()]
+        .filter((c) => !search || c.title.toLowerCase().includes(search.toLowerCase()))
+        .map(({ id, title, createdAt, updatedAt }) => ({ id, title, createdAt, updatedAt })),
+    createConversation: ({ title }) => this.addConversation(title ?? 'New chat'),
+    getConversation: ({ id }) => {
+      const c = this.conversations.get(id);
+      if (!c) throw new ApiError('NOT_FOUND', `no conversation ${id}`);
+      const snapshot = structuredClone(c);
+      this.afterConversationSnapshot?.(c);
+      return snapshot;
+    },
+    renameConversation: ({ id, title }) => {
+      const c = this.conversations.get(id)!;
+      c.title = title;
+      return { id, title, createdAt: c.createdAt, updatedAt: c.updatedAt };
+    },
+    deleteConversation: ({ id }) => {
+      this.conversations.delete(id);
+      return null;
+    },
+    sendMessage: ({ conversationId, content }) => {
+      const c = this.conversations.get(conversationId)!;
+      const userMessage = this.message(conversationId, 'user', content, 'complete');
+      const assistantMessage = this.message(conversationId, 'assistant', '', 'streaming');
+      c.messages.push(userMessage, assistantMessage);
+      this.beforeSendAnswers?.(assistantMessage);
+      return { userMessage, assistantMessage };
+    },
+    stopGeneration: () => null,
+    regenerate: ({ conversationId }) => {
+      const c = this.conversations.get(conversationId)!;
+      while (c.messages.at(-1)?.role === 'assistant') c.messages.pop();
+      const assistantMessage = this.message(conversationId, 'assistant', '', 'streaming');
+      c.messages.push(assistantMessage);
+      return { assistantMessage };
+    },
+    editMessage: ({ conversationId, messageId, content }) => {
+      const c = this.conversations.get(conversationId)!;
+      c.messages = c.messages.slice(0, c.messages.findIndex((m) => m.id === messageId));
+      const userMessage = this.message(conversationId, 'user', content, 'complete');
+      const assistantMessage = this.message(conversationId, 'assistant', '', 'streaming');
+      c.messages.push(userMessage, assistantMessage);
+      return { userMessage, assistantMessage };
+    },
+    getBudget: ({ conversationId, draft }) => this.budgetOf(conversationId, draft),
+    getSettings: () => ({ ...this.settings }),
+    updateSettings: (patch) => (this.settings = { ...this.settings, ...patch }),
+    getModel: () => this.model,
+    openModel: ({ path }) => {
+      throw new ApiError('MODEL_LOAD', `cannot read ${path}`);
+    },
+  };
+
+  asApi(): RopewalkApi {
+    const api: Record<string, unknown> = {
+      on: (event: EventName, listener: (data: never) => void) => {
+        let set = this.listeners.get(event);
+        if (!set) this.listeners.set(event, (set = new Set()));
+        set.add(listener);
+        return () => set.delete(listener);
+      },
+    };
+    for (const method of Object.keys(this.handlers) as MethodName[]) {
+      api[method] = async (request: unknown) => {
+        this.calls.push([method, request]);
+        await settle();
+        const failure = this.failures.get(method);
+        if (failure) {
+          this.failures.delete(method);
+          throw failure;
+        }
+        return (this.handlers[method] as (r: unknown) => unknown)(request);
+      };
+    }
+    return api as unknown as RopewalkApi;
+  }
+}

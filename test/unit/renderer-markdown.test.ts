@@ -1,0 +1,53 @@
+/**
+ * Model output is untrusted: rendered with the window's Markdown options (renderer/lib/markdown.ts)
+ * through react-markdown and react-dom/server, raw HTML comes out as text (no <script>, no <img
+ * onerror>), links keep only http/https/mailto, and Markdown itself (code, tables) still renders.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { createElement } from 'react';
+import { renderToStaticMarkup } from 'react-dom/server';
+import ReactMarkdown from 'react-markdown';
+import { markdownOptions, safeUrl } from '../../renderer/lib/markdown.ts';
+
+const render = (text: string) => renderToStaticMarkup(createElement(ReactMarkdown, markdownOptions, text));
+
+describe('renderer Markdown safety', () => {
+  it('shows raw HTML as text', () => {
+    const html = render('Look: <img src=x onerror=alert(1)> and <script>alert(2)</script>');
+    assert.doesNotMatch(html, /<img/i);
+    assert.doesNotMatch(html, /<script/i);
+    assert.match(html, /&lt;img src=x onerror=alert\(1\)&gt;/);
+    assert.match(html, /&lt;script&gt;alert\(2\)&lt;\/script&gt;/);
+  });
+
+  it('shows a block of raw HTML as text', () => {
+    const html = render('<div onclick="alert(1)">\n<iframe src="https://example.com"></iframe>\n</div>');
+    assert.doesNotMatch(html, /<(div|iframe)/i);
+    assert.match(html, /&lt;iframe/);
+  });
+
+  it('drops javascript:, data: and relative link targets, keeps http, https and mailto', () => {
+    const html = render('[a](javascript:alert(1)) [b](JAVASCRIPT:alert(1)) [c](data:text/html,x) [d](/etc/passwd) [e](https://example.com/x) [f](mailto:a@b.c)');
+    assert.doesNotMatch(html, /javascript|data:|passwd/i);
+    assert.match(html, /href="https:\/\/example.com\/x"/);
+    assert.match(html, /href="mailto:a@b.c"/);
+  });
+
+  it('safeUrl keeps only http, https and mailto', () => {
+    assert.equal(safeUrl('http://example.com'), 'http://example.com/');
+    assert.equal(safeUrl('https://example.com/a?b#c'), 'https://example.com/a?b#c');
+    assert.equal(safeUrl('mailto:someone@example.com'), 'mailto:someone@example.com');
+    for (const bad of ['javascript:alert(1)', ' javascript:alert(1)', 'java\tscript:alert(1)', 'vbscript:x', 'file:///etc/passwd', 'data:image/png;base64,AA', '#top', '/x', 'x.html']) {
+      assert.equal(safeUrl(bad), null, bad);
+    }
+  });
+
+  it('still renders Markdown: code blocks, inline code, tables, emphasis', () => {
+    const html = render('**bold** and `x<y`\n\n```js\nif (a < b) alert(1)\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |');
+    assert.match(html, /<strong>bold<\/strong>/);
+    assert.match(html, /<code>x&lt;y<\/code>/);
+    assert.match(html, /<pre><code class="language-js">if \(a &lt; b\) alert\(1\)\n<\/code><\/pre>/);
+    assert.match(html, /<table>/);
+  });
+});

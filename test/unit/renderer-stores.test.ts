@@ -1,0 +1,356 @@
+/**
+ * The window's stores (renderer/stores/*) driven by an in-memory fake RopewalkApi and a manual
+ * frame scheduler, under Node: startup, send → deltas committed once per frame → done, stop,
+ * regenerate, edit, the budget (debounced draft, events while streaming, refusal without a
+ * call), conversations (new, search, rename, delete), the model, and errors as banner notices.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Message } from '../../main/contract/types.ts';
+import { isGenerating } from '../../renderer/stores/chat.ts';
+import { createStores, type Stores } from '../../renderer/stores/index.ts';
+import { FakeApi, ManualFrames, settle, sleep } from './renderer-fakes.ts';
+
+async function boot(setup?: (fake: FakeApi) => void): Promise<{ fake: FakeApi; frames: ManualFrames; stores: Stores }> {
+  const fake = new FakeApi();
+  setup?.(fake);
+  const frames = new ManualFrames();
+  const stores = createStores(fake.asApi(), { frames, debounceMs: 5 });
+  await stores.start();
+  await settle();
+  return { fake, frames, stores };
+}
+
+const done = (message: Message, content: string, status: Message['status'] = 'complete'): Message => ({
+  ...message,
+  content,
+  status,
+  stats: { finishReason: status === 'cancelled' ? 'cancelled' : 'stop', promptTokens: 12, generatedTokens: 4, reusedTokens: 0, ttftMs: 42, prefillTokensPerSec: 900, decodeTokensPerSec: 55.5 },
+});
+
+describe('renderer stores: startup', () => {
+  it('loads model, settings and conversations, and opens the most recent one', async () => {
+    const { fake, stores } = await boot((f) => {
+      f.addConversation('older', [['user', 'hi']]);
+      f.addConversation('newer', [['user', 'hello'], ['assistant', 'hey']]);
+    });
+    assert.equal(stores.model.getState().model?.info?.name, 'stories260K');
+    assert.equal(stores.settings.getState().settings?.maxContext, 2048);
+    assert.deepEqual(stores.conversations.getState().items.map((c) => c.title), ['newer', 'older']);
+    const chat = stores.chat.getState();
+    assert.equal(chat.conversationId, [...fake.conversations.values()][1].id);
+    assert.deepEqual(chat.messages.map((m) => m.content), ['hello', 'hey']);
+    assert.equal(stores.budget.getState().budget?.used, 'hellohey'.length);
+  });
+
+  it('with no conversation opens none, and the meter shows 0 used', async () => {
+    const { stores } = await boot();
+    assert.equal(stores.chat.getState().conversationId, null);
+    assert.equal(stores.budget.getState().budget?.used, 0);
+    assert.equal(stores.budget.getState().budget?.maxContext, 2048);
+  });
+});
+
+describe('renderer stores: answers', () => {
+  it('send → deltas committed once per frame → done replaces the message', async () => {
+    const { fake, frames, stores } = await boot((f) => void f.addConversation('chat'));
+    const { chat } = stores;
+    chat.getState().setDraft('Tell me a story');
+    const sent = chat.getState().send();
+    await settle();
+    assert.equal(chat.getState().draft, '', 'the draft clears at once');
+    assert.ok(await sent);
+    const conversationId = chat.getState().conversationId!;
+    assert.deepEqual(fake.calls.find(([m]) => m === 'sendMessage')?.[1], { conversationId, content: 'Tell me a story' });
+    const answer = chat.getState().messages.at(-1)!;
+    assert.equal(answer.status, 'streaming');
+    assert.ok(isGenerating(chat.getState()));
+
+    let changes = 0;
+    const unsubscribe = chat.subscribe(() => changes++);
+    for (const [i, text] of ['Once', ' upon', ' a', ' time'].entries()) {
+      fake.emit('answerDelta', { conversationId, messageId: answer.id, text, generatedTokens: i + 1 });
+    }
+    assert.equal(changes, 0, 'no store change before the frame');
+    assert.equal(chat.getState().messages.at(-1)!.content, '');
+    frames.tick();
+    assert.equal(changes, 1, 'four deltas, one store change');
+    assert.equal(chat.getState().messages.at(-1)!.content, 'Once upon a time');
+    assert.equal(chat.getState().live[answer.id].generatedTokens, 4);
+
+    fake.emit('answerDelta', { conversationId, messageId: answer.id, text: ' there', generatedTokens: 5 });
+    fake.emit('answerDone', { conversationId, message: done(answer, 'Once upon a time there was') });
+    frames.tick();
+    unsubscribe();
+    const final = chat.getState().messages.at(-1)!;
+    assert.equal(final.content, 'Once upon a time there was', 'done wins; the buffered delta is dropped');
+    assert.equal(final.stats?.ttftMs, 42);
+    assert.equal(chat.getState().live[answer.id], undefined);
+    assert.equal(isGenerating(chat.getState()), false);
+  });
+
+  it('prefill progress shows while the prompt is read', async () => {
+    const { fake, stores } = await boot((f) => void f.addConversation('chat'));
+    stores.chat.getState().setDraft('hi');
+    await stores.chat.getState().send();
+    const { conversationId } = stores.chat.getState();
+    const answer = stores.chat.getState().messages.at(-1)!;
+    fake.emit('answerPrefill', { conversationId: conversationId!, messageId: answer.id, processed: 256, total: 1000 });
+    assert.deepEqual(stores.chat.getState().live[answer.id].prefill, { processed: 256, total: 1000 });
+  });
+
+  it('keeps deltas that arrive before sendMessage answers', async () => {
+    const { fake, frames, stores } = await boot((f) => void f.addConversation('chat'));
+    const conversationId = stores.chat.getState().conversationId!;
+    fake.beforeSendAnswers = (assistant) => {
+      fake.emit('answerDelta', { conversationId, messageId: assistant.id, text: 'early ', generatedTokens: 1 });
+      frames.tick();
+      fake.emit('answerDelta', { conversationId, messageId: assistant.id, text: 'bird', generatedTokens: 2 });
+      frames.tick();
+    };
+    stores.chat.getState().setDraft('go');
+    await stores.chat.getState().send();
+    assert.equal(stores.chat.getState().messages.at(-1)!.content, 'early bird');
+    assert.equal(stores.chat.getState().messages.at(-1)!.status, 'streaming');
+  });
+
+  it('keeps a done that arrives before sendMessage answers', async () => {
+    const { fake, stores } = await boot((f) => void f.addConversation('chat'));
+    const conversationId = stores.chat.getState().conversationId!;
+    fake.beforeSendAnswers = (assistant) => fake.emit('answerDone', { conversationId, message: done(assistant, 'quick') });
+    stores.chat.getState().setDraft('go');
+    await stores.chat.getState().send();
+    assert.equal(stores.chat.getState().messages.at(-1)!.content, 'quick');
+    assert.equal(stores.chat.getState().messages.at(-1)!.status, 'complete');
+    assert.equal(isGenerating(stores.chat.getState()), false);
+  });
+
+  it('opening a conversation whose answer streams: deltas already in the snapshot are not doubled, a done is kept', async () => {
+    const { fake, frames, stores } = await boot((f) => {
+      const c = f.addConversation('streaming elsewhere', [['user', 'q']]);
+      c.messages.push(f.message(c.id, 'assistant', 'Once', 'streaming'));
+      f.addConversation('open now');
+    });
+    const target = stores.conversations.getState().items[1].id;
+    const answer = fake.conversations.get(target)!.messages[1];
+    const opening = stores.conversations.getState().select(target);
+    // Before the snapshot answers: a delta already counted in it ('Once'), then the done.
+    fake.emit('answerDelta', { conversationId: target, messageId: answer.id, text: 'Once', generatedTokens: 1 });
+    frames.tick();
+    fake.afterConversationSnapshot = () => fake.emit('answerDone', { conversationId: target, message: done(answer, 'Once upon') });
+    await opening;
+    const last = stores.chat.getState().messages.at(-1)!;
+    assert.equal(last.content, 'Once upon');
+    assert.equal(last.status, 'complete');
+    assert.equal(isGenerating(stores.chat.getState()), false);
+  });
+
+  it('ignores events of another conversation', async () => {
+    const { fake, frames, stores } = await boot((f) => {
+      f.addConversation('other', [['assistant', 'x']]);
+      f.addConversation('open');
+    });
+    const other = stores.conversations.getState().items[1].id;
+    fake.emit('answerDelta', { conversationId: other, messageId: 'm1', text: 'zzz', generatedTokens: 1 });
+    frames.tick();
+    assert.deepEqual(stores.chat.getState().messages, []);
+  });
+
+  it('stop calls stopGeneration for the open conversation; the cancelled answer keeps its text', async () => {
+    const { fake, frames, stores } = await boot((f) => void f.addConversation('chat'));
+    stores.chat.getState().setDraft('hi');
+    await stores.chat.getState().send();
+    const conversationId = stores.chat.getState().conversationId!;
+    const answer = stores.chat.getState().messages.at(-1)!;
+    fake.emit('answerDelta', { conversationId, messageId: answer.id, text: 'partial', generatedTokens: 1 });
+    frames.tick();
+    await stores.chat.getState().stop();
+    assert.deepEqual(fake.calls.find(([m]) => m === 'stopGeneration')?.[1], { conversationId });
+    fake.emit('answerDone', { conversationId, message: done(answer, 'partial', 'cancelled') });
+    assert.equal(stores.chat.getState().messages.at(-1)!.status, 'cancelled');
+    assert.equal(isGenerating(stores.chat.getState()), false);
+  });
+
+  it('regenerate replaces the last answer', async () => {
+    const { fake, stores } = await boot((f) => void f.addConversation('chat', [['user', 'q'], ['assistant', 'first']]));
+    await stores.chat.getState().regenerate();
+    assert.equal(fake.count('regenerate'), 1);
+    const messages = stores.chat.getState().messages;
+    assert.deepEqual(messages.map((m) => [m.role, m.content, m.status]), [
+      ['user', 'q', 'complete'],
+      ['assistant', '', 'streaming'],
+    ]);
+  });
+
+  it('edit and resend drops the messages after the edited one', async () => {
+    const { fake, stores } = await boot((f) =>
+      void f.addConversation('chat', [['user', 'one'], ['assistant', 'a1'], ['user', 'two'], ['assistant', 'a2']]),
+    );
+    const first = stores.chat.getState().messages[0];
+    stores.chat.getState().startEdit(first.id);
+    assert.equal(stores.chat.getState().editingId, first.id);
+    assert.ok(await stores.chat.getState().submitEdit(first.id, 'one, edited'));
+    assert.equal(fake.count('editMessage'), 1);
+    assert.deepEqual(stores.chat.getState().messages.map((m) => m.content), ['one, edited', '']);
+    assert.equal(stores.chat.getState().editingId, null);
+  });
+
+  it('send with no conversation open creates one first', async () => {
+    const { fake, stores } = await boot();
+    stores.chat.getState().setDraft('hello');
+    assert.ok(await stores.chat.getState().send());
+    assert.equal(fake.count('createConversation'), 1);
+    assert.notEqual(stores.chat.getState().conversationId, null);
+    assert.equal(stores.conversations.getState().items.length, 1);
+    assert.equal(stores.chat.getState().messages[0].content, 'hello');
+  });
+});
+
+describe('renderer stores: budget', () => {
+  it('asks getBudget once after typing stops, with the draft', async () => {
+    const { fake, stores } = await boot((f) => void f.addConversation('chat'));
+    const before = fake.count('getBudget');
+    for (const text of ['h', 'he', 'hel', 'hell', 'hello']) stores.chat.getState().setDraft(text);
+    assert.equal(stores.budget.getState().stale, true);
+    await sleep(30);
+    assert.equal(fake.count('getBudget') - before, 1);
+    assert.equal((fake.calls.at(-1)?.[1] as { draft: string }).draft, 'hello');
+    const b = stores.budget.getState().budget!;
+    assert.equal(b.used, 5);
+    assert.equal(b.draft, 5);
+    assert.equal(stores.budget.getState().stale, false);
+  });
+
+  it('applies budgetChanged events of the open conversation, keeping this window’s draft', async () => {
+    const { fake, stores } = await boot((f) => void f.addConversation('chat'));
+    const id = stores.chat.getState().conversationId!;
+    stores.chat.getState().setDraft('abc');
+    await sleep(30);
+    const event = { ...fake.budgetOf(id, ''), history: 100, used: 100, total: 356 };
+    stores.budget.getState().apply(event);
+    const b = stores.budget.getState().budget!;
+    assert.equal(b.history, 100);
+    assert.equal(b.draft, 3);
+    assert.equal(b.used, 103);
+    assert.equal(b.total, 359);
+    stores.budget.getState().apply({ ...event, conversationId: 'elsewhere', history: 5000 });
+    assert.equal(stores.budget.getState().budget!.history, 100, 'another conversation’s event is ignored');
+  });
+
+  it('grows while an answer streams (events through the api)', async () => {
+    const { fake, stores } = await boot((f) => void f.addConversation('chat'));
+    const id = stores.chat.getState().conversationId!;
+    for (const history of [10, 20, 30]) fake.emit('budgetChanged', { ...fake.budgetOf(id, ''), history, used: history, total: history + 256 });
+    assert.equal(stores.budget.getState().budget?.used, 30);
+  });
+
+  it('refuses to send when the next message will not fit, without calling sendMessage', async () => {
+    const { fake, stores } = await boot((f) => {
+      f.settings.maxContext = 512;
+      f.settings.maxTokens = 512;
+      f.addConversation('chat');
+    });
+    stores.chat.getState().setDraft('x'.repeat(88));
+    assert.equal(await stores.chat.getState().send(), false);
+    assert.equal(fake.count('sendMessage'), 0);
+    assert.equal(stores.chat.getState().refusal, 'This message needs 600 tokens with the reply reserve, but the max context is 512.');
+    assert.equal(stores.chat.getState().draft.length, 88, 'the draft is kept');
+    stores.chat.getState().setDraft('shorter');
+    assert.equal(stores.chat.getState().refusal, null, 'typing clears the refusal');
+  });
+
+  it('a new chat with an empty draft shows 0 used', async () => {
+    const { stores } = await boot((f) => void f.addConversation('long one', [['user', 'x'.repeat(300)]]));
+    assert.equal(stores.budget.getState().budget?.used, 300);
+    await stores.conversations.getState().create();
+    await settle();
+    const b = stores.budget.getState().budget!;
+    assert.equal(b.conversationId, stores.chat.getState().conversationId);
+    assert.equal(b.used, 0);
+  });
+
+  it('settings changes re-ask the budget', async () => {
+    const { stores } = await boot((f) => void f.addConversation('chat'));
+    assert.ok(await stores.settings.getState().update({ maxContext: 4096 }));
+    await settle();
+    assert.equal(stores.settings.getState().settings?.maxContext, 4096);
+    assert.equal(stores.budget.getState().budget?.maxContext, 4096);
+  });
+});
+
+describe('renderer stores: conversations', () => {
+  it('new chat creates and opens it; rename and search by title', async () => {
+    const { fake, stores } = await boot((f) => void f.addConversation('Cooking'));
+    await stores.conversations.getState().create();
+    const created = stores.chat.getState().conversationId!;
+    assert.equal(stores.conversations.getState().items[0].id, created);
+    assert.ok(await stores.conversations.getState().rename(created, '  Gardening  '));
+    assert.equal(stores.conversations.getState().items.find((c) => c.id === created)?.title, 'Gardening');
+    stores.conversations.getState().setSearch('cook');
+    assert.equal(stores.conversations.getState().search, 'cook');
+    await sleep(30);
+    assert.deepEqual(fake.calls.filter(([m]) => m === 'listConversations').at(-1)?.[1], { search: 'cook' });
+    assert.deepEqual(stores.conversations.getState().items.map((c) => c.title), ['Cooking']);
+  });
+
+  it('deleting the open conversation opens the most recent remaining one', async () => {
+    const { stores } = await boot((f) => {
+      f.addConversation('a');
+      f.addConversation('b');
+    });
+    const [b, a] = stores.conversations.getState().items;
+    assert.equal(stores.chat.getState().conversationId, b.id);
+    assert.ok(await stores.conversations.getState().remove(b.id));
+    assert.equal(stores.chat.getState().conversationId, a.id);
+    assert.ok(await stores.conversations.getState().remove(a.id));
+    assert.equal(stores.chat.getState().conversationId, null);
+  });
+
+  it('conversationsChanged replaces the list', async () => {
+    const { fake, stores } = await boot();
+    fake.emit('conversationsChanged', { conversations: [{ id: 'x', title: 'From elsewhere', createdAt: 1, updatedAt: 2 }] });
+    assert.deepEqual(stores.conversations.getState().items.map((c) => c.title), ['From elsewhere']);
+  });
+});
+
+describe('renderer stores: model and errors', () => {
+  it('modelState events update the model; a failed open shows its error', async () => {
+    const { fake, stores } = await boot();
+    fake.emit('modelState', { ...fake.model, status: 'loading', progress: { phase: 'import', fraction: 0.5 } });
+    assert.equal(stores.model.getState().model?.status, 'loading');
+    await stores.model.getState().open('/nowhere/model.bin');
+    assert.equal(stores.model.getState().openError, 'cannot read /nowhere/model.bin');
+    assert.equal(stores.model.getState().opening, false);
+    assert.equal(stores.notices.getState().notices.at(-1)?.code, 'MODEL_LOAD');
+  });
+
+  it('a failed send shows a dismissible notice, restores the draft and removes the optimistic message', async () => {
+    const { fake, stores } = await boot((f) => void f.addConversation('chat'));
+    fake.fail('sendMessage', 'MODEL_NOT_READY', 'No model is loaded.');
+    stores.chat.getState().setDraft('hello?');
+    assert.equal(await stores.chat.getState().send(), false);
+    assert.deepEqual(stores.chat.getState().messages, []);
+    assert.equal(stores.chat.getState().draft, 'hello?');
+    assert.equal(stores.chat.getState().pending, null);
+    const [notice] = stores.notices.getState().notices;
+    assert.deepEqual({ code: notice.code, message: notice.message }, { code: 'MODEL_NOT_READY', message: 'No model is loaded.' });
+    stores.notices.getState().dismiss(notice.id);
+    assert.deepEqual(stores.notices.getState().notices, []);
+  });
+
+  it('failed loads at startup become notices, not exceptions', async () => {
+    const { stores } = await boot((f) => {
+      f.fail('getModel', 'ENGINE', 'The engine worker stopped.');
+      f.fail('listConversations', 'DB', 'The database is locked.');
+    });
+    assert.deepEqual(stores.notices.getState().notices.map((n) => n.code).sort(), ['DB', 'ENGINE']);
+    assert.equal(stores.model.getState().model, null);
+  });
+
+  it('dispose unsubscribes from events', async () => {
+    const { fake, stores } = await boot();
+    stores.dispose();
+    fake.emit('conversationsChanged', { conversations: [{ id: 'x', title: 'late', createdAt: 1, updatedAt: 2 }] });
+    assert.deepEqual(stores.conversations.getState().items, []);
+  });
+});
