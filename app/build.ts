@@ -95,7 +95,7 @@ function buildRenderer(): void {
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
   try {
     await buildApp();
-    console.log('app/build: dist/app/main.js, dist/app/worker.js, dist/app/preload.cjs');
+    console.error('app/build: dist/app/main.js, dist/app/worker.js, dist/app/preload.cjs');
     buildRenderer();
   } catch (e) {
     console.error(`app/build: ${e instanceof Error ? e.message : String(e)}`);

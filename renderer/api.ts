@@ -5,8 +5,7 @@
  */
 import type { RopewalkApi } from '../main/contract/channels.ts';
 import { WS_PATH } from '../main/contract/wire.ts';
-import { METHOD_NAMES } from '../main/contract/names.ts';
-import { ApiError, describeError } from './lib/errors.ts';
+import { withErrorCodes } from './lib/errors.ts';
 import { createWsApi, type WsApi } from './lib/ws-client.ts';
 
 let api: RopewalkApi | null = null;
@@ -27,19 +26,3 @@ export function getConnection(): WsApi | null {
   return ws;
 }
 
-/**
- * The preload rejects with a plain `{ name, code, message }` object (contextBridge would strip
- * an Error's `code`); callers get an `ApiError` with the code, as from the WebSocket client.
- */
-export function withErrorCodes(bridge: RopewalkApi): RopewalkApi {
-  const wrapped: Record<string, unknown> = { on: bridge.on.bind(bridge) };
-  for (const m of METHOD_NAMES) {
-    const call = bridge[m] as (r: unknown) => Promise<unknown>;
-    wrapped[m] = (request: unknown) =>
-      call(request).catch((e: unknown) => {
-        const { code, message } = describeError(e);
-        throw new ApiError(code, message);
-      });
-  }
-  return wrapped as RopewalkApi;
-}

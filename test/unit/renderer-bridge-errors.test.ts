@@ -6,8 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildApi } from '../../app/bridge.ts';
-import { withErrorCodes } from '../../renderer/api.ts';
-import { ApiError } from '../../renderer/lib/errors.ts';
+import { ApiError, withErrorCodes } from '../../renderer/lib/errors.ts';
 
 test('a failed call through the preload bridge rejects in the page with an ApiError carrying the code', async () => {
   const bridge = buildApi(
@@ -15,7 +14,7 @@ test('a failed call through the preload bridge rejects in the page with an ApiEr
     () => () => undefined,
   );
   // What the page receives: contextBridge structured-clones the rejection value.
-  const cloned = { ...bridge, getSettings: (r: object) => bridge.getSettings(r).catch((e: unknown) => Promise.reject(structuredClone(e))) };
+  const cloned = { ...bridge, getSettings: (r: Record<string, never>) => bridge.getSettings(r).catch((e: unknown) => Promise.reject(structuredClone(e))) };
   const api = withErrorCodes(cloned);
   await assert.rejects(api.getSettings({}), (e: unknown) => {
     assert.ok(e instanceof ApiError);

@@ -1,0 +1,61 @@
+/**
+ * `npm run serve -- [--port N] [--data DIR] [--static DIR]`: the whole app in a browser. Serves
+ * the built renderer and the router (WebSocket) on 127.0.0.1, with the same services as the
+ * desktop app, plus the OpenAI-compatible `/v1/models` and `/v1/chat/completions`.
+ *
+ * The first line printed to stdout is the URL (`http://127.0.0.1:PORT/`); notes go to stderr.
+ * Exit codes: 0 after SIGINT/SIGTERM (answer stopped and kept, worker stopped, database closed),
+ * 1 when the server cannot start (port taken, unreadable database), 2 for a bad option (one line
+ * on stderr).
+ */
+import { statSync } from 'node:fs';
+import path from 'node:path';
+import { startServices } from '../services/index.ts';
+import { parseServeOptions, USAGE, UsageError } from './options.ts';
+import { startServer } from './server.ts';
+
+async function main(argv: string[]): Promise<void> {
+  const opts = parseServeOptions(argv);
+  if (opts === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const services = await startServices({ dataDir: opts.dataDir, loadModel: false });
+  let server;
+  try {
+    server = await startServer({ router: services.router, port: opts.port, staticDir: opts.staticDir, completions: services.completions });
+  } catch (e) {
+    await services.dispose();
+    throw e;
+  }
+  // The URL is the first line on stdout: scripts and tests read it.
+  process.stdout.write(`${server.url}\n`);
+  if (statSync(path.join(opts.staticDir, 'index.html'), { throwIfNoEntry: false }) === undefined) {
+    process.stderr.write(`note: ${opts.staticDir} has no index.html; build the renderer (npm run serve builds it)\n`);
+  }
+  process.stderr.write(`data: ${services.store.file}\n`);
+  void services.models.start().then(() => {
+    const s = services.models.state;
+    if (s.error) process.stderr.write(`model: ${s.error}\n`);
+    else if (s.info) process.stderr.write(`model: ${s.info.name} ready (${s.info.executionProvider}, max context ${s.info.maxContext})\n`);
+  });
+
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(130);
+    stopping = true;
+    process.stderr.write(`${signal}: shutting down\n`);
+    void (async () => {
+      await server.close();
+      await services.dispose();
+      process.exit(0);
+    })();
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
+
+main(process.argv.slice(2)).catch((e: unknown) => {
+  process.stderr.write(`error: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}\n`);
+  process.exit(e instanceof UsageError ? 2 : 1);
+});

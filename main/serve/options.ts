@@ -1,0 +1,58 @@
+/**
+ * Command-line options of `npm run serve`: `--port N` (0–65535, 0 = any free port), `--data DIR`
+ * (created if missing; must be a writable folder), `--static DIR`. Bad options throw
+ * `UsageError` with one sentence (the CLI prints it and exits 2).
+ */
+import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { projectRoot } from '../default-model.ts';
+import { userDataDir } from './user-data.ts';
+
+export const USAGE = `usage: npm run serve -- [--port N] [--data DIR] [--static DIR]
+  --port N      TCP port on 127.0.0.1 (0 = any free port; default 0)
+  --data DIR    folder of the database (default: ${userDataDir()})
+  --static DIR  folder of the built renderer (default: dist/renderer)`;
+
+export class UsageError extends Error {}
+
+export interface ServeOptions {
+  port: number;
+  dataDir: string;
+  staticDir: string;
+}
+
+/** Parses the command line. @returns 'help' for --help. @throws UsageError with one sentence. */
+export function parseServeOptions(argv: string[]): ServeOptions | 'help' {
+  const o: ServeOptions = { port: 0, dataDir: userDataDir(), staticDir: path.join(projectRoot(), 'dist', 'renderer') };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--help' || arg === '-h') return 'help';
+    const eq = arg.indexOf('=');
+    const name = eq > 0 ? arg.slice(0, eq) : arg;
+    if (name !== '--port' && name !== '--data' && name !== '--static') throw new UsageError(`unknown option ${arg} (see --help)`);
+    const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
+    if (value === undefined || value === '') throw new UsageError(`${name} needs a value`);
+    if (name === '--port') {
+      if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) throw new UsageError(`--port must be an integer from 0 to 65535, got ${JSON.stringify(value)}`);
+      o.port = Number(value);
+    } else if (name === '--data') {
+      o.dataDir = path.resolve(value);
+    } else {
+      o.staticDir = path.resolve(value);
+    }
+  }
+  checkDataDir(o.dataDir);
+  return o;
+}
+
+/** The data folder exists (or is created) and is writable. @throws UsageError. */
+function checkDataDir(dir: string): void {
+  const st = statSync(dir, { throwIfNoEntry: false });
+  if (st && !st.isDirectory()) throw new UsageError(`--data ${dir} is not a folder`);
+  try {
+    if (!st) mkdirSync(dir, { recursive: true });
+    accessSync(dir, constants.W_OK);
+  } catch (e) {
+    throw new UsageError(`--data ${dir} cannot be used: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * The services, wired into one `Router`: what the Electron shell (app/, over ipcMain) and `serve`
+ * mode (over a WebSocket) both expose. Plain Node: nothing here imports electron.
+ *
+ * `startServices` opens the store (marking answers a dead process left 'streaming' as errors),
+ * starts the engine worker and begins loading the model in the background, so a window can
+ * appear at once: `getModel` says 'loading' until it is ready, and calls that need the model
+ * (send, budget) wait for it.
+ */
+import type { Handlers } from '../router.ts';
+import { Router } from '../router.ts';
+import { defaultModelPath } from '../default-model.ts';
+import { EngineHost } from '../engine-host/host.ts';
+import type { CompletionBackend } from '../serve/openai.ts';
+import { BudgetService } from './budget.ts';
+import { ChatService } from './chat-service.ts';
+import { ModelService } from './model-service.ts';
+import { SettingsService } from './settings.ts';
+import { ConversationStore } from './store.ts';
+
+export interface StartServicesOptions {
+  /** Folder of the database (`ropewalk.db`); created if missing. */
+  dataDir: string;
+  /** The embedded model's checkpoint (default: `defaultModelPath()`). */
+  defaultModel?: string;
+  /** Where imported model bundles are cached (default: the engine's cache folder). */
+  cacheDir?: string;
+  /** Start loading the model now (default true); with false, call `models.start()` later. */
+  loadModel?: boolean;
+}
+
+export interface Services {
+  router: Router;
+  host: EngineHost;
+  store: ConversationStore;
+  models: ModelService;
+  chat: ChatService;
+  /** What `serve` mode's OpenAI-compatible endpoints run on. */
+  completions: CompletionBackend;
+  /** Settles when the first model load has ended (loaded or failed); never rejects. */
+  modelLoaded: Promise<void>;
+  /** Stops any answer (kept as cancelled), stops the worker, closes the database. Idempotent. */
+  dispose(): Promise<void>;
+}
+
+export const INTERRUPTED_MESSAGE = 'the app stopped while this answer was being generated';
+
+/**
+ * Opens the store in `dataDir`, starts the engine host and wires every handler.
+ * @throws RouterError DATA_DIR / SCHEMA_TOO_NEW, or SQLite's error for an unreadable database.
+ */
+export async function startServices(opts: StartServicesOptions): Promise<Services> {
+  const store = new ConversationStore(opts.dataDir);
+  store.recoverInterrupted(INTERRUPTED_MESSAGE);
+  const host = new EngineHost();
+  const emit: Router['emit'] = (event, data) => router.emit(event, data);
+
+  let chat: ChatService | null = null;
+  let settings: SettingsService | null = null;
+  const models = new ModelService({
+    host,
+    store,
+    emit,
+    defaultModel: opts.defaultModel ?? defaultModelPath(),
+    cacheDir: opts.cacheDir,
+    loadOptions: () => ({
+      ...(settings?.userMaxContext !== undefined ? { maxContext: settings.userMaxContext } : {}),
+      executionProvider: settings?.get().executionProvider ?? 'cpu',
+    }),
+    isGenerating: () => chat?.generating ?? false,
+    onLoaded: () => void refreshBudget(),
+  });
+  settings = new SettingsService(store, models);
+  const budget = new BudgetService(host, store, settings, models);
+  chat = new ChatService({ host, store, settings, budget, models, emit });
+  const settingsService = settings;
+  const chatService = chat;
+
+  /** Recounts the budget the window looked at last and pushes it (settings or model changed). */
+  async function refreshBudget(): Promise<void> {
+    const active = budget.active;
+    if (!active || chatService.generating) return;
+    try {
+      router.emit('budgetChanged', await budget.getBudget(active.conversationId, budget.lastDraft(active.conversationId)));
+    } catch {
+      // A deleted conversation or no model: the next getBudget reports it.
+    }
+  }
+  const listChanged = () => router.emit('conversationsChanged', { conversations: store.listConversations() });
+
+  const handlers: Handlers = {
+    listConversations: async ({ search }) => store.listConversations(search),
+    createConversation: async ({ title }) => {
+      const c = store.createConversation(title);
+      listChanged();
+      return c;
+    },
+    getConversation: async ({ id }) => chatService.overlay(store.getConversation(id)),
+    renameConversation: async ({ id, title }) => {
+      const s = store.renameConversation(id, title);
+      listChanged();
+      return s;
+    },
+    deleteConversation: async ({ id }) => {
+      store.getSummary(id);
+      await chatService.stop(id);
+      store.deleteConversation(id);
+      budget.forget(id);
+      listChanged();
+      return null;
+    },
+    sendMessage: ({ conversationId, content }) => chatService.send(conversationId, content),
+    stopGeneration: async ({ conversationId }) => {
+      await chatService.stop(conversationId);
+      return null;
+    },
+    regenerate: ({ conversationId }) => chatService.regenerate(conversationId),
+    editMessage: ({ conversationId, messageId, content }) => chatService.edit(conversationId, messageId, content),
+    getBudget: ({ conversationId, draft }) => budget.getBudget(conversationId, draft),
+    getSettings: async () => settingsService.get(),
+    updateSettings: async (patch) => {
+      const s = await settingsService.update(patch, { generating: chatService.generating });
+      void refreshBudget();
+      return s;
+    },
+    getModel: async () => models.state,
+    openModel: ({ path }) => models.open(path),
+  };
+  const router = new Router(handlers);
+
+  const modelLoaded = opts.loadModel === false ? Promise.resolve() : models.start();
+  let disposing: Promise<void> | null = null;
+  return {
+    router,
+    host,
+    store,
+    models,
+    chat,
+    completions: {
+      model: () => (host.model ? models.state.info : null),
+      settings: () => settingsService.get(),
+      complete: (request, signal) => chatService.completion(request, signal),
+    },
+    modelLoaded,
+    dispose: () =>
+      (disposing ??= (async () => {
+        await chatService.dispose();
+        await host.dispose();
+        store.close();
+      })()),
+  };
+}

@@ -1,0 +1,211 @@
+/**
+ * The model: which one is loaded in the engine worker, its state for the window (`ModelState`,
+ * pushed as `modelState` events), and loading another one.
+ *
+ * - `start()` loads, in the background, the model the user last opened (remembered in the
+ *   settings table) or else the embedded stories260K; if the remembered one fails, the embedded
+ *   one is loaded and the failure is reported in `error`.
+ * - `open(path)` imports and loads a model with progress. A failure leaves the previous model
+ *   loaded and answering (the worker swaps only after a successful load), sets `error`, and
+ *   rejects with the engine's error (code MODEL_LOAD, TOKENIZER or INVALID_OPTION).
+ * - One load at a time, never while an answer is generated (`BUSY`).
+ * - After a worker crash, `recover()` restarts the worker and reloads the model; `ready()`
+ *   waits for any load or recovery in progress, so callers never race a half-loaded worker.
+ */
+import type { ModelInfo, ModelState } from '../contract/types.ts';
+import type { EngineHost } from '../engine-host/host.ts';
+import type { LoadOptions } from '../engine-host/protocol.ts';
+import type { ModelInfo as EngineModelInfo } from '../engine/generate/engine.ts';
+import { RouterError, type Router } from '../router.ts';
+import type { ConversationStore } from './store.ts';
+
+export type Emit = Router['emit'];
+
+const MODEL_PATH_KEY = 'model.path';
+
+export interface ModelServiceOptions {
+  host: EngineHost;
+  store: ConversationStore;
+  emit: Emit;
+  /** The embedded model's checkpoint. */
+  defaultModel: string;
+  /** Where imported bundles are cached (default: the engine's, ~/.cache/ropewalk/models). */
+  cacheDir?: string;
+  /** The load options the settings ask for (max context set by the user, execution provider). */
+  loadOptions: () => Pick<LoadOptions, 'maxContext' | 'executionProvider'>;
+  /** Whether an answer is being generated now (a load must wait for it). */
+  isGenerating: () => boolean;
+  /** Called after a model loaded (the budget changes with it). */
+  onLoaded?: () => void;
+}
+
+export class ModelService {
+  private current: ModelState = { status: 'loading', info: null, progress: null, error: null };
+  private source: string | null = null;
+  private pending: Promise<void> | null = null;
+
+  constructor(private readonly o: ModelServiceOptions) {}
+
+  /** The state the window shows. */
+  get state(): ModelState {
+    return this.current;
+  }
+
+  /** The loaded model's trained context, or undefined before any model loaded. */
+  get trainedContext(): number | undefined {
+    return this.current.info?.trainedContext;
+  }
+
+  /** Path of the model loaded now (as opened), or null. */
+  get path(): string | null {
+    return this.source;
+  }
+
+  /** Whether a load or recovery is in progress. */
+  get loading(): boolean {
+    return this.pending !== null;
+  }
+
+  /** Resolves once no load or recovery is in progress (never rejects). */
+  async ready(): Promise<void> {
+    while (this.pending) await this.pending.catch(() => undefined);
+  }
+
+  /** Starts loading the remembered or embedded model in the background; resolves when done (never rejects). */
+  start(): Promise<void> {
+    const remembered = this.o.store.getSettings()[MODEL_PATH_KEY];
+    const first = typeof remembered === 'string' && remembered ? remembered : this.o.defaultModel;
+    return this.exclusive(async () => {
+      try {
+        await this.load(first);
+      } catch (e) {
+        if (first === this.o.defaultModel) return this.fail(e);
+        const why = `the last model (${first}) could not be loaded: ${messageOf(e)}`;
+        try {
+          await this.load(this.o.defaultModel);
+          this.o.store.setSettings({ [MODEL_PATH_KEY]: undefined });
+          this.set({ ...this.current, error: `${why}; the embedded model is loaded instead` });
+        } catch (e2) {
+          this.fail(e2, why);
+        }
+      }
+    }).catch(() => undefined);
+  }
+
+  /**
+   * Imports (first time) and loads the model at `path`, emitting progress.
+   * @returns the new state. @throws RouterError BUSY; the engine's load error (old model kept).
+   */
+  async open(path: string): Promise<ModelState> {
+    this.assertFree();
+    await this.exclusive(async () => {
+      try {
+        await this.load(path);
+        this.o.store.setSettings({ [MODEL_PATH_KEY]: path });
+      } catch (e) {
+        this.fail(e);
+        throw e;
+      }
+    });
+    return this.current;
+  }
+
+  /**
+   * Reloads the current model with new options (the settings changed).
+   * @throws RouterError BUSY / MODEL_NOT_READY; the engine's load error (old model kept).
+   */
+  async reload(options: Pick<LoadOptions, 'maxContext' | 'executionProvider'>): Promise<void> {
+    this.assertFree();
+    const source = this.source;
+    if (!source) throw new RouterError('MODEL_NOT_READY', 'no model is loaded yet');
+    await this.exclusive(async () => {
+      try {
+        await this.load(source, options);
+      } catch (e) {
+        this.fail(e);
+        throw e;
+      }
+    });
+  }
+
+  /** After the worker crashed: restarts it and reloads the model now (the host does the work). */
+  recover(): Promise<void> {
+    if (this.pending) return this.pending;
+    this.set({ ...this.current, status: 'loading', progress: { phase: 'restart', fraction: 0 } });
+    return this.exclusive(async () => {
+      try {
+        await this.o.host.stats();
+        this.loaded(this.o.host.model);
+      } catch (e) {
+        this.fail(e);
+      }
+    }).catch(() => undefined);
+  }
+
+  /** Throws MODEL_NOT_READY unless a model is loaded in the host (call after `ready()`). */
+  assertLoaded(): void {
+    if (!this.o.host.model) {
+      throw new RouterError('MODEL_NOT_READY', this.current.error ? `no model is loaded: ${this.current.error}` : 'no model is loaded yet');
+    }
+  }
+
+  private assertFree(): void {
+    if (this.pending) throw new RouterError('BUSY', 'a model is already loading; wait for it to finish');
+    if (this.o.isGenerating()) throw new RouterError('BUSY', 'an answer is being generated; stop it before loading a model');
+  }
+
+  private exclusive(work: () => Promise<void>): Promise<void> {
+    const p = work().finally(() => {
+      if (this.pending === p) this.pending = null;
+    });
+    this.pending = p;
+    return p;
+  }
+
+  private async load(path: string, options?: Pick<LoadOptions, 'maxContext' | 'executionProvider'>): Promise<void> {
+    this.set({ status: 'loading', info: this.current.info, progress: { phase: 'start', fraction: 0 }, error: null });
+    const opts = options ?? this.o.loadOptions();
+    const info = await this.o.host.load(
+      path,
+      { ...opts, ...(this.o.cacheDir ? { cacheDir: this.o.cacheDir } : {}) },
+      (phase, fraction) => this.set({ status: 'loading', info: this.current.info, progress: { phase, fraction }, error: null }),
+    );
+    this.source = path;
+    this.loaded(info);
+  }
+
+  private loaded(info: EngineModelInfo | null): void {
+    this.set({ status: info ? 'ready' : 'error', info: info ? toContractInfo(info) : null, progress: null, error: info ? null : 'no model is loaded' });
+    this.o.onLoaded?.();
+  }
+
+  /** A failed load: the previous model (host.model) still answers. */
+  private fail(e: unknown, prefix?: string): void {
+    const info = this.o.host.model;
+    const msg = prefix ? `${prefix}; ${messageOf(e)}` : messageOf(e);
+    this.set({ status: info ? 'ready' : 'error', info: info ? toContractInfo(info) : null, progress: null, error: msg });
+  }
+
+  private set(s: ModelState): void {
+    this.current = s;
+    this.o.emit('modelState', s);
+  }
+}
+
+/** The engine's model info without its internal bundle path. */
+export function toContractInfo(i: EngineModelInfo): ModelInfo {
+  return {
+    name: i.name,
+    architecture: i.architecture,
+    trainedContext: i.trainedContext,
+    maxContext: i.maxContext,
+    vocabSize: i.vocabSize,
+    executionProvider: i.executionProvider,
+    fallbackReason: i.fallbackReason,
+    hasChatTemplate: i.hasChatTemplate,
+  };
+}
+
+function messageOf(e: unknown): string {
+  return e instanceof Error ? e.message.split('\n')[0] : String(e);
+}

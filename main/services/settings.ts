@@ -1,0 +1,105 @@
+/**
+ * Settings: the defaults, what the user changed (persisted in the store's settings table, one
+ * key per field), and the checks a change must pass. `maxContext` follows the loaded model's
+ * trained context until the user sets it. A change of `maxContext` or `executionProvider`
+ * reloads the model with the new options through `ModelService.reload`; if that fails the old
+ * model and the old settings stay, and the call rejects with the load error.
+ */
+import type { Settings } from '../contract/types.ts';
+import { settingsPatchSchema, type RequestOf } from '../contract/channels.ts';
+import { RouterError } from '../router.ts';
+import type { ConversationStore } from './store.ts';
+import type { ModelService } from './model-service.ts';
+
+/** Max context used before any model has loaded (stories260K's trained context). */
+export const FALLBACK_MAX_CONTEXT = 512;
+
+/** Upper bound of the default reply reserve; small models get a quarter of their context. */
+export const DEFAULT_MAX_TOKENS = 256;
+
+/**
+ * Every default except maxContext, which comes from the model, and maxTokens, which is
+ * min(256, maxContext / 4): a 512-position model (stories260K) reserves 128, so a conversation
+ * can hold a few exchanges before the meter turns red.
+ */
+export const DEFAULT_SETTINGS: Omit<Settings, 'maxContext' | 'maxTokens'> = {
+  temperature: 0.8,
+  topK: 40,
+  topP: 0.95,
+  minP: 0.05,
+  repetitionPenalty: 1,
+  seed: null,
+  systemPrompt: '',
+  contextFullPolicy: 'stop',
+  executionProvider: 'cpu',
+};
+
+const KEYS = ['maxContext', 'maxTokens', ...Object.keys(DEFAULT_SETTINGS)] as (keyof Settings)[];
+const PREFIX = 'settings.';
+
+export type SettingsPatch = RequestOf<'updateSettings'>;
+
+export class SettingsService {
+  constructor(
+    private readonly store: ConversationStore,
+    private readonly models: ModelService,
+  ) {}
+
+  /** The settings in effect: stored values over the defaults. */
+  get(): Settings {
+    const stored = this.stored();
+    const maxContext = stored.maxContext ?? this.models.trainedContext ?? FALLBACK_MAX_CONTEXT;
+    return {
+      ...DEFAULT_SETTINGS,
+      maxContext,
+      maxTokens: Math.max(1, Math.min(DEFAULT_MAX_TOKENS, Math.floor(maxContext / 4))),
+      ...stored,
+    };
+  }
+
+  /** The max context the user chose, or undefined (the model's trained context applies). */
+  get userMaxContext(): number | undefined {
+    return this.stored().maxContext;
+  }
+
+  /**
+   * Applies a patch already validated by the contract's schema.
+   * @throws RouterError INVALID_REQUEST when maxTokens ≥ maxContext; BUSY when the model must be
+   *   reloaded while an answer is generated or a model loads; the engine's load error when the
+   *   reload fails (nothing is changed then).
+   */
+  async update(patch: SettingsPatch, opts: { generating: boolean }): Promise<Settings> {
+    const before = this.get();
+    const next: Settings = { ...before, ...stripUndefined(patch) } as Settings;
+    if (next.maxTokens >= next.maxContext) {
+      throw new RouterError(
+        'INVALID_REQUEST',
+        `invalid settings: max tokens (${next.maxTokens}) must be less than the max context (${next.maxContext}), or no room is left for the prompt`,
+      );
+    }
+    const reload = (patch.maxContext !== undefined && patch.maxContext !== before.maxContext) || (patch.executionProvider !== undefined && patch.executionProvider !== before.executionProvider);
+    if (reload) {
+      if (opts.generating) throw new RouterError('BUSY', 'an answer is being generated; stop it before changing the max context or the execution provider');
+      await this.models.reload({ maxContext: next.maxContext, executionProvider: next.executionProvider });
+    }
+    const values: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(stripUndefined(patch))) values[PREFIX + k] = v;
+    this.store.setSettings(values);
+    return this.get();
+  }
+
+  private stored(): Partial<Settings> {
+    const all = this.store.getSettings();
+    const out: Partial<Record<keyof Settings, unknown>> = {};
+    for (const k of KEYS) {
+      const v = all[PREFIX + k];
+      // A value the schema no longer accepts (hand-edited, older version) falls back to the default.
+      if (v !== undefined && settingsPatchSchema.safeParse({ [k]: v }).success) out[k] = v;
+    }
+    return out as Partial<Settings>;
+  }
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

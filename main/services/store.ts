@@ -1,0 +1,371 @@
+/**
+ * The conversation store: conversations, their messages and the settings, in one SQLite file
+ * (`<dataDir>/ropewalk.db`, better-sqlite3, WAL, foreign keys on). Synchronous by design: every
+ * call is one short statement or transaction on the main thread, so a caller never sees a half
+ * written state. The schema evolves through `MIGRATIONS`, applied in order and recorded in
+ * `PRAGMA user_version`; a database from a newer app version is refused rather than damaged.
+ *
+ * Errors: a missing conversation or message throws `RouterError('NOT_FOUND', …)`; anything
+ * SQLite reports (disk full, corrupt file) propagates as the driver's error.
+ */
+import Database from 'better-sqlite3';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { AnswerStats, Conversation, ConversationSummary, Message, MessageStatus, Role } from '../contract/types.ts';
+import { RouterError } from '../router.ts';
+
+export const DB_FILE = 'ropewalk.db';
+export const DEFAULT_TITLE = 'New chat';
+/** Longest automatic title, in characters (before the ellipsis). */
+export const AUTO_TITLE_CHARS = 40;
+
+/** Each entry moves the schema from version i to i + 1. Never edit one that has shipped. */
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE conversations (
+     id           TEXT PRIMARY KEY,
+     title        TEXT NOT NULL,
+     -- 'default' (still "New chat"), 'auto' (from the first message) or 'user' (named by the user)
+     title_source TEXT NOT NULL DEFAULT 'default' CHECK (title_source IN ('default', 'auto', 'user')),
+     created_at   INTEGER NOT NULL,
+     updated_at   INTEGER NOT NULL
+   );
+   CREATE TABLE messages (
+     id              TEXT PRIMARY KEY,
+     conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+     seq             INTEGER NOT NULL,
+     role            TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+     content         TEXT NOT NULL,
+     status          TEXT NOT NULL CHECK (status IN ('complete', 'streaming', 'cancelled', 'error')),
+     stats           TEXT,
+     error           TEXT,
+     created_at      INTEGER NOT NULL,
+     UNIQUE (conversation_id, seq)
+   );
+   CREATE TABLE settings (
+     key   TEXT PRIMARY KEY,
+     value TEXT NOT NULL
+   );
+   CREATE INDEX conversations_by_update ON conversations(updated_at DESC);`,
+];
+
+interface ConversationRow {
+  id: string;
+  title: string;
+  title_source: 'default' | 'auto' | 'user';
+  created_at: number;
+  updated_at: number;
+}
+
+interface MessageRow {
+  id: string;
+  conversation_id: string;
+  seq: number;
+  role: Role;
+  content: string;
+  status: MessageStatus;
+  stats: string | null;
+  error: string | null;
+  created_at: number;
+}
+
+/** What may change on a message after it was appended. */
+export interface MessagePatch {
+  content?: string;
+  status?: MessageStatus;
+  stats?: AnswerStats | null;
+  error?: string | null;
+}
+
+export class ConversationStore {
+  readonly file: string;
+  private readonly db: Database.Database;
+  private closed = false;
+  /** Last timestamp handed out: stamps are strictly increasing, so "most recent first" is exact. */
+  private lastStamp = 0;
+
+  /**
+   * Opens (creating if needed) `<dataDir>/ropewalk.db` and migrates it to the current schema.
+   * @throws RouterError DATA_DIR when the folder cannot be created, SCHEMA_TOO_NEW when the file
+   *   was written by a newer version; SQLite's own error for an unreadable or corrupt file.
+   */
+  constructor(dataDir: string) {
+    try {
+      mkdirSync(dataDir, { recursive: true });
+    } catch (e) {
+      throw new RouterError('DATA_DIR', `cannot create the data folder ${dataDir}: ${(e as Error).message}`);
+    }
+    this.file = path.join(dataDir, DB_FILE);
+    this.db = new Database(this.file);
+    this.db.pragma('journal_mode = WAL');
+    // WAL + NORMAL: a committed write survives the process being killed; only a power loss can
+    // drop the last transactions. Every streamed-answer update would otherwise cost an fsync.
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('foreign_keys = ON');
+    this.db.pragma('busy_timeout = 2000');
+    this.migrate();
+  }
+
+  /** Schema version of the open file (number of migrations applied). */
+  get schemaVersion(): number {
+    return this.db.pragma('user_version', { simple: true }) as number;
+  }
+
+  /** SQLite's journal mode of the open file ('wal'). */
+  get journalMode(): string {
+    return this.db.pragma('journal_mode', { simple: true }) as string;
+  }
+
+  private migrate(): void {
+    const current = this.schemaVersion;
+    if (current > MIGRATIONS.length) {
+      this.db.close();
+      throw new RouterError('SCHEMA_TOO_NEW', `${this.file} was written by a newer version of Ropewalk (schema ${current}, this one knows ${MIGRATIONS.length})`);
+    }
+    for (let v = current; v < MIGRATIONS.length; v++) {
+      this.db.transaction(() => {
+        this.db.exec(MIGRATIONS[v]);
+        this.db.pragma(`user_version = ${v + 1}`);
+      })();
+    }
+  }
+
+  // ---- conversations ----
+
+  /**
+   * Conversations, most recently updated first. `search` matches titles as a literal substring,
+   * case-insensitively for ASCII (`%` and `_` are not wildcards).
+   */
+  listConversations(search?: string): ConversationSummary[] {
+    const q = search?.trim();
+    const rows = q
+      ? this.db
+          .prepare(`SELECT * FROM conversations WHERE title LIKE ? ESCAPE '\\' ORDER BY updated_at DESC, rowid DESC`)
+          .all(`%${escapeLike(q)}%`)
+      : this.db.prepare(`SELECT * FROM conversations ORDER BY updated_at DESC, rowid DESC`).all();
+    return (rows as ConversationRow[]).map(toSummary);
+  }
+
+  /** Creates an empty conversation; without a title it is "New chat" until its first message. */
+  createConversation(title?: string): Conversation {
+    const now = this.stamp();
+    const t = title?.trim();
+    const row: ConversationRow = { id: randomUUID(), title: t || DEFAULT_TITLE, title_source: t ? 'user' : 'default', created_at: now, updated_at: now };
+    this.db
+      .prepare(`INSERT INTO conversations (id, title, title_source, created_at, updated_at) VALUES (@id, @title, @title_source, @created_at, @updated_at)`)
+      .run(row);
+    return { ...toSummary(row), messages: [] };
+  }
+
+  /** A conversation summary. @throws RouterError NOT_FOUND. */
+  getSummary(id: string): ConversationSummary {
+    return toSummary(this.conversationRow(id));
+  }
+
+  /** A conversation with its messages in order. @throws RouterError NOT_FOUND. */
+  getConversation(id: string): Conversation {
+    const row = this.conversationRow(id);
+    return { ...toSummary(row), messages: this.messages(id) };
+  }
+
+  /** Whether a conversation exists. */
+  hasConversation(id: string): boolean {
+    return this.db.prepare(`SELECT 1 FROM conversations WHERE id = ?`).get(id) !== undefined;
+  }
+
+  /** Renames a conversation (its title is then never replaced automatically). @throws RouterError NOT_FOUND. */
+  renameConversation(id: string, title: string): ConversationSummary {
+    const r = this.db.prepare(`UPDATE conversations SET title = ?, title_source = 'user', updated_at = ? WHERE id = ?`).run(title.trim(), this.stamp(), id);
+    if (r.changes === 0) throw notFound('conversation', id);
+    return this.getSummary(id);
+  }
+
+  /** Deletes a conversation and (cascade) its messages. @throws RouterError NOT_FOUND. */
+  deleteConversation(id: string): void {
+    const r = this.db.prepare(`DELETE FROM conversations WHERE id = ?`).run(id);
+    if (r.changes === 0) throw notFound('conversation', id);
+  }
+
+  /**
+   * Sets the automatic title from `text` (its first ~40 characters, whitespace collapsed) when
+   * the conversation's title is still the default, or was automatic and `replaceAuto` is set.
+   * @returns whether the title changed.
+   */
+  setAutoTitle(id: string, text: string, replaceAuto = false): boolean {
+    const title = autoTitle(text);
+    if (!title) return false;
+    const allowed = replaceAuto ? `('default', 'auto')` : `('default')`;
+    const r = this.db.prepare(`UPDATE conversations SET title = ?, title_source = 'auto' WHERE id = ? AND title_source IN ${allowed} AND title <> ?`).run(title, id, title);
+    return r.changes > 0;
+  }
+
+  // ---- messages ----
+
+  /** Messages of a conversation in order (empty for an unknown id). */
+  messages(conversationId: string): Message[] {
+    const rows = this.db.prepare(`SELECT * FROM messages WHERE conversation_id = ? ORDER BY seq`).all(conversationId) as MessageRow[];
+    return rows.map(toMessage);
+  }
+
+  /** One message. @throws RouterError NOT_FOUND. */
+  getMessage(id: string): Message {
+    const row = this.db.prepare(`SELECT * FROM messages WHERE id = ?`).get(id) as MessageRow | undefined;
+    if (!row) throw notFound('message', id);
+    return toMessage(row);
+  }
+
+  /**
+   * Appends a message at the end of a conversation and marks the conversation updated.
+   * @throws RouterError NOT_FOUND for an unknown conversation.
+   */
+  appendMessage(conversationId: string, m: { role: Role; content: string; status: MessageStatus; stats?: AnswerStats | null; error?: string | null }): Message {
+    return this.db.transaction((): Message => {
+      this.conversationRow(conversationId);
+      const { next } = this.db.prepare(`SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM messages WHERE conversation_id = ?`).get(conversationId) as { next: number };
+      const now = this.stamp();
+      const row: MessageRow = {
+        id: randomUUID(),
+        conversation_id: conversationId,
+        seq: next,
+        role: m.role,
+        content: m.content,
+        status: m.status,
+        stats: m.stats ? JSON.stringify(m.stats) : null,
+        error: m.error ?? null,
+        created_at: now,
+      };
+      this.db
+        .prepare(
+          `INSERT INTO messages (id, conversation_id, seq, role, content, status, stats, error, created_at)
+           VALUES (@id, @conversation_id, @seq, @role, @content, @status, @stats, @error, @created_at)`,
+        )
+        .run(row);
+      this.touch(conversationId, now);
+      return toMessage(row);
+    })();
+  }
+
+  /**
+   * Changes a message's content, status, stats or error. A message deleted meanwhile (its
+   * conversation removed while an answer streamed) is ignored. @returns whether a row changed.
+   */
+  updateMessage(id: string, patch: MessagePatch): boolean {
+    if (this.closed) return false;
+    const sets: string[] = [];
+    const values: Record<string, unknown> = { id };
+    if (patch.content !== undefined) (sets.push('content = @content'), (values.content = patch.content));
+    if (patch.status !== undefined) (sets.push('status = @status'), (values.status = patch.status));
+    if (patch.stats !== undefined) (sets.push('stats = @stats'), (values.stats = patch.stats ? JSON.stringify(patch.stats) : null));
+    if (patch.error !== undefined) (sets.push('error = @error'), (values.error = patch.error));
+    if (sets.length === 0) return false;
+    return this.db.prepare(`UPDATE messages SET ${sets.join(', ')} WHERE id = @id`).run(values).changes > 0;
+  }
+
+  /** Deletes the messages that come after `messageId` in its conversation. @returns how many. */
+  deleteMessagesAfter(conversationId: string, messageId: string): number {
+    const m = this.getMessage(messageId);
+    if (m.conversationId !== conversationId) throw notFound('message', messageId);
+    const seq = (this.db.prepare(`SELECT seq FROM messages WHERE id = ?`).get(messageId) as { seq: number }).seq;
+    const r = this.db.prepare(`DELETE FROM messages WHERE conversation_id = ? AND seq > ?`).run(conversationId, seq);
+    this.touch(conversationId, this.stamp());
+    return r.changes;
+  }
+
+  /** Deletes one message. @returns whether it existed. */
+  deleteMessage(id: string): boolean {
+    return this.db.prepare(`DELETE FROM messages WHERE id = ?`).run(id).changes > 0;
+  }
+
+  /**
+   * Answers left 'streaming' by a process that died: marks them 'error' with `reason`, keeping
+   * their text. Call once at start, before any answer runs. @returns how many were fixed.
+   */
+  recoverInterrupted(reason: string): number {
+    return this.db.prepare(`UPDATE messages SET status = 'error', error = ? WHERE status = 'streaming'`).run(reason).changes;
+  }
+
+  // ---- settings ----
+
+  /** All stored settings, key → parsed JSON value (unparseable rows are skipped). */
+  getSettings(): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const { key, value } of this.db.prepare(`SELECT key, value FROM settings`).all() as { key: string; value: string }[]) {
+      try {
+        out[key] = JSON.parse(value);
+      } catch {
+        // A hand-edited row; the default applies.
+      }
+    }
+    return out;
+  }
+
+  /** Stores settings (JSON); `undefined` values delete their key. One transaction. */
+  setSettings(values: Record<string, unknown>): void {
+    const put = this.db.prepare(`INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`);
+    const del = this.db.prepare(`DELETE FROM settings WHERE key = ?`);
+    this.db.transaction(() => {
+      for (const [k, v] of Object.entries(values)) {
+        if (v === undefined) del.run(k);
+        else put.run(k, JSON.stringify(v));
+      }
+    })();
+  }
+
+  /** Closes the database (idempotent); later updates of messages are ignored. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.db.close();
+  }
+
+  private conversationRow(id: string): ConversationRow {
+    const row = this.db.prepare(`SELECT * FROM conversations WHERE id = ?`).get(id) as ConversationRow | undefined;
+    if (!row) throw notFound('conversation', id);
+    return row;
+  }
+
+  private touch(conversationId: string, now: number): void {
+    this.db.prepare(`UPDATE conversations SET updated_at = ? WHERE id = ?`).run(now, conversationId);
+  }
+
+  /** Now in ms since the epoch, but always later than the previous stamp of this store. */
+  private stamp(): number {
+    this.lastStamp = Math.max(Date.now(), this.lastStamp + 1);
+    return this.lastStamp;
+  }
+}
+
+/** `text` with LIKE's wildcards and the escape character itself escaped (ESCAPE '\'). */
+export function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+/** A title from a message: whitespace collapsed, at most ~40 characters, cut at a word if one is near. */
+export function autoTitle(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  if (flat.length <= AUTO_TITLE_CHARS) return flat;
+  const cut = flat.slice(0, AUTO_TITLE_CHARS);
+  const space = cut.lastIndexOf(' ');
+  return `${(space >= AUTO_TITLE_CHARS * 0.6 ? cut.slice(0, space) : cut).trimEnd()}…`;
+}
+
+function notFound(what: string, id: string): RouterError {
+  return new RouterError('NOT_FOUND', `no ${what} with id ${id.slice(0, 64)}`);
+}
+
+function toSummary(r: ConversationRow): ConversationSummary {
+  return { id: r.id, title: r.title, createdAt: r.created_at, updatedAt: r.updated_at };
+}
+
+function toMessage(r: MessageRow): Message {
+  return {
+    id: r.id,
+    conversationId: r.conversation_id,
+    role: r.role,
+    content: r.content,
+    status: r.status,
+    stats: r.stats ? (JSON.parse(r.stats) as AnswerStats) : null,
+    error: r.error,
+    createdAt: r.created_at,
+  };
+}

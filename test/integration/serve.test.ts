@@ -1,0 +1,376 @@
+/**
+ * `serve` mode: the real services behind the HTTP + WebSocket server on 127.0.0.1. Static files
+ * with the CSP, no directory traversal, the wire protocol (calls, errors for bad frames, events
+ * to every client), Origin and Host checks; and the CLI as a user runs it: the URL is the first
+ * line, bad options exit 2 with one line, SIGTERM shuts down cleanly, and after a SIGKILL during
+ * a streamed answer the partial answer is in SQLite.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { after, before, test } from 'node:test';
+import Database from 'better-sqlite3';
+import { WebSocket } from 'ws';
+import type { ServerFrame } from '../../main/contract/wire.ts';
+import { startServer, type RunningServer } from '../../main/serve/server.ts';
+import { startServices, type Services } from '../../main/services/index.ts';
+import { DB_FILE } from '../../main/services/store.ts';
+import { PROJECT_ROOT, STORIES_BIN } from '../helpers/paths.ts';
+import { sleep } from '../helpers/router-events.ts';
+
+const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-serve-test-'));
+const staticDir = path.join(root, 'static');
+const cacheDir = path.join(root, 'cache');
+const INDEX = '<!doctype html><title>Ropewalk</title><script src="/app.js"></script>';
+let services: Services;
+let srv: RunningServer;
+
+before(async () => {
+  mkdirSync(path.join(staticDir, 'assets'), { recursive: true });
+  writeFileSync(path.join(staticDir, 'index.html'), INDEX);
+  writeFileSync(path.join(staticDir, 'app.js'), 'console.log(1);');
+  writeFileSync(path.join(staticDir, 'assets', 'style.css'), 'body{}');
+  writeFileSync(path.join(root, 'secret.txt'), 'outside the static folder');
+  services = await startServices({ dataDir: path.join(root, 'data'), cacheDir, defaultModel: STORIES_BIN });
+  srv = await startServer({ router: services.router, port: 0, staticDir, completions: services.completions });
+});
+after(async () => {
+  await srv?.close();
+  await services?.dispose();
+  rmSync(root, { recursive: true, force: true });
+});
+
+/** A raw GET (the path is sent as written, unlike fetch, which normalises `..`). */
+function get(urlPath: string, headers: Record<string, string> = {}, method = 'GET'): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: srv.port, path: urlPath, method, headers }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** A WebSocket client speaking the wire protocol. */
+async function connect(port = srv.port, origin = `http://127.0.0.1:${port}`) {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { origin });
+  const frames: ServerFrame[] = [];
+  const waiters: { pred: (f: ServerFrame) => boolean; resolve: (f: ServerFrame) => void }[] = [];
+  ws.on('message', (data) => {
+    const f = JSON.parse(data.toString()) as ServerFrame;
+    frames.push(f);
+    for (const w of [...waiters]) if (w.pred(f)) (waiters.splice(waiters.indexOf(w), 1), w.resolve(f));
+  });
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  let nextId = 1;
+  const waitFor = (pred: (f: ServerFrame) => boolean, timeoutMs = 20_000) =>
+    new Promise<ServerFrame>((resolve, reject) => {
+      const seen = frames.find(pred);
+      if (seen) return resolve(seen);
+      const t = setTimeout(() => reject(new Error('no such frame in time')), timeoutMs);
+      waiters.push({ pred, resolve: (f) => (clearTimeout(t), resolve(f)) });
+    });
+  const callRaw = (text: string, id: number) => {
+    ws.send(text);
+    return waitFor((f) => f.kind === 'result' && f.id === id);
+  };
+  const call = async (method: string, payload: unknown) => {
+    const id = nextId++;
+    const f = await callRaw(JSON.stringify({ kind: 'call', id, method, payload }), id);
+    assert.equal(f.kind, 'result');
+    if (f.kind !== 'result') throw new Error('unreachable');
+    return f;
+  };
+  return { ws, frames, call, callRaw, waitFor, close: () => ws.close() };
+}
+
+/** Tries a WebSocket upgrade; resolves with the HTTP status of a refusal, or 101. */
+function upgradeStatus(origin: string | undefined, urlPath = '/ws', host?: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${srv.port}${urlPath}`, { ...(origin ? { origin } : {}), ...(host ? { headers: { host } } : {}) });
+    ws.on('open', () => (ws.close(), resolve(101)));
+    ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+    ws.on('error', reject);
+  });
+}
+
+test('the server listens on 127.0.0.1 only and serves index.html with the CSP and nosniff', async () => {
+  assert.equal((srv.server.address() as AddressInfo).address, '127.0.0.1');
+  assert.equal(srv.url, `http://127.0.0.1:${srv.port}/`);
+  const r = await get('/');
+  assert.equal(r.status, 200);
+  assert.equal(r.body, INDEX);
+  assert.equal(r.headers['content-type'], 'text/html; charset=utf-8');
+  assert.equal(
+    r.headers['content-security-policy'],
+    `default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self' ws://127.0.0.1:${srv.port}; object-src 'none'; base-uri 'none'; frame-ancestors 'none'`,
+  );
+  assert.equal(r.headers['x-content-type-options'], 'nosniff');
+  assert.equal((await get('/index.html')).body, INDEX);
+  const js = await get('/app.js');
+  assert.equal(js.headers['content-type'], 'text/javascript; charset=utf-8');
+  assert.equal((await get('/assets/style.css?v=1')).headers['content-type'], 'text/css; charset=utf-8');
+  const head = await get('/app.js', {}, 'HEAD');
+  assert.equal(head.status, 200);
+  assert.equal(head.body, '');
+});
+
+test('no file outside the static folder, whatever the spelling; unknown paths and methods are refused', async () => {
+  for (const p of ['/../package.json', '/../secret.txt', '/%2e%2e/secret.txt', '/..%2fsecret.txt', '/assets/../../secret.txt', '/%2e%2e%5csecret.txt', '/..\\secret.txt', '/%00', '/%E0%A4%A', '/missing.js', '/assets', '/assets/']) {
+    const r = await get(p);
+    assert.equal(r.status, 404, `${p} → ${r.status}`);
+    assert.ok(!r.body.includes('outside the static folder'));
+    assert.equal(r.headers['x-content-type-options'], 'nosniff');
+  }
+  assert.equal((await get('/', {}, 'POST')).status, 405);
+  assert.equal((await get('/', { host: 'evil.example:80' })).status, 403, 'a foreign Host (DNS rebinding) is refused');
+});
+
+test('WebSocket upgrades: only from this origin, only at /ws', async () => {
+  const own = `http://127.0.0.1:${srv.port}`;
+  assert.equal(await upgradeStatus(own), 101);
+  assert.equal(await upgradeStatus('http://evil.example'), 403);
+  assert.equal(await upgradeStatus(`http://localhost:${srv.port}`), 403);
+  assert.equal(await upgradeStatus(`http://127.0.0.1:${srv.port + 1}`), 403);
+  assert.equal(await upgradeStatus(undefined), 403, 'no Origin: refused');
+  assert.equal(await upgradeStatus(own, '/other'), 404);
+  assert.equal(await upgradeStatus(own, '/ws', `evil.example:${srv.port}`), 403);
+});
+
+test('wire protocol: calls answer, bad frames get error results and the connection lives on', async () => {
+  const c = await connect();
+  try {
+    const list = await c.call('listConversations', {});
+    assert.equal(list.ok, true);
+    assert.ok(list.ok && Array.isArray(list.value));
+    const bad = await c.callRaw('{ not json', -1);
+    assert.deepEqual(bad, { kind: 'result', id: -1, ok: false, error: { code: 'INVALID_FRAME', message: 'the frame is not valid JSON' } });
+    const noKind = await c.callRaw(JSON.stringify({ id: 77, method: 'getModel' }), 77);
+    assert.equal(noKind.kind === 'result' && !noKind.ok && noKind.error.code, 'INVALID_FRAME');
+    const unknown = await c.call('dropDatabase', {});
+    assert.equal(!unknown.ok && unknown.error.code, 'UNKNOWN_METHOD');
+    const invalid = await c.call('renameConversation', { id: 'x' });
+    assert.equal(!invalid.ok && invalid.error.code, 'INVALID_REQUEST');
+    const missing = await c.call('getConversation', { id: 'nope' });
+    assert.equal(!missing.ok && missing.error.code, 'NOT_FOUND');
+    c.ws.send(Buffer.from([1, 2, 3]), { binary: true });
+    const binary = await c.waitFor((f) => f.kind === 'result' && !f.ok && /binary/.test(f.error.message));
+    assert.ok(binary);
+    assert.equal((await c.call('getSettings', {})).ok, true, 'still answering');
+  } finally {
+    c.close();
+  }
+});
+
+test('events go to every client: a chat over the WebSocket streams deltas and ends with answerDone', async () => {
+  const a = await connect();
+  const b = await connect();
+  try {
+    await services.modelLoaded;
+    const created = await a.call('createConversation', {});
+    assert.ok(created.ok);
+    const id = (created.value as { id: string }).id;
+    await b.waitFor((f) => f.kind === 'event' && f.event === 'conversationsChanged' && JSON.stringify(f.data).includes(id));
+    const sent = await a.call('sendMessage', { conversationId: id, content: 'Once upon a time' });
+    assert.ok(sent.ok, JSON.stringify(sent));
+    const isDone = (f: ServerFrame) => f.kind === 'event' && f.event === 'answerDone' && (f.data as { conversationId: string }).conversationId === id;
+    const [doneA, doneB] = await Promise.all([a.waitFor(isDone), b.waitFor(isDone)]);
+    assert.deepEqual(doneA, doneB);
+    const message = (doneA as { data: { message: { content: string; status: string } } }).data.message;
+    assert.equal(message.status, 'complete');
+    const deltas = b.frames.filter((f) => f.kind === 'event' && f.event === 'answerDelta').map((f) => (f as { data: { text: string } }).data.text);
+    assert.equal(deltas.join(''), message.content);
+  } finally {
+    a.close();
+    b.close();
+  }
+});
+
+// ---- the OpenAI-compatible endpoints ----
+
+function post(urlPath: string, body: string, contentType = 'application/json'): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: srv.port, path: urlPath, method: 'POST', headers: { 'content-type': contentType } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const GREEDY_CHAT = { messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 24, temperature: 0 };
+
+test('/v1/models lists the loaded model; /v1/chat/completions answers, streamed or not, the same greedy text', async () => {
+  await services.modelLoaded;
+  const models = await get('/v1/models');
+  assert.equal(models.status, 200);
+  assert.deepEqual(JSON.parse(models.body), { object: 'list', data: [{ id: 'stories260K', object: 'model', created: 0, owned_by: 'ropewalk' }] });
+
+  const plain = await post('/v1/chat/completions', JSON.stringify({ ...GREEDY_CHAT, model: 'stories260K' }));
+  assert.equal(plain.status, 200, plain.body);
+  const completion = JSON.parse(plain.body);
+  assert.equal(completion.object, 'chat.completion');
+  assert.equal(completion.choices[0].message.role, 'assistant');
+  assert.equal(completion.choices[0].finish_reason, 'length');
+  assert.deepEqual(completion.usage, { prompt_tokens: 5, completion_tokens: 24, total_tokens: 29 });
+  const text: string = completion.choices[0].message.content;
+  assert.ok(text.length > 20, text);
+
+  const streamed = await post('/v1/chat/completions', JSON.stringify({ ...GREEDY_CHAT, stream: true }));
+  assert.equal(streamed.status, 200);
+  assert.match(String(streamed.headers['content-type']), /^text\/event-stream/);
+  const data = streamed.body.split('\n\n').filter(Boolean).map((e) => e.replace(/^data: /, ''));
+  assert.equal(data.at(-1), '[DONE]');
+  const chunks = data.slice(0, -1).map((d) => JSON.parse(d));
+  assert.ok(chunks.every((c) => c.object === 'chat.completion.chunk' && c.id === chunks[0].id));
+  assert.equal(chunks[0].choices[0].delta.role, 'assistant');
+  assert.equal(chunks.at(-1).choices[0].finish_reason, 'length');
+  assert.equal(chunks.map((c) => c.choices[0].delta.content ?? '').join(''), text, 'streamed text = non-streamed text');
+});
+
+test('/v1 errors: JSON only, validated, one generation at a time (429), a client that leaves cancels', async () => {
+  await services.modelLoaded;
+  const expectError = async (r: Promise<{ status: number; body: string }>, status: number, code: string) => {
+    const got = await r;
+    assert.equal(got.status, status, got.body);
+    assert.equal(JSON.parse(got.body).error.code, code);
+  };
+  await expectError(post('/v1/chat/completions', JSON.stringify(GREEDY_CHAT), 'text/plain'), 415, 'unsupported_media_type');
+  await expectError(post('/v1/chat/completions', '{ nope'), 400, 'invalid_json');
+  await expectError(post('/v1/chat/completions', JSON.stringify({ messages: [] })), 400, 'invalid_request');
+  await expectError(post('/v1/chat/completions', JSON.stringify({ ...GREEDY_CHAT, model: 'gpt-4' })), 404, 'model_not_found');
+  await expectError(post('/v1/chat/completions', JSON.stringify({ ...GREEDY_CHAT, max_tokens: 0 })), 400, 'invalid_request');
+  await expectError(post('/v1/chat/completions', JSON.stringify({ messages: [{ role: 'user', content: 'word '.repeat(800) }] })), 400, 'context_length_exceeded');
+  await expectError(get('/v1/nothing'), 404, 'not_found');
+
+  // A long streamed answer holds the engine: a second request is refused, the app's Send too.
+  const first = await new Promise<http.IncomingMessage>((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: srv.port, path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' } }, resolve);
+    req.on('error', () => undefined);
+    req.end(JSON.stringify({ messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 400, temperature: 1, seed: 1, stream: true }));
+    setTimeout(() => reject(new Error('no response')), 10_000);
+  });
+  await new Promise((r) => first.once('data', r));
+  await expectError(post('/v1/chat/completions', JSON.stringify(GREEDY_CHAT)), 429, 'busy');
+  first.destroy();
+  // The disconnect cancels the generation: the engine is free again shortly.
+  let ok = false;
+  for (let i = 0; i < 50 && !ok; i++) {
+    await sleep(20);
+    ok = (await post('/v1/chat/completions', JSON.stringify({ ...GREEDY_CHAT, max_tokens: 2 }))).status === 200;
+  }
+  assert.ok(ok, 'the engine is free after the client left');
+});
+
+// ---- the CLI, as a user runs it ----
+
+const CLI = path.join(PROJECT_ROOT, 'main', 'serve', 'cli.ts');
+
+function spawnServe(args: string[]): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, ROPEWALK_CACHE_DIR: cacheDir, ROPEWALK_DEFAULT_MODEL: STORIES_BIN },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+function firstLine(child: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const rl = readline.createInterface({ input: child.stdout! });
+    rl.once('line', (line) => (rl.close(), resolve(line)));
+    child.once('exit', (code) => reject(new Error(`exited ${code} before printing a line`)));
+  });
+}
+
+function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }> {
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (d) => (stderr += d));
+  return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal, stderr })));
+}
+
+test('CLI: bad options exit 2 with one line on stderr', async () => {
+  writeFileSync(path.join(root, 'not-a-folder'), 'x');
+  const cases = [
+    [['--port', 'abc'], /--port must be an integer from 0 to 65535, got "abc"/],
+    [['--port', '70000'], /--port/],
+    [['--data', path.join(root, 'not-a-folder')], /is not a folder/],
+    [['--bogus'], /unknown option --bogus/],
+  ] as const;
+  const runs = await Promise.all(cases.map(([args]) => exited(spawnServe([...args]))));
+  for (const [i, [args, pattern]] of cases.entries()) {
+    const r = runs[i];
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+    const lines = r.stderr.trimEnd().split('\n');
+    assert.equal(lines.length, 1, r.stderr);
+    assert.match(lines[0], pattern);
+  }
+});
+
+test('CLI: the first line is the URL; the page is served; SIGTERM shuts down cleanly', async () => {
+  const data = path.join(root, 'cli-data');
+  const child = spawnServe(['--port', '0', '--data', data, '--static', staticDir]);
+  const done = exited(child);
+  try {
+    const url = await firstLine(child);
+    assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
+    const res = await fetch(url);
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), INDEX);
+  } finally {
+    child.kill('SIGTERM');
+  }
+  const r = await done;
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(existsSync(path.join(data, DB_FILE)));
+});
+
+test('CLI: killed (SIGKILL) while an answer streams, the partial answer is in SQLite', async () => {
+  const data = path.join(root, 'kill-data');
+  const child = spawnServe(['--port', '0', '--data', data, '--static', staticDir]);
+  const done = exited(child);
+  let messageId = '';
+  try {
+    const url = new URL(await firstLine(child));
+    const c = await connect(Number(url.port));
+    const model = await c.call('getModel', {});
+    if (!(model.ok && (model.value as { status: string }).status === 'ready')) {
+      await c.waitFor((f) => f.kind === 'event' && f.event === 'modelState' && (f.data as { status: string }).status === 'ready');
+    }
+    const s = await c.call('updateSettings', { maxContext: 16384, maxTokens: 12000, temperature: 0, repetitionPenalty: 0.1 });
+    assert.ok(s.ok, JSON.stringify(s));
+    const conv = await c.call('createConversation', {});
+    const id = (conv as { value: { id: string } }).value.id;
+    const sent = await c.call('sendMessage', { conversationId: id, content: 'Once upon a time' });
+    assert.ok(sent.ok, JSON.stringify(sent));
+    messageId = (sent as { value: { assistantMessage: { id: string } } }).value.assistantMessage.id;
+    await c.waitFor((f) => f.kind === 'event' && f.event === 'answerDelta');
+    await sleep(1500);
+    assert.ok(!c.frames.some((f) => f.kind === 'event' && f.event === 'answerDone'), 'still streaming when killed');
+  } finally {
+    child.kill('SIGKILL');
+  }
+  assert.equal((await done).signal, 'SIGKILL');
+  const db = new Database(path.join(data, DB_FILE), { readonly: true });
+  try {
+    const row = db.prepare('SELECT role, content, status FROM messages WHERE id = ?').get(messageId) as { role: string; content: string; status: string };
+    assert.equal(row.role, 'assistant');
+    assert.equal(row.status, 'streaming');
+    assert.ok(row.content.length > 0, 'the partial answer was saved');
+  } finally {
+    db.close();
+  }
+});

@@ -1,0 +1,340 @@
+/**
+ * The services with real SQLite and the real engine (stories260K in its worker thread), through
+ * the router exactly as the window calls them: streaming with batched deltas, one answer at a
+ * time, cancel mid-answer, the growing answer visible in SQLite from a second connection, a
+ * killed worker restarted with the conversation intact, a corrupt model refused while the old
+ * one keeps answering, the context budget (a draft that cannot fit is refused with CONTEXT_FULL),
+ * settings checks, regenerate and edit, and the data surviving a restart.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import Database from 'better-sqlite3';
+import type { ContextBudget, Conversation, Message, ModelState, Settings } from '../../main/contract/types.ts';
+import type { RequestOf, ResponseOf, MethodName } from '../../main/contract/channels.ts';
+import { RouterError } from '../../main/router.ts';
+import { CRASH_MESSAGE } from '../../main/services/chat-service.ts';
+import { startServices, type Services } from '../../main/services/index.ts';
+import { DB_FILE } from '../../main/services/store.ts';
+import { makeBadModels, removeBadModels, type BadModels } from '../helpers/bad-models.ts';
+import { STORIES_BIN, STORIES_DIR } from '../helpers/paths.ts';
+import { nextEvent, record, sleep } from '../helpers/router-events.ts';
+
+const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-services-test-'));
+const dataDir = path.join(root, 'data');
+const cacheDir = path.join(root, 'cache');
+let s: Services;
+let bad: BadModels;
+
+/** A typed router call, as the window makes it. */
+function call<M extends MethodName>(method: M, payload: RequestOf<M>): Promise<ResponseOf<M>> {
+  return s.router.call(method, payload) as Promise<ResponseOf<M>>;
+}
+
+const rejectsWith = (code: string, text?: RegExp) => (e: unknown) => {
+  assert.ok(e instanceof RouterError, `expected a RouterError, got ${String(e)}`);
+  assert.equal(e.code, code, e.message);
+  if (text) assert.match(e.message, text);
+  return true;
+};
+
+/** Sends and waits for the answer's answerDone. */
+async function sendAndWait(conversationId: string, content: string): Promise<{ sent: ResponseOf<'sendMessage'>; done: Message }> {
+  const done = nextEvent(s.router, 'answerDone', (d) => d.conversationId === conversationId);
+  const sent = await call('sendMessage', { conversationId, content });
+  return { sent, done: (await done).message };
+}
+
+/** Settings that make stories260K write a long answer: greedy with a strong repetition bonus never picks EOS. */
+const LONG_ANSWER: Partial<Settings> = { maxContext: 16384, maxTokens: 12000, temperature: 0, repetitionPenalty: 0.1 };
+
+before(async () => {
+  bad = await makeBadModels();
+  s = await startServices({ dataDir, cacheDir, defaultModel: STORIES_BIN });
+  await s.modelLoaded;
+});
+after(async () => {
+  await s?.dispose();
+  await removeBadModels(bad);
+  rmSync(root, { recursive: true, force: true });
+});
+
+test('on start the embedded model loads with no setup; defaults follow its trained context; an empty chat uses 0', async () => {
+  const m = await call('getModel', {});
+  assert.equal(m.status, 'ready', JSON.stringify(m));
+  assert.equal(m.info?.name, 'stories260K');
+  assert.equal(m.info?.maxContext, 512);
+  const st = await call('getSettings', {});
+  assert.deepEqual(st, {
+    maxContext: 512,
+    maxTokens: 128, // min(256, 512 / 4): room for a few exchanges in a 512-position model
+    temperature: 0.8,
+    topK: 40,
+    topP: 0.95,
+    minP: 0.05,
+    repetitionPenalty: 1,
+    seed: null,
+    systemPrompt: '',
+    contextFullPolicy: 'stop',
+    executionProvider: 'cpu',
+  });
+  const b = await call('getBudget', { conversationId: null, draft: '' });
+  assert.deepEqual({ ...b, rope: null, kv: null }, { conversationId: null, maxContext: 512, system: 0, history: 0, draft: 0, reserve: 128, used: 0, total: 128, fits: true, rope: null, kv: null });
+  const c = await call('createConversation', {});
+  const empty = await call('getBudget', { conversationId: c.id, draft: '' });
+  assert.equal(empty.used, 0);
+  const drafted = await call('getBudget', { conversationId: c.id, draft: 'Once upon a time' });
+  assert.ok(drafted.draft > 0 && drafted.used === drafted.draft, JSON.stringify(drafted));
+});
+
+test('streaming: batched answerDelta events, prefill progress, answerDone with stats, the answer in SQLite; one answer at a time', async () => {
+  await call('updateSettings', { seed: 1 });
+  const c = await call('createConversation', {});
+  const rec = record(s.router);
+  const done = nextEvent(s.router, 'answerDone', (d) => d.conversationId === c.id);
+  const sent = await call('sendMessage', { conversationId: c.id, content: 'Once upon a time' });
+  assert.equal(sent.userMessage.content, 'Once upon a time');
+  assert.equal(sent.assistantMessage.status, 'streaming');
+  await assert.rejects(call('sendMessage', { conversationId: c.id, content: 'again' }), rejectsWith('BUSY', /an answer is already being generated/));
+  const other = await call('createConversation', {});
+  await assert.rejects(call('sendMessage', { conversationId: other.id, content: 'elsewhere' }), rejectsWith('BUSY'));
+  const final = (await done).message;
+  await sleep(50);
+  rec.stop();
+
+  assert.equal(final.id, sent.assistantMessage.id);
+  assert.equal(final.status, 'complete');
+  assert.ok(final.stats, 'stats are set');
+  assert.ok(final.stats.generatedTokens >= 50, `a long enough answer: ${final.stats.generatedTokens} tokens`);
+  assert.ok(['length', 'stop'].includes(final.stats.finishReason));
+  assert.equal(final.stats.promptTokens, 5);
+  assert.ok(final.stats.decodeTokensPerSec > 0 && final.stats.ttftMs > 0);
+
+  const deltas = rec.events.filter((e) => e.event === 'answerDelta' && (e.data as { messageId: string }).messageId === final.id);
+  const texts = deltas.map((d) => (d.data as { text: string }).text);
+  assert.equal(texts.join(''), final.content, 'the deltas add up to the answer');
+  assert.ok(deltas.length >= 2 && deltas.length < final.stats.generatedTokens, `${deltas.length} events for ${final.stats.generatedTokens} tokens`);
+  const gaps = deltas.slice(1).map((d, i) => d.at - deltas[i].at);
+  const mean = gaps.reduce((a, b) => a + b, 0) / gaps.length;
+  assert.ok(mean >= 10, `mean spacing ${mean.toFixed(1)} ms`);
+  assert.ok(gaps.slice(0, -1).every((g) => g >= 12), `every spacing but the final flush ≥ 16 ms: ${gaps.map((g) => g.toFixed(0)).join(' ')}`);
+  const counts = deltas.map((d) => (d.data as { generatedTokens: number }).generatedTokens);
+  assert.ok(counts.every((n, i) => i === 0 || n >= counts[i - 1]), 'generatedTokens only grows');
+
+  const prefill = rec.of('answerPrefill').filter((p) => p.messageId === final.id);
+  assert.deepEqual(prefill.at(-1), { conversationId: c.id, messageId: final.id, processed: 5, total: 5 });
+  const budgets = rec.of('budgetChanged').filter((b) => b.conversationId === c.id);
+  assert.equal(budgets[0].history, 5, 'right after send the user message counts as history');
+  assert.equal(budgets[0].draft, 0);
+  const recounted = await call('getBudget', { conversationId: c.id, draft: '' });
+  assert.equal(recounted.history, 5 + final.stats.generatedTokens);
+  assert.ok(rec.of('conversationsChanged').some((e) => e.conversations.some((x) => x.id === c.id && x.title === 'Once upon a time')), 'the title comes from the first message');
+
+  const stored = await call('getConversation', { id: c.id });
+  assert.deepEqual(stored.messages.map((m) => [m.role, m.status]), [['user', 'complete'], ['assistant', 'complete']]);
+  assert.deepEqual(stored.messages[1], final);
+  assert.equal((await call('getConversation', { id: other.id })).messages.length, 0, 'a refused send stores nothing');
+});
+
+test('cancel mid-answer: stop after the first delta ends the answer as cancelled, the partial text kept in SQLite', async () => {
+  const c = await call('createConversation', {});
+  const first = nextEvent(s.router, 'answerDelta', (d) => d.conversationId === c.id);
+  const done = nextEvent(s.router, 'answerDone', (d) => d.conversationId === c.id);
+  await call('sendMessage', { conversationId: c.id, content: 'Once upon a time' });
+  await first;
+  assert.equal(await call('stopGeneration', { conversationId: c.id }), null);
+  const msg = (await done).message;
+  assert.equal(msg.status, 'cancelled');
+  assert.equal(msg.stats?.finishReason, 'cancelled');
+  assert.ok(msg.content.length > 0 && msg.stats.generatedTokens < 256, `${msg.stats?.generatedTokens} tokens`);
+  const stored = (await call('getConversation', { id: c.id })).messages[1];
+  assert.equal(stored.status, 'cancelled');
+  assert.equal(stored.content, msg.content);
+  assert.equal(await call('stopGeneration', { conversationId: c.id }), null, 'stopping nothing is fine');
+});
+
+test('budget: a draft that cannot fit says fits=false and Send refuses it with CONTEXT_FULL, storing nothing', async () => {
+  const c = await call('createConversation', {});
+  const long = 'the cat sat on the mat and looked at the dog. '.repeat(40);
+  const b = await call('getBudget', { conversationId: c.id, draft: long });
+  assert.equal(b.fits, false);
+  assert.ok(b.draft > 256 && b.total === b.used + b.reserve && b.total > b.maxContext, JSON.stringify(b));
+  await assert.rejects(call('sendMessage', { conversationId: c.id, content: long }), rejectsWith('CONTEXT_FULL', new RegExp(`${b.total}.*max context of 512`)));
+  const after = await call('getConversation', { id: c.id });
+  assert.equal(after.messages.length, 0);
+  assert.equal(after.title, 'New chat');
+  // No crash: the engine still counts and answers.
+  assert.equal((await call('getBudget', { conversationId: c.id, draft: 'hi' })).fits, true);
+  await assert.rejects(call('getBudget', { conversationId: 'no-such-id', draft: '' }), rejectsWith('NOT_FOUND'));
+  await assert.rejects(call('updateSettings', { maxTokens: 600 }), rejectsWith('INVALID_REQUEST', /max tokens \(600\).*max context \(512\)/));
+  assert.equal((await call('getSettings', {})).maxTokens, 128, 'a refused change changes nothing');
+});
+
+test('budget: concurrent requests for one conversation are coalesced to the latest draft', async () => {
+  const c = await call('createConversation', {});
+  const drafts = ['a', 'a b', 'a b c', 'a b c d', 'a b c d e f g h'];
+  const results = await Promise.all(drafts.map((draft) => call('getBudget', { conversationId: c.id, draft })));
+  const latest = await call('getBudget', { conversationId: c.id, draft: drafts.at(-1)! });
+  assert.ok(results.slice(1).every((r) => r.draft === latest.draft), `coalesced: ${results.map((r) => r.draft).join(' ')}`);
+  const system = await call('updateSettings', { systemPrompt: 'You tell stories.' });
+  assert.equal(system.systemPrompt, 'You tell stories.');
+  const withSystem = await call('getBudget', { conversationId: c.id, draft: '' });
+  assert.ok(withSystem.system > 0 && withSystem.history === 0 && withSystem.used === withSystem.system, JSON.stringify(withSystem));
+  await call('updateSettings', { systemPrompt: '' });
+});
+
+let longChat: Conversation;
+let longPartial = '';
+
+test('persistence: a streaming answer is in SQLite as it grows (second connection), then kept on stop', async () => {
+  const changed = await call('updateSettings', LONG_ANSWER);
+  assert.equal(changed.maxContext, 16384);
+  assert.equal((await call('getModel', {})).info?.maxContext, 16384, 'a new max context reloads the model');
+  longChat = await call('createConversation', {});
+  const done = nextEvent(s.router, 'answerDone', (d) => d.conversationId === longChat.id);
+  const { assistantMessage } = await call('sendMessage', { conversationId: longChat.id, content: 'Once upon a time' });
+  await assert.rejects(call('updateSettings', { maxContext: 32768 }), rejectsWith('BUSY'), 'no reload under a running answer');
+  await assert.rejects(call('openModel', { path: STORIES_BIN }), rejectsWith('BUSY'));
+  assert.equal((await call('updateSettings', { topK: 41 })).topK, 41, 'settings that need no reload still change');
+  await sleep(1600);
+  const reader = new Database(path.join(dataDir, DB_FILE), { readonly: true });
+  let row: { content: string; status: string } | undefined;
+  try {
+    row = reader.prepare('SELECT content, status FROM messages WHERE id = ?').get(assistantMessage.id) as typeof row;
+  } finally {
+    reader.close();
+  }
+  assert.equal(row?.status, 'streaming');
+  assert.ok(row && row.content.length > 0, 'the partial answer is saved while it streams');
+  const live = (await call('getConversation', { id: longChat.id })).messages[1];
+  assert.ok(live.content.startsWith(row.content) && live.content.length >= row.content.length, 'getConversation shows the text sent so far');
+  await call('stopGeneration', { conversationId: longChat.id });
+  const msg = (await done).message;
+  assert.equal(msg.status, 'cancelled');
+  assert.ok(msg.content.startsWith(row.content));
+  longPartial = msg.content;
+});
+
+test('a killed worker ends the answer as an error with its text kept; the conversation is intact and the next send works', async () => {
+  const before = (await call('getConversation', { id: longChat.id })).messages;
+  const firstDelta = nextEvent(s.router, 'answerDelta', (d) => d.conversationId === longChat.id);
+  const done = nextEvent(s.router, 'answerDone', (d) => d.conversationId === longChat.id);
+  await call('sendMessage', { conversationId: longChat.id, content: 'The next day' });
+  await firstDelta;
+  await sleep(200);
+  const crashes = s.host.crashes;
+  await s.host.killWorker();
+  const msg = (await done).message;
+  assert.equal(s.host.crashes, crashes + 1);
+  assert.equal(msg.status, 'error');
+  assert.equal(msg.error, CRASH_MESSAGE);
+  assert.ok(msg.content.length > 0, 'the partial answer is kept');
+
+  const now = (await call('getConversation', { id: longChat.id })).messages;
+  assert.deepEqual(now.slice(0, before.length), before, 'earlier messages are intact');
+  assert.equal(now[1].content, longPartial);
+  assert.deepEqual(now.slice(before.length).map((m) => [m.role, m.status]), [['user', 'complete'], ['assistant', 'error']]);
+  assert.equal(now.at(-1)!.content, msg.content);
+
+  await call('updateSettings', { maxTokens: 16 });
+  const next = await sendAndWait(longChat.id, 'Then');
+  assert.equal(next.done.status, 'complete');
+  assert.equal(next.done.stats?.generatedTokens, 16);
+  const m = await call('getModel', {});
+  assert.equal(m.status, 'ready');
+  assert.equal(m.info?.maxContext, 16384, 'the restarted worker has the same model and options');
+});
+
+test('a corrupt model is refused with a readable reason; the old model stays loaded and still answers', async () => {
+  await call('updateSettings', { maxContext: 512, maxTokens: 32, temperature: 0.8, repetitionPenalty: 1 });
+  const garbageHf = path.join(root, 'garbage-hf');
+  mkdirSync(garbageHf);
+  writeFileSync(path.join(garbageHf, 'config.json'), '{ this is not json');
+  for (const source of [bad.truncated, garbageHf, bad.notAModel]) {
+    const states: ModelState[] = [];
+    const off = s.router.onEvent((e, d) => e === 'modelState' && states.push(d as ModelState));
+    await assert.rejects(call('openModel', { path: source }), (e: unknown) => {
+      assert.ok(e instanceof RouterError);
+      assert.equal(e.code, 'MODEL_LOAD', e.message);
+      assert.ok(e.message.length > 10 && !e.message.includes('\n'), e.message);
+      return true;
+    });
+    off();
+    const m = await call('getModel', {});
+    assert.equal(m.info?.name, 'stories260K', 'the old model is still the one loaded');
+    assert.equal(m.status, 'ready');
+    assert.ok(m.error && m.error.length > 0, 'the state says why');
+    assert.equal(states[0].status, 'loading');
+    assert.deepEqual(states.at(-1), m);
+  }
+  const c = await call('createConversation', {});
+  const { done } = await sendAndWait(c.id, 'Once upon a time');
+  assert.equal(done.status, 'complete');
+  assert.ok(done.content.length > 0);
+});
+
+test('openModel of a good folder reports progress and clears the error', async () => {
+  const states: ModelState[] = [];
+  const off = s.router.onEvent((e, d) => e === 'modelState' && states.push(d as ModelState));
+  const m = await call('openModel', { path: STORIES_DIR });
+  off();
+  assert.equal(m.status, 'ready');
+  assert.equal(m.error, null);
+  assert.ok(states.some((x) => x.status === 'loading' && x.progress && x.progress.phase === 'hash'), JSON.stringify(states));
+});
+
+test('regenerate replaces the last answer; edit drops what follows and answers again', async () => {
+  const c = await call('createConversation', {});
+  const first = await sendAndWait(c.id, 'Once upon a time');
+  const regenDone = nextEvent(s.router, 'answerDone', (d) => d.conversationId === c.id);
+  const { assistantMessage } = await call('regenerate', { conversationId: c.id });
+  assert.notEqual(assistantMessage.id, first.done.id);
+  await regenDone;
+  let msgs = (await call('getConversation', { id: c.id })).messages;
+  assert.deepEqual(msgs.map((m) => m.id), [first.sent.userMessage.id, assistantMessage.id]);
+
+  await sendAndWait(c.id, 'The end');
+  const editDone = nextEvent(s.router, 'answerDone', (d) => d.conversationId === c.id);
+  const edited = await call('editMessage', { conversationId: c.id, messageId: first.sent.userMessage.id, content: 'A dragon lived in a cave' });
+  assert.equal(edited.userMessage.content, 'A dragon lived in a cave');
+  await editDone;
+  const conv = await call('getConversation', { id: c.id });
+  msgs = conv.messages;
+  assert.deepEqual(msgs.map((m) => m.id), [first.sent.userMessage.id, edited.assistantMessage.id]);
+  assert.equal(conv.title, 'A dragon lived in a cave', 'the automatic title follows an edit of the first message');
+  await assert.rejects(call('editMessage', { conversationId: c.id, messageId: edited.assistantMessage.id, content: 'x' }), rejectsWith('INVALID_REQUEST'));
+  await assert.rejects(call('editMessage', { conversationId: c.id, messageId: 'nope', content: 'x' }), rejectsWith('NOT_FOUND'));
+  const empty = await call('createConversation', {});
+  await assert.rejects(call('regenerate', { conversationId: empty.id }), rejectsWith('NOTHING_TO_REGENERATE'));
+});
+
+test('rename, search and delete (cascade) through the router; the data survives a restart', async () => {
+  const c = await call('createConversation', { title: 'Keep me' });
+  await sendAndWait(c.id, 'Hello');
+  const renamed = await call('renameConversation', { id: c.id, title: 'Kept 100%' });
+  assert.equal(renamed.title, 'Kept 100%');
+  assert.deepEqual((await call('listConversations', { search: '100%' })).map((x) => x.id), [c.id]);
+  const doomed = await call('createConversation', { title: 'Doomed' });
+  await sendAndWait(doomed.id, 'Bye');
+  assert.equal(await call('deleteConversation', { id: doomed.id }), null);
+  await assert.rejects(call('getConversation', { id: doomed.id }), rejectsWith('NOT_FOUND'));
+  await assert.rejects(call('renameConversation', { id: c.id, title: '   ' }), rejectsWith('INVALID_REQUEST'));
+
+  const before = await call('getConversation', { id: c.id });
+  const settingsBefore = await call('getSettings', {});
+  // The model opened last is loaded again at start; one that has become unloadable falls back to the embedded one.
+  s.store.setSettings({ 'model.path': bad.truncated });
+  await s.dispose();
+  s = await startServices({ dataDir, cacheDir, defaultModel: STORIES_BIN });
+  await s.modelLoaded;
+  assert.deepEqual(await call('getConversation', { id: c.id }), before);
+  assert.deepEqual(await call('getSettings', {}), settingsBefore);
+  const m = await call('getModel', {});
+  assert.equal(m.status, 'ready');
+  assert.equal(m.info?.name, 'stories260K');
+  assert.match(m.error ?? '', /could not be loaded.*embedded model is loaded instead/);
+  const budget: ContextBudget = await call('getBudget', { conversationId: c.id, draft: '' });
+  assert.ok(budget.history > 0 && budget.kv.capacity >= 0);
+});

@@ -1,0 +1,195 @@
+/**
+ * The conversation store on real SQLite in a temp folder: migrations on a fresh file and on
+ * re-open, WAL, CRUD, title search with LIKE wildcards taken literally, cascade delete, automatic
+ * titles, recovery of answers a dead process left streaming, and settings round-trip.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import Database from 'better-sqlite3';
+import { RouterError } from '../../main/router.ts';
+import { autoTitle, ConversationStore, DB_FILE, DEFAULT_TITLE, escapeLike } from '../../main/services/store.ts';
+
+const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-store-test-'));
+after(() => rmSync(root, { recursive: true, force: true }));
+let n = 0;
+const freshDir = () => path.join(root, `db${n++}`);
+
+test('a fresh database is migrated, in WAL mode, and re-opening it keeps the data and the schema', () => {
+  const dir = freshDir();
+  const a = new ConversationStore(dir);
+  assert.equal(a.schemaVersion, 1);
+  assert.equal(a.journalMode, 'wal');
+  const c = a.createConversation('kept');
+  a.appendMessage(c.id, { role: 'user', content: 'hello', status: 'complete' });
+  a.close();
+  a.close(); // idempotent
+
+  const b = new ConversationStore(dir);
+  assert.equal(b.schemaVersion, 1);
+  assert.equal(b.getConversation(c.id).messages[0].content, 'hello');
+  b.close();
+
+  const raw = new Database(path.join(dir, DB_FILE), { readonly: true });
+  assert.equal(raw.pragma('journal_mode', { simple: true }), 'wal', 'WAL is a property of the file');
+  const tables = (raw.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`).all() as { name: string }[]).map((r) => r.name);
+  assert.deepEqual(tables, ['conversations', 'messages', 'settings']);
+  raw.close();
+});
+
+test('a database from a newer schema is refused, not damaged', () => {
+  const dir = freshDir();
+  new ConversationStore(dir).close();
+  const raw = new Database(path.join(dir, DB_FILE));
+  raw.pragma('user_version = 99');
+  raw.close();
+  assert.throws(() => new ConversationStore(dir), (e: unknown) => e instanceof RouterError && e.code === 'SCHEMA_TOO_NEW');
+});
+
+test('a data folder that is a file is refused with DATA_DIR', () => {
+  const file = path.join(root, 'a-file');
+  writeFileSync(file, 'x');
+  assert.throws(() => new ConversationStore(path.join(file, 'sub')), (e: unknown) => e instanceof RouterError && e.code === 'DATA_DIR');
+});
+
+test('conversations: create, get, rename, list by last update, delete; unknown ids are NOT_FOUND', () => {
+  const s = new ConversationStore(freshDir());
+  try {
+    const a = s.createConversation();
+    assert.equal(a.title, DEFAULT_TITLE);
+    assert.deepEqual(a.messages, []);
+    const b = s.createConversation('  Second  ');
+    assert.equal(b.title, 'Second');
+    s.appendMessage(a.id, { role: 'user', content: 'bump', status: 'complete' });
+    assert.deepEqual(
+      s.listConversations().map((c) => c.id),
+      [a.id, b.id],
+      'the conversation with the newest message comes first',
+    );
+    const renamed = s.renameConversation(b.id, 'Renamed');
+    assert.equal(renamed.title, 'Renamed');
+    assert.ok(renamed.updatedAt >= b.updatedAt);
+    assert.equal(s.listConversations()[0].id, b.id);
+    s.deleteConversation(b.id);
+    assert.deepEqual(s.listConversations().map((c) => c.id), [a.id]);
+    const notFound = (e: unknown) => e instanceof RouterError && e.code === 'NOT_FOUND';
+    assert.throws(() => s.getConversation(b.id), notFound);
+    assert.throws(() => s.renameConversation(b.id, 'x'), notFound);
+    assert.throws(() => s.deleteConversation(b.id), notFound);
+    assert.throws(() => s.appendMessage(b.id, { role: 'user', content: 'x', status: 'complete' }), notFound);
+  } finally {
+    s.close();
+  }
+});
+
+test('title search is a literal, case-insensitive substring: % and _ and \\ are not wildcards', () => {
+  const s = new ConversationStore(freshDir());
+  try {
+    for (const t of ['100% sure', '100 percent', 'snake_case', 'snakeXcase', 'back\\slash', 'Hello World']) s.createConversation(t);
+    const titles = (q: string) => s.listConversations(q).map((c) => c.title).sort();
+    assert.deepEqual(titles('%'), ['100% sure']);
+    assert.deepEqual(titles('0%'), ['100% sure']);
+    assert.deepEqual(titles('_'), ['snake_case']);
+    assert.deepEqual(titles('e_c'), ['snake_case']);
+    assert.deepEqual(titles('\\'), ['back\\slash']);
+    assert.deepEqual(titles('hello'), ['Hello World']);
+    assert.deepEqual(titles('  world '), ['Hello World']);
+    assert.equal(s.listConversations('').length, 6);
+    assert.equal(s.listConversations('nothing like this').length, 0);
+    assert.equal(escapeLike('a%b_c\\d'), 'a\\%b\\_c\\\\d');
+  } finally {
+    s.close();
+  }
+});
+
+test('messages: append in order, update, delete after, cascade on conversation delete', () => {
+  const dir = freshDir();
+  const s = new ConversationStore(dir);
+  try {
+    const c = s.createConversation();
+    const u1 = s.appendMessage(c.id, { role: 'user', content: 'one', status: 'complete' });
+    const a1 = s.appendMessage(c.id, { role: 'assistant', content: '', status: 'streaming' });
+    const stats = { finishReason: 'stop' as const, promptTokens: 3, generatedTokens: 2, reusedTokens: 0, ttftMs: 1.5, prefillTokensPerSec: 10, decodeTokensPerSec: 20 };
+    assert.equal(s.updateMessage(a1.id, { content: 'answer', status: 'complete', stats }), true);
+    assert.equal(s.updateMessage('missing', { content: 'x' }), false);
+    const u2 = s.appendMessage(c.id, { role: 'user', content: 'two', status: 'complete' });
+    s.appendMessage(c.id, { role: 'assistant', content: 'second', status: 'error', error: 'it failed' });
+    let msgs = s.getConversation(c.id).messages;
+    assert.deepEqual(msgs.map((m) => m.content), ['one', 'answer', 'two', 'second']);
+    assert.deepEqual(msgs[1].stats, stats);
+    assert.equal(msgs[3].error, 'it failed');
+
+    assert.equal(s.deleteMessagesAfter(c.id, u2.id), 1);
+    assert.equal(s.deleteMessagesAfter(c.id, u1.id), 2);
+    msgs = s.getConversation(c.id).messages;
+    assert.deepEqual(msgs.map((m) => m.id), [u1.id]);
+    // A new message after a deletion still goes last.
+    s.appendMessage(c.id, { role: 'assistant', content: 'again', status: 'complete' });
+    assert.deepEqual(s.messages(c.id).map((m) => m.content), ['one', 'again']);
+
+    s.deleteConversation(c.id);
+    const raw = new Database(path.join(dir, DB_FILE), { readonly: true });
+    assert.equal((raw.prepare('SELECT COUNT(*) AS n FROM messages').get() as { n: number }).n, 0, 'messages are deleted with their conversation');
+    raw.close();
+  } finally {
+    s.close();
+  }
+});
+
+test('automatic title: from the first message, only while the title is the default (or automatic on an edit)', () => {
+  const s = new ConversationStore(freshDir());
+  try {
+    const c = s.createConversation();
+    assert.equal(s.setAutoTitle(c.id, '  Tell me\n a story   about a   dragon who learned to fly over the sea '), true);
+    const t = s.getSummary(c.id).title;
+    assert.ok(t.endsWith('…') && t.length <= 41, t);
+    assert.ok(t.startsWith('Tell me a story about a dragon'), t);
+    assert.equal(s.setAutoTitle(c.id, 'another'), false, 'a second message does not retitle');
+    assert.equal(s.setAutoTitle(c.id, 'edited first message', true), true, 'an edit of the first message does');
+    s.renameConversation(c.id, 'Mine');
+    assert.equal(s.setAutoTitle(c.id, 'x', true), false, 'a title the user chose is never replaced');
+    const named = s.createConversation('Named');
+    assert.equal(s.setAutoTitle(named.id, 'hello'), false);
+    assert.equal(autoTitle('short'), 'short');
+    assert.equal(autoTitle('x'.repeat(100)), `${'x'.repeat(40)}…`);
+  } finally {
+    s.close();
+  }
+});
+
+test('answers a dead process left streaming are marked as errors, their text kept', () => {
+  const dir = freshDir();
+  const a = new ConversationStore(dir);
+  const c = a.createConversation();
+  const m = a.appendMessage(c.id, { role: 'assistant', content: 'partial', status: 'streaming' });
+  a.close();
+  const b = new ConversationStore(dir);
+  try {
+    assert.equal(b.recoverInterrupted('stopped'), 1);
+    const got = b.getMessage(m.id);
+    assert.equal(got.status, 'error');
+    assert.equal(got.content, 'partial');
+    assert.equal(got.error, 'stopped');
+  } finally {
+    b.close();
+  }
+});
+
+test('settings round-trip as JSON; undefined deletes a key; unparseable rows are skipped', () => {
+  const dir = freshDir();
+  const s = new ConversationStore(dir);
+  s.setSettings({ 'settings.temperature': 0.5, 'settings.seed': null, 'settings.systemPrompt': 'Be "brief".', 'model.path': '/x' });
+  s.setSettings({ 'model.path': undefined, 'settings.temperature': 0.25 });
+  s.close();
+  const raw = new Database(path.join(dir, DB_FILE));
+  raw.prepare(`INSERT INTO settings (key, value) VALUES ('broken', '{nope')`).run();
+  raw.close();
+  const t = new ConversationStore(dir);
+  try {
+    assert.deepEqual(t.getSettings(), { 'settings.temperature': 0.25, 'settings.seed': null, 'settings.systemPrompt': 'Be "brief".' });
+  } finally {
+    t.close();
+  }
+});
