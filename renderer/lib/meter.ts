@@ -91,3 +91,21 @@ export function refusalReason(b: Pick<MeterInput, 'maxContext' | 'draft' | 'tota
   const what = b.draft > 0 ? 'This message needs' : 'The conversation needs';
   return `${what} ${formatTokens(b.total)} tokens with the reply reserve, but the max context is ${formatTokens(b.maxContext)}.`;
 }
+
+/**
+ * What the meter shows for the open conversation. The last budget answers for the conversation
+ * it was asked for; right after switching to an empty conversation (New chat) the system prompt
+ * is all there is, so the meter is exact at once instead of showing the previous chat until the
+ * next getBudget answers. Switching to a non-empty one keeps the previous figures until then.
+ */
+export function meterInputFor(
+  budget: MeterInput & { conversationId: string | null },
+  conversationId: string | null,
+  emptyConversation: boolean,
+  draftTokens = 0,
+): MeterInput {
+  if (budget.conversationId === conversationId || !emptyConversation) return budget;
+  const used = budget.system + draftTokens;
+  const total = used + budget.reserve;
+  return { ...budget, history: 0, draft: draftTokens, used, total, fits: total <= budget.maxContext };
+}

@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import {
   formatBytes,
   formatTokens,
+  meterInputFor,
   meterLevel,
   meterSegments,
   meterText,
@@ -107,5 +108,22 @@ describe('refusalReason', () => {
       refusalReason(budget(2048, 0, 2000, 0, 256)),
       'The conversation needs 2,256 tokens with the reply reserve, but the max context is 2,048.',
     );
+  });
+});
+
+describe('meterInputFor (what the meter shows right after switching chats)', () => {
+  const previous = { conversationId: 'a', maxContext: 512, system: 5, history: 61, draft: 0, reserve: 128, used: 66, total: 194, fits: true };
+  it('shows the budget of the conversation it was asked for as is', () => {
+    assert.deepEqual(meterInputFor(previous, 'a', false), previous);
+  });
+  it('shows only the system prompt for a new, empty chat before its own budget arrives', () => {
+    const b = meterInputFor(previous, 'b', true);
+    assert.equal(b.used, 5);
+    assert.equal(b.history, 0);
+    assert.equal(b.total, 5 + 128);
+    assert.equal(b.fits, true);
+  });
+  it('keeps the previous figures when switching to a non-empty chat until its budget arrives', () => {
+    assert.deepEqual(meterInputFor(previous, 'c', false), previous);
   });
 });
