@@ -79,6 +79,16 @@ after(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
+/** Polls `probe` until it returns true (Playwright's own waits, without DOM types in Node). */
+async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+const meterMax = async () => Number(await page.getByRole('meter').getAttribute('aria-valuemax'));
 const meterValue = async () => Number(await page.getByRole('meter').getAttribute('aria-valuenow'));
 const assistantText = () => page.locator('.msg-assistant').last().innerText();
 
@@ -96,14 +106,14 @@ test('type, stream, watch the meter grow, Stop, reload to the saved chat, New ch
 
   // Room for a long answer, greedy so it is the long one.
   await setSetting('Max context', '4096');
-  await page.waitForFunction(() => document.querySelector('[role=meter]')?.getAttribute('aria-valuemax') === '4096');
+  await until('the max context is 4096', async () => (await meterMax()) === 4096);
   await setSetting('Max new tokens', '3000');
   await setSetting('Temperature', '0');
   await page.waitForTimeout(300);
 
   const composer = page.getByRole('textbox', { name: 'Message' });
   await composer.fill(LONG_PROMPT);
-  await page.waitForFunction(() => Number(document.querySelector('[role=meter]')?.getAttribute('aria-valuenow')) > 0);
+  await until('the draft is counted', async () => (await meterValue()) > 0);
   const withDraft = await meterValue();
   assert.ok(withDraft > 0, 'the draft counts as it is typed');
   await composer.press('Enter');
@@ -111,10 +121,10 @@ test('type, stream, watch the meter grow, Stop, reload to the saved chat, New ch
   // Tokens stream in, and the meter grows with them.
   const stop = page.getByRole('button', { name: 'Stop' });
   await stop.waitFor({ timeout: 30_000 });
-  await page.waitForFunction(() => (document.querySelectorAll('.msg-assistant').length > 0 && (document.querySelector('.msg-assistant:last-of-type')?.textContent ?? '').length > 20), null, { timeout: 30_000 });
+  await until('the answer has text', async () => (await page.locator('.msg-assistant').count()) > 0 && (await assistantText()).length > 20);
   const early = await meterValue();
   const earlyText = await assistantText();
-  await page.waitForFunction((v) => Number(document.querySelector('[role=meter]')?.getAttribute('aria-valuenow')) > v, early, { timeout: 30_000 });
+  await until('the meter grows', async () => (await meterValue()) > early);
   assert.ok((await assistantText()).length > earlyText.length, 'more text streamed in');
   assert.ok((await meterValue()) > withDraft, 'the meter grew past the draft as tokens streamed');
 
@@ -136,11 +146,11 @@ test('type, stream, watch the meter grow, Stop, reload to the saved chat, New ch
   await saved.waitFor({ timeout: 30_000 });
   await saved.click();
   await page.getByText(LONG_PROMPT, { exact: true }).first().waitFor();
-  await page.waitForFunction((t) => (document.querySelector('.msg-assistant:last-of-type')?.textContent ?? '').includes(t.slice(0, 40)), stopped);
+  await until('the saved answer is shown', async () => (await assistantText()).includes(stopped.slice(0, 40)));
 
   // New chat: an empty meter again.
   await page.getByRole('button', { name: 'New chat' }).click();
-  await page.waitForFunction(() => document.querySelector('[role=meter]')?.getAttribute('aria-valuenow') === '0', null, { timeout: 10_000 });
+  await until('the meter is empty', async () => (await meterValue()) === 0, 10_000);
   assert.equal(await meterValue(), 0);
   assert.deepEqual(pageErrors, []);
 });
