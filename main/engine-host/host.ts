@@ -197,10 +197,15 @@ async function stopWorker(w: Worker, exitCode: number, graceMs = 15_000): Promis
  * on Node 20, so a small bootstrap registers them before importing worker.ts.
  */
 function workerThread(url: URL): Worker {
-  if (!url.pathname.endsWith('.ts')) return new Worker(url);
+  // ONNX Runtime's session creation needs more native stack than a worker's default 4 MiB in
+  // some processes (measured: a segfault while creating stories260K's session when the process
+  // had a 16 kB command-line argument, e.g. a long `npm run chat` prompt; fine with 8 MiB).
+  // Thread stacks are reserved, not committed, so a generous bound costs nothing.
+  const options = { resourceLimits: { stackSizeMb: 64 } };
+  if (!url.pathname.endsWith('.ts')) return new Worker(url, options);
   const tsxApi = import.meta.resolve('tsx/esm/api');
   const boot = `import(${JSON.stringify(tsxApi)}).then((m) => { m.register(); return import(${JSON.stringify(url.href)}); })`;
-  return new Worker(boot, { eval: true });
+  return new Worker(boot, { ...options, eval: true });
 }
 
 type DistributiveOmit<T, K extends keyof any> = T extends unknown ? Omit<T, K> : never;
