@@ -47,5 +47,4 @@ if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.ar
   const args = process.argv.slice(2);
   const outAt = args.indexOf('--out');
   const files = await buildRenderer({ dev: args.includes('--dev'), outDir: outAt >= 0 ? args[outAt + 1] : undefined });
-  for (const f of files) console.error(path.relative(process.cwd(), f));
 }

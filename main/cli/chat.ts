@@ -2,7 +2,7 @@
  * `npm run chat -- [options] "prompt"`: streams a completion from the engine (in its worker
  * thread, through the engine host) to stdout, or prints one JSON object with `--json`.
  * Exit codes: 0 done, 1 model or runtime failure, 2 bad usage (bad option, empty prompt, prompt
- * longer than the max context). Errors are one line on stderr; no stack trace reaches the user.
+ * longer than the max context), 130 stopped with Ctrl-C (the partial answer is printed). Errors are one line on stderr; no stack trace reaches the user.
  */
 import { defaultModelPath } from '../default-model.ts';
 import { EngineHost } from '../engine-host/host.ts';
@@ -37,8 +37,14 @@ async function main(argv: string[]): Promise<number> {
         : { prompt: opts.prompt }),
     };
     let done: Extract<GenerationEvent, { type: 'done' }> | null = null;
-    if (!opts.json && !info.hasChatTemplate) process.stdout.write(opts.prompt);
+    // A completion continues the prompt, so it is echoed first, but only once the engine has
+    // accepted it: a usage error (prompt longer than the max context) leaves stdout empty.
+    let echo = !opts.json && !info.hasChatTemplate;
     for await (const ev of host.generate(request, { signal: ac.signal })) {
+      if (echo) {
+        process.stdout.write(opts.prompt);
+        echo = false;
+      }
       if (ev.type === 'token' && !opts.json) process.stdout.write(ev.text);
       if (ev.type === 'done') done = ev;
     }
@@ -54,7 +60,8 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`error: ${done.error?.message ?? 'generation failed'}\n`);
       return 1;
     }
-    return 0;
+    // Ctrl-C: the partial answer was printed; the shell's convention for SIGINT is 128 + 2.
+    return done.reason === 'cancelled' ? 130 : 0;
   } finally {
     await host.dispose();
   }

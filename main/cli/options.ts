@@ -45,14 +45,17 @@ function int(name: string, v: string | undefined, min: number, max = Number.MAX_
   if (v === undefined) return undefined;
   if (!/^-?\d+$/.test(v.trim())) throw new UsageError(`--${name} must be an integer, got "${v}"`);
   const n = Number(v);
-  if (n < min || n > max) throw new UsageError(`--${name} must be between ${min} and ${max}, got ${n}`);
+  if (n < min || n > max) throw new UsageError(`--${name} must be between ${min} and ${max}, got ${v.trim()}`);
   return n;
 }
+
+/** Plain decimal numbers only (Number() would also take "0x10", "1_0"-less forms, "Infinity"). */
+const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
 
 function num(name: string, v: string | undefined, ok: (n: number) => boolean, range: string): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (v.trim() === '' || !Number.isFinite(n) || !ok(n)) throw new UsageError(`--${name} must be ${range}, got "${v}"`);
+  if (!DECIMAL.test(v.trim()) || !Number.isFinite(n) || !ok(n)) throw new UsageError(`--${name} must be ${range}, got "${v}"`);
   return n;
 }
 

@@ -10,6 +10,7 @@
  * (2 usage, 1 model) and no stack trace.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -25,7 +26,7 @@ import {
   runChat,
   type ChatJson,
 } from '../helpers/cli-run.ts';
-import { STORIES_BIN } from '../helpers/paths.ts';
+import { PROJECT_ROOT, STORIES_BIN } from '../helpers/paths.ts';
 
 /** llama2.c run.c, greedy, prompt "Once upon a time" (from ../shared/models/stories260K/README.md). */
 const REFERENCE =
@@ -157,10 +158,16 @@ test('prompt longer than --max-context exits 2 naming both numbers; a prompt tha
     ],
     dir,
   );
+  // A 20,000-character prompt on the command line: this once crashed ONNX Runtime's session
+  // creation in the engine worker (segfault, exit 139) instead of reporting the overflow.
+  const hugeArg = (await runBatch([['a'.repeat(20_000)]], dir))[0];
+  const hugeLine = assertOneLineError(hugeArg, 2, /20001 positions.*max context is 512/);
+  assert.ok(hugeLine.length < 200);
   const line = assertOneLineError(over, 2, /\b5\b.*\b4\b|\b4\b.*\b5\b/);
   assert.match(line, /context/i);
   assert.equal(over.stdout, '', 'no JSON printed on error');
   const line2 = assertOneLineError(overBig, 2, /context/i);
+  assert.equal(overBig.stdout, '', 'the prompt is not echoed when it is refused');
   assert.match(line2, /\b8\b/, 'names the max context');
   assert.ok((line2.match(/\d+/g) ?? []).length >= 2, `names both numbers: ${line2}`);
 
@@ -237,6 +244,8 @@ test('bad options and prompts: one-line error, exit 2, no stack trace, nothing o
     [['--temperature', '-1'], /--temperature/],
     [['--temperature=-1'], /--temperature/],
     [['--temperature', 'nan'], /--temperature/],
+    [['--temperature', '0x10'], /--temperature/], // Number('0x10') is 16: decimal only
+    [['--top-p', 'Infinity'], /--top-p/],
     [['--top-k', 'abc'], /--top-k/],
     [['--top-p', '0'], /--top-p/],
     [['--top-p', '1.5'], /--top-p/],
@@ -285,6 +294,10 @@ test('bad models: one-line error naming the problem, exit 1, no stack trace, not
     [m.absurdField, /out of range|n_heads|nHeads/, m.absurdField],
     // Random bytes are a corrupt checkpoint: the header is the problem, not a missing tokenizer.
     [m.random, /header|size mismatch/, m.random],
+    // Not regular files: a device (once reported with a raw ENOTDIR "scandir" message) and a
+    // /proc file that fails to read with EIO (once a raw "EIO: i/o error" without context).
+    ['/dev/zero', /not a model.*device/, '/dev/zero'],
+    ['/proc/self/mem', /cannot read the model/, '/proc/self/mem'],
     [m.mismatchedTokenizer, /300.*512|512.*300/, null],
   ];
   const runs = await mapLimit(cases, 3, ([model]) => runChat(['--model', model, '--max-tokens', '3', PROMPT], dir));
@@ -349,4 +362,29 @@ test('--ep cuda: runs (on CUDA, or on CPU after a note), exit 0, no stack trace'
   assert.ok(REFERENCE.startsWith(j.text), j.text);
   assert.doesNotMatch(r.stderr, /^\s+at /m, describeRun(r));
   if (r.stderr.trim() !== '') assert.match(r.stderr, /^note: .*CPU/im, describeRun(r));
+});
+
+test('Ctrl-C mid-answer: the partial answer is printed, finishReason "cancelled", exit 130, no stack trace', async () => {
+  const dir = await cache();
+  await runBatch([['--max-tokens', '1', PROMPT]], dir); // import first, so the run below starts fast
+  const env: NodeJS.ProcessEnv = { ...process.env, ROPEWALK_CACHE_DIR: dir };
+  delete env.NODE_TEST_CONTEXT;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'main/cli/chat.ts', '--ignore-eos', '--max-context', '4096', '--max-tokens', '4000', '--json', PROMPT], {
+    cwd: PROJECT_ROOT,
+    env,
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  // --json prints only at the end, so wait a moment into the generation, then interrupt.
+  await new Promise((r) => setTimeout(r, 2500));
+  child.kill('SIGINT');
+  const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+  assert.equal(code, 130, `stderr: ${stderr}`);
+  assert.equal(stderr, '');
+  const j = JSON.parse(stdout);
+  assert.equal(j.finishReason, 'cancelled');
+  assert.ok(j.tokens.length > 0 && j.tokens.length < 4000, `${j.tokens.length} tokens`);
+  assert.ok(j.text.length > 0);
 });

@@ -12,7 +12,7 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { ModelLoadError } from '../errors.ts';
+import { EngineError, ModelLoadError } from '../errors.ts';
 import { hashFiles } from './content-hash.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from './decoder-graph.ts';
 import { importHuggingFace } from './import-hf.ts';
@@ -55,11 +55,16 @@ export function defaultCacheDir(): string {
 export async function detectSource(p: string): Promise<{ kind: SourceKind; path: string }> {
   const st = await stat(p).catch(() => null);
   if (!st) throw new ModelLoadError('model path does not exist', p);
+  if (!st.isFile() && !st.isDirectory()) {
+    throw new ModelLoadError('not a model: expected a file or a folder, found a device, pipe or socket', p);
+  }
   if (st.isFile()) {
     if (p.endsWith('.gguf')) throw new ModelLoadError('GGUF models are not supported yet; use the llama2.c checkpoint or a Hugging Face folder', p);
     return { kind: 'llama2c', path: p };
   }
-  const entries = await readdir(p);
+  const entries = await readdir(p).catch((e: Error) => {
+    throw new ModelLoadError(`cannot list the model folder: ${e.message}`, p);
+  });
   if (entries.includes(MANIFEST_FILE) && entries.includes(MODEL_FILE)) return { kind: 'bundle', path: p };
   if (entries.includes('config.json')) return { kind: 'hf', path: p };
   const bins = entries.filter((e) => e.endsWith('.bin') && !/^tok(enizer|\d+)\.bin$/.test(e));
@@ -92,6 +97,16 @@ async function sourceFiles(kind: SourceKind, p: string): Promise<string[]> {
  * @throws ModelLoadError / TokenizerError for bad sources (nothing is left half-written in the cache).
  */
 export async function resolveModel(source: string, cacheDir = defaultCacheDir(), onProgress?: ImportProgress): Promise<LoadedBundle> {
+  try {
+    return await resolveModelUnchecked(source, cacheDir, onProgress);
+  } catch (e) {
+    // File-system surprises (EIO on /proc files, EACCES, …) are load errors too, in one sentence.
+    if (e instanceof EngineError) throw e;
+    throw new ModelLoadError(`cannot read the model: ${(e as Error).message}`, source, { cause: e });
+  }
+}
+
+async function resolveModelUnchecked(source: string, cacheDir: string, onProgress?: ImportProgress): Promise<LoadedBundle> {
   const src = await detectSource(path.resolve(source));
   if (src.kind === 'bundle') return loadBundle(src.path);
   onProgress?.({ phase: 'hash', fraction: 0 });
