@@ -46,5 +46,5 @@ export async function buildRenderer(options: BuildOptions = {}): Promise<string[
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
   const args = process.argv.slice(2);
   const outAt = args.indexOf('--out');
-  const files = await buildRenderer({ dev: args.includes('--dev'), outDir: outAt >= 0 ? args[outAt + 1] : undefined });
+  await buildRenderer({ dev: args.includes('--dev'), outDir: outAt >= 0 ? args[outAt + 1] : undefined });
 }
