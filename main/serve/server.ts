@@ -21,26 +21,10 @@ import type { ServerFrame, WireCall } from '../contract/wire.ts';
 import { WS_PATH } from '../contract/wire.ts';
 import { toRouterError, type Router } from '../router.ts';
 import { handleOpenAi, type CompletionBackend } from './openai.ts';
+import { contentTypeOf, resolveStaticPath } from '../static-files.ts';
 
 export const HOST = '127.0.0.1';
 
-const CONTENT_TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json; charset=utf-8',
-  '.map': 'application/json; charset=utf-8',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.jpg': 'image/jpeg',
-  '.ico': 'image/x-icon',
-  '.woff2': 'font/woff2',
-  '.woff': 'font/woff',
-  '.ttf': 'font/ttf',
-  '.txt': 'text/plain; charset=utf-8',
-  '.wasm': 'application/wasm',
-};
 
 /** Largest WebSocket frame accepted, bytes (a message is at most 1,000,000 characters). */
 const MAX_FRAME_BYTES = 8 << 20;
@@ -166,7 +150,7 @@ async function serveStatic(req: http.IncomingMessage, res: http.ServerResponse, 
   }
   const file = await resolveStatic(root, req.url ?? '/');
   if (!file) return send(res, 404, 'not found\n', port);
-  const type = CONTENT_TYPES[path.extname(file).toLowerCase()] ?? 'application/octet-stream';
+  const type = contentTypeOf(file);
   securityHeaders(res, port);
   res.writeHead(200, { 'Content-Type': type, 'Content-Length': String((await stat(file)).size), 'Cache-Control': 'no-cache' });
   if (req.method === 'HEAD') return void res.end();
@@ -177,20 +161,12 @@ async function serveStatic(req: http.IncomingMessage, res: http.ServerResponse, 
 
 /** The regular file under `root` that `url` names, or null (outside root, missing, a folder, a link out). */
 export async function resolveStatic(root: string, url: string): Promise<string | null> {
-  let pathname: string;
+  const pathname = url.split('?')[0].split('#')[0];
+  if (!pathname.startsWith('/')) return null;
+  const lookup = resolveStaticPath(root, pathname);
+  if (!lookup.ok) return null;
   try {
-    pathname = decodeURIComponent(url.split('?')[0].split('#')[0]);
-  } catch {
-    return null;
-  }
-  if (!pathname.startsWith('/') || pathname.includes('\0') || pathname.includes('\\')) return null;
-  // Any `..` segment is refused outright, before and after normalising.
-  if (pathname.split('/').includes('..')) return null;
-  if (pathname.endsWith('/')) pathname += 'index.html';
-  const candidate = path.join(root, path.normalize(pathname));
-  if (!candidate.startsWith(root + path.sep)) return null;
-  try {
-    const real = await realpath(candidate);
+    const real = await realpath(lookup.path);
     if (!real.startsWith(root + path.sep)) return null;
     return (await stat(real)).isFile() ? real : null;
   } catch {
