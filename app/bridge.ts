@@ -38,10 +38,12 @@ export interface RopewalkError {
   message: string;
 }
 
+/** A RopewalkError object for `code` and one readable sentence. */
 export function ropewalkError(code: string, message: string): RopewalkError {
   return { name: 'RopewalkError', code, message };
 }
 
+/** Whether `x` is a RopewalkError object (as it arrives across contextBridge). */
 export function isRopewalkError(x: unknown): x is RopewalkError {
   return isObject(x) && x.name === 'RopewalkError' && typeof x.code === 'string' && typeof x.message === 'string';
 }

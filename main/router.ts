@@ -10,6 +10,7 @@ import type { WireError } from './contract/types.ts';
 import { EngineError } from './engine/errors.ts';
 
 /** An error that crosses the boundary as { code, message }. */
+/** Validates and dispatches contract calls to `Handlers`; fans events out to every transport. */
 export class RouterError extends Error {
   constructor(
     readonly code: string,
@@ -70,6 +71,7 @@ export class Router {
   }
 }
 
+/** Any thrown value as a RouterError: typed errors keep their code, others become INTERNAL. */
 export function toRouterError(e: unknown): RouterError {
   if (e instanceof RouterError) return e;
   if (e instanceof EngineError) return new RouterError(e.code, e.message);

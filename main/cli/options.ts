@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import type { ExecutionProvider } from '../engine/model/session.ts';
 import type { SamplerOptions } from '../engine/sampling/sampler.ts';
 
+/** A bad command line: the CLI prints its one-line message and exits with code 2. */
 export class UsageError extends Error {}
 
 export interface ChatOptions {

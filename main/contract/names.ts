@@ -29,6 +29,7 @@ export const channelOf = (name: MethodName): string => `ropewalk:${name}`;
 /** One channel carries every event: payload { event, data }. */
 export const EVENT_CHANNEL = 'ropewalk:event';
 
+/** Whether `x` names a method of the contract (the router and the preload check it). */
 export function isMethodName(x: unknown): x is MethodName {
   return typeof x === 'string' && (METHOD_NAMES as readonly string[]).includes(x);
 }

@@ -16,6 +16,10 @@ import type { EngineCacheStats, HostToWorker, LoadOptions, WorkerToHost } from '
 
 type Listener = (m: WorkerToHost) => void;
 
+/**
+ * Main-thread handle on the engine worker. One worker, one model at a time; calls are queued by
+ * the worker. Errors arrive as EngineError with their code (WORKER_CRASHED when the worker died).
+ */
 export class EngineHost {
   private worker: Worker | null = null;
   private nextId = 1;

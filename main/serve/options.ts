@@ -13,6 +13,7 @@ export const USAGE = `usage: npm run serve -- [--port N] [--data DIR] [--static 
   --data DIR    folder of the database (default: ${userDataDir()})
   --static DIR  folder of the built renderer (default: dist/renderer)`;
 
+/** A bad command line: serve prints its one-line message and exits with code 2. */
 export class UsageError extends Error {}
 
 export interface ServeOptions {

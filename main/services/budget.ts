@@ -55,6 +55,7 @@ interface Job {
 
 const CACHE_ENTRIES = 16;
 
+/** Context budgets (tokens) of conversations, counted by the engine worker; see ContextBudget. */
 export class BudgetService {
   private readonly counted = new Map<string, Counted>();
   private readonly queues = new Map<string, { running: boolean; next: Job | null }>();

@@ -50,6 +50,7 @@ export interface ChatServiceOptions {
   emit: Emit;
 }
 
+/** Sends, regenerates, edits and stops answers; streams them as events and saves them as they grow. */
 export class ChatService {
   private active: ActiveAnswer | null = null;
   private disposed = false;
@@ -339,6 +340,7 @@ function assertFits(b: ContextBudget, what: string): void {
   );
 }
 
+/** The per-answer stats the window shows, from the engine's GenerationStats. */
 export function toAnswerStats(reason: AnswerStats['finishReason'], s: GenerationStats): AnswerStats {
   return {
     finishReason: reason,

@@ -39,6 +39,7 @@ export interface ModelServiceOptions {
   onLoaded?: () => void;
 }
 
+/** Loads the default or an opened model in the engine worker and reports ModelState as it goes. */
 export class ModelService {
   private current: ModelState = { status: 'loading', info: null, progress: null, error: null };
   private source: string | null = null;

@@ -39,6 +39,7 @@ const PREFIX = 'settings.';
 
 export type SettingsPatch = RequestOf<'updateSettings'>;
 
+/** The settings in effect (defaults under stored values) and validated, persisted changes. */
 export class SettingsService {
   constructor(
     private readonly store: ConversationStore,

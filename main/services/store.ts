@@ -77,6 +77,7 @@ export interface MessagePatch {
   error?: string | null;
 }
 
+/** Conversations, messages and settings in SQLite (`<dataDir>/ropewalk.db`, WAL, migrations). */
 export class ConversationStore {
   readonly file: string;
   private readonly db: Database.Database;

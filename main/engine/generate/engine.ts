@@ -54,6 +54,11 @@ export function validateMaxContext(n: unknown): number {
   return n;
 }
 
+/**
+ * One loaded model: session, tokenizer, RoPE cache [capacity, R/2] float32 ×2 and KV cache
+ * [1, Hkv, capacity, headDim] float32 per layer, both bounded by `maxContext`, plus the token ids
+ * the KV cache holds (for prefix reuse). One generation at a time.
+ */
 export class Engine {
   readonly manifest: ModelManifest;
   readonly tokenizer: TextTokenizer;

@@ -23,6 +23,7 @@ const MAX_HELD = 8;
 /** Drop ids before the window once this many have piled up. */
 const COMPACT_AT = 1024;
 
+/** Incremental detokenizer: `push(id)` returns only complete new UTF-8 text; `flush()` the rest. */
 export class StreamDecoder {
   private ids: number[];
   /** Window start: first id of the last emitted chunk (or of the context). */

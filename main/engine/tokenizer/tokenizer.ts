@@ -62,6 +62,7 @@ export interface EncodeChatOptions {
 
 type Json = Record<string, unknown>;
 
+/** A Hugging Face tokenizer checked against the model: encode/decode, chat template, BOS/EOS ids. */
 export class TextTokenizer {
   /** Tokenizer vocab size: largest token id + 1 (≤ the model's vocab size). */
   readonly vocabSize: number;
