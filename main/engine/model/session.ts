@@ -33,15 +33,18 @@ export class DecoderSession {
   private readonly session: ort.InferenceSession;
   private readonly config: ModelConfig;
   private readonly logits: ort.Tensor;
-  /** KV tensors wrapping the cache buffers; rebuilt only when the cache reallocates. */
-  private kvTensors: ort.Tensor[] = [];
-  private kvBuffers: Float32Array[] = [];
+  /** Inputs and outputs of every run; the per-step entries are replaced in place. */
+  private readonly feeds: Record<string, ort.Tensor> = {};
+  private readonly fetches: Record<string, ort.Tensor>;
+  /** Layer 0's key buffer the KV entries wrap (a growth replaces it). */
+  private boundKey0: Float32Array | null = null;
 
   private constructor(session: ort.InferenceSession, config: ModelConfig, info: SessionInfo) {
     this.session = session;
     this.config = config;
     this.info = info;
     this.logits = new ort.Tensor('float32', new Float32Array(config.vocabSize), [1, config.vocabSize]);
+    this.fetches = { [io.LOGITS]: this.logits };
   }
 
   /**
@@ -96,23 +99,17 @@ export class DecoderSession {
     const half = this.config.rope.rotaryDim / 2;
     const ids = new BigInt64Array(T);
     for (let i = 0; i < T; i++) ids[i] = BigInt(tokenIds[i]);
-    const feeds: Record<string, ort.Tensor> = {
-      [io.INPUT_IDS]: new ort.Tensor('int64', ids, [1, T]),
-      [io.ROPE_COS]: new ort.Tensor('float32', cos, [T, half]),
-      [io.ROPE_SIN]: new ort.Tensor('float32', sin, [T, half]),
-      [io.SEQLENS_K]: new ort.Tensor('int32', Int32Array.of(P + T - 1), [1]),
-      [io.TOTAL_SEQ_LEN]: new ort.Tensor('int32', Int32Array.of(P + T), []),
-    };
-    const fetches: Record<string, ort.Tensor | null> = { [io.LOGITS]: this.logits };
-    const kvTensors = this.bindKv(kv);
-    for (let i = 0; i < this.config.numLayers; i++) {
-      feeds[io.pastKey(i)] = kvTensors[2 * i];
-      feeds[io.pastValue(i)] = kvTensors[2 * i + 1];
-      fetches[io.presentKey(i)] = kvOutputs === 'in-place' ? kvTensors[2 * i] : null;
-      fetches[io.presentValue(i)] = kvOutputs === 'in-place' ? kvTensors[2 * i + 1] : null;
-    }
+    // Only the five small per-step inputs change; the KV entries stay bound until a growth.
+    this.bindKv(kv);
+    const feeds = this.feeds;
+    feeds[io.INPUT_IDS] = new ort.Tensor('int64', ids, [1, T]);
+    feeds[io.ROPE_COS] = new ort.Tensor('float32', cos, [T, half]);
+    feeds[io.ROPE_SIN] = new ort.Tensor('float32', sin, [T, half]);
+    feeds[io.SEQLENS_K] = new ort.Tensor('int32', Int32Array.of(P + T - 1), [1]);
+    feeds[io.TOTAL_SEQ_LEN] = new ort.Tensor('int32', Int32Array.of(P + T), []);
+    const fetches = kvOutputs === 'in-place' ? this.fetches : this.freshKvFetches();
     try {
-      await this.session.run(feeds, fetches as ort.InferenceSession.FetchesType);
+      await this.session.run(feeds, fetches);
     } catch (e) {
       const shapes: Record<string, readonly number[]> = {};
       for (const [k, t] of Object.entries(feeds)) if (!k.startsWith('past_') || k.endsWith('_0')) shapes[k] = t.dims;
@@ -121,18 +118,28 @@ export class DecoderSession {
     return this.logits.data as Float32Array;
   }
 
-  private bindKv(kv: KvCache): ort.Tensor[] {
+  /**
+   * Wraps the KV cache buffers as tensors fed as past_* and fetched as present_* (the same
+   * tensor, so GroupQueryAttention appends in place). Rebuilt only when the cache reallocated.
+   */
+  private bindKv(kv: KvCache): void {
+    if (this.boundKey0 === kv.key(0)) return;
     const c = this.config;
-    if (this.kvBuffers[0] !== kv.key(0) || this.kvTensors.length === 0) {
-      const dims = [1, c.numKvHeads, kv.capacity, c.headDim];
-      this.kvTensors = [];
-      this.kvBuffers = [];
-      for (let i = 0; i < c.numLayers; i++) {
-        this.kvTensors.push(new ort.Tensor('float32', kv.key(i), dims), new ort.Tensor('float32', kv.value(i), dims));
-        this.kvBuffers.push(kv.key(i));
-      }
+    const dims = [1, c.numKvHeads, kv.capacity, c.headDim];
+    for (let i = 0; i < c.numLayers; i++) {
+      const k = new ort.Tensor('float32', kv.key(i), dims);
+      const v = new ort.Tensor('float32', kv.value(i), dims);
+      this.feeds[io.pastKey(i)] = this.fetches[io.presentKey(i)] = k;
+      this.feeds[io.pastValue(i)] = this.fetches[io.presentValue(i)] = v;
     }
-    return this.kvTensors;
+    this.boundKey0 = kv.key(0);
+  }
+
+  /** Fetches that let ONNX Runtime allocate present_* (the benchmark's 'copied' mode). */
+  private freshKvFetches(): ort.InferenceSession.FetchesType {
+    const fetches: Record<string, ort.Tensor | null> = { [io.LOGITS]: this.logits };
+    for (let i = 0; i < this.config.numLayers; i++) fetches[io.presentKey(i)] = fetches[io.presentValue(i)] = null;
+    return fetches as ort.InferenceSession.FetchesType;
   }
 
   /** Releases the native session. */
