@@ -15,7 +15,7 @@
  *     for a new conversation (keeps the buffers, so the next conversation does not regrow).
  */
 import { ContextOverflowError, InvalidOptionError } from '../errors.ts';
-import { nextPow2 } from './rope-cache.ts';
+import { grownCapacity } from './growth.ts';
 
 /** Sizes of a KV cache. All positive integers. */
 export interface KvCacheOptions {
@@ -106,11 +106,7 @@ export class KvCache {
    */
   ensure(end: number): void {
     if (end <= this.cap && end >= 0 && Number.isInteger(end)) return; // warm path
-    if (!Number.isInteger(end) || end < 0) {
-      throw new InvalidOptionError('end position', `expected a non-negative integer, got ${end}`);
-    }
-    if (end > this.maxContext) throw new ContextOverflowError(end, this.maxContext);
-    const newCap = Math.min(nextPow2(end), this.maxContext);
+    const newCap = grownCapacity(end, this.maxContext);
     // Allocate everything before touching state: if allocation throws, the cache is unchanged.
     const keys = this.keys.map(() => new Float32Array(this.numKvHeads * newCap * this.headDim));
     const values = this.values.map(() => new Float32Array(this.numKvHeads * newCap * this.headDim));

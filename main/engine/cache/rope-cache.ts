@@ -10,8 +10,9 @@
  *     stored as float32, so position 1e6 keeps ~1e-7 precision.
  * Rows are the same for the `interleaved` and `half` pair layouts: row p, column i is pair i.
  */
-import { ContextOverflowError, InvalidOptionError } from '../errors.ts';
+import { InvalidOptionError } from '../errors.ts';
 import type { RopeConfig } from '../model/manifest.ts';
+import { grownCapacity } from './growth.ts';
 import { inverseFrequencies } from './inv-freq.ts';
 
 /** What the RoPE cache has done so far (for tests and the UI). */
@@ -34,12 +35,6 @@ export interface RopeRows {
   readonly sin: Float32Array;
 }
 
-/** Smallest power of two ≥ n (n ≥ 1). */
-export function nextPow2(n: number): number {
-  let p = 1;
-  while (p < n) p *= 2;
-  return p;
-}
 
 /** Lazily grown, max-context-bounded cos/sin tables of one model's RoPE. */
 export class RopeCache {
@@ -112,12 +107,8 @@ export class RopeCache {
    */
   ensure(end: number): void {
     if (end <= this.capacityRows && end >= 0 && Number.isInteger(end)) return; // warm path
-    if (!Number.isInteger(end) || end < 0) {
-      throw new InvalidOptionError('end position', `expected a non-negative integer, got ${end}`);
-    }
-    if (end > this.maxContext) throw new ContextOverflowError(end, this.maxContext);
     const oldCap = this.capacityRows;
-    const newCap = Math.min(nextPow2(end), this.maxContext);
+    const newCap = grownCapacity(end, this.maxContext);
     const h = this.half;
     // Allocate both before touching state: if allocation throws, the cache is unchanged.
     const cos = new Float32Array(newCap * h);
