@@ -3,6 +3,7 @@
  * `UsageError` whose message is one line; the CLI prints it and exits with code 2.
  */
 import { parseArgs } from 'node:util';
+import { MAX_CONTEXT_LIMIT } from '../engine/generate/engine.ts';
 import type { ExecutionProvider } from '../engine/model/session.ts';
 import type { SamplerOptions } from '../engine/sampling/sampler.ts';
 
@@ -107,7 +108,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
     model: v.model ?? null,
     prompt,
     maxTokens: int('max-tokens', v['max-tokens'], 1, 1 << 20) ?? DEFAULTS.maxTokens,
-    maxContext: int('max-context', v['max-context'], 1, 1 << 20) ?? null,
+    maxContext: int('max-context', v['max-context'], 1, MAX_CONTEXT_LIMIT) ?? null,
     sampler: {
       temperature: num('temperature', v.temperature, (n) => n >= 0 && n <= 100, 'a number between 0 and 100') ?? DEFAULTS.temperature,
       topK: int('top-k', v['top-k'], 0) ?? DEFAULTS.topK,

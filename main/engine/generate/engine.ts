@@ -44,7 +44,8 @@ export interface ModelInfo {
   bundleDir: string;
 }
 
-const MAX_CONTEXT_LIMIT = 1 << 20;
+/** Largest max context accepted anywhere (positions). */
+export const MAX_CONTEXT_LIMIT = 1 << 20;
 
 /** Validates a max-context value. @throws InvalidOptionError quoting it. */
 export function validateMaxContext(n: unknown): number {
