@@ -3,7 +3,8 @@
  * `UsageError` whose message is one line; the CLI prints it and exits with code 2.
  */
 import { parseArgs } from 'node:util';
-import { MAX_CONTEXT_LIMIT } from '../engine/generate/engine.ts';
+// growth.ts, not engine.ts: the CLI's main thread must not load ONNX Runtime (the worker does).
+import { MAX_CONTEXT_LIMIT } from '../engine/cache/growth.ts';
 import type { ExecutionProvider } from '../engine/model/session.ts';
 import type { SamplerOptions } from '../engine/sampling/sampler.ts';
 

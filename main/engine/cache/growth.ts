@@ -6,6 +6,9 @@
  */
 import { ContextOverflowError, InvalidOptionError } from '../errors.ts';
 
+/** Largest max context accepted anywhere (positions); the engine, the CLI and settings check it. */
+export const MAX_CONTEXT_LIMIT = 1 << 20;
+
 /** Smallest power of two ≥ n (n ≥ 1). */
 export function nextPow2(n: number): number {
   let p = 1;

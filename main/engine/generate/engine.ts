@@ -10,6 +10,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { ContextOverflowError, InvalidOptionError, toEngineError } from '../errors.ts';
+import { MAX_CONTEXT_LIMIT } from '../cache/growth.ts';
 import { KvCache } from '../cache/kv-cache.ts';
 import { RopeCache } from '../cache/rope-cache.ts';
 import { resolveModel, type ImportProgress, type LoadedBundle } from '../model/bundle.ts';
@@ -44,8 +45,6 @@ export interface ModelInfo {
   bundleDir: string;
 }
 
-/** Largest max context accepted anywhere (positions). */
-export const MAX_CONTEXT_LIMIT = 1 << 20;
 
 /** Validates a max-context value. @throws InvalidOptionError quoting it. */
 export function validateMaxContext(n: unknown): number {
