@@ -6,14 +6,11 @@
  * cache capacity and bytes.
  */
 import type { ContextBudget } from '../../main/contract/types.ts';
-import { useBudget, useChat, useSettings } from '../hooks.ts';
-import { formatBytes, formatTokens, meterInputFor, meterLevel, meterSegments, meterText, percentUsed, type MeterInput } from '../lib/meter.ts';
+import { useBudget, useSettings } from '../hooks.ts';
+import { formatBytes, formatTokens, meterLevel, meterSegments, meterText, percentUsed, type MeterInput } from '../lib/meter.ts';
 
 export function ContextMeter() {
-  const last = useBudget((s) => s.budget);
-  const conversationId = useChat((s) => s.conversationId);
-  const emptyConversation = useChat((s) => s.messages.length === 0);
-  const budget = last ? { ...last, ...meterInputFor(last, conversationId, emptyConversation) } : null;
+  const budget = useBudget((s) => s.budget);
   const maxContext = useSettings((s) => s.settings?.maxContext ?? 0);
   const maxTokens = useSettings((s) => s.settings?.maxTokens ?? 0);
   // Until the first getBudget answers, an empty conversation under the saved settings.

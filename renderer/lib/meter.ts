@@ -93,19 +93,20 @@ export function refusalReason(b: Pick<MeterInput, 'maxContext' | 'draft' | 'tota
 }
 
 /**
- * What the meter shows for the open conversation. The last budget answers for the conversation
- * it was asked for; right after switching to an empty conversation (New chat) the system prompt
- * is all there is, so the meter is exact at once instead of showing the previous chat until the
- * next getBudget answers. Switching to a non-empty one keeps the previous figures until then.
+ * The budget to show for `conversationId` while its own is being asked for (the budget store
+ * applies it on a switch). The last budget answers for the conversation it was asked for; for an
+ * empty conversation (New chat, known empty: not still loading) the system prompt is all there is,
+ * so the figures are exact at once instead of the previous chat's until getBudget answers. For a
+ * non-empty one the previous figures stay until then.
  */
-export function meterInputFor(
-  budget: MeterInput & { conversationId: string | null },
+export function meterInputFor<B extends MeterInput & { conversationId: string | null }>(
+  budget: B,
   conversationId: string | null,
   emptyConversation: boolean,
   draftTokens = 0,
-): MeterInput {
+): B {
   if (budget.conversationId === conversationId || !emptyConversation) return budget;
   const used = budget.system + draftTokens;
   const total = used + budget.reserve;
-  return { ...budget, history: 0, draft: draftTokens, used, total, fits: total <= budget.maxContext };
+  return { ...budget, conversationId, history: 0, draft: draftTokens, used, total, fits: total <= budget.maxContext };
 }

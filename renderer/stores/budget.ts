@@ -9,11 +9,14 @@ import { createStore, type StoreApi } from 'zustand/vanilla';
 import type { RopewalkApi } from '../../main/contract/channels.ts';
 import type { ContextBudget } from '../../main/contract/types.ts';
 import { describeError } from '../lib/errors.ts';
+import { meterInputFor } from '../lib/meter.ts';
 import type { NoticesStore } from './notices.ts';
 
 export interface BudgetContext {
   conversationId: string | null;
   draft: string;
+  /** The conversation is known to have no messages (loaded, or new), not merely still loading. */
+  empty: boolean;
 }
 
 export interface BudgetState {
@@ -56,10 +59,13 @@ export function createBudgetStore(
 
     async function refresh(): Promise<ContextBudget | null> {
       cancelTimer();
-      const { conversationId, draft } = context();
+      const { conversationId, draft, empty } = context();
       const mine = ++seq;
       inFlight++;
-      set({ stale: true });
+      // Switched chats: until the answer comes, show what is known (exact for an empty chat).
+      const prev = get().budget;
+      const provisional = prev && meterInputFor(prev, conversationId, empty);
+      set(provisional && provisional !== prev ? { stale: true, budget: provisional, draftFor: null } : { stale: true });
       try {
         const budget = await api.getBudget({ conversationId, draft });
         lastErrorCode = null;

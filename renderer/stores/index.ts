@@ -46,7 +46,10 @@ export function createStores(api: RopewalkApi, options: StoreOptions): Stores {
   budget = createBudgetStore(
     api,
     notices,
-    () => ({ conversationId: chat.getState().conversationId, draft: chat.getState().draft }),
+    () => {
+      const c = chat.getState();
+      return { conversationId: c.conversationId, draft: c.draft, empty: !c.loading && c.messages.length === 0 };
+    },
     debounceMs,
   );
   chat = createChatStore({

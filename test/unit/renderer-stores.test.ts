@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { RopewalkApi } from '../../main/contract/channels.ts';
 import type { Message } from '../../main/contract/types.ts';
 import { isGenerating } from '../../renderer/stores/chat.ts';
 import { createStores, type Stores } from '../../renderer/stores/index.ts';
@@ -267,6 +268,55 @@ describe('renderer stores: budget', () => {
     const b = stores.budget.getState().budget!;
     assert.equal(b.conversationId, stores.chat.getState().conversationId);
     assert.equal(b.used, 0);
+  });
+
+  it('switching chats: a new chat shows only the system prompt at once, before getBudget answers; a chat still loading keeps the previous figures', async () => {
+    const fake = new FakeApi();
+    fake.settings.systemPrompt = 'abcde'; // 5 tokens in the fake's counting
+    const other = fake.addConversation('other one', [['user', 'y'.repeat(100)]]);
+    const long = fake.addConversation('long one', [['user', 'x'.repeat(300)]]); // most recent: opened at start
+    const api = fake.asApi();
+    let release: (() => void) | null = null;
+    let hold = false;
+    const gated = {
+      ...api,
+      getBudget: async (r: Parameters<RopewalkApi['getBudget']>[0]) => {
+        if (hold) await new Promise<void>((res) => (release = res));
+        return api.getBudget(r);
+      },
+    } as RopewalkApi;
+    const stores = createStores(gated, { frames: new ManualFrames(), debounceMs: 5 });
+    await stores.start();
+    await settle();
+    assert.equal(stores.budget.getState().budget?.used, 305);
+
+    hold = true;
+    await stores.conversations.getState().create();
+    await settle();
+    // getBudget has not answered yet: the new, empty chat already shows system only, not 305.
+    let b = stores.budget.getState().budget!;
+    assert.equal(b.conversationId, stores.chat.getState().conversationId);
+    assert.equal(b.used, 5);
+    assert.equal(b.history, 0);
+    hold = false;
+    (release as (() => void) | null)?.();
+    await settle();
+
+    // Opening a non-empty chat from another non-empty one: while it loads it is not known to be
+    // empty, so the previous figures stay (no flash to the system prompt alone).
+    await stores.chat.getState().open(long.id);
+    await settle();
+    assert.equal(stores.budget.getState().budget?.used, 305, 'the long chat, once open');
+    hold = true;
+    const opening = stores.chat.getState().open(other.id);
+    await settle();
+    assert.equal(stores.budget.getState().budget?.used, 305, 'while the other chat loads');
+    (release as (() => void) | null)?.();
+    await opening;
+    hold = false;
+    await stores.budget.getState().refresh();
+    assert.equal(stores.budget.getState().budget?.used, 105);
+    stores.dispose();
   });
 
   it('settings changes re-ask the budget', async () => {
