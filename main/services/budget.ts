@@ -44,8 +44,7 @@ export function systemMessages(systemPrompt: string): ChatMessage[] {
 
 interface Counted {
   signature: string;
-  system: number;
-  history: number;
+  counts: Promise<{ system: number; history: number }>;
 }
 
 interface Job {
@@ -162,16 +161,27 @@ export class BudgetService {
     if (this.activeKey === conversationId) this.activeKey = null;
   }
 
-  private async countHistory(key: string, system: ChatMessage[], history: ChatMessage[]): Promise<{ system: number; history: number }> {
+  /**
+   * Token counts of the system prompt and the history, cached per conversation by content; the
+   * cache holds the in-flight promise, so overlapping requests (the server's recount after an
+   * answer and the window's refresh) tokenize once. A failure is not cached.
+   */
+  private countHistory(key: string, system: ChatMessage[], history: ChatMessage[]): Promise<{ system: number; history: number }> {
     const signature = `${this.host.model?.bundleDir ?? ''}\u0000${JSON.stringify(system)}\u0000${JSON.stringify(history)}`;
     const hit = this.counted.get(key);
-    if (hit && hit.signature === signature) return hit;
-    const sys = system.length ? await this.host.countTokens({ messages: system }) : 0;
-    const hist = history.length ? Math.max(0, (await this.host.countTokens({ messages: [...system, ...history] })) - sys) : 0;
+    if (hit && hit.signature === signature) return hit.counts;
+    const counts = (async () => {
+      const sys = system.length ? await this.host.countTokens({ messages: system }) : 0;
+      const hist = history.length ? Math.max(0, (await this.host.countTokens({ messages: [...system, ...history] })) - sys) : 0;
+      return { system: sys, history: hist };
+    })();
     this.counted.delete(key);
-    this.counted.set(key, { signature, system: sys, history: hist });
+    this.counted.set(key, { signature, counts });
     if (this.counted.size > CACHE_ENTRIES) this.counted.delete(this.counted.keys().next().value!);
-    return { system: sys, history: hist };
+    counts.catch(() => {
+      if (this.counted.get(key)?.counts === counts) this.counted.delete(key);
+    });
+    return counts;
   }
 }
 
