@@ -10,7 +10,6 @@ import type { WireError } from './contract/types.ts';
 import { EngineError } from './engine/errors.ts';
 
 /** An error that crosses the boundary as { code, message }. */
-/** Validates and dispatches contract calls to `Handlers`; fans events out to every transport. */
 export class RouterError extends Error {
   constructor(
     readonly code: string,
@@ -29,6 +28,7 @@ export type Handlers = { [M in MethodName]: (request: RequestOf<M>) => Promise<R
 
 export type EventListener = <E extends EventName>(event: E, data: EventTypes[E]) => void;
 
+/** Validates and dispatches contract calls to `Handlers`; fans events out to every transport. */
 export class Router {
   private readonly listeners = new Set<EventListener>();
   constructor(private readonly handlers: Handlers) {}
@@ -75,6 +75,10 @@ export class Router {
 export function toRouterError(e: unknown): RouterError {
   if (e instanceof RouterError) return e;
   if (e instanceof EngineError) return new RouterError(e.code, e.message);
-  const message = e instanceof Error ? e.message.split('\n')[0] : String(e);
-  return new RouterError('INTERNAL', message);
+  return new RouterError('INTERNAL', firstLine(e));
+}
+
+/** The first line of an error's message (or of `String(e)`), for one-sentence reports. */
+export function firstLine(e: unknown): string {
+  return e instanceof Error ? e.message.split('\n')[0] : String(e);
 }

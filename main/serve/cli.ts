@@ -10,6 +10,7 @@
  */
 import { statSync } from 'node:fs';
 import path from 'node:path';
+import { firstLine } from '../router.ts';
 import { startServices } from '../services/index.ts';
 import { parseServeOptions, USAGE, UsageError } from './options.ts';
 import { startServer } from './server.ts';
@@ -56,6 +57,6 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((e: unknown) => {
-  process.stderr.write(`error: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}\n`);
+  process.stderr.write(`error: ${firstLine(e)}\n`);
   process.exit(e instanceof UsageError ? 2 : 1);
 });

@@ -17,7 +17,7 @@ import { performance } from 'node:perf_hooks';
 import type { AnswerStats, ContextBudget, Conversation, Message, MessageStatus } from '../contract/types.ts';
 import type { EngineHost } from '../engine-host/host.ts';
 import type { GenerationEvent, GenerationRequest, GenerationStats } from '../engine/generate/types.ts';
-import { RouterError } from '../router.ts';
+import { firstLine, RouterError } from '../router.ts';
 import { historyMessages, systemMessages, type BudgetService } from './budget.ts';
 import type { Emit, ModelService } from './model-service.ts';
 import type { SettingsService } from './settings.ts';
@@ -283,7 +283,7 @@ export class ChatService {
       }
     } catch (e) {
       const code = (e as { code?: unknown }).code;
-      failure = code === 'WORKER_CRASHED' ? { message: CRASH_MESSAGE, crashed: true } : { message: messageOf(e), crashed: false };
+      failure = code === 'WORKER_CRASHED' ? { message: CRASH_MESSAGE, crashed: true } : { message: firstLine(e), crashed: false };
     } finally {
       clearInterval(tick);
     }
@@ -306,7 +306,7 @@ export class ChatService {
       this.o.store.updateMessage(messageId, { content: text, status, stats, error });
     } catch (e) {
       final.status = 'error';
-      final.error = `the answer could not be saved: ${messageOf(e)}`;
+      final.error = `the answer could not be saved: ${firstLine(e)}`;
     }
     this.release(slot);
     // Restart before anyone hears of the end, so a send right after waits for the fresh worker.
@@ -351,8 +351,4 @@ export function toAnswerStats(reason: AnswerStats['finishReason'], s: Generation
     prefillTokensPerSec: s.prefillTokensPerSec,
     decodeTokensPerSec: s.decodeTokensPerSec,
   };
-}
-
-function messageOf(e: unknown): string {
-  return e instanceof Error ? e.message.split('\n')[0] : String(e);
 }

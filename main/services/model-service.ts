@@ -16,7 +16,7 @@ import type { ModelInfo, ModelState } from '../contract/types.ts';
 import type { EngineHost } from '../engine-host/host.ts';
 import type { LoadOptions } from '../engine-host/protocol.ts';
 import type { ModelInfo as EngineModelInfo } from '../engine/generate/engine.ts';
-import { RouterError, type Router } from '../router.ts';
+import { firstLine, type Router, RouterError } from '../router.ts';
 import type { ConversationStore } from './store.ts';
 
 export type Emit = Router['emit'];
@@ -57,16 +57,6 @@ export class ModelService {
     return this.current.info?.trainedContext;
   }
 
-  /** Path of the model loaded now (as opened), or null. */
-  get path(): string | null {
-    return this.source;
-  }
-
-  /** Whether a load or recovery is in progress. */
-  get loading(): boolean {
-    return this.pending !== null;
-  }
-
   /** Resolves once no load or recovery is in progress (never rejects). */
   async ready(): Promise<void> {
     while (this.pending) await this.pending.catch(() => undefined);
@@ -81,7 +71,7 @@ export class ModelService {
         await this.load(first);
       } catch (e) {
         if (first === this.o.defaultModel) return this.fail(e);
-        const why = `the last model (${first}) could not be loaded: ${messageOf(e)}`;
+        const why = `the last model (${first}) could not be loaded: ${firstLine(e)}`;
         try {
           await this.load(this.o.defaultModel);
           this.o.store.setSettings({ [MODEL_PATH_KEY]: undefined });
@@ -183,7 +173,7 @@ export class ModelService {
   /** A failed load: the previous model (host.model) still answers. */
   private fail(e: unknown, prefix?: string): void {
     const info = this.o.host.model;
-    const msg = prefix ? `${prefix}; ${messageOf(e)}` : messageOf(e);
+    const msg = prefix ? `${prefix}; ${firstLine(e)}` : firstLine(e);
     this.set({ status: info ? 'ready' : 'error', info: info ? toContractInfo(info) : null, progress: null, error: msg });
   }
 
@@ -205,8 +195,4 @@ export function toContractInfo(i: EngineModelInfo): ModelInfo {
     fallbackReason: i.fallbackReason,
     hasChatTemplate: i.hasChatTemplate,
   };
-}
-
-function messageOf(e: unknown): string {
-  return e instanceof Error ? e.message.split('\n')[0] : String(e);
 }

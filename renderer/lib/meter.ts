@@ -8,9 +8,6 @@ import type { ContextBudget } from '../../main/contract/types.ts';
 
 export type MeterLevel = 'ok' | 'amber' | 'red';
 
-/** Amber from this fraction of the max context (inclusive). */
-export const AMBER_FROM = 0.8;
-
 /** The part of a budget the meter needs. */
 export type MeterInput = Pick<ContextBudget, 'maxContext' | 'system' | 'history' | 'draft' | 'reserve' | 'used' | 'total' | 'fits'>;
 
