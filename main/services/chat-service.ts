@@ -229,14 +229,14 @@ export class ChatService {
   private async stream(slot: ActiveAnswer, message: Message, request: GenerationRequest, base: ContextBudget): Promise<void> {
     const { conversationId } = slot;
     const messageId = message.id;
-    let text = '';
+    // The answer so far is slot.emitted (sent in deltas) + pending (batched for the next delta).
     let pending = '';
     let generated = 0;
     let lastEmit = -Infinity;
     let flushTimer: NodeJS.Timeout | null = null;
     let saved = '';
     let lastSave = performance.now();
-    let budgetAt = -1;
+    let budgetAt = 0; // begin() already sent the budget with 0 generated tokens
 
     const flush = () => {
       if (flushTimer) clearTimeout(flushTimer);
@@ -248,6 +248,7 @@ export class ChatService {
       lastEmit = performance.now();
     };
     const save = () => {
+      const text = slot.emitted + pending;
       if (text === saved) return;
       this.o.store.updateMessage(messageId, { content: text });
       saved = text;
@@ -274,7 +275,6 @@ export class ChatService {
         } else if (ev.type === 'token') {
           if (ev.id >= 0) generated++;
           if (!ev.text) continue;
-          text += ev.text;
           pending += ev.text;
           flushTimer ??= setTimeout(flush, Math.max(0, lastEmit + DELTA_INTERVAL_MS - performance.now()));
         } else {
@@ -289,6 +289,7 @@ export class ChatService {
     }
     flush();
 
+    let text = slot.emitted;
     let status: MessageStatus;
     let error: string | null = null;
     let stats: AnswerStats | null = null;
