@@ -13,10 +13,14 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Lets pending promise callbacks run. */
 export const settle = () => sleep(0);
 
+/** A scheduler whose frames run only when the test says so (`tick`). */
 export class ManualFrames implements FrameScheduler {
   private next = 1;
-  private queued = new Map<number, () => void>();
+  readonly queued = new Map<number, () => void>();
+  /** How many frames were asked for. */
+  requests = 0;
   request(cb: () => void): number {
+    this.requests++;
     const id = this.next++;
     this.queued.set(id, cb);
     return id;
@@ -24,6 +28,7 @@ export class ManualFrames implements FrameScheduler {
   cancel(handle: unknown): void {
     this.queued.delete(handle as number);
   }
+  /** Runs the frames queued now. */
   tick(): void {
     const due = [...this.queued.values()];
     this.queued.clear();

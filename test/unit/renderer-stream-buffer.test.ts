@@ -5,29 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { StreamBuffer, type FrameScheduler, type StreamChunk } from '../../renderer/lib/stream-buffer.ts';
+import { StreamBuffer, type StreamChunk } from '../../renderer/lib/stream-buffer.ts';
+import { ManualFrames } from './renderer-fakes.ts';
 
-/** A scheduler whose frames run only when the test says so. */
-class ManualFrames implements FrameScheduler {
-  private next = 1;
-  readonly queued = new Map<number, () => void>();
-  requests = 0;
-  request(cb: () => void): number {
-    this.requests++;
-    const id = this.next++;
-    this.queued.set(id, cb);
-    return id;
-  }
-  cancel(handle: unknown): void {
-    this.queued.delete(handle as number);
-  }
-  /** Runs the frames queued now. */
-  tick(): void {
-    const due = [...this.queued.values()];
-    this.queued.clear();
-    for (const cb of due) cb();
-  }
-}
 
 function setup() {
   const frames = new ManualFrames();
