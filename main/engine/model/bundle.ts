@@ -15,7 +15,7 @@ import path from 'node:path';
 import { EngineError, ModelLoadError } from '../errors.ts';
 import { hashFiles } from './content-hash.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from './decoder-graph.ts';
-import { importHuggingFace } from './import-hf.ts';
+import { hfSourceFiles, importHuggingFace } from './import-hf.ts';
 import { importLlama2c, llama2cSourceFiles } from './import-llama2c.ts';
 import type { ImportedModel, ModelManifest } from './manifest.ts';
 
@@ -77,16 +77,7 @@ export async function detectSource(p: string): Promise<{ kind: SourceKind; path:
 
 /** The source files whose contents identify a model, in a stable order. */
 async function sourceFiles(kind: SourceKind, p: string): Promise<string[]> {
-  if (kind === 'llama2c') return llama2cSourceFiles(p);
-  const entries = (await readdir(p)).sort();
-  const wanted = (e: string) =>
-    e === 'config.json' ||
-    e === 'generation_config.json' ||
-    e === 'chat_template.jinja' ||
-    e.startsWith('tokenizer') ||
-    e.endsWith('.safetensors') ||
-    e.endsWith('.safetensors.index.json');
-  return entries.filter(wanted).map((e) => path.join(p, e));
+  return kind === 'llama2c' ? llama2cSourceFiles(p) : hfSourceFiles(p);
 }
 
 /**

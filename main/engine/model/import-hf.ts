@@ -19,7 +19,7 @@
  * `mscale` fields, and tensors the graph does not use (`rotary_emb.inv_freq`, a duplicate
  * `lm_head.weight` in a tied checkpoint).
  */
-import { access, readFile } from 'node:fs/promises';
+import { access, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { ModelLoadError } from '../errors.ts';
@@ -315,16 +315,13 @@ async function readTokenizer(folder: string, config: ModelConfig, hf: { bos_toke
   const ct = tc?.chat_template;
   // A list of named templates: "default" is the chat one (others are e.g. "tool_use", "rag").
   const chatTemplate = (Array.isArray(ct) ? (ct.find((t) => t.name === 'default') ?? ct[0])?.template : ct) ?? jinja ?? null;
-  const files = [tokFile, ...(tcRaw ? [tcFile] : []), ...(genRaw ? [genFile] : []), ...(jinja !== null ? [jinjaFile] : [])];
   const tokenizerConfig = tcRaw ?? { add_bos_token: addBos };
-  return { tokenizerJson, tokenizerConfig, specialTokens: { bos, eos }, addBos, chatTemplate, files };
+  return { tokenizerJson, tokenizerConfig, specialTokens: { bos, eos }, addBos, chatTemplate };
 }
 
 const IndexSchema = z.looseObject({ weight_map: z.record(z.string(), z.string()) });
 
 interface OpenWeights {
-  /** The index (if any) and the weight files, for hashing. */
-  files: string[];
   /** Loads every expected tensor as float32, one at a time. */
   load(): Promise<ModelWeights>;
   close(): Promise<void>;
@@ -370,7 +367,6 @@ async function openWeights(folder: string, expected: Map<string, number[]>): Pro
     throw e;
   }
   return {
-    files: index !== null ? [indexFile, ...shardNames.map((s) => path.join(folder, s))] : [single],
     async load() {
       const weights: ModelWeights = new Map();
       for (const name of expected.keys()) weights.set(name, await shards.get(whereIs(name))!.load(name));
@@ -381,10 +377,25 @@ async function openWeights(folder: string, expected: Map<string, number[]>): Pro
 }
 
 /**
+ * The files whose contents identify a Hugging Face checkpoint folder, sorted by name: config.json,
+ * generation_config.json, chat_template.jinja, tokenizer*, *.safetensors and the index. The import
+ * cache keys on their hash (`hashFiles`), and so does `manifest.source.sha256`.
+ */
+export async function hfSourceFiles(folder: string): Promise<string[]> {
+  const wanted = (e: string) =>
+    e === 'config.json' ||
+    e === 'generation_config.json' ||
+    e === 'chat_template.jinja' ||
+    e.startsWith('tokenizer') ||
+    e.endsWith('.safetensors') ||
+    e.endsWith('.safetensors.index.json');
+  return (await readdir(folder)).sort().filter(wanted).map((e) => path.join(folder, e));
+}
+
+/**
  * Imports a Hugging Face checkpoint folder. Weights come back as float32 under canonical names
  * with shapes checked against the config; `manifest.source` is `{ kind: 'hf', path: <absolute
- * folder>, sha256 }`, the hash (`hashFiles`) of config.json, the tokenizer files present, the
- * generation config, the index and the weight files, in that order.
+ * folder>, sha256 }`, sha256 being the hash of `hfSourceFiles(folder)`.
  * Special tokens: BOS = tokenizer_config `bos_token` looked up in tokenizer.json, else
  * config.json `bos_token_id`; EOS = union of config.json and generation_config.json
  * `eos_token_id` and tokenizer_config's `eos_token`. addBos = `add_bos_token` ?? (llama/mistral).
@@ -410,7 +421,7 @@ export async function importHuggingFace(folder: string, opts: { sourceHash?: str
   } finally {
     await opened.close();
   }
-  const sha256 = opts.sourceHash ?? (await hashFiles([configFile, ...tok.files, ...opened.files]));
+  const sha256 = opts.sourceHash ?? (await hashFiles(await hfSourceFiles(root)));
   return {
     manifest: {
       format: 'ropewalk-bundle',
