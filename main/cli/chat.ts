@@ -25,6 +25,7 @@ async function main(argv: string[]): Promise<number> {
     const info = await host.load(opts.model ?? defaultModelPath(), {
       ...(opts.maxContext !== null ? { maxContext: opts.maxContext } : {}),
       executionProvider: opts.ep,
+      ...(opts.backend !== null ? { backend: opts.backend } : {}),
     });
     if (info.fallbackReason) process.stderr.write(`note: ${info.fallbackReason}\n`);
     const request: GenerationRequest = {

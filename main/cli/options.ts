@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 // growth.ts, not engine.ts: the CLI's main thread must not load ONNX Runtime (the worker does).
 import { MAX_CONTEXT_LIMIT } from '../engine/cache/growth.ts';
-import type { ExecutionProvider } from '../engine/model/session.ts';
+import type { BackendKind, ExecutionProvider } from '../engine/model/backend.ts';
 import type { SamplerOptions } from '../engine/sampling/sampler.ts';
 
 /** A bad command line: the CLI prints its one-line message and exits with code 2. */
@@ -19,6 +19,8 @@ export interface ChatOptions {
   sampler: SamplerOptions;
   ignoreEos: boolean;
   ep: ExecutionProvider;
+  /** null: native when the addon loads, else js (the engine says why). */
+  backend: BackendKind | null;
   json: boolean;
   system: string | null;
   stop: string[];
@@ -42,6 +44,7 @@ export const USAGE = `usage: npm run chat -- [options] "prompt"
   --stop S              stop when the text reaches S (repeatable)
   --system TEXT         system prompt (chat models only)
   --ep cpu|cuda         execution provider (default cpu; cuda falls back to cpu with a message)
+  --backend native|js   decoder backend (default native: the C++ addon; js when it cannot load, with a message)
   --json                print one JSON object at the end instead of streaming text`;
 
 function int(name: string, v: string | undefined, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
@@ -87,6 +90,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
         stop: { type: 'string', multiple: true },
         system: { type: 'string' },
         ep: { type: 'string' },
+        backend: { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -103,6 +107,8 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
   if (prompt.trim().length === 0) throw new UsageError('the prompt is empty');
   const ep = v.ep ?? 'cpu';
   if (ep !== 'cpu' && ep !== 'cuda') throw new UsageError(`--ep must be cpu or cuda, got "${ep}"`);
+  const backend = v.backend ?? null;
+  if (backend !== null && backend !== 'native' && backend !== 'js') throw new UsageError(`--backend must be native or js, got "${backend}"`);
   if (v.model !== undefined && v.model.trim() === '') throw new UsageError('--model needs a path');
   const seed = int('seed', v.seed, 0, 2 ** 32 - 1);
   return {
@@ -120,6 +126,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
     },
     ignoreEos: v['ignore-eos'] ?? false,
     ep,
+    backend,
     json: v.json ?? false,
     system: v.system ?? null,
     stop: v.stop ?? [],

@@ -93,6 +93,7 @@ export interface ChatJson {
   tokens: number[];
   finishReason: 'stop' | 'length' | 'context-full' | 'cancelled' | 'error';
   stats: {
+    backend: 'native' | 'js';
     ttftMs: number;
     prefillTokensPerSec: number;
     decodeTokensPerSec: number;

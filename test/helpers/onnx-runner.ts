@@ -1,7 +1,8 @@
 /**
  * Test helper: builds the ONNX decoder graph of a model (config + canonical weights) into a
  * temporary bundle folder and runs token sequences through the real ONNX Runtime session with
- * the engine's RoPE and KV caches, so tests can compare logits with the reference forward pass.
+ * the engine's RoPE and KV caches, on either decoder backend, so tests can compare logits with
+ * the reference forward pass and between backends.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -10,27 +11,31 @@ import { KvCache } from '../../main/engine/cache/kv-cache.ts';
 import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from '../../main/engine/model/decoder-graph.ts';
 import type { ModelConfig, ModelWeights } from '../../main/engine/model/manifest.ts';
+import type { BackendKind, DecoderBackend } from '../../main/engine/model/backend.ts';
+import { NativeDecoderSession } from '../../main/engine/model/native-session.ts';
 import { DecoderSession } from '../../main/engine/model/session.ts';
 
 export class OnnxRunner {
   readonly rope: RopeCache;
   readonly kv: KvCache;
   private constructor(
-    readonly session: DecoderSession,
+    readonly session: DecoderBackend,
     readonly config: ModelConfig,
     readonly dir: string,
     maxContext: number,
   ) {
     this.rope = new RopeCache(config.rope, maxContext);
-    this.kv = new KvCache({ numLayers: config.numLayers, numKvHeads: config.numKvHeads, headDim: config.headDim, maxContext });
+    this.kv = new KvCache({ numLayers: config.numLayers, numKvHeads: config.numKvHeads, headDim: config.headDim, maxContext, hostBuffers: session.kvOnHost });
   }
 
-  static async create(config: ModelConfig, weights: ModelWeights, maxContext = config.trainedContext): Promise<OnnxRunner> {
+  /** `backend` 'native' fails (NativeUnavailableError) rather than falling back. */
+  static async create(config: ModelConfig, weights: ModelWeights, maxContext = config.trainedContext, backend: BackendKind = 'js'): Promise<OnnxRunner> {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-graph-'));
     const built = buildDecoderGraph(config, weights);
     writeFileSync(path.join(dir, 'model.onnx'), built.model);
     writeFileSync(path.join(dir, EXTERNAL_DATA_FILE), Buffer.concat(built.data));
-    const session = await DecoderSession.create(path.join(dir, 'model.onnx'), config, 'cpu');
+    const modelPath = path.join(dir, 'model.onnx');
+    const session = backend === 'native' ? await NativeDecoderSession.create(modelPath, config) : await DecoderSession.create(modelPath, config);
     return new OnnxRunner(session, config, dir, maxContext);
   }
 

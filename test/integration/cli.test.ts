@@ -64,6 +64,7 @@ function assertJsonShape(j: ChatJson): void {
   assert.ok(Array.isArray(j.promptTokens) && j.promptTokens.every(Number.isInteger), 'promptTokens: int[]');
   assert.ok(Array.isArray(j.tokens) && j.tokens.every(Number.isInteger), 'tokens: int[]');
   assert.ok(['stop', 'length', 'context-full', 'cancelled'].includes(j.finishReason), `finishReason ${j.finishReason}`);
+  assert.ok(j.stats.backend === 'native' || j.stats.backend === 'js', `stats.backend ${j.stats.backend}`);
   for (const k of ['ttftMs', 'prefillTokensPerSec', 'decodeTokensPerSec', 'contextUsed', 'maxContext'] as const) {
     assert.ok(Number.isFinite(j.stats[k]) && j.stats[k] >= 0, `stats.${k} = ${j.stats[k]}`);
   }
@@ -113,6 +114,13 @@ test('--json --temperature 0 "Once upon a time": llama2.c reference continuation
   }
   assert.equal(s.rope.rowsComputed, s.rope.capacity, 'every RoPE row computed exactly once');
   assertCacheBytes(j);
+
+  // The default backend is the native addon (the test command builds it); --backend js gives
+  // the same greedy tokens.
+  assert.equal(s.backend, 'native');
+  const js = parseJsonRun(await runChat(['--json', '--temperature', '0', '--backend', 'js', PROMPT], await cache()));
+  assert.equal(js.stats.backend, 'js');
+  assert.deepEqual(js.tokens, j.tokens);
 });
 
 test('--ignore-eos --max-context 2048 --max-tokens 3000: ends "context-full" at 2048 positions, no crash', async () => {
@@ -255,6 +263,7 @@ test('bad options and prompts: one-line error, exit 2, no stack trace, nothing o
     [['--seed=-3'], /--seed/],
     [['--seed', 'x'], /--seed/],
     [['--ep', 'tpu'], /--ep/],
+    [['--backend', 'gpu'], /--backend/],
     [['--max-context', '0'], /--max-context/],
     [['--max-context', 'many'], /--max-context/],
     [['--frobnicate'], /--frobnicate/],
@@ -277,7 +286,7 @@ test('bad options and prompts: one-line error, exit 2, no stack trace, nothing o
   const help = await runChat(['--help'], dir);
   assert.equal(help.code, 0, describeRun(help));
   assert.match(help.stdout, /usage:/);
-  for (const o of ['--model', '--max-tokens', '--max-context', '--temperature', '--top-k', '--top-p', '--min-p', '--repeat-penalty', '--seed', '--ignore-eos', '--ep', '--json']) {
+  for (const o of ['--model', '--max-tokens', '--max-context', '--temperature', '--top-k', '--top-p', '--min-p', '--repeat-penalty', '--seed', '--ignore-eos', '--ep', '--backend', '--json']) {
     assert.ok(help.stdout.includes(o), `--help lists ${o}`);
   }
 });

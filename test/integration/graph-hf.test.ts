@@ -4,6 +4,7 @@
  * real configs of Llama, Mistral, Qwen2 and Qwen3 with random weights and the real Qwen3
  * tokenizer, covering GQA, q/k/v bias, QK-norm, partial rotary, tied and untied embeddings, and
  * every RoPE scaling variant. Positions go past the original context for the scaled variants.
+ * Both decoder backends (JS API and native addon) run each case; greedy tokens are identical.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -34,24 +35,32 @@ for (const c of cases) {
     const model = await importHuggingFace(dir);
     const config = model.manifest.config;
     const runner = await OnnxRunner.create(config, model.weights, c.maxContext);
+    const native = await OnnxRunner.create(config, model.weights, c.maxContext, 'native');
     const ref = new ReferenceModel(config, model.weights, c.maxContext);
     try {
       // Prefill 40 tokens in two chunks (past the scaled models' original context), then decode.
       const prompt = Array.from({ length: 40 }, (_, i) => (i * 7919 + 13) % 151_000);
-      let onnx = await runner.forward(prompt.slice(0, 25));
-      let expected = ref.forward(prompt.slice(0, 25));
-      onnx = await runner.forward(prompt.slice(25));
-      expected = ref.forward(prompt.slice(25));
+      await runner.forward(prompt.slice(0, 25));
+      await native.forward(prompt.slice(0, 25));
+      ref.forward(prompt.slice(0, 25));
+      let onnx = await runner.forward(prompt.slice(25));
+      let viaAddon = await native.forward(prompt.slice(25));
+      let expected = ref.forward(prompt.slice(25));
       for (let step = 0; step < 12; step++) {
         const { diff, scale } = maxAbsDiff(onnx, expected);
         // Float32 graph vs float64 reference: ~2e-7 here; a sign error in RoPE gives ~5e-4.
         assert.ok(diff <= 1e-5 * Math.max(1, scale), `${c.name} step ${step}: max |onnx − ref| = ${diff}, scale ${scale}`);
+        const between = maxAbsDiff(viaAddon, onnx);
+        assert.ok(between.diff <= 1e-5 * Math.max(1, between.scale), `${c.name} step ${step}: max |native − js| = ${between.diff}`);
+        assert.equal(argmax(viaAddon), argmax(onnx), `${c.name} step ${step}: greedy tokens differ between backends`);
         const next = argmax(expected);
         onnx = await runner.forward([next]);
+        viaAddon = await native.forward([next]);
         expected = ref.forward([next]);
       }
     } finally {
       await runner.dispose();
+      await native.dispose();
     }
   });
 }

@@ -64,6 +64,7 @@ test('PeriodicSaver: writes when due and changed; a failed write is retried', ()
 });
 
 const STATS: GenerationStats = {
+  backend: 'js',
   promptTokens: 5,
   generatedTokens: 3,
   reusedTokens: 0,

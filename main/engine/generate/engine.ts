@@ -1,30 +1,39 @@
 /**
- * The engine: one loaded model (session, tokenizer, RoPE cache, KV cache) and the generation
- * loop. Token ids in, token ids and text out. It remembers which tokens its KV cache holds, so a
- * follow-up prompt that extends the previous sequence prefills only what differs (prefix reuse).
+ * The engine: one loaded model (decoder backend, tokenizer, RoPE cache, KV cache) and the
+ * generation loop. Token ids in, token ids and text out. Model-level verbs, as in
+ * onnxruntime-genai's ComputeLogits / GenerateNextToken:
+ *   - `prefill(tokenIds)`: runs tokens at the next positions, returns the last one's logits;
+ *   - `decodeStep(tokenId)`: feeds one sampled token back, returns the next logits;
+ * and `generate(request, { signal })`, the loop that orchestrates them: prefix reuse, chunked
+ * prefill, then sample → accept → decode step until a finish reason. It remembers which tokens
+ * its KV cache holds, so a follow-up prompt that extends the previous sequence prefills only
+ * what differs (prefix reuse).
  *
- * `generate(request, { signal })` is an async generator of `GenerationEvent`s:
+ * `generate` is an async generator of `GenerationEvent`s:
  *   prefill progress per chunk → token deltas → one `done` with reason and stats.
  * A user abort ends with `done { reason: 'cancelled' }`; a prompt that cannot fit throws
  * `ContextOverflowError` before anything is touched.
  */
 import { performance } from 'node:perf_hooks';
-import { ContextOverflowError, InvalidOptionError, toEngineError } from '../errors.ts';
+import { ContextOverflowError, InvalidOptionError } from '../errors.ts';
 import { MAX_CONTEXT_LIMIT } from '../cache/growth.ts';
 import { KvCache } from '../cache/kv-cache.ts';
 import { RopeCache } from '../cache/rope-cache.ts';
-import { resolveModel, type ImportProgress, type LoadedBundle } from '../model/bundle.ts';
+import type { BackendKind, DecoderBackend, ExecutionProvider, SessionInfo } from '../model/backend.ts';
+import { resolveModel, type ImportProgress } from '../model/bundle.ts';
 import type { ModelManifest } from '../model/manifest.ts';
-import { DecoderSession, type ExecutionProvider, type SessionInfo } from '../model/session.ts';
+import { openDecoderBackend } from '../model/open-backend.ts';
 import { Sampler, validateSamplerOptions } from '../sampling/sampler.ts';
-import { StreamDecoder } from '../tokenizer/stream-decoder.ts';
 import { TextTokenizer } from '../tokenizer/tokenizer.ts';
-import type { FinishReason, GenerationEvent, GenerationRequest, GenerationStats } from './types.ts';
+import { Generation } from './generation.ts';
+import type { GenerationEvent, GenerationRequest, GenerationStats } from './types.ts';
 
 export interface EngineOptions {
   /** Bound on positions (prompt + generated); default: the model's trained context. */
   maxContext?: number;
   executionProvider?: ExecutionProvider;
+  /** Decoder backend (default 'native'; falls back to 'js' with a note when the addon cannot load). */
+  backend?: BackendKind;
   /** Prefill chunk size in tokens (default 256). */
   prefillChunk?: number;
   /** Where imported bundles are cached. */
@@ -39,12 +48,24 @@ export interface ModelInfo {
   trainedContext: number;
   maxContext: number;
   vocabSize: number;
+  backend: BackendKind;
   executionProvider: ExecutionProvider;
+  /** Why the requested backend or execution provider is not the one in use (one line), or null. */
   fallbackReason: string | null;
   hasChatTemplate: boolean;
   bundleDir: string;
 }
 
+/** What an engine is built from: a model's manifest and tokenizer and a backend opened on it. */
+export interface EngineParts {
+  manifest: ModelManifest;
+  tokenizer: TextTokenizer;
+  backend: DecoderBackend;
+  /** The bundle folder (shown in ModelInfo). */
+  bundleDir: string;
+  /** Why `backend` is not the kind that was asked for, if so. */
+  backendNote?: string | null;
+}
 
 /** Validates a max-context value. @throws InvalidOptionError quoting it. */
 export function validateMaxContext(n: unknown): number {
@@ -55,9 +76,10 @@ export function validateMaxContext(n: unknown): number {
 }
 
 /**
- * One loaded model: session, tokenizer, RoPE cache [capacity, R/2] float32 ×2 and KV cache
- * [1, Hkv, capacity, headDim] float32 per layer, both bounded by `maxContext`, plus the token ids
- * the KV cache holds (for prefix reuse). One generation at a time.
+ * One loaded model: decoder backend, tokenizer, RoPE cache [capacity, R/2] float32 ×2 and KV
+ * cache [1, Hkv, capacity, headDim] float32 per layer (on the host for the JS backend, in the
+ * addon for the native one), both bounded by `maxContext`, plus the token ids the KV cache holds
+ * (for prefix reuse). One generation at a time.
  */
 export class Engine {
   readonly manifest: ModelManifest;
@@ -65,23 +87,41 @@ export class Engine {
   readonly maxContext: number;
   readonly rope: RopeCache;
   readonly kv: KvCache;
-  private readonly session: DecoderSession;
+  private readonly backend: DecoderBackend;
+  private readonly backendNote: string | null;
   private readonly prefillChunk: number;
-  private readonly bundle: LoadedBundle;
+  private readonly bundleDir: string;
   /** Token ids whose keys/values are in the KV cache, in order (length == kv.length). */
   private cachedTokens: number[] = [];
+  /** decodeStep's input [1], reused so a warm step allocates nothing here. */
+  private readonly oneToken = [0];
   private busy = false;
 
-  private constructor(bundle: LoadedBundle, session: DecoderSession, tokenizer: TextTokenizer, opts: EngineOptions) {
-    const c = bundle.manifest.config;
-    this.bundle = bundle;
-    this.manifest = bundle.manifest;
-    this.session = session;
-    this.tokenizer = tokenizer;
+  /**
+   * Builds an engine on an opened backend (`Engine.load` opens one; tests pass a stand-in).
+   * @throws InvalidOptionError for a bad maxContext or prefillChunk, quoting it.
+   */
+  constructor(parts: EngineParts, opts: Pick<EngineOptions, 'maxContext' | 'prefillChunk'> = {}) {
+    if (opts.maxContext !== undefined) validateMaxContext(opts.maxContext);
+    if (opts.prefillChunk !== undefined && !(Number.isInteger(opts.prefillChunk) && opts.prefillChunk >= 1)) {
+      throw new InvalidOptionError('prefill chunk', `${opts.prefillChunk} is not a positive integer`);
+    }
+    const c = parts.manifest.config;
+    this.manifest = parts.manifest;
+    this.tokenizer = parts.tokenizer;
+    this.backend = parts.backend;
+    this.backendNote = parts.backendNote ?? null;
+    this.bundleDir = parts.bundleDir;
     this.maxContext = opts.maxContext ?? c.trainedContext;
     this.prefillChunk = opts.prefillChunk ?? 256;
     this.rope = new RopeCache(c.rope, this.maxContext);
-    this.kv = new KvCache({ numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim, maxContext: this.maxContext });
+    this.kv = new KvCache({
+      numLayers: c.numLayers,
+      numKvHeads: c.numKvHeads,
+      headDim: c.headDim,
+      maxContext: this.maxContext,
+      hostBuffers: this.backend.kvOnHost,
+    });
   }
 
   /**
@@ -91,8 +131,8 @@ export class Engine {
    */
   static async load(source: string, opts: EngineOptions = {}): Promise<Engine> {
     if (opts.maxContext !== undefined) validateMaxContext(opts.maxContext);
-    if (opts.prefillChunk !== undefined && !(Number.isInteger(opts.prefillChunk) && opts.prefillChunk >= 1)) {
-      throw new InvalidOptionError('prefill chunk', `${opts.prefillChunk} is not a positive integer`);
+    if (opts.backend !== undefined && opts.backend !== 'native' && opts.backend !== 'js') {
+      throw new InvalidOptionError('backend', `expected native or js, got ${String(opts.backend)}`);
     }
     const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress);
     const m = bundle.manifest;
@@ -105,26 +145,36 @@ export class Engine {
       exactVocab: m.source.kind === 'llama2c',
       chatTemplate: m.chatTemplate,
     });
-    const session = await DecoderSession.create(bundle.modelPath, m.config, opts.executionProvider ?? 'cpu');
-    return new Engine(bundle, session, tokenizer, opts);
+    const opened = await openDecoderBackend(bundle.modelPath, m.config, opts.backend, opts.executionProvider ?? 'cpu');
+    try {
+      return new Engine({ manifest: m, tokenizer, backend: opened.backend, bundleDir: bundle.dir, backendNote: opened.note }, opts);
+    } catch (e) {
+      await opened.backend.dispose();
+      throw e;
+    }
   }
 
+  /** The backend and execution provider in use, and why they differ from the request (one line). */
   get sessionInfo(): SessionInfo {
-    return this.session.info;
+    const b = this.backend.info;
+    const reasons = [this.backendNote, b.fallbackReason].filter((r): r is string => r !== null);
+    return { backend: b.backend, executionProvider: b.executionProvider, fallbackReason: reasons.length ? reasons.join('; ') : null };
   }
 
   get info(): ModelInfo {
     const c = this.manifest.config;
+    const s = this.sessionInfo;
     return {
       name: this.manifest.name,
       architecture: c.architecture,
       trainedContext: c.trainedContext,
       maxContext: this.maxContext,
       vocabSize: c.vocabSize,
-      executionProvider: this.session.info.executionProvider,
-      fallbackReason: this.session.info.fallbackReason,
+      backend: s.backend,
+      executionProvider: s.executionProvider,
+      fallbackReason: s.fallbackReason,
       hasChatTemplate: this.manifest.chatTemplate !== null,
-      bundleDir: this.bundle.dir,
+      bundleDir: this.bundleDir,
     };
   }
 
@@ -153,143 +203,127 @@ export class Engine {
   }
 
   /**
+   * Runs `tokenIds` at the next positions P … P+T−1 (P = tokens held): both caches are ensured
+   * first (a typed overflow error before any tensor is touched), the RoPE rows are views, the KV
+   * rows are committed after the run. The caller chunks long prompts.
+   * @returns logits float32 [V] of the last token (the backend's reused buffer).
+   * @throws ContextOverflowError past the max context; SessionRunError when the backend fails
+   *   (the KV cache then still holds P tokens).
+   */
+  async prefill(tokenIds: readonly number[]): Promise<Float32Array> {
+    const P = this.kv.length;
+    const end = P + tokenIds.length;
+    this.rope.ensure(end);
+    this.kv.ensure(end);
+    const { cos, sin } = this.rope.rows(P, tokenIds.length);
+    const logits = await this.backend.run(tokenIds, cos, sin, this.kv);
+    this.kv.commit(tokenIds.length);
+    for (const t of tokenIds) this.cachedTokens.push(t);
+    return logits;
+  }
+
+  /** Feeds one sampled token back at the next position: `prefill([tokenId])` without allocating its input. */
+  decodeStep(tokenId: number): Promise<Float32Array> {
+    this.oneToken[0] = tokenId;
+    return this.prefill(this.oneToken);
+  }
+
+  /**
    * Generates a completion. See the file comment for the event sequence.
-   * @throws InvalidOptionError (bad request), ContextOverflowError (prompt longer than the max
-   *   context), both before any event. Failures during the run end with done{reason:'error'}.
+   * @throws InvalidOptionError (bad request, engine busy), ContextOverflowError (prompt longer
+   *   than the max context), both before any event. Failures during the run end with
+   *   done{reason:'error'}.
    */
   async *generate(req: GenerationRequest, opts: { signal?: AbortSignal } = {}): AsyncGenerator<GenerationEvent> {
-    const t0 = performance.now();
+    const gen = this.begin(req);
+    const signal = opts.signal;
+    try {
+      // 1. prefix reuse: keep the longest common prefix, but always prefill ≥ 1 token for logits.
+      const reused = (gen.reusedTokens = this.reuse(gen.prompt));
+      // 2. chunked prefill
+      let logits: Float32Array | null = null;
+      const prefillStart = performance.now();
+      for (let i = reused; i < gen.prompt.length && !this.cancelled(gen, signal); i += this.prefillChunk) {
+        const chunk = gen.prompt.slice(i, i + this.prefillChunk);
+        logits = await this.prefill(chunk);
+        yield { type: 'prefill', processed: i + chunk.length - reused, total: gen.prompt.length - reused };
+      }
+      gen.prefillMs = performance.now() - prefillStart;
+      // 3. decode: sample, accept (EOS, stop strings, max tokens), check room and abort, step.
+      gen.decodeStartedAt = performance.now();
+      while (logits && !gen.finished) {
+        const token = gen.sampler.sample(logits, this.cachedTokens);
+        const delta = gen.accept(token);
+        if (delta !== null) yield { type: 'token', id: token, text: delta };
+        if (gen.finished) break;
+        if (this.kv.length + 1 > this.maxContext) gen.finish('context-full');
+        else if (!this.cancelled(gen, signal)) logits = await this.decodeStep(token);
+      }
+      // 4. what the stream decoder still holds
+      const tail = gen.flush();
+      if (tail) yield { type: 'token', id: -1, text: tail };
+    } catch (e) {
+      // A failed run may have left partial rows past kv.length; they are ignored (length unchanged).
+      gen.fail(e);
+    } finally {
+      this.busy = false;
+    }
+    yield this.done(gen);
+  }
+
+  /** Validates a request and claims the engine. @throws see `generate`. */
+  private begin(req: GenerationRequest): Generation {
     if (!Number.isInteger(req.maxTokens) || req.maxTokens < 1) {
       throw new InvalidOptionError('max tokens', `${req.maxTokens} is not a positive integer`);
     }
     const sampler = new Sampler(validateSamplerOptions(req.sampler));
-    const stops = (req.stop ?? []).filter((s) => s.length > 0);
-    const maxStopLen = Math.max(0, ...stops.map((s) => s.length));
     const prompt = this.encodeRequest(req);
     if (prompt.length > this.maxContext) throw new ContextOverflowError(prompt.length, this.maxContext, 'the prompt');
     if (this.busy) throw new InvalidOptionError('request', 'the engine is already generating');
     this.busy = true;
+    return new Generation(req, prompt, sampler, this.tokenizer);
+  }
 
-    const eos = new Set(req.ignoreEos ? [] : this.tokenizer.eos);
-    const generated: number[] = [];
-    const decoder = new StreamDecoder(this.tokenizer, prompt);
-    let text = '';
-    let reason: FinishReason = 'length';
-    let error: { code: string; message: string } | undefined;
-    let reused = 0;
-    let ttftMs = 0;
-    let prefillMs = 0;
-    let decodeStart = 0;
-    try {
-      // 1. prefix reuse: keep the longest common prefix, but always prefill ≥ 1 token for logits.
-      reused = commonPrefix(this.cachedTokens, prompt);
-      if (reused === prompt.length) reused--;
-      this.kv.rewindTo(reused);
-      this.cachedTokens.length = reused;
+  /** Rewinds the KV cache to the longest prefix it shares with `prompt` (< prompt.length). */
+  private reuse(prompt: readonly number[]): number {
+    let reused = commonPrefix(this.cachedTokens, prompt);
+    if (reused === prompt.length) reused--;
+    this.kv.rewindTo(reused);
+    this.cachedTokens.length = reused;
+    return reused;
+  }
 
-      // 2. chunked prefill
-      let logits: Float32Array | null = null;
-      const tp = performance.now();
-      for (let i = reused; i < prompt.length; i += this.prefillChunk) {
-        if (opts.signal?.aborted) {
-          reason = 'cancelled';
-          break;
-        }
-        const chunk = prompt.slice(i, Math.min(i + this.prefillChunk, prompt.length));
-        logits = await this.forward(chunk);
-        yield { type: 'prefill', processed: i + chunk.length - reused, total: prompt.length - reused };
-      }
-      prefillMs = performance.now() - tp;
+  /** Ends `gen` with 'cancelled' when the signal fired; says whether it has ended. */
+  private cancelled(gen: Generation, signal: AbortSignal | undefined): boolean {
+    if (signal?.aborted) gen.finish('cancelled');
+    return gen.finished;
+  }
 
-      // 3. decode: sample, emit, stop checks, then feed the token back.
-      decodeStart = performance.now();
-      while (logits && reason !== 'cancelled') {
-        const history = this.cachedTokens;
-        const token = sampler.sample(logits, history);
-        if (eos.has(token)) {
-          reason = 'stop';
-          break;
-        }
-        generated.push(token);
-        if (generated.length === 1) ttftMs = performance.now() - t0;
-        let delta = decoder.push(token);
-        const full = text + delta;
-        const hit = stops.length ? findStop(full, stops, text.length - maxStopLen) : -1;
-        if (hit >= 0) {
-          delta = full.slice(text.length, hit);
-          text = full.slice(0, hit);
-          if (delta) yield { type: 'token', id: token, text: delta };
-          reason = 'stop';
-          break;
-        }
-        text = full;
-        yield { type: 'token', id: token, text: delta };
-        if (generated.length >= req.maxTokens) {
-          reason = 'length';
-          break;
-        }
-        if (this.kv.length + 1 > this.maxContext) {
-          reason = 'context-full';
-          break;
-        }
-        if (opts.signal?.aborted) {
-          reason = 'cancelled';
-          break;
-        }
-        logits = await this.forward([token]);
-      }
-      if (reason !== 'stop' || stops.length === 0) {
-        const tail = decoder.flush();
-        if (tail) {
-          text += tail;
-          yield { type: 'token', id: -1, text: tail };
-        }
-      }
-    } catch (e) {
-      const err = toEngineError(e);
-      reason = 'error';
-      error = { code: err.code, message: err.message };
-      // A failed run may have left partial rows past kv.length; they are ignored (length unchanged).
-    } finally {
-      this.busy = false;
-    }
-    const decodeMs = decodeStart ? performance.now() - decodeStart : 0;
-    const prefilled = prompt.length - reused;
+  /** The final event: reason, text, token ids and stats. */
+  private done(gen: Generation): GenerationEvent {
+    const n = gen.tokens.length;
+    const decodeMs = gen.decodeStartedAt ? performance.now() - gen.decodeStartedAt : 0;
+    const prefilled = gen.prompt.length - gen.reusedTokens;
     const stats: GenerationStats = {
-      promptTokens: prompt.length,
-      generatedTokens: generated.length,
-      reusedTokens: reused,
-      ttftMs: round(ttftMs),
-      prefillTokensPerSec: prefillMs > 0 ? round((prefilled * 1000) / prefillMs) : 0,
-      decodeTokensPerSec: decodeMs > 0 && generated.length > 1 ? round(((generated.length - 1) * 1000) / decodeMs) : 0,
+      backend: this.backend.info.backend,
+      promptTokens: gen.prompt.length,
+      generatedTokens: n,
+      reusedTokens: gen.reusedTokens,
+      ttftMs: round(gen.ttftMs),
+      prefillTokensPerSec: gen.prefillMs > 0 ? round((prefilled * 1000) / gen.prefillMs) : 0,
+      decodeTokensPerSec: decodeMs > 0 && n > 1 ? round(((n - 1) * 1000) / decodeMs) : 0,
       contextUsed: this.kv.length,
       maxContext: this.maxContext,
       rope: pick(this.rope.stats, ['capacity', 'rowsComputed', 'growths', 'bytes']),
       kv: pick(this.kv.stats, ['capacity', 'growths', 'bytes']),
     };
-    yield { type: 'done', reason, text, promptTokens: prompt, tokens: generated, stats, ...(error ? { error } : {}) };
+    const reason = gen.reason ?? 'length';
+    return { type: 'done', reason, text: gen.text, promptTokens: gen.prompt, tokens: gen.tokens, stats, ...(gen.error ? { error: gen.error } : {}) };
   }
 
-  /**
-   * Runs `tokens` at the next positions: ensures both caches (typed overflow error before any
-   * tensor is touched), takes RoPE rows as views, runs the session, commits the KV rows.
-   * @returns logits float32 [V] of the last token (reused buffer).
-   */
-  private async forward(tokens: number[]): Promise<Float32Array> {
-    const P = this.kv.length;
-    const end = P + tokens.length;
-    this.rope.ensure(end);
-    this.kv.ensure(end);
-    const { cos, sin } = this.rope.rows(P, tokens.length);
-    const logits = await this.session.run(tokens, cos, sin, this.kv);
-    this.kv.commit(tokens.length);
-    for (const t of tokens) this.cachedTokens.push(t);
-    return logits;
-  }
-
-  /** Releases the session. */
+  /** Releases the backend. */
   async dispose(): Promise<void> {
-    await this.session.dispose();
+    await this.backend.dispose();
   }
 }
 
@@ -298,16 +332,6 @@ function commonPrefix(a: readonly number[], b: readonly number[]): number {
   let i = 0;
   while (i < n && a[i] === b[i]) i++;
   return i;
-}
-
-/** Index in `text` where the earliest stop string starts (searching from `from`), or −1. */
-function findStop(text: string, stops: string[], from: number): number {
-  let best = -1;
-  for (const s of stops) {
-    const i = text.indexOf(s, Math.max(0, from));
-    if (i >= 0 && (best < 0 || i < best)) best = i;
-  }
-  return best;
 }
 
 function round(x: number): number {

@@ -2,6 +2,7 @@
  * What a generation is asked for and what it streams back. Plain data only: these types cross
  * the worker boundary and IPC as they are (structured clone / JSON).
  */
+import type { BackendKind } from '../model/backend.ts';
 import type { SamplerOptions } from '../sampling/sampler.ts';
 
 export interface ChatMessage {
@@ -32,6 +33,8 @@ export interface CacheStats {
 }
 
 export interface GenerationStats {
+  /** The decoder backend that ran it. */
+  backend: BackendKind;
   promptTokens: number;
   generatedTokens: number;
   /** Prompt tokens served from the KV cache (prefix reuse) rather than prefilled. */

@@ -1,0 +1,37 @@
+/**
+ * Opens the decoder backend the engine asked for (backend.ts): `native` when the addon loads,
+ * else `js` with a one-line note why; `js` when asked. The note joins the execution provider's
+ * own fallback reason in `SessionInfo.fallbackReason`.
+ */
+import type { BackendKind, DecoderBackend, ExecutionProvider } from './backend.ts';
+import type { ModelConfig } from './manifest.ts';
+import { NativeDecoderSession, NativeUnavailableError } from './native-session.ts';
+import { DecoderSession } from './session.ts';
+
+/** A backend and, when it is not the one asked for, why (one line). */
+export interface OpenedBackend {
+  backend: DecoderBackend;
+  note: string | null;
+}
+
+/**
+ * @param want 'native' (the default) or 'js'.
+ * @throws ModelLoadError when ONNX Runtime cannot load the model (on either backend).
+ */
+export async function openDecoderBackend(
+  modelPath: string,
+  config: ModelConfig,
+  want: BackendKind = 'native',
+  ep: ExecutionProvider = 'cpu',
+): Promise<OpenedBackend> {
+  let note: string | null = null;
+  if (want === 'native') {
+    try {
+      return { backend: await NativeDecoderSession.create(modelPath, config, ep), note: null };
+    } catch (e) {
+      if (!(e instanceof NativeUnavailableError)) throw e;
+      note = `native backend unavailable: ${e.reason}; using the JS backend`;
+    }
+  }
+  return { backend: await DecoderSession.create(modelPath, config, ep), note };
+}

@@ -1,0 +1,177 @@
+/**
+ * The generation loop on a stand-in backend that needs no weights (nanochat's mock-model engine
+ * tests): the real stories260K tokenizer (a file, not a model) and a backend whose logits follow
+ * a script, so every step of `Engine.generate` — prefix reuse, chunked prefill, sample → accept
+ * → decode step, EOS, stop strings, max tokens, context-full, cancel, backend failure — is
+ * checked against positions and token ids written here.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import type { KvCache } from '../../main/engine/cache/kv-cache.ts';
+import { SessionRunError } from '../../main/engine/errors.ts';
+import { Engine } from '../../main/engine/generate/engine.ts';
+import type { GenerationEvent, GenerationRequest } from '../../main/engine/generate/types.ts';
+import type { DecoderBackend, SessionInfo } from '../../main/engine/model/backend.ts';
+import type { ModelManifest } from '../../main/engine/model/manifest.ts';
+import { convertLlama2cTokenizer } from '../../main/engine/tokenizer/llama2c-tokenizer.ts';
+import { TextTokenizer } from '../../main/engine/tokenizer/tokenizer.ts';
+import { STORIES_TOKENIZER } from '../helpers/paths.ts';
+
+const V = 512;
+const EOS = 2;
+const HALF = 4;
+const GREEDY = { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1 };
+
+const manifest: ModelManifest = {
+  format: 'ropewalk-bundle',
+  version: 1,
+  name: 'stand-in',
+  source: { kind: 'llama2c', path: 'none', sha256: '0' },
+  config: {
+    architecture: 'llama',
+    hiddenSize: 8,
+    intermediateSize: 8,
+    numLayers: 1,
+    numHeads: 1,
+    numKvHeads: 1,
+    headDim: 2 * HALF,
+    vocabSize: V,
+    rmsNormEps: 1e-5,
+    tiedEmbeddings: true,
+    attentionBias: false,
+    qkNorm: false,
+    rope: { theta: 10000, rotaryDim: 2 * HALF, layout: 'interleaved' },
+    trainedContext: 64,
+  },
+  specialTokens: { bos: 1, eos: [EOS] },
+  addBos: true,
+  chatTemplate: null,
+  dtype: 'float32',
+};
+const tokenizer = TextTokenizer.fromJson(
+  convertLlama2cTokenizer(new Uint8Array(readFileSync(STORIES_TOKENIZER)), STORIES_TOKENIZER, V).tokenizerJson,
+  {},
+  { bos: 1, eos: [EOS], addBos: true, modelVocabSize: V, file: 'tok512', exactVocab: true },
+);
+
+/** What one backend run was given. */
+interface RunCall {
+  tokens: number[];
+  past: number;
+  ropeFloats: number;
+}
+
+/** Logits that put all mass on `next(last token fed)`; EOS for tokens the script does not know. */
+class ScriptedBackend implements DecoderBackend {
+  readonly info: SessionInfo = { backend: 'native', executionProvider: 'cpu', fallbackReason: null };
+  readonly kvOnHost = false;
+  readonly calls: RunCall[] = [];
+  failAtCall = -1;
+  private readonly logits = new Float32Array(V);
+  constructor(private readonly next: Map<number, number>) {}
+
+  async run(tokenIds: ArrayLike<number>, cos: Float32Array, sin: Float32Array, kv: KvCache): Promise<Float32Array> {
+    assert.equal(cos.length, sin.length);
+    assert.ok(kv.length + tokenIds.length <= kv.capacity, 'run before kv.ensure');
+    this.calls.push({ tokens: Array.from(tokenIds), past: kv.length, ropeFloats: cos.length });
+    if (this.calls.length - 1 === this.failAtCall) throw new SessionRunError('scripted failure', { input_ids: [1, tokenIds.length] });
+    this.logits.fill(0);
+    this.logits[this.next.get(tokenIds[tokenIds.length - 1]) ?? EOS] = 1;
+    return this.logits;
+  }
+
+  async dispose(): Promise<void> {}
+}
+
+const PROMPT = 'Once upon a time';
+const promptIds = tokenizer.encode(PROMPT, { addBos: true, parseSpecial: false });
+/** The scripted answer: " there was a big cat." then EOS (SentencePiece adds the leading space). */
+const answerIds = tokenizer.encode('there was a big cat.', { addBos: false, parseSpecial: false });
+
+function scripted(opts: { prefillChunk?: number; maxContext?: number } = {}): { engine: Engine; backend: ScriptedBackend } {
+  const chain = [promptIds[promptIds.length - 1], ...answerIds];
+  assert.equal(new Set(chain).size, chain.length, 'the script needs distinct tokens');
+  const next = new Map(chain.slice(0, -1).map((t, i) => [t, chain[i + 1]]));
+  const backend = new ScriptedBackend(next);
+  return { engine: new Engine({ manifest, tokenizer, backend, bundleDir: 'none' }, opts), backend };
+}
+
+async function collect(engine: Engine, req: Partial<GenerationRequest>, signal?: AbortSignal) {
+  const events: GenerationEvent[] = [];
+  for await (const ev of engine.generate({ prompt: PROMPT, maxTokens: 50, sampler: GREEDY, ...req }, { signal })) events.push(ev);
+  const done = events.at(-1);
+  assert.ok(done?.type === 'done');
+  return { events, done };
+}
+
+describe('Engine.generate on a scripted backend', () => {
+  it('prefills in chunks at increasing positions, then one decode step per token until EOS', async () => {
+    const { engine, backend } = scripted({ prefillChunk: 2 });
+    const { events, done } = await collect(engine, {});
+    assert.equal(done.reason, 'stop');
+    assert.deepEqual(done.tokens, answerIds);
+    assert.equal(done.text, ' there was a big cat.');
+    const P = promptIds.length;
+    const chunks = Math.ceil(P / 2);
+    assert.deepEqual(backend.calls.slice(0, chunks).map((c) => [c.past, c.tokens.length]), Array.from({ length: chunks }, (_, i) => [2 * i, Math.min(2, P - 2 * i)]));
+    // Every answer token but the last one sampled before EOS is fed back, at the next position.
+    assert.deepEqual(backend.calls.slice(chunks).map((c) => [c.past, c.tokens]), answerIds.map((t, i) => [P + i, [t]]));
+    assert.ok(backend.calls.every((c) => c.ropeFloats === c.tokens.length * HALF), 'RoPE rows are [T, R/2]');
+    assert.deepEqual(events.filter((e) => e.type === 'prefill').map((e) => e.type === 'prefill' && e.processed), Array.from({ length: chunks }, (_, i) => Math.min(2 * i + 2, P)));
+    assert.equal(events.filter((e) => e.type === 'token').map((e) => (e.type === 'token' ? e.text : '')).join(''), done.text);
+    assert.equal(done.stats.backend, 'native');
+    assert.equal(done.stats.contextUsed, P + answerIds.length);
+  });
+
+  it('ends at max tokens, at a stop string (not emitted) and at the max context', async () => {
+    const a = await collect(scripted().engine, { maxTokens: 3 });
+    assert.equal(a.done.reason, 'length');
+    assert.deepEqual(a.done.tokens, answerIds.slice(0, 3));
+
+    const b = await collect(scripted().engine, { stop: ['big'] });
+    assert.equal(b.done.reason, 'stop');
+    assert.equal(b.done.text, ' there was a ');
+
+    const room = promptIds.length + 2;
+    const { engine } = scripted({ maxContext: room });
+    const c = await collect(engine, {});
+    assert.equal(c.done.reason, 'context-full');
+    assert.equal(c.done.stats.contextUsed, room);
+    assert.deepEqual(c.done.tokens, answerIds.slice(0, 3), 'the token sampled from the last position is kept');
+  });
+
+  it('a follow-up that extends the sequence prefills only what differs', async () => {
+    const { engine, backend } = scripted();
+    const first = await collect(engine, {});
+    const before = backend.calls.length;
+    const second = await collect(engine, { prompt: `${PROMPT}${first.done.text} The end` });
+    const reused = second.done.stats.reusedTokens;
+    assert.ok(reused >= promptIds.length, `reused ${reused} tokens`);
+    assert.equal(backend.calls[before].past, reused);
+    assert.equal(backend.calls[before].tokens.length, second.done.stats.promptTokens - reused);
+  });
+
+  it('an abort ends with cancelled and the partial answer; a backend failure ends with error and leaves the engine usable', async () => {
+    const { engine, backend } = scripted();
+    const ac = new AbortController();
+    const events: GenerationEvent[] = [];
+    for await (const ev of engine.generate({ prompt: PROMPT, maxTokens: 50, sampler: GREEDY }, { signal: ac.signal })) {
+      events.push(ev);
+      if (ev.type === 'token' && events.filter((e) => e.type === 'token').length === 2) ac.abort();
+    }
+    const done = events.at(-1);
+    assert.ok(done?.type === 'done' && done.reason === 'cancelled');
+    assert.deepEqual(done.tokens, answerIds.slice(0, 2));
+
+    engine.reset();
+    backend.failAtCall = backend.calls.length + 1; // the first decode step after a one-chunk prefill
+    const failed = await collect(engine, {});
+    assert.equal(failed.done.reason, 'error');
+    assert.equal(failed.done.error?.code, 'SESSION_RUN');
+    assert.equal(failed.done.stats.contextUsed, promptIds.length, 'the failed step committed nothing');
+    const again = await collect(engine, {});
+    assert.equal(again.done.reason, 'stop');
+    assert.deepEqual(again.done.tokens, answerIds);
+  });
+});
