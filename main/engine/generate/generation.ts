@@ -9,6 +9,7 @@ import { toEngineError } from '../errors.ts';
 import { Sampler } from '../sampling/sampler.ts';
 import { StreamDecoder } from '../tokenizer/stream-decoder.ts';
 import type { TextTokenizer } from '../tokenizer/tokenizer.ts';
+import { StopStrings } from './stop-strings.ts';
 import type { FinishReason, GenerationRequest } from './types.ts';
 
 /** Per-request state of `Engine.generate`. */
@@ -17,7 +18,6 @@ export class Generation {
   readonly sampler: Sampler;
   /** Generated token ids (EOS and anything after a stop string excluded). */
   readonly tokens: number[] = [];
-  text = '';
   /** Set once the generation ended; 'length' until then is only the default. */
   reason: FinishReason | null = null;
   error: { code: string; message: string } | undefined;
@@ -30,8 +30,7 @@ export class Generation {
   decodeStartedAt = 0;
   private readonly maxTokens: number;
   private readonly eos: Set<number>;
-  private readonly stops: string[];
-  private readonly maxStopLength: number;
+  private readonly stops: StopStrings;
   private readonly decoder: StreamDecoder;
 
   /** `req` has been validated; `prompt` is its token ids. */
@@ -40,9 +39,13 @@ export class Generation {
     this.sampler = sampler;
     this.maxTokens = req.maxTokens;
     this.eos = new Set(req.ignoreEos ? [] : tokenizer.eos);
-    this.stops = (req.stop ?? []).filter((s) => s.length > 0);
-    this.maxStopLength = Math.max(0, ...this.stops.map((s) => s.length));
+    this.stops = new StopStrings(req.stop);
     this.decoder = new StreamDecoder(tokenizer, prompt);
+  }
+
+  /** The answer's text so far: every emitted delta, joined (never taken back). */
+  get text(): string {
+    return this.stops.emitted;
   }
 
   get finished(): boolean {
@@ -63,9 +66,9 @@ export class Generation {
 
   /**
    * Takes one sampled token. EOS ends with 'stop' and emits nothing (null). Otherwise the token
-   * joins the answer and its new text is returned ('' while UTF-8 is incomplete); a stop string
-   * in the text cuts it there and ends with 'stop' (null when nothing is left to emit before it);
-   * reaching maxTokens ends with 'length'.
+   * joins the answer and the text that is safe to show is returned ('' while UTF-8 is incomplete
+   * or the text could still start a stop string); a completed stop string ends with 'stop' (the
+   * text stops where it starts); reaching maxTokens ends with 'length'.
    */
   accept(token: number): string | null {
     if (this.eos.has(token)) {
@@ -74,35 +77,20 @@ export class Generation {
     }
     this.tokens.push(token);
     if (this.tokens.length === 1) this.ttftMs = performance.now() - this.startedAt;
-    const delta = this.decoder.push(token);
-    const full = this.text + delta;
-    const hit = this.stops.length ? findStop(full, this.stops, this.text.length - this.maxStopLength) : -1;
-    if (hit >= 0) {
-      const cut = full.slice(this.text.length, hit);
-      this.text = full.slice(0, hit);
-      this.finish('stop');
-      return cut || null;
-    }
-    this.text = full;
-    if (this.tokens.length >= this.maxTokens) this.finish('length');
-    return delta;
+    const step = this.stops.push(this.decoder.push(token));
+    if (step.stopped) this.finish('stop');
+    else if (this.tokens.length >= this.maxTokens) this.finish('length');
+    return step.text;
   }
 
-  /** Text the stream decoder still holds, appended to the answer ('' after a stop string). */
+  /**
+   * The end of the stream: the text the stream decoder and the stop strings still hold ('' after
+   * a stop string). A stop string completed by it ends the generation with 'stop' after all.
+   */
   flush(): string {
-    if (this.reason === 'stop' && this.stops.length > 0) return '';
-    const tail = this.decoder.flush();
-    this.text += tail;
-    return tail;
+    if (this.stops.stopped) return '';
+    const step = this.stops.push(this.decoder.flush());
+    if (step.stopped) this.reason = 'stop';
+    return step.text + this.stops.flush();
   }
-}
-
-/** Index in `text` where the earliest stop string starts (searching from `from`), or −1. */
-function findStop(text: string, stops: string[], from: number): number {
-  let best = -1;
-  for (const s of stops) {
-    const i = text.indexOf(s, Math.max(0, from));
-    if (i >= 0 && (best < 0 || i < best)) best = i;
-  }
-  return best;
 }
