@@ -35,6 +35,7 @@ export const settingsPatchSchema = z
     systemPrompt: z.string().max(100_000),
     contextFullPolicy: z.literal('stop'),
     executionProvider: z.enum(['cpu', 'cuda']),
+    backend: z.enum(['native', 'js']),
   })
   .partial()
   .strict();

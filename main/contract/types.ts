@@ -52,6 +52,8 @@ export interface Conversation extends ConversationSummary {
 export type ContextFullPolicy = 'stop';
 
 export type ExecutionProviderPreference = 'cpu' | 'cuda';
+/** The decoder backend: the native/ addon (falls back to js with a note when it cannot load) or onnxruntime-node's JS API. */
+export type BackendPreference = 'native' | 'js';
 
 export interface Settings {
   /** Bound on positions (prompt + answer); 0 < maxContext. */
@@ -68,6 +70,7 @@ export interface Settings {
   systemPrompt: string;
   contextFullPolicy: ContextFullPolicy;
   executionProvider: ExecutionProviderPreference;
+  backend: BackendPreference;
 }
 
 export interface ModelInfo {
@@ -76,8 +79,9 @@ export interface ModelInfo {
   trainedContext: number;
   maxContext: number;
   vocabSize: number;
+  backend: BackendPreference;
   executionProvider: 'cpu' | 'cuda';
-  /** Why the preferred execution provider is not the one in use, if so. */
+  /** Why the preferred backend or execution provider is not the one in use, if so. */
   fallbackReason: string | null;
   hasChatTemplate: boolean;
 }

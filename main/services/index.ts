@@ -80,6 +80,7 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     loadOptions: () => ({
       ...(settings?.userMaxContext !== undefined ? { maxContext: settings.userMaxContext } : {}),
       executionProvider: settings?.get().executionProvider ?? 'cpu',
+      backend: settings?.get().backend ?? 'native',
     }),
     isGenerating: () => chat?.generating ?? false,
     onLoaded: () => void refreshBudget(),

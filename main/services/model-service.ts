@@ -33,7 +33,7 @@ export interface ModelServiceOptions {
   /** Where imported bundles are cached (default: the engine's, ~/.cache/ropewalk/models). */
   cacheDir?: string;
   /** The load options the settings ask for (max context set by the user, execution provider). */
-  loadOptions: () => Pick<LoadOptions, 'maxContext' | 'executionProvider'>;
+  loadOptions: () => Pick<LoadOptions, 'maxContext' | 'executionProvider' | 'backend'>;
   /** Whether an answer is being generated now (a load must wait for it). */
   isGenerating: () => boolean;
   /** Called after a model loaded (the budget changes with it). */
@@ -106,7 +106,7 @@ export class ModelService {
    * Reloads the current model with new options (the settings changed).
    * @throws ServiceError BUSY / MODEL_NOT_READY; the engine's load error (old model kept).
    */
-  async reload(options: Pick<LoadOptions, 'maxContext' | 'executionProvider'>): Promise<void> {
+  async reload(options: Pick<LoadOptions, 'maxContext' | 'executionProvider' | 'backend'>): Promise<void> {
     this.assertFree();
     const source = this.source;
     if (!source) throw new ServiceError('MODEL_NOT_READY', 'no model is loaded yet');
@@ -154,7 +154,7 @@ export class ModelService {
     return p;
   }
 
-  private async load(path: string, options?: Pick<LoadOptions, 'maxContext' | 'executionProvider'>): Promise<void> {
+  private async load(path: string, options?: Pick<LoadOptions, 'maxContext' | 'executionProvider' | 'backend'>): Promise<void> {
     this.set({ status: 'loading', info: this.current.info, progress: { phase: 'start', fraction: 0 }, error: null });
     const opts = options ?? this.deps.loadOptions();
     const info = await this.deps.host.load(
@@ -192,6 +192,7 @@ export function toContractInfo(i: EngineModelInfo): ModelInfo {
     trainedContext: i.trainedContext,
     maxContext: i.maxContext,
     vocabSize: i.vocabSize,
+    backend: i.backend,
     executionProvider: i.executionProvider,
     fallbackReason: i.fallbackReason,
     hasChatTemplate: i.hasChatTemplate,

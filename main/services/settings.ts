@@ -1,7 +1,7 @@
 /**
  * Settings: the defaults, what the user changed (persisted in the store's settings table, one
  * key per field), and the checks a change must pass. `maxContext` follows the loaded model's
- * trained context until the user sets it. A change of `maxContext` or `executionProvider`
+ * trained context until the user sets it. A change of `maxContext`, `executionProvider` or `backend`
  * reloads the model with the new options through `ModelService.reload`; if that fails the old
  * model and the old settings stay, and the call rejects with the load error.
  */
@@ -32,6 +32,7 @@ export const DEFAULT_SETTINGS: Omit<Settings, 'maxContext' | 'maxTokens'> = {
   systemPrompt: '',
   contextFullPolicy: 'stop',
   executionProvider: 'cpu',
+  backend: 'native',
 };
 
 const KEYS = ['maxContext', 'maxTokens', ...Object.keys(DEFAULT_SETTINGS)] as (keyof Settings)[];
@@ -78,10 +79,11 @@ export class SettingsService {
         `invalid settings: max tokens (${next.maxTokens}) must be less than the max context (${next.maxContext}), or no room is left for the prompt`,
       );
     }
-    const reload = (patch.maxContext !== undefined && patch.maxContext !== before.maxContext) || (patch.executionProvider !== undefined && patch.executionProvider !== before.executionProvider);
+    const changed = (k: 'maxContext' | 'executionProvider' | 'backend') => patch[k] !== undefined && patch[k] !== before[k];
+    const reload = changed('maxContext') || changed('executionProvider') || changed('backend');
     if (reload) {
-      if (opts.generating) throw new ServiceError('BUSY', 'an answer is being generated; stop it before changing the max context or the execution provider');
-      await this.models.reload({ maxContext: next.maxContext, executionProvider: next.executionProvider });
+      if (opts.generating) throw new ServiceError('BUSY', 'an answer is being generated; stop it before changing the max context, the execution provider or the backend');
+      await this.models.reload({ maxContext: next.maxContext, executionProvider: next.executionProvider, backend: next.backend });
     }
     const values: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(stripUndefined(patch))) values[PREFIX + k] = v;

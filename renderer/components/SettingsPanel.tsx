@@ -79,6 +79,12 @@ export function SettingsPanel() {
           <option value="cuda">CUDA (NVIDIA GPU)</option>
         </select>
       </Field>
+      <Field id="setting-backend" label="Backend" hint="Native: the C++ addon (KV cache stays in place); JS: onnxruntime-node's API.">
+        <select id="setting-backend" value={settings.backend} onChange={(e) => void save({ backend: e.target.value as Settings['backend'] })}>
+          <option value="native">Native</option>
+          <option value="js">JS</option>
+        </select>
+      </Field>
     </section>
   );
 }

@@ -79,7 +79,9 @@ test('on start the embedded model loads with no setup; defaults follow its train
     systemPrompt: '',
     contextFullPolicy: 'stop',
     executionProvider: 'cpu',
+    backend: 'native',
   });
+  assert.equal(m.info?.backend, 'native', String(m.info?.fallbackReason));
   const b = await call('getBudget', { conversationId: null, draft: '' });
   assert.deepEqual({ ...b, rope: null, kv: null }, { conversationId: null, maxContext: 512, system: 0, history: 0, draft: 0, reserve: 128, used: 0, total: 128, fits: true, rope: null, kv: null });
   const c = await call('createConversation', {});
@@ -245,6 +247,19 @@ test('a killed worker ends the answer as an error with its text kept; the conver
   const m = await call('getModel', {});
   assert.equal(m.status, 'ready');
   assert.equal(m.info?.maxContext, 16384, 'the restarted worker has the same model and options');
+});
+
+test('the backend setting reloads the model on that backend, with the same greedy answer', async () => {
+  await call('updateSettings', { maxContext: 512, maxTokens: 12, temperature: 0, seed: null });
+  const answers: string[] = [];
+  for (const backend of ['js', 'native'] as const) {
+    await call('updateSettings', { backend });
+    assert.equal((await call('getModel', {})).info?.backend, backend);
+    const c = await call('createConversation', {});
+    answers.push((await sendAndWait(c.id, 'Once upon a time')).done.content);
+  }
+  assert.equal(answers[1], answers[0]);
+  assert.ok(answers[0].length > 0);
 });
 
 test('a corrupt model is refused with a readable reason; the old model stays loaded and still answers', async () => {

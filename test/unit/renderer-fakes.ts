@@ -55,10 +55,11 @@ export class FakeApi {
     systemPrompt: '',
     contextFullPolicy: 'stop',
     executionProvider: 'cpu',
+    backend: 'native',
   };
   model: ModelState = {
     status: 'ready',
-    info: { name: 'stories260K', architecture: 'llama', trainedContext: 512, maxContext: 512, vocabSize: 512, executionProvider: 'cpu', fallbackReason: null, hasChatTemplate: false },
+    info: { name: 'stories260K', architecture: 'llama', trainedContext: 512, maxContext: 512, vocabSize: 512, backend: 'native', executionProvider: 'cpu', fallbackReason: null, hasChatTemplate: false },
     progress: null,
     error: null,
   };
