@@ -40,6 +40,8 @@ export function ModelPanel() {
             <dd>
               <span className="ep">{info.executionProvider.toUpperCase()}</span>
             </dd>
+            <dt>Backend</dt>
+            <dd className="backend">{info.backend === 'native' ? 'Native' : 'JS'}</dd>
           </dl>
         )}
         {info?.fallbackReason && <p className="ep-note">{info.fallbackReason}</p>}

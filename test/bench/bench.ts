@@ -24,6 +24,8 @@ import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from '../../main/engine/model/decoder-graph.ts';
 import { layerWeight, type ModelConfig, type ModelWeights } from '../../main/engine/model/manifest.ts';
 import { DecoderSession } from '../../main/engine/model/session.ts';
+import { defaultModelPath } from '../../main/default-model.ts';
+import { backendRows, storiesDecodeRates } from './backend-steps.ts';
 
 const LENGTHS = (process.env.BENCH_LENGTHS ?? '256,2048,8192,32768').split(',').map(Number);
 const STEPS = Number(process.env.BENCH_STEPS ?? 12);
@@ -176,4 +178,16 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+/**
+ * `--json`: one JSON object, { rows: [{ backend, kvLength, capacity, stepMs, ropeUs }], stories260K:
+ * [{ backend, decodeTokensPerSec }] } (backend-steps.ts), nothing else on stdout.
+ */
+async function backendsJson(): Promise<void> {
+  const steps = Number(process.env.BENCH_STEPS ?? 5);
+  const rows = await backendRows(config, randomWeights(config), steps);
+  const stories260K = await storiesDecodeRates(defaultModelPath(), 200, 3);
+  process.stdout.write(`${JSON.stringify({ rows, stories260K })}\n`);
+}
+
+if (process.argv.includes('--json')) await backendsJson();
+else await main();

@@ -104,6 +104,10 @@ test('type, stream, watch the meter grow, Stop, reload to the saved chat, New ch
   await page.getByText('ready', { exact: true }).waitFor({ timeout: 60_000 });
   assert.equal(await meterValue(), 0, 'a new chat starts at an empty meter');
 
+  // The JS backend, chosen in the window: the native one writes stories260K's 3,000 tokens in
+  // about a second, before the stream and the Stop button can be watched (a JS step is ~10× slower).
+  await page.getByLabel('Backend', { exact: true }).selectOption('js');
+  await until('the model runs on the JS backend', async () => (await page.locator('.model-facts .backend').textContent()) === 'JS');
   // Room for a long answer, greedy so it is the long one.
   await setSetting('Max context', '4096');
   await until('the max context is 4096', async () => (await meterMax()) === 4096);
