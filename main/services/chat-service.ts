@@ -18,7 +18,8 @@ import type { AnswerStats, ContextBudget, Conversation, Message, MessageStatus }
 import type { EngineHost } from '../engine-host/host.ts';
 import type { GenerationEvent, GenerationRequest, GenerationStats } from '../engine/generate/types.ts';
 import { firstLine, RouterError } from '../router.ts';
-import { historyMessages, systemMessages, type BudgetService } from './budget.ts';
+import type { BudgetService } from './budget.ts';
+import type { AssembledPrompt, Draft } from './documents.ts';
 import type { Emit, ModelService } from './model-service.ts';
 import type { SettingsService } from './settings.ts';
 import type { ConversationStore } from './store.ts';
@@ -66,16 +67,18 @@ export class ChatService {
    * Appends a user message and starts its answer.
    * @throws RouterError BUSY, CONTEXT_FULL, NOT_FOUND, MODEL_NOT_READY.
    */
-  async send(conversationId: string, content: string): Promise<{ userMessage: Message; assistantMessage: Message }> {
+  async send(conversationId: string, content: string, documents: Draft['documents'] = []): Promise<{ userMessage: Message; assistantMessage: Message }> {
     return this.withClaim(conversationId, async (slot) => {
       const conv = this.o.store.getConversation(conversationId);
-      const budget = await this.o.budget.compute(conversationId, content, conv.messages);
+      const { budget, prompt } = await this.o.budget.prepare(conversationId, content, conv.messages, documents);
       assertFits(budget, 'this message');
       this.assertNotStopped(slot);
-      const userMessage = this.o.store.appendMessage(conversationId, { role: 'user', content, status: 'complete' });
+      const appended = this.o.store.appendMessage(conversationId, { role: 'user', content, status: 'complete' });
+      this.o.store.attachDocuments(appended.id, documents);
+      const userMessage = documents.length ? this.o.store.getMessage(appended.id) : appended;
       this.o.store.setAutoTitle(conversationId, content);
       this.o.budget.clearDraft(conversationId);
-      const assistantMessage = this.begin(slot, [...conv.messages, userMessage], afterSend(budget));
+      const assistantMessage = this.begin(slot, prompt, afterSend(budget));
       return { userMessage, assistantMessage };
     });
   }
@@ -92,11 +95,11 @@ export class ChatService {
       if (history.length === 0 || history[history.length - 1].role !== 'user') {
         throw new RouterError('NOTHING_TO_REGENERATE', 'there is no answer to regenerate: the conversation does not end with a message of yours');
       }
-      const budget = await this.o.budget.compute(conversationId, '', history);
+      const { budget, prompt } = await this.o.budget.prepare(conversationId, '', history);
       assertFits(budget, 'the conversation');
       this.assertNotStopped(slot);
       if (history !== messages) this.o.store.deleteMessage(last.id);
-      return { assistantMessage: this.begin(slot, history, budget) };
+      return { assistantMessage: this.begin(slot, prompt, budget) };
     });
   }
 
@@ -111,7 +114,8 @@ export class ChatService {
       if (i < 0) throw new RouterError('NOT_FOUND', `no message with id ${messageId} in this conversation`);
       if (messages[i].role !== 'user') throw new RouterError('INVALID_REQUEST', 'only your own messages can be edited');
       const before = messages.slice(0, i);
-      const budget = await this.o.budget.compute(conversationId, content, before);
+      const documents = (messages[i].documents ?? []).map((d) => ({ id: d.id, fit: d.fit }));
+      const { budget, prompt } = await this.o.budget.prepare(conversationId, content, before, documents);
       assertFits(budget, 'this message');
       this.assertNotStopped(slot);
       this.o.store.updateMessage(messageId, { content });
@@ -119,7 +123,7 @@ export class ChatService {
       if (!before.some((m) => m.role === 'user')) this.o.store.setAutoTitle(conversationId, content, true);
       const userMessage = this.o.store.getMessage(messageId);
       this.o.budget.clearDraft(conversationId);
-      return { userMessage, assistantMessage: this.begin(slot, [...before, userMessage], afterSend(budget)) };
+      return { userMessage, assistantMessage: this.begin(slot, prompt, afterSend(budget)) };
     });
   }
 
@@ -202,14 +206,14 @@ export class ChatService {
     if (slot.controller.signal.aborted) throw new RouterError('CANCELLED', 'the answer was stopped before it started');
   }
 
-  /** Stores the empty answer and starts streaming it; `history` ends with the user message. */
-  private begin(slot: ActiveAnswer, history: Message[], budget: ContextBudget): Message {
+  /** Stores the empty answer and starts streaming it from `prompt` (which ends with the user turn). */
+  private begin(slot: ActiveAnswer, prompt: AssembledPrompt, budget: ContextBudget): Message {
     const conversationId = slot.conversationId;
     const assistant = this.o.store.appendMessage(conversationId, { role: 'assistant', content: '', status: 'streaming' });
     slot.messageId = assistant.id;
     const s = this.o.settings.get();
     const request: GenerationRequest = {
-      messages: [...systemMessages(s.systemPrompt), ...historyMessages(history)],
+      messages: prompt.messages,
       maxTokens: s.maxTokens,
       sampler: {
         temperature: s.temperature,
@@ -221,12 +225,12 @@ export class ChatService {
       },
     };
     this.o.emit('budgetChanged', budget);
-    slot.done = this.stream(slot, assistant, request, budget);
+    slot.done = this.stream(slot, assistant, request, budget, prompt.documentParts);
     return assistant;
   }
 
   /** Streams one answer to events and SQLite. Never rejects. */
-  private async stream(slot: ActiveAnswer, message: Message, request: GenerationRequest, base: ContextBudget): Promise<void> {
+  private async stream(slot: ActiveAnswer, message: Message, request: GenerationRequest, base: ContextBudget, documentParts: string[] | null): Promise<void> {
     const { conversationId } = slot;
     const messageId = message.id;
     // The answer so far is slot.emitted (sent in deltas) + pending (batched for the next delta).
@@ -295,7 +299,7 @@ export class ChatService {
     let stats: AnswerStats | null = null;
     if (done) {
       text = done.text.length >= text.length ? done.text : text;
-      stats = toAnswerStats(done.reason, done.stats);
+      stats = { ...toAnswerStats(done.reason, done.stats), ...(documentParts ? { documentParts } : {}) };
       status = done.reason === 'cancelled' ? 'cancelled' : done.reason === 'error' ? 'error' : 'complete';
       if (status === 'error') error = done.error?.message ?? 'the answer failed';
     } else {
@@ -317,7 +321,8 @@ export class ChatService {
     // The exact count now that the answer is part of the history.
     try {
       if (this.o.store.hasConversation(conversationId)) {
-        this.o.emit('budgetChanged', await this.o.budget.compute(conversationId, this.o.budget.lastDraft(conversationId)));
+        const draft = this.o.budget.lastDraft(conversationId);
+        this.o.emit('budgetChanged', await this.o.budget.compute(conversationId, draft.content, undefined, draft.documents));
       }
     } catch {
       // No model (a crash that could not recover); the model state reports it.
@@ -327,13 +332,14 @@ export class ChatService {
 
 /** The budget right after a send: the message is now history, the composer is empty. */
 function afterSend(b: ContextBudget): ContextBudget {
+  // The draft's documents stay counted as documents: they are in the history's turn now.
   return { ...b, history: b.history + b.draft, draft: 0 };
 }
 
 /** @throws RouterError CONTEXT_FULL with the numbers when the budget does not fit. */
 function assertFits(b: ContextBudget, what: string): void {
   if (b.fits) return;
-  const parts = [b.system ? `the system prompt (${b.system})` : '', b.history ? `the history (${b.history})` : '', b.draft ? `this message (${b.draft})` : ''].filter(Boolean);
+  const parts = [b.system ? `the system prompt (${b.system})` : '', b.documents ? `the documents (${b.documents})` : '', b.history ? `the history (${b.history})` : '', b.draft ? `this message (${b.draft})` : ''].filter(Boolean);
   throw new RouterError(
     'CONTEXT_FULL',
     `${what} does not fit: ${parts.join(' + ') || 'the prompt'} = ${b.used} tokens, plus ${b.reserve} reserved for the answer, makes ${b.total}, over the max context of ${b.maxContext}; ` +
