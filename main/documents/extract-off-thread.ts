@@ -5,6 +5,7 @@
  * more than parsing it). Same result and same `DocumentError`s as `extractDocument`.
  */
 import type { Worker } from 'node:worker_threads';
+import { firstLine } from '../services/errors.ts';
 import { workerThread } from '../worker-thread.ts';
 import { DocumentError, type DocumentErrorCode } from './errors.ts';
 import { extractDocument, type ExtractedDocument, type ExtractProgress, MAX_DOCUMENT_BYTES } from './extract.ts';
@@ -39,7 +40,7 @@ export async function extractDocumentOffThread(
         else if (m.type === 'done') resolve(m.document);
         else reject(new DocumentError(m.code, m.file, m.message.slice(m.file.length + 2)));
       });
-      worker.on('error', (e) => reject(new DocumentError('DOCUMENT_UNREADABLE', name, `extraction failed: ${e.message.split('\n')[0]}`)));
+      worker.on('error', (e) => reject(new DocumentError('DOCUMENT_UNREADABLE', name, `extraction failed: ${firstLine(e)}`)));
       worker.on('exit', (code) => reject(new DocumentError('DOCUMENT_UNREADABLE', name, `extraction stopped (exit code ${code})`)));
     });
   } finally {

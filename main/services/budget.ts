@@ -80,7 +80,7 @@ export class BudgetService {
    * The budget of `conversationId` (null: a new, empty one) with `draft` in the composer.
    * Coalesced per conversation: a caller whose request was overtaken by a newer draft gets the
    * newer draft's budget. Waits for a model that is loading.
-   * @throws RouterError NOT_FOUND (unknown conversation), MODEL_NOT_READY (no model loaded).
+   * @throws ServiceError NOT_FOUND (unknown conversation), MODEL_NOT_READY (no model loaded).
    */
   getBudget(conversationId: string | null, draft: string, documents: Draft['documents'] = []): Promise<ContextBudget> {
     const key = conversationId ?? '';
@@ -124,7 +124,7 @@ export class BudgetService {
    * The prompt that would be fed (system, history, draft, documents in their turns) and its
    * budget, from one assembly, so what is counted is what is generated from.
    *   documents = count(prompt) − count(prompt without documents); draft and history exclude them.
-   * @throws RouterError NOT_FOUND, MODEL_NOT_READY; DocumentError for a draft document gone.
+   * @throws ServiceError NOT_FOUND, MODEL_NOT_READY.
    */
   async prepare(conversationId: string | null, draft: string, messages?: readonly Message[], documents: Draft['documents'] = []): Promise<{ budget: ContextBudget; prompt: AssembledPrompt }> {
     await this.models.ready();

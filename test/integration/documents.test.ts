@@ -14,7 +14,7 @@ import { after, before, test } from 'node:test';
 import type { MethodName, RequestOf, ResponseOf } from '../../main/contract/channels.ts';
 import type { Message } from '../../main/contract/types.ts';
 import { RouterError } from '../../main/router.ts';
-import { startServices, type Services } from '../../main/services/index.ts';
+import { startBackend as startServices, type Backend as Services } from '../../main/backend.ts';
 import { buildPdf } from '../helpers/documents.ts';
 import { STORIES_BIN } from '../helpers/paths.ts';
 import { nextEvent } from '../helpers/router-events.ts';
