@@ -179,6 +179,12 @@ test('keyboard: Escape stops an answer before its first token and focus returns 
   await maxTokens.press('Enter');
   assert.deepEqual(await page.locator('.notice').allInnerTexts(), [], 'the refusals stay at the field, not in the banner');
 
+  // The JS backend, chosen in the window: the native one writes this answer at ~1,000 tokens/s,
+  // done before a click on Stop lands mid-stream.
+  await page.getByLabel('Backend', { exact: true }).selectOption('js');
+  await until('the model runs on the JS backend', async () => (await page.locator('.model-facts .backend').textContent()) === 'JS');
+  await page.getByText('ready', { exact: true }).waitFor({ timeout: 60_000 });
+
   // Escape at once after Enter: the answer has not produced a token yet.
   const composer = page.getByRole('textbox', { name: 'Message' });
   await page.getByRole('button', { name: 'New chat' }).click();
