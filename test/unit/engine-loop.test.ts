@@ -137,8 +137,8 @@ describe('Engine.generate on a scripted backend', () => {
     const { engine } = scripted({ maxContext: room });
     const c = await collect(engine, {});
     assert.equal(c.done.reason, 'context-full');
-    assert.equal(c.done.stats.contextUsed, room);
-    assert.deepEqual(c.done.tokens, answerIds.slice(0, 3), 'the token sampled from the last position is kept');
+    assert.equal(c.done.stats.contextUsed, room - 1);
+    assert.deepEqual(c.done.tokens, answerIds.slice(0, 2), 'prompt + generated = the max context; the last token is emitted, not fed');
   });
 
   it('a follow-up that extends the sequence prefills only what differs', async () => {

@@ -180,20 +180,21 @@ export class Engine {
 
   /**
    * The prompt's token ids as the model will see them (chat template applied, BOS added).
-   * @throws InvalidOptionError for an empty prompt or a request with neither/both prompt forms.
+   * With `maxTokens`, a prompt far over it is refused after counting only part of it.
+   * @throws ContextOverflowError (past `maxTokens`), InvalidOptionError for an empty prompt or a request with neither/both prompt forms.
    */
-  encodeRequest(req: Pick<GenerationRequest, 'prompt' | 'messages'>): number[] {
+  encodeRequest(req: Pick<GenerationRequest, 'prompt' | 'messages'>, maxTokens?: number): number[] {
     if ((req.prompt === undefined) === (req.messages === undefined)) {
       throw new InvalidOptionError('request', 'give exactly one of prompt and messages');
     }
     if (req.prompt !== undefined) {
       if (req.prompt.length === 0) throw new InvalidOptionError('prompt', 'the prompt is empty');
       // Raw user text never becomes special tokens (llama2.c run.c keeps a literal "<s>" as text).
-      return this.tokenizer.encode(req.prompt, { addBos: this.manifest.addBos, parseSpecial: false });
+      return this.tokenizer.encode(req.prompt, { addBos: this.manifest.addBos, parseSpecial: false, maxTokens });
     }
     if (req.messages!.every((m) => m.content.length === 0)) throw new InvalidOptionError('prompt', 'the prompt is empty');
     // The chat template (or, without one, the transcript) as the model will see it.
-    return this.tokenizer.encodeChat(req.messages!);
+    return this.tokenizer.encodeChat(req.messages!, { maxTokens });
   }
 
   /** Forgets the KV cache contents (keeps its buffers). */
@@ -250,13 +251,16 @@ export class Engine {
       }
       gen.prefillMs = performance.now() - prefillStart;
       // 3. decode: sample, accept (EOS, stop strings, max tokens), check room and abort, step.
+      // The max context bounds prompt + generated positions: a token is sampled only if it has a
+      // position (< maxContext), so usage never counts more than the max context.
       gen.decodeStartedAt = performance.now();
+      if (logits && this.kv.length >= this.maxContext) gen.finish('context-full');
       while (logits && !gen.finished) {
         const token = gen.sampler.sample(logits, this.cachedTokens);
         const delta = gen.accept(token);
         if (delta !== null) yield { type: 'token', id: token, text: delta };
         if (gen.finished) break;
-        if (this.kv.length + 1 > this.maxContext) gen.finish('context-full');
+        if (this.kv.length + 1 >= this.maxContext) gen.finish('context-full');
         else if (!this.cancelled(gen, signal)) logits = await this.decodeStep(token);
       }
       // 4. what the stream decoder still holds
@@ -277,7 +281,7 @@ export class Engine {
       throw new InvalidOptionError('max tokens', `${req.maxTokens} is not a positive integer`);
     }
     const sampler = new Sampler(validateSamplerOptions(req.sampler));
-    const prompt = this.encodeRequest(req);
+    const prompt = this.encodeRequest(req, this.maxContext);
     if (prompt.length > this.maxContext) throw new ContextOverflowError(prompt.length, this.maxContext, 'the prompt');
     if (this.busy) throw new InvalidOptionError('request', 'the engine is already generating');
     this.busy = true;
