@@ -247,6 +247,7 @@ export class Engine {
       for (let i = reused; i < gen.prompt.length && !this.cancelled(gen, signal); i += this.prefillChunk) {
         const chunk = gen.prompt.slice(i, i + this.prefillChunk);
         logits = await this.prefill(chunk);
+        gen.prefilledTokens += chunk.length;
         yield { type: 'prefill', processed: i + chunk.length - reused, total: gen.prompt.length - reused };
       }
       gen.prefillMs = performance.now() - prefillStart;
@@ -307,14 +308,14 @@ export class Engine {
   private done(gen: Generation): GenerationEvent {
     const n = gen.tokens.length;
     const decodeMs = gen.decodeStartedAt ? performance.now() - gen.decodeStartedAt : 0;
-    const prefilled = gen.prompt.length - gen.reusedTokens;
     const stats: GenerationStats = {
       backend: this.backend.info.backend,
       promptTokens: gen.prompt.length,
       generatedTokens: n,
       reusedTokens: gen.reusedTokens,
+      prefilledTokens: gen.prefilledTokens,
       ttftMs: round(gen.ttftMs),
-      prefillTokensPerSec: gen.prefillMs > 0 ? round((prefilled * 1000) / gen.prefillMs) : 0,
+      prefillTokensPerSec: gen.prefillMs > 0 ? round((gen.prefilledTokens * 1000) / gen.prefillMs) : 0,
       decodeTokensPerSec: decodeMs > 0 && n > 1 ? round(((n - 1) * 1000) / decodeMs) : 0,
       contextUsed: this.kv.length,
       maxContext: this.maxContext,

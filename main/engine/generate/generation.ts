@@ -23,6 +23,8 @@ export class Generation {
   error: { code: string; message: string } | undefined;
   /** Prompt tokens served from the KV cache (prefix reuse). */
   reusedTokens = 0;
+  /** Prompt tokens actually run through prefill (after a cancel, fewer than prompt − reused). */
+  prefilledTokens = 0;
   /** Clock readings, ms (performance.now()). */
   readonly startedAt = performance.now();
   ttftMs = 0;
