@@ -1,10 +1,10 @@
 /**
  * Model bundles on disk, and `resolveModel`, which turns whatever the user points at (a llama2.c
- * checkpoint, a Hugging Face folder, or a bundle) into a bundle folder, importing at most once:
+ * checkpoint, a Hugging Face folder, a GGUF file, or a bundle) into a bundle folder, importing at most once:
  * imports are cached under `<cacheDir>/<key>/`, where key = SHA-256 of the source files'
  * contents and the graph builder's version, so the second start of the same model skips import.
  *
- * Bundle folder: model.onnx, model.onnx.data (external float32 weights), tokenizer.json,
+ * Bundle folder: model.onnx, model.onnx.data (external weights: float32 or MatMulNBits blocks), tokenizer.json,
  * tokenizer_config.json, manifest.json (`ModelManifest`).
  */
 import { createHash, randomUUID } from 'node:crypto';
@@ -15,12 +15,13 @@ import path from 'node:path';
 import { EngineError, ModelLoadError } from '../errors.ts';
 import { hashFiles } from './content-hash.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from './decoder-graph.ts';
+import { importGguf } from './gguf/import-gguf.ts';
 import { hfSourceFiles, importHuggingFace } from './import-hf.ts';
 import { importLlama2c, llama2cSourceFiles } from './import-llama2c.ts';
-import type { ImportedModel, ModelManifest } from './manifest.ts';
+import { summarizeWeights, type ImportedModel, type ModelManifest } from './manifest.ts';
 
 /** Bumped whenever the graph or bundle layout changes, so cached imports are rebuilt. */
-export const BUNDLE_BUILDER_VERSION = 2;
+export const BUNDLE_BUILDER_VERSION = 3;
 
 export const MODEL_FILE = 'model.onnx';
 export const MANIFEST_FILE = 'manifest.json';
@@ -36,7 +37,7 @@ export interface LoadedBundle {
   tokenizerConfig: Record<string, unknown>;
 }
 
-export type SourceKind = 'llama2c' | 'hf' | 'bundle';
+export type SourceKind = 'llama2c' | 'hf' | 'gguf' | 'bundle';
 
 /** Progress of `resolveModel`, for UIs: phase and a fraction in [0, 1]. */
 export type ImportProgress = (p: { phase: 'hash' | 'import' | 'build' | 'write' | 'cached'; fraction: number }) => void;
@@ -59,7 +60,7 @@ export async function detectSource(p: string): Promise<{ kind: SourceKind; path:
     throw new ModelLoadError('not a model: expected a file or a folder, found a device, pipe or socket', p);
   }
   if (st.isFile()) {
-    if (p.endsWith('.gguf')) throw new ModelLoadError('GGUF models are not supported yet; use the llama2.c checkpoint or a Hugging Face folder', p);
+    if (p.toLowerCase().endsWith('.gguf')) return { kind: 'gguf', path: p };
     return { kind: 'llama2c', path: p };
   }
   const entries = await readdir(p).catch((e: Error) => {
@@ -77,6 +78,7 @@ export async function detectSource(p: string): Promise<{ kind: SourceKind; path:
 
 /** The source files whose contents identify a model, in a stable order. */
 async function sourceFiles(kind: SourceKind, p: string): Promise<string[]> {
+  if (kind === 'gguf') return [p];
   return kind === 'llama2c' ? llama2cSourceFiles(p) : hfSourceFiles(p);
 }
 
@@ -110,7 +112,10 @@ async function resolveModelUnchecked(source: string, cacheDir: string, onProgres
     return cached;
   }
   onProgress?.({ phase: 'import', fraction: 0.1 });
-  const imported = src.kind === 'llama2c' ? await importLlama2c(src.path) : await importHuggingFace(src.path, { sourceHash });
+  const imported =
+    src.kind === 'llama2c' ? await importLlama2c(src.path)
+    : src.kind === 'gguf' ? await importGguf(src.path, { sourceHash })
+    : await importHuggingFace(src.path, { sourceHash });
   imported.manifest.source = { kind: src.kind, path: src.path, sha256: sourceHash };
   await writeBundle(imported, dir, onProgress);
   onProgress?.({ phase: 'write', fraction: 1 });
@@ -124,6 +129,7 @@ async function resolveModelUnchecked(source: string, cacheDir: string, onProgres
 export async function writeBundle(model: ImportedModel, dir: string, onProgress?: ImportProgress): Promise<void> {
   onProgress?.({ phase: 'build', fraction: 0.3 });
   const built = buildDecoderGraph(model.manifest.config, model.weights);
+  model.manifest.weights = summarizeWeights(model.weights);
   const tmp = `${dir}.tmp-${randomUUID()}`;
   await mkdir(tmp, { recursive: true });
   try {
