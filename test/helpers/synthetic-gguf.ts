@@ -50,7 +50,8 @@ export function qwen3TokenizerMetadata(vocabSize = 0): Record<string, GgufValue>
 
 /**
  * Writes a GGUF with `config`'s metadata, `tokenizer` metadata and the weights `weightOf(name,
- * shape)` gives under llama.cpp names; Linear weights (not the embedding or norms) in `linearType`.
+ * shape)` gives under llama.cpp names; Linear weights in `linearType`, the token embedding in
+ * `embedType` (F32 by default), norms F32.
  */
 export function writeModelGguf(
   file: string,
@@ -58,12 +59,13 @@ export function writeModelGguf(
   tokenizer: Record<string, GgufValue>,
   weightOf: (name: string, shape: number[]) => Float32Array,
   linearType: 'F32' | 'Q8_0' | 'Q4_0' = 'F32',
+  embedType: 'F32' | 'Q8_0' | 'Q4_0' = 'F32',
 ): void {
   const tensors = [...expectedWeights(config)].map(([name, shape]) => ({
     name: ggufTensorName(name),
     shape,
     data: () => weightOf(name, shape),
-    type: isLinearWeight(name) ? linearType : ('F32' as const),
+    type: isLinearWeight(name) ? linearType : name === 'model.embed_tokens.weight' ? embedType : ('F32' as const),
   }));
   writeGguf(file, { ...configMetadata(config), ...tokenizer }, tensors);
 }
