@@ -25,6 +25,7 @@ async function main(argv: string[]): Promise<number> {
     const info = await host.load(opts.model ?? defaultModelPath(), {
       ...(opts.maxContext !== null ? { maxContext: opts.maxContext } : {}),
       executionProvider: opts.ep,
+      ...(opts.quantize ? { quantize: opts.quantize } : {}),
     });
     if (info.fallbackReason) process.stderr.write(`note: ${info.fallbackReason}\n`);
     const request: GenerationRequest = {
@@ -51,7 +52,7 @@ async function main(argv: string[]): Promise<number> {
     if (!done) throw new EngineError('SESSION_RUN', 'generation ended without a result');
     if (opts.json) {
       process.stdout.write(
-        `${JSON.stringify({ text: done.text, promptTokens: done.promptTokens, tokens: done.tokens, finishReason: done.reason, stats: done.stats })}\n`,
+        `${JSON.stringify({ text: done.text, promptTokens: done.promptTokens, tokens: done.tokens, finishReason: done.reason, stats: done.stats, model: { name: info.name, weights: info.weights } })}\n`,
       );
     } else {
       process.stdout.write('\n');

@@ -92,3 +92,30 @@ test('an unsupported GGUF architecture is refused naming it', async () => {
     return true;
   });
 });
+
+test('a model whose weights and KV cache at the max context do not fit is refused before loading', async () => {
+  await assert.rejects(Engine.load(STORIES_GGUF, { cacheDir, availableMemoryBytes: 1_000_000 }), (e: unknown) => {
+    assert.ok(e instanceof ModelLoadError);
+    assert.match(e.message, /needs about 0\.00 GiB \(weights 0\.00 GiB \+ KV cache 0\.00 GiB at max context 2048\) but only 0\.00 GiB of memory is available; lower the max context/);
+    return true;
+  });
+  const engine = await Engine.load(STORIES_GGUF, { cacheDir, availableMemoryBytes: 4_000_000 });
+  assert.equal(engine.info.weights.residentBytes, 1_171_200);
+  await engine.dispose();
+});
+
+test('--quantize q4/q8 imports a float checkpoint as round-to-nearest MatMulNBits blocks', async () => {
+  const float = await greedy(STORIES_BIN, { maxTokens: 24 });
+  for (const [quantize, minAgree] of [['q8', 24], ['q4', 1]] as const) {
+    const engine = await Engine.load(STORIES_BIN, { cacheDir, quantize });
+    const w = engine.info.weights;
+    // q, k, v, o, gate, up per layer (down's K = 172 is no multiple of 32) + the tied classifier.
+    assert.equal(w.formats, `float32 ×17, ${quantize} (rtn) ×31`);
+    assert.ok(w.residentBytes < 1_171_200 && w.bundleBytes > w.residentBytes);
+    let done: Extract<GenerationEvent, { type: 'done' }> | null = null;
+    for await (const ev of engine.generate({ prompt: 'Once upon a time', sampler: GREEDY, ignoreEos: true, maxTokens: 24 })) if (ev.type === 'done') done = ev;
+    await engine.dispose();
+    const agree = done!.tokens.findIndex((t, i) => t !== float.tokens[i]);
+    assert.ok(agree === -1 || agree >= minAgree, `${quantize}: agrees with float32 for ${agree} tokens`);
+  }
+});

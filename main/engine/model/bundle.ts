@@ -18,6 +18,7 @@ import { buildDecoderGraph, EXTERNAL_DATA_FILE } from './decoder-graph.ts';
 import { importGguf } from './gguf/import-gguf.ts';
 import { hfSourceFiles, importHuggingFace } from './import-hf.ts';
 import { importLlama2c, llama2cSourceFiles } from './import-llama2c.ts';
+import { quantizeLinearWeights } from './gguf/quantized-weights.ts';
 import { summarizeWeights, type ImportedModel, type ModelManifest } from './manifest.ts';
 
 /** Bumped whenever the graph or bundle layout changes, so cached imports are rebuilt. */
@@ -38,6 +39,9 @@ export interface LoadedBundle {
 }
 
 export type SourceKind = 'llama2c' | 'hf' | 'gguf' | 'bundle';
+
+/** `--quantize`: round-to-nearest 4- or 8-bit blocks for the Linear weights of a float source. */
+export type QuantizeOption = 'q4' | 'q8';
 
 /** Progress of `resolveModel`, for UIs: phase and a fraction in [0, 1]. */
 export type ImportProgress = (p: { phase: 'hash' | 'import' | 'build' | 'write' | 'cached'; fraction: number }) => void;
@@ -86,12 +90,18 @@ async function sourceFiles(kind: SourceKind, p: string): Promise<string[]> {
  * Resolves a model source to a bundle folder, importing and caching it when needed.
  * @param source llama2.c checkpoint (file, or folder with one), Hugging Face folder, or bundle folder.
  * @param cacheDir where imported bundles live (default `defaultCacheDir()`).
+ * @param opts.quantize quantize float Linear weights at import (a separate cached bundle).
  * @returns the loaded bundle.
  * @throws ModelLoadError / TokenizerError for bad sources (nothing is left half-written in the cache).
  */
-export async function resolveModel(source: string, cacheDir = defaultCacheDir(), onProgress?: ImportProgress): Promise<LoadedBundle> {
+export async function resolveModel(
+  source: string,
+  cacheDir = defaultCacheDir(),
+  onProgress?: ImportProgress,
+  opts: { quantize?: QuantizeOption } = {},
+): Promise<LoadedBundle> {
   try {
-    return await resolveModelUnchecked(source, cacheDir, onProgress);
+    return await resolveModelUnchecked(source, cacheDir, onProgress, opts.quantize);
   } catch (e) {
     // File-system surprises (EIO on /proc files, EACCES, …) are load errors too, in one sentence.
     if (e instanceof EngineError) throw e;
@@ -99,12 +109,12 @@ export async function resolveModel(source: string, cacheDir = defaultCacheDir(),
   }
 }
 
-async function resolveModelUnchecked(source: string, cacheDir: string, onProgress?: ImportProgress): Promise<LoadedBundle> {
+async function resolveModelUnchecked(source: string, cacheDir: string, onProgress?: ImportProgress, quantize?: QuantizeOption): Promise<LoadedBundle> {
   const src = await detectSource(path.resolve(source));
   if (src.kind === 'bundle') return loadBundle(src.path);
   onProgress?.({ phase: 'hash', fraction: 0 });
   const sourceHash = await hashFiles(await sourceFiles(src.kind, src.path));
-  const key = createHash('sha256').update(`${sourceHash}:${BUNDLE_BUILDER_VERSION}`).digest('hex').slice(0, 32);
+  const key = createHash('sha256').update(`${sourceHash}:${BUNDLE_BUILDER_VERSION}${quantize ? `:${quantize}` : ''}`).digest('hex').slice(0, 32);
   const dir = path.join(cacheDir, key);
   const cached = await loadBundle(dir).catch(() => null);
   if (cached) {
@@ -117,6 +127,7 @@ async function resolveModelUnchecked(source: string, cacheDir: string, onProgres
     : src.kind === 'gguf' ? await importGguf(src.path, { sourceHash })
     : await importHuggingFace(src.path, { sourceHash });
   imported.manifest.source = { kind: src.kind, path: src.path, sha256: sourceHash };
+  if (quantize) imported.weights = quantizeLinearWeights(imported.weights, quantize === 'q4' ? 4 : 8, imported.manifest.config.tiedEmbeddings);
   await writeBundle(imported, dir, onProgress);
   onProgress?.({ phase: 'write', fraction: 1 });
   return loadBundle(dir);

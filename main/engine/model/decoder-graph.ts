@@ -138,7 +138,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: BundleWeights, o
   // 4. last position only → final norm → logits [1, V]
   const last = g.op('Gather', [x, g.int64([-1], [])], { axis: 1 }); // [1, D]
   const normed = rmsNorm(last, 'model.norm.weight', D);
-  if (c.tiedEmbeddings) {
+  if (c.tiedEmbeddings && !weights.has('lm_head.weight')) {
     g.node('Gemm', [normed, embedName], [io.LOGITS], { transB: 1 });
   } else if (isQuantized(requireShape(weights, 'lm_head.weight', [c.vocabSize, D]))) {
     g.node('Identity', [matMul(normed, 'lm_head.weight', c.vocabSize, D)], [io.LOGITS]);

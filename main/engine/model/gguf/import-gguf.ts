@@ -10,7 +10,8 @@
  *
  * Weights: linear weights of types that `quantized-weights.ts` maps to MatMulNBits stay
  * quantized when `opts.quantized` is on (the default); everything else is dequantized to float32
- * exactly. One tensor is read at a time, by offset.
+ * exactly. A tied classifier over a quantized embedding becomes a quantized `lm_head.weight`
+ * (the float32 embedding stays for the Gather). One tensor is read at a time, by offset.
  */
 import path from 'node:path';
 import { ModelLoadError } from '../../errors.ts';
@@ -143,9 +144,18 @@ export async function importGguf(file: string, opts: { quantized?: boolean; sour
       tensors.set(name, t);
     }
     const weights: BundleWeights = new Map();
+    const quantized = opts.quantized !== false;
     for (const [name, t] of tensors) {
-      const q = opts.quantized !== false && isLinearWeight(name) ? quantizedFromGguf(g.typeOf(t), await g.readRaw(t), t.shape) : null;
+      const q = quantized && isLinearWeight(name) ? quantizedFromGguf(g.typeOf(t), await g.readRaw(t), t.shape) : null;
       weights.set(name, q ?? { shape: t.shape, data: await g.readFloat32(t) });
+    }
+    // A tied classifier reads the whole embedding every token: from a quantized embedding it is a
+    // MatMulNBits over the file's blocks (as llama.cpp computes it), while the embedding itself
+    // is gathered from a float32 copy (one row per token).
+    const embd = tensors.get('model.embed_tokens.weight')!;
+    if (quantized && config.tiedEmbeddings) {
+      const head = quantizedFromGguf(g.typeOf(embd), await g.readRaw(embd), embd.shape);
+      if (head) weights.set('lm_head.weight', head);
     }
     const sha256 = opts.sourceHash ?? (await hashFiles([abs]));
     return {

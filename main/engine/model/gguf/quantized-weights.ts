@@ -16,7 +16,7 @@
  * Other types (F32/F16/BF16) are not mapped: the importer dequantizes them to float32.
  */
 import { GGML, halfToFloat, type GgmlType } from './quants.ts';
-import type { QuantizedTensor, Tensor32 } from '../manifest.ts';
+import { isQuantized, type BundleWeights, type QuantizedTensor, type Tensor32 } from '../manifest.ts';
 
 /** Canonical names of the weights that go through MatMul (Linear layers and the classifier). */
 export function isLinearWeight(name: string): boolean {
@@ -198,6 +198,23 @@ export function quantizedFromGguf(type: GgmlType, raw: Uint8Array, shape: number
 function scaleMinK4(q: Uint8Array, o: number, j: number): [number, number] {
   if (j < 4) return [q[o + j] & 63, q[o + j + 4] & 63];
   return [(q[o + j + 4] & 15) | ((q[o + j - 4] >> 6) << 4), (q[o + j + 4] >> 4) | ((q[o + j] >> 6) << 4)];
+}
+
+/**
+ * `--quantize`: every float32 Linear weight whose K is a multiple of 32 becomes round-to-nearest
+ * blocks (`quantizeRtn`); a tied classifier gets a quantized copy of the embedding as
+ * `lm_head.weight` (the float32 embedding stays for the Gather). Others stay as they are.
+ * @param tied the model's `tiedEmbeddings`.
+ */
+export function quantizeLinearWeights(weights: BundleWeights, bits: 4 | 8, tied: boolean): BundleWeights {
+  const out: BundleWeights = new Map();
+  for (const [name, t] of weights) out.set(name, isLinearWeight(name) && !isQuantized(t) ? (quantizeRtn(t, bits) ?? t) : t);
+  const embed = weights.get('model.embed_tokens.weight');
+  if (tied && embed && !isQuantized(embed) && !out.has('lm_head.weight')) {
+    const head = quantizeRtn(embed, bits);
+    if (head) out.set('lm_head.weight', head);
+  }
+  return out;
 }
 
 /**
