@@ -24,6 +24,10 @@ export interface ChatOptions {
   json: boolean;
   system: string | null;
   stop: string[];
+  /** Files to attach, in order (`--attach`, repeatable). */
+  attach: string[];
+  /** `--fit relevant`: use the relevant parts of documents that do not fit. */
+  fitRelevant: boolean;
 }
 
 /** Defaults; the sampler's only affect sampling, so `--temperature 0` alone is pure greedy. */
@@ -45,6 +49,8 @@ export const USAGE = `usage: npm run chat -- [options] "prompt"
   --system TEXT         system prompt (chat models only)
   --ep cpu|cuda         execution provider (default cpu; cuda falls back to cpu with a message)
   --quantize q4|q8      import a float model's linear weights as 4- or 8-bit blocks (round to nearest)
+  --attach FILE         attach a document (repeatable): text, Markdown, code, PDF, .docx, HTML
+  --fit relevant        when the documents do not fit, use their parts most relevant to the question
   --json                print one JSON object at the end instead of streaming text`;
 
 function int(name: string, v: string | undefined, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
@@ -92,6 +98,8 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
         ep: { type: 'string' },
         quantize: { type: 'string' },
         json: { type: 'boolean' },
+        attach: { type: 'string', multiple: true },
+        fit: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -110,6 +118,9 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
   if (v.model !== undefined && v.model.trim() === '') throw new UsageError('--model needs a path');
   if (v.quantize !== undefined && v.quantize !== 'q4' && v.quantize !== 'q8') throw new UsageError(`--quantize must be q4 or q8, got "${v.quantize}"`);
   const seed = int('seed', v.seed, 0, 2 ** 32 - 1);
+  if (v.fit !== undefined && v.fit !== 'relevant') throw new UsageError(`--fit must be relevant, got "${v.fit}"`);
+  if (v.fit !== undefined && !v.attach?.length) throw new UsageError('--fit relevant needs a document (--attach FILE)');
+  for (const f of v.attach ?? []) if (f.trim() === '') throw new UsageError('--attach needs a file path');
   return {
     model: v.model ?? null,
     prompt,
@@ -129,5 +140,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
     json: v.json ?? false,
     system: v.system ?? null,
     stop: v.stop ?? [],
+    attach: v.attach ?? [],
+    fitRelevant: v.fit === 'relevant',
   };
 }
