@@ -33,6 +33,7 @@ async function main(argv: string[]): Promise<number> {
       ...(opts.maxContext !== null ? { maxContext: opts.maxContext } : {}),
       executionProvider: opts.ep,
       ...(opts.backend !== null ? { backend: opts.backend } : {}),
+      ...(opts.quantize ? { quantize: opts.quantize } : {}),
     });
     if (info.fallbackReason) process.stderr.write(`note: ${info.fallbackReason}\n`);
     // Without a chat template the system prompt opens the transcript, as in the window and /v1.
@@ -73,6 +74,7 @@ async function main(argv: string[]): Promise<number> {
           tokens: done.tokens,
           finishReason: done.reason,
           stats: done.stats,
+          model: { name: info.name, weights: info.weights },
           ...(withDocs ? { documents: withDocs.documents } : {}),
           ...(withDocs?.documentParts ? { documentParts: withDocs.documentParts } : {}),
         })}\n`,

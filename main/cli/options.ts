@@ -21,6 +21,8 @@ export interface ChatOptions {
   ep: ExecutionProvider;
   /** null: native when the addon loads, else js (the engine says why). */
   backend: BackendKind | null;
+  /** Quantize a float model's Linear weights at import. */
+  quantize: 'q4' | 'q8' | null;
   json: boolean;
   system: string | null;
   stop: string[];
@@ -34,7 +36,7 @@ export interface ChatOptions {
 export const DEFAULTS = { maxTokens: 256, temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1 } as const;
 
 export const USAGE = `usage: npm run chat -- [options] "prompt"
-  --model PATH          llama2.c checkpoint (tokenizer beside it), Hugging Face folder, or bundle
+  --model PATH          llama2.c checkpoint (tokenizer beside it), Hugging Face folder, GGUF file, or bundle
                         (default: the embedded stories260K)
   --max-tokens N        most tokens to generate (default ${DEFAULTS.maxTokens})
   --max-context N       bound on prompt + generated positions (default: the model's trained context)
@@ -49,6 +51,7 @@ export const USAGE = `usage: npm run chat -- [options] "prompt"
   --system TEXT         system prompt (chat models only)
   --ep cpu|cuda         execution provider (default cpu; cuda falls back to cpu with a message)
   --backend native|js   decoder backend (default native: the C++ addon; js when it cannot load, with a message)
+  --quantize q4|q8      import a float model's linear weights as 4- or 8-bit blocks (round to nearest)
   --attach FILE         attach a document (repeatable): text, Markdown, code, PDF, .docx, HTML
   --fit relevant        when the documents do not fit, use their parts most relevant to the question
   --json                print one JSON object at the end instead of streaming text`;
@@ -97,6 +100,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
         system: { type: 'string' },
         ep: { type: 'string' },
         backend: { type: 'string' },
+        quantize: { type: 'string' },
         json: { type: 'boolean' },
         attach: { type: 'string', multiple: true },
         fit: { type: 'string' },
@@ -118,6 +122,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
   const backend = v.backend ?? null;
   if (backend !== null && backend !== 'native' && backend !== 'js') throw new UsageError(`--backend must be native or js, got "${backend}"`);
   if (v.model !== undefined && v.model.trim() === '') throw new UsageError('--model needs a path');
+  if (v.quantize !== undefined && v.quantize !== 'q4' && v.quantize !== 'q8') throw new UsageError(`--quantize must be q4 or q8, got "${v.quantize}"`);
   const seed = int('seed', v.seed, 0, 2 ** 32 - 1);
   if (v.fit !== undefined && v.fit !== 'relevant') throw new UsageError(`--fit must be relevant, got "${v.fit}"`);
   if (v.fit !== undefined && !v.attach?.length) throw new UsageError('--fit relevant needs a document (--attach FILE)');
@@ -138,6 +143,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
     ignoreEos: v['ignore-eos'] ?? false,
     ep,
     backend,
+    quantize: (v.quantize as 'q4' | 'q8' | undefined) ?? null,
     json: v.json ?? false,
     system: v.system ?? null,
     stop: v.stop ?? [],

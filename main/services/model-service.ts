@@ -196,5 +196,6 @@ export function toContractInfo(i: EngineModelInfo): ModelInfo {
     executionProvider: i.executionProvider,
     fallbackReason: i.fallbackReason,
     hasChatTemplate: i.hasChatTemplate,
+    weights: { ...i.weights },
   };
 }

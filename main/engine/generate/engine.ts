@@ -20,8 +20,9 @@ import { MAX_CONTEXT_LIMIT } from '../cache/growth.ts';
 import { KvCache } from '../cache/kv-cache.ts';
 import { RopeCache } from '../cache/rope-cache.ts';
 import type { BackendKind, DecoderBackend, ExecutionProvider, SessionInfo } from '../model/backend.ts';
-import { resolveModel, type ImportProgress } from '../model/bundle.ts';
+import { resolveModel, type ImportProgress, type QuantizeOption } from '../model/bundle.ts';
 import type { ModelManifest } from '../model/manifest.ts';
+import { availableMemory, bundleBytes, checkMemory, estimateMemory } from '../model/memory.ts';
 import { openDecoderBackend } from '../model/open-backend.ts';
 import { Sampler, validateSamplerOptions } from '../sampling/sampler.ts';
 import { TextTokenizer } from '../tokenizer/tokenizer.ts';
@@ -38,6 +39,10 @@ export interface EngineOptions {
   prefillChunk?: number;
   /** Where imported bundles are cached. */
   cacheDir?: string;
+  /** Quantize a float source's Linear weights at import (`q4` / `q8` round-to-nearest blocks). */
+  quantize?: QuantizeOption;
+  /** Memory the model may use, bytes (default: what the OS reports available); see `checkMemory`. */
+  availableMemoryBytes?: number;
   onProgress?: ImportProgress;
 }
 
@@ -54,6 +59,16 @@ export interface ModelInfo {
   fallbackReason: string | null;
   hasChatTemplate: boolean;
   bundleDir: string;
+  /** How the weights are stored: formats with counts, the bundle's size on disk, resident weight bytes. */
+  weights: ModelWeightsInfo;
+}
+
+/** Storage of a loaded model's weights (manifest `weights`), for `--json` and the model panel. */
+export interface ModelWeightsInfo {
+  /** e.g. "q8 (Q8_0) ×36, float32 ×12". */
+  formats: string;
+  bundleBytes: number;
+  residentBytes: number;
 }
 
 /** What an engine is built from: a model's manifest and tokenizer and a backend opened on it. */
@@ -65,6 +80,8 @@ export interface EngineParts {
   bundleDir: string;
   /** Why `backend` is not the kind that was asked for, if so. */
   backendNote?: string | null;
+  /** How the weights are stored (default: unknown, zeros). */
+  weights?: ModelWeightsInfo;
 }
 
 /** Validates a max-context value. @throws InvalidOptionError quoting it. */
@@ -91,6 +108,7 @@ export class Engine {
   private readonly backendNote: string | null;
   private readonly prefillChunk: number;
   private readonly bundleDir: string;
+  private readonly weightsInfo: ModelWeightsInfo;
   /** Token ids whose keys/values are in the KV cache, in order (length == kv.length). */
   private cachedTokens: number[] = [];
   /** decodeStep's input [1], reused so a warm step allocates nothing here. */
@@ -112,6 +130,7 @@ export class Engine {
     this.backend = parts.backend;
     this.backendNote = parts.backendNote ?? null;
     this.bundleDir = parts.bundleDir;
+    this.weightsInfo = parts.weights ?? { formats: '', bundleBytes: 0, residentBytes: 0 };
     this.maxContext = opts.maxContext ?? c.trainedContext;
     this.prefillChunk = opts.prefillChunk ?? 256;
     this.rope = new RopeCache(c.rope, this.maxContext);
@@ -126,16 +145,25 @@ export class Engine {
 
   /**
    * Resolves (imports if needed), loads and opens a model.
-   * @param source llama2.c checkpoint, Hugging Face folder or bundle.
-   * @throws ModelLoadError, TokenizerError, InvalidOptionError.
+   * @param source llama2.c checkpoint, Hugging Face folder, GGUF file or bundle.
+   * @throws ModelLoadError (also when the weights and the KV cache at the max context would not
+   *   fit in the available memory: `checkMemory`), TokenizerError, InvalidOptionError.
    */
   static async load(source: string, opts: EngineOptions = {}): Promise<Engine> {
     if (opts.maxContext !== undefined) validateMaxContext(opts.maxContext);
     if (opts.backend !== undefined && opts.backend !== 'native' && opts.backend !== 'js') {
       throw new InvalidOptionError('backend', `expected native or js, got ${String(opts.backend)}`);
     }
-    const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress);
+    const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress, { quantize: opts.quantize });
     const m = bundle.manifest;
+    const maxContext = opts.maxContext ?? m.config.trainedContext;
+    const estimate = await estimateMemory(m, bundle.dir, maxContext);
+    checkMemory(estimate, maxContext, opts.availableMemoryBytes ?? availableMemory(), bundle.dir);
+    const weights: ModelWeightsInfo = {
+      formats: Object.entries(m.weights?.counts ?? { float32: 0 }).map(([f, n]) => `${f} ×${n}`).join(', '),
+      bundleBytes: await bundleBytes(bundle.dir),
+      residentBytes: estimate.weightBytes,
+    };
     const tokenizer = TextTokenizer.fromJson(bundle.tokenizerJson, bundle.tokenizerConfig, {
       bos: m.specialTokens.bos,
       eos: m.specialTokens.eos,
@@ -147,7 +175,7 @@ export class Engine {
     });
     const opened = await openDecoderBackend(bundle.modelPath, m.config, opts.backend, opts.executionProvider ?? 'cpu');
     try {
-      return new Engine({ manifest: m, tokenizer, backend: opened.backend, bundleDir: bundle.dir, backendNote: opened.note }, opts);
+      return new Engine({ manifest: m, tokenizer, backend: opened.backend, bundleDir: bundle.dir, backendNote: opened.note, weights }, opts);
     } catch (e) {
       await opened.backend.dispose();
       throw e;
@@ -175,6 +203,7 @@ export class Engine {
       fallbackReason: s.fallbackReason,
       hasChatTemplate: this.manifest.chatTemplate !== null,
       bundleDir: this.bundleDir,
+      weights: this.weightsInfo,
     };
   }
 
