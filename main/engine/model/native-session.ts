@@ -79,7 +79,8 @@ export class NativeDecoderSession implements DecoderBackend {
     if (T === 1) ids[0] = tokenIds[0];
     else ids = Int32Array.from(tokenIds);
     try {
-      if (this.decoder.capacity !== kv.capacity) this.decoder.resize(kv.capacity, P);
+      // Rows past the old capacity never existed (a KvCache told it holds more, as the bench does).
+      if (this.decoder.capacity !== kv.capacity) this.decoder.resize(kv.capacity, Math.min(P, this.decoder.capacity));
       await this.decoder.run(ids, cos, sin, P);
     } catch (e) {
       const half = this.config.rope.rotaryDim / 2;
