@@ -16,7 +16,7 @@ import { RopeCache } from '../cache/rope-cache.ts';
 import { resolveModel, type ImportProgress, type LoadedBundle } from '../model/bundle.ts';
 import type { ModelManifest } from '../model/manifest.ts';
 import { DecoderSession, type ExecutionProvider, type SessionInfo } from '../model/session.ts';
-import { Sampler, validateSamplerOptions } from '../sampling/sampler.ts';
+import { Sampler, SamplerScratch, validateSamplerOptions } from '../sampling/sampler.ts';
 import { StreamDecoder } from '../tokenizer/stream-decoder.ts';
 import { TextTokenizer } from '../tokenizer/tokenizer.ts';
 import type { FinishReason, GenerationEvent, GenerationRequest, GenerationStats } from './types.ts';
@@ -68,6 +68,8 @@ export class Engine {
   private readonly session: DecoderSession;
   private readonly prefillChunk: number;
   private readonly bundle: LoadedBundle;
+  /** The sampler's [V] work buffers, lent to every generation (none allocates its own). */
+  private readonly samplerScratch: SamplerScratch;
   /** Token ids whose keys/values are in the KV cache, in order (length == kv.length). */
   private cachedTokens: number[] = [];
   private busy = false;
@@ -82,6 +84,7 @@ export class Engine {
     this.prefillChunk = opts.prefillChunk ?? 256;
     this.rope = new RopeCache(c.rope, this.maxContext);
     this.kv = new KvCache({ numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim, maxContext: this.maxContext });
+    this.samplerScratch = new SamplerScratch(c.vocabSize);
   }
 
   /**
@@ -162,7 +165,7 @@ export class Engine {
     if (!Number.isInteger(req.maxTokens) || req.maxTokens < 1) {
       throw new InvalidOptionError('max tokens', `${req.maxTokens} is not a positive integer`);
     }
-    const sampler = new Sampler(validateSamplerOptions(req.sampler));
+    const sampler = new Sampler(validateSamplerOptions(req.sampler), this.samplerScratch);
     const stops = (req.stop ?? []).filter((s) => s.length > 0);
     const maxStopLen = Math.max(0, ...stops.map((s) => s.length));
     const prompt = this.encodeRequest(req);

@@ -8,7 +8,7 @@
  * libraries are installed; when it cannot load, the session falls back to CPU and says why).
  */
 import * as ort from 'onnxruntime-node';
-import { ModelLoadError, SessionRunError } from '../errors.ts';
+import { InvalidOptionError, ModelLoadError, SessionRunError } from '../errors.ts';
 import type { KvCache } from '../cache/kv-cache.ts';
 import * as io from './io-names.ts';
 import type { ModelConfig } from './manifest.ts';
@@ -33,11 +33,15 @@ export class DecoderSession {
   private readonly session: ort.InferenceSession;
   private readonly config: ModelConfig;
   private readonly logits: ort.Tensor;
-  /** Inputs and outputs of every run; the per-step entries are replaced in place. */
+  /** Inputs and outputs of every run; the per-step entries are filled in place. */
   private readonly feeds: Record<string, ort.Tensor> = {};
   private readonly fetches: Record<string, ort.Tensor>;
   /** Layer 0's key buffer the KV entries wrap (a growth replaces it). */
   private boundKey0: Float32Array | null = null;
+  /** T of the bound input_ids / rope_cos / rope_sin tensors (rebuilt only when T changes). */
+  private boundT = 0;
+  private readonly seqlensK = new Int32Array(1);
+  private readonly totalSeqLen = new Int32Array(1);
 
   private constructor(session: ort.InferenceSession, config: ModelConfig, info: SessionInfo) {
     this.session = session;
@@ -45,6 +49,8 @@ export class DecoderSession {
     this.info = info;
     this.logits = new ort.Tensor('float32', new Float32Array(config.vocabSize), [1, config.vocabSize]);
     this.fetches = { [io.LOGITS]: this.logits };
+    this.feeds[io.SEQLENS_K] = new ort.Tensor('int32', this.seqlensK, [1]);
+    this.feeds[io.TOTAL_SEQ_LEN] = new ort.Tensor('int32', this.totalSeqLen, []);
   }
 
   /**
@@ -86,6 +92,12 @@ export class DecoderSession {
    *   KV cache is not updated then.
    * @returns logits float32 [V] of the last position; the array is reused by the next run.
    * @throws SessionRunError with the input shapes when ONNX Runtime fails.
+   *
+   * A run with the same T as the previous one (every decode step) allocates nothing of ours: the
+   * input tensors are filled in place. What onnxruntime-node 1.30 itself allocates is not ours
+   * to avoid: it returns every fetched output as a fresh copy, so each run still allocates
+   * (and the next GCs free) logits [V] plus every present_* buffer [1, Hkv, C, headDim]
+   * (measured in `npm run bench`); the native/ backend binds outputs without that copy.
    */
   async run(
     tokenIds: ArrayLike<number>,
@@ -97,16 +109,19 @@ export class DecoderSession {
     const T = tokenIds.length;
     const P = kv.length;
     const half = this.config.rope.rotaryDim / 2;
-    const ids = new BigInt64Array(T);
-    for (let i = 0; i < T; i++) ids[i] = BigInt(tokenIds[i]);
-    // Only the five small per-step inputs change; the KV entries stay bound until a growth.
+    // Only the small per-step inputs change; the KV entries stay bound until a growth.
     this.bindKv(kv);
+    this.bindStepInputs(T);
+    if (cos.length !== T * half || sin.length !== T * half) {
+      throw new InvalidOptionError('RoPE rows', `expected ${T} × ${half} cos/sin values, got ${cos.length} and ${sin.length}`);
+    }
     const feeds = this.feeds;
-    feeds[io.INPUT_IDS] = new ort.Tensor('int64', ids, [1, T]);
-    feeds[io.ROPE_COS] = new ort.Tensor('float32', cos, [T, half]);
-    feeds[io.ROPE_SIN] = new ort.Tensor('float32', sin, [T, half]);
-    feeds[io.SEQLENS_K] = new ort.Tensor('int32', Int32Array.of(P + T - 1), [1]);
-    feeds[io.TOTAL_SEQ_LEN] = new ort.Tensor('int32', Int32Array.of(P + T), []);
+    const ids = feeds[io.INPUT_IDS].data as BigInt64Array;
+    for (let i = 0; i < T; i++) ids[i] = BigInt(tokenIds[i]);
+    (feeds[io.ROPE_COS].data as Float32Array).set(cos);
+    (feeds[io.ROPE_SIN].data as Float32Array).set(sin);
+    this.seqlensK[0] = P + T - 1;
+    this.totalSeqLen[0] = P + T;
     const fetches = kvOutputs === 'in-place' ? this.fetches : this.freshKvFetches();
     try {
       await this.session.run(feeds, fetches);
@@ -133,6 +148,19 @@ export class DecoderSession {
       this.feeds[io.pastValue(i)] = this.fetches[io.presentValue(i)] = v;
     }
     this.boundKey0 = kv.key(0);
+  }
+
+  /**
+   * (Re)creates the input_ids [1, T] and rope_cos / rope_sin [T, R/2] tensors when T differs from
+   * the last run's, so consecutive runs of one size (decode steps) reuse them.
+   */
+  private bindStepInputs(T: number): void {
+    if (this.boundT === T) return;
+    const half = this.config.rope.rotaryDim / 2;
+    this.feeds[io.INPUT_IDS] = new ort.Tensor('int64', new BigInt64Array(T), [1, T]);
+    this.feeds[io.ROPE_COS] = new ort.Tensor('float32', new Float32Array(T * half), [T, half]);
+    this.feeds[io.ROPE_SIN] = new ort.Tensor('float32', new Float32Array(T * half), [T, half]);
+    this.boundT = T;
   }
 
   /** Fetches that let ONNX Runtime allocate present_* (the benchmark's 'copied' mode). */
