@@ -4,7 +4,7 @@
  * Contract:
  * - Before `ready`: the `app:` scheme is registered privileged, the sandbox is forced on for every
  *   renderer, and a second instance hands over to the first (which focuses its window) and quits.
- * - On `ready`: services start (`startServices({ dataDir: userData })`); the renderer is served
+ * - On `ready`: services start (`startBackend({ dataDir: userData })`); the renderer is served
  *   on `app://ropewalk/` from `dist/renderer` (beside this bundle, inside the asar when packaged);
  *   the router is registered on `ipcMain` (one handler per contract method, every sender checked)
  *   and its events are forwarded to the window; the menu is set; the window is created.
@@ -19,14 +19,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { app, BrowserWindow, dialog, Menu, session } from 'electron';
 import type { Router } from '../main/router.ts';
-import { startServices } from '../main/services/index.ts';
+import { startBackend } from '../main/backend.ts';
 import { forwardEvents, registerIpc } from './ipc.ts';
 import { DisposableStore } from './lifecycle.ts';
 import { buildAppMenu } from './menu.ts';
 import { registerAppScheme, serveRenderer } from './scheme.ts';
 import { createMainWindow, hardenSession, hardenWebContents } from './window.ts';
 
-type Services = Awaited<ReturnType<typeof startServices>>;
+type Services = Awaited<ReturnType<typeof startBackend>>;
 
 const APP_DIR = path.dirname(fileURLToPath(import.meta.url));
 const PRELOAD_PATH = path.join(APP_DIR, 'preload.cjs');
@@ -94,7 +94,7 @@ function runApp(): void {
       app.setAboutPanelOptions({ applicationName: 'Ropewalk', applicationVersion: app.getVersion() });
       hardenSession(session.defaultSession);
       store.add(serveRenderer(RENDERER_DIR));
-      const started = startServices({ dataDir: app.getPath('userData') });
+      const started = startBackend({ dataDir: app.getPath('userData') });
       services = started;
       store.add(registerIpc(router, currentWindow));
       started.then(

@@ -2,12 +2,19 @@
  * The typed router: the one object both transports expose (Electron `ipcMain` in app/, the
  * WebSocket in `serve` mode). `call` validates the method name and the payload with the
  * contract's zod schemas before any handler runs; errors come out as `RouterError` with a
- * stable `code` and one readable sentence. Events go to every subscriber.
+ * stable `code` and one readable sentence (the services' `ServiceError` and the engine's
+ * `EngineError` keep their codes). Events come from the services' `EventHub` and go to every
+ * subscriber.
  */
-import type { EventName, EventTypes, MethodName, RequestOf, ResponseOf } from './contract/channels.ts';
+import type { EventName, EventTypes, Handlers } from './contract/channels.ts';
 import { isMethodName, requestSchemas } from './contract/channels.ts';
 import type { WireError } from './contract/types.ts';
 import { EngineError } from './engine/errors.ts';
+import { ServiceError, firstLine } from './services/errors.ts';
+import { EventHub, type EventListener } from './services/events.ts';
+
+export { firstLine };
+export type { Handlers, EventListener };
 
 /** An error that crosses the boundary as { code, message }. */
 export class RouterError extends Error {
@@ -23,15 +30,12 @@ export class RouterError extends Error {
   }
 }
 
-/** The handler of every method, with the request already validated. */
-export type Handlers = { [M in MethodName]: (request: RequestOf<M>) => Promise<ResponseOf<M>> };
-
-export type EventListener = <E extends EventName>(event: E, data: EventTypes[E]) => void;
-
 /** Validates and dispatches contract calls to `Handlers`; fans events out to every transport. */
 export class Router {
-  private readonly listeners = new Set<EventListener>();
-  constructor(private readonly handlers: Handlers) {}
+  constructor(
+    private readonly handlers: Handlers,
+    private readonly events: EventHub = new EventHub(),
+  ) {}
 
   /**
    * Calls a method. @throws RouterError: UNKNOWN_METHOD, INVALID_REQUEST (zod's first issue, with
@@ -55,30 +59,19 @@ export class Router {
 
   /** Subscribes to every event; returns the unsubscribe function. */
   onEvent(listener: EventListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.events.onEvent(listener);
   }
 
   /** Pushes an event to every subscriber (a throwing subscriber does not stop the others). */
   emit<E extends EventName>(event: E, data: EventTypes[E]): void {
-    for (const l of this.listeners) {
-      try {
-        l(event, data);
-      } catch {
-        // A closed window or socket; its transport cleans up.
-      }
-    }
+    this.events.emit(event, data);
   }
 }
 
 /** Any thrown value as a RouterError: typed errors keep their code, others become INTERNAL. */
 export function toRouterError(e: unknown): RouterError {
   if (e instanceof RouterError) return e;
-  if (e instanceof EngineError) return new RouterError(e.code, e.message);
+  if (e instanceof ServiceError || e instanceof EngineError) return new RouterError(e.code, e.message);
   return new RouterError('INTERNAL', firstLine(e));
 }
 
-/** The first line of an error's message (or of `String(e)`), for one-sentence reports. */
-export function firstLine(e: unknown): string {
-  return e instanceof Error ? e.message.split('\n')[0] : String(e);
-}

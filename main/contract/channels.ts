@@ -84,6 +84,9 @@ export interface ResponseTypes extends Record<MethodName, unknown> {
 export type RequestOf<M extends MethodName> = z.input<(typeof requestSchemas)[M]>;
 export type ResponseOf<M extends MethodName> = ResponseTypes[M];
 
+/** The handler of every method, with the request already validated (what the services provide). */
+export type Handlers = { [M in MethodName]: (request: RequestOf<M>) => Promise<ResponseOf<M>> };
+
 /** Events the services push to every window. */
 export interface EventTypes {
   /** New answer text (batched: at most one per ~16 ms per answer). */

@@ -10,8 +10,8 @@
  */
 import { statSync } from 'node:fs';
 import path from 'node:path';
-import { firstLine } from '../router.ts';
-import { startServices } from '../services/index.ts';
+import { firstLine } from '../services/errors.ts';
+import { startBackend } from '../backend.ts';
 import { parseServeOptions, USAGE, UsageError } from './options.ts';
 import { startServer } from './server.ts';
 
@@ -21,7 +21,7 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${USAGE}\n`);
     return;
   }
-  const services = await startServices({ dataDir: opts.dataDir, loadModel: false });
+  const services = await startBackend({ dataDir: opts.dataDir, loadModel: false });
   let server;
   try {
     server = await startServer({ router: services.router, port: opts.port, staticDir: opts.staticDir, completions: services.completions });

@@ -11,17 +11,11 @@
 import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
 import { z } from 'zod';
-import type { ModelInfo, Settings } from '../contract/types.ts';
 import type { FinishReason, GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
 import { toRouterError } from '../router.ts';
+import type { CompletionBackend } from '../services/index.ts';
 
-/** What the endpoints need from the services. */
-export interface CompletionBackend {
-  model(): ModelInfo | null;
-  settings(): Settings;
-  /** Streams one generation (see ChatService.completion). */
-  complete(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationEvent>;
-}
+export type { CompletionBackend };
 
 const MAX_BODY_BYTES = 8 << 20;
 

@@ -73,7 +73,7 @@ export class BudgetService {
    * The budget of `conversationId` (null: a new, empty one) with `draft` in the composer.
    * Coalesced per conversation: a caller whose request was overtaken by a newer draft gets the
    * newer draft's budget. Waits for a model that is loading.
-   * @throws RouterError NOT_FOUND (unknown conversation), MODEL_NOT_READY (no model loaded).
+   * @throws ServiceError NOT_FOUND (unknown conversation), MODEL_NOT_READY (no model loaded).
    */
   getBudget(conversationId: string | null, draft: string): Promise<ContextBudget> {
     const key = conversationId ?? '';

@@ -1,9 +1,10 @@
 /**
- * Answers: send, regenerate, edit, stop. The engine is single, so one answer is generated at a
- * time for the whole app; a second request meanwhile is refused (`BUSY`).
+ * Answers: send, regenerate, edit, stop, and raw completions for the OpenAI-compatible API. The
+ * engine is single, so one answer is generated at a time for the whole app: every answer first
+ * takes the one claim (`claim`); a second request meanwhile is refused (`BUSY`).
  *
- * Before an answer starts, the context budget of what will be fed is counted; if it does not fit
- * the request is refused with `CONTEXT_FULL` and a sentence naming the numbers, and nothing is
+ * Before a window answer starts, the context budget of what will be fed is counted; if it does not
+ * fit the request is refused with `CONTEXT_FULL` and a sentence naming the numbers, and nothing is
  * stored. Then the user message and an empty assistant message ('streaming') are stored, the
  * call returns both, and the answer streams in the background as events:
  *   answerPrefill (per prefill chunk) → answerDelta (token text, batched: at most one event per
@@ -12,16 +13,21 @@
  * The growing answer is written to SQLite about every second and at the end, so a killed
  * process loses at most about a second of it. A stop keeps the partial answer ('cancelled'); a
  * worker crash keeps it too ('error', and the worker is restarted with the model reloaded).
+ *
+ * Errors are `ServiceError`s (codes in each method's docstring) or the engine's `EngineError`s.
  */
-import { performance } from 'node:perf_hooks';
-import type { AnswerStats, ContextBudget, Conversation, Message, MessageStatus } from '../contract/types.ts';
+import type { ContextBudget, Conversation, Message } from '../contract/types.ts';
 import type { EngineHost } from '../engine-host/host.ts';
-import type { GenerationEvent, GenerationRequest, GenerationStats } from '../engine/generate/types.ts';
-import { firstLine, RouterError } from '../router.ts';
+import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
+import { DeltaBatcher, finalState, PeriodicSaver, type DoneEvent, type StreamEnd } from './answer-stream.ts';
 import { historyMessages, systemMessages, type BudgetService } from './budget.ts';
-import type { Emit, ModelService } from './model-service.ts';
+import { firstLine, ServiceError } from './errors.ts';
+import type { Emit } from './events.ts';
+import type { ModelService } from './model-service.ts';
 import type { SettingsService } from './settings.ts';
 import type { ConversationStore } from './store.ts';
+
+export { toAnswerStats } from './answer-stream.ts';
 
 /** Shortest spacing of answerDelta events of one answer, ms. */
 export const DELTA_INTERVAL_MS = 16;
@@ -31,17 +37,21 @@ export const PERSIST_INTERVAL_MS = 1000;
 export const BUDGET_INTERVAL_MS = 250;
 export const CRASH_MESSAGE = 'the engine stopped unexpectedly; it has been restarted';
 
+/** The one answer being generated: whose, how to stop it, and when it has ended. */
 interface ActiveAnswer {
-  conversationId: string;
+  /** The conversation it answers; null for an API completion. */
+  conversationId: string | null;
+  /** The stored assistant message once it exists; until then a failure releases the claim. */
   messageId: string | null;
   controller: AbortController;
   /** Settles when the answer has ended and its final state is stored. */
-  done: Promise<void>;
-  /** Text already sent in answerDelta events (what a window that reloads must start from). */
-  emitted: string;
+  ended: Promise<void>;
+  end: () => void;
+  /** The answer's deltas (what a window that reloads must start from). */
+  deltas: DeltaBatcher | null;
 }
 
-export interface ChatServiceOptions {
+export interface ChatServiceDeps {
   host: EngineHost;
   store: ConversationStore;
   settings: SettingsService;
@@ -55,7 +65,7 @@ export class ChatService {
   private active: ActiveAnswer | null = null;
   private disposed = false;
 
-  constructor(private readonly o: ChatServiceOptions) {}
+  constructor(private readonly deps: ChatServiceDeps) {}
 
   /** Whether an answer is being generated (or about to start). */
   get generating(): boolean {
@@ -64,151 +74,168 @@ export class ChatService {
 
   /**
    * Appends a user message and starts its answer.
-   * @throws RouterError BUSY, CONTEXT_FULL, NOT_FOUND, MODEL_NOT_READY.
+   * @throws ServiceError BUSY, CONTEXT_FULL, NOT_FOUND, MODEL_NOT_READY, CANCELLED, SHUT_DOWN.
    */
   async send(conversationId: string, content: string): Promise<{ userMessage: Message; assistantMessage: Message }> {
-    return this.withClaim(conversationId, async (slot) => {
-      const conv = this.o.store.getConversation(conversationId);
-      const budget = await this.o.budget.compute(conversationId, content, conv.messages);
-      assertFits(budget, 'this message');
-      this.assertNotStopped(slot);
-      const userMessage = this.o.store.appendMessage(conversationId, { role: 'user', content, status: 'complete' });
-      this.o.store.setAutoTitle(conversationId, content);
-      this.o.budget.clearDraft(conversationId);
-      const assistantMessage = this.begin(slot, [...conv.messages, userMessage], afterSend(budget));
+    return this.withClaim(conversationId, async (answer) => {
+      const { store, budget } = this.deps;
+      const conv = store.getConversation(conversationId);
+      const counted = await budget.compute(conversationId, content, conv.messages);
+      assertFits(counted, 'this message');
+      assertNotStopped(answer);
+      const userMessage = store.appendMessage(conversationId, { role: 'user', content, status: 'complete' });
+      store.setAutoTitle(conversationId, content);
+      budget.clearDraft(conversationId);
+      const assistantMessage = this.begin(answer, conversationId, [...conv.messages, userMessage], afterSend(counted));
       return { userMessage, assistantMessage };
     });
   }
 
   /**
    * Replaces the last answer (if the conversation ends with one) with a new one.
-   * @throws RouterError BUSY, CONTEXT_FULL, NOT_FOUND, NOTHING_TO_REGENERATE, MODEL_NOT_READY.
+   * @throws ServiceError BUSY, CONTEXT_FULL, NOT_FOUND, NOTHING_TO_REGENERATE, MODEL_NOT_READY, CANCELLED, SHUT_DOWN.
    */
   async regenerate(conversationId: string): Promise<{ assistantMessage: Message }> {
-    return this.withClaim(conversationId, async (slot) => {
-      const messages = this.o.store.getConversation(conversationId).messages;
+    return this.withClaim(conversationId, async (answer) => {
+      const messages = this.deps.store.getConversation(conversationId).messages;
       const last = messages[messages.length - 1];
       const history = last?.role === 'assistant' ? messages.slice(0, -1) : messages;
       if (history.length === 0 || history[history.length - 1].role !== 'user') {
-        throw new RouterError('NOTHING_TO_REGENERATE', 'there is no answer to regenerate: the conversation does not end with a message of yours');
+        throw new ServiceError('NOTHING_TO_REGENERATE', 'there is no answer to regenerate: the conversation does not end with a message of yours');
       }
-      const budget = await this.o.budget.compute(conversationId, '', history);
-      assertFits(budget, 'the conversation');
-      this.assertNotStopped(slot);
-      if (history !== messages) this.o.store.deleteMessage(last.id);
-      return { assistantMessage: this.begin(slot, history, budget) };
+      const counted = await this.deps.budget.compute(conversationId, '', history);
+      assertFits(counted, 'the conversation');
+      assertNotStopped(answer);
+      if (history !== messages) this.deps.store.deleteMessage(last.id);
+      return { assistantMessage: this.begin(answer, conversationId, history, counted) };
     });
   }
 
   /**
    * Replaces a user message's text, drops every message after it, and answers again.
-   * @throws RouterError BUSY, CONTEXT_FULL, NOT_FOUND, INVALID_REQUEST (not a user message), MODEL_NOT_READY.
+   * @throws ServiceError BUSY, CONTEXT_FULL, NOT_FOUND, INVALID_REQUEST (not a user message), MODEL_NOT_READY, CANCELLED, SHUT_DOWN.
    */
   async edit(conversationId: string, messageId: string, content: string): Promise<{ userMessage: Message; assistantMessage: Message }> {
-    return this.withClaim(conversationId, async (slot) => {
-      const messages = this.o.store.getConversation(conversationId).messages;
+    return this.withClaim(conversationId, async (answer) => {
+      const { store, budget } = this.deps;
+      const messages = store.getConversation(conversationId).messages;
       const i = messages.findIndex((m) => m.id === messageId);
-      if (i < 0) throw new RouterError('NOT_FOUND', `no message with id ${messageId} in this conversation`);
-      if (messages[i].role !== 'user') throw new RouterError('INVALID_REQUEST', 'only your own messages can be edited');
+      if (i < 0) throw new ServiceError('NOT_FOUND', `no message with id ${messageId} in this conversation`);
+      if (messages[i].role !== 'user') throw new ServiceError('INVALID_REQUEST', 'only your own messages can be edited');
       const before = messages.slice(0, i);
-      const budget = await this.o.budget.compute(conversationId, content, before);
-      assertFits(budget, 'this message');
-      this.assertNotStopped(slot);
-      this.o.store.updateMessage(messageId, { content });
-      this.o.store.deleteMessagesAfter(conversationId, messageId);
-      if (!before.some((m) => m.role === 'user')) this.o.store.setAutoTitle(conversationId, content, true);
-      const userMessage = this.o.store.getMessage(messageId);
-      this.o.budget.clearDraft(conversationId);
-      return { userMessage, assistantMessage: this.begin(slot, [...before, userMessage], afterSend(budget)) };
+      const counted = await budget.compute(conversationId, content, before);
+      assertFits(counted, 'this message');
+      assertNotStopped(answer);
+      store.updateMessage(messageId, { content });
+      store.deleteMessagesAfter(conversationId, messageId);
+      if (!before.some((m) => m.role === 'user')) store.setAutoTitle(conversationId, content, true);
+      const userMessage = store.getMessage(messageId);
+      budget.clearDraft(conversationId);
+      return { userMessage, assistantMessage: this.begin(answer, conversationId, [...before, userMessage], afterSend(counted)) };
     });
   }
 
   /** Stops the answer being generated in this conversation, if any; resolves once it is stored. */
   async stop(conversationId: string): Promise<void> {
-    const a = this.active;
-    if (!a || a.conversationId !== conversationId) return;
-    a.controller.abort();
-    await a.done;
+    const answer = this.active;
+    if (!answer || answer.conversationId !== conversationId) return;
+    answer.controller.abort();
+    await answer.ended;
   }
 
   /** The conversation with the streaming answer's text as far as the window has been sent it. */
-  overlay(conv: Conversation): Conversation {
-    const a = this.active;
-    if (!a || a.conversationId !== conv.id || !a.messageId) return conv;
-    return { ...conv, messages: conv.messages.map((m) => (m.id === a.messageId && a.emitted.length > m.content.length ? { ...m, content: a.emitted } : m)) };
+  withStreamedText(conv: Conversation): Conversation {
+    const answer = this.active;
+    const streamed = answer?.deltas?.sent ?? '';
+    if (!answer || answer.conversationId !== conv.id || !answer.messageId || !streamed) return conv;
+    return { ...conv, messages: conv.messages.map((m) => (m.id === answer.messageId && streamed.length > m.content.length ? { ...m, content: streamed } : m)) };
   }
 
   /**
    * A raw generation outside any conversation (the OpenAI-compatible API), holding the same
    * one-answer-at-a-time claim. Aborting `signal` ends it with done{reason:'cancelled'}.
-   * @throws RouterError BUSY / MODEL_NOT_READY / SHUT_DOWN on the first `next()`; the engine's
+   * @throws ServiceError BUSY / MODEL_NOT_READY / SHUT_DOWN on the first `next()`; the engine's
    *   InvalidOptionError / ContextOverflowError before any event.
    */
   async *completion(request: GenerationRequest, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
-    if (this.disposed) throw new RouterError('SHUT_DOWN', 'the app is shutting down');
-    if (this.active) throw new RouterError('BUSY', 'an answer is already being generated; wait for it to finish or stop it');
-    let finished!: () => void;
-    const slot: ActiveAnswer = { conversationId: '', messageId: null, controller: new AbortController(), done: new Promise<void>((r) => (finished = r)), emitted: '' };
-    this.active = slot;
-    const onAbort = () => slot.controller.abort();
-    signal?.addEventListener('abort', onAbort, { once: true });
-    if (signal?.aborted) onAbort();
+    const answer = await this.claim(null);
+    const stopAnswer = () => answer.controller.abort();
+    signal?.addEventListener('abort', stopAnswer, { once: true });
+    if (signal?.aborted) stopAnswer();
     try {
-      await this.o.models.ready();
-      this.o.models.assertLoaded();
-      yield* this.o.host.generate(request, { signal: slot.controller.signal });
+      yield* this.deps.host.generate(request, { signal: answer.controller.signal });
     } catch (e) {
-      if ((e as { code?: unknown }).code === 'WORKER_CRASHED' && !this.disposed) void this.o.models.recover();
+      if (isCrash(e) && !this.disposed) void this.deps.models.recover();
       throw e;
     } finally {
-      signal?.removeEventListener('abort', onAbort);
-      this.release(slot);
-      finished();
+      signal?.removeEventListener('abort', stopAnswer);
+      this.release(answer);
     }
   }
 
   /** Stops any answer (waiting up to `timeoutMs` for it to be stored) and refuses new ones. */
   async dispose(timeoutMs = 3000): Promise<void> {
     this.disposed = true;
-    const a = this.active;
-    if (!a) return;
-    a.controller.abort();
-    await Promise.race([a.done, new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+    const answer = this.active;
+    if (!answer) return;
+    answer.controller.abort();
+    await Promise.race([answer.ended, new Promise((r) => setTimeout(r, timeoutMs).unref())]);
   }
 
-  /** Runs `work` holding the one-answer-at-a-time claim; the claim passes to the stream or is released on failure. */
-  private async withClaim<T>(conversationId: string, work: (slot: ActiveAnswer) => Promise<T>): Promise<T> {
-    if (this.disposed) throw new RouterError('SHUT_DOWN', 'the app is shutting down');
-    if (this.active) throw new RouterError('BUSY', 'an answer is already being generated; wait for it to finish or stop it');
-    const slot: ActiveAnswer = { conversationId, messageId: null, controller: new AbortController(), done: Promise.resolve(), emitted: '' };
-    this.active = slot;
+  /**
+   * The one way to take the engine: refuses when shutting down or busy, then waits for any model
+   * load and checks a model is loaded (releasing the claim if not).
+   * @throws ServiceError SHUT_DOWN, BUSY, MODEL_NOT_READY.
+   */
+  private async claim(conversationId: string | null): Promise<ActiveAnswer> {
+    if (this.disposed) throw new ServiceError('SHUT_DOWN', 'the app is shutting down');
+    if (this.active) throw new ServiceError('BUSY', 'an answer is already being generated; wait for it to finish or stop it');
+    let end!: () => void;
+    const ended = new Promise<void>((resolve) => (end = resolve));
+    const answer: ActiveAnswer = { conversationId, messageId: null, controller: new AbortController(), ended, end, deltas: null };
+    this.active = answer;
     try {
-      await this.o.models.ready();
-      this.o.models.assertLoaded();
-      const result = await work(slot);
-      this.o.emit('conversationsChanged', { conversations: this.o.store.listConversations() });
-      return result;
+      await this.deps.models.ready();
+      this.deps.models.assertLoaded();
+      return answer;
     } catch (e) {
-      if (!slot.messageId) this.release(slot);
+      this.release(answer);
       throw e;
     }
   }
 
-  private release(slot: ActiveAnswer): void {
-    if (this.active === slot) this.active = null;
+  /** Ends an answer's claim: the next one may start, and `stop()` callers waiting on it resume. */
+  private release(answer: ActiveAnswer): void {
+    if (this.active === answer) this.active = null;
+    answer.end();
   }
 
-  private assertNotStopped(slot: ActiveAnswer): void {
-    if (slot.controller.signal.aborted) throw new RouterError('CANCELLED', 'the answer was stopped before it started');
+  /** Runs a window request holding the claim; the claim passes to the stream (`begin`) or is released on failure. */
+  private async withClaim<T>(conversationId: string, work: (answer: ActiveAnswer) => Promise<T>): Promise<T> {
+    const answer = await this.claim(conversationId);
+    try {
+      const result = await work(answer);
+      this.deps.emit('conversationsChanged', { conversations: this.deps.store.listConversations() });
+      return result;
+    } catch (e) {
+      if (!answer.messageId) this.release(answer);
+      throw e;
+    }
   }
 
   /** Stores the empty answer and starts streaming it; `history` ends with the user message. */
-  private begin(slot: ActiveAnswer, history: Message[], budget: ContextBudget): Message {
-    const conversationId = slot.conversationId;
-    const assistant = this.o.store.appendMessage(conversationId, { role: 'assistant', content: '', status: 'streaming' });
-    slot.messageId = assistant.id;
-    const s = this.o.settings.get();
-    const request: GenerationRequest = {
+  private begin(answer: ActiveAnswer, conversationId: string, history: Message[], budget: ContextBudget): Message {
+    const message = this.deps.store.appendMessage(conversationId, { role: 'assistant', content: '', status: 'streaming' });
+    answer.messageId = message.id;
+    this.deps.emit('budgetChanged', budget);
+    void this.stream(answer, message, this.generationRequest(history), budget);
+    return message;
+  }
+
+  /** Prompt assembly: what the engine is asked for an answer to `history` under the current settings. */
+  private generationRequest(history: Message[]): GenerationRequest {
+    const s = this.deps.settings.get();
+    return {
       messages: [...systemMessages(s.systemPrompt), ...historyMessages(history)],
       maxTokens: s.maxTokens,
       sampler: {
@@ -220,109 +247,90 @@ export class ChatService {
         ...(s.seed !== null ? { seed: s.seed } : {}),
       },
     };
-    this.o.emit('budgetChanged', budget);
-    slot.done = this.stream(slot, assistant, request, budget);
-    return assistant;
   }
 
-  /** Streams one answer to events and SQLite. Never rejects. */
-  private async stream(slot: ActiveAnswer, message: Message, request: GenerationRequest, base: ContextBudget): Promise<void> {
-    const { conversationId } = slot;
+  /** Streams one answer to events and SQLite, then stores and announces its final state. Never rejects. */
+  private async stream(answer: ActiveAnswer, message: Message, request: GenerationRequest, budget: ContextBudget): Promise<void> {
+    const { emit, store } = this.deps;
+    const conversationId = message.conversationId;
     const messageId = message.id;
-    // The answer so far is slot.emitted (sent in deltas) + pending (batched for the next delta).
-    let pending = '';
     let generated = 0;
-    let lastEmit = -Infinity;
-    let flushTimer: NodeJS.Timeout | null = null;
-    let saved = '';
-    let lastSave = performance.now();
-    let budgetAt = 0; // begin() already sent the budget with 0 generated tokens
-
-    const flush = () => {
-      if (flushTimer) clearTimeout(flushTimer);
-      flushTimer = null;
-      if (!pending) return;
-      slot.emitted += pending;
-      this.o.emit('answerDelta', { conversationId, messageId, text: pending, generatedTokens: generated });
-      pending = '';
-      lastEmit = performance.now();
-    };
-    const save = () => {
-      const text = slot.emitted + pending;
-      if (text === saved) return;
-      this.o.store.updateMessage(messageId, { content: text });
-      saved = text;
-      lastSave = performance.now();
-    };
-    const tick = setInterval(() => {
-      try {
-        if (performance.now() - lastSave >= PERSIST_INTERVAL_MS - BUDGET_INTERVAL_MS / 2) save();
-      } catch {
-        // A failed write (disk full) is retried on the next tick and at the end.
-      }
-      if (generated !== budgetAt) {
-        budgetAt = generated;
-        this.o.emit('budgetChanged', this.o.budget.estimate(base, generated));
-      }
+    const deltas = new DeltaBatcher((text) => emit('answerDelta', { conversationId, messageId, text, generatedTokens: generated }), DELTA_INTERVAL_MS);
+    answer.deltas = deltas;
+    // The saver is asked on every budget tick, so "due" is half a tick early to keep the 1 s bound.
+    const saver = new PeriodicSaver((text) => store.updateMessage(messageId, { content: text }), PERSIST_INTERVAL_MS - BUDGET_INTERVAL_MS / 2);
+    let budgetReportedAt = 0; // begin() sent the budget with 0 generated tokens
+    const ticker = setInterval(() => {
+      saver.maybeSave(deltas.text);
+      if (generated === budgetReportedAt) return;
+      budgetReportedAt = generated;
+      emit('budgetChanged', this.deps.budget.estimate(budget, generated));
     }, BUDGET_INTERVAL_MS);
 
-    let done: Extract<GenerationEvent, { type: 'done' }> | null = null;
-    let failure: { message: string; crashed: boolean } | null = null;
+    let end: StreamEnd;
     try {
-      for await (const ev of this.o.host.generate(request, { signal: slot.controller.signal })) {
-        if (ev.type === 'prefill') {
-          this.o.emit('answerPrefill', { conversationId, messageId, processed: ev.processed, total: ev.total });
-        } else if (ev.type === 'token') {
-          if (ev.id >= 0) generated++;
-          if (!ev.text) continue;
-          pending += ev.text;
-          flushTimer ??= setTimeout(flush, Math.max(0, lastEmit + DELTA_INTERVAL_MS - performance.now()));
-        } else {
-          done = ev;
-        }
-      }
+      const done = await this.relay(answer, message, request, deltas, () => generated++);
+      end = done ? { done } : { failure: { message: 'the answer ended without a result', crashed: false } };
     } catch (e) {
-      const code = (e as { code?: unknown }).code;
-      failure = code === 'WORKER_CRASHED' ? { message: CRASH_MESSAGE, crashed: true } : { message: firstLine(e), crashed: false };
+      end = { failure: isCrash(e) ? { message: CRASH_MESSAGE, crashed: true } : { message: firstLine(e), crashed: false } };
     } finally {
-      clearInterval(tick);
+      clearInterval(ticker);
     }
-    flush();
-
-    let text = slot.emitted;
-    let status: MessageStatus;
-    let error: string | null = null;
-    let stats: AnswerStats | null = null;
-    if (done) {
-      text = done.text.length >= text.length ? done.text : text;
-      stats = toAnswerStats(done.reason, done.stats);
-      status = done.reason === 'cancelled' ? 'cancelled' : done.reason === 'error' ? 'error' : 'complete';
-      if (status === 'error') error = done.error?.message ?? 'the answer failed';
-    } else {
-      status = 'error';
-      error = failure?.message ?? 'the answer ended without a result';
-    }
-    const final: Message = { ...message, content: text, status, stats, error };
-    try {
-      this.o.store.updateMessage(messageId, { content: text, status, stats, error });
-    } catch (e) {
-      final.status = 'error';
-      final.error = `the answer could not be saved: ${firstLine(e)}`;
-    }
-    this.release(slot);
+    deltas.flush();
+    const final = this.storeFinal(message, finalState(end, deltas.sent));
+    this.release(answer);
     // Restart before anyone hears of the end, so a send right after waits for the fresh worker.
-    if (failure?.crashed && !this.disposed) void this.o.models.recover();
-    this.o.emit('answerDone', { conversationId, message: final });
-    if (this.disposed) return;
-    // The exact count now that the answer is part of the history.
-    try {
-      if (this.o.store.hasConversation(conversationId)) {
-        this.o.emit('budgetChanged', await this.o.budget.compute(conversationId, this.o.budget.lastDraft(conversationId)));
+    if ('failure' in end && end.failure.crashed && !this.disposed) void this.deps.models.recover();
+    emit('answerDone', { conversationId, message: final });
+    if (!this.disposed) await this.recountBudget(conversationId);
+  }
+
+  /**
+   * Relays the engine's events: prefill progress as events, token text into `deltas`.
+   * @returns the done event (null if the stream ended without one). @throws the engine's error.
+   */
+  private async relay(answer: ActiveAnswer, message: Message, request: GenerationRequest, deltas: DeltaBatcher, countToken: () => void): Promise<DoneEvent | null> {
+    for await (const ev of this.deps.host.generate(request, { signal: answer.controller.signal })) {
+      if (ev.type === 'prefill') {
+        this.deps.emit('answerPrefill', { conversationId: message.conversationId, messageId: message.id, processed: ev.processed, total: ev.total });
+      } else if (ev.type === 'token') {
+        if (ev.id >= 0) countToken();
+        deltas.push(ev.text);
+      } else {
+        return ev;
       }
+    }
+    return null;
+  }
+
+  /** Writes the final state; a failed write turns it into an error the window shows. */
+  private storeFinal(message: Message, state: ReturnType<typeof finalState>): Message {
+    try {
+      this.deps.store.updateMessage(message.id, state);
+      return { ...message, ...state };
+    } catch (e) {
+      return { ...message, ...state, status: 'error', error: `the answer could not be saved: ${firstLine(e)}` };
+    }
+  }
+
+  /** The exact count now that the answer is part of the history. */
+  private async recountBudget(conversationId: string): Promise<void> {
+    const { budget, store, emit } = this.deps;
+    try {
+      if (store.hasConversation(conversationId)) emit('budgetChanged', await budget.compute(conversationId, budget.lastDraft(conversationId)));
     } catch {
       // No model (a crash that could not recover); the model state reports it.
     }
   }
+}
+
+function isCrash(e: unknown): boolean {
+  return (e as { code?: unknown }).code === 'WORKER_CRASHED';
+}
+
+/** @throws ServiceError CANCELLED when the answer was stopped while its budget was counted. */
+function assertNotStopped(answer: ActiveAnswer): void {
+  if (answer.controller.signal.aborted) throw new ServiceError('CANCELLED', 'the answer was stopped before it started');
 }
 
 /** The budget right after a send: the message is now history, the composer is empty. */
@@ -330,26 +338,13 @@ function afterSend(b: ContextBudget): ContextBudget {
   return { ...b, history: b.history + b.draft, draft: 0 };
 }
 
-/** @throws RouterError CONTEXT_FULL with the numbers when the budget does not fit. */
+/** @throws ServiceError CONTEXT_FULL with the numbers when the budget does not fit. */
 function assertFits(b: ContextBudget, what: string): void {
   if (b.fits) return;
   const parts = [b.system ? `the system prompt (${b.system})` : '', b.history ? `the history (${b.history})` : '', b.draft ? `this message (${b.draft})` : ''].filter(Boolean);
-  throw new RouterError(
+  throw new ServiceError(
     'CONTEXT_FULL',
     `${what} does not fit: ${parts.join(' + ') || 'the prompt'} = ${b.used} tokens, plus ${b.reserve} reserved for the answer, makes ${b.total}, over the max context of ${b.maxContext}; ` +
       'shorten it, lower max tokens, raise the max context, or start a new conversation',
   );
-}
-
-/** The per-answer stats the window shows, from the engine's GenerationStats. */
-export function toAnswerStats(reason: AnswerStats['finishReason'], s: GenerationStats): AnswerStats {
-  return {
-    finishReason: reason,
-    promptTokens: s.promptTokens,
-    generatedTokens: s.generatedTokens,
-    reusedTokens: s.reusedTokens,
-    ttftMs: s.ttftMs,
-    prefillTokensPerSec: s.prefillTokensPerSec,
-    decodeTokensPerSec: s.decodeTokensPerSec,
-  };
 }

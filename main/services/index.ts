@@ -1,19 +1,21 @@
 /**
- * The services, wired into one `Router`: what the Electron shell (app/, over ipcMain) and `serve`
- * mode (over a WebSocket) both expose. Plain Node: nothing here imports electron.
+ * The services and the handler of every contract method: what the Electron shell (app/, over
+ * ipcMain) and `serve` mode (over a WebSocket) both expose through a `Router` (main/backend.ts
+ * puts them together). Plain Node: nothing here imports electron, a transport or the router.
  *
  * `startServices` opens the store (marking answers a dead process left 'streaming' as errors),
  * starts the engine worker and begins loading the model in the background, so a window can
  * appear at once: `getModel` says 'loading' until it is ready, and calls that need the model
  * (send, budget) wait for it.
  */
-import type { Handlers } from '../router.ts';
-import { Router } from '../router.ts';
+import type { Handlers } from '../contract/channels.ts';
+import type { ModelInfo, Settings } from '../contract/types.ts';
 import { defaultModelPath } from '../default-model.ts';
 import { EngineHost } from '../engine-host/host.ts';
-import type { CompletionBackend } from '../serve/openai.ts';
+import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
 import { BudgetService } from './budget.ts';
 import { ChatService } from './chat-service.ts';
+import { EventHub } from './events.ts';
 import { ModelService } from './model-service.ts';
 import { SettingsService } from './settings.ts';
 import { ConversationStore } from './store.ts';
@@ -29,8 +31,19 @@ export interface StartServicesOptions {
   loadModel?: boolean;
 }
 
+/** What the OpenAI-compatible endpoints run on. */
+export interface CompletionBackend {
+  model(): ModelInfo | null;
+  settings(): Settings;
+  /** Streams one generation (see ChatService.completion). */
+  complete(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationEvent>;
+}
+
 export interface Services {
-  router: Router;
+  /** The handler of every contract method (the router validates requests, then calls these). */
+  handlers: Handlers;
+  /** The services' events, for the transports to forward. */
+  events: EventHub;
   host: EngineHost;
   store: ConversationStore;
   models: ModelService;
@@ -47,13 +60,14 @@ export const INTERRUPTED_MESSAGE = 'the app stopped while this answer was being 
 
 /**
  * Opens the store in `dataDir`, starts the engine host and wires every handler.
- * @throws RouterError DATA_DIR / SCHEMA_TOO_NEW, or SQLite's error for an unreadable database.
+ * @throws ServiceError DATA_DIR / SCHEMA_TOO_NEW, or SQLite's error for an unreadable database.
  */
 export async function startServices(opts: StartServicesOptions): Promise<Services> {
   const store = new ConversationStore(opts.dataDir);
   store.recoverInterrupted(INTERRUPTED_MESSAGE);
   const host = new EngineHost();
-  const emit: Router['emit'] = (event, data) => router.emit(event, data);
+  const events = new EventHub();
+  const emit = events.emit;
 
   let chat: ChatService | null = null;
   let settings: SettingsService | null = null;
@@ -81,12 +95,12 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     const active = budget.active;
     if (!active || chatService.generating) return;
     try {
-      router.emit('budgetChanged', await budget.getBudget(active.conversationId, budget.lastDraft(active.conversationId)));
+      emit('budgetChanged', await budget.getBudget(active.conversationId, budget.lastDraft(active.conversationId)));
     } catch {
       // A deleted conversation or no model: the next getBudget reports it.
     }
   }
-  const listChanged = () => router.emit('conversationsChanged', { conversations: store.listConversations() });
+  const listChanged = () => emit('conversationsChanged', { conversations: store.listConversations() });
 
   const handlers: Handlers = {
     listConversations: async ({ search }) => store.listConversations(search),
@@ -95,7 +109,7 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
       listChanged();
       return c;
     },
-    getConversation: async ({ id }) => chatService.overlay(store.getConversation(id)),
+    getConversation: async ({ id }) => chatService.withStreamedText(store.getConversation(id)),
     renameConversation: async ({ id, title }) => {
       const s = store.renameConversation(id, title);
       listChanged();
@@ -126,12 +140,12 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     getModel: async () => models.state,
     openModel: ({ path }) => models.open(path),
   };
-  const router = new Router(handlers);
 
   const modelLoaded = opts.loadModel === false ? Promise.resolve() : models.start();
   let disposing: Promise<void> | null = null;
   return {
-    router,
+    handlers,
+    events,
     host,
     store,
     models,

@@ -16,10 +16,11 @@ import type { ModelInfo, ModelState } from '../contract/types.ts';
 import type { EngineHost } from '../engine-host/host.ts';
 import type { LoadOptions } from '../engine-host/protocol.ts';
 import type { ModelInfo as EngineModelInfo } from '../engine/generate/engine.ts';
-import { firstLine, type Router, RouterError } from '../router.ts';
+import { firstLine, ServiceError } from './errors.ts';
+import type { Emit } from './events.ts';
 import type { ConversationStore } from './store.ts';
 
-export type Emit = Router['emit'];
+export type { Emit };
 
 const MODEL_PATH_KEY = 'model.path';
 
@@ -45,7 +46,7 @@ export class ModelService {
   private source: string | null = null;
   private pending: Promise<void> | null = null;
 
-  constructor(private readonly o: ModelServiceOptions) {}
+  constructor(private readonly deps: ModelServiceOptions) {}
 
   /** The state the window shows. */
   get state(): ModelState {
@@ -64,17 +65,17 @@ export class ModelService {
 
   /** Starts loading the remembered or embedded model in the background; resolves when done (never rejects). */
   start(): Promise<void> {
-    const remembered = this.o.store.getSettings()[MODEL_PATH_KEY];
-    const first = typeof remembered === 'string' && remembered ? remembered : this.o.defaultModel;
+    const remembered = this.deps.store.getSettings()[MODEL_PATH_KEY];
+    const first = typeof remembered === 'string' && remembered ? remembered : this.deps.defaultModel;
     return this.exclusive(async () => {
       try {
         await this.load(first);
       } catch (e) {
-        if (first === this.o.defaultModel) return this.fail(e);
+        if (first === this.deps.defaultModel) return this.fail(e);
         const why = `the last model (${first}) could not be loaded: ${firstLine(e)}`;
         try {
-          await this.load(this.o.defaultModel);
-          this.o.store.setSettings({ [MODEL_PATH_KEY]: undefined });
+          await this.load(this.deps.defaultModel);
+          this.deps.store.setSettings({ [MODEL_PATH_KEY]: undefined });
           this.set({ ...this.current, error: `${why}; the embedded model is loaded instead` });
         } catch (e2) {
           this.fail(e2, why);
@@ -85,14 +86,14 @@ export class ModelService {
 
   /**
    * Imports (first time) and loads the model at `path`, emitting progress.
-   * @returns the new state. @throws RouterError BUSY; the engine's load error (old model kept).
+   * @returns the new state. @throws ServiceError BUSY; the engine's load error (old model kept).
    */
   async open(path: string): Promise<ModelState> {
     this.assertFree();
     await this.exclusive(async () => {
       try {
         await this.load(path);
-        this.o.store.setSettings({ [MODEL_PATH_KEY]: path });
+        this.deps.store.setSettings({ [MODEL_PATH_KEY]: path });
       } catch (e) {
         this.fail(e);
         throw e;
@@ -103,12 +104,12 @@ export class ModelService {
 
   /**
    * Reloads the current model with new options (the settings changed).
-   * @throws RouterError BUSY / MODEL_NOT_READY; the engine's load error (old model kept).
+   * @throws ServiceError BUSY / MODEL_NOT_READY; the engine's load error (old model kept).
    */
   async reload(options: Pick<LoadOptions, 'maxContext' | 'executionProvider'>): Promise<void> {
     this.assertFree();
     const source = this.source;
-    if (!source) throw new RouterError('MODEL_NOT_READY', 'no model is loaded yet');
+    if (!source) throw new ServiceError('MODEL_NOT_READY', 'no model is loaded yet');
     await this.exclusive(async () => {
       try {
         await this.load(source, options);
@@ -125,8 +126,8 @@ export class ModelService {
     this.set({ ...this.current, status: 'loading', progress: { phase: 'restart', fraction: 0 } });
     return this.exclusive(async () => {
       try {
-        await this.o.host.stats();
-        this.loaded(this.o.host.model);
+        await this.deps.host.stats();
+        this.loaded(this.deps.host.model);
       } catch (e) {
         this.fail(e);
       }
@@ -135,14 +136,14 @@ export class ModelService {
 
   /** Throws MODEL_NOT_READY unless a model is loaded in the host (call after `ready()`). */
   assertLoaded(): void {
-    if (!this.o.host.model) {
-      throw new RouterError('MODEL_NOT_READY', this.current.error ? `no model is loaded: ${this.current.error}` : 'no model is loaded yet');
+    if (!this.deps.host.model) {
+      throw new ServiceError('MODEL_NOT_READY', this.current.error ? `no model is loaded: ${this.current.error}` : 'no model is loaded yet');
     }
   }
 
   private assertFree(): void {
-    if (this.pending) throw new RouterError('BUSY', 'a model is already loading; wait for it to finish');
-    if (this.o.isGenerating()) throw new RouterError('BUSY', 'an answer is being generated; stop it before loading a model');
+    if (this.pending) throw new ServiceError('BUSY', 'a model is already loading; wait for it to finish');
+    if (this.deps.isGenerating()) throw new ServiceError('BUSY', 'an answer is being generated; stop it before loading a model');
   }
 
   private exclusive(work: () => Promise<void>): Promise<void> {
@@ -155,10 +156,10 @@ export class ModelService {
 
   private async load(path: string, options?: Pick<LoadOptions, 'maxContext' | 'executionProvider'>): Promise<void> {
     this.set({ status: 'loading', info: this.current.info, progress: { phase: 'start', fraction: 0 }, error: null });
-    const opts = options ?? this.o.loadOptions();
-    const info = await this.o.host.load(
+    const opts = options ?? this.deps.loadOptions();
+    const info = await this.deps.host.load(
       path,
-      { ...opts, ...(this.o.cacheDir ? { cacheDir: this.o.cacheDir } : {}) },
+      { ...opts, ...(this.deps.cacheDir ? { cacheDir: this.deps.cacheDir } : {}) },
       (phase, fraction) => this.set({ status: 'loading', info: this.current.info, progress: { phase, fraction }, error: null }),
     );
     this.source = path;
@@ -167,19 +168,19 @@ export class ModelService {
 
   private loaded(info: EngineModelInfo | null): void {
     this.set({ status: info ? 'ready' : 'error', info: info ? toContractInfo(info) : null, progress: null, error: info ? null : 'no model is loaded' });
-    this.o.onLoaded?.();
+    this.deps.onLoaded?.();
   }
 
   /** A failed load: the previous model (host.model) still answers. */
   private fail(e: unknown, prefix?: string): void {
-    const info = this.o.host.model;
+    const info = this.deps.host.model;
     const msg = prefix ? `${prefix}; ${firstLine(e)}` : firstLine(e);
     this.set({ status: info ? 'ready' : 'error', info: info ? toContractInfo(info) : null, progress: null, error: msg });
   }
 
   private set(s: ModelState): void {
     this.current = s;
-    this.o.emit('modelState', s);
+    this.deps.emit('modelState', s);
   }
 }
 

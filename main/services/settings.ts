@@ -7,7 +7,7 @@
  */
 import type { Settings } from '../contract/types.ts';
 import { settingsPatchSchema, type RequestOf } from '../contract/channels.ts';
-import { RouterError } from '../router.ts';
+import { ServiceError } from './errors.ts';
 import type { ConversationStore } from './store.ts';
 import type { ModelService } from './model-service.ts';
 
@@ -65,7 +65,7 @@ export class SettingsService {
 
   /**
    * Applies a patch already validated by the contract's schema.
-   * @throws RouterError INVALID_REQUEST when maxTokens ≥ maxContext; BUSY when the model must be
+   * @throws ServiceError INVALID_REQUEST when maxTokens ≥ maxContext; BUSY when the model must be
    *   reloaded while an answer is generated or a model loads; the engine's load error when the
    *   reload fails (nothing is changed then).
    */
@@ -73,14 +73,14 @@ export class SettingsService {
     const before = this.get();
     const next: Settings = { ...before, ...stripUndefined(patch) } as Settings;
     if (next.maxTokens >= next.maxContext) {
-      throw new RouterError(
+      throw new ServiceError(
         'INVALID_REQUEST',
         `invalid settings: max tokens (${next.maxTokens}) must be less than the max context (${next.maxContext}), or no room is left for the prompt`,
       );
     }
     const reload = (patch.maxContext !== undefined && patch.maxContext !== before.maxContext) || (patch.executionProvider !== undefined && patch.executionProvider !== before.executionProvider);
     if (reload) {
-      if (opts.generating) throw new RouterError('BUSY', 'an answer is being generated; stop it before changing the max context or the execution provider');
+      if (opts.generating) throw new ServiceError('BUSY', 'an answer is being generated; stop it before changing the max context or the execution provider');
       await this.models.reload({ maxContext: next.maxContext, executionProvider: next.executionProvider });
     }
     const values: Record<string, unknown> = {};

@@ -5,7 +5,7 @@
  * written state. The schema evolves through `MIGRATIONS`, applied in order and recorded in
  * `PRAGMA user_version`; a database from a newer app version is refused rather than damaged.
  *
- * Errors: a missing conversation or message throws `RouterError('NOT_FOUND', …)`; anything
+ * Errors: a missing conversation or message throws `ServiceError('NOT_FOUND', …)`; anything
  * SQLite reports (disk full, corrupt file) propagates as the driver's error.
  */
 import Database from 'better-sqlite3';
@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { AnswerStats, Conversation, ConversationSummary, Message, MessageStatus, Role } from '../contract/types.ts';
-import { RouterError } from '../router.ts';
+import { ServiceError } from './errors.ts';
 
 export const DB_FILE = 'ropewalk.db';
 export const DEFAULT_TITLE = 'New chat';
@@ -87,14 +87,14 @@ export class ConversationStore {
 
   /**
    * Opens (creating if needed) `<dataDir>/ropewalk.db` and migrates it to the current schema.
-   * @throws RouterError DATA_DIR when the folder cannot be created, SCHEMA_TOO_NEW when the file
+   * @throws ServiceError DATA_DIR when the folder cannot be created, SCHEMA_TOO_NEW when the file
    *   was written by a newer version; SQLite's own error for an unreadable or corrupt file.
    */
   constructor(dataDir: string) {
     try {
       mkdirSync(dataDir, { recursive: true });
     } catch (e) {
-      throw new RouterError('DATA_DIR', `cannot create the data folder ${dataDir}: ${(e as Error).message}`);
+      throw new ServiceError('DATA_DIR', `cannot create the data folder ${dataDir}: ${(e as Error).message}`);
     }
     this.file = path.join(dataDir, DB_FILE);
     this.db = new Database(this.file);
@@ -121,7 +121,7 @@ export class ConversationStore {
     const current = this.schemaVersion;
     if (current > MIGRATIONS.length) {
       this.db.close();
-      throw new RouterError('SCHEMA_TOO_NEW', `${this.file} was written by a newer version of Ropewalk (schema ${current}, this one knows ${MIGRATIONS.length})`);
+      throw new ServiceError('SCHEMA_TOO_NEW', `${this.file} was written by a newer version of Ropewalk (schema ${current}, this one knows ${MIGRATIONS.length})`);
     }
     for (let v = current; v < MIGRATIONS.length; v++) {
       this.db.transaction(() => {
@@ -158,12 +158,12 @@ export class ConversationStore {
     return { ...toSummary(row), messages: [] };
   }
 
-  /** A conversation summary. @throws RouterError NOT_FOUND. */
+  /** A conversation summary. @throws ServiceError NOT_FOUND. */
   getSummary(id: string): ConversationSummary {
     return toSummary(this.conversationRow(id));
   }
 
-  /** A conversation with its messages in order. @throws RouterError NOT_FOUND. */
+  /** A conversation with its messages in order. @throws ServiceError NOT_FOUND. */
   getConversation(id: string): Conversation {
     const row = this.conversationRow(id);
     return { ...toSummary(row), messages: this.messages(id) };
@@ -174,14 +174,14 @@ export class ConversationStore {
     return this.db.prepare(`SELECT 1 FROM conversations WHERE id = ?`).get(id) !== undefined;
   }
 
-  /** Renames a conversation (its title is then never replaced automatically). @throws RouterError NOT_FOUND. */
+  /** Renames a conversation (its title is then never replaced automatically). @throws ServiceError NOT_FOUND. */
   renameConversation(id: string, title: string): ConversationSummary {
     const r = this.db.prepare(`UPDATE conversations SET title = ?, title_source = 'user', updated_at = ? WHERE id = ?`).run(title.trim(), this.stamp(), id);
     if (r.changes === 0) throw notFound('conversation', id);
     return this.getSummary(id);
   }
 
-  /** Deletes a conversation and (cascade) its messages. @throws RouterError NOT_FOUND. */
+  /** Deletes a conversation and (cascade) its messages. @throws ServiceError NOT_FOUND. */
   deleteConversation(id: string): void {
     const r = this.db.prepare(`DELETE FROM conversations WHERE id = ?`).run(id);
     if (r.changes === 0) throw notFound('conversation', id);
@@ -208,7 +208,7 @@ export class ConversationStore {
     return rows.map(toMessage);
   }
 
-  /** One message. @throws RouterError NOT_FOUND. */
+  /** One message. @throws ServiceError NOT_FOUND. */
   getMessage(id: string): Message {
     const row = this.db.prepare(`SELECT * FROM messages WHERE id = ?`).get(id) as MessageRow | undefined;
     if (!row) throw notFound('message', id);
@@ -217,7 +217,7 @@ export class ConversationStore {
 
   /**
    * Appends a message at the end of a conversation and marks the conversation updated.
-   * @throws RouterError NOT_FOUND for an unknown conversation.
+   * @throws ServiceError NOT_FOUND for an unknown conversation.
    */
   appendMessage(conversationId: string, m: { role: Role; content: string; status: MessageStatus; stats?: AnswerStats | null; error?: string | null }): Message {
     return this.db.transaction((): Message => {
@@ -350,8 +350,8 @@ export function autoTitle(text: string): string {
   return `${(space >= AUTO_TITLE_CHARS * 0.6 ? cut.slice(0, space) : cut).trimEnd()}…`;
 }
 
-function notFound(what: string, id: string): RouterError {
-  return new RouterError('NOT_FOUND', `no ${what} with id ${id.slice(0, 64)}`);
+function notFound(what: string, id: string): ServiceError {
+  return new ServiceError('NOT_FOUND', `no ${what} with id ${id.slice(0, 64)}`);
 }
 
 function toSummary(r: ConversationRow): ConversationSummary {

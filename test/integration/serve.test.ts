@@ -18,7 +18,7 @@ import Database from 'better-sqlite3';
 import { WebSocket } from 'ws';
 import type { ServerFrame } from '../../main/contract/wire.ts';
 import { startServer, type RunningServer } from '../../main/serve/server.ts';
-import { startServices, type Services } from '../../main/services/index.ts';
+import { startBackend, type Backend as Services } from '../../main/backend.ts';
 import { DB_FILE } from '../../main/services/store.ts';
 import { PROJECT_ROOT, STORIES_BIN } from '../helpers/paths.ts';
 import { sleep } from '../helpers/router-events.ts';
@@ -36,7 +36,7 @@ before(async () => {
   writeFileSync(path.join(staticDir, 'app.js'), 'console.log(1);');
   writeFileSync(path.join(staticDir, 'assets', 'style.css'), 'body{}');
   writeFileSync(path.join(root, 'secret.txt'), 'outside the static folder');
-  services = await startServices({ dataDir: path.join(root, 'data'), cacheDir, defaultModel: STORIES_BIN });
+  services = await startBackend({ dataDir: path.join(root, 'data'), cacheDir, defaultModel: STORIES_BIN });
   srv = await startServer({ router: services.router, port: 0, staticDir, completions: services.completions });
 });
 after(async () => {

@@ -16,7 +16,7 @@ import type { ContextBudget, Conversation, Message, ModelState, Settings } from 
 import type { RequestOf, ResponseOf, MethodName } from '../../main/contract/channels.ts';
 import { RouterError } from '../../main/router.ts';
 import { CRASH_MESSAGE } from '../../main/services/chat-service.ts';
-import { startServices, type Services } from '../../main/services/index.ts';
+import { startBackend, type Backend as Services } from '../../main/backend.ts';
 import { DB_FILE } from '../../main/services/store.ts';
 import { makeBadModels, removeBadModels, type BadModels } from '../helpers/bad-models.ts';
 import { STORIES_BIN, STORIES_DIR } from '../helpers/paths.ts';
@@ -52,7 +52,7 @@ const LONG_ANSWER: Partial<Settings> = { maxContext: 16384, maxTokens: 12000, te
 
 before(async () => {
   bad = await makeBadModels();
-  s = await startServices({ dataDir, cacheDir, defaultModel: STORIES_BIN });
+  s = await startBackend({ dataDir, cacheDir, defaultModel: STORIES_BIN });
   await s.modelLoaded;
 });
 after(async () => {
@@ -327,7 +327,7 @@ test('rename, search and delete (cascade) through the router; the data survives 
   // The model opened last is loaded again at start; one that has become unloadable falls back to the embedded one.
   s.store.setSettings({ 'model.path': bad.truncated });
   await s.dispose();
-  s = await startServices({ dataDir, cacheDir, defaultModel: STORIES_BIN });
+  s = await startBackend({ dataDir, cacheDir, defaultModel: STORIES_BIN });
   await s.modelLoaded;
   assert.deepEqual(await call('getConversation', { id: c.id }), before);
   assert.deepEqual(await call('getSettings', {}), settingsBefore);

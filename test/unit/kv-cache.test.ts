@@ -162,3 +162,16 @@ describe('KvCache', () => {
     assert.throws(() => kv.ensure(-1), InvalidOptionError);
   });
 });
+
+describe('KvCache without host buffers (the native backend holds the memory)', () => {
+  it('follows the same growth rule and counts, but has no buffers to hand out', () => {
+    const kv = new KvCache({ numLayers: L, numKvHeads: H, headDim: D, maxContext: 100, hostBuffers: false });
+    kv.ensure(3);
+    kv.commit(3);
+    kv.ensure(9);
+    assert.deepEqual(kv.stats, { capacity: 16, length: 3, growths: 2, bytes: 16 * H * D * 4 * 2 * L, maxContext: 100 });
+    assert.deepEqual(kv.shape, [1, H, 16, D]);
+    assert.throws(() => kv.key(0), (e: unknown) => e instanceof InvalidOptionError && /held by the backend/.test(e.message));
+    assert.throws(() => kv.ensure(101), ContextOverflowError);
+  });
+});

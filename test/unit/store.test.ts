@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { RouterError } from '../../main/router.ts';
+import { ServiceError } from '../../main/services/errors.ts';
 import { autoTitle, ConversationStore, DB_FILE, DEFAULT_TITLE, escapeLike } from '../../main/services/store.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-store-test-'));
@@ -45,13 +45,13 @@ test('a database from a newer schema is refused, not damaged', () => {
   const raw = new Database(path.join(dir, DB_FILE));
   raw.pragma('user_version = 99');
   raw.close();
-  assert.throws(() => new ConversationStore(dir), (e: unknown) => e instanceof RouterError && e.code === 'SCHEMA_TOO_NEW');
+  assert.throws(() => new ConversationStore(dir), (e: unknown) => e instanceof ServiceError && e.code === 'SCHEMA_TOO_NEW');
 });
 
 test('a data folder that is a file is refused with DATA_DIR', () => {
   const file = path.join(root, 'a-file');
   writeFileSync(file, 'x');
-  assert.throws(() => new ConversationStore(path.join(file, 'sub')), (e: unknown) => e instanceof RouterError && e.code === 'DATA_DIR');
+  assert.throws(() => new ConversationStore(path.join(file, 'sub')), (e: unknown) => e instanceof ServiceError && e.code === 'DATA_DIR');
 });
 
 test('conversations: create, get, rename, list by last update, delete; unknown ids are NOT_FOUND', () => {
@@ -74,7 +74,7 @@ test('conversations: create, get, rename, list by last update, delete; unknown i
     assert.equal(s.listConversations()[0].id, b.id);
     s.deleteConversation(b.id);
     assert.deepEqual(s.listConversations().map((c) => c.id), [a.id]);
-    const notFound = (e: unknown) => e instanceof RouterError && e.code === 'NOT_FOUND';
+    const notFound = (e: unknown) => e instanceof ServiceError && e.code === 'NOT_FOUND';
     assert.throws(() => s.getConversation(b.id), notFound);
     assert.throws(() => s.renameConversation(b.id, 'x'), notFound);
     assert.throws(() => s.deleteConversation(b.id), notFound);

@@ -25,6 +25,11 @@ export interface KvCacheOptions {
   headDim: number;
   /** Bound on positions; `ensure` beyond it throws ContextOverflowError. */
   maxContext: number;
+  /**
+   * false: the backend keeps the KV memory itself (the native addon); this cache only counts
+   * (length, capacity, growths, bytes the backend holds) and `key`/`value` throw. Default true.
+   */
+  hostBuffers?: boolean;
 }
 
 /** What the KV cache holds and has done (for tests and the UI). */
@@ -45,6 +50,8 @@ export class KvCache {
   readonly numKvHeads: number;
   readonly headDim: number;
   readonly maxContext: number;
+  /** Whether `key`/`value` buffers exist here (see KvCacheOptions.hostBuffers). */
+  readonly hostBuffers: boolean;
   private keys: Float32Array[];
   private values: Float32Array[];
   private cap = 0;
@@ -66,6 +73,7 @@ export class KvCache {
     this.numKvHeads = opts.numKvHeads;
     this.headDim = opts.headDim;
     this.maxContext = opts.maxContext;
+    this.hostBuffers = opts.hostBuffers ?? true;
     this.keys = Array.from({ length: this.numLayers }, () => new Float32Array(0));
     this.values = Array.from({ length: this.numLayers }, () => new Float32Array(0));
     this.dims = [1, this.numKvHeads, 0, this.headDim];
@@ -100,13 +108,22 @@ export class KvCache {
   /**
    * Makes positions [0, end) fit, where end = P + T. Warm (end ≤ capacity): no work.
    * Miss: reallocates every layer's buffers at min(nextPow2(end), maxContext) and copies each
-   * head's first `length` rows to the new stride (rows past `length` are not kept).
+   * head's first `length` rows to the new stride (rows past `length` are not kept); without host
+   * buffers only the capacity changes (the backend sees it and grows its own memory).
    * @throws ContextOverflowError(end, maxContext) when end > maxContext; nothing changes.
    * @throws InvalidOptionError when end is not a non-negative integer.
    */
   ensure(end: number): void {
     if (end <= this.cap && end >= 0 && Number.isInteger(end)) return; // warm path
     const newCap = grownCapacity(end, this.maxContext);
+    if (this.hostBuffers) this.reallocate(newCap);
+    this.cap = newCap;
+    this.dims = [1, this.numKvHeads, newCap, this.headDim];
+    this.growthCount++;
+  }
+
+  /** New buffers at newCap rows per head, holding the first `length` rows of the old ones. */
+  private reallocate(newCap: number): void {
     // Allocate everything before touching state: if allocation throws, the cache is unchanged.
     const keys = this.keys.map(() => new Float32Array(this.numKvHeads * newCap * this.headDim));
     const values = this.values.map(() => new Float32Array(this.numKvHeads * newCap * this.headDim));
@@ -116,9 +133,6 @@ export class KvCache {
     }
     this.keys = keys;
     this.values = values;
-    this.cap = newCap;
-    this.dims = [1, this.numKvHeads, newCap, this.headDim];
-    this.growthCount++;
   }
 
   /** Copies rows [0, length) of every head from stride `cap` to stride `newCap`. */
@@ -184,6 +198,9 @@ export class KvCache {
   }
 
   private checkLayer(layer: number): number {
+    if (!this.hostBuffers) {
+      throw new InvalidOptionError('layer', `the KV cache of layer ${layer} is held by the backend, not on the host`);
+    }
     if (!Number.isInteger(layer) || layer < 0 || layer >= this.numLayers) {
       throw new InvalidOptionError('layer', `expected an integer in [0, ${this.numLayers}), got ${layer}`);
     }

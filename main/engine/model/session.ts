@@ -11,25 +11,21 @@ import * as ort from 'onnxruntime-node';
 import { InvalidOptionError, ModelLoadError, SessionRunError } from '../errors.ts';
 import type { KvCache } from '../cache/kv-cache.ts';
 import * as io from './io-names.ts';
+import type { DecoderBackend, ExecutionProvider, SessionInfo } from './backend.ts';
 import type { ModelConfig } from './manifest.ts';
 
-export type ExecutionProvider = 'cpu' | 'cuda';
+export type { ExecutionProvider, SessionInfo } from './backend.ts';
 
 // ONNX Runtime's own log goes straight to stderr (a failed CUDA load prints a red multi-line
 // error there); every failure we care about reaches us as an exception and is reported as one
 // sentence instead. Must be set before the first session is created.
 ort.env.logLevel = 'fatal';
 
-export interface SessionInfo {
-  /** The provider actually in use. */
-  executionProvider: ExecutionProvider;
-  /** Set when the requested provider could not be used, with the reason. */
-  fallbackReason: string | null;
-}
-
-/** One decoder session. Not re-entrant: one `run` at a time (the engine serializes). */
-export class DecoderSession {
+/** The JS-API backend: one decoder session. Not re-entrant: one `run` at a time (the engine serializes). */
+export class DecoderSession implements DecoderBackend {
   readonly info: SessionInfo;
+  /** The KvCache's Float32Arrays are the KV cache, fed and fetched on every run. */
+  readonly kvOnHost = true;
   private readonly session: ort.InferenceSession;
   private readonly config: ModelConfig;
   private readonly logits: ort.Tensor;
@@ -67,14 +63,14 @@ export class DecoderSession {
     if (ep === 'cuda') {
       try {
         const s = await ort.InferenceSession.create(modelPath, options('cuda'));
-        return new DecoderSession(s, config, { executionProvider: 'cuda', fallbackReason: null });
+        return new DecoderSession(s, config, { backend: 'js', executionProvider: 'cuda', fallbackReason: null });
       } catch (e) {
         fallbackReason = `CUDA execution provider could not be loaded (${firstLine(e)}); using CPU`;
       }
     }
     try {
       const s = await ort.InferenceSession.create(modelPath, options('cpu'));
-      return new DecoderSession(s, config, { executionProvider: 'cpu', fallbackReason });
+      return new DecoderSession(s, config, { backend: 'js', executionProvider: 'cpu', fallbackReason });
     } catch (e) {
       throw new ModelLoadError(`ONNX Runtime cannot load the model: ${firstLine(e)}`, modelPath, { cause: e });
     }

@@ -1,0 +1,48 @@
+/**
+ * The one interface the engine runs a decoder through (ARCHITECTURE.md, "Processes": "Backend
+ * interface"), and the choice between its two implementations:
+ *   - `js`: onnxruntime-node's JS API (session.ts). Portable, the oracle; the KV cache lives in
+ *     the KvCache's host buffers and crosses the binding on every run (O(capacity) per step).
+ *   - `native`: the native/ addon over ONNX Runtime's C API (native-session.ts). The KV cache
+ *     lives in addon memory bound once per growth with IoBinding; a step moves only the new rows,
+ *     the RoPE rows (wrapped, not copied) and the last position's logits.
+ * Both take the same RoPE rows and the same KvCache bookkeeping (length, capacity, growth rule);
+ * greedy tokens are identical between them.
+ */
+import type { KvCache } from '../cache/kv-cache.ts';
+
+export type ExecutionProvider = 'cpu' | 'cuda';
+export type BackendKind = 'js' | 'native';
+export const BACKEND_KINDS: readonly BackendKind[] = ['native', 'js'];
+
+export interface SessionInfo {
+  /** The implementation in use. */
+  backend: BackendKind;
+  /** The execution provider actually in use. */
+  executionProvider: ExecutionProvider;
+  /** Set when the requested backend or provider could not be used, with the reason (one line). */
+  fallbackReason: string | null;
+}
+
+/** One decoder session. Not re-entrant: one `run` at a time (the engine serializes). */
+export interface DecoderBackend {
+  readonly info: SessionInfo;
+  /**
+   * true: the KvCache's host buffers are the KV cache (the backend reads and writes them).
+   * false: the backend keeps its own KV memory; the KvCache only counts (length, capacity,
+   * growths) and is created without buffers. A capacity change seen at `run` is a growth.
+   */
+  readonly kvOnHost: boolean;
+  /**
+   * Runs T new tokens at positions P … P+T−1, where P = kv.length. The caller has called
+   * `kv.ensure(P + T)` and taken the RoPE rows for those positions; on success the KV cache
+   * holds the new rows P … P+T−1 (the caller commits them).
+   * @param tokenIds T token ids.
+   * @param cos, sin RoPE rows, float32 [T, R/2] (views into the RoPE cache).
+   * @returns logits float32 [V] of the last position; the array is reused by the next run.
+   * @throws SessionRunError with the input shapes when ONNX Runtime fails.
+   */
+  run(tokenIds: ArrayLike<number>, cos: Float32Array, sin: Float32Array, kv: KvCache): Promise<Float32Array>;
+  /** Releases the session and its memory. */
+  dispose(): Promise<void>;
+}

@@ -1,0 +1,116 @@
+/**
+ * Finds and loads the native/ addon (a Node-API module over ONNX Runtime's C API), and types
+ * its surface by hand (native/src/addon.cc is the other half of this contract).
+ *
+ * The addon is optional: `loadNativeAddon()` returns either the loaded module or the reason it
+ * is unavailable (not built, cannot be loaded, runtime refused), in one line, and never throws.
+ * It makes the addon dlopen the libonnxruntime of onnxruntime-node, the library that package's
+ * own binding loads, so one process holds one ONNX Runtime whichever backend runs.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Addon file, relative to the project root (native/build.mjs writes it there). */
+export const NATIVE_ADDON_FILE = path.join('native', 'build', 'Release', 'ropewalk_native.node');
+
+/** Options of `new NativeDecoder`; sizes are positive integers. */
+export interface NativeDecoderOptions {
+  executionProvider: 'cpu' | 'cuda';
+  numLayers: number;
+  numKvHeads: number;
+  headDim: number;
+  vocabSize: number;
+  /** R/2: columns of rope_cos / rope_sin. */
+  rotaryHalf: number;
+  /** float32 [vocabSize], bound once as the logits output; every run overwrites it. */
+  logits: Float32Array;
+}
+
+/**
+ * One ONNX Runtime session with its KV cache in addon-owned memory (host or CUDA device),
+ * bound once per growth with IoBinding. Errors are Errors with `code` 'ORT_LOAD' | 'ORT_RUN' |
+ * 'ORT_ARG' and a one-line message naming the ONNX Runtime call.
+ */
+export interface NativeDecoder {
+  readonly executionProvider: 'cpu' | 'cuda';
+  /** Why the requested CUDA provider is not in use (the failing C API call and ORT's words), or null. */
+  readonly fallbackReason: string | null;
+  /** Positions the addon's KV blocks hold (0 before the first resize). */
+  readonly capacity: number;
+  /** Reallocates the KV blocks at `capacity` positions, copying rows [0, keep) of every head. */
+  resize(capacity: number, keep: number): void;
+  /**
+   * One prefill chunk or decode step, run on the libuv thread pool: T = tokenIds.length tokens
+   * at positions past … past+T−1; cos/sin float32 [T, R/2] views of the RoPE tables (wrapped,
+   * not copied; kept alive until it settles). Resolves when the logits array given at
+   * construction holds the last position's scores. One run at a time.
+   */
+  run(tokenIds: Int32Array, cos: Float32Array, sin: Float32Array, past: number): Promise<void>;
+  /** Releases the session and the KV memory; later calls throw. */
+  dispose(): void;
+}
+
+/** The addon's exports. */
+export interface NativeAddon {
+  /** dlopens ONNX Runtime at `libraryPath` (once per process); returns its version. */
+  loadRuntime(libraryPath: string): string;
+  NativeDecoder: new (modelPath: string, options: NativeDecoderOptions) => NativeDecoder;
+}
+
+export type NativeAddonStatus =
+  | { available: true; addon: NativeAddon; runtimeVersion: string }
+  | { available: false; reason: string };
+
+let status: NativeAddonStatus | null = null;
+
+/** Loads the addon and ONNX Runtime once per thread; later calls return the same answer. */
+export function loadNativeAddon(): NativeAddonStatus {
+  status ??= tryLoad();
+  return status;
+}
+
+function tryLoad(): NativeAddonStatus {
+  const addonPath = process.env.ROPEWALK_NATIVE_ADDON ?? findUpwards(NATIVE_ADDON_FILE);
+  if (!addonPath || !existsSync(addonPath)) {
+    return { available: false, reason: `the native addon is not built (${NATIVE_ADDON_FILE}; npm run build:native)` };
+  }
+  const require = createRequire(import.meta.url);
+  try {
+    const addon = require(addonPath) as NativeAddon;
+    return { available: true, addon, runtimeVersion: addon.loadRuntime(onnxRuntimeLibrary(require)) };
+  } catch (e) {
+    return { available: false, reason: `the native addon cannot be loaded (${firstLine(e)})` };
+  }
+}
+
+/** `rel` in the nearest ancestor of this module that has it (source tree or a bundle beside it). */
+function findUpwards(rel: string): string | null {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const candidate = path.join(dir, rel);
+    if (existsSync(candidate)) return candidate;
+    const parent = path.dirname(dir);
+    if (parent === dir) return null;
+    dir = parent;
+  }
+}
+
+/**
+ * The ONNX Runtime shared library onnxruntime-node's binding loads (same folder as
+ * onnxruntime_binding.node, which it requires as bin/napi-v6/<platform>/<arch>/).
+ * @throws Error naming the folder when it holds none.
+ */
+function onnxRuntimeLibrary(require: NodeJS.Require): string {
+  const pkg = path.dirname(require.resolve('onnxruntime-node/package.json'));
+  const dir = path.join(pkg, 'bin', 'napi-v6', process.platform, process.arch);
+  const names = existsSync(dir) ? readdirSync(dir) : [];
+  const lib = names.find((n) => /^libonnxruntime\.so\.\d+$/.test(n) || /^libonnxruntime\.\d+\.dylib$/.test(n) || n === 'onnxruntime.dll');
+  if (!lib) throw new Error(`no ONNX Runtime library in ${dir}`);
+  return path.join(dir, lib);
+}
+
+function firstLine(e: unknown): string {
+  return (e instanceof Error ? e.message : String(e)).split('\n')[0];
+}

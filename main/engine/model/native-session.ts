@@ -1,0 +1,103 @@
+/**
+ * The native backend (`DecoderBackend` over the native/ addon): one ONNX Runtime session whose
+ * KV cache lives in addon memory (host, or CUDA device memory), bound with IoBinding so past and
+ * present are the same buffers. Per run the addon binds the token ids, wraps the RoPE rows (no
+ * copy) and writes the last position's logits into one Float32Array reused for every run.
+ *
+ * Growth stays the engine's rule (cache/growth.ts, applied by KvCache.ensure): when `run` sees
+ * that the KvCache's capacity changed, it tells the addon, which reallocates and copies the held
+ * rows once. The KvCache itself holds no buffers for this backend (`kvOnHost` is false).
+ */
+import { ModelLoadError, SessionRunError } from '../errors.ts';
+import type { KvCache } from '../cache/kv-cache.ts';
+import type { DecoderBackend, ExecutionProvider, SessionInfo } from './backend.ts';
+import * as io from './io-names.ts';
+import type { ModelConfig } from './manifest.ts';
+import { loadNativeAddon, type NativeDecoder } from './native-addon.ts';
+
+/** The addon is not available here (not built, or cannot be loaded); `reason` is one line. */
+export class NativeUnavailableError extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+    this.name = 'NativeUnavailableError';
+  }
+}
+
+/** `DecoderBackend` over the native/ addon. */
+export class NativeDecoderSession implements DecoderBackend {
+  readonly info: SessionInfo;
+  readonly kvOnHost = false;
+  private readonly decoder: NativeDecoder;
+  private readonly config: ModelConfig;
+  private readonly logits: Float32Array;
+  /** input_ids of a decode step, reused (prefill chunks get their own). */
+  private readonly oneToken = new Int32Array(1);
+
+  private constructor(decoder: NativeDecoder, config: ModelConfig, logits: Float32Array) {
+    this.decoder = decoder;
+    this.config = config;
+    this.logits = logits;
+    const fallback = decoder.fallbackReason;
+    this.info = {
+      backend: 'native',
+      executionProvider: decoder.executionProvider,
+      fallbackReason: fallback === null ? null : `CUDA execution provider could not be loaded (${fallback}); using CPU`,
+    };
+  }
+
+  /**
+   * Opens `model.onnx` through the addon with the requested provider (CUDA falls back to CPU
+   * with the reason in `info.fallbackReason`).
+   * @throws NativeUnavailableError when the addon cannot be loaded; ModelLoadError when ONNX
+   *   Runtime cannot open the model.
+   */
+  static async create(modelPath: string, config: ModelConfig, ep: ExecutionProvider = 'cpu'): Promise<NativeDecoderSession> {
+    const status = loadNativeAddon();
+    if (!status.available) throw new NativeUnavailableError(status.reason);
+    const logits = new Float32Array(config.vocabSize);
+    try {
+      const decoder = new status.addon.NativeDecoder(modelPath, {
+        executionProvider: ep,
+        numLayers: config.numLayers,
+        numKvHeads: config.numKvHeads,
+        headDim: config.headDim,
+        vocabSize: config.vocabSize,
+        rotaryHalf: config.rope.rotaryDim / 2,
+        logits,
+      });
+      return new NativeDecoderSession(decoder, config, logits);
+    } catch (e) {
+      throw new ModelLoadError(`ONNX Runtime cannot load the model: ${message(e)}`, modelPath, { cause: e });
+    }
+  }
+
+  /** See DecoderBackend.run. A changed `kv.capacity` first grows the addon's KV blocks. */
+  async run(tokenIds: ArrayLike<number>, cos: Float32Array, sin: Float32Array, kv: KvCache): Promise<Float32Array> {
+    const T = tokenIds.length;
+    const P = kv.length;
+    let ids = this.oneToken;
+    if (T === 1) ids[0] = tokenIds[0];
+    else ids = Int32Array.from(tokenIds);
+    try {
+      if (this.decoder.capacity !== kv.capacity) this.decoder.resize(kv.capacity, P);
+      await this.decoder.run(ids, cos, sin, P);
+    } catch (e) {
+      const half = this.config.rope.rotaryDim / 2;
+      throw new SessionRunError(message(e), {
+        [io.INPUT_IDS]: [1, T],
+        [io.ROPE_COS]: [T, half],
+        [io.ROPE_SIN]: [T, half],
+        [io.pastKey(0)]: kv.shape,
+      }, { cause: e });
+    }
+    return this.logits;
+  }
+
+  async dispose(): Promise<void> {
+    this.decoder.dispose();
+  }
+}
+
+function message(e: unknown): string {
+  return (e instanceof Error ? e.message : String(e)).split('\n')[0];
+}

@@ -1,0 +1,116 @@
+/**
+ * The parts an answer's stream is made of, each small enough to test alone:
+ * - `DeltaBatcher`: token text in, `answerDelta` events out, at most one per `intervalMs`
+ *   (a window repaints per frame; one event per token costs more than it shows);
+ * - `PeriodicSaver`: writes the growing text to SQLite when it changed and the last write is old
+ *   enough, so a killed process loses at most about a second of an answer;
+ * - `finalState`: how the stream ended (the engine's `done`, or a failure) → the stored message's
+ *   content, status, stats and error.
+ * Times are ms from an injected clock (`performance.now()` by default).
+ */
+import { performance } from 'node:perf_hooks';
+import type { AnswerStats, Message } from '../contract/types.ts';
+import type { GenerationEvent, GenerationStats } from '../engine/generate/types.ts';
+
+export type Clock = () => number;
+const monotonic: Clock = () => performance.now();
+
+/** Batches token text into deltas spaced at least `intervalMs` apart; `sent` + pending = all text pushed. */
+export class DeltaBatcher {
+  private sentText = '';
+  private pending = '';
+  private lastSend = -Infinity;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly send: (delta: string) => void,
+    private readonly intervalMs: number,
+    private readonly now: Clock = monotonic,
+  ) {}
+
+  /** Text already sent in deltas. */
+  get sent(): string {
+    return this.sentText;
+  }
+
+  /** All text pushed so far (sent and waiting). */
+  get text(): string {
+    return this.sentText + this.pending;
+  }
+
+  /** Adds text; it goes out at once if the last delta is `intervalMs` old, else when it is. */
+  push(text: string): void {
+    if (!text) return;
+    this.pending += text;
+    this.timer ??= setTimeout(() => this.flush(), Math.max(0, this.lastSend + this.intervalMs - this.now()));
+  }
+
+  /** Sends whatever waits now (the end of the answer). */
+  flush(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (!this.pending) return;
+    const delta = this.pending;
+    this.sentText += delta;
+    this.pending = '';
+    this.lastSend = this.now();
+    this.send(delta);
+  }
+}
+
+/** Writes text through `write` when it changed and the last write is at least `intervalMs` old. */
+export class PeriodicSaver {
+  private saved = '';
+  private lastSave: number;
+
+  constructor(
+    private readonly write: (text: string) => void,
+    private readonly intervalMs: number,
+    private readonly now: Clock = monotonic,
+  ) {
+    this.lastSave = now();
+  }
+
+  /** Saves `text` if it is due. A failed write (disk full) is retried on the next call. */
+  maybeSave(text: string): void {
+    if (this.now() - this.lastSave < this.intervalMs || text === this.saved) return;
+    try {
+      this.write(text);
+      this.saved = text;
+      this.lastSave = this.now();
+    } catch {
+      // Retried on the next call; the final state is written (and reported) at the end anyway.
+    }
+  }
+}
+
+export type DoneEvent = Extract<GenerationEvent, { type: 'done' }>;
+
+/** How a stream ended: the engine's done event, or a thrown failure (crashed: the worker died). */
+export type StreamEnd = { done: DoneEvent } | { failure: { message: string; crashed: boolean } };
+
+/**
+ * The stored state of an answer that has ended. The text is the engine's final text, or what was
+ * streamed when that is longer (a failure after some deltas keeps them).
+ */
+export function finalState(end: StreamEnd, streamed: string): Pick<Message, 'content' | 'status' | 'stats' | 'error'> {
+  if ('failure' in end) return { content: streamed, status: 'error', stats: null, error: end.failure.message };
+  const { done } = end;
+  const content = done.text.length >= streamed.length ? done.text : streamed;
+  const stats = toAnswerStats(done.reason, done.stats);
+  if (done.reason === 'error') return { content, status: 'error', stats, error: done.error?.message ?? 'the answer failed' };
+  return { content, status: done.reason === 'cancelled' ? 'cancelled' : 'complete', stats, error: null };
+}
+
+/** The per-answer stats the window shows, from the engine's GenerationStats. */
+export function toAnswerStats(reason: AnswerStats['finishReason'], s: GenerationStats): AnswerStats {
+  return {
+    finishReason: reason,
+    promptTokens: s.promptTokens,
+    generatedTokens: s.generatedTokens,
+    reusedTokens: s.reusedTokens,
+    ttftMs: s.ttftMs,
+    prefillTokensPerSec: s.prefillTokensPerSec,
+    decodeTokensPerSec: s.decodeTokensPerSec,
+  };
+}

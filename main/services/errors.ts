@@ -1,0 +1,36 @@
+/**
+ * The services' domain error: a stable `code` (NOT_FOUND, BUSY, CONTEXT_FULL, MODEL_NOT_READY,
+ * SHUT_DOWN, CANCELLED, INVALID_REQUEST, NOTHING_TO_REGENERATE, DATA_DIR, SCHEMA_TOO_NEW,
+ * QUEUE_FULL) and one readable sentence. The transports map it at their edge (the router to
+ * `RouterError`, `/v1` to an OpenAI-style error with an HTTP status); services never throw a
+ * transport's error type.
+ */
+
+export type ServiceErrorCode =
+  | 'NOT_FOUND'
+  | 'BUSY'
+  | 'CONTEXT_FULL'
+  | 'MODEL_NOT_READY'
+  | 'SHUT_DOWN'
+  | 'CANCELLED'
+  | 'INVALID_REQUEST'
+  | 'NOTHING_TO_REGENERATE'
+  | 'DATA_DIR'
+  | 'SCHEMA_TOO_NEW'
+  | 'QUEUE_FULL';
+
+/** A request the services refuse or cannot carry out; `message` quotes the bad value or the numbers. */
+export class ServiceError extends Error {
+  constructor(
+    readonly code: ServiceErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ServiceError';
+  }
+}
+
+/** The first line of an error's message (or of `String(e)`), for one-sentence reports. */
+export function firstLine(e: unknown): string {
+  return e instanceof Error ? e.message.split('\n')[0] : String(e);
+}

@@ -1,0 +1,234 @@
+// See decoder.h.
+#include "decoder.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+
+#include "ort_runtime.h"
+
+namespace ropewalk {
+namespace {
+
+template <typename T>
+using Owned = std::unique_ptr<T, void (*)(T*)>;
+
+// cudaMemcpy2D from the CUDA runtime the CUDA provider itself needs (libcudart.so.12); loaded
+// only on CUDA, and only at the first growth that has rows to keep. ORT 1.21's C API has no
+// device-to-device copy of its own.
+using CudaMemcpy2D = int (*)(void*, size_t, const void*, size_t, size_t, size_t, int);
+constexpr int kCudaMemcpyDeviceToDevice = 3;
+
+CudaMemcpy2D LoadCudaMemcpy2D() {
+  static CudaMemcpy2D fn = nullptr;
+  if (fn != nullptr) return fn;
+  void* lib = dlopen("libcudart.so.12", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) throw OrtError(std::string("dlopen libcudart.so.12: ") + dlerror());
+  fn = reinterpret_cast<CudaMemcpy2D>(dlsym(lib, "cudaMemcpy2D"));
+  if (fn == nullptr) throw OrtError("dlsym: libcudart.so.12 has no cudaMemcpy2D");
+  return fn;
+}
+
+}  // namespace
+
+Decoder::Decoder(const std::string& modelPath, const DecoderShape& shape, bool wantCuda, float* logits)
+    : shape_(shape), logits_(logits) {
+  const OrtApi& api = Ort();
+  SharedEnv();  // ORT's default logger, which the CUDA provider options already use, lives in the env
+  if (wantCuda) {
+    try {
+      OpenSession(modelPath, true);
+      onCuda_ = true;
+    } catch (const OrtError& e) {
+      fallbackReason_ = e.what();
+    }
+  }
+  if (session_ == nullptr) OpenSession(modelPath, false);
+  try {
+    Check(api.CreateIoBinding(session_, &binding_), "CreateIoBinding");
+    Check(api.CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeDefault, &hostInfo_), "CreateCpuMemoryInfo");
+    if (onCuda_) {
+      Check(api.CreateMemoryInfo("Cuda", OrtDeviceAllocator, 0, OrtMemTypeDefault, &deviceInfo_), "CreateMemoryInfo");
+      Check(api.CreateAllocator(session_, deviceInfo_, &deviceAllocator_), "CreateAllocator");
+    }
+    for (int64_t l = 0; l < shape_.numLayers; l++) {
+      const std::string n = std::to_string(l);
+      pastNames_.insert(pastNames_.end(), {"past_key_" + n, "past_value_" + n});
+      presentNames_.insert(presentNames_.end(), {"present_key_" + n, "present_value_" + n});
+    }
+    blocks_.assign(shape_.numLayers, nullptr);
+    const int64_t logitsDims[2] = {1, shape_.vocabSize};
+    BindValue("logits", Wrap(hostInfo_, logits_, shape_.vocabSize * sizeof(float), logitsDims, 2,
+                             ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT), true);
+    const int64_t oneDim[1] = {1};
+    seqlensValue_ = Wrap(hostInfo_, &seqlensK_, sizeof seqlensK_, oneDim, 1, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32);
+    totalValue_ = Wrap(hostInfo_, &totalSeqLen_, sizeof totalSeqLen_, nullptr, 0, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32);
+  } catch (...) {
+    Release();  // the destructor does not run for a constructor that throws
+    throw;
+  }
+}
+
+Decoder::~Decoder() { Release(); }
+
+void Decoder::Release() {
+  const OrtApi& api = Ort();
+  if (seqlensValue_) api.ReleaseValue(seqlensValue_), seqlensValue_ = nullptr;
+  if (totalValue_) api.ReleaseValue(totalValue_), totalValue_ = nullptr;
+  if (binding_) api.ReleaseIoBinding(binding_), binding_ = nullptr;  // drops its OrtValues first
+  for (void*& b : blocks_) FreeKv(b), b = nullptr;
+  if (deviceAllocator_) api.ReleaseAllocator(deviceAllocator_), deviceAllocator_ = nullptr;
+  if (deviceInfo_) api.ReleaseMemoryInfo(deviceInfo_), deviceInfo_ = nullptr;
+  if (hostInfo_) api.ReleaseMemoryInfo(hostInfo_), hostInfo_ = nullptr;
+  if (session_) api.ReleaseSession(session_), session_ = nullptr;
+}
+
+void Decoder::OpenSession(const std::string& modelPath, bool cuda) {
+  const OrtApi& api = Ort();
+  OrtSessionOptions* rawOptions = nullptr;
+  Check(api.CreateSessionOptions(&rawOptions), "CreateSessionOptions");
+  Owned<OrtSessionOptions> options(rawOptions, api.ReleaseSessionOptions);
+  Check(api.SetSessionGraphOptimizationLevel(options.get(), ORT_ENABLE_ALL), "SetSessionGraphOptimizationLevel");
+  if (cuda) {
+    OrtCUDAProviderOptionsV2* rawCuda = nullptr;
+    Check(api.CreateCUDAProviderOptions(&rawCuda), "CreateCUDAProviderOptions");
+    Owned<OrtCUDAProviderOptionsV2> cudaOptions(rawCuda, api.ReleaseCUDAProviderOptions);
+    // Defaults (device 0, the session's arena) are what we want; UpdateCUDAProviderOptions would
+    // only restate them, and it already needs the provider library loaded.
+    Check(api.SessionOptionsAppendExecutionProvider_CUDA_V2(options.get(), cudaOptions.get()),
+          "SessionOptionsAppendExecutionProvider_CUDA_V2");
+  }
+  Check(api.CreateSession(SharedEnv(), modelPath.c_str(), options.get(), &session_), "CreateSession");
+}
+
+OrtValue* Decoder::Wrap(const OrtMemoryInfo* info, void* data, size_t bytes, const int64_t* dims, size_t rank,
+                        ONNXTensorElementDataType type) {
+  OrtValue* value = nullptr;
+  Check(Ort().CreateTensorWithDataAsOrtValue(info, data, bytes, dims, rank, type, &value),
+        "CreateTensorWithDataAsOrtValue");
+  return value;
+}
+
+// Binds and releases our handle: the binding keeps its own reference to the tensor.
+void Decoder::BindValue(const char* name, OrtValue* value, bool asOutput) {
+  const OrtApi& api = Ort();
+  OrtStatus* status = asOutput ? api.BindOutput(binding_, name, value) : api.BindInput(binding_, name, value);
+  api.ReleaseValue(value);
+  Check(status, asOutput ? "BindOutput" : "BindInput");
+}
+
+void* Decoder::AllocKv(size_t bytes) {
+  if (onCuda_) {
+    void* p = nullptr;
+    Check(Ort().AllocatorAlloc(deviceAllocator_, bytes, &p), "AllocatorAlloc");
+    return p;
+  }
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (p == nullptr) throw OrtError("aligned_alloc: cannot allocate " + std::to_string(rounded) + " bytes for the KV cache");
+  // Zeroed like the JS backend's Float32Array, so rows past the held length never hold NaNs.
+  std::memset(p, 0, rounded);
+  return p;
+}
+
+void Decoder::FreeKv(void* block) {
+  if (block == nullptr) return;
+  if (onCuda_) {
+    // Freeing cannot usefully fail; a status would only be leaked.
+    if (OrtStatus* status = Ort().AllocatorFree(deviceAllocator_, block)) Ort().ReleaseStatus(status);
+  } else {
+    std::free(block);
+  }
+}
+
+// Copies rows [0, rows) of each of the Hkv heads from stride srcCapacity to stride dstCapacity.
+void Decoder::CopyRows(float* dst, int64_t dstCapacity, const float* src, int64_t srcCapacity, int64_t rows) {
+  const size_t rowBytes = static_cast<size_t>(shape_.headDim) * sizeof(float);
+  if (rows == 0) return;
+  if (onCuda_) {
+    int rc = LoadCudaMemcpy2D()(dst, dstCapacity * rowBytes, src, srcCapacity * rowBytes, rows * rowBytes,
+                                static_cast<size_t>(shape_.numKvHeads), kCudaMemcpyDeviceToDevice);
+    if (rc != 0) throw OrtError("cudaMemcpy2D: error " + std::to_string(rc) + " while growing the KV cache");
+    return;
+  }
+  for (int64_t h = 0; h < shape_.numKvHeads; h++) {
+    std::memcpy(dst + h * dstCapacity * shape_.headDim, src + h * srcCapacity * shape_.headDim, rows * rowBytes);
+  }
+}
+
+void Decoder::Resize(int64_t capacity, int64_t keep) {
+  if (capacity <= 0 || keep < 0 || keep > capacity || keep > capacity_) {
+    throw std::invalid_argument("resize: capacity " + std::to_string(capacity) + " keeping " + std::to_string(keep) +
+                                " rows of a cache of capacity " + std::to_string(capacity_));
+  }
+  const int64_t perTensor = shape_.numKvHeads * capacity * shape_.headDim;  // floats
+  const int64_t oldPerTensor = shape_.numKvHeads * capacity_ * shape_.headDim;
+  std::vector<void*> fresh(shape_.numLayers, nullptr);
+  try {
+    for (auto& b : fresh) b = AllocKv(static_cast<size_t>(perTensor) * 2 * sizeof(float));
+    for (int64_t l = 0; l < shape_.numLayers && keep > 0; l++) {
+      for (int kv = 0; kv < 2; kv++) {
+        CopyRows(static_cast<float*>(fresh[l]) + kv * perTensor, capacity,
+                 static_cast<const float*>(blocks_[l]) + kv * oldPerTensor, capacity_, keep);
+      }
+    }
+    BindBlocks(fresh, capacity);
+  } catch (...) {
+    for (void* b : fresh) FreeKv(b);
+    // A half-rebound binding would point at freed memory: bind the old blocks again.
+    if (capacity_ > 0) BindBlocks(blocks_, capacity_);
+    throw;
+  }
+  for (void* b : blocks_) FreeKv(b);
+  blocks_.swap(fresh);
+  capacity_ = capacity;
+}
+
+// Binds each layer's block as past_* and present_*: two handles on one memory, so the graph
+// reads the past from it and appends the new rows into it.
+void Decoder::BindBlocks(const std::vector<void*>& blocks, int64_t capacity) {
+  const int64_t perTensor = shape_.numKvHeads * capacity * shape_.headDim;
+  const size_t bytes = static_cast<size_t>(perTensor) * sizeof(float);
+  const int64_t dims[4] = {1, shape_.numKvHeads, capacity, shape_.headDim};
+  const OrtMemoryInfo* info = onCuda_ ? deviceInfo_ : hostInfo_;
+  for (int64_t l = 0; l < shape_.numLayers; l++) {
+    for (int kv = 0; kv < 2; kv++) {
+      float* data = static_cast<float*>(blocks[l]) + kv * perTensor;
+      const size_t i = static_cast<size_t>(l * 2 + kv);
+      BindValue(pastNames_[i].c_str(), Wrap(info, data, bytes, dims, 4, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT), false);
+      BindValue(presentNames_[i].c_str(), Wrap(info, data, bytes, dims, 4, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT), true);
+    }
+  }
+}
+
+void Decoder::Bind(const int32_t* tokenIds, int64_t count, const float* cos, const float* sin, int64_t past) {
+  if (count <= 0 || past < 0 || past + count > capacity_) {
+    throw std::invalid_argument("run: " + std::to_string(count) + " tokens at position " + std::to_string(past) +
+                                " do not fit the KV cache capacity " + std::to_string(capacity_) + " (resize first)");
+  }
+  tokenIds_.assign(tokenIds, tokenIds + count);
+  seqlensK_ = static_cast<int32_t>(past + count - 1);
+  totalSeqLen_ = static_cast<int32_t>(past + count);
+  const int64_t idsDims[2] = {1, count};
+  const int64_t ropeDims[2] = {count, shape_.rotaryHalf};
+  const size_t ropeBytes = static_cast<size_t>(count * shape_.rotaryHalf) * sizeof(float);
+  BindValue("input_ids", Wrap(hostInfo_, tokenIds_.data(), count * sizeof(int64_t), idsDims, 2, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64), false);
+  // The graph only reads its inputs; the const_cast is the C API's signature, not a write.
+  BindValue("rope_cos", Wrap(hostInfo_, const_cast<float*>(cos), ropeBytes, ropeDims, 2, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT), false);
+  BindValue("rope_sin", Wrap(hostInfo_, const_cast<float*>(sin), ropeBytes, ropeDims, 2, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT), false);
+  // Rebound every step although the OrtValues persist: on CUDA, BindInput is where host inputs
+  // are copied to the device.
+  Check(Ort().BindInput(binding_, "seqlens_k", seqlensValue_), "BindInput");
+  Check(Ort().BindInput(binding_, "total_seq_len", totalValue_), "BindInput");
+}
+
+void Decoder::Run() {
+  const OrtApi& api = Ort();
+  Check(api.RunWithBinding(session_, nullptr, binding_), "RunWithBinding");
+  if (onCuda_) Check(api.SynchronizeBoundOutputs(binding_), "SynchronizeBoundOutputs");
+}
+
+}  // namespace ropewalk

@@ -1,0 +1,102 @@
+// One decoder session and its KV cache, bound once with IoBinding (ARCHITECTURE.md "KV cache").
+//
+// Graph contract (main/engine/model/io-names.ts): input_ids int64 [1, T], rope_cos/rope_sin
+// float32 [T, R/2], seqlens_k int32 [1] = P+T-1, total_seq_len int32 [] = P+T,
+// past_key_i/past_value_i float32 [1, Hkv, C, headDim] (BNSH), outputs logits float32 [1, V] and
+// present_key_i/present_value_i, which are bound to the SAME OrtValues as past_*, so
+// GroupQueryAttention writes only rows [P, P+T) in place and nothing of the cache moves per step.
+//
+// Memory, by execution provider:
+//   - KV: one block per layer [2][Hkv][C][headDim] float32 (key then value), owned here. CPU:
+//     64-byte aligned host memory. CUDA: device memory from the session's CUDA allocator.
+//     Resize(C', keep) is the only place the cache moves: once per growth, rows [0, keep) of
+//     each head, as the engine's growth rule (cache/growth.ts) decides.
+//   - logits: the caller's float32 [V] host buffer (a JS Float32Array), bound once; the only
+//     per-step output that leaves the runtime.
+//   - RoPE rows: the caller's views of its cos/sin tables, wrapped (not copied) per step on CPU;
+//     on CUDA ONNX Runtime copies those 2*T*R/2 floats to the device when they are bound.
+// Not thread-safe: one Bind+Run at a time (the N-API layer enforces it).
+#pragma once
+#include <onnxruntime_c_api.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ropewalk {
+
+/** Sizes the decoder needs; all positive. */
+struct DecoderShape {
+  int64_t numLayers;
+  int64_t numKvHeads;
+  int64_t headDim;
+  int64_t vocabSize;
+  int64_t rotaryHalf;  // R/2, columns of rope_cos / rope_sin
+};
+
+class Decoder {
+ public:
+  /**
+   * Opens modelPath. wantCuda: append the CUDA provider (options V2); when the append or the
+   * session creation with it fails, falls back to CPU and keeps the reason (FallbackReason()).
+   * logits: host float32 [vocabSize], must outlive the decoder.
+   * @throws OrtError when the model cannot be opened on the CPU either.
+   */
+  Decoder(const std::string& modelPath, const DecoderShape& shape, bool wantCuda, float* logits);
+  ~Decoder();
+  Decoder(const Decoder&) = delete;
+  Decoder& operator=(const Decoder&) = delete;
+
+  bool OnCuda() const { return onCuda_; }
+  const std::string& FallbackReason() const { return fallbackReason_; }
+  int64_t Capacity() const { return capacity_; }
+  int64_t RotaryHalf() const { return shape_.rotaryHalf; }
+
+  /**
+   * Reallocates the KV blocks at `capacity` positions, copying rows [0, keep) of every head, and
+   * binds them as past_* and present_*. @throws OrtError (allocation, copy) with the old blocks
+   * kept and bound, std::invalid_argument when keep > min(old capacity, capacity).
+   */
+  void Resize(int64_t capacity, int64_t keep);
+
+  /**
+   * Binds one step's small inputs: T token ids, the RoPE rows cos/sin [T, R/2] for positions
+   * past .. past+T-1 (wrapped, not copied: they must stay valid until Run returns), seqlens_k
+   * and total_seq_len. @throws std::invalid_argument when past + T > Capacity(); OrtError.
+   */
+  void Bind(const int32_t* tokenIds, int64_t count, const float* cos, const float* sin, int64_t past);
+
+  /** Runs the bound step; on return logits holds the last position's scores. @throws OrtError. */
+  void Run();
+
+ private:
+  void OpenSession(const std::string& modelPath, bool cuda);
+  void Release();
+  void BindBlocks(const std::vector<void*>& blocks, int64_t capacity);
+  void* AllocKv(size_t bytes);
+  void FreeKv(void* block);
+  void CopyRows(float* dst, int64_t dstCapacity, const float* src, int64_t srcCapacity, int64_t rows);
+  void BindValue(const char* name, OrtValue* value, bool asOutput);
+  OrtValue* Wrap(const OrtMemoryInfo* info, void* data, size_t bytes, const int64_t* dims, size_t rank,
+                 ONNXTensorElementDataType type);
+
+  DecoderShape shape_;
+  float* logits_;
+  bool onCuda_ = false;
+  std::string fallbackReason_;
+  OrtSession* session_ = nullptr;
+  OrtIoBinding* binding_ = nullptr;
+  OrtMemoryInfo* hostInfo_ = nullptr;
+  OrtMemoryInfo* deviceInfo_ = nullptr;  // CUDA only
+  OrtAllocator* deviceAllocator_ = nullptr;  // CUDA only
+  std::vector<void*> blocks_;  // per layer: [2][Hkv][C][headDim] float32
+  int64_t capacity_ = 0;
+  std::vector<int64_t> tokenIds_;  // input_ids [1, T], reused across steps
+  int32_t seqlensK_ = 0;
+  int32_t totalSeqLen_ = 0;
+  OrtValue* seqlensValue_ = nullptr;  // wraps seqlensK_, bound every step
+  OrtValue* totalValue_ = nullptr;    // wraps totalSeqLen_
+  std::vector<std::string> pastNames_, presentNames_;  // [layer*2 + (0 key | 1 value)]
+};
+
+}  // namespace ropewalk

@@ -1,0 +1,143 @@
+/**
+ * The native/ addon (ONNX Runtime's C API, IoBinding) against the JS-API backend on the real
+ * stories260K model: it is built and loads (the test command builds it), greedy logits match
+ * through several KV growths, `--ep cuda` reaches the CUDA provider-append call and falls back,
+ * the process holds one ONNX Runtime, and bad input is a typed error.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { KvCache } from '../../main/engine/cache/kv-cache.ts';
+import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
+import { ModelLoadError, SessionRunError } from '../../main/engine/errors.ts';
+import type { DecoderBackend } from '../../main/engine/model/backend.ts';
+import { resolveModel, type LoadedBundle } from '../../main/engine/model/bundle.ts';
+import { loadNativeAddon } from '../../main/engine/model/native-addon.ts';
+import { NativeDecoderSession } from '../../main/engine/model/native-session.ts';
+import { DecoderSession } from '../../main/engine/model/session.ts';
+import { argmax } from '../helpers/onnx-runner.ts';
+import { STORIES_BIN } from '../helpers/paths.ts';
+
+const cacheDir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-native-test-'));
+let bundle: LoadedBundle;
+
+before(async () => {
+  bundle = await resolveModel(STORIES_BIN, cacheDir);
+});
+after(() => rmSync(cacheDir, { recursive: true, force: true }));
+
+/** Greedy decoding of `steps` tokens after `prompt`, one run per token; logits of every step. */
+async function greedy(backend: DecoderBackend, prompt: number[], steps: number): Promise<{ tokens: number[]; logits: Float32Array[]; kv: KvCache }> {
+  const c = bundle.manifest.config;
+  const kv = new KvCache({ numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim, maxContext: c.trainedContext, hostBuffers: backend.kvOnHost });
+  const rope = new RopeCache(c.rope, c.trainedContext);
+  const tokens: number[] = [];
+  const logits: Float32Array[] = [];
+  let feed = prompt;
+  for (let s = 0; s < steps; s++) {
+    const P = kv.length;
+    rope.ensure(P + feed.length);
+    kv.ensure(P + feed.length);
+    const { cos, sin } = rope.rows(P, feed.length);
+    const out = await backend.run(feed, cos, sin, kv);
+    kv.commit(feed.length);
+    logits.push(out.slice());
+    feed = [argmax(out)];
+    tokens.push(feed[0]);
+  }
+  return { tokens, logits, kv };
+}
+
+test('the addon is built and loads the ONNX Runtime of onnxruntime-node', () => {
+  const status = loadNativeAddon();
+  assert.ok(status.available, status.available ? '' : status.reason);
+  const pkg = createRequire(import.meta.url)('onnxruntime-node/package.json') as { version: string };
+  assert.equal(status.runtimeVersion, pkg.version);
+});
+
+test('greedy decoding: native logits equal the JS backend through the KV growths to capacity 128', async () => {
+  const c = bundle.manifest.config;
+  const js = await DecoderSession.create(bundle.modelPath, c);
+  const native = await NativeDecoderSession.create(bundle.modelPath, c);
+  try {
+    assert.deepEqual(native.info, { backend: 'native', executionProvider: 'cpu', fallbackReason: null });
+    const prompt = [1, 403, 407, 261, 378]; // BOS + a prefill chunk of 5
+    const a = await greedy(js, prompt, 62);
+    const b = await greedy(native, prompt, 62);
+    assert.deepEqual(b.tokens, a.tokens);
+    assert.equal(b.kv.stats.growths, 5, 'capacity 0 → 8 → 16 → 32 → 64 → 128 was not taken');
+    for (let s = 0; s < a.logits.length; s++) {
+      let worst = 0;
+      for (let i = 0; i < a.logits[s].length; i++) worst = Math.max(worst, Math.abs(a.logits[s][i] - b.logits[s][i]));
+      assert.ok(worst <= 1e-5, `step ${s}: logits differ by ${worst}`);
+    }
+  } finally {
+    await js.dispose();
+    await native.dispose();
+  }
+});
+
+test('--ep cuda reaches the CUDA provider-append call and, without its libraries, runs on the CPU with a note', async () => {
+  const ortDir = path.dirname(createRequire(import.meta.url).resolve('onnxruntime-node/package.json'));
+  const libDir = path.join(ortDir, 'bin', 'napi-v6', process.platform, process.arch);
+  const hasCuda = readdirSync(libDir).some((f) => f.startsWith('libonnxruntime_providers_cuda'));
+  const native = await NativeDecoderSession.create(bundle.modelPath, bundle.manifest.config, 'cuda');
+  try {
+    if (hasCuda) {
+      assert.equal(native.info.executionProvider, 'cuda', String(native.info.fallbackReason));
+    } else {
+      assert.equal(native.info.executionProvider, 'cpu');
+      assert.match(String(native.info.fallbackReason), /^CUDA execution provider could not be loaded \(SessionOptionsAppendExecutionProvider_CUDA_V2: .+\); using CPU$/);
+    }
+    const { tokens } = await greedy(native, [1, 403], 3);
+    assert.equal(tokens.length, 3);
+  } finally {
+    await native.dispose();
+  }
+});
+
+test('one ONNX Runtime per process: both backends share onnxruntime-node\'s library', { skip: process.platform !== 'linux' && 'reads /proc/self/maps' }, async () => {
+  const js = await DecoderSession.create(bundle.modelPath, bundle.manifest.config);
+  const native = await NativeDecoderSession.create(bundle.modelPath, bundle.manifest.config);
+  const maps = readFileSync('/proc/self/maps', 'utf8');
+  const libs = new Set(maps.split('\n').map((l) => l.split(/\s+/)[5]).filter((p) => p && /libonnxruntime\.so/.test(p)));
+  await js.dispose();
+  await native.dispose();
+  assert.equal(libs.size, 1, [...libs].join(', '));
+});
+
+test('bad input: an unreadable model is ModelLoadError quoting the file; a step past the capacity is SessionRunError', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-native-bad-'));
+  try {
+    const bad = path.join(dir, 'model.onnx');
+    writeFileSync(bad, 'not an onnx model');
+    await assert.rejects(NativeDecoderSession.create(bad, bundle.manifest.config), (e: unknown) => {
+      assert.ok(e instanceof ModelLoadError);
+      assert.match(e.message, /CreateSession/);
+      return true;
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const native = await NativeDecoderSession.create(bundle.modelPath, bundle.manifest.config);
+  try {
+    const c = bundle.manifest.config;
+    const kv = new KvCache({ numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim, maxContext: 8, hostBuffers: false });
+    const half = c.rope.rotaryDim / 2;
+    // Two tokens with a capacity of 0: the KvCache was not ensured, so the addon refuses.
+    await assert.rejects(native.run([1, 2], new Float32Array(2 * half), new Float32Array(2 * half), kv), (e: unknown) => {
+      assert.ok(e instanceof SessionRunError);
+      assert.match(e.message, /2 tokens at position 0 do not fit the KV cache capacity 0/);
+      return true;
+    });
+    // The session is still usable afterwards.
+    kv.ensure(1);
+    await native.run([1], new Float32Array(half).fill(1), new Float32Array(half), kv);
+  } finally {
+    await native.dispose();
+  }
+  assert.ok(existsSync(bundle.modelPath));
+});
