@@ -20,7 +20,7 @@ import { importLlama2c, llama2cSourceFiles } from './import-llama2c.ts';
 import type { ImportedModel, ModelManifest } from './manifest.ts';
 
 /** Bumped whenever the graph or bundle layout changes, so cached imports are rebuilt. */
-export const BUNDLE_BUILDER_VERSION = 2;
+export const BUNDLE_BUILDER_VERSION = 3;
 
 export const MODEL_FILE = 'model.onnx';
 export const MANIFEST_FILE = 'manifest.json';
