@@ -45,14 +45,22 @@ export function createConversationsStore(
   let timer: ReturnType<typeof setTimeout> | null = null;
   let seq = 0;
   let creating = false; // one createConversation at a time (a double click makes one chat)
+  // When each summary was last upserted (a logical clock), so a list call that started before
+  // a chat was created here does not drop it from the list when it answers.
+  let clock = 0;
+  const upsertedAt = new Map<string, number>();
 
   return createStore<ConversationsState>()((set, get) => {
     async function list(): Promise<void> {
       const search = get().search.trim();
       const mine = ++seq;
+      const startedAt = clock;
       try {
         const items = await api.listConversations(search ? { search } : {});
-        if (mine === seq) set({ items: [...items].sort(byRecent), loaded: true });
+        if (mine !== seq) return;
+        const listed = new Set(items.map((c) => c.id));
+        const newer = search ? [] : get().items.filter((c) => !listed.has(c.id) && (upsertedAt.get(c.id) ?? 0) > startedAt);
+        set({ items: [...items, ...newer].sort(byRecent), loaded: true });
       } catch (e) {
         report(e);
       }
@@ -111,6 +119,7 @@ export function createConversationsStore(
           return false;
         }
         const items = get().items.filter((c) => c.id !== id);
+        upsertedAt.delete(id);
         set({ items });
         if (chat().getState().conversationId === id) await chat().getState().open(items[0]?.id ?? null);
         return true;
@@ -125,6 +134,7 @@ export function createConversationsStore(
       },
       upsert(summary) {
         const clean = summaryOf(summary);
+        upsertedAt.set(clean.id, ++clock);
         const items = get().items.filter((c) => c.id !== clean.id);
         set({ items: [...items, clean].sort(byRecent) });
       },

@@ -1,7 +1,7 @@
 /**
  * Builds the window's stores (one per concern) over one `RopewalkApi`, wires the contract's events
  * into them, and loads the first state: model, settings, conversation list, then opens the most
- * recent conversation (or none). No DOM here: the frame scheduler is injected, so tests drive the
+ * recent conversation (or none, or the one the user opened meanwhile). No DOM here: the frame scheduler is injected, so tests drive the
  * whole thing under Node with a fake api and a manual scheduler.
  */
 import type { RopewalkApi } from '../../main/contract/channels.ts';
@@ -88,6 +88,8 @@ export function createStores(api: RopewalkApi, options: StoreOptions): Stores {
         );
       }
       await loadAll();
+      // A chat the user opened or created while the first load was in flight stays open.
+      if (chat.getState().conversationId !== null) return;
       await chat.getState().open(conversations.getState().items[0]?.id ?? null);
     },
     async resync() {

@@ -221,6 +221,16 @@ test('--max-tokens 5: exactly 5 tokens, "length"; streamed text equals the JSON 
   assert.equal(s.finishReason, 'length');
 });
 
+test('--stop girl (issue 9): stdout never shows the held "gir"; streamed text equals the JSON text', async () => {
+  const dir = await cache();
+  const args = ['--temperature', '0', '--max-tokens', '30', '--stop', 'girl'];
+  const [json, plain] = await runBatch([[...args, '--json', PROMPT], [...args, PROMPT]], dir);
+  const j = parseJsonRun(json);
+  assert.equal(j.text, ', there was a little ');
+  assert.equal(j.finishReason, 'stop');
+  assert.equal(plain.stdout, `${PROMPT}${j.text}\n`, describeRun(plain));
+});
+
 test('emoji and CJK prompt: runs, exit 0, BOS + byte-fallback ids that decode back to the prompt', async () => {
   const prompt = 'Hello 🦙 and 世界!';
   const r = await runChat(['--json', '--max-tokens', '3', '--temperature', '0', prompt], await cache());

@@ -13,6 +13,7 @@ import { Engine } from '../../main/engine/generate/engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../../main/engine/generate/types.ts';
 import { readLlama2cCheckpoint } from '../../main/engine/model/import-llama2c.ts';
 import { argmax } from '../helpers/onnx-runner.ts';
+import { mulberry32 } from '../helpers/prng.ts';
 import { STORIES_BIN, STORIES_DIR } from '../helpers/paths.ts';
 import { ReferenceModel } from '../helpers/reference-forward.ts';
 
@@ -168,6 +169,37 @@ test('a stop string ends generation before the stop text', async () => {
   const done = await run(engine, { prompt: 'Once upon a time', maxTokens: 100, sampler: GREEDY, stop: ['Lily'] });
   assert.equal(done.reason, 'stop');
   assert.equal(done.text, ', there was a little girl named ');
+});
+
+test('stop strings never take text back: issue 9\'s "girl" (tokens " g", "ir", "l") and random stops from the greedy text', async () => {
+  const deltasOf = async (stop: string[], maxTokens = 30) => {
+    engine.reset();
+    const deltas: string[] = [];
+    const done = await run(engine, { prompt: 'Once upon a time', maxTokens, sampler: GREEDY, stop }, (ev) => ev.type === 'token' && deltas.push(ev.text));
+    return { deltas, done };
+  };
+  const girl = await deltasOf(['girl']);
+  assert.equal(girl.done.reason, 'stop');
+  assert.equal(girl.done.text, ', there was a little ');
+  assert.equal(girl.deltas.join(''), girl.done.text, `deltas ${JSON.stringify(girl.deltas)}`);
+
+  const { done: free } = await deltasOf([], 60);
+  const reference = free.text;
+  const rand = mulberry32(260);
+  const chars = Array.from(reference);
+  for (let trial = 0; trial < 6; trial++) {
+    const stops = Array.from({ length: 1 + (trial % 3) }, () => {
+      const start = Math.floor(rand() * (chars.length - 8));
+      return chars.slice(start, start + 2 + Math.floor(rand() * 6)).join('');
+    });
+    if (trial % 2) stops.push(`${stops[0]}🦙`, stops[0].slice(0, -1)); // absent one; a prefix of another
+    const { deltas, done } = await deltasOf(stops, 60);
+    const why = JSON.stringify({ stops, deltas });
+    assert.equal(deltas.join(''), done.text, why);
+    assert.equal(done.reason, 'stop', why);
+    assert.ok(reference.startsWith(done.text), why);
+    assert.ok(stops.some((stop) => reference.startsWith(stop, done.text.length)), `the text does not end where a stop string starts: ${why}`);
+  }
 });
 
 test('a prompt longer than the max context is a typed error before anything runs; the engine stays usable', async () => {

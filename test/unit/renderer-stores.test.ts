@@ -50,6 +50,34 @@ describe('renderer stores: startup', () => {
     assert.equal(stores.budget.getState().budget?.used, 0);
     assert.equal(stores.budget.getState().budget?.maxContext, 2048);
   });
+
+  it('New chat pressed while the first load is in flight stays open and listed (was: the most recent chat replaced it)', async () => {
+    const fake = new FakeApi();
+    fake.addConversation('Hostile output', [['user', 'x'.repeat(66)]]);
+    const api = fake.asApi();
+    let release: (() => void) | null = null;
+    const gated = {
+      ...api,
+      listConversations: async (r: Parameters<RopewalkApi['listConversations']>[0]) => {
+        const items = await api.listConversations(r); // answered before the new chat exists
+        await new Promise<void>((res) => (release = res));
+        return items;
+      },
+    } as RopewalkApi;
+    const stores = createStores(gated, { frames: new ManualFrames(), debounceMs: 5 });
+    const starting = stores.start();
+    await settle();
+    await stores.conversations.getState().create();
+    const created = stores.chat.getState().conversationId!;
+    assert.ok(created);
+    (release as (() => void) | null)?.();
+    await starting;
+    await settle();
+    assert.equal(stores.chat.getState().conversationId, created, 'the new chat is still open');
+    assert.equal(stores.budget.getState().budget?.used, 0);
+    assert.deepEqual(stores.conversations.getState().items.map((c) => c.title), ['New chat', 'Hostile output']);
+    stores.dispose();
+  });
 });
 
 describe('renderer stores: answers', () => {

@@ -19,6 +19,7 @@ import { DecoderSession, type ExecutionProvider, type SessionInfo } from '../mod
 import { Sampler, SamplerScratch, validateSamplerOptions } from '../sampling/sampler.ts';
 import { StreamDecoder } from '../tokenizer/stream-decoder.ts';
 import { TextTokenizer } from '../tokenizer/tokenizer.ts';
+import { StopStrings } from './stop-strings.ts';
 import type { FinishReason, GenerationEvent, GenerationRequest, GenerationStats } from './types.ts';
 
 export interface EngineOptions {
@@ -166,8 +167,7 @@ export class Engine {
       throw new InvalidOptionError('max tokens', `${req.maxTokens} is not a positive integer`);
     }
     const sampler = new Sampler(validateSamplerOptions(req.sampler), this.samplerScratch);
-    const stops = (req.stop ?? []).filter((s) => s.length > 0);
-    const maxStopLen = Math.max(0, ...stops.map((s) => s.length));
+    const stops = new StopStrings(req.stop);
     const prompt = this.encodeRequest(req);
     if (prompt.length > this.maxContext) throw new ContextOverflowError(prompt.length, this.maxContext, 'the prompt');
     if (this.busy) throw new InvalidOptionError('request', 'the engine is already generating');
@@ -176,7 +176,6 @@ export class Engine {
     const eos = new Set(req.ignoreEos ? [] : this.tokenizer.eos);
     const generated: number[] = [];
     const decoder = new StreamDecoder(this.tokenizer, prompt);
-    let text = '';
     let reason: FinishReason = 'length';
     let error: { code: string; message: string } | undefined;
     let reused = 0;
@@ -215,18 +214,13 @@ export class Engine {
         }
         generated.push(token);
         if (generated.length === 1) ttftMs = performance.now() - t0;
-        let delta = decoder.push(token);
-        const full = text + delta;
-        const hit = stops.length ? findStop(full, stops, text.length - maxStopLen) : -1;
-        if (hit >= 0) {
-          delta = full.slice(text.length, hit);
-          text = full.slice(0, hit);
-          if (delta) yield { type: 'token', id: token, text: delta };
+        // Text that could still start a stop string is held back, so no delta is ever taken back.
+        const step = stops.push(decoder.push(token));
+        yield { type: 'token', id: token, text: step.text };
+        if (step.stopped) {
           reason = 'stop';
           break;
         }
-        text = full;
-        yield { type: 'token', id: token, text: delta };
         if (generated.length >= req.maxTokens) {
           reason = 'length';
           break;
@@ -241,12 +235,11 @@ export class Engine {
         }
         logits = await this.forward([token]);
       }
-      if (reason !== 'stop' || stops.length === 0) {
-        const tail = decoder.flush();
-        if (tail) {
-          text += tail;
-          yield { type: 'token', id: -1, text: tail };
-        }
+      if (!stops.stopped) {
+        const step = stops.push(decoder.flush());
+        if (step.stopped) reason = 'stop';
+        const tail = step.text + stops.flush();
+        if (tail) yield { type: 'token', id: -1, text: tail };
       }
     } catch (e) {
       const err = toEngineError(e);
@@ -270,7 +263,7 @@ export class Engine {
       rope: pick(this.rope.stats, ['capacity', 'rowsComputed', 'growths', 'bytes']),
       kv: pick(this.kv.stats, ['capacity', 'growths', 'bytes']),
     };
-    yield { type: 'done', reason, text, promptTokens: prompt, tokens: generated, stats, ...(error ? { error } : {}) };
+    yield { type: 'done', reason, text: stops.emitted, promptTokens: prompt, tokens: generated, stats, ...(error ? { error } : {}) };
   }
 
   /**
@@ -301,16 +294,6 @@ function commonPrefix(a: readonly number[], b: readonly number[]): number {
   let i = 0;
   while (i < n && a[i] === b[i]) i++;
   return i;
-}
-
-/** Index in `text` where the earliest stop string starts (searching from `from`), or −1. */
-function findStop(text: string, stops: string[], from: number): number {
-  let best = -1;
-  for (const s of stops) {
-    const i = text.indexOf(s, Math.max(0, from));
-    if (i >= 0 && (best < 0 || i < best)) best = i;
-  }
-  return best;
 }
 
 function round(x: number): number {

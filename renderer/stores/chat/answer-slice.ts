@@ -1,0 +1,164 @@
+/**
+ * Chat store slice: the answer actions — send, stop, regenerate, edit and resend. Each call's
+ * answer names the new assistant message; whatever streamed for it before that answer arrived
+ * is applied from `ctx.arrivals` (`claim`). Send refuses, without calling the services, when
+ * the budget says the next message will not fit, and shows the user's message at once
+ * (optimistic), restoring the draft if the call fails.
+ */
+import type { Message } from '../../../main/contract/types.ts';
+import { refusalReason } from '../../lib/meter.ts';
+import type { LiveAnswer } from '../chat.ts';
+import { isGenerating, lastAnswer } from './selectors.ts';
+import { type ChatContext, type ChatSlice, withLive } from './context.ts';
+
+export type PendingAction = 'send' | 'regenerate' | 'edit' | null;
+
+export interface AnswerSlice {
+  /** The send / regenerate / edit call in flight, if any. */
+  pending: PendingAction;
+  /** The user message being edited inline. */
+  editingId: string | null;
+  /** Sends the draft; resolves true when the services accepted it. */
+  send(): Promise<boolean>;
+  stop(): Promise<void>;
+  regenerate(): Promise<void>;
+  startEdit(messageId: string): void;
+  cancelEdit(): void;
+  submitEdit(messageId: string, content: string): Promise<boolean>;
+}
+
+/** The assistant message a call answered with, as it stands now, and its live progress. */
+function claimAnswer(ctx: ChatContext, message: Message): { message: Message; live: LiveAnswer | null } {
+  const claimed = ctx.arrivals.claim(message);
+  const live = claimed.generatedTokens === null ? null : { generatedTokens: claimed.generatedTokens, prefill: null };
+  return { message: claimed.message, live };
+}
+
+export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => {
+  const { api } = ctx.deps;
+  let localId = 0;
+  let checkingBudget = false; // a send is past its guard but before its call
+
+  return {
+    pending: null,
+    editingId: null,
+
+    async send() {
+      const content = get().draft;
+      if (!content.trim() || checkingBudget || isGenerating(get())) return false;
+      checkingBudget = true;
+      try {
+        const b = await ctx.budget().ensureFresh();
+        if (get().draft !== content) return false; // edited while we checked: the user sends again
+        if (b && !b.fits) {
+          set({ refusal: refusalReason(b) });
+          return false;
+        }
+        let conversationId = get().conversationId;
+        if (conversationId === null) {
+          const created = await api.createConversation({});
+          ctx.deps.onCreated(created);
+          get().show(created);
+          ctx.drafts.delete('');
+          conversationId = created.id;
+        }
+        const optimistic: Message = {
+          id: `local-${++localId}`,
+          conversationId,
+          role: 'user',
+          content,
+          status: 'complete',
+          stats: null,
+          error: null,
+          createdAt: Date.now(),
+        };
+        ctx.drafts.delete(conversationId);
+        set({ messages: [...get().messages, optimistic], draft: '', pending: 'send', refusal: null, editingId: null });
+        checkingBudget = false;
+        try {
+          const { userMessage, assistantMessage } = await api.sendMessage({ conversationId, content });
+          if (get().conversationId !== conversationId) return true;
+          const { message, live } = claimAnswer(ctx, assistantMessage);
+          const messages = get().messages.map((m) => (m.id === optimistic.id ? userMessage : m));
+          set({ messages: [...messages, message], live: withLive(get().live, message.id, live), pending: null });
+          void ctx.budget().refresh();
+          return true;
+        } catch (e) {
+          if (get().conversationId === conversationId) {
+            const restore = get().draft === '' ? content : get().draft;
+            set({ messages: get().messages.filter((m) => m.id !== optimistic.id), pending: null, draft: restore });
+            void ctx.budget().refresh();
+          }
+          ctx.report(e);
+          return false;
+        }
+      } catch (e) {
+        ctx.report(e);
+        return false;
+      } finally {
+        checkingBudget = false;
+      }
+    },
+
+    async stop() {
+      const conversationId = get().conversationId;
+      if (!conversationId) return;
+      try {
+        await api.stopGeneration({ conversationId });
+      } catch (e) {
+        ctx.report(e);
+      }
+    },
+
+    async regenerate() {
+      const s = get();
+      const conversationId = s.conversationId;
+      if (!conversationId || isGenerating(s) || !lastAnswer(s.messages)) return;
+      set({ pending: 'regenerate', editingId: null });
+      try {
+        const { assistantMessage } = await api.regenerate({ conversationId });
+        if (get().conversationId !== conversationId) return;
+        const messages = [...get().messages];
+        while (messages.at(-1)?.role === 'assistant') messages.pop();
+        const { message, live } = claimAnswer(ctx, assistantMessage);
+        set({ messages: [...messages, message], live: withLive(get().live, message.id, live) });
+      } catch (e) {
+        ctx.report(e);
+      } finally {
+        if (get().conversationId === conversationId) set({ pending: null });
+        void ctx.budget().refresh();
+      }
+    },
+
+    startEdit(messageId) {
+      if (!isGenerating(get())) set({ editingId: messageId });
+    },
+
+    cancelEdit() {
+      set({ editingId: null });
+    },
+
+    async submitEdit(messageId, content) {
+      const s = get();
+      const conversationId = s.conversationId;
+      if (!conversationId || !content.trim() || isGenerating(s)) return false;
+      set({ pending: 'edit' });
+      try {
+        const { userMessage, assistantMessage } = await api.editMessage({ conversationId, messageId, content });
+        if (get().conversationId !== conversationId) return true;
+        const messages = get().messages;
+        const at = messages.findIndex((m) => m.id === messageId);
+        const before = at >= 0 ? messages.slice(0, at) : messages;
+        const { message, live } = claimAnswer(ctx, assistantMessage);
+        set({ messages: [...before, userMessage, message], live: withLive(get().live, message.id, live), editingId: null });
+        return true;
+      } catch (e) {
+        ctx.report(e);
+        return false;
+      } finally {
+        if (get().conversationId === conversationId) set({ pending: null });
+        void ctx.budget().refresh();
+      }
+    },
+  };
+};

@@ -1,0 +1,44 @@
+/**
+ * What the chat store's slices share besides the state: the services, the budget and notices,
+ * and the live, non-reactive parts (the per-frame stream buffer, events kept for messages not
+ * known yet, the drafts of the conversations not open). These stay out of the zustand state on
+ * purpose (live handles and per-token buffers do not belong in it; see STYLE.md).
+ */
+import type { StateCreator } from 'zustand/vanilla';
+import type { Message } from '../../../main/contract/types.ts';
+import type { EarlyArrivals } from '../../lib/early-arrivals.ts';
+import type { StreamBuffer } from '../../lib/stream-buffer.ts';
+import type { BudgetState } from '../budget.ts';
+import type { ChatDeps, ChatState, LiveAnswer } from '../chat.ts';
+
+export interface ChatContext {
+  deps: ChatDeps;
+  /** Shows an error as a notice. */
+  report(error: unknown): void;
+  budget(): BudgetState;
+  buffer: StreamBuffer;
+  arrivals: EarlyArrivals;
+  /** Conversation id ('' = no conversation) → its unsent draft, for the conversations not open. */
+  drafts: Map<string, string>;
+}
+
+/** A slice of the chat store: zustand's slices pattern, with the shared context first. */
+export type ChatSlice<T> = (ctx: ChatContext) => StateCreator<ChatState, [], [], T>;
+
+/** The messages the window shows (system messages are settings, not chat). */
+export const visible = (messages: readonly Message[]): Message[] => messages.filter((m) => m.role !== 'system');
+
+/** Live progress entries for the messages that stream (nothing known about them yet). */
+export function liveFor(messages: readonly Message[]): Record<string, LiveAnswer> {
+  const live: Record<string, LiveAnswer> = {};
+  for (const m of messages) if (m.status === 'streaming') live[m.id] = { generatedTokens: 0, prefill: null };
+  return live;
+}
+
+/** `live` with one entry set (answer) or removed (null). */
+export function withLive(live: Record<string, LiveAnswer>, id: string, answer: LiveAnswer | null): Record<string, LiveAnswer> {
+  const next = { ...live };
+  if (answer) next[id] = answer;
+  else delete next[id];
+  return next;
+}

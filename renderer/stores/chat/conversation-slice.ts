@@ -1,0 +1,66 @@
+/**
+ * Chat store slice: which conversation is open and its messages. Switching conversations resets
+ * everything that belonged to the one before (stream buffer, kept early events, live progress,
+ * pending call, edit, refusal) and swaps the composer's draft for the new conversation's.
+ */
+import type { Conversation, Message } from '../../../main/contract/types.ts';
+import { type ChatSlice, liveFor, visible } from './context.ts';
+import type { ChatState } from '../chat.ts';
+
+export interface ConversationSlice {
+  conversationId: string | null;
+  messages: Message[];
+  loading: boolean;
+  /** Opens a conversation (null: none), fetching its messages. */
+  open(id: string | null): Promise<void>;
+  /** Shows a conversation already in hand (just created). */
+  show(conversation: Conversation): void;
+}
+
+export const createConversationSlice: ChatSlice<ConversationSlice> = (ctx) => (set, get) => {
+  function switchTo(conversationId: string | null, messages: Message[], loading: boolean): void {
+    const s = get();
+    ctx.drafts.set(s.conversationId ?? '', s.draft);
+    ctx.buffer.clear();
+    ctx.arrivals.clear();
+    const draft = ctx.drafts.get(conversationId ?? '') ?? '';
+    set({
+      conversationId,
+      messages: visible(messages),
+      loading,
+      live: liveFor(messages),
+      pending: null,
+      editingId: null,
+      refusal: null,
+      draft,
+    } satisfies Partial<ChatState>);
+    void ctx.budget().refresh();
+  }
+
+  return {
+    conversationId: null,
+    messages: [],
+    loading: false,
+
+    async open(id) {
+      switchTo(id, [], id !== null);
+      if (id === null) return;
+      try {
+        const conversation = await ctx.deps.api.getConversation({ id });
+        if (get().conversationId !== id) return;
+        // Deltas that arrived before this snapshot are already in its text (one ordered socket);
+        // later ones apply on top. A kept done carries the final text, so nothing is lost.
+        ctx.buffer.clear();
+        const messages = ctx.arrivals.overSnapshot(visible(conversation.messages));
+        set({ messages, live: liveFor(messages), loading: false });
+      } catch (e) {
+        if (get().conversationId === id) set({ loading: false });
+        ctx.report(e);
+      }
+    },
+
+    show(conversation) {
+      switchTo(conversation.id, conversation.messages, false);
+    },
+  };
+};

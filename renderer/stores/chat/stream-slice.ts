@@ -1,0 +1,81 @@
+/**
+ * Chat store slice: answers as they stream. `answerDelta` text goes into the StreamBuffer (plain
+ * memory) and is committed at most once per frame (`commitFrame`); `answerPrefill` shows prompt
+ * progress; `answerDone` replaces the message with the final one. Events for a message the
+ * window does not know yet go to EarlyArrivals (see renderer/lib/early-arrivals.ts). Events of
+ * other conversations are ignored (opening one fetches its current state).
+ */
+import type { StoreApi } from 'zustand/vanilla';
+import type { StreamChunk } from '../../lib/stream-buffer.ts';
+import type { EventTypes } from '../../../main/contract/channels.ts';
+import type { ChatState, LiveAnswer } from '../chat.ts';
+import { type ChatContext, type ChatSlice, withLive } from './context.ts';
+
+export interface StreamSlice {
+  /** Progress of the answers that stream, by assistant message id. */
+  live: Record<string, LiveAnswer>;
+  onDelta(event: EventTypes['answerDelta']): void;
+  onPrefill(event: EventTypes['answerPrefill']): void;
+  onDone(event: EventTypes['answerDone']): void;
+  /** Cancels the pending frame. */
+  dispose(): void;
+}
+
+/**
+ * One frame's worth of buffered deltas into the store (one `set` at most): text appended to
+ * the streaming messages it belongs to; text for unknown messages of the open conversation kept
+ * in `ctx.arrivals`; text for messages that already ended dropped (their done has the final text).
+ */
+export function commitFrame(store: StoreApi<ChatState>, ctx: ChatContext, chunks: ReadonlyMap<string, StreamChunk>): void {
+  const s = store.getState();
+  const live = { ...s.live };
+  const known = new Set<string>();
+  const messages = s.messages.map((m) => {
+    const chunk = chunks.get(m.id);
+    if (!chunk) return m;
+    known.add(m.id);
+    if (m.status !== 'streaming') return m;
+    live[m.id] = { generatedTokens: chunk.generatedTokens, prefill: null };
+    return { ...m, content: m.content + chunk.text };
+  });
+  for (const [id, chunk] of chunks) {
+    if (!known.has(id) && chunk.conversationId === s.conversationId) ctx.arrivals.keepText(id, chunk);
+  }
+  if (known.size > 0) store.setState({ messages, live });
+}
+
+export const createStreamSlice: ChatSlice<StreamSlice> = (ctx) => (set, get) => ({
+  live: {},
+
+  onDelta(event) {
+    if (event.conversationId !== get().conversationId) return;
+    ctx.buffer.push(event.conversationId, event.messageId, event.text, event.generatedTokens);
+  },
+
+  onPrefill(event) {
+    const s = get();
+    if (event.conversationId !== s.conversationId) return;
+    const current = s.live[event.messageId];
+    if (current?.prefill?.processed === event.processed && current.prefill.total === event.total) return;
+    const prefill = { processed: event.processed, total: event.total };
+    set({ live: { ...s.live, [event.messageId]: { generatedTokens: current?.generatedTokens ?? 0, prefill } } });
+  },
+
+  onDone(event) {
+    const s = get();
+    if (event.conversationId !== s.conversationId) return;
+    const { message } = event;
+    ctx.buffer.discard(message.id);
+    if (!s.messages.some((m) => m.id === message.id)) {
+      ctx.arrivals.keepDone(message);
+      return;
+    }
+    ctx.arrivals.forgetText(message.id);
+    set({ messages: s.messages.map((m) => (m.id === message.id ? message : m)), live: withLive(s.live, message.id, null) });
+    void ctx.budget().refresh();
+  },
+
+  dispose() {
+    ctx.buffer.clear();
+  },
+});
