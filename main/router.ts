@@ -9,6 +9,7 @@
 import type { EventName, EventTypes, Handlers } from './contract/channels.ts';
 import { isMethodName, requestSchemas } from './contract/channels.ts';
 import type { WireError } from './contract/types.ts';
+import { DocumentError } from './documents/errors.ts';
 import { EngineError } from './engine/errors.ts';
 import { ServiceError, firstLine } from './services/errors.ts';
 import { EventHub, type EventListener } from './services/events.ts';
@@ -71,7 +72,7 @@ export class Router {
 /** Any thrown value as a RouterError: typed errors keep their code, others become INTERNAL. */
 export function toRouterError(e: unknown): RouterError {
   if (e instanceof RouterError) return e;
-  if (e instanceof ServiceError || e instanceof EngineError) return new RouterError(e.code, e.message);
+  if (e instanceof ServiceError || e instanceof EngineError || e instanceof DocumentError) return new RouterError(e.code, e.message);
   return new RouterError('INTERNAL', firstLine(e));
 }
 

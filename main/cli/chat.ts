@@ -2,12 +2,17 @@
  * `npm run chat -- [options] "prompt"`: streams a completion from the engine (in its worker
  * thread, through the engine host) to stdout, or prints one JSON object with `--json`.
  * Exit codes: 0 done, 1 model or runtime failure, 2 bad usage (bad option, empty prompt, prompt
- * longer than the max context), 130 stopped with Ctrl-C (the partial answer is printed). Errors are one line on stderr; no stack trace reaches the user.
+ * longer than the max context, a document that cannot be read or does not fit), 130 stopped
+ * with Ctrl-C (the partial answer is printed). Errors are one line on stderr; no stack trace
+ * reaches the user. With `--attach`, the documents go into the user turn before the question
+ * (main/cli/documents.ts); the parts used with `--fit relevant` are listed on stderr.
  */
 import { defaultModelPath } from '../default-model.ts';
 import { EngineHost } from '../engine-host/host.ts';
 import { EngineError } from '../engine/errors.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
+import { DocumentError } from '../documents/errors.ts';
+import { documentPrompt, DocumentsDoNotFitError, readAttachments } from './documents.ts';
 import { parseChatOptions, USAGE, UsageError } from './options.ts';
 
 const USAGE_CODES = new Set(['INVALID_OPTION', 'CONTEXT_OVERFLOW']);
@@ -18,6 +23,8 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
+  // Documents first: a file that cannot be used fails before the model loads.
+  const docs = await readAttachments(opts.attach);
   const host = new EngineHost();
   const ac = new AbortController();
   process.once('SIGINT', () => ac.abort());
@@ -27,19 +34,26 @@ async function main(argv: string[]): Promise<number> {
       executionProvider: opts.ep,
     });
     if (info.fallbackReason) process.stderr.write(`note: ${info.fallbackReason}\n`);
+    const system = opts.system && info.hasChatTemplate ? [{ role: 'system' as const, content: opts.system }] : [];
+    const withDocs = docs.length
+      ? await documentPrompt(host, system, opts.prompt, docs, { relevant: opts.fitRelevant, room: info.maxContext - opts.maxTokens, maxContext: info.maxContext, reserve: opts.maxTokens })
+      : null;
+    if (withDocs?.documentParts && !opts.json) process.stderr.write(`using the relevant parts: ${withDocs.documentParts.join('; ')}\n`);
     const request: GenerationRequest = {
       maxTokens: opts.maxTokens,
       sampler: opts.sampler,
       ignoreEos: opts.ignoreEos,
       stop: opts.stop,
-      ...(info.hasChatTemplate
-        ? { messages: [...(opts.system ? [{ role: 'system' as const, content: opts.system }] : []), { role: 'user' as const, content: opts.prompt }] }
-        : { prompt: opts.prompt }),
+      ...(withDocs
+        ? { messages: withDocs.messages }
+        : info.hasChatTemplate
+          ? { messages: [...system, { role: 'user' as const, content: opts.prompt }] }
+          : { prompt: opts.prompt }),
     };
     let done: Extract<GenerationEvent, { type: 'done' }> | null = null;
     // A completion continues the prompt, so it is echoed first, but only once the engine has
     // accepted it: a usage error (prompt longer than the max context) leaves stdout empty.
-    let echo = !opts.json && !info.hasChatTemplate;
+    let echo = !opts.json && !info.hasChatTemplate && !withDocs;
     for await (const ev of host.generate(request, { signal: ac.signal })) {
       if (echo) {
         process.stdout.write(opts.prompt);
@@ -51,7 +65,15 @@ async function main(argv: string[]): Promise<number> {
     if (!done) throw new EngineError('SESSION_RUN', 'generation ended without a result');
     if (opts.json) {
       process.stdout.write(
-        `${JSON.stringify({ text: done.text, promptTokens: done.promptTokens, tokens: done.tokens, finishReason: done.reason, stats: done.stats })}\n`,
+        `${JSON.stringify({
+          text: done.text,
+          promptTokens: done.promptTokens,
+          tokens: done.tokens,
+          finishReason: done.reason,
+          stats: done.stats,
+          ...(withDocs ? { documents: withDocs.documents } : {}),
+          ...(withDocs?.documentParts ? { documentParts: withDocs.documentParts } : {}),
+        })}\n`,
       );
     } else {
       process.stdout.write('\n');
@@ -72,7 +94,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (e: unknown) => {
-    if (e instanceof UsageError) {
+    if (e instanceof UsageError || e instanceof DocumentError || e instanceof DocumentsDoNotFitError) {
       process.stderr.write(`error: ${e.message}\n`);
       process.exitCode = 2;
     } else if (e instanceof EngineError) {

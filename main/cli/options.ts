@@ -22,6 +22,10 @@ export interface ChatOptions {
   json: boolean;
   system: string | null;
   stop: string[];
+  /** Files to attach, in order (`--attach`, repeatable). */
+  attach: string[];
+  /** `--fit relevant`: use the relevant parts of documents that do not fit. */
+  fitRelevant: boolean;
 }
 
 /** Defaults; the sampler's only affect sampling, so `--temperature 0` alone is pure greedy. */
@@ -42,6 +46,8 @@ export const USAGE = `usage: npm run chat -- [options] "prompt"
   --stop S              stop when the text reaches S (repeatable)
   --system TEXT         system prompt (chat models only)
   --ep cpu|cuda         execution provider (default cpu; cuda falls back to cpu with a message)
+  --attach FILE         attach a document (repeatable): text, Markdown, code, PDF, .docx, HTML
+  --fit relevant        when the documents do not fit, use their parts most relevant to the question
   --json                print one JSON object at the end instead of streaming text`;
 
 function int(name: string, v: string | undefined, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
@@ -88,6 +94,8 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
         system: { type: 'string' },
         ep: { type: 'string' },
         json: { type: 'boolean' },
+        attach: { type: 'string', multiple: true },
+        fit: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -105,6 +113,9 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
   if (ep !== 'cpu' && ep !== 'cuda') throw new UsageError(`--ep must be cpu or cuda, got "${ep}"`);
   if (v.model !== undefined && v.model.trim() === '') throw new UsageError('--model needs a path');
   const seed = int('seed', v.seed, 0, 2 ** 32 - 1);
+  if (v.fit !== undefined && v.fit !== 'relevant') throw new UsageError(`--fit must be relevant, got "${v.fit}"`);
+  if (v.fit !== undefined && !v.attach?.length) throw new UsageError('--fit relevant needs a document (--attach FILE)');
+  for (const f of v.attach ?? []) if (f.trim() === '') throw new UsageError('--attach needs a file path');
   return {
     model: v.model ?? null,
     prompt,
@@ -123,5 +134,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
     json: v.json ?? false,
     system: v.system ?? null,
     stop: v.stop ?? [],
+    attach: v.attach ?? [],
+    fitRelevant: v.fit === 'relevant',
   };
 }

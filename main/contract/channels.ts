@@ -10,6 +10,8 @@ import { z } from 'zod';
 import type {
   ContextBudget,
   Conversation,
+  DocumentInfo,
+  DocumentText,
   ConversationSummary,
   Message,
   ModelState,
@@ -21,6 +23,12 @@ export * from './names.ts';
 
 const id = z.string().min(1).max(64);
 const text = z.string().max(1_000_000);
+/** Documents attached to a message, in order, each whole or cut to the relevant parts when it does not fit. */
+const attachedDocuments = z.array(z.object({ id, fit: z.enum(['whole', 'relevant']) }).strict()).max(16);
+/** Largest file accepted as a document, bytes (16 MiB: far above a document that fits any max context). */
+export const MAX_DOCUMENT_BYTES = 16 * 1024 * 1024;
+/** Base64 of a file one byte over the limit: it reaches the service and gets the error naming the limit. */
+const MAX_ATTACHMENT_BASE64 = Math.ceil((MAX_DOCUMENT_BYTES + 1) / 3) * 4;
 
 export const settingsPatchSchema = z
   .object({
@@ -47,7 +55,9 @@ export const requestSchemas = {
   renameConversation: z.object({ id, title: z.string().trim().min(1).max(200) }).strict(),
   deleteConversation: z.object({ id }).strict(),
   /** Appends a user message and starts the answer; tokens follow as `answerDelta` events. */
-  sendMessage: z.object({ conversationId: id, content: text.refine((s) => s.trim().length > 0, 'the message is empty') }).strict(),
+  sendMessage: z
+    .object({ conversationId: id, content: text.refine((s) => s.trim().length > 0, 'the message is empty'), documents: attachedDocuments.optional() })
+    .strict(),
   /** Stops the answer being generated in this conversation (it is kept, marked cancelled). */
   stopGeneration: z.object({ conversationId: id }).strict(),
   /** Replaces the last assistant answer with a new one. */
@@ -55,7 +65,11 @@ export const requestSchemas = {
   /** Replaces a user message's text, drops everything after it, and answers again. */
   editMessage: z.object({ conversationId: id, messageId: id, content: text.refine((s) => s.trim().length > 0, 'the message is empty') }).strict(),
   /** The context budget of a conversation (null: a new one) with this draft. */
-  getBudget: z.object({ conversationId: id.nullable(), draft: text }).strict(),
+  getBudget: z.object({ conversationId: id.nullable(), draft: text, documents: attachedDocuments.optional() }).strict(),
+  /** Extracts and stores a file (base64 bytes); its text then goes with a message that carries it. */
+  attachDocument: z.object({ name: z.string().trim().min(1).max(255), data: z.string().max(MAX_ATTACHMENT_BASE64).base64() }).strict(),
+  /** A stored document with its extracted text. */
+  openDocument: z.object({ id }).strict(),
   getSettings: z.object({}).strict(),
   updateSettings: settingsPatchSchema,
   getModel: z.object({}).strict(),
@@ -75,6 +89,8 @@ export interface ResponseTypes extends Record<MethodName, unknown> {
   regenerate: { assistantMessage: Message };
   editMessage: { userMessage: Message; assistantMessage: Message };
   getBudget: ContextBudget;
+  attachDocument: DocumentInfo;
+  openDocument: DocumentText;
   getSettings: Settings;
   updateSettings: Settings;
   getModel: ModelState;

@@ -13,6 +13,8 @@ export const METHOD_NAMES = [
   'regenerate',
   'editMessage',
   'getBudget',
+  'attachDocument',
+  'openDocument',
   'getSettings',
   'updateSettings',
   'getModel',

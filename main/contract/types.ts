@@ -21,6 +21,34 @@ export interface AnswerStats {
   ttftMs: number;
   prefillTokensPerSec: number;
   decodeTokensPerSec: number;
+  /**
+   * With "use the relevant parts": the parts of each document the prompt held, e.g.
+   * "rope.pdf: page 3 (chunk 5)"; absent when whole documents were used.
+   */
+  documentParts?: string[];
+}
+
+/** How a document goes into the prompt: its whole text, or the chunks most relevant to the question. */
+export type DocumentFit = 'whole' | 'relevant';
+
+/** What the window knows of an attached document (its text comes from `openDocument`). */
+export interface DocumentInfo {
+  id: string;
+  name: string;
+  kind: 'text' | 'markdown' | 'code' | 'pdf' | 'docx' | 'html';
+  /** File size, bytes. */
+  size: number;
+  /** SHA-256 of the file, hex. */
+  hash: string;
+  /** Tokens of the text alone for the loaded model (null: not counted yet). */
+  tokens: number | null;
+  fit: DocumentFit;
+}
+
+/** A document with its extracted text and its parts (PDF pages, Markdown sections). */
+export interface DocumentText extends DocumentInfo {
+  text: string;
+  parts: { label: string; start: number }[];
 }
 
 export interface Message {
@@ -35,6 +63,8 @@ export interface Message {
   error: string | null;
   /** ms since the epoch. */
   createdAt: number;
+  /** Documents this (user) message carries, in order (absent or empty: none). */
+  documents?: DocumentInfo[];
 }
 
 export interface ConversationSummary {
@@ -99,13 +129,16 @@ export interface CacheUsage {
 
 /**
  * The context budget of one conversation, in tokens, as the model will see it:
- *   used = system + history + draft; total = used + reserve; fits = total ≤ maxContext.
+ *   used = system + documents + history + draft; total = used + reserve; fits = total ≤ maxContext.
+ * `history` and `draft` exclude the documents their messages carry; `documents` counts them.
  * The meter's value is `used`; `fits` false means the next message will not fit.
  */
 export interface ContextBudget {
   conversationId: string | null;
   maxContext: number;
   system: number;
+  /** Documents in the history and attached to the draft, as counted in the prompt. */
+  documents: number;
   history: number;
   draft: number;
   /** Reserved for the reply: the max new tokens setting. */

@@ -8,7 +8,8 @@
  * - If the worker dies (native crash, OOM, terminate), every pending call fails with
  *   `WorkerCrashedError`, and the next call starts a fresh worker and reloads the last model.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { workerThread } from '../worker-thread.ts';
 import { deserializeEngineError, EngineError, WorkerCrashedError } from '../engine/errors.ts';
 import type { ModelInfo } from '../engine/generate/engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
@@ -40,7 +41,7 @@ export class EngineHost {
     if (this.worker) return this.worker;
     // Source runs (tsx) load worker.ts; the bundled app loads the compiled worker.js beside this file.
     const ext = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
-    const w = workerThread(new URL(`./worker.${ext}`, import.meta.url));
+    const w = startEngineWorker(new URL(`./worker.${ext}`, import.meta.url));
     w.on('message', (m: WorkerToHost) => this.listeners.get(m.id)?.onMessage(m));
     const onDeath = (why: string) => {
       if (this.worker !== w) return;
@@ -98,6 +99,12 @@ export class EngineHost {
   /** Number of prompt tokens the request would use (template and BOS included). */
   async countTokens(request: Pick<GenerationRequest, 'prompt' | 'messages'>): Promise<number> {
     return (await this.call({ type: 'count', request })) as number;
+  }
+
+  /** Token counts of plain texts (no BOS, no chat template, special tokens as text), in order. */
+  async countEach(texts: string[]): Promise<number[]> {
+    if (texts.length === 0) return [];
+    return (await this.call({ type: 'countEach', texts })) as number[];
   }
 
   /**
@@ -196,20 +203,13 @@ async function stopWorker(w: Worker, exitCode: number, graceMs = 15_000): Promis
   clearTimeout(timer);
 }
 
-/**
- * Starts the worker. Under tsx (source runs, tests) a worker does not inherit tsx's module hooks
- * on Node 20, so a small bootstrap registers them before importing worker.ts.
- */
-function workerThread(url: URL): Worker {
+/** Starts the engine worker. */
+function startEngineWorker(url: URL): Worker {
   // ONNX Runtime's session creation needs more native stack than a worker's default 4 MiB in
   // some processes (measured: a segfault while creating stories260K's session when the process
   // had a 16 kB command-line argument, e.g. a long `npm run chat` prompt; fine with 8 MiB).
   // Thread stacks are reserved, not committed, so a generous bound costs nothing.
-  const options = { resourceLimits: { stackSizeMb: 64 } };
-  if (!url.pathname.endsWith('.ts')) return new Worker(url, options);
-  const tsxApi = import.meta.resolve('tsx/esm/api');
-  const boot = `import(${JSON.stringify(tsxApi)}).then((m) => { m.register(); return import(${JSON.stringify(url.href)}); })`;
-  return new Worker(boot, { ...options, eval: true });
+  return workerThread(url, { resourceLimits: { stackSizeMb: 64 } });
 }
 
 type DistributiveOmit<T, K extends keyof any> = T extends unknown ? Omit<T, K> : never;

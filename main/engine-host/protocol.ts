@@ -2,7 +2,7 @@
  * Messages between the engine host (main thread) and the engine worker (worker_threads).
  * Plain data only. Every request carries an `id`; the worker answers with events that echo it.
  *
- *   host → worker: load | generate | cancel | count | reset | stats | shutdown
+ *   host → worker: load | generate | cancel | count | countEach | reset | stats | shutdown
  *   worker → host: loaded | event | result | error   (error carries { code, message })
  */
 import type { KvCacheStats } from '../engine/cache/kv-cache.ts';
@@ -18,6 +18,8 @@ export type HostToWorker =
   | { type: 'generate'; id: number; request: GenerationRequest }
   | { type: 'cancel'; id: number }
   | { type: 'count'; id: number; request: Pick<GenerationRequest, 'prompt' | 'messages'> }
+  /** Token counts of plain texts (no BOS, no template, special tokens as text): document chunks. */
+  | { type: 'countEach'; id: number; texts: string[] }
   | { type: 'reset'; id: number }
   | { type: 'stats'; id: number }
   /**

@@ -84,6 +84,14 @@ async function handle(msg: HostToWorker): Promise<void> {
         fail(msg.id, e);
       }
       return;
+    case 'countEach':
+      try {
+        const t = requireEngine().tokenizer;
+        send({ type: 'result', id: msg.id, value: msg.texts.map((text) => t.encode(text, { addBos: false, parseSpecial: false }).length) });
+      } catch (e) {
+        fail(msg.id, e);
+      }
+      return;
     case 'stats':
       try {
         const e = requireEngine();

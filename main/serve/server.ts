@@ -19,6 +19,7 @@ import path from 'node:path';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { ServerFrame, WireCall } from '../contract/wire.ts';
 import { WS_PATH } from '../contract/wire.ts';
+import { MAX_DOCUMENT_BYTES } from '../contract/channels.ts';
 import { toRouterError, type Router } from '../router.ts';
 import { handleOpenAi, type CompletionBackend } from './openai.ts';
 import { contentTypeOf, resolveStaticPath } from '../static-files.ts';
@@ -26,8 +27,11 @@ import { contentTypeOf, resolveStaticPath } from '../static-files.ts';
 export const HOST = '127.0.0.1';
 
 
-/** Largest WebSocket frame accepted, bytes (a message is at most 1,000,000 characters). */
-const MAX_FRAME_BYTES = 8 << 20;
+/**
+ * Largest WebSocket frame accepted, bytes: an attached document's base64 (4/3 of the 16 MiB
+ * limit, about 22.4 MB) plus its JSON envelope. A message is at most 1,000,000 characters.
+ */
+const MAX_FRAME_BYTES = Math.ceil((MAX_DOCUMENT_BYTES * 4) / 3) + (1 << 20);
 
 export interface StartServerOptions {
   router: Router;

@@ -1,11 +1,13 @@
 /**
  * The context budget of a conversation, in tokens, counted by the engine's own tokenizer and chat
  * template (or transcript), so the meter shows exactly what the model will be fed:
- *   system  = count([system])                                   (0 without a system prompt)
- *   history = count([system, ...history]) − system              (0 for an empty conversation)
- *   draft   = count([system, ...history, user: draft]) − system − history   (0 for no draft)
- *   reserve = maxTokens; used = system + history + draft; total = used + reserve;
+ *   system    = count([system])                                   (0 without a system prompt)
+ *   history   = count([system, ...history]) − system              (0 for an empty conversation)
+ *   draft     = count([system, ...history, user: draft]) − system − history   (0 for no draft)
+ *   documents = count(the prompt as fed) − count(the same without documents)
+ *   reserve = maxTokens; used = system + documents + history + draft; total = used + reserve;
  *   fits    = total ≤ maxContext.
+ * The prompt as fed comes from `DocumentService.assemble`, which the answer uses too.
  *
  * The renderer debounces its calls as the user types; this side protects the worker anyway:
  * concurrent requests for one conversation are coalesced (while one is counted, only the latest
@@ -15,6 +17,7 @@
 import type { ContextBudget, Message } from '../contract/types.ts';
 import type { EngineHost } from '../engine-host/host.ts';
 import type { ChatMessage } from '../engine/generate/types.ts';
+import type { AssembledPrompt, DocumentService, Draft } from './documents.ts';
 import type { ModelService } from './model-service.ts';
 import type { SettingsService } from './settings.ts';
 import type { ConversationStore } from './store.ts';
@@ -24,15 +27,17 @@ import type { ConversationStore } from './store.ts';
  * their status; an error answer with no text is skipped). Consecutive messages of one role (a
  * user message whose answer failed, then another) are joined with a newline, so chat templates
  * that require alternating roles accept the history; a transcript renders the same text.
+ * `userText` gives a user message's turn text (the documents it carries, then its content).
  */
-export function historyMessages(messages: readonly Message[]): ChatMessage[] {
+export function historyMessages(messages: readonly Message[], userText: (m: Message) => string = (m) => m.content): ChatMessage[] {
   const out: ChatMessage[] = [];
   for (const m of messages) {
     if (m.role === 'system') continue;
     if (m.role === 'assistant' && m.content.length === 0) continue;
+    const content = m.role === 'user' ? userText(m) : m.content;
     const last = out[out.length - 1];
-    if (last && last.role === m.role) last.content += (m.role === 'user' ? '\n' : '') + m.content;
-    else out.push({ role: m.role, content: m.content });
+    if (last && last.role === m.role) last.content += (m.role === 'user' ? '\n' : '') + content;
+    else out.push({ role: m.role, content });
   }
   return out;
 }
@@ -49,6 +54,7 @@ interface Counted {
 
 interface Job {
   draft: string;
+  documents: Draft['documents'];
   waiters: { resolve: (b: ContextBudget) => void; reject: (e: unknown) => void }[];
 }
 
@@ -58,7 +64,7 @@ const CACHE_ENTRIES = 16;
 export class BudgetService {
   private readonly counted = new Map<string, Counted>();
   private readonly queues = new Map<string, { running: boolean; next: Job | null }>();
-  private readonly drafts = new Map<string, { text: string; tokens: number }>();
+  private readonly drafts = new Map<string, { text: string; documents: Draft['documents']; tokens: number; documentTokens: number }>();
   /** The conversation whose budget the window asked for last (null key: a new conversation). */
   private activeKey: string | null = null;
 
@@ -67,6 +73,7 @@ export class BudgetService {
     private readonly store: ConversationStore,
     private readonly settings: SettingsService,
     private readonly models: ModelService,
+    private readonly documents: DocumentService,
   ) {}
 
   /**
@@ -75,15 +82,15 @@ export class BudgetService {
    * newer draft's budget. Waits for a model that is loading.
    * @throws ServiceError NOT_FOUND (unknown conversation), MODEL_NOT_READY (no model loaded).
    */
-  getBudget(conversationId: string | null, draft: string): Promise<ContextBudget> {
+  getBudget(conversationId: string | null, draft: string, documents: Draft['documents'] = []): Promise<ContextBudget> {
     const key = conversationId ?? '';
     this.activeKey = key;
     let q = this.queues.get(key);
     if (!q) this.queues.set(key, (q = { running: false, next: null }));
     const queue = q;
     return new Promise((resolve, reject) => {
-      if (queue.next) queue.next.draft = draft;
-      else queue.next = { draft, waiters: [] };
+      if (queue.next) Object.assign(queue.next, { draft, documents });
+      else queue.next = { draft, documents, waiters: [] };
       queue.next.waiters.push({ resolve, reject });
       if (!queue.running) void this.drain(key, queue);
     });
@@ -95,7 +102,7 @@ export class BudgetService {
       const job = q.next;
       q.next = null;
       try {
-        const b = await this.compute(key || null, job.draft);
+        const b = await this.compute(key || null, job.draft, undefined, job.documents);
         for (const w of job.waiters) w.resolve(b);
       } catch (e) {
         for (const w of job.waiters) w.reject(e);
@@ -107,27 +114,42 @@ export class BudgetService {
 
   /**
    * Counts the budget now (no coalescing). `messages` overrides the stored history (regenerate
-   * and edit check the history they are about to use).
+   * and edit check the history they are about to use); `documents` are attached to the draft.
    */
-  async compute(conversationId: string | null, draft: string, messages?: readonly Message[]): Promise<ContextBudget> {
+  async compute(conversationId: string | null, draft: string, messages?: readonly Message[], documents: Draft['documents'] = []): Promise<ContextBudget> {
+    return (await this.prepare(conversationId, draft, messages, documents)).budget;
+  }
+
+  /**
+   * The prompt that would be fed (system, history, draft, documents in their turns) and its
+   * budget, from one assembly, so what is counted is what is generated from.
+   *   documents = count(prompt) − count(prompt without documents); draft and history exclude them.
+   * @throws ServiceError NOT_FOUND, MODEL_NOT_READY.
+   */
+  async prepare(conversationId: string | null, draft: string, messages?: readonly Message[], documents: Draft['documents'] = []): Promise<{ budget: ContextBudget; prompt: AssembledPrompt }> {
     await this.models.ready();
     this.models.assertLoaded();
     const key = conversationId ?? '';
     const s = this.settings.get();
-    const history = historyMessages(messages ?? (conversationId ? this.store.getConversation(conversationId).messages : []));
+    const stored = messages ?? (conversationId ? this.store.getConversation(conversationId).messages : []);
     const system = systemMessages(s.systemPrompt);
-    const { system: sys, history: hist } = await this.countHistory(key, system, history);
-    let draftTokens = 0;
-    if (draft.length > 0) {
-      const all = await this.host.countTokens({ messages: [...system, ...history, { role: 'user', content: draft }] });
-      draftTokens = Math.max(0, all - sys - hist);
-    }
-    if (!messages) this.drafts.set(key, { text: draft, tokens: draftTokens });
+    const hasDraft = draft.length > 0 || documents.length > 0;
+    const prompt = await this.documents.assemble(system, stored, hasDraft ? { content: draft, documents } : null, s.maxContext - s.maxTokens);
+    const plainHistory = historyMessages(stored);
+    const { system: sys, history: hist } = await this.countHistory(key, system, plainHistory);
+    // The plain prompt (no documents) with the draft's turn, then the prompt as fed.
+    const plainAll = hasDraft && prompt.plain.some((m) => m.content.length > 0) ? await this.host.countTokens({ messages: prompt.plain }) : sys + hist;
+    const withDocuments = stored.some((m) => m.documents?.length) || documents.length > 0;
+    const all = withDocuments ? await this.host.countTokens({ messages: prompt.messages }) : plainAll;
+    const draftTokens = hasDraft ? Math.max(0, plainAll - sys - hist) : 0;
+    const documentTokens = Math.max(0, all - plainAll);
+    if (!messages) this.drafts.set(key, { text: draft, documents, tokens: draftTokens, documentTokens });
     const caches = await this.host.stats();
-    return assemble(conversationId, s.maxContext, s.maxTokens, sys, hist, draftTokens, {
+    const budget = assemble(conversationId, s.maxContext, s.maxTokens, sys, documentTokens, hist, draftTokens, {
       rope: { capacity: caches.rope.capacity, bytes: caches.rope.bytes },
       kv: { capacity: caches.kv.capacity, bytes: caches.kv.bytes },
     });
+    return { budget, prompt };
   }
 
   /**
@@ -135,18 +157,20 @@ export class BudgetService {
    * history grown by the tokens generated so far and the latest draft's count. No worker call.
    */
   estimate(base: ContextBudget, generatedTokens: number): ContextBudget {
-    const draft = this.drafts.get(base.conversationId ?? '')?.tokens ?? base.draft;
-    return assemble(base.conversationId, base.maxContext, base.reserve, base.system, base.history + generatedTokens, draft, { rope: base.rope, kv: base.kv });
+    const d = this.drafts.get(base.conversationId ?? '');
+    const draft = d?.tokens ?? base.draft;
+    return assemble(base.conversationId, base.maxContext, base.reserve, base.system, base.documents, base.history + generatedTokens, draft, { rope: base.rope, kv: base.kv });
   }
 
-  /** The draft text last counted for a conversation ('' if none). */
-  lastDraft(conversationId: string | null): string {
-    return this.drafts.get(conversationId ?? '')?.text ?? '';
+  /** The draft (text and attached documents) last counted for a conversation (empty if none). */
+  lastDraft(conversationId: string | null): Draft {
+    const d = this.drafts.get(conversationId ?? '');
+    return { content: d?.text ?? '', documents: d?.documents ?? [] };
   }
 
   /** Forgets the draft of a conversation (it was sent). */
   clearDraft(conversationId: string): void {
-    this.drafts.set(conversationId, { text: '', tokens: 0 });
+    this.drafts.set(conversationId, { text: '', documents: [], tokens: 0, documentTokens: 0 });
   }
 
   /** The conversation the window looked at last (undefined: none yet), for recounts after a settings change. */
@@ -190,11 +214,12 @@ function assemble(
   maxContext: number,
   reserve: number,
   system: number,
+  documents: number,
   history: number,
   draft: number,
   caches: Pick<ContextBudget, 'rope' | 'kv'>,
 ): ContextBudget {
-  const used = system + history + draft;
+  const used = system + documents + history + draft;
   const total = used + reserve;
-  return { conversationId, maxContext, system, history, draft, reserve, used, total, fits: total <= maxContext, ...caches };
+  return { conversationId, maxContext, system, documents, history, draft, reserve, used, total, fits: total <= maxContext, ...caches };
 }

@@ -20,7 +20,8 @@ import type { ContextBudget, Conversation, Message } from '../contract/types.ts'
 import type { EngineHost } from '../engine-host/host.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
 import { DeltaBatcher, finalState, PeriodicSaver, type DoneEvent, type StreamEnd } from './answer-stream.ts';
-import { historyMessages, systemMessages, type BudgetService } from './budget.ts';
+import type { BudgetService } from './budget.ts';
+import type { AssembledPrompt, Draft } from './documents.ts';
 import { firstLine, ServiceError } from './errors.ts';
 import type { Emit } from './events.ts';
 import type { ModelService } from './model-service.ts';
@@ -76,17 +77,19 @@ export class ChatService {
    * Appends a user message and starts its answer.
    * @throws ServiceError BUSY, CONTEXT_FULL, NOT_FOUND, MODEL_NOT_READY, CANCELLED, SHUT_DOWN.
    */
-  async send(conversationId: string, content: string): Promise<{ userMessage: Message; assistantMessage: Message }> {
+  async send(conversationId: string, content: string, documents: Draft['documents'] = []): Promise<{ userMessage: Message; assistantMessage: Message }> {
     return this.withClaim(conversationId, async (answer) => {
       const { store, budget } = this.deps;
       const conv = store.getConversation(conversationId);
-      const counted = await budget.compute(conversationId, content, conv.messages);
+      const { budget: counted, prompt } = await budget.prepare(conversationId, content, conv.messages, documents);
       assertFits(counted, 'this message');
       assertNotStopped(answer);
-      const userMessage = store.appendMessage(conversationId, { role: 'user', content, status: 'complete' });
+      const appended = store.appendMessage(conversationId, { role: 'user', content, status: 'complete' });
+      store.attachDocuments(appended.id, documents);
+      const userMessage = documents.length ? store.getMessage(appended.id) : appended;
       store.setAutoTitle(conversationId, content);
       budget.clearDraft(conversationId);
-      const assistantMessage = this.begin(answer, conversationId, [...conv.messages, userMessage], afterSend(counted));
+      const assistantMessage = this.begin(answer, conversationId, prompt, afterSend(counted));
       return { userMessage, assistantMessage };
     });
   }
@@ -103,11 +106,11 @@ export class ChatService {
       if (history.length === 0 || history[history.length - 1].role !== 'user') {
         throw new ServiceError('NOTHING_TO_REGENERATE', 'there is no answer to regenerate: the conversation does not end with a message of yours');
       }
-      const counted = await this.deps.budget.compute(conversationId, '', history);
+      const { budget: counted, prompt } = await this.deps.budget.prepare(conversationId, '', history);
       assertFits(counted, 'the conversation');
       assertNotStopped(answer);
       if (history !== messages) this.deps.store.deleteMessage(last.id);
-      return { assistantMessage: this.begin(answer, conversationId, history, counted) };
+      return { assistantMessage: this.begin(answer, conversationId, prompt, counted) };
     });
   }
 
@@ -123,7 +126,9 @@ export class ChatService {
       if (i < 0) throw new ServiceError('NOT_FOUND', `no message with id ${messageId} in this conversation`);
       if (messages[i].role !== 'user') throw new ServiceError('INVALID_REQUEST', 'only your own messages can be edited');
       const before = messages.slice(0, i);
-      const counted = await budget.compute(conversationId, content, before);
+      // The edited message keeps the documents it carries.
+      const documents = (messages[i].documents ?? []).map((d) => ({ id: d.id, fit: d.fit }));
+      const { budget: counted, prompt } = await budget.prepare(conversationId, content, before, documents);
       assertFits(counted, 'this message');
       assertNotStopped(answer);
       store.updateMessage(messageId, { content });
@@ -131,7 +136,7 @@ export class ChatService {
       if (!before.some((m) => m.role === 'user')) store.setAutoTitle(conversationId, content, true);
       const userMessage = store.getMessage(messageId);
       budget.clearDraft(conversationId);
-      return { userMessage, assistantMessage: this.begin(answer, conversationId, [...before, userMessage], afterSend(counted)) };
+      return { userMessage, assistantMessage: this.begin(answer, conversationId, prompt, afterSend(counted)) };
     });
   }
 
@@ -223,20 +228,20 @@ export class ChatService {
     }
   }
 
-  /** Stores the empty answer and starts streaming it; `history` ends with the user message. */
-  private begin(answer: ActiveAnswer, conversationId: string, history: Message[], budget: ContextBudget): Message {
+  /** Stores the empty answer and starts streaming it; `prompt` (assembled with the budget) ends with the user turn. */
+  private begin(answer: ActiveAnswer, conversationId: string, prompt: AssembledPrompt, budget: ContextBudget): Message {
     const message = this.deps.store.appendMessage(conversationId, { role: 'assistant', content: '', status: 'streaming' });
     answer.messageId = message.id;
     this.deps.emit('budgetChanged', budget);
-    void this.stream(answer, message, this.generationRequest(history), budget);
+    void this.stream(answer, message, this.generationRequest(prompt), budget, prompt.documentParts);
     return message;
   }
 
-  /** Prompt assembly: what the engine is asked for an answer to `history` under the current settings. */
-  private generationRequest(history: Message[]): GenerationRequest {
+  /** What the engine is asked for: the assembled prompt (see BudgetService.prepare) under the current settings. */
+  private generationRequest(prompt: AssembledPrompt): GenerationRequest {
     const s = this.deps.settings.get();
     return {
-      messages: [...systemMessages(s.systemPrompt), ...historyMessages(history)],
+      messages: prompt.messages,
       maxTokens: s.maxTokens,
       sampler: {
         temperature: s.temperature,
@@ -250,7 +255,7 @@ export class ChatService {
   }
 
   /** Streams one answer to events and SQLite, then stores and announces its final state. Never rejects. */
-  private async stream(answer: ActiveAnswer, message: Message, request: GenerationRequest, budget: ContextBudget): Promise<void> {
+  private async stream(answer: ActiveAnswer, message: Message, request: GenerationRequest, budget: ContextBudget, documentParts: string[] | null): Promise<void> {
     const { emit, store } = this.deps;
     const conversationId = message.conversationId;
     const messageId = message.id;
@@ -277,7 +282,9 @@ export class ChatService {
       clearInterval(ticker);
     }
     deltas.flush();
-    const final = this.storeFinal(message, finalState(end, deltas.sent));
+    const state = finalState(end, deltas.sent);
+    if (state.stats && documentParts) state.stats = { ...state.stats, documentParts };
+    const final = this.storeFinal(message, state);
     this.release(answer);
     // Restart before anyone hears of the end, so a send right after waits for the fresh worker.
     if ('failure' in end && end.failure.crashed && !this.disposed) void this.deps.models.recover();
@@ -317,7 +324,8 @@ export class ChatService {
   private async recountBudget(conversationId: string): Promise<void> {
     const { budget, store, emit } = this.deps;
     try {
-      if (store.hasConversation(conversationId)) emit('budgetChanged', await budget.compute(conversationId, budget.lastDraft(conversationId)));
+      const draft = budget.lastDraft(conversationId);
+      if (store.hasConversation(conversationId)) emit('budgetChanged', await budget.compute(conversationId, draft.content, undefined, draft.documents));
     } catch {
       // No model (a crash that could not recover); the model state reports it.
     }
@@ -335,13 +343,14 @@ function assertNotStopped(answer: ActiveAnswer): void {
 
 /** The budget right after a send: the message is now history, the composer is empty. */
 function afterSend(b: ContextBudget): ContextBudget {
+  // The draft's documents stay in `documents`: they are in the history's last turn now.
   return { ...b, history: b.history + b.draft, draft: 0 };
 }
 
 /** @throws ServiceError CONTEXT_FULL with the numbers when the budget does not fit. */
 function assertFits(b: ContextBudget, what: string): void {
   if (b.fits) return;
-  const parts = [b.system ? `the system prompt (${b.system})` : '', b.history ? `the history (${b.history})` : '', b.draft ? `this message (${b.draft})` : ''].filter(Boolean);
+  const parts = [b.system ? `the system prompt (${b.system})` : '', b.documents ? `the documents (${b.documents})` : '', b.history ? `the history (${b.history})` : '', b.draft ? `this message (${b.draft})` : ''].filter(Boolean);
   throw new ServiceError(
     'CONTEXT_FULL',
     `${what} does not fit: ${parts.join(' + ') || 'the prompt'} = ${b.used} tokens, plus ${b.reserve} reserved for the answer, makes ${b.total}, over the max context of ${b.maxContext}; ` +

@@ -15,6 +15,7 @@ import { EngineHost } from '../engine-host/host.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
 import { BudgetService } from './budget.ts';
 import { ChatService } from './chat-service.ts';
+import { DocumentService } from './documents.ts';
 import { EventHub } from './events.ts';
 import { ModelService } from './model-service.ts';
 import { SettingsService } from './settings.ts';
@@ -65,6 +66,7 @@ export const INTERRUPTED_MESSAGE = 'the app stopped while this answer was being 
 export async function startServices(opts: StartServicesOptions): Promise<Services> {
   const store = new ConversationStore(opts.dataDir);
   store.recoverInterrupted(INTERRUPTED_MESSAGE);
+  store.releaseDraftDocuments();
   const host = new EngineHost();
   const events = new EventHub();
   const emit = events.emit;
@@ -85,7 +87,8 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     onLoaded: () => void refreshBudget(),
   });
   settings = new SettingsService(store, models);
-  const budget = new BudgetService(host, store, settings, models);
+  const documents = new DocumentService(host, store);
+  const budget = new BudgetService(host, store, settings, models, documents);
   chat = new ChatService({ host, store, settings, budget, models, emit });
   const settingsService = settings;
   const chatService = chat;
@@ -95,7 +98,8 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     const active = budget.active;
     if (!active || chatService.generating) return;
     try {
-      emit('budgetChanged', await budget.getBudget(active.conversationId, budget.lastDraft(active.conversationId)));
+      const draft = budget.lastDraft(active.conversationId);
+      emit('budgetChanged', await budget.getBudget(active.conversationId, draft.content, draft.documents));
     } catch {
       // A deleted conversation or no model: the next getBudget reports it.
     }
@@ -123,14 +127,19 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
       listChanged();
       return null;
     },
-    sendMessage: ({ conversationId, content }) => chatService.send(conversationId, content),
+    sendMessage: ({ conversationId, content, documents: docs }) => chatService.send(conversationId, content, docs),
     stopGeneration: async ({ conversationId }) => {
       await chatService.stop(conversationId);
       return null;
     },
     regenerate: ({ conversationId }) => chatService.regenerate(conversationId),
     editMessage: ({ conversationId, messageId, content }) => chatService.edit(conversationId, messageId, content),
-    getBudget: ({ conversationId, draft }) => budget.getBudget(conversationId, draft),
+    getBudget: ({ conversationId, draft, documents: docs }) => budget.getBudget(conversationId, draft, docs),
+    attachDocument: async ({ name, data }) => {
+      await models.ready();
+      return documents.attach(name, Buffer.from(data, 'base64'));
+    },
+    openDocument: ({ id }) => documents.open(id),
     getSettings: async () => settingsService.get(),
     updateSettings: async (patch) => {
       const s = await settingsService.update(patch, { generating: chatService.generating });

@@ -12,7 +12,8 @@ import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import type { AnswerStats, Conversation, ConversationSummary, Message, MessageStatus, Role } from '../contract/types.ts';
+import type { AnswerStats, Conversation, ConversationSummary, DocumentFit, DocumentInfo, Message, MessageStatus, Role } from '../contract/types.ts';
+import type { DocumentPart, ExtractedDocument } from '../documents/extract.ts';
 import { ServiceError } from './errors.ts';
 
 export const DB_FILE = 'ropewalk.db';
@@ -47,6 +48,32 @@ const MIGRATIONS: readonly string[] = [
      value TEXT NOT NULL
    );
    CREATE INDEX conversations_by_update ON conversations(updated_at DESC);`,
+  // Documents, stored once per content (hash), linked to the user messages that carry them. A
+  // document goes when its last attachment goes (a deleted message or conversation).
+  `CREATE TABLE documents (
+     id           TEXT PRIMARY KEY,
+     hash         TEXT NOT NULL UNIQUE,  -- SHA-256 of the file's bytes
+     name         TEXT NOT NULL,
+     kind         TEXT NOT NULL,
+     size         INTEGER NOT NULL,      -- bytes
+     text         TEXT NOT NULL,         -- extracted text
+     parts        TEXT NOT NULL,         -- JSON [{ label, start }]: pages or sections
+     tokens       INTEGER,               -- token count of text alone, for tokens_model
+     tokens_model TEXT,                  -- the model bundle that counted it
+     created_at   INTEGER NOT NULL
+   );
+   CREATE TABLE attachments (
+     message_id  TEXT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+     document_id TEXT NOT NULL REFERENCES documents(id),
+     position    INTEGER NOT NULL,
+     -- 'whole' (the text as it is) or 'relevant' (the chunks that rank best for the question)
+     fit         TEXT NOT NULL DEFAULT 'whole' CHECK (fit IN ('whole', 'relevant')),
+     PRIMARY KEY (message_id, position)
+   );
+   CREATE INDEX attachments_by_document ON attachments(document_id);
+   CREATE TRIGGER attachments_release AFTER DELETE ON attachments
+   WHEN NOT EXISTS (SELECT 1 FROM attachments WHERE document_id = OLD.document_id)
+   BEGIN DELETE FROM documents WHERE id = OLD.document_id; END;`,
 ];
 
 interface ConversationRow {
@@ -67,6 +94,31 @@ interface MessageRow {
   stats: string | null;
   error: string | null;
   created_at: number;
+}
+
+interface DocumentRow {
+  id: string;
+  hash: string;
+  name: string;
+  kind: DocumentInfo['kind'];
+  size: number;
+  text: string;
+  parts: string;
+  tokens: number | null;
+  tokens_model: string | null;
+  created_at: number;
+}
+
+/** A stored document with its text and parts. */
+export interface StoredDocument extends DocumentInfo {
+  text: string;
+  parts: DocumentPart[];
+}
+
+/** A document attached to a message, as the prompt uses it. */
+export interface Attachment {
+  document: StoredDocument;
+  fit: DocumentFit;
 }
 
 /** What may change on a message after it was appended. */
@@ -205,14 +257,27 @@ export class ConversationStore {
   /** Messages of a conversation in order (empty for an unknown id). */
   messages(conversationId: string): Message[] {
     const rows = this.db.prepare(`SELECT * FROM messages WHERE conversation_id = ? ORDER BY seq`).all(conversationId) as MessageRow[];
-    return rows.map(toMessage);
+    const docs = this.db
+      .prepare(
+        `SELECT a.message_id, a.fit, d.id, d.hash, d.name, d.kind, d.size, d.tokens, d.tokens_model FROM attachments a
+         JOIN messages m ON m.id = a.message_id JOIN documents d ON d.id = a.document_id
+         WHERE m.conversation_id = ? ORDER BY a.message_id, a.position`,
+      )
+      .all(conversationId) as (Omit<DocumentRow, 'text' | 'parts' | 'created_at'> & { message_id: string; fit: DocumentFit })[];
+    const byMessage = new Map<string, DocumentInfo[]>();
+    for (const d of docs) {
+      const list = byMessage.get(d.message_id) ?? [];
+      list.push({ ...toDocumentInfo(d), fit: d.fit });
+      byMessage.set(d.message_id, list);
+    }
+    return rows.map((r) => toMessage(r, byMessage.get(r.id)));
   }
 
   /** One message. @throws ServiceError NOT_FOUND. */
   getMessage(id: string): Message {
     const row = this.db.prepare(`SELECT * FROM messages WHERE id = ?`).get(id) as MessageRow | undefined;
     if (!row) throw notFound('message', id);
-    return toMessage(row);
+    return this.messages(row.conversation_id).find((m) => m.id === id) ?? toMessage(row);
   }
 
   /**
@@ -244,6 +309,86 @@ export class ConversationStore {
       this.touch(conversationId, now);
       return toMessage(row);
     })();
+  }
+
+  // ---- documents ----
+
+  /**
+   * Stores an extracted document, or returns the one with the same content (hash) already stored.
+   * Until a message carries it, it is a draft: `releaseDraftDocuments` removes drafts.
+   */
+  putDocument(d: ExtractedDocument): StoredDocument {
+    const existing = this.db.prepare(`SELECT * FROM documents WHERE hash = ?`).get(d.hash) as DocumentRow | undefined;
+    if (existing) return toStoredDocument(existing);
+    const row: DocumentRow = {
+      id: randomUUID(),
+      hash: d.hash,
+      name: d.name,
+      kind: d.kind,
+      size: d.size,
+      text: d.text,
+      parts: JSON.stringify(d.parts),
+      tokens: null,
+      tokens_model: null,
+      created_at: this.stamp(),
+    };
+    this.db
+      .prepare(
+        `INSERT INTO documents (id, hash, name, kind, size, text, parts, tokens, tokens_model, created_at)
+         VALUES (@id, @hash, @name, @kind, @size, @text, @parts, @tokens, @tokens_model, @created_at)`,
+      )
+      .run(row);
+    return toStoredDocument(row);
+  }
+
+  /** A stored document with its text. @throws ServiceError NOT_FOUND. */
+  getDocument(id: string): StoredDocument {
+    const row = this.db.prepare(`SELECT * FROM documents WHERE id = ?`).get(id) as DocumentRow | undefined;
+    if (!row) throw notFound('document', id);
+    return toStoredDocument(row);
+  }
+
+  /** A document's token count as counted by `model`, or null when that model has not counted it. */
+  documentTokens(id: string, model: string): number | null {
+    const row = this.db.prepare(`SELECT tokens FROM documents WHERE id = ? AND tokens_model = ?`).get(id, model) as { tokens: number | null } | undefined;
+    return row?.tokens ?? null;
+  }
+
+  /** Records a document's token count as counted by `model` (a bundle folder). */
+  setDocumentTokens(id: string, tokens: number, model: string): void {
+    this.db.prepare(`UPDATE documents SET tokens = ?, tokens_model = ? WHERE id = ?`).run(tokens, model, id);
+  }
+
+  /**
+   * Links documents to a user message, in order, with how each is fitted into the prompt.
+   * @throws ServiceError NOT_FOUND for an unknown document.
+   */
+  attachDocuments(messageId: string, documents: readonly { id: string; fit: DocumentFit }[]): void {
+    const put = this.db.prepare(`INSERT INTO attachments (message_id, document_id, position, fit) VALUES (?, ?, ?, ?)`);
+    this.db.transaction(() => {
+      documents.forEach((d, i) => {
+        this.getDocument(d.id);
+        put.run(messageId, d.id, i, d.fit);
+      });
+    })();
+  }
+
+  /** The documents a message carries, with their text, in order. */
+  attachmentsOf(messageId: string): Attachment[] {
+    const rows = this.db
+      .prepare(`SELECT d.*, a.fit AS fit FROM attachments a JOIN documents d ON d.id = a.document_id WHERE a.message_id = ? ORDER BY a.position`)
+      .all(messageId) as (DocumentRow & { fit: DocumentFit })[];
+    return rows.map((r) => ({ document: toStoredDocument(r), fit: r.fit }));
+  }
+
+  /** Number of stored documents (drafts included). */
+  countDocuments(): number {
+    return (this.db.prepare(`SELECT COUNT(*) AS n FROM documents`).get() as { n: number }).n;
+  }
+
+  /** Removes documents no message carries (drafts of a composer that was never sent). @returns how many. */
+  releaseDraftDocuments(): number {
+    return this.db.prepare(`DELETE FROM documents WHERE id NOT IN (SELECT document_id FROM attachments)`).run().changes;
   }
 
   /**
@@ -358,8 +503,17 @@ function toSummary(r: ConversationRow): ConversationSummary {
   return { id: r.id, title: r.title, createdAt: r.created_at, updatedAt: r.updated_at };
 }
 
-function toMessage(r: MessageRow): Message {
+function toDocumentInfo(r: Pick<DocumentRow, 'id' | 'hash' | 'name' | 'kind' | 'size' | 'tokens' | 'tokens_model'>): DocumentInfo {
+  return { id: r.id, name: r.name, kind: r.kind, size: r.size, hash: r.hash, tokens: r.tokens, fit: 'whole' };
+}
+
+function toStoredDocument(r: DocumentRow): StoredDocument {
+  return { ...toDocumentInfo(r), text: r.text, parts: JSON.parse(r.parts) as DocumentPart[] };
+}
+
+function toMessage(r: MessageRow, documents: DocumentInfo[] = []): Message {
   return {
+    documents,
     id: r.id,
     conversationId: r.conversation_id,
     role: r.role,

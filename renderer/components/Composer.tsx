@@ -1,10 +1,12 @@
 /**
  * The composer: a textbox named "Message" (Enter sends, Shift+Enter adds a line), Send — or Stop
- * while an answer is generated — and the context meter. When the budget says the next message
+ * while an answer is generated (Escape too; focus stays in the textbox) — and the context meter. When the budget says the next message
  * will not fit, the reason is shown and Send refuses without calling the services.
  */
 import { useEffect, useRef, type KeyboardEvent } from 'react';
-import { useBudget, useChat, useStores } from '../hooks.ts';
+import { useBudget, useChat, useStores, useUi } from '../hooks.ts';
+import { ariaKeysOf, withKeys } from '../lib/shortcuts.ts';
+import { IS_MAC } from '../window-effects.ts';
 import { refusalReason } from '../lib/meter.ts';
 import { isGenerating } from '../stores/chat.ts';
 import { ContextMeter } from './ContextMeter.tsx';
@@ -19,10 +21,24 @@ export function Composer() {
   const liveReason = useBudget((s) => (s.budget && s.budget.conversationId === conversationId ? refusalReason(s.budget) : null));
   const area = useRef<HTMLTextAreaElement>(null);
 
-  // Focus the composer when a conversation opens.
+  const focusWanted = useUi((s) => s.focusRequest === 'composer');
+
+  // Focus the composer when a conversation opens, and when asked (after Stop, New chat).
   useEffect(() => {
     area.current?.focus();
   }, [conversationId]);
+  useEffect(() => {
+    if (!focusWanted) return;
+    area.current?.focus();
+    stores.ui.getState().focusDone();
+  }, [focusWanted, stores]);
+
+  const stop = () => {
+    // Focus moves first: the Stop button is replaced by Send when the answer ends, and focus
+    // on a removed button falls to the page body.
+    area.current?.focus();
+    void stores.chat.getState().stop();
+  };
 
   const send = () => {
     if (generating) return;
@@ -55,7 +71,13 @@ export function Composer() {
             <kbd>Enter</kbd> to send · <kbd>Shift</kbd>+<kbd>Enter</kbd> for a new line
           </span>
           {generating ? (
-            <button type="button" className="btn btn-stop" onClick={() => void stores.chat.getState().stop()}>
+            <button
+              type="button"
+              className="btn btn-stop"
+              title={withKeys('Stop the answer', 'stop', IS_MAC)}
+              aria-keyshortcuts={ariaKeysOf('stop', IS_MAC)}
+              onClick={stop}
+            >
               <StopIcon size={14} />
               <span>Stop</span>
             </button>

@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import type { Message } from '../../main/contract/types.ts';
 import type { EngineHost } from '../../main/engine-host/host.ts';
 import { BudgetService } from '../../main/services/budget.ts';
+import { DocumentService } from '../../main/services/documents.ts';
 import type { ModelService } from '../../main/services/model-service.ts';
 import type { SettingsService } from '../../main/services/settings.ts';
 import type { ConversationStore } from '../../main/services/store.ts';
@@ -37,7 +38,7 @@ test('overlapping budget computations of one conversation tokenize its history o
   const store = { getConversation: () => ({ messages: [message('user', 'hello'), message('assistant', ' world')] }) } as unknown as ConversationStore;
   const settings = { get: () => ({ systemPrompt: '', maxContext: 512, maxTokens: 128 }) } as unknown as SettingsService;
   const models = { ready: async () => undefined, assertLoaded: () => undefined } as unknown as ModelService;
-  const budget = new BudgetService(host, store, settings, models);
+  const budget = new BudgetService(host, store, settings, models, new DocumentService(host, store));
 
   const [a, b] = await Promise.all([budget.compute('c', ''), budget.compute('c', '')]);
   assert.equal(a.history, 11);

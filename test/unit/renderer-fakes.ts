@@ -100,6 +100,7 @@ export class FakeApi {
       conversationId,
       maxContext: this.settings.maxContext,
       system,
+      documents: 0,
       history,
       draft: draft.length,
       reserve: this.settings.maxTokens,
@@ -132,6 +133,12 @@ export class FakeApi {
     deleteConversation: ({ id }) => {
       this.conversations.delete(id);
       return null;
+    },
+    attachDocument: ({ name }) => {
+      throw new ApiError('DOCUMENT_UNSUPPORTED', `${name}: the fake API stores no documents`);
+    },
+    openDocument: ({ id }) => {
+      throw new ApiError('NOT_FOUND', `no document ${id}`);
     },
     sendMessage: ({ conversationId, content }) => {
       const c = this.conversations.get(conversationId)!;

@@ -20,7 +20,7 @@ const freshDir = () => path.join(root, `db${n++}`);
 test('a fresh database is migrated, in WAL mode, and re-opening it keeps the data and the schema', () => {
   const dir = freshDir();
   const a = new ConversationStore(dir);
-  assert.equal(a.schemaVersion, 1);
+  assert.equal(a.schemaVersion, 2);
   assert.equal(a.journalMode, 'wal');
   const c = a.createConversation('kept');
   a.appendMessage(c.id, { role: 'user', content: 'hello', status: 'complete' });
@@ -28,14 +28,14 @@ test('a fresh database is migrated, in WAL mode, and re-opening it keeps the dat
   a.close(); // idempotent
 
   const b = new ConversationStore(dir);
-  assert.equal(b.schemaVersion, 1);
+  assert.equal(b.schemaVersion, 2);
   assert.equal(b.getConversation(c.id).messages[0].content, 'hello');
   b.close();
 
   const raw = new Database(path.join(dir, DB_FILE), { readonly: true });
   assert.equal(raw.pragma('journal_mode', { simple: true }), 'wal', 'WAL is a property of the file');
   const tables = (raw.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`).all() as { name: string }[]).map((r) => r.name);
-  assert.deepEqual(tables, ['conversations', 'messages', 'settings']);
+  assert.deepEqual(tables, ['attachments', 'conversations', 'documents', 'messages', 'settings']);
   raw.close();
 });
 
@@ -192,4 +192,32 @@ test('settings round-trip as JSON; undefined deletes a key; unparseable rows are
   } finally {
     t.close();
   }
+});
+
+test('documents: stored once per content, released with the last message that carries them, drafts cleared', () => {
+  const s = new ConversationStore(freshDir());
+  const doc = (hash: string, text: string) => ({ name: `${hash}.txt`, kind: 'text' as const, size: text.length, hash, text, parts: [] });
+  const a = s.putDocument(doc('aa', 'alpha'));
+  assert.equal(s.putDocument({ ...doc('aa', 'alpha'), name: 'renamed.txt' }).id, a.id, 'same content, same document');
+  const b = s.putDocument(doc('bb', 'beta'));
+  s.putDocument(doc('cc', 'never sent'));
+  assert.equal(s.countDocuments(), 3);
+
+  const c1 = s.createConversation('one');
+  const c2 = s.createConversation('two');
+  const m1 = s.appendMessage(c1.id, { role: 'user', content: 'q1', status: 'complete' });
+  const m2 = s.appendMessage(c2.id, { role: 'user', content: 'q2', status: 'complete' });
+  s.attachDocuments(m1.id, [{ id: a.id, fit: 'whole' }, { id: b.id, fit: 'relevant' }]);
+  s.attachDocuments(m2.id, [{ id: a.id, fit: 'whole' }]);
+  assert.deepEqual(s.getConversation(c1.id).messages[0].documents?.map((d) => [d.name, d.fit]), [['aa.txt', 'whole'], ['bb.txt', 'relevant']]);
+  assert.deepEqual(s.attachmentsOf(m1.id).map((x) => x.document.text), ['alpha', 'beta']);
+  assert.equal(s.releaseDraftDocuments(), 1, 'the document no message carries');
+
+  s.deleteConversation(c1.id);
+  assert.equal(s.countDocuments(), 1, 'beta went with its conversation; alpha is still carried by the other');
+  assert.equal(s.getDocument(a.id).text, 'alpha');
+  s.deleteMessage(m2.id);
+  assert.equal(s.countDocuments(), 0);
+  assert.throws(() => s.attachDocuments(m1.id, [{ id: 'nope', fit: 'whole' }]), /no document with id nope/);
+  s.close();
 });

@@ -1,0 +1,88 @@
+/**
+ * `npm run chat -- --attach FILE … "question"`: the terminal chat's documents. The same
+ * extraction, delimiters and fitting as the app (main/documents/), without the store.
+ *
+ * `readAttachments(paths)` reads and extracts each file (a DocumentError naming the file for an
+ * unreadable, unsupported, encrypted, corrupt, empty or oversized one). `documentPrompt` puts
+ * them in the user turn before the question and fits them into `room` (max context − max
+ * tokens): whole, or with `--fit relevant` the best chunks when whole does not fit; without it a
+ * prompt that does not fit is a `DocumentsDoNotFitError` with both numbers. Each document's
+ * tokens are as counted in the prompt: the prompt's count with it minus the count without it.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { ChatMessage } from '../engine/generate/types.ts';
+import { ChunkCache, fitDocuments, type AttachedText, type TokenCounter } from '../documents/assemble.ts';
+import { DocumentError } from '../documents/errors.ts';
+import { extractDocumentOffThread } from '../documents/extract-off-thread.ts';
+import type { ExtractedDocument } from '../documents/extract.ts';
+import { documentBlock, userTurnText } from '../documents/prompt.ts';
+
+/** The documents do not fit the max context and `--fit relevant` was not given (exit 2). */
+export class DocumentsDoNotFitError extends Error {}
+
+/** Extracts every file, in order. @throws DocumentError naming the first file that fails. */
+export async function readAttachments(paths: readonly string[]): Promise<ExtractedDocument[]> {
+  const out: ExtractedDocument[] = [];
+  for (const p of paths) {
+    const name = path.basename(p);
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(p);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      throw new DocumentError('DOCUMENT_UNREADABLE', p, code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a folder, not a file' : `cannot be read (${code ?? String(e)})`);
+    }
+    try {
+      out.push(await extractDocumentOffThread(name, bytes));
+    } catch (e) {
+      // Name the file as the user wrote it.
+      if (e instanceof DocumentError && p !== name) throw new DocumentError(e.code, p, e.message.slice(name.length + 2));
+      throw e;
+    }
+  }
+  return out;
+}
+
+export interface DocumentPrompt {
+  messages: ChatMessage[];
+  documents: { name: string; tokens: number }[];
+  /** Parts used when cut to the relevant chunks, else null. */
+  documentParts: string[] | null;
+}
+
+/**
+ * The prompt with `docs` in the user turn, fitted to `room` tokens.
+ * @throws DocumentsDoNotFitError (without `relevant`, or when even the relevant parts cannot fit).
+ */
+export async function documentPrompt(
+  counter: TokenCounter,
+  system: ChatMessage[],
+  question: string,
+  docs: readonly ExtractedDocument[],
+  opts: { relevant: boolean; room: number; maxContext: number; reserve: number },
+): Promise<DocumentPrompt> {
+  const attachments: AttachedText[] = docs.map((d) => ({ key: d.hash, name: d.name, text: d.text, parts: d.parts, fit: opts.relevant ? 'relevant' : 'whole' }));
+  const render = (body: (a: AttachedText) => string, only = attachments): ChatMessage[] => [
+    ...system,
+    { role: 'user', content: userTurnText(question, only.map((a) => documentBlock(a.name, body(a)))) },
+  ];
+  const fitted = await fitDocuments({ counter, render: (body) => render(body), attachments, question, room: opts.room, cache: new ChunkCache() });
+  const total = await counter.countTokens({ messages: fitted.messages });
+  if (total > opts.room) {
+    const hint = opts.relevant ? 'even the relevant parts do not fit beside the question' : 'use --fit relevant, raise --max-context or lower --max-tokens';
+    throw new DocumentsDoNotFitError(
+      `the documents do not fit: the prompt needs ${total} tokens plus ${opts.reserve} reserved for the answer (--max-tokens), ${total + opts.reserve} > max context ${opts.maxContext}; ${hint}`,
+    );
+  }
+  // Tokens per document as counted in the prompt: the count with the first k minus the first k − 1.
+  const counts = [await counter.countTokens({ messages: render(() => '', []) })];
+  for (let k = 1; k <= attachments.length; k++) {
+    counts.push(await counter.countTokens({ messages: render((a) => fitted.bodies[attachments.indexOf(a)], attachments.slice(0, k)) }));
+  }
+  return {
+    messages: fitted.messages,
+    documents: attachments.map((a, i) => ({ name: a.name, tokens: counts[i + 1] - counts[i] })),
+    documentParts: fitted.documentParts,
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * Fitting documents into a prompt: the whole text while it fits, else (for documents attached
+ * with fit 'relevant') the chunks that rank best against the question.
+ *
+ * Contract: `fitDocuments({ counter, render, attachments, question, room })` → the prompt
+ * messages and, when some document was cut, the parts used ("rope.pdf: page 3, chunk 5").
+ *   1. Whole: every document as its full text; if the rendered prompt's token count ≤ `room`,
+ *      or no document may be cut, that is the prompt (the caller's budget says if it fits).
+ *   2. Relevant: count the prompt with the 'relevant' documents empty; the rest of `room` is
+ *      shared between them in proportion to their size; each takes its best BM25 chunks (in
+ *      document order) within its share; the prompt is recounted with the real template and the
+ *      shares shrunk by the overshoot until it fits (at most FIT_ROUNDS counts).
+ * The caller renders (its chat template, its history rules); this module only decides bodies.
+ */
+import type { ChatMessage } from '../engine/generate/types.ts';
+import { chunkDocument, type Chunk } from './chunk.ts';
+import type { DocumentPart } from './extract.ts';
+import { chunkLabel, chunksBody } from './prompt.ts';
+import { rankChunks, selectChunks } from './rank.ts';
+
+/** The engine's token counts (EngineHost has these). */
+export interface TokenCounter {
+  /** Tokens of a prompt as the model is fed it (template, BOS). */
+  countTokens(request: { messages: ChatMessage[] }): Promise<number>;
+  /** Tokens of plain texts, without BOS or template. */
+  countEach(texts: string[]): Promise<number[]>;
+}
+
+/** A document as the prompt uses it. `key` identifies its text for the chunk cache (id + model). */
+export interface AttachedText {
+  key: string;
+  name: string;
+  text: string;
+  parts: readonly DocumentPart[];
+  fit: 'whole' | 'relevant';
+}
+
+export interface FitResult {
+  messages: ChatMessage[];
+  /** The body each attachment got, in the order given. */
+  bodies: string[];
+  /** Parts used when some document was cut to its relevant chunks; null when all are whole. */
+  documentParts: string[] | null;
+}
+
+/** Recounts allowed while shrinking the relevant parts to fit. */
+const FIT_ROUNDS = 4;
+
+/**
+ * Chunk size for "use the relevant parts", tokens: an eighth of the room, as a power of two in
+ * [32, 256], so even a small max context holds several chunks (and only a few sizes are
+ * cached); the overlap is an eighth of a chunk.
+ */
+export function chunkTokensFor(room: number): number {
+  const target = Math.max(32, Math.min(256, Math.floor(room / 8)));
+  return 2 ** Math.floor(Math.log2(target));
+}
+
+/** Chunks of documents by key and chunk size, for the last few documents. */
+export class ChunkCache {
+  private readonly entries = new Map<string, Promise<Chunk[]>>();
+  constructor(private readonly capacity = 8) {}
+
+  /** `d`'s chunks of `size` tokens (counted by `counter`), computed once per key and size. */
+  get(d: AttachedText, size: number, counter: TokenCounter): Promise<Chunk[]> {
+    const key = `${d.key}\u0000${size}`;
+    let hit = this.entries.get(key);
+    if (!hit) {
+      hit = chunkDocument(d.text, d.parts, (texts) => counter.countEach(texts), { chunkTokens: size, overlapTokens: size / 8 });
+      this.entries.set(key, hit);
+      hit.catch(() => this.entries.delete(key));
+      if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
+    }
+    return hit;
+  }
+}
+
+/** See the file comment. `render(body)` renders the whole prompt with each document's body. */
+export async function fitDocuments(opts: {
+  counter: TokenCounter;
+  render: (body: (a: AttachedText) => string) => ChatMessage[];
+  attachments: readonly AttachedText[];
+  question: string;
+  room: number;
+  cache: ChunkCache;
+}): Promise<FitResult> {
+  const { counter, render, room } = opts;
+  const whole = render((a) => a.text);
+  const relevant = opts.attachments.filter((a) => a.fit === 'relevant');
+  const bodiesOf = (body: (a: AttachedText) => string) => opts.attachments.map(body);
+  if (relevant.length === 0 || (await counter.countTokens({ messages: whole })) <= room) return { messages: whole, bodies: bodiesOf((a) => a.text), documentParts: null };
+
+  const isCut = (a: AttachedText) => relevant.includes(a);
+  const withoutRelevant = await counter.countTokens({ messages: render((a) => (isCut(a) ? '' : a.text)) });
+  const size = chunkTokensFor(room);
+  const chunked = await Promise.all(relevant.map((a) => opts.cache.get(a, size, counter)));
+  const sizes = chunked.map((chunks) => chunks.reduce((n, c) => n + c.tokens, 0));
+  const totalSize = sizes.reduce((n, s) => n + s, 0) || 1;
+  // What a chunk's label and the blank line before it cost, for the selection (the recount is exact).
+  const [separator] = await counter.countEach(['\n\n[page 10, chunk 10]\n']);
+  const rankings = chunked.map((chunks) => rankChunks(chunks, opts.question));
+  let avail = room - withoutRelevant;
+  const empty = (a: AttachedText) => (isCut(a) ? '' : a.text);
+  let best: FitResult = { messages: render(empty), bodies: bodiesOf(empty), documentParts: [] };
+  for (let round = 0; round < FIT_ROUNDS && avail > 0; round++) {
+    const chosen = chunked.map((chunks, i) => selectChunks(chunks, rankings[i], Math.floor((avail * sizes[i]) / totalSize), separator));
+    const body = (a: AttachedText) => (isCut(a) ? chunksBody(chosen[relevant.indexOf(a)]) : a.text);
+    const messages = render(body);
+    const used = await counter.countTokens({ messages });
+    best = { messages, bodies: bodiesOf(body), documentParts: relevant.flatMap((a, i) => chosen[i].map((c) => `${a.name}: ${chunkLabel(c)}`)) };
+    if (used <= room) return best;
+    avail -= used - room + separator;
+  }
+  // Not even the other turns fit: the smallest try; the caller's count shows it does not fit.
+  return best;
+}

@@ -1,0 +1,53 @@
+/**
+ * Extraction off the main thread: a file larger than `OFF_THREAD_BYTES` is extracted in its own
+ * worker thread (extract-worker.ts), so the window and IPC stay responsive while pdf.js or mammoth
+ * parse it, with progress per PDF page; a small file is extracted inline (starting a worker costs
+ * more than parsing it). Same result and same `DocumentError`s as `extractDocument`.
+ */
+import type { Worker } from 'node:worker_threads';
+import { firstLine } from '../services/errors.ts';
+import { workerThread } from '../worker-thread.ts';
+import { DocumentError, type DocumentErrorCode } from './errors.ts';
+import { extractDocument, type ExtractedDocument, type ExtractProgress, MAX_DOCUMENT_BYTES } from './extract.ts';
+
+/**
+ * Files above this many bytes go to a worker (256 KiB: measured here, a 60-page text PDF of that
+ * size takes pdf.js about a quarter of a second, which the window must not wait out frozen).
+ */
+export const OFF_THREAD_BYTES = 256 * 1024;
+
+type WorkerReply =
+  | { type: 'progress'; fraction: number }
+  | { type: 'done'; document: ExtractedDocument }
+  | { type: 'error'; code: DocumentErrorCode; file: string; message: string };
+
+/**
+ * Extracts `bytes` as `extractDocument` does, in a worker when it is large.
+ * @param opts.offThreadBytes threshold override (tests run the worker path on small files).
+ * @throws DocumentError as extractDocument; DOCUMENT_UNREADABLE when the worker itself dies.
+ */
+export async function extractDocumentOffThread(
+  name: string,
+  bytes: Uint8Array,
+  opts: { onProgress?: ExtractProgress; offThreadBytes?: number } = {},
+): Promise<ExtractedDocument> {
+  if (bytes.length <= (opts.offThreadBytes ?? OFF_THREAD_BYTES) || bytes.length > MAX_DOCUMENT_BYTES) return extractDocument(name, bytes, opts.onProgress);
+  const worker = startWorker({ name, bytes });
+  try {
+    return await new Promise<ExtractedDocument>((resolve, reject) => {
+      worker.on('message', (m: WorkerReply) => {
+        if (m.type === 'progress') opts.onProgress?.(m.fraction);
+        else if (m.type === 'done') resolve(m.document);
+        else reject(new DocumentError(m.code, m.file, m.message.slice(m.file.length + 2)));
+      });
+      worker.on('error', (e) => reject(new DocumentError('DOCUMENT_UNREADABLE', name, `extraction failed: ${firstLine(e)}`)));
+      worker.on('exit', (code) => reject(new DocumentError('DOCUMENT_UNREADABLE', name, `extraction stopped (exit code ${code})`)));
+    });
+  } finally {
+    void worker.terminate();
+  }
+}
+
+function startWorker(workerData: { name: string; bytes: Uint8Array }): Worker {
+  return workerThread(new URL(`./extract-worker.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url), { workerData });
+}

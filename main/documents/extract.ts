@@ -1,0 +1,217 @@
+/**
+ * Text extraction from an attached file's bytes, in the main process (never in the renderer).
+ *
+ * Contract: `extractDocument(name, bytes)` → `ExtractedDocument` (the text, its parts — PDF pages
+ * or Markdown sections with their character offsets — and the file's SHA-256), or a
+ * `DocumentError` naming the file: DOCUMENT_TOO_LARGE (over `MAX_DOCUMENT_BYTES`, stated in the
+ * message), DOCUMENT_UNSUPPORTED (not text and not a known format), DOCUMENT_ENCRYPTED (a
+ * password-protected PDF or .docx), DOCUMENT_CORRUPT (a PDF or .docx that does not parse),
+ * DOCUMENT_NO_TEXT (nothing but whitespace, e.g. a scanned PDF without a text layer).
+ *
+ * Formats: PDF through unpdf (Mozilla's pdf.js, serverless build), .docx through mammoth's raw
+ * text, HTML through htmlparser2 (text content; script, style and template contents dropped),
+ * and anything else that is valid UTF-8 without NUL bytes as plain text (.txt, .md, source code).
+ * Pure: no I/O but the parsers'; `extract-off-thread.ts` runs it in a worker for large files.
+ */
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import { Parser } from 'htmlparser2';
+import { MAX_DOCUMENT_BYTES } from '../contract/channels.ts';
+import { firstLine } from '../services/errors.ts';
+import { DocumentError } from './errors.ts';
+
+export { MAX_DOCUMENT_BYTES };
+
+export type DocumentKind = 'text' | 'markdown' | 'code' | 'pdf' | 'docx' | 'html';
+
+/** A labelled stretch of the text: a PDF page or a Markdown section, from `start` (UTF-16 offset) to the next part. */
+export interface DocumentPart {
+  label: string;
+  start: number;
+}
+
+export interface ExtractedDocument {
+  name: string;
+  kind: DocumentKind;
+  /** Size of the file, bytes. */
+  size: number;
+  /** SHA-256 of the file's bytes, lowercase hex: the same file attached twice is stored once. */
+  hash: string;
+  text: string;
+  /** In order of `start`; empty for plain text and code. */
+  parts: DocumentPart[];
+}
+
+/** Called with the fraction done (0…1) while a long file is extracted (per PDF page). */
+export type ExtractProgress = (fraction: number) => void;
+
+const CODE_EXTENSIONS = new Set(
+  'ts tsx js jsx mjs cjs py rb go rs java kt swift c h cc cpp hpp cs php sh bash zsh ps1 sql css scss less json yaml yml toml ini cfg xml lua r m scala hs ex exs erl clj dart vue svelte'.split(' '),
+);
+
+/** The kind of a file from its extension; null for an unknown one (read as text if it is UTF-8). */
+export function documentKind(name: string): DocumentKind | null {
+  const ext = path.extname(name).slice(1).toLowerCase();
+  if (ext === 'pdf') return 'pdf';
+  if (ext === 'docx') return 'docx';
+  if (ext === 'html' || ext === 'htm' || ext === 'xhtml') return 'html';
+  if (ext === 'md' || ext === 'markdown') return 'markdown';
+  if (CODE_EXTENSIONS.has(ext)) return 'code';
+  return null;
+}
+
+/**
+ * Extracts the text of a file.
+ * @param name the file's name as the user sees it (its extension picks the format).
+ * @param bytes the whole file.
+ * @throws DocumentError (see the file comment); never a parser's own error.
+ */
+export async function extractDocument(name: string, bytes: Uint8Array, onProgress?: ExtractProgress): Promise<ExtractedDocument> {
+  if (bytes.length > MAX_DOCUMENT_BYTES) {
+    throw new DocumentError('DOCUMENT_TOO_LARGE', name, `the file is ${mib(bytes.length)}, over the ${mib(MAX_DOCUMENT_BYTES)} limit for attachments`);
+  }
+  const hash = createHash('sha256').update(bytes).digest('hex');
+  const kind = documentKind(name) ?? 'text';
+  let text: string;
+  let parts: DocumentPart[] = [];
+  if (kind === 'pdf') ({ text, parts } = await pdfText(name, bytes, onProgress));
+  else if (kind === 'docx') text = await docxText(name, bytes);
+  else if (kind === 'html') text = htmlText(utf8(name, bytes, 'HTML'));
+  else {
+    text = utf8(name, bytes, null);
+    if (kind === 'markdown') parts = markdownSections(text);
+  }
+  if (text.trim().length === 0) {
+    throw new DocumentError('DOCUMENT_NO_TEXT', name, kind === 'pdf' ? 'no text found: a scanned PDF? (it has no text layer)' : 'no text found: the file is empty');
+  }
+  onProgress?.(1);
+  return { name, kind, size: bytes.length, hash, text, parts };
+}
+
+function mib(bytes: number): string {
+  return `${(bytes / (1024 * 1024)).toFixed(bytes % (1024 * 1024) === 0 ? 0 : 1)} MiB`;
+}
+
+/** Strict UTF-8 (a BOM dropped); NUL bytes mean a binary file. */
+function utf8(name: string, bytes: Uint8Array, format: string | null): string {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);
+  } catch {
+    text = '\u0000';
+  }
+  if (text.includes('\u0000')) {
+    const ext = path.extname(name) || '(no extension)';
+    throw new DocumentError(
+      'DOCUMENT_UNSUPPORTED',
+      name,
+      format ? `not a readable ${format} file (not UTF-8 text)` : `unsupported type ${ext}: attach text, Markdown, source code, PDF, .docx or HTML`,
+    );
+  }
+  return text.replace(/\r\n?/g, '\n');
+}
+
+async function pdfText(name: string, bytes: Uint8Array, onProgress?: ExtractProgress): Promise<{ text: string; parts: DocumentPart[] }> {
+  const { getDocumentProxy } = await import('unpdf');
+  let pdf: Awaited<ReturnType<typeof getDocumentProxy>>;
+  try {
+    // A copy: pdf.js transfers (detaches) the buffer it is given.
+    pdf = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
+  } catch (e) {
+    const kind = (e as { name?: string }).name;
+    if (kind === 'PasswordException') throw new DocumentError('DOCUMENT_ENCRYPTED', name, 'the PDF is encrypted (password-protected); remove the password and attach it again');
+    throw new DocumentError('DOCUMENT_CORRUPT', name, `not a valid PDF (corrupt or truncated): ${firstLine(e)}`);
+  }
+  try {
+    const pages: string[] = [];
+    const parts: DocumentPart[] = [];
+    let at = 0;
+    for (let i = 1; i <= pdf.numPages; i++) {
+      const content = await (await pdf.getPage(i)).getTextContent();
+      let page = '';
+      for (const item of content.items) {
+        if (!('str' in item)) continue;
+        page += item.str + (item.hasEOL ? '\n' : '');
+      }
+      page = page.trim();
+      if (page.length > 0) {
+        parts.push({ label: `page ${i}`, start: at });
+        pages.push(page);
+        at += page.length + 2;
+      }
+      onProgress?.(i / pdf.numPages);
+    }
+    return { text: pages.join('\n\n'), parts };
+  } catch (e) {
+    throw new DocumentError('DOCUMENT_CORRUPT', name, `the PDF could not be read (corrupt?): ${firstLine(e)}`);
+  } finally {
+    await pdf.loadingTask.destroy();
+  }
+}
+
+async function docxText(name: string, bytes: Uint8Array): Promise<string> {
+  // An OLE compound file (D0 CF 11 E0): what Word writes for a password-protected .docx.
+  if (bytes[0] === 0xd0 && bytes[1] === 0xcf && bytes[2] === 0x11 && bytes[3] === 0xe0) {
+    throw new DocumentError('DOCUMENT_ENCRYPTED', name, 'the .docx is encrypted (password-protected) or in the old .doc format; save it as a plain .docx or PDF');
+  }
+  const mammoth = (await import('mammoth')).default;
+  try {
+    const r = await mammoth.extractRawText({ buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
+    return r.value;
+  } catch (e) {
+    throw new DocumentError('DOCUMENT_CORRUPT', name, `not a valid .docx (corrupt or truncated): ${firstLine(e)}`);
+  }
+}
+
+/** Elements whose content is never text a reader sees. */
+const SKIPPED = new Set(['script', 'style', 'noscript', 'template', 'svg', 'head']);
+/** Elements that end a line of text. */
+const BLOCKS = new Set(['p', 'div', 'br', 'li', 'ul', 'ol', 'tr', 'table', 'section', 'article', 'header', 'footer', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'pre', 'blockquote', 'title', 'hr', 'dd', 'dt']);
+
+/** Block elements without content: one line break, at the opening tag. */
+const VOID_BLOCKS = new Set(['br', 'hr']);
+
+/** The visible text of an HTML page (entities decoded, scripts and styles dropped), blocks on their own lines. */
+export function htmlText(html: string): string {
+  let out = '';
+  let skip = 0;
+  const parser = new Parser(
+    {
+      onopentagname(tag) {
+        if (SKIPPED.has(tag)) skip++;
+        else if (BLOCKS.has(tag)) out += '\n';
+      },
+      onclosetag(tag) {
+        if (SKIPPED.has(tag)) skip = Math.max(0, skip - 1);
+        else if (BLOCKS.has(tag) && !VOID_BLOCKS.has(tag)) out += '\n';
+      },
+      ontext(t) {
+        if (skip === 0) out += t.replace(/[ \t\r\n\f]+/g, ' ');
+      },
+    },
+    { decodeEntities: true, lowerCaseTags: true },
+  );
+  parser.write(html);
+  parser.end();
+  return out
+    .split('\n')
+    .map((l) => l.trim())
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
+}
+
+/** Markdown sections: one part per ATX heading (`# …` to `###### …`) outside fenced code. */
+export function markdownSections(text: string): DocumentPart[] {
+  const parts: DocumentPart[] = [];
+  let at = 0;
+  let fenced = false;
+  for (const line of text.split('\n')) {
+    if (/^\s*(```|~~~)/.test(line)) fenced = !fenced;
+    const m = fenced ? null : /^ {0,3}#{1,6}\s+(.+?)\s*#*\s*$/.exec(line);
+    if (m) parts.push({ label: `§ ${m[1]}`, start: at });
+    at += line.length + 1;
+  }
+  return parts;
+}
+

@@ -1,0 +1,90 @@
+/**
+ * Document fixtures the tests write themselves (nothing downloaded, nothing committed but this
+ * code): PDFs built object by object (with a text layer, without one, "encrypted" with a
+ * password nobody knows), a .docx zipped with jszip (mammoth's own zip library), and a corrupt
+ * file. The PDF writer computes a correct cross-reference table, so readers take the fast path.
+ */
+import JSZip from 'jszip';
+
+/** Escapes a string for a PDF literal string `( … )`. */
+function pdfString(s: string): string {
+  return `(${s.replace(/[\\()]/g, (c) => `\\${c}`)})`;
+}
+
+/**
+ * A PDF of Letter-sized pages. Each page is a list of lines drawn in Helvetica 12 pt; a page
+ * given as `null` has no text at all, only a filled rectangle (what a scan looks like to a text
+ * extractor). With `encrypted`, the trailer carries a standard security handler (R2) whose user
+ * password is not empty, so a reader must refuse it without a password.
+ */
+export function buildPdf(pages: (readonly string[] | null)[], opts: { encrypted?: boolean } = {}): Buffer {
+  const objects: string[] = [];
+  const fontId = 3;
+  const pageIds: number[] = [];
+  // 1: catalog, 2: pages, 3: font, then per page: page object + content stream.
+  objects[1] = `<< /Type /Catalog /Pages 2 0 R >>`;
+  objects[fontId] = `<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>`;
+  let next = 4;
+  for (const lines of pages) {
+    const pageId = next++;
+    const contentId = next++;
+    pageIds.push(pageId);
+    const ops =
+      lines === null
+        ? `0.5 g 72 72 400 600 re f`
+        : `BT /F1 12 Tf 14 TL 72 740 Td ${lines.map((l) => `${pdfString(l)} '`).join(' ')} ET`;
+    objects[pageId] = `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${contentId} 0 R /Resources << /Font << /F1 ${fontId} 0 R >> >> >>`;
+    objects[contentId] = `<< /Length ${Buffer.byteLength(ops, 'latin1')} >>\nstream\n${ops}\nendstream`;
+  }
+  objects[2] = `<< /Type /Pages /Kids [${pageIds.map((id) => `${id} 0 R`).join(' ')}] /Count ${pageIds.length} >>`;
+  let encryptRef = '';
+  if (opts.encrypted) {
+    const id = next++;
+    const hex32 = (seed: number) => Array.from({ length: 32 }, (_, i) => ((i * 37 + seed) & 0xff).toString(16).padStart(2, '0')).join('');
+    objects[id] = `<< /Filter /Standard /V 1 /R 2 /Length 40 /O <${hex32(11)}> /U <${hex32(97)}> /P -44 >>`;
+    encryptRef = ` /Encrypt ${id} 0 R /ID [<00112233445566778899aabbccddeeff> <00112233445566778899aabbccddeeff>]`;
+  }
+  let out = '%PDF-1.4\n';
+  const offsets: number[] = [];
+  for (let i = 1; i < objects.length; i++) {
+    offsets[i] = Buffer.byteLength(out, 'latin1');
+    out += `${i} 0 obj\n${objects[i]}\nendobj\n`;
+  }
+  const xrefAt = Buffer.byteLength(out, 'latin1');
+  out += `xref\n0 ${objects.length}\n0000000000 65535 f \n`;
+  for (let i = 1; i < objects.length; i++) out += `${String(offsets[i]).padStart(10, '0')} 00000 n \n`;
+  out += `trailer\n<< /Size ${objects.length} /Root 1 0 R${encryptRef} >>\nstartxref\n${xrefAt}\n%%EOF\n`;
+  return Buffer.from(out, 'latin1');
+}
+
+function xmlEscape(s: string): string {
+  return s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+}
+
+/** A minimal .docx (WordprocessingML) with one paragraph per entry. */
+export async function buildDocx(paragraphs: readonly string[]): Promise<Buffer> {
+  const zip = new JSZip();
+  zip.file(
+    '[Content_Types].xml',
+    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">
+<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>
+<Default Extension="xml" ContentType="application/xml"/>
+<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/>
+</Types>`,
+  );
+  zip.file(
+    '_rels/.rels',
+    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">
+<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/>
+</Relationships>`,
+  );
+  const body = paragraphs.map((p) => `<w:p><w:r><w:t xml:space="preserve">${xmlEscape(p)}</w:t></w:r></w:p>`).join('');
+  zip.file(
+    'word/document.xml',
+    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${body}</w:body></w:document>`,
+  );
+  return zip.generateAsync({ type: 'nodebuffer' });
+}

@@ -1,0 +1,56 @@
+/**
+ * `npm run chat -- --attach FILE … "question"` as a subprocess (real extraction, real
+ * stories260K): `--json` lists each document with its tokens as counted in the prompt (checked
+ * against the prompt's own token count), bad documents exit 2 with one line naming the file,
+ * a document that does not fit exits 2 with both numbers, and `--fit relevant` answers from the
+ * part the question is about.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { assertOneLineError, freshCacheDir, parseJsonRun, runChat, type ChatJson } from '../helpers/cli-run.ts';
+import { buildPdf } from '../helpers/documents.ts';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-cli-docs-'));
+const file = (name: string, data: string | Buffer) => {
+  const p = path.join(dir, name);
+  writeFileSync(p, data);
+  return p;
+};
+let cache: string;
+before(async () => {
+  cache = await freshCacheDir();
+});
+after(() => {
+  rmSync(dir, { recursive: true, force: true });
+  rmSync(cache, { recursive: true, force: true });
+});
+
+type DocJson = ChatJson & { documents: { name: string; tokens: number }[]; documentParts?: string[] };
+
+test('--attach: documents in the prompt with their token counts, errors naming the file, not fitting, --fit relevant', async () => {
+  const md = file('story.md', 'Lily had a red ball. She played in the park.\n\nTom had a blue kite.\n');
+  const pdf = file('kite.pdf', buildPdf([['The kite was blue.']]));
+  const plain = parseJsonRun(await runChat(['--temperature', '0', '--max-tokens', '8', '--json', 'What did Lily have?'], cache));
+  const r = parseJsonRun(await runChat(['--temperature', '0', '--max-tokens', '8', '--json', '--attach', md, '--attach', pdf, 'What did Lily have?'], cache)) as DocJson;
+  assert.deepEqual(r.documents.map((d) => d.name), ['story.md', 'kite.pdf']);
+  assert.ok(r.documents.every((d) => d.tokens > 10), JSON.stringify(r.documents));
+  // Every prompt token is the question's or a document's (with its delimiters).
+  assert.equal(r.promptTokens.length, plain.promptTokens.length + r.documents[0].tokens + r.documents[1].tokens);
+  assert.equal(r.documentParts, undefined);
+
+  const scan = file('scan.pdf', buildPdf([null]));
+  assertOneLineError(await runChat(['--attach', scan, 'q'], cache), 2, /scan\.pdf: no text found: a scanned PDF\?/);
+  assertOneLineError(await runChat(['--attach', path.join(dir, 'missing.txt'), 'q'], cache), 2, /missing\.txt: no such file/);
+  assertOneLineError(await runChat(['--fit', 'most', '--attach', md, 'q'], cache), 2, /--fit must be relevant, got "most"/);
+
+  const big = file('big.md', Array.from({ length: 40 }, (_, i) => `# Part ${i}\n\n${i === 17 ? 'The zebra ran to the river.' : `Lily and Tom played with ball number ${i} in the park.`}`).join('\n\n'));
+  const line = assertOneLineError(await runChat(['--max-tokens', '20', '--attach', big, 'Where did the zebra run?'], cache), 2, /the documents do not fit/);
+  assert.match(line, /needs \d+ tokens plus 20 reserved .* > max context 512; use --fit relevant/);
+  const fit = parseJsonRun(await runChat(['--temperature', '0', '--max-tokens', '20', '--json', '--fit', 'relevant', '--attach', big, 'Where did the zebra run?'], cache)) as DocJson;
+  assert.ok(fit.documentParts!.some((p) => p.startsWith('big.md: § Part 17, chunk ')), fit.documentParts!.join('; '));
+  assert.ok(fit.promptTokens.length + 20 <= 512, `${fit.promptTokens.length} prompt tokens`);
+  assert.ok(fit.documents[0].tokens < 512);
+});

@@ -1,0 +1,129 @@
+/**
+ * Documents through the services, as the window uses them (router calls), with real SQLite and
+ * the real engine (stories260K): attach (extracted, stored once per content, counted), typed
+ * errors naming the file with nothing stored, the budget's documents segment matching the prompt
+ * the engine is then fed, chips on the user message, the text opened again, a follow-up that
+ * reuses the document's KV cache, "use the relevant parts" for a document that does not fit
+ * (BM25 picks the section the question is about), and documents deleted with their conversation.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import type { MethodName, RequestOf, ResponseOf } from '../../main/contract/channels.ts';
+import type { Message } from '../../main/contract/types.ts';
+import { RouterError } from '../../main/router.ts';
+import { startBackend as startServices, type Backend as Services } from '../../main/backend.ts';
+import { buildPdf } from '../helpers/documents.ts';
+import { STORIES_BIN } from '../helpers/paths.ts';
+import { nextEvent } from '../helpers/router-events.ts';
+
+const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-documents-test-'));
+let s: Services;
+
+function call<M extends MethodName>(method: M, payload: RequestOf<M>): Promise<ResponseOf<M>> {
+  return s.router.call(method, payload) as Promise<ResponseOf<M>>;
+}
+const b64 = (data: string | Buffer) => Buffer.from(data).toString('base64');
+
+async function sendAndWait(conversationId: string, content: string, documents: RequestOf<'sendMessage'>['documents'] = []) {
+  const done = nextEvent(s.router, 'answerDone', (d) => d.conversationId === conversationId);
+  const sent = await call('sendMessage', { conversationId, content, documents });
+  return { sent, done: (await done).message as Message };
+}
+
+/** A story in paragraphs, long enough to be a document worth asking about. */
+const STORY = Array.from({ length: 6 }, (_, i) => `Once upon a time, a little girl named Lily had a red ball number ${i}. She played in the park with her friend Tom.`).join('\n\n');
+
+before(async () => {
+  s = await startServices({ dataDir: path.join(root, 'data'), cacheDir: path.join(root, 'cache'), defaultModel: STORIES_BIN });
+  await s.modelLoaded;
+  await call('updateSettings', { maxContext: 512, maxTokens: 16, temperature: 0 });
+});
+after(async () => {
+  await s?.dispose();
+  rmSync(root, { recursive: true, force: true });
+});
+
+test('attach, count, ask, follow up with the document reused, open, delete with the conversation', async () => {
+  const md = await call('attachDocument', { name: 'story.md', data: b64(STORY) });
+  assert.equal(md.kind, 'markdown');
+  assert.ok(md.tokens !== null && md.tokens > 100, `tokens ${md.tokens}`);
+  const pdfBytes = buildPdf([['The ball was red.'], ['Tom had a blue kite.']]);
+  const pdf = await call('attachDocument', { name: 'kite.pdf', data: b64(pdfBytes) });
+  const again = await call('attachDocument', { name: 'kite copy.pdf', data: b64(pdfBytes) });
+  assert.equal(again.id, pdf.id, 'the same file is stored once');
+  assert.equal(s.store.countDocuments(), 2);
+
+  // Errors name the file and store nothing.
+  for (const [name, data, code, re] of [
+    ['scan.pdf', buildPdf([null]), 'DOCUMENT_NO_TEXT', /^scan\.pdf: no text found: a scanned PDF\?/],
+    ['cut.pdf', buildPdf([['x']]).subarray(0, 50), 'DOCUMENT_CORRUPT', /^cut\.pdf: not a valid PDF/],
+    ['tool.exe', Buffer.from([0x4d, 0x5a, 0, 0, 3]), 'DOCUMENT_UNSUPPORTED', /^tool\.exe: unsupported type \.exe/],
+  ] as const) {
+    await assert.rejects(call('attachDocument', { name, data: b64(data) }), (e: unknown) => e instanceof RouterError && e.code === code && re.test(e.message));
+  }
+  assert.equal(s.store.countDocuments(), 2, 'nothing stored by a failed attach');
+
+  const c = await call('createConversation', {});
+  const documents = [
+    { id: md.id, fit: 'whole' as const },
+    { id: pdf.id, fit: 'whole' as const },
+  ];
+  const budget = await call('getBudget', { conversationId: c.id, draft: 'What color was the ball?', documents });
+  assert.ok(budget.documents >= md.tokens! + pdf.tokens!, `documents ${budget.documents} hold both texts (${md.tokens} + ${pdf.tokens})`);
+  // stories260K's 512-token vocabulary spells the two delimiter pairs nearly letter by letter (68 tokens).
+  assert.ok(budget.documents <= md.tokens! + pdf.tokens! + 100, `and little more than their delimiters: ${budget.documents}`);
+  const noDocs = await call('getBudget', { conversationId: c.id, draft: 'What color was the ball?' });
+  assert.equal(budget.draft, noDocs.draft, 'the question alone is the draft');
+  assert.equal(budget.used, noDocs.used + budget.documents);
+
+  const first = await sendAndWait(c.id, 'What color was the ball?', documents);
+  assert.deepEqual(first.sent.userMessage.documents?.map((d) => d.name), ['story.md', 'kite.pdf']);
+  assert.equal(first.done.status, 'complete', first.done.error ?? '');
+  assert.equal(first.done.stats!.promptTokens, budget.used, 'the budget counted exactly the prompt the engine was fed');
+  assert.equal(first.done.stats!.documentParts, undefined, 'whole documents');
+
+  const second = await sendAndWait(c.id, 'And the kite?');
+  assert.ok(second.done.stats!.reusedTokens >= budget.system + budget.documents, `follow-up reused ${second.done.stats!.reusedTokens} tokens`);
+  assert.ok(second.done.stats!.promptTokens - second.done.stats!.reusedTokens < 60, 'and prefilled only the new turn');
+
+  const conv = await call('getConversation', { id: c.id });
+  assert.deepEqual(conv.messages[0].documents?.map((d) => [d.name, d.tokens]), [
+    ['story.md', md.tokens],
+    ['kite.pdf', pdf.tokens],
+  ]);
+  const opened = await call('openDocument', { id: pdf.id });
+  assert.equal(opened.text, 'The ball was red.\n\nTom had a blue kite.');
+  assert.deepEqual(opened.parts.map((p) => p.label), ['page 1', 'page 2']);
+
+  await call('deleteConversation', { id: c.id });
+  assert.equal(s.store.countDocuments(), 0, 'its documents went with it');
+  await assert.rejects(call('openDocument', { id: pdf.id }), (e: unknown) => e instanceof RouterError && e.code === 'NOT_FOUND');
+});
+
+test('a document that does not fit: refused whole, answered from the relevant parts (re-ranked per question)', async () => {
+  const sections = Array.from({ length: 24 }, (_, i) => `# Part ${i}\n\n${i === 17 ? 'The zebra ran to the river and drank cold water.' : `Lily and Tom played with ball number ${i} in the sunny park all day.`} They were happy.`);
+  const big = await call('attachDocument', { name: 'big.md', data: b64(sections.join('\n\n')) });
+  assert.ok(big.tokens! > 512, `the document (${big.tokens} tokens) is longer than the max context`);
+  const c = await call('createConversation', {});
+
+  const whole = await call('getBudget', { conversationId: c.id, draft: 'Where did the zebra run?', documents: [{ id: big.id, fit: 'whole' }] });
+  assert.equal(whole.fits, false);
+  await assert.rejects(
+    call('sendMessage', { conversationId: c.id, content: 'Where did the zebra run?', documents: [{ id: big.id, fit: 'whole' }] }),
+    (e: unknown) => e instanceof RouterError && e.code === 'CONTEXT_FULL' && /the documents \(\d+\)/.test(e.message),
+  );
+
+  const relevant = await call('getBudget', { conversationId: c.id, draft: 'Where did the zebra run?', documents: [{ id: big.id, fit: 'relevant' }] });
+  assert.equal(relevant.fits, true, JSON.stringify(relevant));
+  const { done } = await sendAndWait(c.id, 'Where did the zebra run?', [{ id: big.id, fit: 'relevant' }]);
+  assert.equal(done.status, 'complete', done.error ?? '');
+  const parts = done.stats!.documentParts!;
+  assert.ok(parts.some((p) => p.startsWith('big.md: § Part 17,')), `the zebra's section was used: ${parts.join('; ')}`);
+  assert.ok(done.stats!.promptTokens + 16 <= 512);
+
+  const { done: next } = await sendAndWait(c.id, 'Who played with ball number 3?');
+  assert.ok(next.stats!.documentParts!.some((p) => p.startsWith('big.md: § Part 3,')), `re-ranked for the follow-up: ${next.stats!.documentParts!.join('; ')}`);
+});
