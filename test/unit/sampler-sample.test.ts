@@ -132,6 +132,15 @@ describe('Sampler', () => {
     assert.throws(() => new SamplerScratch(0), /vocabulary size.*0/);
   });
 
+  it('a lent SamplerScratch starts every generation with no drawn tokens (presence/frequency penalties)', () => {
+    const opts = { ...off, temperature: 0, presencePenalty: 2, frequencyPenalty: 1 };
+    const scratch = new SamplerScratch(300);
+    const generation = (s: Sampler) => Array.from({ length: 30 }, (_, step) => s.sample(randomLogits(300, 500 + step), []));
+    const fresh = generation(new Sampler(opts));
+    assert.deepEqual(generation(new Sampler(opts, scratch)), fresh);
+    assert.deepEqual(generation(new Sampler(opts, scratch)), fresh, 'the second generation on the same scratch');
+  });
+
   it('rejects logits with nothing to sample', () => {
     assert.throws(() => new Sampler(off).sample(new Float32Array(0), []), InvalidOptionError);
     assert.throws(() => new Sampler(off).sample(Float32Array.from([NaN, -Infinity]), []), /no usable logits/);
@@ -175,6 +184,31 @@ describe('logits processors against sort-based references', () => {
       while (want < V && mass < p) mass += probs[order[want++]];
       assert.equal(m, want, `seed ${seed}: nucleus size`);
       assert.deepEqual([...ids.subarray(0, m)].sort((a, b) => a - b), order.slice(0, want).sort((a, b) => a - b));
+    }
+  });
+});
+
+describe('presence and frequency penalties (OpenAI semantics)', () => {
+  it('subtract count · frequency + presence from the logits of tokens this sampler generated, not the prompt', () => {
+    // Greedy over fixed logits [3, 2.5, 0]: without penalties always token 0.
+    const logits = Float32Array.from([3, 2.5, 0]);
+    const draw = (opts: Partial<SamplerOptions>, steps: number, prompt: number[] = []) => {
+      const s = new Sampler({ ...greedy, ...opts });
+      return Array.from({ length: steps }, () => s.sample(logits, prompt));
+    };
+    assert.deepEqual(draw({}, 4), [0, 0, 0, 0]);
+    // presence 1: token 0 drops to 2 after its first draw, below token 1 (2.5), which then drops to 1.5.
+    assert.deepEqual(draw({ presencePenalty: 1 }, 4), [0, 1, 0, 0]);
+    // frequency 0.3: token 0 falls 0.3 per draw: 3, 2.7, then 2.4 < 2.5 → token 1; then 2.4 vs 2.2 → 0.
+    assert.deepEqual(draw({ frequencyPenalty: 0.3 }, 4), [0, 0, 1, 0]);
+    // Negative values encourage repeats; the prompt's tokens are not counted.
+    assert.deepEqual(draw({ presencePenalty: -2 }, 3, [1, 1, 1]), [0, 0, 0]);
+    assert.deepEqual(draw({ presencePenalty: 2 }, 3, [0, 0, 0]), [0, 1, 0]);
+  });
+
+  it('are validated in [-2, 2]', () => {
+    for (const bad of [{ presencePenalty: 2.5 }, { frequencyPenalty: -3 }, { frequencyPenalty: NaN }]) {
+      assert.throws(() => new Sampler({ ...off, ...bad }), (e: unknown) => e instanceof InvalidOptionError && /\[-2, 2\]/.test(e.message));
     }
   });
 });

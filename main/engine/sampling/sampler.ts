@@ -1,7 +1,7 @@
 /**
  * The sampler: logits [V] float32 of the last position → one token id. Contract:
  *   - options are validated up front (`validateSamplerOptions`), quoting the bad value;
- *   - repetition penalty, then greedy (temperature 0: argmax, ties → lowest id) or
+ *   - repetition penalty, presence/frequency penalties (over the tokens this sampler drew), then greedy (temperature 0: argmax, ties → lowest id) or
  *     temperature → top-k → top-p → min-p → softmax → one seeded draw (Hugging Face's order);
  *   - the same seed and the same inputs give the same token sequence;
  *   - a step allocates nothing once the scratch buffers (sized V) exist, and a generation none
@@ -15,6 +15,7 @@
 import { randomInt } from 'node:crypto';
 import { EngineError, InvalidOptionError } from '../errors.ts';
 import {
+  applyPresenceFrequencyPenalty,
   applyRepetitionPenalty,
   argmax,
   collectCandidates,
@@ -40,6 +41,10 @@ export interface SamplerOptions {
   minP: number;
   /** CTRL repetition penalty on tokens already seen; 1 = off. Finite, > 0. */
   repetitionPenalty: number;
+  /** OpenAI's presence penalty on tokens generated so far; 0 = off (default). In [−2, 2]. */
+  presencePenalty?: number;
+  /** OpenAI's frequency penalty, per occurrence in the tokens generated so far; 0 = off (default). In [−2, 2]. */
+  frequencyPenalty?: number;
   /** PRNG seed (safe integer); absent = a random one (see `Sampler.seed`). */
   seed?: number;
 }
@@ -56,13 +61,14 @@ function isNumber(v: unknown): v is number {
  * Checks every option and returns a clean copy (no extra fields).
  * @throws InvalidOptionError naming the option and quoting its value when: temperature is not a
  *   finite number ≥ 0; topK is not an integer ≥ 0; topP is not in (0, 1]; minP is not in
- *   [0, 1); repetitionPenalty is not a finite number > 0; seed is present and not a safe integer.
+ *   [0, 1); repetitionPenalty is not a finite number > 0; presencePenalty or frequencyPenalty is
+ *   present and not in [−2, 2]; seed is present and not a safe integer.
  */
 export function validateSamplerOptions(o: SamplerOptions): SamplerOptions {
   if (typeof o !== 'object' || o === null) {
     throw new InvalidOptionError('sampler options', `expected an object, got ${quote(o)}`);
   }
-  const { temperature, topK, topP, minP, repetitionPenalty, seed } = o;
+  const { temperature, topK, topP, minP, repetitionPenalty, presencePenalty, frequencyPenalty, seed } = o;
   if (!isNumber(temperature) || temperature < 0) {
     throw new InvalidOptionError('temperature', `expected a finite number ≥ 0, got ${quote(temperature)}`);
   }
@@ -81,24 +87,33 @@ export function validateSamplerOptions(o: SamplerOptions): SamplerOptions {
       `expected a finite number > 0 (1 = off), got ${quote(repetitionPenalty)}`,
     );
   }
+  for (const [name, v] of [['presencePenalty', presencePenalty], ['frequencyPenalty', frequencyPenalty]] as const) {
+    if (v !== undefined && (!isNumber(v) || v < -2 || v > 2)) throw new InvalidOptionError(name, `expected a number in [-2, 2] (0 = off), got ${quote(v)}`);
+  }
   if (seed !== undefined && !Number.isSafeInteger(seed)) {
     throw new InvalidOptionError('seed', `expected a safe integer, got ${quote(seed)}`);
   }
   const clean: SamplerOptions = { temperature, topK, topP, minP, repetitionPenalty };
+  if (presencePenalty) clean.presencePenalty = presencePenalty;
+  if (frequencyPenalty) clean.frequencyPenalty = frequencyPenalty;
   if (seed !== undefined) clean.seed = seed;
   return clean;
 }
 
 /**
  * The sampler's work buffers for a vocabulary of V tokens: scores [V] float64 (working logits),
- * probs [V] float64 (valid for the current candidates), ids [V] int32 (candidate token ids).
- * An engine keeps one per model and lends it to each generation's `Sampler`, so neither a step
- * nor a new generation allocates anything proportional to V. Not shared by concurrent samplers.
+ * probs [V] float64 (valid for the current candidates), ids [V] int32 (candidate token ids),
+ * drawn [V] int32 (how often each id was returned in this generation, for the presence/frequency
+ * penalties) and drawnIds (the distinct ids with drawn[id] > 0). An engine keeps one per model
+ * and lends it to each generation's `Sampler`, so neither a step nor a new generation allocates
+ * anything proportional to V. Not shared by concurrent samplers.
  */
 export class SamplerScratch {
   readonly scores: Float64Array;
   readonly probs: Float64Array;
   readonly ids: Int32Array;
+  readonly drawn: Int32Array;
+  readonly drawnIds: number[] = [];
 
   /** @throws InvalidOptionError when V is not a positive integer. */
   constructor(readonly vocabSize: number) {
@@ -108,10 +123,17 @@ export class SamplerScratch {
     this.scores = new Float64Array(vocabSize);
     this.probs = new Float64Array(vocabSize);
     this.ids = new Int32Array(vocabSize);
+    this.drawn = new Int32Array(vocabSize);
+  }
+
+  /** Forgets the drawn counts of the previous generation (O(distinct ids drawn)). */
+  resetDrawn(): void {
+    for (const id of this.drawnIds) this.drawn[id] = 0;
+    this.drawnIds.length = 0;
   }
 }
 
-/** Top-k above this fraction of the candidates goes through partitions instead of a heap. */
+/** Top-k above this fraction of the vocabulary goes through partitions instead of a heap. */
 const HEAP_TOP_K_FRACTION = 1 / 16;
 
 /** Chooses next tokens from logits; one instance per generation (it owns the PRNG state). */
@@ -125,7 +147,8 @@ export class Sampler {
   private scratch: SamplerScratch | null;
 
   /**
-   * @param scratch work buffers to use while V equals `scratch.vocabSize` (see `SamplerScratch`).
+   * @param scratch work buffers to use while V equals `scratch.vocabSize` (see `SamplerScratch`);
+   *   its drawn counts are reset here, as this sampler's generation starts.
    * @throws InvalidOptionError for bad options (see `validateSamplerOptions`).
    */
   constructor(opts: SamplerOptions, scratch?: SamplerScratch) {
@@ -133,6 +156,7 @@ export class Sampler {
     this.seed = this.options.seed ?? randomInt(0, 2 ** 48 - 1);
     this.rng = new Xoshiro128(this.seed);
     this.scratch = scratch ?? null;
+    scratch?.resetDrawn();
   }
 
   /**
@@ -148,12 +172,21 @@ export class Sampler {
     const V = logits.length;
     if (V === 0) throw new InvalidOptionError('logits', 'expected at least one logit, got an empty array');
     if (this.scratch?.vocabSize !== V) this.scratch = new SamplerScratch(V);
-    const { temperature, topK, topP, minP, repetitionPenalty } = this.options;
-    const { scores, probs, ids } = this.scratch;
+    const scratch = this.scratch;
+    const token = this.choose(logits, previousTokens, scratch);
+    if (scratch.drawn[token]++ === 0) scratch.drawnIds.push(token);
+    return token;
+  }
+
+  private choose(logits: Float32Array, previousTokens: ArrayLike<number>, scratch: SamplerScratch): number {
+    const V = logits.length;
+    const { temperature, topK, topP, minP, repetitionPenalty, presencePenalty = 0, frequencyPenalty = 0 } = this.options;
+    const { scores, probs, ids } = scratch;
     scores.set(logits);
 
-    // 1. Repetition penalty on the raw logits.
+    // 1. Repetition penalty on the raw logits, then OpenAI's presence/frequency penalties.
     if (repetitionPenalty !== 1) applyRepetitionPenalty(scores, logits, previousTokens, repetitionPenalty);
+    if (presencePenalty !== 0 || frequencyPenalty !== 0) applyPresenceFrequencyPenalty(scores, scratch.drawn, scratch.drawnIds, presencePenalty, frequencyPenalty);
 
     // 2. Greedy: no randomness, no softmax.
     if (temperature === 0) {
