@@ -12,6 +12,7 @@ export const METHOD_NAMES = [
   'stopGeneration',
   'regenerate',
   'editMessage',
+  'deleteMessage',
   'getBudget',
   'attachDocument',
   'openDocument',

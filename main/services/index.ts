@@ -134,6 +134,12 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     },
     regenerate: ({ conversationId }) => chatService.regenerate(conversationId),
     editMessage: ({ conversationId, messageId, content }) => chatService.edit(conversationId, messageId, content),
+    deleteMessage: async ({ conversationId, messageId }) => {
+      const c = chatService.deleteMessage(conversationId, messageId);
+      void refreshBudget();
+      listChanged();
+      return c;
+    },
     getBudget: ({ conversationId, draft, documents: docs }) => budget.getBudget(conversationId, draft, docs),
     attachDocument: async ({ name, data }) => {
       await models.ready();

@@ -109,6 +109,7 @@ export class FakeApi {
       fits: total <= this.settings.maxContext,
       rope: { capacity: 1024, bytes: 65536 },
       kv: { capacity: 1024, bytes: 1 << 21 },
+      outOfContext: [],
     };
   }
 
@@ -133,6 +134,14 @@ export class FakeApi {
     deleteConversation: ({ id }) => {
       this.conversations.delete(id);
       return null;
+    },
+    deleteMessage: ({ conversationId, messageId }) => {
+      const c = this.conversations.get(conversationId)!;
+      const i = c.messages.findIndex((m) => m.id === messageId);
+      let end = i + 1;
+      if (c.messages[i].role === 'user') while (end < c.messages.length && c.messages[end].role !== 'user') end++;
+      c.messages.splice(i, end - i);
+      return structuredClone(c);
     },
     attachDocument: ({ name }) => {
       throw new ApiError('DOCUMENT_UNSUPPORTED', `${name}: the fake API stores no documents`);
