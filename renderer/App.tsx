@@ -1,9 +1,11 @@
 /**
  * The window's layout: conversations sidebar | chat (header, banner, messages, composer with the
- * context meter) | collapsible model + settings panel.
+ * context meter; files dropped on it are attached; the document reader) | collapsible model +
+ * settings panel.
  */
 import { useState } from 'react';
-import { useChat, useConversations, useModel } from './hooks.ts';
+import { useChat, useConversations, useModel, useStores } from './hooks.ts';
+import { DocumentReader } from './components/Documents.tsx';
 import type { WsApi } from './lib/ws-client.ts';
 import { ChatView } from './components/ChatView.tsx';
 import { Composer } from './components/Composer.tsx';
@@ -15,15 +17,27 @@ import { ChipIcon, PanelIcon } from './components/icons.tsx';
 
 export function App({ connection }: { connection: WsApi | null }) {
   const [panelOpen, setPanelOpen] = useState(true);
+  const stores = useStores();
   return (
     <div className={`app${panelOpen ? ' with-panel' : ''}`}>
       <Sidebar />
-      <main className="chat">
+      <main
+        className="chat"
+        onDragOver={(e) => {
+          if (e.dataTransfer.types.includes('Files')) e.preventDefault();
+        }}
+        onDrop={(e) => {
+          if (e.dataTransfer.files.length === 0) return;
+          e.preventDefault();
+          void stores.chat.getState().attachFiles([...e.dataTransfer.files]);
+        }}
+      >
         <ChatHeader panelOpen={panelOpen} togglePanel={() => setPanelOpen((o) => !o)} />
         <ConnectionBar connection={connection} />
         <Notices />
         <ChatView />
         <Composer />
+        <DocumentReader />
       </main>
       {panelOpen && (
         <aside className="panel" id="side-panel" aria-label="Model and settings">

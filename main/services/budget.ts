@@ -143,17 +143,22 @@ export class BudgetService {
     // The context-full policy leaves out the oldest exchanges (never the system prompt).
     let kept: readonly Message[] = stored;
     let dropped: Message[] = [];
-    if (s.contextFullPolicy !== 'stop' && stored.length > 0 && (await count(prompt)) > room) {
+    // The count of `prompt` as fed, when already known (a policy other than stop counts it first).
+    let fedCount: number | null = null;
+    if (s.contextFullPolicy !== 'stop' && stored.length > 0 && (fedCount = await count(prompt)) > room) {
       const fitsWith = async (k: Message[]) => (await count(await this.documents.assemble(system, k, pending, room))) <= room;
       ({ kept, dropped } = await keptHistory(s.contextFullPolicy, stored, !hasDraft, fitsWith));
-      if (dropped.length) prompt = await this.documents.assemble(system, kept, pending, room);
+      if (dropped.length) {
+        prompt = await this.documents.assemble(system, kept, pending, room);
+        fedCount = null;
+      }
     }
     const plainHistory = historyMessages(kept);
     const { system: sys, history: hist } = await this.countHistory(key, system, plainHistory);
     // The plain prompt (no documents) with the draft's turn, then the prompt as fed.
     const plainAll = hasDraft && prompt.plain.some((m) => m.content.length > 0) ? await this.host.countTokens({ messages: prompt.plain }) : sys + hist;
     const withDocuments = kept.some((m) => m.documents?.length) || documents.length > 0;
-    const all = withDocuments ? await count(prompt) : plainAll;
+    const all = withDocuments ? (fedCount ?? (await count(prompt))) : plainAll;
     const draftTokens = hasDraft ? Math.max(0, plainAll - sys - hist) : 0;
     const documentTokens = Math.max(0, all - plainAll);
     if (!messages) this.drafts.set(key, { text: draft, documents, tokens: draftTokens, documentTokens });

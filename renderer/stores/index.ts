@@ -48,7 +48,12 @@ export function createStores(api: RopewalkApi, options: StoreOptions): Stores {
     notices,
     () => {
       const c = chat.getState();
-      return { conversationId: c.conversationId, draft: c.draft, empty: !c.loading && c.messages.length === 0 };
+      return {
+        conversationId: c.conversationId,
+        draft: c.draft,
+        documents: c.attachments.map((a) => ({ id: a.id, fit: a.fit })),
+        empty: !c.loading && c.messages.length === 0,
+      };
     },
     debounceMs,
   );
