@@ -1,26 +1,38 @@
 /**
  * The window's layout: conversations sidebar | chat (header, banner, messages, composer with the
- * context meter; files dropped on it are attached; the document reader) | collapsible model +
- * settings panel.
+ * context meter; files dropped on it are attached; the document reader) | model + settings panel.
+ * Both sides collapse (buttons in the header, keyboard shortcuts); below a width they open over
+ * the chat instead (stores/ui.ts says when).
  */
-import { useState } from 'react';
-import { useChat, useConversations, useModel, useStores } from './hooks.ts';
+import { useChat, useConversations, useModel, useStores, useUi } from './hooks.ts';
 import { DocumentReader } from './components/Documents.tsx';
 import type { WsApi } from './lib/ws-client.ts';
+import { ariaKeysOf, withKeys } from './lib/shortcuts.ts';
 import { ChatView } from './components/ChatView.tsx';
 import { Composer } from './components/Composer.tsx';
 import { ModelPanel } from './components/ModelPanel.tsx';
 import { ConnectionBar, Notices } from './components/Notices.tsx';
 import { SettingsPanel } from './components/SettingsPanel.tsx';
 import { Sidebar } from './components/Sidebar.tsx';
-import { ChipIcon, PanelIcon } from './components/icons.tsx';
+import { WindowSettings } from './components/WindowSettings.tsx';
+import { ChipIcon, PanelIcon, SidebarIcon } from './components/icons.tsx';
+import { sidebarIsOverlay, PANEL_NARROW_BELOW } from './stores/ui.ts';
+import { IS_MAC, useShortcuts, useTheme, useWindowWidth } from './window-effects.ts';
 
 export function App({ connection }: { connection: WsApi | null }) {
-  const [panelOpen, setPanelOpen] = useState(true);
   const stores = useStores();
+  useWindowWidth(stores);
+  useTheme();
+  useShortcuts(stores);
+  const sidebarOpen = useUi((s) => s.sidebarOpen);
+  const panelOpen = useUi((s) => s.panelOpen);
+  const overlay = useUi((s) => sidebarIsOverlay(s.width));
+  const panelOver = useUi((s) => s.width < PANEL_NARROW_BELOW);
+  const classes = ['app', sidebarOpen ? 'with-sidebar' : 'no-sidebar', panelOpen ? 'with-panel' : '', overlay ? 'sidebar-overlay' : '', panelOver ? 'panel-overlay' : ''];
   return (
-    <div className={`app${panelOpen ? ' with-panel' : ''}`}>
-      <Sidebar />
+    <div className={classes.filter(Boolean).join(' ')}>
+      {sidebarOpen && <Sidebar />}
+      {sidebarOpen && overlay && <div className="scrim" aria-hidden="true" onClick={() => stores.ui.getState().toggleSidebar()} />}
       <main
         className="chat"
         onDragOver={(e) => {
@@ -32,7 +44,7 @@ export function App({ connection }: { connection: WsApi | null }) {
           void stores.chat.getState().attachFiles([...e.dataTransfer.files]);
         }}
       >
-        <ChatHeader panelOpen={panelOpen} togglePanel={() => setPanelOpen((o) => !o)} />
+        <ChatHeader />
         <ConnectionBar connection={connection} />
         <Notices />
         <ChatView />
@@ -43,25 +55,43 @@ export function App({ connection }: { connection: WsApi | null }) {
         <aside className="panel" id="side-panel" aria-label="Model and settings">
           <ModelPanel />
           <SettingsPanel />
+          <WindowSettings />
         </aside>
       )}
     </div>
   );
 }
 
-function ChatHeader({ panelOpen, togglePanel }: { panelOpen: boolean; togglePanel: () => void }) {
+function ChatHeader() {
+  const stores = useStores();
+  const sidebarOpen = useUi((s) => s.sidebarOpen);
+  const panelOpen = useUi((s) => s.panelOpen);
   const conversationId = useChat((s) => s.conversationId);
   const title = useConversations((s) => s.items.find((c) => c.id === conversationId)?.title ?? null);
   const modelName = useModel((s) => s.model?.info?.name ?? null);
   const ep = useModel((s) => s.model?.info?.executionProvider ?? null);
   return (
     <header className="chat-header">
-      <h1 className="chat-title">{conversationId ? title || 'New chat' : 'Ropewalk'}</h1>
+      <div className="chat-header-left">
+        <button
+          type="button"
+          className={`icon-btn${sidebarOpen ? ' pressed' : ''}`}
+          aria-label="Sidebar"
+          aria-expanded={sidebarOpen}
+          aria-controls="sidebar"
+          aria-keyshortcuts={ariaKeysOf('toggleSidebar', IS_MAC)}
+          title={withKeys(sidebarOpen ? 'Hide conversations' : 'Show conversations', 'toggleSidebar', IS_MAC)}
+          onClick={() => stores.ui.getState().toggleSidebar()}
+        >
+          <SidebarIcon size={18} />
+        </button>
+        <h1 className="chat-title">{conversationId ? title || 'New chat' : 'Ropewalk'}</h1>
+      </div>
       <div className="chat-header-right">
         {modelName && (
           <span className="model-pill" title="Model in use">
             <ChipIcon size={14} />
-            <span>{modelName}</span>
+            <span className="model-pill-name">{modelName}</span>
             {ep && <span className="model-pill-ep">{ep.toUpperCase()}</span>}
           </span>
         )}
@@ -71,8 +101,9 @@ function ChatHeader({ panelOpen, togglePanel }: { panelOpen: boolean; togglePane
           aria-label="Model and settings"
           aria-expanded={panelOpen}
           aria-controls="side-panel"
-          title={panelOpen ? 'Hide model and settings' : 'Show model and settings'}
-          onClick={togglePanel}
+          aria-keyshortcuts={ariaKeysOf('toggleSettings', IS_MAC)}
+          title={withKeys(panelOpen ? 'Hide model and settings' : 'Show model and settings', 'toggleSettings', IS_MAC)}
+          onClick={() => stores.ui.getState().togglePanel()}
         >
           <PanelIcon size={18} />
         </button>

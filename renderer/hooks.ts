@@ -12,6 +12,7 @@ import type { Stores } from './stores/index.ts';
 import type { ModelStoreState } from './stores/model.ts';
 import type { NoticesState } from './stores/notices.ts';
 import type { SettingsState } from './stores/settings.ts';
+import type { UiState } from './stores/ui.ts';
 
 export const StoresContext = createContext<Stores | null>(null);
 
@@ -27,3 +28,4 @@ export const useConversations = <T,>(selector: (s: ConversationsState) => T): T 
 export const useModel = <T,>(selector: (s: ModelStoreState) => T): T => useStore(useStores().model, selector);
 export const useSettings = <T,>(selector: (s: SettingsState) => T): T => useStore(useStores().settings, selector);
 export const useNotices = <T,>(selector: (s: NoticesState) => T): T => useStore(useStores().notices, selector);
+export const useUi = <T,>(selector: (s: UiState) => T): T => useStore(useStores().ui, selector);

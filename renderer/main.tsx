@@ -15,7 +15,16 @@ import './chat.css';
 
 const api = getApi();
 const connection = getConnection();
-const stores = createStores(api, { frames: animationFrameScheduler(window) });
+const stores = createStores(api, { frames: animationFrameScheduler(window), width: window.innerWidth, storage: localStorageOrNone() });
+
+/** localStorage, or none where the origin has none (reading it throws in opaque origins). */
+function localStorageOrNone(): Storage | undefined {
+  try {
+    return window.localStorage;
+  } catch {
+    return undefined;
+  }
+}
 
 if (connection) {
   let dropped = false;

@@ -1,13 +1,16 @@
 /**
  * The composer: a textbox named "Message" (Enter sends, Shift+Enter adds a line; a pasted file is
- * attached), Attach and the attached documents, Send — or Stop while an answer is generated — and
- * the context meter. When the budget says the next message will not fit, the reason is shown with
- * what can be done (for documents: raise the max context, use the relevant parts, cancel; else:
- * a new chat, a context-full policy, a shorter reply reserve), and Send refuses without calling
- * the services. The line follows the live budget, so a settings change updates it at once.
+ * attached), Attach and the attached documents, Send — or Stop while an answer is generated
+ * (Escape too; focus stays in the textbox) — and the context meter. When the budget says the next
+ * message will not fit, the reason is shown with what can be done (for documents: raise the max
+ * context, use the relevant parts, cancel; else: a new chat, a context-full policy, a shorter
+ * reply reserve), and Send refuses without calling the services. The line follows the live
+ * budget, so a settings change updates it at once.
  */
 import { useEffect, useRef, type KeyboardEvent } from 'react';
-import { useBudget, useChat, useSettings, useStores } from '../hooks.ts';
+import { useBudget, useChat, useSettings, useStores, useUi } from '../hooks.ts';
+import { ariaKeysOf, withKeys } from '../lib/shortcuts.ts';
+import { IS_MAC } from '../window-effects.ts';
 import { refusalReason } from '../lib/meter.ts';
 import { isGenerating } from '../stores/chat.ts';
 import { ContextMeter } from './ContextMeter.tsx';
@@ -25,10 +28,24 @@ export function Composer() {
   const hasAttachments = useChat((s) => s.attachments.length > 0);
   const area = useRef<HTMLTextAreaElement>(null);
 
-  // Focus the composer when a conversation opens.
+  const focusWanted = useUi((s) => s.focusRequest === 'composer');
+
+  // Focus the composer when a conversation opens, and when asked (after Stop, New chat).
   useEffect(() => {
     area.current?.focus();
   }, [conversationId]);
+  useEffect(() => {
+    if (!focusWanted) return;
+    area.current?.focus();
+    stores.ui.getState().focusDone();
+  }, [focusWanted, stores]);
+
+  const stop = () => {
+    // Focus moves first: the Stop button is replaced by Send when the answer ends, and focus
+    // on a removed button falls to the page body.
+    area.current?.focus();
+    void stores.chat.getState().stop();
+  };
 
   const send = () => {
     if (generating) return;
@@ -69,7 +86,13 @@ export function Composer() {
             <kbd>Enter</kbd> to send · <kbd>Shift</kbd>+<kbd>Enter</kbd> for a new line
           </span>
           {generating ? (
-            <button type="button" className="btn btn-stop" onClick={() => void stores.chat.getState().stop()}>
+            <button
+              type="button"
+              className="btn btn-stop"
+              title={withKeys('Stop the answer', 'stop', IS_MAC)}
+              aria-keyshortcuts={ariaKeysOf('stop', IS_MAC)}
+              onClick={stop}
+            >
               <StopIcon size={14} />
               <span>Stop</span>
             </button>

@@ -91,7 +91,10 @@ function EditMessage({ message }: { message: Message }) {
     if (value.trim()) void stores.chat.getState().submitEdit(message.id, value);
   };
   const onKey = (e: KeyboardEvent) => {
-    if (e.key === 'Escape') stores.chat.getState().cancelEdit();
+    if (e.key === 'Escape') {
+      e.preventDefault(); // this editor's Escape, not the window's
+      stores.chat.getState().cancelEdit();
+    }
     if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
       e.preventDefault();
       submit();
@@ -145,6 +148,13 @@ function AssistantMessage({ message, live, isLastAnswer, generating }: Omit<Mess
 
 function LiveLine({ live, hasText }: { live: LiveAnswer | undefined; hasText: boolean }) {
   const prefill = live?.prefill;
+  if (live?.waiting && !prefill && !hasText) {
+    return (
+      <div className="live-line" role="status">
+        <span>Waiting for {live.waiting === 1 ? 'another request' : `${live.waiting} other requests`} to finish (Stop cancels)</span>
+      </div>
+    );
+  }
   if (prefill && !hasText) {
     const pct = prefill.total > 0 ? Math.round((prefill.processed / prefill.total) * 100) : 0;
     return (
@@ -179,6 +189,15 @@ const FINISH_LABELS: Record<AnswerStats['finishReason'], string> = {
 };
 
 function Stats({ stats }: { stats: AnswerStats }) {
+  if (stats.generatedTokens === 0) {
+    // No token: TTFT and tokens/s have nothing to measure ("TTFT 0 ms · 0.0 tok/s" would lie).
+    const what = stats.finishReason === 'cancelled' ? 'stopped before the first token' : `${FINISH_LABELS[stats.finishReason]} before the first token`;
+    return (
+      <span className="stats" title={statsTitle(stats)}>
+        <span className={`finish finish-${stats.finishReason}`}>{what}</span>
+      </span>
+    );
+  }
   const tokPerSec = stats.decodeTokensPerSec.toFixed(stats.decodeTokensPerSec >= 100 ? 0 : 1);
   return (
     <span className="stats" title={statsTitle(stats)}>
@@ -193,6 +212,9 @@ function Stats({ stats }: { stats: AnswerStats }) {
 }
 
 function statsTitle(s: AnswerStats): string {
+  if (s.generatedTokens === 0) {
+    return [`Finish reason: ${s.finishReason} (${FINISH_LABELS[s.finishReason]})`, `Prompt tokens: ${formatTokens(s.promptTokens)} (${formatTokens(s.reusedTokens)} reused from the cache)`].join('\n');
+  }
   return [
     `Finish reason: ${s.finishReason} (${FINISH_LABELS[s.finishReason]})`,
     `Time to first token: ${s.ttftMs.toFixed(0)} ms`,

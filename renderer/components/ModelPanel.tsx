@@ -6,12 +6,14 @@
 import { useState, type FormEvent } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import { useModel, useStores } from '../hooks.ts';
+import { loadErrorOf } from '../stores/model.ts';
 import { formatTokens } from '../lib/meter.ts';
 import { ChipIcon } from './icons.tsx';
 
 export function ModelPanel() {
   const stores = useStores();
-  const { model, opening, openError } = useModel(useShallow((s) => ({ model: s.model, opening: s.opening, openError: s.openError })));
+  const { model, opening } = useModel(useShallow((s) => ({ model: s.model, opening: s.opening })));
+  const loadError = useModel(loadErrorOf);
   const [path, setPath] = useState('');
   const info = model?.info ?? null;
   const loading = opening || model?.status === 'loading';
@@ -49,11 +51,6 @@ export function ModelPanel() {
             <progress aria-label="Model loading" max={1} value={model.progress.fraction} />
           </div>
         )}
-        {model?.error && (
-          <p className="model-error" role="note">
-            {model.error}
-          </p>
-        )}
       </div>
       <form className="open-model" onSubmit={submit}>
         <label htmlFor="model-path">Model path</label>
@@ -74,9 +71,9 @@ export function ModelPanel() {
             Opening the model…
           </p>
         )}
-        {openError && (
+        {loadError && !opening && (
           <p className="field-error" role="alert">
-            {openError}
+            {loadError}
           </p>
         )}
       </form>

@@ -6,30 +6,56 @@
  */
 import { useEffect, useRef, useState, type ReactNode } from 'react';
 import type { Settings } from '../../main/contract/types.ts';
-import { useSettings, useStores } from '../hooks.ts';
+import { useModel, useSettings, useStores } from '../hooks.ts';
 import type { SettingsPatch } from '../stores/settings.ts';
+import { parseDecimal, type Parsed, type RangeOptions } from '../lib/numbers.ts';
 
-type Parsed = { ok: true; value: number | null } | { ok: false; error: string };
 type Parser = (text: string) => Parsed;
 
-function numberIn(min: number, max: number, opts: { integer?: boolean; minOpen?: boolean; maxOpen?: boolean; nullable?: boolean } = {}): Parser {
-  const range = `${opts.minOpen ? 'above' : 'from'} ${min} ${opts.maxOpen ? 'and below' : 'to'} ${max}`;
-  return (text) => {
-    const t = text.trim();
-    if (t === '') return opts.nullable ? { ok: true, value: null } : { ok: false, error: 'Enter a number.' };
-    const n = Number(t);
-    if (!Number.isFinite(n)) return { ok: false, error: 'Enter a number.' };
-    if (opts.integer && !Number.isInteger(n)) return { ok: false, error: 'Enter a whole number.' };
-    if ((opts.minOpen ? n <= min : n < min) || (opts.maxOpen ? n >= max : n > max)) return { ok: false, error: `Enter a number ${range}.` };
-    return { ok: true, value: n };
-  };
+/** What a field's cross-checks may look at: the saved settings and the loaded model's trained context. */
+interface FieldContext {
+  settings: Settings;
+  trainedContext: number | null;
 }
+
+const numberIn = (min: number, max: number, opts: RangeOptions = {}): Parser => (text) => parseDecimal(text, min, max, opts);
 
 type NumericKey = 'maxContext' | 'maxTokens' | 'temperature' | 'topK' | 'topP' | 'minP' | 'repetitionPenalty' | 'seed';
 
-const FIELDS: Array<{ key: NumericKey; label: string; hint: string; parse: Parser; step: string; placeholder?: string }> = [
-  { key: 'maxContext', label: 'Max context', hint: 'Bound on prompt + answer positions (tokens).', parse: numberIn(16, 1 << 20, { integer: true }), step: '1' },
-  { key: 'maxTokens', label: 'Max new tokens', hint: 'Longest answer; reserved in the budget.', parse: numberIn(1, 1 << 20, { integer: true }), step: '1' },
+interface NumberFieldSpec {
+  key: NumericKey;
+  label: string;
+  hint: string;
+  parse: Parser;
+  step: string;
+  placeholder?: string;
+  /** Why a value in range is still refused, given the other settings (null: accepted). */
+  refuse?: (value: number, ctx: FieldContext) => string | null;
+  /** A caution shown at the field for a value that is allowed. */
+  warn?: (value: number, ctx: FieldContext) => string | null;
+}
+
+const FIELDS: NumberFieldSpec[] = [
+  {
+    key: 'maxContext',
+    label: 'Max context',
+    hint: 'Bound on prompt + answer positions (tokens).',
+    parse: numberIn(16, 1 << 20, { integer: true }),
+    step: '1',
+    warn: (v, { trainedContext }) =>
+      trainedContext !== null && v > trainedContext
+        ? `Above the model's trained context (${trainedContext.toLocaleString('en-US')}): answers lose quality past it.`
+        : null,
+  },
+  {
+    key: 'maxTokens',
+    label: 'Max new tokens',
+    hint: 'Longest answer; reserved in the budget.',
+    parse: numberIn(1, 1 << 20, { integer: true }),
+    step: '1',
+    refuse: (v, { settings }) =>
+      v >= settings.maxContext ? `Must be less than the max context (${settings.maxContext.toLocaleString('en-US')}), or no room is left for the prompt.` : null,
+  },
   { key: 'temperature', label: 'Temperature', hint: '0 picks the likeliest token.', parse: numberIn(0, 100), step: '0.05' },
   { key: 'topK', label: 'Top-k', hint: '0 turns it off.', parse: numberIn(0, 1 << 20, { integer: true }), step: '1' },
   { key: 'topP', label: 'Top-p', hint: '1 turns it off.', parse: numberIn(0, 1, { minOpen: true }), step: '0.01' },
@@ -44,6 +70,7 @@ export function SettingsPanel() {
   const stores = useStores();
   const settings = useSettings((s) => s.settings);
   const saving = useSettings((s) => s.saving > 0);
+  const trainedContext = useModel((s) => s.model?.info?.trainedContext ?? null);
   const save = (patch: SettingsPatch) => stores.settings.getState().update(patch);
 
   if (!settings) return <section className="panel-section"><h2>Settings</h2><p className="muted">Loading…</p></section>;
@@ -54,7 +81,13 @@ export function SettingsPanel() {
       </h2>
       <div className="field-grid">
         {FIELDS.map((f) => (
-          <NumberField key={f.key} field={f} value={settings[f.key]} onSave={(v) => save({ [f.key]: v } as SettingsPatch)} />
+          <NumberField
+            key={f.key}
+            field={f}
+            value={settings[f.key]}
+            ctx={{ settings, trainedContext }}
+            onSave={(v) => save({ [f.key]: v } as SettingsPatch)}
+          />
         ))}
       </div>
       <SystemPromptField value={settings.systemPrompt} onSave={(systemPrompt) => save({ systemPrompt })} />
@@ -83,7 +116,8 @@ export function SettingsPanel() {
   );
 }
 
-function Field({ id, label, hint, error, children }: { id: string; label: string; hint?: string; error?: string | null; children: ReactNode }) {
+function Field(props: { id: string; label: string; hint?: string; error?: string | null; warning?: string | null; children: ReactNode }) {
+  const { id, label, hint, error, warning, children } = props;
   return (
     <div className={`field${error ? ' invalid' : ''}`}>
       <label htmlFor={id}>{label}</label>
@@ -91,6 +125,10 @@ function Field({ id, label, hint, error, children }: { id: string; label: string
       {error ? (
         <span className="field-error" id={`${id}-error`} role="alert">
           {error}
+        </span>
+      ) : warning ? (
+        <span className="field-warning" id={`${id}-error`} role="status">
+          {warning}
         </span>
       ) : hint ? (
         <span className="field-hint">{hint}</span>
@@ -130,24 +168,36 @@ function useDraftField<T>(saved: T, toText: (v: T) => string, commit: (text: str
   };
 }
 
-function NumberField({ field, value, onSave }: { field: (typeof FIELDS)[number]; value: number | null; onSave: (v: number | null) => Promise<boolean> }) {
+function NumberField(props: { field: NumberFieldSpec; value: number | null; ctx: FieldContext; onSave: (v: number | null) => Promise<boolean> }) {
+  const { field, value, ctx, onSave } = props;
   const id = `setting-${field.key}`;
   const [error, setError] = useState<string | null>(null);
   const latest = useRef(value);
   latest.current = value;
+  const latestCtx = useRef(ctx);
+  latestCtx.current = ctx;
+  /** Range and cross-checks of the text as typed. */
+  const check = (text: string): Parsed => {
+    const parsed = field.parse(text);
+    if (!parsed.ok || parsed.value === null || !field.refuse) return parsed;
+    const why = field.refuse(parsed.value, latestCtx.current);
+    return why ? { ok: false, error: why } : parsed;
+  };
   const draft = useDraftField(
     value,
     (v) => (v === null ? '' : String(v)),
     (text) => {
-      const parsed = field.parse(text);
+      const parsed = check(text);
       if (!parsed.ok) return setError(parsed.error);
       setError(null);
       if (parsed.value !== latest.current) void onSave(parsed.value);
     },
     SAVE_AFTER_MS,
   );
+  const shown = field.parse(draft.text);
+  const warning = shown.ok && shown.value !== null && field.warn ? field.warn(shown.value, ctx) : null;
   return (
-    <Field id={id} label={field.label} hint={field.hint} error={error}>
+    <Field id={id} label={field.label} hint={field.hint} error={error} warning={warning}>
       <input
         id={id}
         type="text"
@@ -155,10 +205,10 @@ function NumberField({ field, value, onSave }: { field: (typeof FIELDS)[number];
         value={draft.text}
         placeholder={field.placeholder}
         aria-invalid={error ? true : undefined}
-        aria-describedby={error ? `${id}-error` : undefined}
+        aria-describedby={error || warning ? `${id}-error` : undefined}
         onChange={(e) => {
           draft.change(e.target.value);
-          const parsed = field.parse(e.target.value);
+          const parsed = check(e.target.value);
           setError(parsed.ok ? null : parsed.error);
         }}
         onBlur={draft.blur}

@@ -6,7 +6,9 @@
  */
 import { memo, useEffect, useRef, useState, type FormEvent, type KeyboardEvent, type MouseEvent } from 'react';
 import type { ConversationSummary } from '../../main/contract/types.ts';
-import { useChat, useConversations, useStores } from '../hooks.ts';
+import { useChat, useConversations, useStores, useUi } from '../hooks.ts';
+import { ariaKeysOf, withKeys } from '../lib/shortcuts.ts';
+import { IS_MAC } from '../window-effects.ts';
 import { ChatIcon, PencilIcon, PlusIcon, SearchIcon, TrashIcon } from './icons.tsx';
 
 export function Sidebar() {
@@ -15,23 +17,44 @@ export function Sidebar() {
   const loaded = useConversations((s) => s.loaded);
   const search = useConversations((s) => s.search);
   const activeId = useChat((s) => s.conversationId);
+  const focusSearch = useUi((s) => s.focusRequest === 'search');
+  const searchField = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    if (!focusSearch) return;
+    searchField.current?.focus();
+    searchField.current?.select();
+    stores.ui.getState().focusDone();
+  }, [focusSearch, stores]);
 
   return (
-    <aside className="sidebar">
+    <aside className="sidebar" id="sidebar" aria-label="Conversations sidebar">
       <div className="sidebar-head">
         <div className="brand">
           <span className="brand-mark" aria-hidden="true" />
           <span className="brand-name">Ropewalk</span>
         </div>
-        <button type="button" className="btn btn-primary btn-block" onClick={() => void stores.conversations.getState().create()}>
+        <button
+          type="button"
+          className="btn btn-primary btn-block"
+          title={withKeys('New chat', 'newChat', IS_MAC)}
+          aria-keyshortcuts={ariaKeysOf('newChat', IS_MAC)}
+          onClick={() => {
+            void stores.conversations.getState().create();
+            stores.ui.getState().closeSidebarOverlay();
+            stores.ui.getState().focusComposer();
+          }}
+        >
           <PlusIcon />
           <span>New chat</span>
         </button>
         <div className="search">
           <SearchIcon size={14} />
           <input
+            ref={searchField}
             type="search"
             aria-label="Search conversations"
+            title={withKeys('Search conversations', 'search', IS_MAC)}
+            aria-keyshortcuts={ariaKeysOf('search', IS_MAC)}
             placeholder="Search conversations"
             value={search}
             onChange={(e) => stores.conversations.getState().setSearch(e.target.value)}
@@ -61,6 +84,7 @@ const ConversationItem = memo(function ConversationItem({ conversation, active }
   const open = (e: MouseEvent) => {
     e.preventDefault();
     void stores.conversations.getState().select(conversation.id);
+    stores.ui.getState().closeSidebarOverlay();
   };
 
   if (mode === 'rename') {
@@ -133,7 +157,10 @@ function RenameField({ initial, onDone }: { initial: string; onDone: (title: str
     finish(value);
   };
   const onKey = (e: KeyboardEvent) => {
-    if (e.key === 'Escape') finish(null);
+    if (e.key === 'Escape') {
+      e.preventDefault(); // this field's Escape, not the window's (which stops an answer)
+      finish(null);
+    }
   };
   return (
     <form className="rename-form" onSubmit={submit}>

@@ -67,3 +67,13 @@ export const ChipIcon = ({ size }: IconProps) =>
     size,
   );
 export const ChatIcon = ({ size }: IconProps) => svg(<path d="M21 12a8 8 0 0 1-11.6 7.1L4 20l1-4.6A8 8 0 1 1 21 12z" />, size);
+export const SidebarIcon = ({ size }: IconProps) =>
+  svg(
+    <>
+      <rect x="3" y="4" width="18" height="16" rx="2" />
+      <path d="M9 4v16" />
+    </>,
+    size,
+  );
+export const DownloadIcon = ({ size }: IconProps) => svg(<path d="M12 4v11M7 10l5 5 5-5M5 20h14" />, size);
+export const UploadIcon = ({ size }: IconProps) => svg(<path d="M12 20V9M7 14l5-5 5 5M5 4h14" />, size);

@@ -12,6 +12,7 @@ import { createConversationsStore, type ConversationsStore } from './conversatio
 import { createModelStore, type ModelStore } from './model.ts';
 import { createNoticesStore, type NoticesStore } from './notices.ts';
 import { createSettingsStore, type SettingsStore } from './settings.ts';
+import { createUiStore, type KeyValueStorage, type UiStore } from './ui.ts';
 
 export interface Stores {
   notices: NoticesStore;
@@ -20,6 +21,7 @@ export interface Stores {
   budget: BudgetStore;
   chat: ChatStore;
   conversations: ConversationsStore;
+  ui: UiStore;
   /** Subscribes to events and loads everything; resolves when the first conversation is open. */
   start(): Promise<void>;
   /** Reloads everything (after the transport reconnected), keeping the open conversation. */
@@ -32,6 +34,10 @@ export interface StoreOptions {
   frames: FrameScheduler;
   /** Quiet period before getBudget / listConversations({ search }) (ms). */
   debounceMs?: number;
+  /** The window's width (CSS px) at start, for the layout (default 1280). */
+  width?: number;
+  /** Where layout and theme choices are remembered (localStorage in the window; none in tests). */
+  storage?: KeyValueStorage;
 }
 
 export function createStores(api: RopewalkApi, options: StoreOptions): Stores {
@@ -67,6 +73,7 @@ export function createStores(api: RopewalkApi, options: StoreOptions): Stores {
   conversations = createConversationsStore(api, notices, () => chat, debounceMs);
   const settings = createSettingsStore(api, notices, refreshBudget);
   const model = createModelStore(api, notices, refreshBudget);
+  const ui = createUiStore({ width: options.width ?? 1280, storage: options.storage });
 
   const unsubscribe: Array<() => void> = [];
 
@@ -81,10 +88,12 @@ export function createStores(api: RopewalkApi, options: StoreOptions): Stores {
     budget,
     chat,
     conversations,
+    ui,
     async start() {
       if (unsubscribe.length === 0) {
         unsubscribe.push(
           api.on('answerDelta', (e) => chat.getState().onDelta(e)),
+          api.on('answerWaiting', (e) => chat.getState().onWaiting(e)),
           api.on('answerPrefill', (e) => chat.getState().onPrefill(e)),
           api.on('answerDone', (e) => chat.getState().onDone(e)),
           api.on('budgetChanged', (e) => budget.getState().apply(e)),

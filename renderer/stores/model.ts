@@ -1,6 +1,8 @@
 /**
  * Model concern: the services' `ModelState` (from `getModel`, `modelState` events and
- * `openModel`), and the open-model action with its own error line for the panel.
+ * `openModel`), and the open-model action. A failed load is shown once, at the model path field
+ * (`loadError`: the call's error, or the services' last load error), not in the banner or the
+ * model card; it clears when a model loads.
  */
 import { createStore, type StoreApi } from 'zustand/vanilla';
 import type { RopewalkApi } from '../../main/contract/channels.ts';
@@ -12,7 +14,7 @@ export interface ModelStoreState {
   model: ModelState | null;
   /** An openModel call is in flight. */
   opening: boolean;
-  /** Why the last openModel call failed (also reported to the banner). */
+  /** Why the last openModel call failed (shown at the path field only). */
   openError: string | null;
   load(): Promise<void>;
   open(path: string): Promise<void>;
@@ -42,18 +44,23 @@ export function createModelStore(api: RopewalkApi, notices: NoticesStore, onChan
       }
       set({ opening: true, openError: null });
       try {
-        set({ model: await api.openModel({ path: trimmed }) });
+        const model = await api.openModel({ path: trimmed });
+        set({ model, openError: null });
         onChanged();
       } catch (e) {
         set({ openError: describeError(e).message });
-        notices.getState().report(e);
       } finally {
         set({ opening: false });
       }
     },
     apply(state) {
-      set({ model: state });
+      set(state.status === 'ready' && !state.error ? { model: state, openError: null } : { model: state });
       if (state.status === 'ready') onChanged();
     },
   }));
+}
+
+/** The one load error to show (at the path field): this window's failed call, else the services' last failed load. */
+export function loadErrorOf(s: Pick<ModelStoreState, 'model' | 'openError'>): string | null {
+  return s.openError ?? (s.model?.status === 'loading' ? null : (s.model?.error ?? null));
 }

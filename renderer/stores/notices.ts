@@ -1,5 +1,6 @@
 /**
- * The error banner: failed calls land here as { code, message } notices that the user dismisses.
+ * The error banner: failed calls land here as { code, message } notices that the user dismisses,
+ * each shown once however often it recurs (a repeat moves it last instead of stacking a copy).
  * Nothing that fails may crash the window; every store reports through `report`.
  */
 import { createStore, type StoreApi } from 'zustand/vanilla';
@@ -13,7 +14,7 @@ export interface Notice {
 
 export interface NoticesState {
   notices: Notice[];
-  /** Adds a notice for anything thrown (the same message twice in a row is shown once). */
+  /** Adds a notice for anything thrown; a notice already shown is not added again (it moves last). */
   report(error: unknown): void;
   dismiss(id: number): void;
   clear(): void;
@@ -30,9 +31,11 @@ export function createNoticesStore(): NoticesStore {
     notices: [],
     report(error) {
       const { code, message } = describeError(error);
-      const last = get().notices.at(-1);
-      if (last && last.code === code && last.message === message) return;
-      set({ notices: [...get().notices, { id: nextId++, code, message }].slice(-MAX_NOTICES) });
+      const notices = get().notices;
+      const same = notices.find((n) => n.code === code && n.message === message);
+      if (same === notices.at(-1) && same) return;
+      const others = same ? notices.filter((n) => n !== same) : notices;
+      set({ notices: [...others, same ?? { id: nextId++, code, message }].slice(-MAX_NOTICES) });
     },
     dismiss(id) {
       set({ notices: get().notices.filter((n) => n.id !== id) });

@@ -7,61 +7,31 @@
  * HTML is shown as text. A screenshot of the window is saved under test/artifacts/.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { after, before, test } from 'node:test';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { ConversationStore } from '../../main/services/store.ts';
-import { buildRenderer } from '../../renderer/build.ts';
-import { PROJECT_ROOT } from '../helpers/paths.ts';
+import type { Page } from 'playwright-core';
+import { ARTIFACTS, startE2eApp, until, type E2eApp } from '../helpers/e2e-app.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const ARTIFACTS = path.join(PROJECT_ROOT, 'test', 'artifacts');
 const HOSTILE = 'Look: <img src=x onerror=alert(1)> and <script>alert(2)</script> done';
 // Greedy stories260K keeps repeating this for ~2,000 tokens before it ends the story: long
 // enough (seconds) for a person, or this test, to press Stop mid-stream.
 const LONG_PROMPT = 'Mom said no. Mom said no. Mom said no.';
 
-const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-e2e-'));
-const dataDir = path.join(root, 'data');
-let server: ChildProcess;
+let app: E2eApp;
 let url: string;
-let browser: Browser;
 let page: Page;
 const dialogs: string[] = [];
 const pageErrors: string[] = [];
 
 before(async () => {
-  assert.ok(existsSync(CHROMIUM), `Debian's chromium is needed at ${CHROMIUM} (apt-get install chromium)`);
-  await buildRenderer({});
   // Model output with HTML in it, stored as an earlier answer would be.
-  mkdirSync(dataDir, { recursive: true });
-  const store = new ConversationStore(dataDir);
-  const c = store.createConversation('Hostile output');
-  store.appendMessage(c.id, { role: 'user', content: 'Say something with HTML', status: 'complete' });
-  store.appendMessage(c.id, { role: 'assistant', content: HOSTILE, status: 'complete' });
-  store.close();
-
-  server = spawn(process.execPath, ['--import', 'tsx', 'main/serve/cli.ts', '--port', '0', '--data', dataDir], {
-    cwd: PROJECT_ROOT,
-    env: { ...process.env, ROPEWALK_CACHE_DIR: path.join(root, 'cache') },
-    stdio: ['ignore', 'pipe', 'inherit'],
+  app = await startE2eApp((store) => {
+    const c = store.createConversation('Hostile output');
+    store.appendMessage(c.id, { role: 'user', content: 'Say something with HTML', status: 'complete' });
+    store.appendMessage(c.id, { role: 'assistant', content: HOSTILE, status: 'complete' });
   });
-  const firstLine = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: server.stdout! }).once('line', resolve);
-    server.once('exit', (code) => reject(new Error(`serve exited with ${code} before printing its URL`)));
-  });
-  assert.match(firstLine, /^http:\/\/127\.0\.0\.1:\d+\/$/, 'the first line serve prints is its URL');
-  url = firstLine;
-
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  url = app.url;
+  page = await app.browser.newPage({ viewport: { width: 1440, height: 900 } });
   page.on('dialog', (d) => {
     dialogs.push(d.message());
     void d.dismiss();
@@ -70,23 +40,8 @@ before(async () => {
 });
 
 after(async () => {
-  await browser?.close();
-  if (server && server.exitCode === null) {
-    const exited = new Promise((r) => server.once('exit', r));
-    server.kill('SIGTERM');
-    await exited;
-  }
-  rmSync(root, { recursive: true, force: true });
+  await app?.close();
 });
-
-/** Polls `probe` until it returns true (Playwright's own waits, without DOM types in Node). */
-async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 const meterMax = async () => Number(await page.getByRole('meter').getAttribute('aria-valuemax'));
 const meterValue = async () => Number(await page.getByRole('meter').getAttribute('aria-valuenow'));
@@ -136,7 +91,6 @@ test('type, stream, watch the meter grow, Stop, reload to the saved chat, New ch
   assert.equal(await assistantText(), stopped, 'no text arrives after Stop');
   assert.ok(await page.locator('.msg-assistant').last().getByText('cancelled').count(), 'the answer says it was stopped');
 
-  mkdirSync(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: path.join(ARTIFACTS, 'chat-window.png') });
 
   // A reload shows the saved conversation, the stopped answer included.

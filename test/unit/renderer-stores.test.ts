@@ -10,6 +10,7 @@ import type { RopewalkApi } from '../../main/contract/channels.ts';
 import type { Message } from '../../main/contract/types.ts';
 import { isGenerating } from '../../renderer/stores/chat.ts';
 import { createStores, type Stores } from '../../renderer/stores/index.ts';
+import { loadErrorOf } from '../../renderer/stores/model.ts';
 import { FakeApi, ManualFrames, settle, sleep } from './renderer-fakes.ts';
 
 async function boot(setup?: (fake: FakeApi) => void): Promise<{ fake: FakeApi; frames: ManualFrames; stores: Stores }> {
@@ -126,6 +127,18 @@ describe('renderer stores: answers', () => {
     const answer = stores.chat.getState().messages.at(-1)!;
     fake.emit('answerPrefill', { conversationId: conversationId!, messageId: answer.id, processed: 256, total: 1000 });
     assert.deepEqual(stores.chat.getState().live[answer.id].prefill, { processed: 256, total: 1000 });
+  });
+
+  it('an answer waiting behind an API request shows it, until its prefill starts', async () => {
+    const { fake, stores } = await boot((f) => void f.addConversation('chat'));
+    stores.chat.getState().setDraft('hi');
+    await stores.chat.getState().send();
+    const { conversationId } = stores.chat.getState();
+    const answer = stores.chat.getState().messages.at(-1)!;
+    fake.emit('answerWaiting', { conversationId: conversationId!, messageId: answer.id, ahead: 2 });
+    assert.equal(stores.chat.getState().live[answer.id].waiting, 2);
+    fake.emit('answerPrefill', { conversationId: conversationId!, messageId: answer.id, processed: 5, total: 5 });
+    assert.equal(stores.chat.getState().live[answer.id].waiting, undefined);
   });
 
   it('keeps deltas that arrive before sendMessage answers', async () => {
@@ -399,7 +412,29 @@ describe('renderer stores: model and errors', () => {
     await stores.model.getState().open('/nowhere/model.bin');
     assert.equal(stores.model.getState().openError, 'cannot read /nowhere/model.bin');
     assert.equal(stores.model.getState().opening, false);
-    assert.equal(stores.notices.getState().notices.at(-1)?.code, 'MODEL_LOAD');
+  });
+
+  it('a model-load error is shown once (at the path field, not in the banner) and clears when a model loads', async () => {
+    const { fake, stores } = await boot();
+    await stores.model.getState().open('/nowhere/model.bin');
+    assert.equal(loadErrorOf(stores.model.getState()), 'cannot read /nowhere/model.bin');
+    assert.deepEqual(stores.notices.getState().notices, [], 'no banner copy (was: card, field and banner)');
+    // The services' own record of the failed load is the same sentence: still one.
+    fake.emit('modelState', { ...fake.model, error: 'cannot read /nowhere/model.bin' });
+    assert.equal(loadErrorOf(stores.model.getState()), 'cannot read /nowhere/model.bin');
+    fake.emit('modelState', { ...fake.model, status: 'ready', error: null });
+    assert.equal(loadErrorOf(stores.model.getState()), null, 'a model loaded: the error is gone');
+  });
+
+  it('banners: the same notice is shown once however often it recurs, and each can be dismissed', async () => {
+    const { stores } = await boot();
+    stores.notices.getState().report(Object.assign(new Error('The database is locked.'), { code: 'DB' }));
+    stores.notices.getState().report(Object.assign(new Error('No model is loaded.'), { code: 'MODEL_NOT_READY' }));
+    stores.notices.getState().report(Object.assign(new Error('The database is locked.'), { code: 'DB' }));
+    const notices = stores.notices.getState().notices;
+    assert.deepEqual(notices.map((n) => n.code), ['MODEL_NOT_READY', 'DB'], 'no second copy; the repeat moves last');
+    for (const n of notices) stores.notices.getState().dismiss(n.id);
+    assert.deepEqual(stores.notices.getState().notices, []);
   });
 
   it('a failed send shows a dismissible notice, restores the draft and removes the optimistic message', async () => {

@@ -1,0 +1,79 @@
+/**
+ * The window-wide effects App installs once: the layout follows the window's width, the theme
+ * follows the choice (or the system's `prefers-color-scheme`) as `data-theme` on <html>, and the
+ * keyboard shortcuts of lib/shortcuts.ts run their actions.
+ */
+import { useEffect } from 'react';
+import { useUi, type useStores } from './hooks.ts';
+import { shortcutOf, type ShortcutId } from './lib/shortcuts.ts';
+import { isGenerating } from './stores/chat.ts';
+import { resolveTheme } from './stores/ui.ts';
+
+type Stores = ReturnType<typeof useStores>;
+
+/** macOS (Cmd is the shortcut modifier there). */
+export const IS_MAC = typeof navigator !== 'undefined' && /Mac|iPhone|iPad/.test(navigator.userAgent);
+
+export function useWindowWidth(stores: Stores): void {
+  useEffect(() => {
+    const onResize = () => stores.ui.getState().setWidth(window.innerWidth);
+    onResize();
+    window.addEventListener('resize', onResize);
+    return () => window.removeEventListener('resize', onResize);
+  }, [stores]);
+}
+
+export function useTheme(): void {
+  const choice = useUi((s) => s.theme);
+  useEffect(() => {
+    const query = window.matchMedia('(prefers-color-scheme: dark)');
+    const apply = () => {
+      const theme = resolveTheme(choice, query.matches);
+      document.documentElement.dataset.theme = theme;
+      document.documentElement.style.colorScheme = theme;
+    };
+    apply();
+    query.addEventListener('change', apply);
+    return () => query.removeEventListener('change', apply);
+  }, [choice]);
+}
+
+/** Runs a shortcut's action; false when it does nothing now (the key then keeps its default). */
+function run(stores: Stores, id: ShortcutId): boolean {
+  const ui = stores.ui.getState();
+  switch (id) {
+    case 'newChat':
+      void stores.conversations.getState().create();
+      ui.focusComposer();
+      return true;
+    case 'search':
+      ui.focusSearch();
+      return true;
+    case 'toggleSidebar':
+      ui.toggleSidebar();
+      return true;
+    case 'toggleSettings':
+      ui.togglePanel();
+      return true;
+    case 'stop':
+      if (!isGenerating(stores.chat.getState())) return false;
+      void stores.chat.getState().stop();
+      ui.focusComposer();
+      return true;
+  }
+}
+
+export function useShortcuts(stores: Stores): void {
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.defaultPrevented || e.isComposing) return;
+      const id = shortcutOf(e, IS_MAC);
+      if (!id) return;
+      // Escape in a one-line field (search, rename, a setting) belongs to that field.
+      if (id === 'stop' && e.target instanceof HTMLElement && (e.target.tagName === 'INPUT' || e.target.tagName === 'SELECT')) return;
+      if (run(stores, id)) e.preventDefault();
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [stores]);
+}

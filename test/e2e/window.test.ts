@@ -1,0 +1,234 @@
+/**
+ * End to end, the window as users expect it (issue 10), in `serve` mode with the real
+ * stories260K model and Debian's headless Chromium: narrow windows (420 px and the Electron
+ * window's 560 px minimum: the sidebar collapsed behind a named button, Send on screen), settings
+ * refused or warned about at the field, the keyboard (Escape stops an answer before its first token and focus returns to the message box;
+ * Ctrl+K / Ctrl+B / Ctrl+, / Ctrl+N; tooltips and the list in Settings name them; the panel
+ * choice survives a reload), and the dark theme, whose text contrast is measured (WCAG AA) on
+ * the main surfaces in both themes. Screenshots at 1280×800 and 420×800, light and dark, are
+ * saved under test/artifacts/.
+ */
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import type { Page } from 'playwright-core';
+import { textContrast } from '../helpers/contrast.ts';
+import { ARTIFACTS, startE2eApp, until, type E2eApp } from '../helpers/e2e-app.ts';
+
+// Greedy stories260K repeats this for ~2,000 tokens: an answer long enough to stop.
+const LONG_PROMPT = 'Mom said no. Mom said no. Mom said no.';
+const SEEDED_ANSWER = 'Once upon a time there was a **little** dog.\n\n```js\nconst dog = "Spot";\n```\n\nThe end.';
+
+let app: E2eApp;
+const pageErrors: string[] = [];
+
+before(async () => {
+  app = await startE2eApp((store) => {
+    const c = store.createConversation('A seeded chat');
+    store.appendMessage(c.id, { role: 'user', content: 'Tell me about a dog', status: 'complete' });
+    store.appendMessage(c.id, { role: 'assistant', content: SEEDED_ANSWER, status: 'complete' });
+  });
+});
+
+after(async () => {
+  await app?.close();
+});
+
+async function openPage(width: number, height = 800): Promise<Page> {
+  const page = await app.browser.newPage({ viewport: { width, height } });
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  await page.goto(app.url);
+  await page.getByText('ready', { exact: true }).or(page.getByRole('button', { name: 'Sidebar' })).first().waitFor({ timeout: 60_000 });
+  return page;
+}
+
+/** The accessible name of the focused element (aria-label or text). */
+const focusedName = (page: Page) =>
+  page.evaluate('document.activeElement && (document.activeElement.getAttribute("aria-label") || document.activeElement.textContent)') as Promise<string | null>;
+
+/** Text colour and the background stack (innermost first, up to the first opaque one) of the first match of each selector. */
+async function colours(page: Page, selectors: readonly string[]): Promise<Array<{ selector: string; color: string; backgrounds: string[] }>> {
+  const script = `(${JSON.stringify(selectors)}).flatMap((selector) => {
+    const el = document.querySelector(selector);
+    if (!el) return [];
+    const backgrounds = [];
+    for (let n = el; n; n = n.parentElement) {
+      const b = getComputedStyle(n).backgroundColor;
+      backgrounds.push(b);
+      if (b.startsWith('rgb(')) break;
+    }
+    return [{ selector, color: getComputedStyle(el).color, backgrounds }];
+  })`;
+  return (await page.evaluate(script)) as Array<{ selector: string; color: string; backgrounds: string[] }>;
+}
+
+/** Main surfaces: header, sidebar, messages, Markdown, stats, composer, Send, panel fields and hints. */
+const SURFACES = [
+  '.chat-title',
+  '.brand-name',
+  '.conv-link',
+  '.conv-time',
+  '.msg-bubble',
+  '.markdown p',
+  '.stats > span',
+  '.composer-box textarea',
+  '.btn-send',
+  '.panel-section h2',
+  '.field label',
+  '.field-hint',
+  '.badge',
+  '.model-facts dt',
+];
+
+async function assertContrast(page: Page, theme: string): Promise<void> {
+  await page.waitForTimeout(300); // colour transitions (0.12 s) settle first
+  const found = await colours(page, SURFACES);
+  assert.ok(found.length >= 10, `most surfaces are on screen (${found.map((f) => f.selector).join(', ')})`);
+  const failing = found
+    .map((f) => ({ ...f, ratio: textContrast(f.color, f.backgrounds) }))
+    .filter((f) => f.ratio < 4.5)
+    .map((f) => `${f.selector}: ${f.ratio.toFixed(2)} (${f.color} on ${f.backgrounds.join(' < ')})`);
+  assert.deepEqual(failing, [], `WCAG AA (4.5:1) in the ${theme} theme`);
+}
+
+async function assertSendOnScreen(page: Page, width: number): Promise<void> {
+  const box = await page.getByRole('button', { name: 'Send' }).boundingBox();
+  assert.ok(box, 'Send is rendered');
+  assert.ok(box.x >= 0 && box.x + box.width <= width, `Send lies within ${width} px (x ${box.x.toFixed(0)}–${(box.x + box.width).toFixed(0)})`);
+}
+
+test('narrow windows: the sidebar collapses behind a named button, Send stays on screen (420 px and 560 px)', async () => {
+  const page = await openPage(420);
+  const toggle = page.getByRole('button', { name: 'Sidebar' });
+  await toggle.waitFor();
+  assert.equal(await toggle.getAttribute('aria-expanded'), 'false', 'collapsed by itself at 420 px');
+  assert.equal(await page.getByRole('navigation', { name: 'Conversations' }).count(), 0);
+  assert.equal(await page.getByRole('complementary', { name: 'Model and settings' }).count(), 0, 'the settings panel starts closed');
+  await page.getByRole('textbox', { name: 'Message' }).fill('A draft long enough to fill the narrow composer with words');
+  await assertSendOnScreen(page, 420);
+
+  // The sidebar opens over the chat and closes again once a conversation is picked.
+  await toggle.click();
+  const nav = page.getByRole('navigation', { name: 'Conversations' });
+  await nav.getByRole('link', { name: /A seeded chat/ }).click();
+  await page.getByText('Tell me about a dog').waitFor();
+  assert.equal(await nav.count(), 0, 'picked: the sidebar closed');
+  await page.getByRole('textbox', { name: 'Message' }).fill('Another draft');
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.screenshot({ path: path.join(ARTIFACTS, 'window-420-light.png') });
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.waitForTimeout(300); // colour transitions settle
+  await page.screenshot({ path: path.join(ARTIFACTS, 'window-420-dark.png') });
+
+  await page.setViewportSize({ width: 560, height: 600 });
+  await assertSendOnScreen(page, 560);
+  await page.close();
+  assert.deepEqual(pageErrors, []);
+});
+
+test('dark theme: follows the system, can be chosen in Settings, and keeps WCAG AA contrast; screenshots at 1280×800', async () => {
+  const page = await openPage(1280);
+  await page.getByRole('navigation', { name: 'Conversations' }).getByRole('link', { name: /A seeded chat/ }).click();
+  await page.locator('.markdown p').first().waitFor();
+  await page.getByRole('textbox', { name: 'Message' }).fill('A draft');
+
+  await page.emulateMedia({ colorScheme: 'light' });
+  assert.equal(await page.evaluate('document.documentElement.dataset.theme'), 'light');
+  await assertContrast(page, 'light');
+  await page.screenshot({ path: path.join(ARTIFACTS, 'window-1280-light.png') });
+
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await until('the dark theme applies', async () => (await page.evaluate('document.documentElement.dataset.theme')) === 'dark', 5_000);
+  await assertContrast(page, 'dark');
+  await page.screenshot({ path: path.join(ARTIFACTS, 'window-1280-dark.png') });
+
+  // The setting wins over the system, and survives a reload.
+  await page.getByLabel('Theme').selectOption('light');
+  assert.equal(await page.evaluate('document.documentElement.dataset.theme'), 'light');
+  await page.reload();
+  await page.getByLabel('Theme').waitFor();
+  assert.equal(await page.evaluate('document.documentElement.dataset.theme'), 'light', 'kept across a reload while the system is dark');
+  await page.getByLabel('Theme').selectOption('system');
+  await page.close();
+  assert.deepEqual(pageErrors, []);
+});
+
+test('keyboard: Escape stops an answer before its first token and focus returns to the message box; shortcuts', async () => {
+  const page = await openPage(1280);
+  await page.getByText('ready', { exact: true }).waitFor({ timeout: 60_000 });
+  const setSetting = async (label: string, value: string) => {
+    const field = page.getByLabel(label, { exact: true });
+    await field.fill(value);
+    await field.press('Enter');
+  };
+  // A new max context reloads the model: other settings wait for it (the services refuse meanwhile).
+  await setSetting('Max context', '4096');
+  await until('the model reloaded at 4096', async () => (await page.getByRole('meter').getAttribute('aria-valuemax')) === '4096');
+  await page.getByText('ready', { exact: true }).waitFor({ timeout: 60_000 });
+  await setSetting('Max new tokens', '3000');
+  await setSetting('Temperature', '0');
+
+  // Settings that stay consistent: a warning past the trained context (512), refusals at the field.
+  await page.getByText("Above the model's trained context (512)", { exact: false }).waitFor();
+  const maxTokens = page.getByLabel('Max new tokens', { exact: true });
+  for (const [typed, why] of [['5000', 'Must be less than the max context (4,096)'], ['1e3', '"1e3" is not a decimal number.']]) {
+    await maxTokens.fill(typed);
+    await page.getByRole('alert').getByText(why, { exact: false }).waitFor({ timeout: 5_000 });
+  }
+  await maxTokens.fill('3000');
+  await maxTokens.press('Enter');
+  assert.deepEqual(await page.locator('.notice').allInnerTexts(), [], 'the refusals stay at the field, not in the banner');
+
+  // Escape at once after Enter: the answer has not produced a token yet.
+  const composer = page.getByRole('textbox', { name: 'Message' });
+  await page.getByRole('button', { name: 'New chat' }).click();
+  await composer.fill(LONG_PROMPT);
+  await composer.press('Enter');
+  await page.getByRole('button', { name: 'Stop' }).waitFor({ timeout: 30_000 });
+  await page.keyboard.press('Escape');
+  await page.getByRole('button', { name: 'Send' }).waitFor({ timeout: 30_000 });
+  const answer = page.locator('.msg-assistant').last();
+  await until('the answer says it was stopped', async () => /stopped|cancelled/i.test(await answer.innerText()), 10_000).catch(async (e: Error) => {
+    throw new Error(`${e.message}; the answer reads: ${JSON.stringify(await answer.innerText())}`);
+  });
+  assert.equal(await focusedName(page), 'Message', 'focus is back in the message box after Escape');
+
+  // Stop by mouse, mid-stream: focus returns to the message box too.
+  await composer.fill(LONG_PROMPT);
+  await composer.press('Enter');
+  await until('the answer streams', async () => (await answer.innerText()).length > 40);
+  await page.getByRole('button', { name: 'Stop' }).click();
+  await page.getByRole('button', { name: 'Send' }).waitFor({ timeout: 30_000 });
+  assert.equal(await focusedName(page), 'Message', 'focus is back in the message box after Stop');
+
+  // Shortcuts, named in their tooltips and in Settings.
+  assert.match((await page.getByRole('button', { name: 'New chat' }).getAttribute('title')) ?? '', /Ctrl\+N/);
+  assert.match((await page.getByRole('button', { name: 'Sidebar' }).getAttribute('title')) ?? '', /Ctrl\+B/);
+  const shortcuts = page.locator('.shortcuts');
+  for (const keys of ['Ctrl+N', 'Ctrl+K', 'Ctrl+B', 'Ctrl+,', 'Esc']) assert.equal(await shortcuts.getByText(keys, { exact: true }).count(), 1, keys);
+
+  await page.keyboard.press('Control+k');
+  assert.equal(await focusedName(page), 'Search conversations');
+  await page.keyboard.press('Control+b');
+  await until('the sidebar hides', async () => (await page.getByRole('navigation', { name: 'Conversations' }).count()) === 0, 5_000);
+  await page.keyboard.press('Control+b');
+  await page.getByRole('navigation', { name: 'Conversations' }).waitFor();
+
+  const chats = page.getByRole('navigation', { name: 'Conversations' }).getByRole('listitem');
+  const before = await chats.count();
+  await page.keyboard.press('Control+n');
+  await until('a new chat is listed', async () => (await chats.count()) === before + 1, 10_000);
+  assert.equal(await focusedName(page), 'Message', 'the new chat takes the focus');
+
+  const panel = page.getByRole('complementary', { name: 'Model and settings' });
+  await page.keyboard.press('Control+,');
+  await until('the settings panel closes', async () => (await panel.count()) === 0, 5_000);
+  await page.reload();
+  await page.getByRole('button', { name: 'Sidebar' }).waitFor();
+  await page.waitForTimeout(300);
+  assert.equal(await panel.count(), 0, 'closed after a reload');
+  await page.keyboard.press('Control+,');
+  await panel.waitFor();
+  await page.close();
+  assert.deepEqual(pageErrors, []);
+});
