@@ -122,6 +122,8 @@ export interface EventTypes {
   modelState: ModelState;
   /** The conversation list changed (created, renamed, deleted, title set). */
   conversationsChanged: { conversations: ConversationSummary[] };
+  /** Extraction progress of a large file being attached (per PDF page; 0…1). */
+  documentProgress: { name: string; fraction: number };
 }
 
 // Every event name has a payload type, and every payload type a name.

@@ -145,7 +145,7 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     getBudget: ({ conversationId, draft, documents: docs }) => budget.getBudget(conversationId, draft, docs),
     attachDocument: async ({ name, data }) => {
       await models.ready();
-      return documents.attach(name, Buffer.from(data, 'base64'));
+      return documents.attach(name, Buffer.from(data, 'base64'), (fraction) => emit('documentProgress', { name, fraction }));
     },
     openDocument: ({ id }) => documents.open(id),
     getSettings: async () => settingsService.get(),

@@ -38,6 +38,7 @@ export function Attachments() {
   const input = useRef<HTMLInputElement>(null);
   const attachments = useChat((s) => s.attachments);
   const attaching = useChat(useShallow((s) => s.attaching));
+  const progress = useChat((s) => s.progress);
   return (
     <div className="attachments">
       <button type="button" className="btn btn-attach" onClick={() => input.current?.click()}>
@@ -60,7 +61,7 @@ export function Attachments() {
       ))}
       {attaching.map((name, i) => (
         <span key={`${name}-${i}`} className="doc-chip doc-chip-busy" role="status">
-          Reading {name}…
+          Reading {name}…{progress[name] !== undefined ? ` ${Math.round(progress[name] * 100)} %` : ''}
         </span>
       ))}
     </div>

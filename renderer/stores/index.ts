@@ -99,6 +99,7 @@ export function createStores(api: RopewalkApi, options: StoreOptions): Stores {
           api.on('budgetChanged', (e) => budget.getState().apply(e)),
           api.on('modelState', (e) => model.getState().apply(e)),
           api.on('conversationsChanged', (e) => conversations.getState().apply(e.conversations)),
+          api.on('documentProgress', (e) => chat.getState().onDocumentProgress(e)),
         );
       }
       await loadAll();

@@ -17,7 +17,7 @@ import { RouterError } from '../../main/router.ts';
 import { startBackend as startServices, type Backend as Services } from '../../main/backend.ts';
 import { buildPdf } from '../helpers/documents.ts';
 import { STORIES_BIN } from '../helpers/paths.ts';
-import { nextEvent } from '../helpers/router-events.ts';
+import { nextEvent, record } from '../helpers/router-events.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-documents-test-'));
 let s: Services;
@@ -162,4 +162,19 @@ test('long conversations: stop refuses, rolling window and truncate middle leave
   assert.equal(after.messages.length, before.messages.length - 2, 'the message and its answer');
   assert.ok(!after.messages.some((m) => m.id === ids[1]));
   await call('updateSettings', { maxContext: 512, maxTokens: 16, contextFullPolicy: 'stop' });
+});
+
+test('a large file is extracted off the main thread with progress events, page by page', async () => {
+  const line = 'The ropewalk twisted hemp into long ropes for the ships in the harbour.';
+  const pages = Array.from({ length: 80 }, (_, p) => Array.from({ length: 48 }, (_, l) => `${p}.${l} ${line}`));
+  const pdf = buildPdf(pages);
+  assert.ok(pdf.length > 256 * 1024, `${pdf.length} bytes: over the off-thread threshold`);
+  const events = record(s.router);
+  const info = await call('attachDocument', { name: 'harbour.pdf', data: b64(pdf) });
+  events.stop();
+  const fractions = events.of('documentProgress').filter((e) => e.name === 'harbour.pdf').map((e) => e.fraction);
+  assert.equal(info.kind, 'pdf');
+  assert.ok(fractions.length >= 80, `${fractions.length} progress events`);
+  assert.deepEqual([...fractions].sort((a, b) => a - b), fractions, 'in order');
+  assert.equal(fractions.at(-1), 1);
 });

@@ -19,6 +19,10 @@ export interface DocumentsSlice {
   attachments: DocumentInfo[];
   /** Names of the files being read and extracted. */
   attaching: string[];
+  /** Extraction progress (0…1) of large files being attached, by name. */
+  progress: Record<string, number>;
+  /** A `documentProgress` event. */
+  onDocumentProgress(e: { name: string; fraction: number }): void;
   /** The document shown in the reader (a chip was opened), or null. */
   reading: DocumentText | null;
   attachFiles(files: readonly FileLike[]): Promise<void>;
@@ -41,7 +45,12 @@ export function toBase64(bytes: Uint8Array): string {
 export const createDocumentsSlice: ChatSlice<DocumentsSlice> = (ctx) => (set, get) => ({
   attachments: [],
   attaching: [],
+  progress: {},
   reading: null,
+
+  onDocumentProgress({ name, fraction }) {
+    if (get().attaching.includes(name)) set({ progress: { ...get().progress, [name]: fraction } });
+  },
 
   async attachFiles(files) {
     const conversationId = get().conversationId;
@@ -58,7 +67,10 @@ export const createDocumentsSlice: ChatSlice<DocumentsSlice> = (ctx) => (set, ge
         ctx.report(e);
       } finally {
         const i = get().attaching.indexOf(file.name);
-        set({ attaching: get().attaching.filter((_, j) => j !== i) });
+        const attaching = get().attaching.filter((_, j) => j !== i);
+        const progress = { ...get().progress };
+        if (!attaching.includes(file.name)) delete progress[file.name];
+        set({ attaching, progress });
       }
     }
   },
