@@ -24,7 +24,7 @@ import { resolveModel, type ImportProgress, type QuantizeOption } from '../model
 import type { ModelManifest } from '../model/manifest.ts';
 import { availableMemory, bundleBytes, checkMemory, estimateMemory } from '../model/memory.ts';
 import { openDecoderBackend } from '../model/open-backend.ts';
-import { Sampler, validateSamplerOptions } from '../sampling/sampler.ts';
+import { Sampler, SamplerScratch, validateSamplerOptions } from '../sampling/sampler.ts';
 import { TextTokenizer } from '../tokenizer/tokenizer.ts';
 import { Generation } from './generation.ts';
 import type { GenerationEvent, GenerationRequest, GenerationStats } from './types.ts';
@@ -109,6 +109,8 @@ export class Engine {
   private readonly prefillChunk: number;
   private readonly bundleDir: string;
   private readonly weightsInfo: ModelWeightsInfo;
+  /** The sampler's [V] work buffers, lent to every generation (none allocates its own). */
+  private readonly samplerScratch: SamplerScratch;
   /** Token ids whose keys/values are in the KV cache, in order (length == kv.length). */
   private cachedTokens: number[] = [];
   /** decodeStep's input [1], reused so a warm step allocates nothing here. */
@@ -141,6 +143,7 @@ export class Engine {
       maxContext: this.maxContext,
       hostBuffers: this.backend.kvOnHost,
     });
+    this.samplerScratch = new SamplerScratch(c.vocabSize);
   }
 
   /**
@@ -310,7 +313,7 @@ export class Engine {
     if (!Number.isInteger(req.maxTokens) || req.maxTokens < 1) {
       throw new InvalidOptionError('max tokens', `${req.maxTokens} is not a positive integer`);
     }
-    const sampler = new Sampler(validateSamplerOptions(req.sampler));
+    const sampler = new Sampler(validateSamplerOptions(req.sampler), this.samplerScratch);
     const prompt = this.encodeRequest(req, this.maxContext);
     if (prompt.length > this.maxContext) throw new ContextOverflowError(prompt.length, this.maxContext, 'the prompt');
     if (this.busy) throw new InvalidOptionError('request', 'the engine is already generating');
