@@ -22,7 +22,7 @@ import { quantizeLinearWeights } from './gguf/quantized-weights.ts';
 import { summarizeWeights, type ImportedModel, type ModelManifest } from './manifest.ts';
 
 /** Bumped whenever the graph or bundle layout changes, so cached imports are rebuilt. */
-export const BUNDLE_BUILDER_VERSION = 3;
+export const BUNDLE_BUILDER_VERSION = 4;
 
 export const MODEL_FILE = 'model.onnx';
 export const MANIFEST_FILE = 'manifest.json';
@@ -127,7 +127,7 @@ async function resolveModelUnchecked(source: string, cacheDir: string, onProgres
     : src.kind === 'gguf' ? await importGguf(src.path, { sourceHash })
     : await importHuggingFace(src.path, { sourceHash });
   imported.manifest.source = { kind: src.kind, path: src.path, sha256: sourceHash };
-  if (quantize) imported.weights = quantizeLinearWeights(imported.weights, quantize === 'q4' ? 4 : 8, imported.manifest.config.tiedEmbeddings);
+  if (quantize) imported.weights = quantizeLinearWeights(imported.weights, quantize === 'q4' ? 4 : 8);
   await writeBundle(imported, dir, onProgress);
   onProgress?.({ phase: 'write', fraction: 1 });
   return loadBundle(dir);
