@@ -11,6 +11,7 @@ import { CONTEXT_FULL_POLICIES } from './types.ts';
 import type {
   ContextBudget,
   Conversation,
+  LocalServerState,
   DocumentInfo,
   DocumentText,
   ConversationSummary,
@@ -44,6 +45,9 @@ export const settingsPatchSchema = z
     systemPrompt: z.string().max(100_000),
     contextFullPolicy: z.enum(CONTEXT_FULL_POLICIES),
     executionProvider: z.enum(['cpu', 'cuda']),
+    localServer: z.boolean(),
+    localServerPort: z.number().int().min(0).max(65535),
+    localServerCors: z.union([z.literal(''), z.string().max(200).regex(/^https?:\/\/[^/\s]+$/, 'an origin such as http://localhost:3000 (scheme, host, port; no path)')]),
   })
   .partial()
   .strict();
@@ -76,6 +80,8 @@ export const requestSchemas = {
   getSettings: z.object({}).strict(),
   updateSettings: settingsPatchSchema,
   getModel: z.object({}).strict(),
+  /** The desktop app's local API server (the Local server setting). */
+  getLocalServer: z.object({}).strict(),
   /** Imports/loads a model from a path on this machine (llama2.c file, HF folder, bundle). */
   openModel: z.object({ path: z.string().min(1).max(4096) }).strict(),
 } as const satisfies Record<MethodName, z.ZodType>;
@@ -98,6 +104,7 @@ export interface ResponseTypes extends Record<MethodName, unknown> {
   getSettings: Settings;
   updateSettings: Settings;
   getModel: ModelState;
+  getLocalServer: LocalServerState;
   openModel: ModelState;
 }
 

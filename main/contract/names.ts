@@ -19,6 +19,7 @@ export const METHOD_NAMES = [
   'getSettings',
   'updateSettings',
   'getModel',
+  'getLocalServer',
   'openModel',
 ] as const;
 

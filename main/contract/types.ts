@@ -103,6 +103,21 @@ export interface Settings {
   systemPrompt: string;
   contextFullPolicy: ContextFullPolicy;
   executionProvider: ExecutionProviderPreference;
+  /** Serve the OpenAI-compatible API of the loaded model on 127.0.0.1 (desktop app; off by default). */
+  localServer: boolean;
+  /** Its TCP port (0: any free one). */
+  localServerPort: number;
+  /** The one browser origin allowed to call it ('' = CORS off). */
+  localServerCors: string;
+}
+
+/** The desktop app's local API server: where it answers, or why it does not. */
+export interface LocalServerState {
+  /** 'unavailable': this transport serves no separate API server (serve mode has /v1 at its own address). */
+  status: 'unavailable' | 'off' | 'running' | 'error';
+  /** e.g. `http://127.0.0.1:8756/v1` while running. */
+  baseUrl: string | null;
+  error: string | null;
 }
 
 export interface ModelInfo {

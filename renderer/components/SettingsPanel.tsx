@@ -9,6 +9,7 @@ import type { Settings } from '../../main/contract/types.ts';
 import { useModel, useSettings, useStores } from '../hooks.ts';
 import type { SettingsPatch } from '../stores/settings.ts';
 import { parseDecimal, type Parsed, type RangeOptions } from '../lib/numbers.ts';
+import { LocalServerSection } from './LocalServerSection.tsx';
 
 type Parser = (text: string) => Parsed;
 
@@ -112,6 +113,7 @@ export function SettingsPanel() {
           <option value="cuda">CUDA (NVIDIA GPU)</option>
         </select>
       </Field>
+      <LocalServerSection onSave={save} />
     </section>
   );
 }

@@ -56,6 +56,9 @@ export class FakeApi {
     systemPrompt: '',
     contextFullPolicy: 'stop',
     executionProvider: 'cpu',
+    localServer: false,
+    localServerPort: 8756,
+    localServerCors: '',
   };
   model: ModelState = {
     status: 'ready',
@@ -187,6 +190,7 @@ export class FakeApi {
     getSettings: () => ({ ...this.settings }),
     updateSettings: (patch) => (this.settings = { ...this.settings, ...patch }),
     getModel: () => this.model,
+    getLocalServer: () => ({ status: 'unavailable' as const, baseUrl: null, error: null }),
     openModel: ({ path }) => {
       throw new ApiError('MODEL_LOAD', `cannot read ${path}`);
     },
