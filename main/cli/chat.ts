@@ -12,7 +12,6 @@ import { EngineHost } from '../engine-host/host.ts';
 import { EngineError } from '../engine/errors.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
 import { DocumentError } from '../documents/errors.ts';
-import { documentPrompt, DocumentsDoNotFitError, readAttachments } from './documents.ts';
 import { parseChatOptions, USAGE, UsageError } from './options.ts';
 
 const USAGE_CODES = new Set(['INVALID_OPTION', 'CONTEXT_OVERFLOW']);
@@ -23,11 +22,13 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  // Documents first: a file that cannot be used fails before the model loads.
-  const docs = await readAttachments(opts.attach);
-  const host = new EngineHost();
   const ac = new AbortController();
   process.once('SIGINT', () => ac.abort());
+  // Documents first: a file that cannot be used fails before the model loads. Loaded only when
+  // asked for, so a plain chat starts without the PDF, .docx and HTML parsers.
+  const documents = opts.attach.length ? await import('./documents.ts') : null;
+  const docs = documents ? await documents.readAttachments(opts.attach) : [];
+  const host = new EngineHost();
   try {
     const info = await host.load(opts.model ?? defaultModelPath(), {
       ...(opts.maxContext !== null ? { maxContext: opts.maxContext } : {}),
@@ -38,8 +39,8 @@ async function main(argv: string[]): Promise<number> {
     if (info.fallbackReason) process.stderr.write(`note: ${info.fallbackReason}\n`);
     // Without a chat template the system prompt opens the transcript, as in the window and /v1.
     const system = opts.system ? [{ role: 'system' as const, content: opts.system }] : [];
-    const withDocs = docs.length
-      ? await documentPrompt(host, system, opts.prompt, docs, { relevant: opts.fitRelevant, room: info.maxContext - opts.maxTokens, maxContext: info.maxContext, reserve: opts.maxTokens })
+    const withDocs = documents
+      ? await documents.documentPrompt(host, system, opts.prompt, docs, { relevant: opts.fitRelevant, room: info.maxContext - opts.maxTokens, maxContext: info.maxContext, reserve: opts.maxTokens })
       : null;
     if (withDocs?.documentParts && !opts.json) process.stderr.write(`using the relevant parts: ${withDocs.documentParts.join('; ')}\n`);
     const request: GenerationRequest = {
@@ -98,7 +99,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (e: unknown) => {
-    if (e instanceof UsageError || e instanceof DocumentError || e instanceof DocumentsDoNotFitError) {
+    if (e instanceof UsageError || e instanceof DocumentError) {
       process.stderr.write(`error: ${e.message}\n`);
       process.exitCode = 2;
     } else if (e instanceof EngineError) {

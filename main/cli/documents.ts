@@ -6,7 +6,7 @@
  * unreadable, unsupported, encrypted, corrupt, empty or oversized one). `documentPrompt` puts
  * them in the user turn before the question and fits them into `room` (max context − max
  * tokens): whole, or with `--fit relevant` the best chunks when whole does not fit; without it a
- * prompt that does not fit is a `DocumentsDoNotFitError` with both numbers. Each document's
+ * prompt that does not fit is a `UsageError` (exit 2) with both numbers. Each document's
  * tokens are as counted in the prompt: the prompt's count with it minus the count without it.
  */
 import { readFile } from 'node:fs/promises';
@@ -17,9 +17,8 @@ import { DocumentError } from '../documents/errors.ts';
 import { extractDocumentOffThread } from '../documents/extract-off-thread.ts';
 import type { ExtractedDocument } from '../documents/extract.ts';
 import { documentBlock, userTurnText } from '../documents/prompt.ts';
+import { UsageError } from './options.ts';
 
-/** The documents do not fit the max context and `--fit relevant` was not given (exit 2). */
-export class DocumentsDoNotFitError extends Error {}
 
 /** Extracts every file, in order. @throws DocumentError naming the first file that fails. */
 export async function readAttachments(paths: readonly string[]): Promise<ExtractedDocument[]> {
@@ -53,7 +52,7 @@ export interface DocumentPrompt {
 
 /**
  * The prompt with `docs` in the user turn, fitted to `room` tokens.
- * @throws DocumentsDoNotFitError (without `relevant`, or when even the relevant parts cannot fit).
+ * @throws UsageError (without `relevant`, or when even the relevant parts cannot fit).
  */
 export async function documentPrompt(
   counter: TokenCounter,
@@ -71,7 +70,7 @@ export async function documentPrompt(
   const total = await counter.countTokens({ messages: fitted.messages });
   if (total > opts.room) {
     const hint = opts.relevant ? 'even the relevant parts do not fit beside the question' : 'use --fit relevant, raise --max-context or lower --max-tokens';
-    throw new DocumentsDoNotFitError(
+    throw new UsageError(
       `the documents do not fit: the prompt needs ${total} tokens plus ${opts.reserve} reserved for the answer (--max-tokens), ${total + opts.reserve} > max context ${opts.maxContext}; ${hint}`,
     );
   }
