@@ -19,6 +19,8 @@ export const METHOD_NAMES = [
   'updateSettings',
   'getModel',
   'openModel',
+  'selectBranch',
+  'importConversation',
 ] as const;
 
 export const EVENT_NAMES = ['answerDelta', 'answerPrefill', 'answerDone', 'budgetChanged', 'modelState', 'conversationsChanged'] as const;
