@@ -146,6 +146,8 @@ export type Handlers = { [M in MethodName]: (request: RequestOf<M>) => Promise<R
 export interface EventTypes {
   /** New answer text (batched: at most one per ~16 ms per answer). */
   answerDelta: { conversationId: string; messageId: string; text: string; generatedTokens: number };
+  /** The answer waits for the engine (an API request is being answered); `ahead`: requests before it. */
+  answerWaiting: { conversationId: string; messageId: string; ahead: number };
   /** Prompt prefill progress of an answer. */
   answerPrefill: { conversationId: string; messageId: string; processed: number; total: number };
   /** The answer ended (complete, cancelled or error); the final message with its stats. */

@@ -23,7 +23,7 @@ export const METHOD_NAMES = [
   'importConversation',
 ] as const;
 
-export const EVENT_NAMES = ['answerDelta', 'answerPrefill', 'answerDone', 'budgetChanged', 'modelState', 'conversationsChanged'] as const;
+export const EVENT_NAMES = ['answerDelta', 'answerWaiting', 'answerPrefill', 'answerDone', 'budgetChanged', 'modelState', 'conversationsChanged'] as const;
 
 export type MethodName = (typeof METHOD_NAMES)[number];
 export type EventName = (typeof EVENT_NAMES)[number];

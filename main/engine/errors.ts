@@ -45,10 +45,11 @@ export class ModelLoadError extends EngineError {
 export class ContextOverflowError extends EngineError {
   readonly requested: number;
   readonly maxContext: number;
-  constructor(requested: number, maxContext: number, what = 'the sequence') {
+  /** `atLeast`: `requested` is a lower bound (the count stopped once past the max context). */
+  constructor(requested: number, maxContext: number, what = 'the sequence', atLeast = false) {
     super(
       'CONTEXT_OVERFLOW',
-      `${what} needs ${requested} positions but the max context is ${maxContext}`,
+      `${what} needs ${atLeast ? 'at least ' : ''}${requested} positions but the max context is ${maxContext}`,
     );
     this.requested = requested;
     this.maxContext = maxContext;

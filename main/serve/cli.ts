@@ -1,7 +1,7 @@
 /**
- * `npm run serve -- [--port N] [--data DIR] [--static DIR]`: the whole app in a browser. Serves
+ * `npm run serve -- [--port N] [--data DIR] [--static DIR] [--cors ORIGIN]`: the whole app in a browser. Serves
  * the built renderer and the router (WebSocket) on 127.0.0.1, with the same services as the
- * desktop app, plus the OpenAI-compatible `/v1/models` and `/v1/chat/completions`.
+ * desktop app, plus `/health` and the OpenAI-compatible `/v1` (see openai.ts).
  *
  * The first line printed to stdout is the URL (`http://127.0.0.1:PORT/`); notes go to stderr.
  * Exit codes: 0 after SIGINT/SIGTERM (answer stopped and kept, worker stopped, database closed),
@@ -24,7 +24,7 @@ async function main(argv: string[]): Promise<void> {
   const services = await startBackend({ dataDir: opts.dataDir, loadModel: false });
   let server;
   try {
-    server = await startServer({ router: services.router, port: opts.port, staticDir: opts.staticDir, completions: services.completions });
+    server = await startServer({ router: services.router, port: opts.port, staticDir: opts.staticDir, completions: services.completions, cors: opts.cors });
   } catch (e) {
     await services.dispose();
     throw e;

@@ -1,149 +1,187 @@
 /**
- * OpenAI-compatible endpoints of `serve` mode, so other tools can use the loaded model:
- *   GET  /v1/models             → { object: 'list', data: [{ id, object: 'model', created, owned_by }] }
- *   POST /v1/chat/completions   → a `chat.completion`, or with `stream: true` Server-Sent Events of
- *                                 `chat.completion.chunk`s ending with `data: [DONE]`.
- * Unset sampling fields take the app's settings. Generation shares the app's one-answer-at-a-time
- * claim (busy → 429). Errors are `{ error: { message, type, code } }`. A POST must be
- * `application/json` (a page elsewhere cannot send that without a CORS preflight, which is never
- * granted). A client that disconnects cancels its generation.
+ * OpenAI-compatible endpoints, so other tools can use the loaded model (base URL
+ * `http://127.0.0.1:PORT/v1`, or `localhost`):
+ *   GET  /v1/models, /v1/models/{id}  → the loaded model
+ *   POST /v1/chat/completions        → a `chat.completion`, or with `stream: true` Server-Sent
+ *                                      Events of `chat.completion.chunk`s, then `data: [DONE]`
+ *   POST /v1/completions             → a `text_completion` for a raw prompt (streamed the same way)
+ * With `stream_options.include_usage`, a last chunk with `choices: []` and `usage` comes before
+ * `[DONE]`. Requests wait their turn in the engine's queue, shared with the window (past its
+ * bound: 503 with Retry-After); a client that disconnects, queued or answered, is dropped.
+ * Errors are `{ error: { message, type, param, code } }`; what the fields mean and which are
+ * refused is in openai-request.ts. A POST must be `application/json` (a page elsewhere cannot send
+ * that without a CORS preflight, granted only to `--cors ORIGIN`).
  */
 import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
-import { z } from 'zod';
-import type { FinishReason, GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
-import { toRouterError } from '../router.ts';
+import type { ModelInfo } from '../contract/types.ts';
+import { EngineError } from '../engine/errors.ts';
+import type { FinishReason, GenerationEvent } from '../engine/generate/types.ts';
+import { firstLine, ServiceError } from '../services/errors.ts';
 import type { CompletionBackend } from '../services/index.ts';
+import { ApiError, parseChatRequest, parseCompletionRequest, type ParsedRequest } from './openai-request.ts';
 
 export type { CompletionBackend };
 
 const MAX_BODY_BYTES = 8 << 20;
 
-const content = z.union([z.string(), z.array(z.object({ type: z.literal('text'), text: z.string() }).passthrough())]);
-const chatRequestSchema = z
-  .object({
-    model: z.string().optional(),
-    messages: z.array(z.object({ role: z.enum(['system', 'user', 'assistant']), content }).passthrough()).min(1),
-    max_tokens: z.number().int().min(1).max(1 << 20).nullish(),
-    max_completion_tokens: z.number().int().min(1).max(1 << 20).nullish(),
-    temperature: z.number().min(0).max(100).nullish(),
-    top_p: z.number().gt(0).max(1).nullish(),
-    seed: z.number().int().min(0).max(2 ** 32 - 1).nullish(),
-    stop: z.union([z.string(), z.array(z.string()).max(16)]).nullish(),
-    stream: z.boolean().nullish(),
-  })
-  .passthrough();
+type DoneEvent = Extract<GenerationEvent, { type: 'done' }>;
 
-class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
+/** How the two generation endpoints differ: body parsing, object names, and where the text goes. */
+interface Endpoint {
+  /** The request field a context overflow is blamed on. */
+  promptParam: 'messages' | 'prompt';
+  idPrefix: string;
+  object: string;
+  chunkObject: string;
+  parse: typeof parseChatRequest;
+  /** The `choices[0]` of a whole answer. */
+  choice(text: string, finish: string): Record<string, unknown>;
+  /** The `choices[0]` of a chunk; `text` null for the opening chunk. */
+  chunkChoice(text: string | null, finish: string | null): Record<string, unknown>;
 }
+
+const CHAT: Endpoint = {
+  promptParam: 'messages',
+  idPrefix: 'chatcmpl-',
+  object: 'chat.completion',
+  chunkObject: 'chat.completion.chunk',
+  parse: parseChatRequest,
+  choice: (text, finish) => ({ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finish }),
+  chunkChoice: (text, finish) => ({ index: 0, delta: text === null ? { role: 'assistant', content: '' } : finish ? {} : { content: text }, logprobs: null, finish_reason: finish }),
+};
+
+const COMPLETION: Endpoint = {
+  promptParam: 'prompt',
+  idPrefix: 'cmpl-',
+  object: 'text_completion',
+  chunkObject: 'text_completion',
+  parse: parseCompletionRequest,
+  choice: (text, finish) => ({ index: 0, text, logprobs: null, finish_reason: finish }),
+  chunkChoice: (text, finish) => ({ index: 0, text: text ?? '', logprobs: null, finish_reason: finish }),
+};
 
 /** Handles a request under /v1/. Never throws: every failure becomes a JSON error response. */
 export async function handleOpenAi(req: http.IncomingMessage, res: http.ServerResponse, backend: CompletionBackend): Promise<void> {
   try {
     const pathname = (req.url ?? '').split('?')[0];
-    if (pathname === '/v1/models') {
+    if (pathname === '/v1/models' || pathname.startsWith('/v1/models/')) {
       if (req.method !== 'GET') throw new ApiError(405, 'method_not_allowed', 'use GET');
       const m = backend.model();
-      return json(res, 200, { object: 'list', data: m ? [{ id: m.name, object: 'model', created: 0, owned_by: 'ropewalk' }] : [] });
+      if (pathname === '/v1/models') return json(res, 200, { object: 'list', data: m ? [modelObject(m)] : [] });
+      const id = decodeURIComponent(pathname.slice('/v1/models/'.length));
+      if (!m || m.name !== id) throw new ApiError(404, 'model_not_found', `no model ${JSON.stringify(id.slice(0, 100))}${m ? `; the loaded model is ${m.name}` : ''}`, 'model');
+      return json(res, 200, modelObject(m));
     }
-    if (pathname === '/v1/chat/completions') {
-      if (req.method !== 'POST') throw new ApiError(405, 'method_not_allowed', 'use POST');
-      return await chatCompletions(req, res, backend);
-    }
-    throw new ApiError(404, 'not_found', `no endpoint ${pathname.slice(0, 100)}`);
+    const endpoint = pathname === '/v1/chat/completions' ? CHAT : pathname === '/v1/completions' ? COMPLETION : null;
+    if (!endpoint) throw new ApiError(404, 'not_found', `no endpoint ${pathname.slice(0, 100)}`);
+    if (req.method !== 'POST') throw new ApiError(405, 'method_not_allowed', 'use POST');
+    return await generate(req, res, backend, endpoint);
   } catch (e) {
-    if (res.headersSent) return void res.end();
-    const err = e instanceof ApiError ? e : fromServiceError(e);
-    json(res, err.status, { error: { message: err.message, type: err.status >= 500 ? 'server_error' : 'invalid_request_error', code: err.code } });
+    if (res.headersSent || res.destroyed) return void res.end();
+    sendError(res, e instanceof ApiError ? e : toApiError(e, 'messages'));
   }
 }
 
-async function chatCompletions(req: http.IncomingMessage, res: http.ServerResponse, backend: CompletionBackend): Promise<void> {
+/** A JSON error response in OpenAI's shape. */
+export function sendError(res: http.ServerResponse, err: ApiError): void {
+  for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+  json(res, err.status, { error: { message: err.message, type: err.status >= 500 ? 'server_error' : 'invalid_request_error', param: err.param, code: err.code } });
+}
+
+function modelObject(m: ModelInfo): Record<string, unknown> {
+  return { id: m.name, object: 'model', created: 0, owned_by: 'ropewalk' };
+}
+
+async function generate(req: http.IncomingMessage, res: http.ServerResponse, backend: CompletionBackend, endpoint: Endpoint): Promise<void> {
   if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) throw new ApiError(415, 'unsupported_media_type', 'the body must be application/json');
-  const parsed = chatRequestSchema.safeParse(await readJson(req));
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new ApiError(400, 'invalid_request', `${issue.path.join('.') || 'body'}: ${issue.message}`);
-  }
-  const body = parsed.data;
+  const parsed = endpoint.parse(await readJson(req), backend.settings());
   const info = backend.model();
-  if (!info) throw new ApiError(503, 'model_not_ready', 'no model is loaded yet');
-  if (body.model && body.model !== info.name) throw new ApiError(404, 'model_not_found', `the loaded model is ${info.name}, not ${body.model}`);
-  const s = backend.settings();
-  const seed = body.seed ?? s.seed;
-  const request: GenerationRequest = {
-    messages: body.messages.map((m) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('') })),
-    maxTokens: body.max_completion_tokens ?? body.max_tokens ?? s.maxTokens,
-    sampler: {
-      temperature: body.temperature ?? s.temperature,
-      topK: s.topK,
-      topP: body.top_p ?? s.topP,
-      minP: s.minP,
-      repetitionPenalty: s.repetitionPenalty,
-      ...(seed !== null ? { seed } : {}),
-    },
-    ...(body.stop ? { stop: typeof body.stop === 'string' ? [body.stop] : body.stop } : {}),
-  };
+  if (!info) throw new ApiError(503, 'model_not_ready', 'no model is loaded yet', null, { 'Retry-After': '1' });
+  if (parsed.model && parsed.model !== info.name) throw new ApiError(404, 'model_not_found', `the loaded model is ${info.name}, not ${parsed.model}`, 'model');
 
   const ac = new AbortController();
   res.on('close', () => ac.abort()); // the client went away (or the response ended: harmless)
-  const id = `chatcmpl-${randomUUID()}`;
-  const created = Math.floor(Date.now() / 1000);
-  const events = backend.complete(request, ac.signal);
+  const events = backend.complete(parsed.request, ac.signal);
+  const meta = { id: `${endpoint.idPrefix}${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: info.name };
   // The first event (or the error refusing the request) decides between a JSON error and a 200.
-  let first = await events.next();
-
-  if (!body.stream) {
-    let done: Extract<GenerationEvent, { type: 'done' }> | null = null;
-    for (; !first.done; first = await events.next()) if (first.value.type === 'done') done = first.value;
-    if (!done) throw new ApiError(500, 'no_result', 'the generation ended without a result');
-    if (done.reason === 'error') throw new ApiError(500, done.error?.code ?? 'generation_error', done.error?.message ?? 'the generation failed');
-    return json(res, 200, {
-      id,
-      object: 'chat.completion',
-      created,
-      model: info.name,
-      choices: [{ index: 0, message: { role: 'assistant', content: done.text }, finish_reason: finishReason(done.reason) }],
-      usage: { prompt_tokens: done.stats.promptTokens, completion_tokens: done.stats.generatedTokens, total_tokens: done.stats.promptTokens + done.stats.generatedTokens },
-    });
-  }
-
-  res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', 'X-Content-Type-Options': 'nosniff' });
-  const chunk = (delta: Record<string, string>, finish: string | null) =>
-    res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: info.name, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`);
-  chunk({ role: 'assistant', content: '' }, null);
+  let first: IteratorResult<GenerationEvent>;
   try {
-    for (; !first.done; first = await events.next()) {
-      const ev = first.value;
-      if (ev.type === 'token' && ev.text) chunk({ content: ev.text }, null);
+    first = await events.next();
+  } catch (e) {
+    throw toApiError(e, endpoint.promptParam);
+  }
+  if (ac.signal.aborted) return; // the client left while it waited
+  if (!parsed.stream) return answerWhole(res, events, first, endpoint, meta);
+  return answerStreamed(res, events, first, endpoint, meta, parsed);
+}
+
+async function answerWhole(res: http.ServerResponse, events: AsyncGenerator<GenerationEvent>, first: IteratorResult<GenerationEvent>, endpoint: Endpoint, meta: Record<string, unknown>): Promise<void> {
+  let done: DoneEvent | null = null;
+  for (let it = first; !it.done; it = await events.next()) if (it.value.type === 'done') done = it.value;
+  if (!done) throw new ApiError(500, 'no_result', 'the generation ended without a result');
+  if (done.reason === 'error') throw new ApiError(500, done.error?.code.toLowerCase() ?? 'generation_error', done.error?.message ?? 'the generation failed');
+  json(res, 200, { ...meta, object: endpoint.object, choices: [endpoint.choice(done.text, finishReason(done.reason))], usage: usage(done) });
+}
+
+async function answerStreamed(
+  res: http.ServerResponse,
+  events: AsyncGenerator<GenerationEvent>,
+  first: IteratorResult<GenerationEvent>,
+  endpoint: Endpoint,
+  meta: Record<string, unknown>,
+  parsed: ParsedRequest,
+): Promise<void> {
+  res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', 'X-Content-Type-Options': 'nosniff' });
+  const send = (value: unknown) => res.write(`data: ${JSON.stringify(value)}\n\n`);
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => send({ ...meta, object: endpoint.chunkObject, choices, ...(parsed.includeUsage ? { usage: null } : {}), ...extra });
+  if (endpoint === CHAT) chunk([endpoint.chunkChoice(null, null)]);
+  try {
+    for (let it = first; !it.done; it = await events.next()) {
+      const ev = it.value;
+      if (ev.type === 'token' && ev.text) chunk([endpoint.chunkChoice(ev.text, null)]);
+      else if (ev.type === 'done' && ev.reason === 'error') send(errorBody(new ApiError(500, ev.error?.code.toLowerCase() ?? 'generation_error', ev.error?.message ?? 'the generation failed')));
       else if (ev.type === 'done') {
-        if (ev.reason === 'error') res.write(`data: ${JSON.stringify({ error: { message: ev.error?.message ?? 'the generation failed', type: 'server_error', code: ev.error?.code ?? 'generation_error' } })}\n\n`);
-        else chunk({}, finishReason(ev.reason));
+        chunk([endpoint.chunkChoice('', finishReason(ev.reason))]);
+        if (parsed.includeUsage) chunk([], { usage: usage(ev) });
       }
     }
   } catch (e) {
-    const err = fromServiceError(e);
-    res.write(`data: ${JSON.stringify({ error: { message: err.message, type: 'server_error', code: err.code } })}\n\n`);
+    send(errorBody(toApiError(e, endpoint.promptParam)));
   }
   res.end('data: [DONE]\n\n');
+}
+
+/** Token counts of what the model was fed and generated (prompt + completion ≤ the max context). */
+function usage(done: DoneEvent): Record<string, number> {
+  const { promptTokens, generatedTokens } = done.stats;
+  return { prompt_tokens: promptTokens, completion_tokens: generatedTokens, total_tokens: promptTokens + generatedTokens };
 }
 
 function finishReason(r: FinishReason): string {
   return r === 'length' || r === 'context-full' ? 'length' : 'stop';
 }
 
-function fromServiceError(e: unknown): ApiError {
-  const r = toRouterError(e);
-  const status: Record<string, number> = { BUSY: 429, MODEL_NOT_READY: 503, SHUT_DOWN: 503, INVALID_OPTION: 400, CONTEXT_OVERFLOW: 400, TOKENIZER: 400, INVALID_REQUEST: 400 };
-  const code = r.code === 'CONTEXT_OVERFLOW' ? 'context_length_exceeded' : r.code.toLowerCase();
-  return new ApiError(status[r.code] ?? 500, code, r.message);
+function errorBody(err: ApiError): Record<string, unknown> {
+  return { error: { message: err.message, type: err.status >= 500 ? 'server_error' : 'invalid_request_error', param: err.param, code: err.code } };
+}
+
+/** A service's or the engine's error as the API answers it. */
+function toApiError(e: unknown, promptParam: string): ApiError {
+  if (e instanceof ApiError) return e;
+  // Engine errors cross the worker boundary as EngineError with their code (not their subclass).
+  if (e instanceof EngineError && e.code === 'CONTEXT_OVERFLOW') return new ApiError(400, 'context_length_exceeded', e.message, promptParam);
+  if (e instanceof ServiceError) {
+    if (e.code === 'QUEUE_FULL') return new ApiError(503, 'queue_full', e.message, null, { 'Retry-After': '1' });
+    if (e.code === 'MODEL_NOT_READY' || e.code === 'SHUT_DOWN') return new ApiError(503, e.code.toLowerCase(), e.message, null, { 'Retry-After': '1' });
+    if (e.code === 'BUSY') return new ApiError(503, 'busy', e.message, null, { 'Retry-After': '1' });
+    return new ApiError(400, e.code.toLowerCase(), e.message);
+  }
+  if (e instanceof EngineError) {
+    const status = e.code === 'INVALID_OPTION' || e.code === 'TOKENIZER' || e.code === 'CANCELLED' ? 400 : 500;
+    return new ApiError(status, e.code.toLowerCase(), e.message);
+  }
+  return new ApiError(500, 'internal', firstLine(e));
 }
 
 async function readJson(req: http.IncomingMessage): Promise<unknown> {

@@ -1,6 +1,7 @@
 /**
  * Command-line options of `npm run serve`: `--port N` (0–65535, 0 = any free port), `--data DIR`
- * (created if missing; must be a writable folder), `--static DIR`. Bad options throw
+ * (created if missing; must be a writable folder), `--static DIR`, `--cors ORIGIN` (one origin,
+ * scheme://host[:port], allowed to call /v1 from a browser). Bad options throw
  * `UsageError` with one sentence (the CLI prints it and exits 2).
  */
 import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
@@ -8,10 +9,11 @@ import path from 'node:path';
 import { projectRoot } from '../default-model.ts';
 import { userDataDir } from './user-data.ts';
 
-export const USAGE = `usage: npm run serve -- [--port N] [--data DIR] [--static DIR]
+export const USAGE = `usage: npm run serve -- [--port N] [--data DIR] [--static DIR] [--cors ORIGIN]
   --port N      TCP port on 127.0.0.1 (0 = any free port; default 0)
   --data DIR    folder of the database (default: ${userDataDir()})
-  --static DIR  folder of the built renderer (default: dist/renderer)`;
+  --static DIR  folder of the built renderer (default: dist/renderer)
+  --cors ORIGIN let this one origin (e.g. http://localhost:3000) call /v1 from a browser (default: none)`;
 
 /** A bad command line: serve prints its one-line message and exits with code 2. */
 export class UsageError extends Error {}
@@ -20,22 +22,26 @@ export interface ServeOptions {
   port: number;
   dataDir: string;
   staticDir: string;
+  /** The one origin allowed to call /v1 from a browser, or null. */
+  cors: string | null;
 }
 
 /** Parses the command line. @returns 'help' for --help. @throws UsageError with one sentence. */
 export function parseServeOptions(argv: string[]): ServeOptions | 'help' {
-  const o: ServeOptions = { port: 0, dataDir: userDataDir(), staticDir: path.join(projectRoot(), 'dist', 'renderer') };
+  const o: ServeOptions = { port: 0, dataDir: userDataDir(), staticDir: path.join(projectRoot(), 'dist', 'renderer'), cors: null };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--help' || arg === '-h') return 'help';
     const eq = arg.indexOf('=');
     const name = eq > 0 ? arg.slice(0, eq) : arg;
-    if (name !== '--port' && name !== '--data' && name !== '--static') throw new UsageError(`unknown option ${arg} (see --help)`);
+    if (name !== '--port' && name !== '--data' && name !== '--static' && name !== '--cors') throw new UsageError(`unknown option ${arg} (see --help)`);
     const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
     if (value === undefined || value === '') throw new UsageError(`${name} needs a value`);
     if (name === '--port') {
       if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) throw new UsageError(`--port must be an integer from 0 to 65535, got ${JSON.stringify(value)}`);
       o.port = Number(value);
+    } else if (name === '--cors') {
+      o.cors = parseOrigin(value);
     } else if (name === '--data') {
       o.dataDir = path.resolve(value);
     } else {
@@ -44,6 +50,20 @@ export function parseServeOptions(argv: string[]): ServeOptions | 'help' {
   }
   checkDataDir(o.dataDir);
   return o;
+}
+
+/** An origin as browsers send it: scheme://host[:port], no path. @throws UsageError. */
+export function parseOrigin(value: string): string {
+  let url: URL | null = null;
+  try {
+    url = new URL(value);
+  } catch {
+    // reported below
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== value.replace(/\/$/, '')) {
+    throw new UsageError(`--cors must be one origin such as http://localhost:3000 (scheme, host and port, no path), got ${JSON.stringify(value)}`);
+  }
+  return url.origin;
 }
 
 /** The data folder exists (or is created) and is writable. @throws UsageError. */

@@ -7,9 +7,11 @@
  * - WebSocket at `/ws` speaking `main/contract/wire.ts`: each call goes to `router.call`, every
  *   router event is pushed to every client. A frame that is not a valid call is answered with an
  *   error result; nothing a client sends can crash the server.
- * - With `completions`, the OpenAI-compatible `/v1` endpoints (openai.ts).
- * - Requests whose Host is not this server (DNS rebinding) and upgrades whose Origin is not this
- *   server's own origin (another web page) are refused, so only the page served here drives it.
+ * - With `completions`, `/health` and the OpenAI-compatible `/v1` endpoints (api-routes.ts,
+ *   openai.ts), with CORS for the one `cors` origin if given.
+ * - Requests whose Host is not this server (127.0.0.1, localhost or [::1] with its port: DNS
+ *   rebinding) and upgrades whose Origin is not the page's own origin (another web page) are
+ *   refused, so only the page served here drives it.
  */
 import { createReadStream } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
@@ -21,7 +23,8 @@ import type { ServerFrame, WireCall } from '../contract/wire.ts';
 import { WS_PATH } from '../contract/wire.ts';
 import { MAX_DOCUMENT_BYTES } from '../contract/channels.ts';
 import { toRouterError, type Router } from '../router.ts';
-import { handleOpenAi, type CompletionBackend } from './openai.ts';
+import { isOwnHost, routeApi } from './api-routes.ts';
+import type { CompletionBackend } from './openai.ts';
 import { contentTypeOf, resolveStaticPath } from '../static-files.ts';
 
 export const HOST = '127.0.0.1';
@@ -41,6 +44,8 @@ export interface StartServerOptions {
   staticDir: string;
   /** Serves the OpenAI-compatible `/v1` endpoints with this backend (none: 404). */
   completions?: CompletionBackend;
+  /** The one origin allowed to call `/v1` from a browser (none: CORS off). */
+  cors?: string | null;
 }
 
 export interface RunningServer {
@@ -60,13 +65,11 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
   const staticRoot = await realpath(path.resolve(opts.staticDir)).catch(() => path.resolve(opts.staticDir));
   let port = 0;
   const origin = () => `http://${HOST}:${port}`;
-  const hostOk = (h: string | undefined) => h === `${HOST}:${port}`;
+  const hostOk = (h: string | undefined) => isOwnHost(h, port);
+  const api = opts.completions ? { port: () => port, completions: opts.completions, cors: opts.cors } : null;
 
   const server = http.createServer((req, res) => {
-    if (opts.completions && hostOk(req.headers.host) && (req.url ?? '').startsWith('/v1/')) {
-      void handleOpenAi(req, res, opts.completions);
-      return;
-    }
+    if (api && routeApi(req, res, api)) return;
     void serveStatic(req, res, staticRoot, port, hostOk(req.headers.host)).catch(() => {
       if (!res.headersSent) send(res, 500, 'internal error\n', port);
       else res.destroy();
@@ -82,7 +85,7 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
     };
     if (pathname !== WS_PATH) return refuse(404, 'not found\n');
     if (!hostOk(req.headers.host)) return refuse(403, `wrong host; open ${origin()}/\n`);
-    if (req.headers.origin !== origin()) return refuse(403, 'this WebSocket only serves pages from its own origin\n');
+    if (req.headers.origin !== `http://${req.headers.host}`) return refuse(403, 'this WebSocket only serves pages from its own origin\n');
     wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
   });
   wss.on('connection', (ws) => {

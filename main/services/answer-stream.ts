@@ -86,8 +86,11 @@ export class PeriodicSaver {
 
 export type DoneEvent = Extract<GenerationEvent, { type: 'done' }>;
 
-/** How a stream ended: the engine's done event, or a thrown failure (crashed: the worker died). */
-export type StreamEnd = { done: DoneEvent } | { failure: { message: string; crashed: boolean } };
+/**
+ * How a stream ended: the engine's done event, a thrown failure (crashed: the worker died), or a
+ * Stop while it waited for the engine (nothing generated).
+ */
+export type StreamEnd = { done: DoneEvent } | { failure: { message: string; crashed: boolean } } | { stoppedWhileWaiting: true };
 
 /**
  * The stored state of an answer that has ended. The text is the engine's final text, or what was
@@ -95,6 +98,7 @@ export type StreamEnd = { done: DoneEvent } | { failure: { message: string; cras
  */
 export function finalState(end: StreamEnd, streamed: string): Pick<Message, 'content' | 'status' | 'stats' | 'error'> {
   if ('failure' in end) return { content: streamed, status: 'error', stats: null, error: end.failure.message };
+  if ('stoppedWhileWaiting' in end) return { content: streamed, status: 'cancelled', stats: null, error: null };
   const { done } = end;
   const content = done.text.length >= streamed.length ? done.text : streamed;
   const stats = toAnswerStats(done.reason, done.stats);

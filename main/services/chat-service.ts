@@ -1,7 +1,10 @@
 /**
  * Answers: send, regenerate, edit, stop, and raw completions for the OpenAI-compatible API. The
- * engine is single, so one answer is generated at a time for the whole app: every answer first
- * takes the one claim (`claim`); a second request meanwhile is refused (`BUSY`).
+ * engine is single, so one answer is generated at a time for the whole app: every answer is
+ * registered by `claim` (the window has one answer at a time: a second is refused with `BUSY`),
+ * then waits its turn in the engine's FIFO queue (`EngineQueue`), shared by window answers and
+ * API requests. A window answer that must wait is announced with `answerWaiting`; Stop takes it
+ * out of the queue (stored as 'cancelled', empty).
  *
  * Before a window answer starts, the context budget of what will be fed is counted; if it does not
  * fit the request is refused with `CONTEXT_FULL` and a sentence naming the numbers, and nothing is
@@ -22,6 +25,7 @@ import type { GenerationEvent, GenerationRequest } from '../engine/generate/type
 import { DeltaBatcher, finalState, PeriodicSaver, type DoneEvent, type StreamEnd } from './answer-stream.ts';
 import type { BudgetService } from './budget.ts';
 import type { AssembledPrompt, Draft } from './documents.ts';
+import { EngineQueue } from './engine-queue.ts';
 import { firstLine, ServiceError } from './errors.ts';
 import type { Emit } from './events.ts';
 import type { ModelService } from './model-service.ts';
@@ -38,7 +42,7 @@ export const PERSIST_INTERVAL_MS = 1000;
 export const BUDGET_INTERVAL_MS = 250;
 export const CRASH_MESSAGE = 'the engine stopped unexpectedly; it has been restarted';
 
-/** The one answer being generated: whose, how to stop it, and when it has ended. */
+/** An answer generated or waiting for the engine: whose, how to stop it, and when it has ended. */
 interface ActiveAnswer {
   /** The conversation it answers; null for an API completion. */
   conversationId: string | null;
@@ -48,6 +52,8 @@ interface ActiveAnswer {
   /** Settles when the answer has ended and its final state is stored. */
   ended: Promise<void>;
   end: () => void;
+  /** Hands the engine to the next in the queue, once this answer has its turn. */
+  releaseTurn: (() => void) | null;
   /** The answer's deltas (what a window that reloads must start from). */
   deltas: DeltaBatcher | null;
 }
@@ -59,18 +65,28 @@ export interface ChatServiceDeps {
   budget: BudgetService;
   models: ModelService;
   emit: Emit;
+  /** The engine's queue (default: a new one of QUEUE_LIMIT). */
+  queue?: EngineQueue;
 }
 
 /** Sends, regenerates, edits and stops answers; streams them as events and saves them as they grow. */
 export class ChatService {
-  private active: ActiveAnswer | null = null;
+  private readonly answers = new Set<ActiveAnswer>();
+  private readonly queue: EngineQueue;
   private disposed = false;
 
-  constructor(private readonly deps: ChatServiceDeps) {}
+  constructor(private readonly deps: ChatServiceDeps) {
+    this.queue = deps.queue ?? new EngineQueue();
+  }
 
-  /** Whether an answer is being generated (or about to start). */
+  /** Whether an answer is being generated or waits for the engine. */
   get generating(): boolean {
-    return this.active !== null;
+    return this.answers.size > 0;
+  }
+
+  /** How many answers wait for the engine (window and API). */
+  get waiting(): number {
+    return this.queue.waiting;
   }
 
   /**
@@ -144,7 +160,7 @@ export class ChatService {
 
   /** Stops the answer being generated in this conversation, if any; resolves once it is stored. */
   async stop(conversationId: string): Promise<void> {
-    const answer = this.active;
+    const answer = this.windowAnswer();
     if (!answer || answer.conversationId !== conversationId) return;
     answer.controller.abort();
     await answer.ended;
@@ -152,17 +168,18 @@ export class ChatService {
 
   /** The conversation with the streaming answer's text as far as the window has been sent it. */
   withStreamedText(conv: Conversation): Conversation {
-    const answer = this.active;
+    const answer = this.windowAnswer();
     const streamed = answer?.deltas?.sent ?? '';
     if (!answer || answer.conversationId !== conv.id || !answer.messageId || !streamed) return conv;
     return { ...conv, messages: conv.messages.map((m) => (m.id === answer.messageId && streamed.length > m.content.length ? { ...m, content: streamed } : m)) };
   }
 
   /**
-   * A raw generation outside any conversation (the OpenAI-compatible API), holding the same
-   * one-answer-at-a-time claim. Aborting `signal` ends it with done{reason:'cancelled'}.
-   * @throws ServiceError BUSY / MODEL_NOT_READY / SHUT_DOWN on the first `next()`; the engine's
-   *   InvalidOptionError / ContextOverflowError before any event.
+   * A raw generation outside any conversation (the OpenAI-compatible API), in the same queue as
+   * the window's answers. Aborting `signal` while it waits takes it out of the queue (CANCELLED);
+   * while it runs, ends it with done{reason:'cancelled'}.
+   * @throws ServiceError QUEUE_FULL / CANCELLED / MODEL_NOT_READY / SHUT_DOWN on the first
+   *   `next()`; the engine's InvalidOptionError / ContextOverflowError before any event.
    */
   async *completion(request: GenerationRequest, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
     const answer = await this.claim(null);
@@ -170,6 +187,7 @@ export class ChatService {
     signal?.addEventListener('abort', stopAnswer, { once: true });
     if (signal?.aborted) stopAnswer();
     try {
+      await this.takeTurn(answer);
       yield* this.deps.host.generate(request, { signal: answer.controller.signal });
     } catch (e) {
       if (isCrash(e) && !this.disposed) void this.deps.models.recover();
@@ -183,24 +201,30 @@ export class ChatService {
   /** Stops any answer (waiting up to `timeoutMs` for it to be stored) and refuses new ones. */
   async dispose(timeoutMs = 3000): Promise<void> {
     this.disposed = true;
-    const answer = this.active;
-    if (!answer) return;
-    answer.controller.abort();
-    await Promise.race([answer.ended, new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+    if (this.answers.size === 0) return;
+    for (const answer of this.answers) answer.controller.abort();
+    await Promise.race([Promise.all([...this.answers].map((a) => a.ended)), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+  }
+
+  /** The window's answer (at most one), generated or waiting. */
+  private windowAnswer(): ActiveAnswer | null {
+    for (const answer of this.answers) if (answer.conversationId !== null) return answer;
+    return null;
   }
 
   /**
-   * The one way to take the engine: refuses when shutting down or busy, then waits for any model
-   * load and checks a model is loaded (releasing the claim if not).
+   * The one way an answer starts: refuses when shutting down (and a second window answer), then
+   * waits for any model load and checks a model is loaded (releasing the claim if not). The
+   * engine itself is taken later, in turn (`takeTurn`).
    * @throws ServiceError SHUT_DOWN, BUSY, MODEL_NOT_READY.
    */
   private async claim(conversationId: string | null): Promise<ActiveAnswer> {
     if (this.disposed) throw new ServiceError('SHUT_DOWN', 'the app is shutting down');
-    if (this.active) throw new ServiceError('BUSY', 'an answer is already being generated; wait for it to finish or stop it');
+    if (conversationId !== null && this.windowAnswer()) throw new ServiceError('BUSY', 'an answer is already being generated; wait for it to finish or stop it');
     let end!: () => void;
     const ended = new Promise<void>((resolve) => (end = resolve));
-    const answer: ActiveAnswer = { conversationId, messageId: null, controller: new AbortController(), ended, end, deltas: null };
-    this.active = answer;
+    const answer: ActiveAnswer = { conversationId, messageId: null, controller: new AbortController(), ended, end, releaseTurn: null, deltas: null };
+    this.answers.add(answer);
     try {
       await this.deps.models.ready();
       this.deps.models.assertLoaded();
@@ -211,9 +235,21 @@ export class ChatService {
     }
   }
 
-  /** Ends an answer's claim: the next one may start, and `stop()` callers waiting on it resume. */
+  /**
+   * Waits in the engine's queue until this answer's turn (`onWait(ahead)` if it must wait).
+   * @throws ServiceError CANCELLED (stopped while waiting), QUEUE_FULL.
+   */
+  private async takeTurn(answer: ActiveAnswer, onWait?: (ahead: number) => void): Promise<void> {
+    answer.releaseTurn = await this.queue.acquire(answer.controller.signal, onWait);
+    // A model load may have started while this answer waited.
+    await this.deps.models.ready();
+    this.deps.models.assertLoaded();
+  }
+
+  /** Ends an answer: the engine passes to the next in the queue, and `stop()` callers waiting on it resume. */
   private release(answer: ActiveAnswer): void {
-    if (this.active === answer) this.active = null;
+    this.answers.delete(answer);
+    answer.releaseTurn?.();
     answer.end();
   }
 
@@ -276,10 +312,13 @@ export class ChatService {
 
     let end: StreamEnd;
     try {
+      // Announced on the next turn of the event loop, after the send's own reply has gone out.
+      await this.takeTurn(answer, (ahead) => setImmediate(() => emit('answerWaiting', { conversationId, messageId, ahead })));
       const done = await this.relay(answer, message, request, deltas, () => generated++);
       end = done ? { done } : { failure: { message: 'the answer ended without a result', crashed: false } };
     } catch (e) {
-      end = { failure: isCrash(e) ? { message: CRASH_MESSAGE, crashed: true } : { message: firstLine(e), crashed: false } };
+      if (e instanceof ServiceError && e.code === 'CANCELLED') end = { stoppedWhileWaiting: true };
+      else end = { failure: isCrash(e) ? { message: CRASH_MESSAGE, crashed: true } : { message: firstLine(e), crashed: false } };
     } finally {
       clearInterval(ticker);
     }

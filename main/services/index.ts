@@ -36,6 +36,8 @@ export interface StartServicesOptions {
 /** What the OpenAI-compatible endpoints run on. */
 export interface CompletionBackend {
   model(): ModelInfo | null;
+  /** 'ok' when a model is loaded; 'loading' while one loads; 'error' (with why) when none could be. */
+  health(): { status: 'ok' | 'loading' | 'error'; error?: string };
   settings(): Settings;
   /** Streams one generation (see ChatService.completion). */
   complete(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationEvent>;
@@ -171,6 +173,11 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     chat,
     completions: {
       model: () => (host.model ? models.state.info : null),
+      health: () => {
+        const state = models.state;
+        if (host.model && state.status !== 'loading') return { status: 'ok' };
+        return state.status === 'error' ? { status: 'error', error: state.error ?? 'no model is loaded' } : { status: 'loading' };
+      },
       settings: () => settingsService.get(),
       complete: (request, signal) => chatService.completion(request, signal),
     },

@@ -155,6 +155,13 @@ function BranchSwitch({ message, disabled }: { message: Message; disabled: boole
 
 function LiveLine({ live, hasText }: { live: LiveAnswer | undefined; hasText: boolean }) {
   const prefill = live?.prefill;
+  if (live?.waiting && !prefill && !hasText) {
+    return (
+      <div className="live-line" role="status">
+        <span>Waiting for {live.waiting === 1 ? 'another request' : `${live.waiting} other requests`} to finish (Stop cancels)</span>
+      </div>
+    );
+  }
   if (prefill && !hasText) {
     const pct = prefill.total > 0 ? Math.round((prefill.processed / prefill.total) * 100) : 0;
     return (

@@ -27,6 +27,8 @@ export type { PendingAction } from './chat/answer-slice.ts';
 export interface LiveAnswer {
   generatedTokens: number;
   prefill: { processed: number; total: number } | null;
+  /** Requests ahead of it while it waits for the engine (an API request is being answered). */
+  waiting?: number;
 }
 
 export type ChatState = ConversationSlice & DraftSlice & AnswerSlice & StreamSlice;

@@ -92,6 +92,7 @@ export function createStores(api: RopewalkApi, options: StoreOptions): Stores {
       if (unsubscribe.length === 0) {
         unsubscribe.push(
           api.on('answerDelta', (e) => chat.getState().onDelta(e)),
+          api.on('answerWaiting', (e) => chat.getState().onWaiting(e)),
           api.on('answerPrefill', (e) => chat.getState().onPrefill(e)),
           api.on('answerDone', (e) => chat.getState().onDone(e)),
           api.on('budgetChanged', (e) => budget.getState().apply(e)),

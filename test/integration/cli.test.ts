@@ -124,10 +124,11 @@ test('--ignore-eos --max-context 2048 --max-tokens 3000: ends "context-full" at 
   assert.equal(r.stderr, '', describeRun(r));
   assertJsonShape(j);
   assert.equal(j.finishReason, 'context-full');
-  assert.equal(j.stats.contextUsed, 2048);
   assert.equal(j.stats.maxContext, 2048);
-  // run.c with steps = max context: the token sampled at the last position is printed, never fed.
-  assert.equal(j.tokens.length, 2048 - j.promptTokens.length + 1);
+  // Prompt + generated fill the max context exactly (issue 9: usage never one past it); the last
+  // token is printed, never fed.
+  assert.equal(j.tokens.length, 2048 - j.promptTokens.length);
+  assert.equal(j.stats.contextUsed, 2047);
   assert.equal(j.stats.rope.capacity, 2048);
   assert.equal(j.stats.rope.rowsComputed, 2048);
   assert.equal(j.stats.kv.capacity, 2048);
@@ -161,7 +162,10 @@ test('prompt longer than --max-context exits 2 naming both numbers; a prompt tha
   // A 20,000-character prompt on the command line: this once crashed ONNX Runtime's session
   // creation in the engine worker (segfault, exit 139) instead of reporting the overflow.
   const hugeArg = (await runBatch([['a'.repeat(20_000)]], dir))[0];
-  const hugeLine = assertOneLineError(hugeArg, 2, /20001 positions.*max context is 512/);
+  // Counted incrementally: refused once the count passes the max context (issue 9), with a lower bound.
+  const hugeLine = assertOneLineError(hugeArg, 2, /needs at least \d+ positions but the max context is 512/);
+  const atLeast = Number(/at least (\d+)/.exec(hugeLine)![1]);
+  assert.ok(atLeast > 512 && atLeast <= 20001, hugeLine);
   assert.ok(hugeLine.length < 200);
   const line = assertOneLineError(over, 2, /\b5\b.*\b4\b|\b4\b.*\b5\b/);
   assert.match(line, /context/i);
@@ -175,7 +179,8 @@ test('prompt longer than --max-context exits 2 naming both numbers; a prompt tha
   assert.equal(fits.stderr, '', describeRun(fits));
   assert.equal(j.promptTokens.length, 5);
   assert.equal(j.finishReason, 'context-full');
-  assert.equal(j.tokens.length, 1, 'one token sampled from the last prompt position, emitted, not fed');
+  assert.equal(j.tokens.length, 0, 'no position is left for a token');
+  assert.equal(j.text, '');
   assert.equal(j.stats.contextUsed, 5);
   assert.equal(j.stats.maxContext, 5);
 });

@@ -91,8 +91,9 @@ test('first seed: max context 2048, one token at a time past 512 and 1024, capac
       seen.add(big.rope.stats.capacity);
     });
     assert.equal(done.reason, 'context-full');
-    assert.equal(done.stats.contextUsed, 2048);
-    assert.equal(done.tokens.length, 2048 - done.promptTokens.length + 1);
+    // Prompt + generated fill the max context exactly; the last token is emitted, not fed.
+    assert.equal(done.tokens.length, 2048 - done.promptTokens.length);
+    assert.equal(done.stats.contextUsed, 2047);
     for (const c of [512, 1024, 2048]) assert.ok(seen.has(c), `never grew to ${c}: ${[...seen]}`);
     // Each row computed once, no more.
     assert.equal(big.rope.stats.rowsComputed, 2048);
@@ -212,7 +213,8 @@ test('a prompt longer than the max context is a typed error before anything runs
     );
     const ok = await run(small, { prompt: 'Once upon a time', maxTokens: 100, sampler: GREEDY, ignoreEos: true });
     assert.equal(ok.reason, 'context-full');
-    assert.equal(ok.stats.contextUsed, 16);
+    assert.equal(ok.stats.contextUsed, 15);
+    assert.equal(ok.stats.promptTokens + ok.stats.generatedTokens, 16, 'prompt + generated = the max context, never one more');
   } finally {
     await small.dispose();
   }

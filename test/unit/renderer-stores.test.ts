@@ -129,6 +129,18 @@ describe('renderer stores: answers', () => {
     assert.deepEqual(stores.chat.getState().live[answer.id].prefill, { processed: 256, total: 1000 });
   });
 
+  it('an answer waiting behind an API request shows it, until its prefill starts', async () => {
+    const { fake, stores } = await boot((f) => void f.addConversation('chat'));
+    stores.chat.getState().setDraft('hi');
+    await stores.chat.getState().send();
+    const { conversationId } = stores.chat.getState();
+    const answer = stores.chat.getState().messages.at(-1)!;
+    fake.emit('answerWaiting', { conversationId: conversationId!, messageId: answer.id, ahead: 2 });
+    assert.equal(stores.chat.getState().live[answer.id].waiting, 2);
+    fake.emit('answerPrefill', { conversationId: conversationId!, messageId: answer.id, processed: 5, total: 5 });
+    assert.equal(stores.chat.getState().live[answer.id].waiting, undefined);
+  });
+
   it('keeps deltas that arrive before sendMessage answers', async () => {
     const { fake, frames, stores } = await boot((f) => void f.addConversation('chat'));
     const conversationId = stores.chat.getState().conversationId!;

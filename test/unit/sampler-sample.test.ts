@@ -158,6 +158,31 @@ describe('logits processors against sort-based references', () => {
   });
 });
 
+describe('presence and frequency penalties (OpenAI semantics)', () => {
+  it('subtract count · frequency + presence from the logits of tokens this sampler generated, not the prompt', () => {
+    // Greedy over fixed logits [3, 2.5, 0]: without penalties always token 0.
+    const logits = Float32Array.from([3, 2.5, 0]);
+    const draw = (opts: Partial<SamplerOptions>, steps: number, prompt: number[] = []) => {
+      const s = new Sampler({ ...greedy, ...opts });
+      return Array.from({ length: steps }, () => s.sample(logits, prompt));
+    };
+    assert.deepEqual(draw({}, 4), [0, 0, 0, 0]);
+    // presence 1: token 0 drops to 2 after its first draw, below token 1 (2.5), which then drops to 1.5.
+    assert.deepEqual(draw({ presencePenalty: 1 }, 4), [0, 1, 0, 0]);
+    // frequency 0.3: token 0 falls 0.3 per draw: 3, 2.7, then 2.4 < 2.5 → token 1; then 2.4 vs 2.2 → 0.
+    assert.deepEqual(draw({ frequencyPenalty: 0.3 }, 4), [0, 0, 1, 0]);
+    // Negative values encourage repeats; the prompt's tokens are not counted.
+    assert.deepEqual(draw({ presencePenalty: -2 }, 3, [1, 1, 1]), [0, 0, 0]);
+    assert.deepEqual(draw({ presencePenalty: 2 }, 3, [0, 0, 0]), [0, 1, 0]);
+  });
+
+  it('are validated in [-2, 2]', () => {
+    for (const bad of [{ presencePenalty: 2.5 }, { frequencyPenalty: -3 }, { frequencyPenalty: NaN }]) {
+      assert.throws(() => new Sampler({ ...off, ...bad }), (e: unknown) => e instanceof InvalidOptionError && /\[-2, 2\]/.test(e.message));
+    }
+  });
+});
+
 describe('validateSamplerOptions', () => {
   it('accepts the off values and returns a clean copy', () => {
     assert.deepEqual(validateSamplerOptions({ ...off, extra: 1 } as SamplerOptions), off);

@@ -131,20 +131,21 @@ export class Engine {
 
   /**
    * The prompt's token ids as the model will see them (chat template applied, BOS added).
-   * @throws InvalidOptionError for an empty prompt or a request with neither/both prompt forms.
+   * With `maxTokens`, a prompt far over it is refused after counting only part of it.
+   * @throws ContextOverflowError (past `maxTokens`), InvalidOptionError for an empty prompt or a request with neither/both prompt forms.
    */
-  encodeRequest(req: Pick<GenerationRequest, 'prompt' | 'messages'>): number[] {
+  encodeRequest(req: Pick<GenerationRequest, 'prompt' | 'messages'>, maxTokens?: number): number[] {
     if ((req.prompt === undefined) === (req.messages === undefined)) {
       throw new InvalidOptionError('request', 'give exactly one of prompt and messages');
     }
     if (req.prompt !== undefined) {
       if (req.prompt.length === 0) throw new InvalidOptionError('prompt', 'the prompt is empty');
       // Raw user text never becomes special tokens (llama2.c run.c keeps a literal "<s>" as text).
-      return this.tokenizer.encode(req.prompt, { addBos: this.manifest.addBos, parseSpecial: false });
+      return this.tokenizer.encode(req.prompt, { addBos: this.manifest.addBos, parseSpecial: false, maxTokens });
     }
     if (req.messages!.every((m) => m.content.length === 0)) throw new InvalidOptionError('prompt', 'the prompt is empty');
     // The chat template (or, without one, the transcript) as the model will see it.
-    return this.tokenizer.encodeChat(req.messages!);
+    return this.tokenizer.encodeChat(req.messages!, { maxTokens });
   }
 
   /** Forgets the KV cache contents (keeps its buffers). */
@@ -165,7 +166,7 @@ export class Engine {
     }
     const sampler = new Sampler(validateSamplerOptions(req.sampler));
     const stops = new StopStrings(req.stop);
-    const prompt = this.encodeRequest(req);
+    const prompt = this.encodeRequest(req, this.maxContext);
     if (prompt.length > this.maxContext) throw new ContextOverflowError(prompt.length, this.maxContext, 'the prompt');
     if (this.busy) throw new InvalidOptionError('request', 'the engine is already generating');
     this.busy = true;
@@ -202,7 +203,10 @@ export class Engine {
 
       // 3. decode: sample, emit, stop checks, then feed the token back.
       decodeStart = performance.now();
-      while (logits && reason !== 'cancelled') {
+      // The max context bounds prompt + generated positions: a token is sampled only if it has a
+      // position (< maxContext), so usage never counts more than the max context.
+      if (logits && this.kv.length >= this.maxContext) reason = 'context-full';
+      while (logits && reason !== 'cancelled' && reason !== 'context-full') {
         const history = this.cachedTokens;
         const token = sampler.sample(logits, history);
         if (eos.has(token)) {
@@ -222,7 +226,7 @@ export class Engine {
           reason = 'length';
           break;
         }
-        if (this.kv.length + 1 > this.maxContext) {
+        if (this.kv.length + 1 >= this.maxContext) {
           reason = 'context-full';
           break;
         }

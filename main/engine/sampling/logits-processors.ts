@@ -1,6 +1,6 @@
 /**
  * One function per logits rule, composed by `Sampler` in Hugging Face's order: repetition
- * penalty → temperature → top-k → top-p → min-p → sample. Contract: every function works in
+ * penalty → presence/frequency penalty → temperature → top-k → top-p → min-p → sample. Contract: every function works in
  * place on caller-owned scratch buffers sized V (never allocates), over a candidate list
  * `ids[0, n)` of token ids. Candidates are ranked by score descending, ties broken by lower
  * id, so every selection is deterministic. Selections use quickselect-style partitions
@@ -33,6 +33,18 @@ export function applyRepetitionPenalty(
     const x = logits[id];
     scores[id] = x > 0 ? x / penalty : x * penalty;
   }
+}
+
+/**
+ * Presence and frequency penalties (OpenAI's definition, API reference "Parameter details"):
+ * scores[j] −= c[j] · frequency + (c[j] > 0) · presence, where c[j] counts how often token j was
+ * generated so far (the prompt is not counted). Positive values discourage repeats; range [−2, 2].
+ * @param scores  [V] float64 scratch, modified in place.
+ * @param counts  [V] generation counts per token id.
+ * @param seen  the distinct ids with counts[id] > 0 (so a step costs O(distinct generated ids)).
+ */
+export function applyPresenceFrequencyPenalty(scores: Float64Array, counts: Int32Array, seen: readonly number[], presence: number, frequency: number): void {
+  for (const id of seen) scores[id] -= counts[id] * frequency + presence;
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The sampler: logits [V] float32 of the last position → one token id. Contract:
  *   - options are validated up front (`validateSamplerOptions`), quoting the bad value;
- *   - repetition penalty, then greedy (temperature 0: argmax, ties → lowest id) or
+ *   - repetition penalty, presence/frequency penalties (over the tokens this sampler drew), then greedy (temperature 0: argmax, ties → lowest id) or
  *     temperature → top-k → top-p → min-p → softmax → one seeded draw (Hugging Face's order);
  *   - the same seed and the same inputs give the same token sequence;
  *   - a step allocates nothing once the scratch buffers (sized V) exist; the logits are never
@@ -11,6 +11,7 @@
 import { randomInt } from 'node:crypto';
 import { EngineError, InvalidOptionError } from '../errors.ts';
 import {
+  applyPresenceFrequencyPenalty,
   applyRepetitionPenalty,
   argmax,
   collectCandidates,
@@ -34,6 +35,10 @@ export interface SamplerOptions {
   minP: number;
   /** CTRL repetition penalty on tokens already seen; 1 = off. Finite, > 0. */
   repetitionPenalty: number;
+  /** OpenAI's presence penalty on tokens generated so far; 0 = off (default). In [−2, 2]. */
+  presencePenalty?: number;
+  /** OpenAI's frequency penalty, per occurrence in the tokens generated so far; 0 = off (default). In [−2, 2]. */
+  frequencyPenalty?: number;
   /** PRNG seed (safe integer); absent = a random one (see `Sampler.seed`). */
   seed?: number;
 }
@@ -50,13 +55,14 @@ function isNumber(v: unknown): v is number {
  * Checks every option and returns a clean copy (no extra fields).
  * @throws InvalidOptionError naming the option and quoting its value when: temperature is not a
  *   finite number ≥ 0; topK is not an integer ≥ 0; topP is not in (0, 1]; minP is not in
- *   [0, 1); repetitionPenalty is not a finite number > 0; seed is present and not a safe integer.
+ *   [0, 1); repetitionPenalty is not a finite number > 0; presencePenalty or frequencyPenalty is
+ *   present and not in [−2, 2]; seed is present and not a safe integer.
  */
 export function validateSamplerOptions(o: SamplerOptions): SamplerOptions {
   if (typeof o !== 'object' || o === null) {
     throw new InvalidOptionError('sampler options', `expected an object, got ${quote(o)}`);
   }
-  const { temperature, topK, topP, minP, repetitionPenalty, seed } = o;
+  const { temperature, topK, topP, minP, repetitionPenalty, presencePenalty, frequencyPenalty, seed } = o;
   if (!isNumber(temperature) || temperature < 0) {
     throw new InvalidOptionError('temperature', `expected a finite number ≥ 0, got ${quote(temperature)}`);
   }
@@ -75,10 +81,15 @@ export function validateSamplerOptions(o: SamplerOptions): SamplerOptions {
       `expected a finite number > 0 (1 = off), got ${quote(repetitionPenalty)}`,
     );
   }
+  for (const [name, v] of [['presencePenalty', presencePenalty], ['frequencyPenalty', frequencyPenalty]] as const) {
+    if (v !== undefined && (!isNumber(v) || v < -2 || v > 2)) throw new InvalidOptionError(name, `expected a number in [-2, 2] (0 = off), got ${quote(v)}`);
+  }
   if (seed !== undefined && !Number.isSafeInteger(seed)) {
     throw new InvalidOptionError('seed', `expected a safe integer, got ${quote(seed)}`);
   }
   const clean: SamplerOptions = { temperature, topK, topP, minP, repetitionPenalty };
+  if (presencePenalty) clean.presencePenalty = presencePenalty;
+  if (frequencyPenalty) clean.frequencyPenalty = frequencyPenalty;
   if (seed !== undefined) clean.seed = seed;
   return clean;
 }
@@ -94,6 +105,8 @@ export class Sampler {
   private scores = new Float64Array(0); // [V] working logits
   private probs = new Float64Array(0); // [V] probabilities, valid for current candidates
   private ids = new Int32Array(0); // [V] candidate token ids
+  private drawn = new Int32Array(0); // [V] how often each id was returned (presence/frequency penalties)
+  private drawnIds: number[] = []; // the distinct ids with drawn[id] > 0
 
   /** @throws InvalidOptionError for bad options (see `validateSamplerOptions`). */
   constructor(opts: SamplerOptions) {
@@ -118,13 +131,23 @@ export class Sampler {
       this.scores = new Float64Array(V);
       this.probs = new Float64Array(V);
       this.ids = new Int32Array(V);
+      this.drawn = new Int32Array(V);
+      this.drawnIds = [];
     }
-    const { temperature, topK, topP, minP, repetitionPenalty } = this.options;
+    const token = this.choose(logits, previousTokens);
+    if (this.drawn[token]++ === 0) this.drawnIds.push(token);
+    return token;
+  }
+
+  private choose(logits: Float32Array, previousTokens: ArrayLike<number>): number {
+    const V = logits.length;
+    const { temperature, topK, topP, minP, repetitionPenalty, presencePenalty = 0, frequencyPenalty = 0 } = this.options;
     const scores = this.scores;
     scores.set(logits);
 
-    // 1. Repetition penalty on the raw logits.
+    // 1. Repetition penalty on the raw logits, then OpenAI's presence/frequency penalties.
     if (repetitionPenalty !== 1) applyRepetitionPenalty(scores, logits, previousTokens, repetitionPenalty);
+    if (presencePenalty !== 0 || frequencyPenalty !== 0) applyPresenceFrequencyPenalty(scores, this.drawn, this.drawnIds, presencePenalty, frequencyPenalty);
 
     // 2. Greedy: no randomness, no softmax.
     if (temperature === 0) {

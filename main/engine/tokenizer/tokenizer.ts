@@ -16,7 +16,7 @@
  */
 
 import { Tokenizer } from '@huggingface/tokenizers';
-import { InvalidOptionError, TokenizerError } from '../errors.ts';
+import { ContextOverflowError, InvalidOptionError, TokenizerError } from '../errors.ts';
 import {
   promptFromMessages,
   renderChatTemplate,
@@ -49,6 +49,11 @@ export interface EncodeOptions {
    * untrusted or raw text (llama2.c `run.c` never parses `<s>` out of a prompt).
    */
   parseSpecial?: boolean;
+  /**
+   * Refuse text that needs more than this many tokens without tokenizing all of it: it is counted
+   * in pieces first, stopping as soon as the count passes the bound (see `assertWithin`).
+   */
+  maxTokens?: number;
 }
 
 export interface EncodeChatOptions {
@@ -58,7 +63,17 @@ export interface EncodeChatOptions {
   extra?: Record<string, unknown>;
   /** Prepend BOS if the rendered prompt does not start with it; defaults to the model's `addBos`. */
   addBos?: boolean;
+  /** As `EncodeOptions.maxTokens`. */
+  maxTokens?: number;
 }
+
+/** Characters per piece when a long text is counted incrementally (cut at whitespace). */
+const COUNT_PIECE_CHARS = 4096;
+/**
+ * Tokens a cut between two pieces may add over tokenizing them together, at most: pieces are cut
+ * before whitespace, where pre-tokenizers split anyway; 2 also covers the BOS each piece lacks.
+ */
+const CUT_SLACK = 2;
 
 type Json = Record<string, unknown>;
 
@@ -165,7 +180,9 @@ export class TextTokenizer {
    * Empty text gives `[]` or `[bos]`.
    */
   encode(text: string, opts: EncodeOptions = {}): number[] {
-    const ids = this.libEncode((opts.parseSpecial ?? true) ? this.full : this.plain, text);
+    const tk = (opts.parseSpecial ?? true) ? this.full : this.plain;
+    if (opts.maxTokens !== undefined) this.assertWithin(tk, text, opts.maxTokens);
+    const ids = this.libEncode(tk, text);
     return this.withBos(ids, opts.addBos ?? this.addBos);
   }
 
@@ -192,8 +209,9 @@ export class TextTokenizer {
    */
   encodeChat(messages: ChatMessage[], opts: EncodeChatOptions = {}): number[] {
     const text = this.renderChat(messages, opts);
-    const templated = this.chatTemplate !== null;
-    const ids = this.libEncode(templated ? this.full : this.plain, text);
+    const tk = this.chatTemplate !== null ? this.full : this.plain;
+    if (opts.maxTokens !== undefined) this.assertWithin(tk, text, opts.maxTokens);
+    const ids = this.libEncode(tk, text);
     return this.withBos(ids, opts.addBos ?? this.addBos);
   }
 
@@ -234,6 +252,30 @@ export class TextTokenizer {
   /** True when `id` ends generation. */
   isEos(id: number): boolean {
     return this.eos.includes(id);
+  }
+
+  /**
+   * Fails fast on text far longer than `maxTokens`: counts it in pieces of about 4K characters
+   * (cut before whitespace), and as soon as the count, less CUT_SLACK per cut, passes the bound,
+   * throws. A 6 MB prompt is refused after its first pieces instead of being tokenized whole
+   * (measured: 56 s for the whole). Text that may fit is left to the exact count.
+   * @throws ContextOverflowError(a lower bound of the count, maxTokens, 'the prompt', atLeast).
+   */
+  private assertWithin(tk: Tokenizer, text: string, maxTokens: number): void {
+    if (text.length <= COUNT_PIECE_CHARS) return;
+    let counted = 0;
+    let cuts = 0;
+    for (let start = 0; start < text.length; cuts++) {
+      let end = Math.min(text.length, start + COUNT_PIECE_CHARS);
+      if (end < text.length) {
+        const space = text.lastIndexOf(' ', end);
+        if (space > start) end = space;
+      }
+      counted += tk.encode(text.slice(start, end), { add_special_tokens: false }).ids.length;
+      start = end;
+      const atLeast = counted - CUT_SLACK * cuts;
+      if (atLeast > maxTokens) throw new ContextOverflowError(atLeast, maxTokens, 'the prompt', true);
+    }
   }
 
   private libEncode(tk: Tokenizer, text: string): number[] {

@@ -1,7 +1,7 @@
 /**
  * Chat store slice: answers as they stream. `answerDelta` text goes into the StreamBuffer (plain
- * memory) and is committed at most once per frame (`commitFrame`); `answerPrefill` shows prompt
- * progress; `answerDone` replaces the message with the final one. Events for a message the
+ * memory) and is committed at most once per frame (`commitFrame`); `answerWaiting` shows that it
+ * waits for the engine (Stop cancels it there); `answerPrefill` shows prompt progress; `answerDone` replaces the message with the final one. Events for a message the
  * window does not know yet go to EarlyArrivals (see renderer/lib/early-arrivals.ts). Events of
  * other conversations are ignored (opening one fetches its current state).
  */
@@ -15,6 +15,7 @@ export interface StreamSlice {
   /** Progress of the answers that stream, by assistant message id. */
   live: Record<string, LiveAnswer>;
   onDelta(event: EventTypes['answerDelta']): void;
+  onWaiting(event: EventTypes['answerWaiting']): void;
   onPrefill(event: EventTypes['answerPrefill']): void;
   onDone(event: EventTypes['answerDone']): void;
   /** Cancels the pending frame. */
@@ -50,6 +51,13 @@ export const createStreamSlice: ChatSlice<StreamSlice> = (ctx) => (set, get) => 
   onDelta(event) {
     if (event.conversationId !== get().conversationId) return;
     ctx.buffer.push(event.conversationId, event.messageId, event.text, event.generatedTokens);
+  },
+
+  onWaiting(event) {
+    const s = get();
+    if (event.conversationId !== s.conversationId) return;
+    const current = s.live[event.messageId];
+    set({ live: { ...s.live, [event.messageId]: { generatedTokens: current?.generatedTokens ?? 0, prefill: null, waiting: event.ahead } } });
   },
 
   onPrefill(event) {

@@ -1,0 +1,187 @@
+/**
+ * The OpenAI-compatible request bodies (`/v1/chat/completions`, `/v1/completions`) → the engine's
+ * `GenerationRequest`. Pure: no I/O. Unset sampling fields take the app's settings.
+ *
+ * Accepted: model, messages (roles system, developer (= system), user, assistant; content a
+ * string, null for an assistant, or text parts) / prompt (a string, or an array of one),
+ * max_tokens, max_completion_tokens, temperature, top_p in [0, 1] (0 = only the most likely
+ * token), top_k, min_p, repeat_penalty (llama.cpp's names), presence_penalty and
+ * frequency_penalty in [−2, 2], seed (any safe integer; −1 = random), stop (≤ 16 strings),
+ * ignore_eos (llama.cpp's),
+ * stream, stream_options.include_usage, n = 1, response_format { type: 'text' }, logprobs false,
+ * and fields that change nothing here (user, metadata, store, service_tier, name).
+ * Refused with 400 and `param` naming the field, never silently ignored: n > 1, tools,
+ * tool_choice, functions, function_call, parallel_tool_calls, response_format other than text,
+ * logprobs, top_logprobs, logit_bias, audio, modalities other than text, prediction, echo,
+ * suffix, best_of > 1, non-text content parts, tool messages, token-id prompts.
+ */
+import { z } from 'zod';
+import type { Settings } from '../contract/types.ts';
+import type { ChatMessage, GenerationRequest } from '../engine/generate/types.ts';
+
+/** A request the API refuses: HTTP status, OpenAI error code, the field at fault, one sentence. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly param: string | null = null,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+const textPart = z.object({ type: z.string(), text: z.string().optional() }).passthrough();
+const message = z
+  .object({
+    role: z.string(),
+    content: z.union([z.string(), z.array(textPart), z.null()]).optional(),
+  })
+  .passthrough();
+
+const sampling = {
+  model: z.string().optional(),
+  max_tokens: z.number().int().min(1).max(1 << 20).nullish(),
+  temperature: z.number().min(0).max(100).nullish(),
+  top_p: z.number().min(0).max(1).nullish(),
+  top_k: z.number().int().min(0).max(1 << 20).nullish(),
+  min_p: z.number().min(0).lt(1).nullish(),
+  repeat_penalty: z.number().gt(0).max(10).nullish(),
+  presence_penalty: z.number().min(-2).max(2).nullish(),
+  frequency_penalty: z.number().min(-2).max(2).nullish(),
+  seed: z.number().int().min(Number.MIN_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER).nullish(),
+  stop: z.union([z.string(), z.array(z.string()).max(16)]).nullish(),
+  stream: z.boolean().nullish(),
+  stream_options: z.object({ include_usage: z.boolean().nullish() }).passthrough().nullish(),
+  n: z.number().int().min(1).nullish(),
+  ignore_eos: z.boolean().nullish(),
+};
+
+const chatSchema = z.object({ ...sampling, messages: z.array(message).min(1), max_completion_tokens: z.number().int().min(1).max(1 << 20).nullish() }).passthrough();
+const completionSchema = z.object({ ...sampling, prompt: z.union([z.string(), z.array(z.unknown())]) }).passthrough();
+
+export type ChatBody = z.infer<typeof chatSchema>;
+export type CompletionBody = z.infer<typeof completionSchema>;
+
+/** What a handler needs from a parsed body besides the generation request. */
+export interface ParsedRequest {
+  request: GenerationRequest;
+  model: string | undefined;
+  stream: boolean;
+  includeUsage: boolean;
+}
+
+/** Fields no client may rely on being ignored: present (and not their neutral value) → 400. */
+const UNSUPPORTED: { field: string; neutral: (v: unknown) => boolean; why: string }[] = [
+  { field: 'n', neutral: (v) => v === 1, why: 'only one choice per request is generated (n = 1)' },
+  { field: 'best_of', neutral: (v) => v === 1, why: 'only one choice per request is generated (best_of = 1)' },
+  { field: 'tools', neutral: (v) => Array.isArray(v) && v.length === 0, why: 'tool calling is not supported' },
+  { field: 'tool_choice', neutral: (v) => v === 'none', why: 'tool calling is not supported' },
+  { field: 'functions', neutral: (v) => Array.isArray(v) && v.length === 0, why: 'function calling is not supported' },
+  { field: 'function_call', neutral: (v) => v === 'none', why: 'function calling is not supported' },
+  { field: 'parallel_tool_calls', neutral: () => false, why: 'tool calling is not supported' },
+  { field: 'response_format', neutral: (v) => (v as { type?: unknown })?.type === 'text', why: "only response_format { type: 'text' } is supported" },
+  { field: 'logprobs', neutral: (v) => v === false || v === 0, why: 'log probabilities are not supported' },
+  { field: 'top_logprobs', neutral: (v) => v === 0, why: 'log probabilities are not supported' },
+  { field: 'logit_bias', neutral: (v) => typeof v === 'object' && v !== null && Object.keys(v).length === 0, why: 'logit_bias is not supported' },
+  { field: 'audio', neutral: () => false, why: 'audio output is not supported' },
+  { field: 'modalities', neutral: (v) => Array.isArray(v) && v.every((m) => m === 'text'), why: 'only text output is supported' },
+  { field: 'prediction', neutral: () => false, why: 'predicted outputs are not supported' },
+  { field: 'echo', neutral: (v) => v === false, why: 'echo is not supported' },
+  { field: 'suffix', neutral: (v) => v === '', why: 'suffix (fill-in-the-middle) is not supported' },
+];
+
+/** @throws ApiError 400 for the first unsupported field that is set (null counts as unset). */
+function refuseUnsupported(body: Record<string, unknown>): void {
+  for (const u of UNSUPPORTED) {
+    const v = body[u.field];
+    if (v === undefined || v === null || u.neutral(v)) continue;
+    throw new ApiError(400, 'unsupported_parameter', `${u.field}: ${u.why}`, u.field);
+  }
+}
+
+function parse<T extends z.ZodTypeAny>(schema: T, body: unknown): z.infer<T> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError(400, 'invalid_request', 'the body must be a JSON object');
+  refuseUnsupported(body as Record<string, unknown>);
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const param = issue.path.map(String).join('.') || null;
+    throw new ApiError(400, 'invalid_request', `${param ?? 'body'}: ${issue.message}`, param);
+  }
+  return parsed.data;
+}
+
+/** The chat messages as the engine takes them. @throws ApiError 400 naming the message at fault. */
+function chatMessages(messages: ChatBody['messages']): ChatMessage[] {
+  return messages.map((m, i) => {
+    const role = m.role === 'developer' ? 'system' : m.role;
+    if (role !== 'system' && role !== 'user' && role !== 'assistant') {
+      throw new ApiError(400, 'invalid_request', `messages[${i}].role: ${JSON.stringify(m.role).slice(0, 40)} is not supported (system, developer, user, assistant)`, `messages[${i}].role`);
+    }
+    if (m.content === null || m.content === undefined) {
+      if (role !== 'assistant') throw new ApiError(400, 'invalid_request', `messages[${i}].content: only an assistant message may have no content`, `messages[${i}].content`);
+      return { role, content: '' };
+    }
+    if (typeof m.content === 'string') return { role, content: m.content };
+    const text = m.content.map((part, j) => {
+      if (part.type !== 'text' || typeof part.text !== 'string') {
+        throw new ApiError(400, 'invalid_request', `messages[${i}].content[${j}]: only text content parts are supported, not ${JSON.stringify(part.type).slice(0, 40)}`, `messages[${i}].content[${j}].type`);
+      }
+      return part.text;
+    });
+    return { role, content: text.join('') };
+  });
+}
+
+/** Sampling and length fields over the app's settings. */
+function generationFields(body: z.infer<z.ZodObject<typeof sampling>>, maxTokens: number | null | undefined, s: Settings): Omit<GenerationRequest, 'prompt' | 'messages'> {
+  const greedyTopP = body.top_p === 0; // OpenAI allows 0: only the most likely token is left
+  const seed = body.seed ?? s.seed;
+  const presence = body.presence_penalty ?? 0;
+  const frequency = body.frequency_penalty ?? 0;
+  return {
+    maxTokens: maxTokens ?? s.maxTokens,
+    sampler: {
+      temperature: body.temperature ?? s.temperature,
+      topK: greedyTopP ? 1 : (body.top_k ?? s.topK),
+      topP: greedyTopP ? 1 : (body.top_p ?? s.topP),
+      minP: body.min_p ?? s.minP,
+      repetitionPenalty: body.repeat_penalty ?? s.repetitionPenalty,
+      ...(presence ? { presencePenalty: presence } : {}),
+      ...(frequency ? { frequencyPenalty: frequency } : {}),
+      ...(seed !== null && seed !== -1 ? { seed } : {}),
+    },
+    ...(body.stop ? { stop: typeof body.stop === 'string' ? [body.stop] : body.stop } : {}),
+    ...(body.ignore_eos ? { ignoreEos: true } : {}),
+  };
+}
+
+/** A `/v1/chat/completions` body. @throws ApiError 400 with `param`. */
+export function parseChatRequest(body: unknown, s: Settings): ParsedRequest {
+  const b = parse(chatSchema, body);
+  return {
+    request: { messages: chatMessages(b.messages), ...generationFields(b, b.max_completion_tokens ?? b.max_tokens, s) },
+    model: b.model,
+    stream: b.stream === true,
+    includeUsage: b.stream_options?.include_usage === true,
+  };
+}
+
+/** A `/v1/completions` body (a raw prompt, for base models). @throws ApiError 400 with `param`. */
+export function parseCompletionRequest(body: unknown, s: Settings): ParsedRequest {
+  const b = parse(completionSchema, body);
+  let prompt = b.prompt;
+  if (Array.isArray(prompt)) {
+    if (prompt.length !== 1 || typeof prompt[0] !== 'string') throw new ApiError(400, 'invalid_request', 'prompt: give one string (several prompts and token-id prompts are not supported)', 'prompt');
+    prompt = prompt[0];
+  }
+  return {
+    request: { prompt: prompt as string, ...generationFields(b, b.max_tokens, s) },
+    model: b.model,
+    stream: b.stream === true,
+    includeUsage: b.stream_options?.include_usage === true,
+  };
+}
