@@ -34,7 +34,8 @@ async function main(argv: string[]): Promise<number> {
       executionProvider: opts.ep,
     });
     if (info.fallbackReason) process.stderr.write(`note: ${info.fallbackReason}\n`);
-    const system = opts.system && info.hasChatTemplate ? [{ role: 'system' as const, content: opts.system }] : [];
+    // Without a chat template the system prompt opens the transcript, as in the window and /v1.
+    const system = opts.system ? [{ role: 'system' as const, content: opts.system }] : [];
     const withDocs = docs.length
       ? await documentPrompt(host, system, opts.prompt, docs, { relevant: opts.fitRelevant, room: info.maxContext - opts.maxTokens, maxContext: info.maxContext, reserve: opts.maxTokens })
       : null;
@@ -46,14 +47,14 @@ async function main(argv: string[]): Promise<number> {
       stop: opts.stop,
       ...(withDocs
         ? { messages: withDocs.messages }
-        : info.hasChatTemplate
+        : info.hasChatTemplate || system.length
           ? { messages: [...system, { role: 'user' as const, content: opts.prompt }] }
           : { prompt: opts.prompt }),
     };
     let done: Extract<GenerationEvent, { type: 'done' }> | null = null;
     // A completion continues the prompt, so it is echoed first, but only once the engine has
     // accepted it: a usage error (prompt longer than the max context) leaves stdout empty.
-    let echo = !opts.json && !info.hasChatTemplate && !withDocs;
+    let echo = !opts.json && !info.hasChatTemplate && !withDocs && !system.length;
     for await (const ev of host.generate(request, { signal: ac.signal })) {
       if (echo) {
         process.stdout.write(opts.prompt);

@@ -50,12 +50,7 @@ export class SettingsService {
   get(): Settings {
     const stored = this.stored();
     const maxContext = stored.maxContext ?? this.models.trainedContext ?? FALLBACK_MAX_CONTEXT;
-    return {
-      ...DEFAULT_SETTINGS,
-      maxContext,
-      maxTokens: Math.max(1, Math.min(DEFAULT_MAX_TOKENS, Math.floor(maxContext / 4))),
-      ...stored,
-    };
+    return { ...DEFAULT_SETTINGS, maxContext, maxTokens: defaultMaxTokens(maxContext), ...stored };
   }
 
   /** The max context the user chose, or undefined (the model's trained context applies). */
@@ -72,6 +67,9 @@ export class SettingsService {
   async update(patch: SettingsPatch, opts: { generating: boolean }): Promise<Settings> {
     const before = this.get();
     const next: Settings = { ...before, ...stripUndefined(patch) } as Settings;
+    // A default follows what it derives from: max tokens the user never set is re-derived from
+    // the new max context (else lowering the max context below 4 × 128 was refused, issue 9).
+    if (patch.maxTokens === undefined && this.stored().maxTokens === undefined) next.maxTokens = defaultMaxTokens(next.maxContext);
     if (next.maxTokens >= next.maxContext) {
       throw new ServiceError(
         'INVALID_REQUEST',
@@ -99,6 +97,11 @@ export class SettingsService {
     }
     return out as Partial<Settings>;
   }
+}
+
+/** The default reply reserve for a max context: min(256, maxContext / 4), at least 1. */
+function defaultMaxTokens(maxContext: number): number {
+  return Math.max(1, Math.min(DEFAULT_MAX_TOKENS, Math.floor(maxContext / 4)));
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {

@@ -165,6 +165,14 @@ function useDraftField<T>(saved: T, toText: (v: T) => string, commit: (text: str
       flush(text);
     },
     flush: () => flush(text),
+    /** The services refused `refused`: show the saved value again, unless the user typed on. */
+    revert(refused: string) {
+      setText((current) => {
+        if (current !== refused) return current;
+        editing.current = false;
+        return toText(saved);
+      });
+    },
   };
 }
 
@@ -190,7 +198,8 @@ function NumberField(props: { field: NumberFieldSpec; value: number | null; ctx:
       const parsed = check(text);
       if (!parsed.ok) return setError(parsed.error);
       setError(null);
-      if (parsed.value !== latest.current) void onSave(parsed.value);
+      // A value the services refuse (their reason is in the banner) must not stay in the field.
+      if (parsed.value !== latest.current) void onSave(parsed.value).then((ok) => ok || draft.revert(text));
     },
     SAVE_AFTER_MS,
   );

@@ -236,6 +236,21 @@ test('--stop girl (issue 9): stdout never shows the held "gir"; streamed text eq
   assert.equal(plain.stdout, `${PROMPT}${j.text}\n`, describeRun(plain));
 });
 
+test('--system on a model without a chat template is in the transcript, as in the window and /v1 (issue 9)', async () => {
+  const dir = await cache();
+  const [withSystem, without] = await runBatch(
+    [
+      ['--json', '--max-tokens', '5', '--system', 'You are a pirate.', 'Hi'],
+      ['--json', '--max-tokens', '5', 'Hi'],
+    ],
+    dir,
+  );
+  const w = parseJsonRun(withSystem);
+  const plain = parseJsonRun(without);
+  assert.equal(plain.promptTokens.length, 3);
+  assert.equal(decodeTok512(w.promptTokens.slice(1)).trimStart(), 'You are a pirate.\nHi', 'BOS, then the system line, then the prompt');
+});
+
 test('emoji and CJK prompt: runs, exit 0, BOS + byte-fallback ids that decode back to the prompt', async () => {
   const prompt = 'Hello 🦙 and 世界!';
   const r = await runChat(['--json', '--max-tokens', '3', '--temperature', '0', prompt], await cache());

@@ -165,6 +165,23 @@ test('cancellation ends with done { reason: cancelled } and the partial answer',
   assert.ok(done.text.length > 0);
 });
 
+test('a cancel during prefill: the stats count the prompt tokens actually run, and no token means no TTFT', async () => {
+  const chunked = await Engine.load(STORIES_BIN, { cacheDir, prefillChunk: 8 });
+  try {
+    const ac = new AbortController();
+    const prompt = 'Once upon a time, there was a little girl named Lily who loved to play outside in the park with her friends.';
+    const done = await run(chunked, { prompt, maxTokens: 4, sampler: GREEDY }, (ev) => ev.type === 'prefill' && ev.processed >= 16 && ac.abort(), ac.signal);
+    assert.equal(done.reason, 'cancelled');
+    assert.ok(done.promptTokens.length > 24, `${done.promptTokens.length} prompt tokens`);
+    assert.equal(done.stats.prefilledTokens, 16, 'two chunks of 8 ran, not the whole prompt');
+    assert.equal(done.stats.contextUsed, 16);
+    assert.equal(done.stats.generatedTokens, 0);
+    assert.equal(done.stats.ttftMs, 0);
+  } finally {
+    await chunked.dispose();
+  }
+});
+
 test('a stop string ends generation before the stop text', async () => {
   engine.reset();
   const done = await run(engine, { prompt: 'Once upon a time', maxTokens: 100, sampler: GREEDY, stop: ['Lily'] });

@@ -67,6 +67,7 @@ const STATS: GenerationStats = {
   promptTokens: 5,
   generatedTokens: 3,
   reusedTokens: 0,
+  prefilledTokens: 5,
   ttftMs: 12,
   prefillTokensPerSec: 100,
   decodeTokensPerSec: 50,

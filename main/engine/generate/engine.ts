@@ -179,6 +179,7 @@ export class Engine {
     let reused = 0;
     let ttftMs = 0;
     let prefillMs = 0;
+    let prefilled = 0; // prompt tokens actually run (fewer than prompt − reused after a cancel)
     let decodeStart = 0;
     try {
       // 1. prefix reuse: keep the longest common prefix, but always prefill ≥ 1 token for logits.
@@ -197,6 +198,7 @@ export class Engine {
         }
         const chunk = prompt.slice(i, Math.min(i + this.prefillChunk, prompt.length));
         logits = await this.forward(chunk);
+        prefilled += chunk.length;
         yield { type: 'prefill', processed: i + chunk.length - reused, total: prompt.length - reused };
       }
       prefillMs = performance.now() - tp;
@@ -251,11 +253,11 @@ export class Engine {
       this.busy = false;
     }
     const decodeMs = decodeStart ? performance.now() - decodeStart : 0;
-    const prefilled = prompt.length - reused;
     const stats: GenerationStats = {
       promptTokens: prompt.length,
       generatedTokens: generated.length,
       reusedTokens: reused,
+      prefilledTokens: prefilled,
       ttftMs: round(ttftMs),
       prefillTokensPerSec: prefillMs > 0 ? round((prefilled * 1000) / prefillMs) : 0,
       decodeTokensPerSec: decodeMs > 0 && generated.length > 1 ? round(((generated.length - 1) * 1000) / decodeMs) : 0,

@@ -36,6 +36,8 @@ export interface GenerationStats {
   generatedTokens: number;
   /** Prompt tokens served from the KV cache (prefix reuse) rather than prefilled. */
   reusedTokens: number;
+  /** Prompt tokens actually run through prefill (after a cancel, fewer than prompt − reused); prefillTokensPerSec counts these. */
+  prefilledTokens: number;
   /** Time from the request to the first generated token, ms. */
   ttftMs: number;
   prefillTokensPerSec: number;
