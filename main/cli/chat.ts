@@ -32,6 +32,7 @@ async function main(argv: string[]): Promise<number> {
     const info = await host.load(opts.model ?? defaultModelPath(), {
       ...(opts.maxContext !== null ? { maxContext: opts.maxContext } : {}),
       executionProvider: opts.ep,
+      ...(opts.quantize ? { quantize: opts.quantize } : {}),
     });
     if (info.fallbackReason) process.stderr.write(`note: ${info.fallbackReason}\n`);
     // Without a chat template the system prompt opens the transcript, as in the window and /v1.
@@ -72,6 +73,7 @@ async function main(argv: string[]): Promise<number> {
           tokens: done.tokens,
           finishReason: done.reason,
           stats: done.stats,
+          model: { name: info.name, weights: info.weights },
           ...(withDocs ? { documents: withDocs.documents } : {}),
           ...(withDocs?.documentParts ? { documentParts: withDocs.documentParts } : {}),
         })}\n`,

@@ -19,6 +19,8 @@ export interface ChatOptions {
   sampler: SamplerOptions;
   ignoreEos: boolean;
   ep: ExecutionProvider;
+  /** Quantize a float model's Linear weights at import. */
+  quantize: 'q4' | 'q8' | null;
   json: boolean;
   system: string | null;
   stop: string[];
@@ -32,7 +34,7 @@ export interface ChatOptions {
 export const DEFAULTS = { maxTokens: 256, temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1 } as const;
 
 export const USAGE = `usage: npm run chat -- [options] "prompt"
-  --model PATH          llama2.c checkpoint (tokenizer beside it), Hugging Face folder, or bundle
+  --model PATH          llama2.c checkpoint (tokenizer beside it), Hugging Face folder, GGUF file, or bundle
                         (default: the embedded stories260K)
   --max-tokens N        most tokens to generate (default ${DEFAULTS.maxTokens})
   --max-context N       bound on prompt + generated positions (default: the model's trained context)
@@ -46,6 +48,7 @@ export const USAGE = `usage: npm run chat -- [options] "prompt"
   --stop S              stop when the text reaches S (repeatable)
   --system TEXT         system prompt (chat models only)
   --ep cpu|cuda         execution provider (default cpu; cuda falls back to cpu with a message)
+  --quantize q4|q8      import a float model's linear weights as 4- or 8-bit blocks (round to nearest)
   --attach FILE         attach a document (repeatable): text, Markdown, code, PDF, .docx, HTML
   --fit relevant        when the documents do not fit, use their parts most relevant to the question
   --json                print one JSON object at the end instead of streaming text`;
@@ -93,6 +96,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
         stop: { type: 'string', multiple: true },
         system: { type: 'string' },
         ep: { type: 'string' },
+        quantize: { type: 'string' },
         json: { type: 'boolean' },
         attach: { type: 'string', multiple: true },
         fit: { type: 'string' },
@@ -112,6 +116,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
   const ep = v.ep ?? 'cpu';
   if (ep !== 'cpu' && ep !== 'cuda') throw new UsageError(`--ep must be cpu or cuda, got "${ep}"`);
   if (v.model !== undefined && v.model.trim() === '') throw new UsageError('--model needs a path');
+  if (v.quantize !== undefined && v.quantize !== 'q4' && v.quantize !== 'q8') throw new UsageError(`--quantize must be q4 or q8, got "${v.quantize}"`);
   const seed = int('seed', v.seed, 0, 2 ** 32 - 1);
   if (v.fit !== undefined && v.fit !== 'relevant') throw new UsageError(`--fit must be relevant, got "${v.fit}"`);
   if (v.fit !== undefined && !v.attach?.length) throw new UsageError('--fit relevant needs a document (--attach FILE)');
@@ -131,6 +136,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
     },
     ignoreEos: v['ignore-eos'] ?? false,
     ep,
+    quantize: (v.quantize as 'q4' | 'q8' | undefined) ?? null,
     json: v.json ?? false,
     system: v.system ?? null,
     stop: v.stop ?? [],

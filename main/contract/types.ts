@@ -117,6 +117,8 @@ export interface ModelInfo {
   /** Why the preferred execution provider is not the one in use, if so. */
   fallbackReason: string | null;
   hasChatTemplate: boolean;
+  /** Weight storage: formats with counts ("q4 (Q4_0) ×35, float32 ×13"), bundle size on disk, resident weight bytes. */
+  weights: { formats: string; bundleBytes: number; residentBytes: number };
 }
 
 export interface ModelState {

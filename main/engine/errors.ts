@@ -38,6 +38,17 @@ export class ModelLoadError extends EngineError {
   }
 }
 
+/** A model tensor is stored in a type the importer cannot read (e.g. GGUF `IQ2_XXS`). */
+export class UnsupportedTensorTypeError extends ModelLoadError {
+  readonly tensor: string;
+  readonly tensorType: string;
+  constructor(tensor: string, tensorType: string, supported: readonly string[], file?: string) {
+    super(`tensor ${tensor} has type ${tensorType}, which is not supported (supported: ${supported.join(', ')})`, file);
+    this.tensor = tensor;
+    this.tensorType = tensorType;
+  }
+}
+
 /**
  * Positions [0, requested) do not fit in the configured max context. Raised before any tensor
  * is touched, so the RoPE and KV caches stay usable.

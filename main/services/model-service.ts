@@ -195,5 +195,6 @@ export function toContractInfo(i: EngineModelInfo): ModelInfo {
     executionProvider: i.executionProvider,
     fallbackReason: i.fallbackReason,
     hasChatTemplate: i.hasChatTemplate,
+    weights: { ...i.weights },
   };
 }

@@ -1,5 +1,6 @@
 /**
- * The model panel: name, architecture, trained context, execution provider in use (and why the
+ * The model panel: name, architecture, trained context, weight formats with the bundle's size on
+ * disk and the weights' resident bytes, execution provider in use (and why the
  * preferred one is not, if so), load status and progress, and "Open model…": a path field that
  * calls `openModel({ path })` (a native file dialog may come later in the Electron shell).
  */
@@ -7,7 +8,7 @@ import { useState, type FormEvent } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import { useModel, useStores } from '../hooks.ts';
 import { loadErrorOf } from '../stores/model.ts';
-import { formatTokens } from '../lib/meter.ts';
+import { formatBytes, formatTokens } from '../lib/meter.ts';
 import { ChipIcon } from './icons.tsx';
 
 export function ModelPanel() {
@@ -38,6 +39,12 @@ export function ModelPanel() {
             <dd>{info.architecture}</dd>
             <dt>Trained context</dt>
             <dd>{formatTokens(info.trainedContext)} tokens</dd>
+            <dt>Weights</dt>
+            <dd className="model-weights">{info.weights.formats}</dd>
+            <dt>Size</dt>
+            <dd>
+              {formatBytes(info.weights.bundleBytes)} on disk · {formatBytes(info.weights.residentBytes)} resident
+            </dd>
             <dt>Execution provider</dt>
             <dd>
               <span className="ep">{info.executionProvider.toUpperCase()}</span>

@@ -2,15 +2,13 @@
  * Bad model sources for the bad-input tests (CLI and library), built in a temp folder from the
  * real stories260K files: a truncated checkpoint, headers with absurd sizes, random bytes, a
  * checkpoint with a tokenizer of another vocab size, a folder that is not a model, a path that
- * does not exist, and the (unsupported) GGUF file. Each checkpoint lies in its own folder with
+ * does not exist, and a truncated GGUF file. Each checkpoint lies in its own folder with
  * the tokenizer a user would have beside it.
  */
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { STORIES_BIN, STORIES_DIR, STORIES_TOKENIZER } from './paths.ts';
-
-export const STORIES_GGUF = path.join(STORIES_DIR, 'stories260K.gguf');
+import { STORIES_BIN, STORIES_GGUF, STORIES_TOKENIZER } from './paths.ts';
 
 export interface BadModels {
   root: string;
@@ -30,7 +28,7 @@ export interface BadModels {
   notAModel: string;
   /** A path that does not exist. */
   nonExistent: string;
-  /** The real stories260K.gguf (GGUF is not supported yet). */
+  /** The first 20,000 bytes of stories260K.gguf: its header and tensor infos, most tensor data missing. */
   gguf: string;
 }
 
@@ -107,7 +105,7 @@ export async function makeBadModels(): Promise<BadModels> {
     mismatchedTokenizer: await inDir('mismatched', 'stories260K.bin', good, llama2cTokenizerBytes(syntheticTokenizerPieces(300))),
     notAModel,
     nonExistent: path.join(root, 'does-not-exist', 'model.bin'),
-    gguf: STORIES_GGUF,
+    gguf: await inDir('truncated-gguf', 'stories260K.gguf', new Uint8Array(await readFile(STORIES_GGUF)).subarray(0, 20_000)),
   };
 }
 

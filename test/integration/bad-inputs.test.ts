@@ -59,7 +59,7 @@ function expectations(m: BadModels): Array<[string, string, Expected]> {
   return [
     ['non-existent path', m.nonExistent, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /does not exist/, file: m.nonExistent }],
     ['folder that is not a model', m.notAModel, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /not a model/, file: m.notAModel }],
-    ['GGUF file', m.gguf, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /GGUF.*not supported yet/i, file: m.gguf }],
+    ['truncated GGUF file', m.gguf, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /tensor \S+ ends at byte \d+, past the end of the 20000-byte file \(truncated\?\)/, file: m.gguf }],
     ['truncated checkpoint', m.truncated, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /size mismatch.*truncated/, file: m.truncated }],
     ['checkpoint shorter than its header', m.shortHeader, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /header/, file: m.shortHeader }],
     ['header with absurd sizes', m.absurdParams, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /parameters/, file: m.absurdParams }],
@@ -107,7 +107,7 @@ test('EngineHost: a failed load keeps the previously loaded model answering', as
 
   for (const [what, source, code] of [
     ['non-existent path', bad.nonExistent, 'MODEL_LOAD'],
-    ['GGUF file', bad.gguf, 'MODEL_LOAD'],
+    ['truncated GGUF file', bad.gguf, 'MODEL_LOAD'],
     ['truncated checkpoint', bad.truncated, 'MODEL_LOAD'],
     ['tokenizer of another vocab size', bad.mismatchedTokenizer, 'TOKENIZER'],
   ] as const) {

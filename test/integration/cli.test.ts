@@ -318,7 +318,7 @@ test('bad models: one-line error naming the problem, exit 1, no stack trace, not
   const cases: Array<[string, RegExp, string | null]> = [
     [m.nonExistent, /does not exist/, m.nonExistent],
     [m.notAModel, /not a model/, m.notAModel],
-    [m.gguf, /GGUF.*not supported yet/i, m.gguf],
+    [m.gguf, /past the end of the 20000-byte file \(truncated\?\)/, m.gguf],
     [m.truncated, /truncated|size mismatch/, m.truncated],
     [m.absurdParams, /parameters|out of range/, m.absurdParams],
     [m.absurdField, /out of range|n_heads|nHeads/, m.absurdField],

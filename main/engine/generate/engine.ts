@@ -13,8 +13,9 @@ import { ContextOverflowError, InvalidOptionError, toEngineError } from '../erro
 import { MAX_CONTEXT_LIMIT } from '../cache/growth.ts';
 import { KvCache } from '../cache/kv-cache.ts';
 import { RopeCache } from '../cache/rope-cache.ts';
-import { resolveModel, type ImportProgress, type LoadedBundle } from '../model/bundle.ts';
+import { resolveModel, type ImportProgress, type LoadedBundle, type QuantizeOption } from '../model/bundle.ts';
 import type { ModelManifest } from '../model/manifest.ts';
+import { availableMemory, bundleBytes, checkMemory, estimateMemory } from '../model/memory.ts';
 import { DecoderSession, type ExecutionProvider, type SessionInfo } from '../model/session.ts';
 import { Sampler, validateSamplerOptions } from '../sampling/sampler.ts';
 import { StreamDecoder } from '../tokenizer/stream-decoder.ts';
@@ -30,6 +31,10 @@ export interface EngineOptions {
   prefillChunk?: number;
   /** Where imported bundles are cached. */
   cacheDir?: string;
+  /** Quantize a float source's Linear weights at import (`q4` / `q8` round-to-nearest blocks). */
+  quantize?: QuantizeOption;
+  /** Memory the model may use, bytes (default: what the OS reports available); see `checkMemory`. */
+  availableMemoryBytes?: number;
   onProgress?: ImportProgress;
 }
 
@@ -44,6 +49,16 @@ export interface ModelInfo {
   fallbackReason: string | null;
   hasChatTemplate: boolean;
   bundleDir: string;
+  /** How the weights are stored: formats with counts, the bundle's size on disk, resident weight bytes. */
+  weights: ModelWeightsInfo;
+}
+
+/** Storage of a loaded model's weights (manifest `weights`), for `--json` and the model panel. */
+export interface ModelWeightsInfo {
+  /** e.g. "q8 (Q8_0) ×36, float32 ×12". */
+  formats: string;
+  bundleBytes: number;
+  residentBytes: number;
 }
 
 
@@ -73,7 +88,13 @@ export class Engine {
   private cachedTokens: number[] = [];
   private busy = false;
 
-  private constructor(bundle: LoadedBundle, session: DecoderSession, tokenizer: TextTokenizer, opts: EngineOptions) {
+  private constructor(
+    bundle: LoadedBundle,
+    session: DecoderSession,
+    tokenizer: TextTokenizer,
+    opts: EngineOptions,
+    private readonly weightsInfo: ModelWeightsInfo,
+  ) {
     const c = bundle.manifest.config;
     this.bundle = bundle;
     this.manifest = bundle.manifest;
@@ -87,16 +108,25 @@ export class Engine {
 
   /**
    * Resolves (imports if needed), loads and opens a model.
-   * @param source llama2.c checkpoint, Hugging Face folder or bundle.
-   * @throws ModelLoadError, TokenizerError, InvalidOptionError.
+   * @param source llama2.c checkpoint, Hugging Face folder, GGUF file or bundle.
+   * @throws ModelLoadError (also when the weights and the KV cache at the max context would not
+   *   fit in the available memory: `checkMemory`), TokenizerError, InvalidOptionError.
    */
   static async load(source: string, opts: EngineOptions = {}): Promise<Engine> {
     if (opts.maxContext !== undefined) validateMaxContext(opts.maxContext);
     if (opts.prefillChunk !== undefined && !(Number.isInteger(opts.prefillChunk) && opts.prefillChunk >= 1)) {
       throw new InvalidOptionError('prefill chunk', `${opts.prefillChunk} is not a positive integer`);
     }
-    const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress);
+    const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress, { quantize: opts.quantize });
     const m = bundle.manifest;
+    const maxContext = opts.maxContext ?? m.config.trainedContext;
+    const estimate = await estimateMemory(m, bundle.dir, maxContext);
+    checkMemory(estimate, maxContext, opts.availableMemoryBytes ?? availableMemory(), bundle.dir);
+    const weights: ModelWeightsInfo = {
+      formats: Object.entries(m.weights?.counts ?? { float32: 0 }).map(([f, n]) => `${f} ×${n}`).join(', '),
+      bundleBytes: await bundleBytes(bundle.dir),
+      residentBytes: estimate.weightBytes,
+    };
     const tokenizer = TextTokenizer.fromJson(bundle.tokenizerJson, bundle.tokenizerConfig, {
       bos: m.specialTokens.bos,
       eos: m.specialTokens.eos,
@@ -107,7 +137,7 @@ export class Engine {
       chatTemplate: m.chatTemplate,
     });
     const session = await DecoderSession.create(bundle.modelPath, m.config, opts.executionProvider ?? 'cpu');
-    return new Engine(bundle, session, tokenizer, opts);
+    return new Engine(bundle, session, tokenizer, opts, weights);
   }
 
   get sessionInfo(): SessionInfo {
@@ -126,6 +156,7 @@ export class Engine {
       fallbackReason: this.session.info.fallbackReason,
       hasChatTemplate: this.manifest.chatTemplate !== null,
       bundleDir: this.bundle.dir,
+      weights: this.weightsInfo,
     };
   }
 

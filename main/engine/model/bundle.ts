@@ -1,10 +1,10 @@
 /**
  * Model bundles on disk, and `resolveModel`, which turns whatever the user points at (a llama2.c
- * checkpoint, a Hugging Face folder, or a bundle) into a bundle folder, importing at most once:
+ * checkpoint, a Hugging Face folder, a GGUF file, or a bundle) into a bundle folder, importing at most once:
  * imports are cached under `<cacheDir>/<key>/`, where key = SHA-256 of the source files'
  * contents and the graph builder's version, so the second start of the same model skips import.
  *
- * Bundle folder: model.onnx, model.onnx.data (external float32 weights), tokenizer.json,
+ * Bundle folder: model.onnx, model.onnx.data (external weights: float32 or MatMulNBits blocks), tokenizer.json,
  * tokenizer_config.json, manifest.json (`ModelManifest`).
  */
 import { createHash, randomUUID } from 'node:crypto';
@@ -15,12 +15,14 @@ import path from 'node:path';
 import { EngineError, ModelLoadError } from '../errors.ts';
 import { hashFiles } from './content-hash.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from './decoder-graph.ts';
+import { importGguf } from './gguf/import-gguf.ts';
 import { hfSourceFiles, importHuggingFace } from './import-hf.ts';
 import { importLlama2c, llama2cSourceFiles } from './import-llama2c.ts';
-import type { ImportedModel, ModelManifest } from './manifest.ts';
+import { quantizeLinearWeights } from './gguf/quantized-weights.ts';
+import { summarizeWeights, type ImportedModel, type ModelManifest } from './manifest.ts';
 
 /** Bumped whenever the graph or bundle layout changes, so cached imports are rebuilt. */
-export const BUNDLE_BUILDER_VERSION = 2;
+export const BUNDLE_BUILDER_VERSION = 3;
 
 export const MODEL_FILE = 'model.onnx';
 export const MANIFEST_FILE = 'manifest.json';
@@ -36,7 +38,10 @@ export interface LoadedBundle {
   tokenizerConfig: Record<string, unknown>;
 }
 
-export type SourceKind = 'llama2c' | 'hf' | 'bundle';
+export type SourceKind = 'llama2c' | 'hf' | 'gguf' | 'bundle';
+
+/** `--quantize`: round-to-nearest 4- or 8-bit blocks for the Linear weights of a float source. */
+export type QuantizeOption = 'q4' | 'q8';
 
 /** Progress of `resolveModel`, for UIs: phase and a fraction in [0, 1]. */
 export type ImportProgress = (p: { phase: 'hash' | 'import' | 'build' | 'write' | 'cached'; fraction: number }) => void;
@@ -59,7 +64,7 @@ export async function detectSource(p: string): Promise<{ kind: SourceKind; path:
     throw new ModelLoadError('not a model: expected a file or a folder, found a device, pipe or socket', p);
   }
   if (st.isFile()) {
-    if (p.endsWith('.gguf')) throw new ModelLoadError('GGUF models are not supported yet; use the llama2.c checkpoint or a Hugging Face folder', p);
+    if (p.toLowerCase().endsWith('.gguf')) return { kind: 'gguf', path: p };
     return { kind: 'llama2c', path: p };
   }
   const entries = await readdir(p).catch((e: Error) => {
@@ -77,6 +82,7 @@ export async function detectSource(p: string): Promise<{ kind: SourceKind; path:
 
 /** The source files whose contents identify a model, in a stable order. */
 async function sourceFiles(kind: SourceKind, p: string): Promise<string[]> {
+  if (kind === 'gguf') return [p];
   return kind === 'llama2c' ? llama2cSourceFiles(p) : hfSourceFiles(p);
 }
 
@@ -84,12 +90,18 @@ async function sourceFiles(kind: SourceKind, p: string): Promise<string[]> {
  * Resolves a model source to a bundle folder, importing and caching it when needed.
  * @param source llama2.c checkpoint (file, or folder with one), Hugging Face folder, or bundle folder.
  * @param cacheDir where imported bundles live (default `defaultCacheDir()`).
+ * @param opts.quantize quantize float Linear weights at import (a separate cached bundle).
  * @returns the loaded bundle.
  * @throws ModelLoadError / TokenizerError for bad sources (nothing is left half-written in the cache).
  */
-export async function resolveModel(source: string, cacheDir = defaultCacheDir(), onProgress?: ImportProgress): Promise<LoadedBundle> {
+export async function resolveModel(
+  source: string,
+  cacheDir = defaultCacheDir(),
+  onProgress?: ImportProgress,
+  opts: { quantize?: QuantizeOption } = {},
+): Promise<LoadedBundle> {
   try {
-    return await resolveModelUnchecked(source, cacheDir, onProgress);
+    return await resolveModelUnchecked(source, cacheDir, onProgress, opts.quantize);
   } catch (e) {
     // File-system surprises (EIO on /proc files, EACCES, …) are load errors too, in one sentence.
     if (e instanceof EngineError) throw e;
@@ -97,12 +109,12 @@ export async function resolveModel(source: string, cacheDir = defaultCacheDir(),
   }
 }
 
-async function resolveModelUnchecked(source: string, cacheDir: string, onProgress?: ImportProgress): Promise<LoadedBundle> {
+async function resolveModelUnchecked(source: string, cacheDir: string, onProgress?: ImportProgress, quantize?: QuantizeOption): Promise<LoadedBundle> {
   const src = await detectSource(path.resolve(source));
   if (src.kind === 'bundle') return loadBundle(src.path);
   onProgress?.({ phase: 'hash', fraction: 0 });
   const sourceHash = await hashFiles(await sourceFiles(src.kind, src.path));
-  const key = createHash('sha256').update(`${sourceHash}:${BUNDLE_BUILDER_VERSION}`).digest('hex').slice(0, 32);
+  const key = createHash('sha256').update(`${sourceHash}:${BUNDLE_BUILDER_VERSION}${quantize ? `:${quantize}` : ''}`).digest('hex').slice(0, 32);
   const dir = path.join(cacheDir, key);
   const cached = await loadBundle(dir).catch(() => null);
   if (cached) {
@@ -110,8 +122,12 @@ async function resolveModelUnchecked(source: string, cacheDir: string, onProgres
     return cached;
   }
   onProgress?.({ phase: 'import', fraction: 0.1 });
-  const imported = src.kind === 'llama2c' ? await importLlama2c(src.path) : await importHuggingFace(src.path, { sourceHash });
+  const imported =
+    src.kind === 'llama2c' ? await importLlama2c(src.path)
+    : src.kind === 'gguf' ? await importGguf(src.path, { sourceHash })
+    : await importHuggingFace(src.path, { sourceHash });
   imported.manifest.source = { kind: src.kind, path: src.path, sha256: sourceHash };
+  if (quantize) imported.weights = quantizeLinearWeights(imported.weights, quantize === 'q4' ? 4 : 8, imported.manifest.config.tiedEmbeddings);
   await writeBundle(imported, dir, onProgress);
   onProgress?.({ phase: 'write', fraction: 1 });
   return loadBundle(dir);
@@ -124,6 +140,7 @@ async function resolveModelUnchecked(source: string, cacheDir: string, onProgres
 export async function writeBundle(model: ImportedModel, dir: string, onProgress?: ImportProgress): Promise<void> {
   onProgress?.({ phase: 'build', fraction: 0.3 });
   const built = buildDecoderGraph(model.manifest.config, model.weights);
+  model.manifest.weights = summarizeWeights(model.weights);
   const tmp = `${dir}.tmp-${randomUUID()}`;
   await mkdir(tmp, { recursive: true });
   try {

@@ -12,7 +12,7 @@
  */
 import { ModelLoadError } from '../errors.ts';
 import * as io from './io-names.ts';
-import { layerWeight, type ModelConfig, type ModelWeights, type Tensor32 } from './manifest.ts';
+import { isQuantized, layerWeight, type BundleWeights, type ModelConfig, type QuantizedTensor, type Tensor32 } from './manifest.ts';
 import { DataType, OnnxGraphBuilder, type BuiltModel } from './onnx-builder.ts';
 
 /** File name of the external weight data, beside `model.onnx`. */
@@ -21,11 +21,16 @@ export const EXTERNAL_DATA_FILE = 'model.onnx.data';
 /**
  * Builds the decoder graph.
  * @param config model shapes; `config.rope.layout` decides how q/k pairs are rotated.
- * @param weights canonical float32 weights (see `ModelWeights`); Linear weights [out, in].
+ * @param weights canonical weights (see `ModelWeights`); Linear weights [out, in], float32 or
+ *   quantized (`QuantizedTensor`, run as `com.microsoft.MatMulNBits`).
+ * @param opts.accuracyLevel MatMulNBits `accuracy_level`: 0 computes in float32 on dequantized
+ *   blocks; 4 quantizes activations to int8 per block first (llama.cpp does the same in its
+ *   quantized dot products), which ONNX Runtime's CPU kernels run several times faster.
  * @returns the serialized model and its external data chunks.
- * @throws ModelLoadError when a weight is missing or has the wrong shape.
+ * @throws ModelLoadError when a weight is missing, has the wrong shape, or is quantized where
+ *   the graph needs float32 (norms, biases, the embedding).
  */
-export function buildDecoderGraph(config: ModelConfig, weights: ModelWeights): BuiltModel {
+export function buildDecoderGraph(config: ModelConfig, weights: BundleWeights, opts: { accuracyLevel?: number } = {}): BuiltModel {
   const c = config;
   const g = new OnnxGraphBuilder(EXTERNAL_DATA_FILE);
   const D = c.hiddenSize;
@@ -64,10 +69,14 @@ export function buildDecoderGraph(config: ModelConfig, weights: ModelWeights): B
     g.weight(weightName, [size], w.data);
     return g.op('SimplifiedLayerNormalization', [input, weightName], { axis: -1, epsilon: { float: c.rmsNormEps }, stash_type: 1 });
   };
+  const matMul = (input: string, name: string, outDim: number, inDim: number): string => {
+    const q = requireShape(weights, name, [outDim, inDim]);
+    if (isQuantized(q)) return matMulNBits(g, input, name, q, opts.accuracyLevel ?? 0);
+    g.weight(`${name}.T`, [inDim, outDim], transpose(q.data, outDim, inDim));
+    return g.op('MatMul', [input, `${name}.T`]);
+  };
   const linear = (input: string, name: string, outDim: number, inDim: number, bias: boolean): string => {
-    const w = get(`${name}.weight`, [outDim, inDim]);
-    g.weight(`${name}.weight.T`, [inDim, outDim], transpose(w.data, outDim, inDim));
-    const y = g.op('MatMul', [input, `${name}.weight.T`]);
+    const y = matMul(input, `${name}.weight`, outDim, inDim);
     if (!bias) return y;
     const b = get(`${name}.bias`, [outDim]);
     g.weight(`${name}.bias`, [outDim], b.data);
@@ -129,8 +138,10 @@ export function buildDecoderGraph(config: ModelConfig, weights: ModelWeights): B
   // 4. last position only → final norm → logits [1, V]
   const last = g.op('Gather', [x, g.int64([-1], [])], { axis: 1 }); // [1, D]
   const normed = rmsNorm(last, 'model.norm.weight', D);
-  if (c.tiedEmbeddings) {
+  if (c.tiedEmbeddings && !weights.has('lm_head.weight')) {
     g.node('Gemm', [normed, embedName], [io.LOGITS], { transB: 1 });
+  } else if (isQuantized(requireShape(weights, 'lm_head.weight', [c.vocabSize, D]))) {
+    g.node('Identity', [matMul(normed, 'lm_head.weight', c.vocabSize, D)], [io.LOGITS]);
   } else {
     const head = get('lm_head.weight', [c.vocabSize, D]);
     g.weight('lm_head.weight', [c.vocabSize, D], head.data);
@@ -141,13 +152,49 @@ export function buildDecoderGraph(config: ModelConfig, weights: ModelWeights): B
   return g.build('ropewalk_decoder', { '': 18, 'com.microsoft': 1 }, `Ropewalk ${c.architecture} decoder`);
 }
 
-function requireWeight(weights: ModelWeights, name: string, shape: number[]): Tensor32 {
+function requireShape(weights: BundleWeights, name: string, shape: number[]): Tensor32 | QuantizedTensor {
   const t = weights.get(name);
   if (!t) throw new ModelLoadError(`missing weight ${name}`);
   if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
     throw new ModelLoadError(`weight ${name}: expected shape [${shape.join(', ')}], found [${t.shape.join(', ')}]`);
   }
   return t;
+}
+
+function requireWeight(weights: BundleWeights, name: string, shape: number[]): Tensor32 {
+  const t = requireShape(weights, name, shape);
+  if (isQuantized(t)) throw new ModelLoadError(`weight ${name} is quantized (${t.format}); the graph needs it as float32`);
+  return t;
+}
+
+/**
+ * A one-node graph `y = x · Wᵀ` (x float32 [M, K] → y [M, N]) over a quantized W, for tests
+ * and measurements of the MatMulNBits mapping.
+ */
+export function matMulNBitsGraph(w: QuantizedTensor, accuracyLevel: number): BuiltModel {
+  const g = new OnnxGraphBuilder(EXTERNAL_DATA_FILE);
+  g.input('x', DataType.FLOAT, ['M', w.shape[1]]);
+  g.node('Identity', [matMulNBits(g, 'x', 'w', w, accuracyLevel)], ['y']);
+  g.output('y', DataType.FLOAT, ['M', w.shape[0]]);
+  return g.build('matmulnbits', { '': 18, 'com.microsoft': 1 }, 'MatMulNBits probe');
+}
+
+/** y = x · Wᵀ for a quantized W [N, K] (`com.microsoft.MatMulNBits`: B, scales, zero points as initializers). */
+function matMulNBits(g: OnnxGraphBuilder, input: string, name: string, w: QuantizedTensor, accuracyLevel: number): string {
+  const [n, k] = w.shape;
+  const kBlocks = k / w.blockSize;
+  const b = g.externalTensor(`${name}.q${w.bits}`, [n, kBlocks, (w.blockSize * w.bits) / 8], DataType.UINT8, w.data);
+  const scales = g.weight(`${name}.scales`, [n * kBlocks], w.scales);
+  const inputs = [input, b, scales];
+  if (w.zeroPoints instanceof Float32Array) inputs.push(g.weight(`${name}.zp`, [n * kBlocks], w.zeroPoints));
+  else if (w.zeroPoints) inputs.push(g.externalTensor(`${name}.zp`, [w.zeroPoints.length], DataType.UINT8, w.zeroPoints));
+  const y = g.op('MatMulNBits', inputs, { K: k, N: n, bits: w.bits, block_size: w.blockSize, accuracy_level: accuracyLevel }, 'com.microsoft');
+  if (!w.blockOffsets) return y;
+  // Per-block offsets: y += (Σ of x over each block) · offsetsᵀ, [M, K/bs] · [K/bs, N].
+  const blocks = g.op('Reshape', [input, g.int64([-1, kBlocks, w.blockSize])]);
+  const sums = g.op('ReduceSum', [blocks, g.int64([-1])], { keepdims: 0 });
+  const offsetsT = g.weight(`${name}.offsets.T`, [kBlocks, n], transpose(w.blockOffsets, n, kBlocks));
+  return g.op('Add', [y, g.op('MatMul', [sums, offsetsT])]);
 }
 
 /** [rows, cols] row-major → [cols, rows]. */

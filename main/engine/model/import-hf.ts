@@ -406,7 +406,7 @@ export async function hfSourceFiles(folder: string): Promise<string[]> {
  * @throws ModelLoadError naming the file (and tensor) for anything missing, malformed,
  *   unsupported or over `HF_LIMITS`.
  */
-export async function importHuggingFace(folder: string, opts: { sourceHash?: string } = {}): Promise<ImportedModel> {
+export async function importHuggingFace(folder: string, opts: { sourceHash?: string } = {}): Promise<ImportedModel<ModelWeights>> {
   const root = path.resolve(folder);
   const configFile = path.join(root, 'config.json');
   const rawConfig = await readJson(configFile, true);

@@ -2,7 +2,7 @@
  * The model bundle's manifest and the in-memory form of a model that import produces and the
  * graph builder consumes. A bundle is a folder:
  *   model.onnx        the decoder graph (graph contract: see `io-names.ts`)
- *   model.onnx.data   float32 weights as ONNX external data
+ *   model.onnx.data   weights as ONNX external data: float32, or 4/8-bit blocks (`QuantizedTensor`)
  *   tokenizer.json    Hugging Face tokenizer
  *   manifest.json     this `ModelManifest`
  */
@@ -76,20 +76,69 @@ export interface ModelManifest {
   format: 'ropewalk-bundle';
   version: 1;
   name: string;
-  source: { kind: 'llama2c' | 'hf' | 'bundle'; path: string; sha256: string };
+  source: { kind: 'llama2c' | 'hf' | 'gguf' | 'bundle'; path: string; sha256: string };
   config: ModelConfig;
   specialTokens: SpecialTokens;
   /** Prepend BOS when encoding a prompt. */
   addBos: boolean;
   /** Jinja chat template, when the model has one (stories260K has none: plain completion). */
   chatTemplate: string | null;
+  /** Activations and non-quantized weights. */
   dtype: 'float32';
+  /**
+   * Storage of each weight as written to the bundle (`float32`, or `q4`/`q8` MatMulNBits blocks
+   * with the source format, e.g. `q4 (Q4_0)`), with totals; absent in bundles written before it.
+   */
+  weights?: WeightsSummary;
+}
+
+/** What the bundle's weights are stored as, and how many bytes they take. */
+export interface WeightsSummary {
+  /** weight name → format (`float32`, `q4 (Q4_0)`, `q8 (Q8_0)`, …). */
+  formats: Record<string, string>;
+  /** Count of weights per format. */
+  counts: Record<string, number>;
+  /** Bytes of all weights as stored (what ONNX Runtime keeps resident). */
+  bytes: number;
+  /** Bytes they would take as float32. */
+  float32Bytes: number;
 }
 
 /** One weight: row-major float32 data with its shape (Hugging Face layout: Linear is [out, in]). */
 export interface Tensor32 {
   shape: number[];
   data: Float32Array;
+}
+
+/**
+ * A linear weight [N = out, K = in] kept as ONNX Runtime `com.microsoft.MatMulNBits` blocks:
+ * value[n, k] = (q[n, k] − zp[n, b]) · scale[n, b] with b = ⌊k / blockSize⌋.
+ *   data        uint8 [N, K/blockSize, blockSize·bits/8]; 4-bit: element 2i in the low nibble
+ *   scales      float32 [N · K/blockSize]
+ *   zeroPoints  null (the default 8 for 4-bit, 128 for 8-bit), uint8 (one per block, 4-bit ones
+ *               packed two a byte per row, low nibble first), or float32 [N · K/blockSize]
+ * `format` names where the blocks came from (`Q4_0`, `Q6_K`, … or `rtn` for import-time
+ * round-to-nearest).
+ */
+export interface QuantizedTensor {
+  shape: [number, number];
+  bits: 4 | 8;
+  blockSize: number;
+  data: Uint8Array;
+  scales: Float32Array;
+  zeroPoints: Uint8Array | Float32Array | null;
+  /**
+   * float32 [N · K/blockSize] added to every value of its block (formats with a per-block min,
+   * y = d·q + m, in 8 bits, where the kernel has no float zero points): the graph adds
+   * Σ_block(x) · offset, which equals adding the offset to each weight.
+   */
+  blockOffsets?: Float32Array;
+  format: string;
+}
+
+/** True for a `QuantizedTensor`. */
+export function isQuantized(t: Tensor32 | QuantizedTensor): t is QuantizedTensor {
+  return 'bits' in t;
 }
 
 /**
@@ -101,19 +150,42 @@ export interface Tensor32 {
  *   model.layers.{i}.post_attention_layernorm.weight [D]
  *   model.layers.{i}.mlp.{gate,up,down}_proj.weight [out, in]
  *   model.norm.weight [D]
- *   lm_head.weight [V, D]                                        (absent when tiedEmbeddings)
+ *   lm_head.weight [V, D]                                        (absent when tiedEmbeddings, unless
+ *                                                                a quantized copy of the embedding)
  * q/k rows stay in the source's RoPE layout; `config.rope.layout` says which.
  */
 export type ModelWeights = Map<string, Tensor32>;
 
+/** Weights as import hands them to the graph builder: linear ones may be quantized. */
+export type BundleWeights = Map<string, Tensor32 | QuantizedTensor>;
+
 /** A model as import produces it, before it is written as a bundle. */
-export interface ImportedModel {
+export interface ImportedModel<W extends BundleWeights = BundleWeights> {
   manifest: ModelManifest;
-  weights: ModelWeights;
+  weights: W;
   /** Hugging Face tokenizer.json content. */
   tokenizerJson: unknown;
   /** tokenizer_config.json content, or a minimal one. */
   tokenizerConfig: Record<string, unknown>;
+}
+
+/** Storage format and bytes of every weight, for the manifest (`ModelManifest.weights`). */
+export function summarizeWeights(weights: BundleWeights): WeightsSummary {
+  const formats: Record<string, string> = {};
+  const counts: Record<string, number> = {};
+  let bytes = 0;
+  let float32Bytes = 0;
+  for (const [name, t] of weights) {
+    const elements = t.shape.reduce((a, b) => a * b, 1);
+    const format = isQuantized(t) ? `q${t.bits} (${t.format})` : 'float32';
+    formats[name] = format;
+    counts[format] = (counts[format] ?? 0) + 1;
+    bytes += isQuantized(t)
+      ? t.data.byteLength + t.scales.byteLength + (t.zeroPoints?.byteLength ?? 0) + (t.blockOffsets?.byteLength ?? 0)
+      : elements * 4;
+    float32Bytes += elements * 4;
+  }
+  return { formats, counts, bytes, float32Bytes };
 }
 
 /** The name of layer i's weight `suffix`, e.g. layerWeight(0, 'self_attn.q_proj.weight'). */

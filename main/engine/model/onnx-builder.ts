@@ -1,6 +1,6 @@
 /**
  * A thin builder over the ONNX protobuf (`onnx-proto`): nodes, initializers, graph inputs and
- * outputs, and float32 weights stored as ONNX external data (one data file beside the model,
+ * outputs, and weights (float32, or uint8 blocks for MatMulNBits) stored as ONNX external data (one data file beside the model,
  * each tensor at a 4 KiB-aligned offset). It knows nothing about transformers; see
  * `decoder-graph.ts` for the graph itself.
  */
@@ -17,6 +17,7 @@ export type Dim = number | string;
 
 export const DataType = {
   FLOAT: onnx.TensorProto.DataType.FLOAT,
+  UINT8: onnx.TensorProto.DataType.UINT8,
   INT32: onnx.TensorProto.DataType.INT32,
   INT64: onnx.TensorProto.DataType.INT64,
 } as const;
@@ -86,7 +87,11 @@ export class OnnxGraphBuilder {
 
   /** A float32 weight stored in the external data file. */
   weight(name: string, dims: number[], data: Float32Array): string {
-    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    return this.externalTensor(name, dims, DataType.FLOAT, new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+  }
+
+  /** A weight of any element type (`DataType`), its little-endian bytes stored in the external data file. */
+  externalTensor(name: string, dims: number[], dataType: number, bytes: Uint8Array): string {
     const pad = (EXTERNAL_ALIGN - (this.dataBytes % EXTERNAL_ALIGN)) % EXTERNAL_ALIGN;
     if (pad > 0) {
       this.dataChunks.push(new Uint8Array(pad));
@@ -99,7 +104,7 @@ export class OnnxGraphBuilder {
       onnx.TensorProto.create({
         name,
         dims,
-        dataType: DataType.FLOAT,
+        dataType,
         dataLocation: onnx.TensorProto.DataLocation.EXTERNAL,
         externalData: [
           { key: 'location', value: this.dataFile },

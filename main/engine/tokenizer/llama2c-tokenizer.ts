@@ -188,7 +188,7 @@ export function convertLlama2cTokenizer(
         byte_fallback: true,
         ignore_merges: false,
         vocab,
-        merges: mergesFromScores(texts, pieces, firstNormal, vocab),
+        merges: mergesFromScores(texts, pieces.map((p) => p.score), (id) => id >= firstNormal),
       },
     },
     vocabSize: n,
@@ -196,29 +196,27 @@ export function convertLlama2cTokenizer(
 }
 
 /**
- * BPE merges as Hugging Face's SentencePiece converter derives them: for every piece p and every
- * split p = a + b (at a codepoint boundary) with a and b both pieces, a merge [a, b]; merges are
- * ordered by p's score, highest first (stable in piece id order), and the splits of one piece by
- * (id of a, id of b). Pieces are [a, b] pairs, not "a b" strings, because pieces contain spaces.
- * Special and byte pieces take part in no merge: run.c can never form them by concatenation.
+ * BPE merges as Hugging Face's SentencePiece converter derives them: for every mergeable piece p
+ * and every split p = a + b (at a codepoint boundary) with a and b both mergeable pieces, a merge
+ * [a, b]; merges are ordered by p's score, highest first (stable in piece id order), and the
+ * splits of one piece by (id of a, id of b). Pieces are [a, b] pairs, not "a b" strings, because
+ * pieces contain spaces. Special and byte pieces must not be mergeable: SentencePiece (and run.c,
+ * llama.cpp) never form them by concatenation.
  *
  * One known divergence from run.c: when two different splits of the same piece are mergeable at
  * the same time, run.c merges the leftmost, BPE the lower-ranked split. The results differ only
  * if the first merge enables a pair that scores higher than the piece itself, which a trained
  * vocab essentially never contains.
+ * @param texts piece text by id; @param scores piece score by id; @param mergeable which ids take part.
  */
-function mergesFromScores(
-  texts: string[],
-  pieces: Llama2cPiece[],
-  firstNormal: number,
-  vocab: Record<string, number>,
-): [string, string][] {
-  const normal = (t: string): number | undefined => {
-    const id = vocab[t];
-    return id !== undefined && id >= firstNormal ? id : undefined;
-  };
-  const found: { a: string; b: string; ia: number; ib: number; score: number; id: number }[] = [];
-  for (let id = firstNormal; id < texts.length; id++) {
+export function mergesFromScores(texts: string[], scores: ArrayLike<number>, mergeable: (id: number) => boolean): [string, string][] {
+  const ids = new Map<string, number>();
+  texts.forEach((t, id) => {
+    if (mergeable(id) && !ids.has(t)) ids.set(t, id);
+  });
+  const found: { a: string; b: string; ia: number; ib: number; score: number }[] = [];
+  for (let id = 0; id < texts.length; id++) {
+    if (!mergeable(id)) continue;
     const p = texts[id];
     const local: typeof found = [];
     // Split at codepoint boundaries (a surrogate pair is one codepoint, as in run.c's UTF-8 walk).
@@ -227,11 +225,9 @@ function mergesFromScores(
       if (c >= 0xdc00 && c <= 0xdfff) continue;
       const a = p.slice(0, i);
       const b = p.slice(i);
-      const ia = normal(a);
-      const ib = normal(b);
-      if (ia !== undefined && ib !== undefined) {
-        local.push({ a, b, ia, ib, score: pieces[id].score, id });
-      }
+      const ia = ids.get(a);
+      const ib = ids.get(b);
+      if (ia !== undefined && ib !== undefined) local.push({ a, b, ia, ib, score: scores[id] });
     }
     local.sort((x, y) => x.ia - y.ia || x.ib - y.ib);
     found.push(...local);

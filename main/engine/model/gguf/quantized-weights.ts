@@ -1,0 +1,241 @@
+/**
+ * GGUF quantized blocks → ONNX Runtime `MatMulNBits` blocks (`QuantizedTensor`), and
+ * round-to-nearest quantization of float32 weights into the same layout (HF `--quantize`).
+ *
+ * MatMulNBits computes value = (q − zp) · scale per block. The mappings (definitions in quants.ts):
+ *   Q8_0 → 8-bit, block 32: q = int8 + 128, scale d, zp 128            exact
+ *   Q4_0 → 4-bit, block 32: q as stored (nibbles repacked), zp 8        exact
+ *   Q5_0 → 8-bit, block 32: q = 5-bit value, zp 16                      exact
+ *   Q6_K → 8-bit, block 16: q = 6-bit value, scale d·sc, zp 32          exact
+ *   Q4_1, Q4_K → 4-bit, block 32: y = d·q + b becomes scale d and a float zero point −b/d. Not
+ *     bit-exact: −b/d and (q − zp)·d round once each in float32, so each weight moves by a few
+ *     ulps of |b| (measured in gguf-matmulnbits.test.ts).
+ *   Q5_1, Q5_K → 8-bit, block 32, zero point 0, scale d, and the offset b kept apart as
+ *     `blockOffsets` (ONNX Runtime 1.30's CPU kernel takes float zero points only for 4 bits):
+ *     the graph adds Σ_block(x)·b, so the weights are exact (only the summation order differs).
+ * Other types (F32/F16/BF16) are not mapped: the importer dequantizes them to float32.
+ */
+import { GGML, halfToFloat, type GgmlType } from './quants.ts';
+import { isQuantized, type BundleWeights, type QuantizedTensor, type Tensor32 } from '../manifest.ts';
+
+/** Canonical names of the weights that go through MatMul (Linear layers and the classifier). */
+export function isLinearWeight(name: string): boolean {
+  return /\.(self_attn\.[qkvo]_proj|mlp\.(gate|up|down)_proj)\.weight$/.test(name) || name === 'lm_head.weight';
+}
+
+const f32 = Math.fround;
+
+/** Collects blocks of one weight: q values (one per element, unpacked), a scale and a zero point per block. */
+class BlockWriter {
+  readonly q: Uint8Array;
+  readonly scales: Float32Array;
+  readonly zp: Float32Array;
+  offsets: Float32Array | null = null;
+  constructor(
+    readonly n: number,
+    readonly k: number,
+    readonly blockSize: number,
+  ) {
+    this.q = new Uint8Array(n * k);
+    this.scales = new Float32Array((n * k) / blockSize);
+    this.zp = new Float32Array((n * k) / blockSize);
+  }
+
+  /** Block `b` (in element order) as value = scale·q + bias, for q written into `q` by the caller. */
+  affine(b: number, scale: number, bias: number): void {
+    if (scale !== 0) {
+      this.scales[b] = scale;
+      this.zp[b] = f32(-bias / scale);
+    } else {
+      // Every value is `bias`: q = 0, zp = −1, scale = bias.
+      this.q.fill(0, b * this.blockSize, (b + 1) * this.blockSize);
+      this.scales[b] = bias;
+      this.zp[b] = -1;
+    }
+  }
+
+  /** Block `b` as value = scale·q + offset, the offset applied apart (see `QuantizedTensor.blockOffsets`). */
+  withOffset(b: number, scale: number, offset: number): void {
+    this.offsets ??= new Float32Array(this.scales.length);
+    this.scales[b] = scale;
+    this.offsets[b] = offset;
+  }
+
+  /**
+   * The MatMulNBits tensor. `intZp`: null = float zero points; a number = every block's zero point
+   * (uint8, or none when it is the default).
+   */
+  build(bits: 4 | 8, format: string, intZp: number | null): QuantizedTensor {
+    const { n, k, blockSize } = this;
+    const data = bits === 8 ? this.q : packNibbles(this.q);
+    let zeroPoints: Uint8Array | Float32Array | null = this.zp;
+    const def = bits === 4 ? 8 : 128;
+    if (intZp !== null) zeroPoints = intZp === def ? null : uint8ZeroPoints(intZp, n, k / blockSize, bits);
+    return { shape: [n, k], bits, blockSize, data, scales: this.scales, zeroPoints, format, ...(this.offsets ? { blockOffsets: this.offsets } : {}) };
+  }
+}
+
+/** Element pairs → bytes, element 2i in the low nibble (MatMulNBits' 4-bit packing). */
+function packNibbles(q: Uint8Array): Uint8Array {
+  const out = new Uint8Array(q.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = q[2 * i] | (q[2 * i + 1] << 4);
+  return out;
+}
+
+/** The same integer zero point for every block, in MatMulNBits' packed uint8 layout. */
+function uint8ZeroPoints(zp: number, n: number, kBlocks: number, bits: 4 | 8): Uint8Array {
+  if (bits === 8) return new Uint8Array(n * kBlocks).fill(zp);
+  return new Uint8Array(n * Math.ceil(kBlocks / 2)).fill(zp | (zp << 4));
+}
+
+/**
+ * A GGUF tensor's raw blocks as a MatMulNBits weight, or null when its type has no mapping.
+ * @param shape [N, K] row-major (blocks run along K).
+ */
+export function quantizedFromGguf(type: GgmlType, raw: Uint8Array, shape: number[]): QuantizedTensor | null {
+  if (shape.length !== 2) return null;
+  const [n, k] = shape;
+  const v = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+  const half = (o: number) => halfToFloat(v.getUint16(o, true));
+  const blocks = (n * k) / type.blockSize;
+  switch (type.id) {
+    case GGML.Q8_0: {
+      const w = new BlockWriter(n, k, 32);
+      for (let b = 0; b < blocks; b++) {
+        const o = b * 34;
+        w.scales[b] = half(o);
+        for (let j = 0; j < 32; j++) w.q[b * 32 + j] = (v.getInt8(o + 2 + j) + 128) & 255;
+      }
+      return w.build(8, 'Q8_0', 128);
+    }
+    case GGML.Q4_0:
+    case GGML.Q4_1: {
+      const w = new BlockWriter(n, k, 32);
+      const hasMin = type.id === GGML.Q4_1;
+      for (let b = 0; b < blocks; b++) {
+        const o = b * type.blockBytes;
+        const qs = o + (hasMin ? 4 : 2);
+        for (let j = 0; j < 16; j++) {
+          w.q[b * 32 + j] = raw[qs + j] & 15;
+          w.q[b * 32 + j + 16] = raw[qs + j] >> 4;
+        }
+        if (hasMin) w.affine(b, half(o), half(o + 2));
+        else w.scales[b] = half(o);
+      }
+      return w.build(4, type.name, hasMin ? null : 8);
+    }
+    case GGML.Q5_0:
+    case GGML.Q5_1: {
+      const w = new BlockWriter(n, k, 32);
+      const hasMin = type.id === GGML.Q5_1;
+      for (let b = 0; b < blocks; b++) {
+        const o = b * type.blockBytes;
+        const qh = v.getUint32(o + (hasMin ? 4 : 2), true);
+        const qs = o + (hasMin ? 8 : 6);
+        for (let j = 0; j < 16; j++) {
+          w.q[b * 32 + j] = (raw[qs + j] & 15) | (((qh >>> j) & 1) << 4);
+          w.q[b * 32 + j + 16] = (raw[qs + j] >> 4) | (((qh >>> (j + 16)) & 1) << 4);
+        }
+        if (hasMin) w.withOffset(b, half(o), half(o + 2));
+        else w.scales[b] = half(o);
+      }
+      return w.build(8, type.name, hasMin ? 0 : 16);
+    }
+    case GGML.Q4_K:
+    case GGML.Q5_K: {
+      const five = type.id === GGML.Q5_K;
+      const w = new BlockWriter(n, k, 32);
+      for (let sb = 0; sb < blocks; sb++) {
+        const o = sb * type.blockBytes;
+        const d = half(o);
+        const dmin = half(o + 2);
+        const qh = o + 16;
+        for (let sub = 0; sub < 8; sub++) {
+          const j = sub >> 1;
+          const hi = sub & 1;
+          const ql = o + (five ? 48 : 16) + 32 * j;
+          const [s, mn] = scaleMinK4(raw, o + 4, sub);
+          const b = sb * 8 + sub;
+          for (let l = 0; l < 32; l++) {
+            let q = (raw[ql + l] >> (4 * hi)) & 15;
+            if (five && (raw[qh + l] >> sub) & 1) q += 16;
+            w.q[b * 32 + l] = q;
+          }
+          if (five) w.withOffset(b, f32(d * s), -f32(dmin * mn));
+          else w.affine(b, f32(d * s), -f32(dmin * mn));
+        }
+      }
+      return w.build(five ? 8 : 4, type.name, five ? 0 : null);
+    }
+    case GGML.Q6_K: {
+      const w = new BlockWriter(n, k, 16);
+      for (let sb = 0; sb < blocks; sb++) {
+        const o = sb * 210;
+        const d = half(o + 208);
+        for (let n128 = 0; n128 < 2; n128++) {
+          const ql = o + 64 * n128;
+          const qh = o + 128 + 32 * n128;
+          const out = sb * 256 + 128 * n128;
+          for (let l = 0; l < 32; l++) {
+            const h = raw[qh + l];
+            w.q[out + l] = (raw[ql + l] & 15) | ((h & 3) << 4);
+            w.q[out + l + 32] = (raw[ql + l + 32] & 15) | (((h >> 2) & 3) << 4);
+            w.q[out + l + 64] = (raw[ql + l] >> 4) | (((h >> 4) & 3) << 4);
+            w.q[out + l + 96] = (raw[ql + l + 32] >> 4) | (((h >> 6) & 3) << 4);
+          }
+          // 16-element sub-blocks: element e of this half uses scale index 8·n128 + e/16.
+          for (let s = 0; s < 8; s++) w.scales[(out >> 4) + s] = f32(d * v.getInt8(o + 192 + 8 * n128 + s));
+        }
+      }
+      return w.build(8, 'Q6_K', 32);
+    }
+    default:
+      return null;
+  }
+}
+
+/** Q4_K/Q5_K sub-block j's 6-bit scale and min (ggml `get_scale_min_k4`). */
+function scaleMinK4(q: Uint8Array, o: number, j: number): [number, number] {
+  if (j < 4) return [q[o + j] & 63, q[o + j + 4] & 63];
+  return [(q[o + j + 4] & 15) | ((q[o + j - 4] >> 6) << 4), (q[o + j + 4] >> 4) | ((q[o + j] >> 6) << 4)];
+}
+
+/**
+ * `--quantize`: every float32 Linear weight whose K is a multiple of 32 becomes round-to-nearest
+ * blocks (`quantizeRtn`); a tied classifier gets a quantized copy of the embedding as
+ * `lm_head.weight` (the float32 embedding stays for the Gather). Others stay as they are.
+ * @param tied the model's `tiedEmbeddings`.
+ */
+export function quantizeLinearWeights(weights: BundleWeights, bits: 4 | 8, tied: boolean): BundleWeights {
+  const out: BundleWeights = new Map();
+  for (const [name, t] of weights) out.set(name, isLinearWeight(name) && !isQuantized(t) ? (quantizeRtn(t, bits) ?? t) : t);
+  const embed = weights.get('model.embed_tokens.weight');
+  if (tied && embed && !isQuantized(embed) && !out.has('lm_head.weight')) {
+    const head = quantizeRtn(embed, bits);
+    if (head) out.set('lm_head.weight', head);
+  }
+  return out;
+}
+
+/**
+ * Round-to-nearest symmetric block quantization of a float32 Linear weight [N, K] (K a multiple
+ * of 32), block 32: scale = max|w| / 7 (4-bit, q ∈ −8…7 stored +8) or / 127 (8-bit, stored +128),
+ * as onnxruntime-genai's builder and llama.cpp's Q4_0/Q8_0 quantizers do it.
+ * @returns null when K is not a multiple of 32 (the weight then stays float32).
+ */
+export function quantizeRtn(w: Tensor32, bits: 4 | 8): QuantizedTensor | null {
+  const [n, k] = w.shape;
+  if (w.shape.length !== 2 || k % 32 !== 0) return null;
+  const bw = new BlockWriter(n, k, 32);
+  const qmax = bits === 4 ? 7 : 127;
+  const zp = bits === 4 ? 8 : 128;
+  for (let b = 0; b < (n * k) / 32; b++) {
+    let amax = 0;
+    for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(w.data[b * 32 + j]));
+    const scale = f32(amax / qmax);
+    bw.scales[b] = scale;
+    const inv = scale ? 1 / scale : 0;
+    for (let j = 0; j < 32; j++) bw.q[b * 32 + j] = Math.max(-qmax - 1, Math.min(qmax, Math.round(w.data[b * 32 + j] * inv))) + zp;
+  }
+  return bw.build(bits, 'rtn', zp);
+}

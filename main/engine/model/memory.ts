@@ -1,0 +1,66 @@
+/**
+ * Memory a bundle needs once loaded, estimated before loading it, so a model that cannot fit is
+ * refused with a sentence instead of the process being killed by the OS.
+ *
+ * Estimate = weights as stored in the bundle (ONNX Runtime keeps initializers resident in the
+ * form they are stored: float32, or MatMulNBits blocks) + the KV cache at the max context
+ * (2 × layers × KV heads × head size × max context × 4 bytes; it grows lazily up to there) + the
+ * RoPE cache at the max context (max context × rotary dim × 4 bytes, cos and sin halves).
+ * Activations and ONNX Runtime's own arenas come on top and are not counted.
+ */
+import { readdir, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { ModelLoadError } from '../errors.ts';
+import { EXTERNAL_DATA_FILE } from './decoder-graph.ts';
+import type { ModelManifest } from './manifest.ts';
+
+/** Bytes a loaded model needs, by part. */
+export interface MemoryEstimate {
+  weightBytes: number;
+  kvCacheBytes: number;
+  ropeCacheBytes: number;
+  totalBytes: number;
+}
+
+/** Sum of the sizes of a bundle folder's files (its size on disk), bytes. */
+export async function bundleBytes(dir: string): Promise<number> {
+  let total = 0;
+  for (const f of await readdir(dir)) total += (await stat(path.join(dir, f))).size;
+  return total;
+}
+
+/**
+ * The estimate for `manifest` at `maxContext` positions.
+ * @param dir the bundle folder (its external data size stands in for weights of bundles written
+ *   before manifests recorded `weights`).
+ */
+export async function estimateMemory(manifest: ModelManifest, dir: string, maxContext: number): Promise<MemoryEstimate> {
+  const c = manifest.config;
+  const weightBytes = manifest.weights?.bytes ?? (await stat(path.join(dir, EXTERNAL_DATA_FILE)).catch(() => ({ size: 0 }))).size;
+  const kvCacheBytes = 2 * c.numLayers * c.numKvHeads * c.headDim * maxContext * 4;
+  const ropeCacheBytes = maxContext * c.rope.rotaryDim * 4;
+  return { weightBytes, kvCacheBytes, ropeCacheBytes, totalBytes: weightBytes + kvCacheBytes + ropeCacheBytes };
+}
+
+const gib = (b: number) => `${(b / 2 ** 30).toFixed(2)} GiB`;
+
+/**
+ * Refuses a load that cannot fit.
+ * @param available bytes the model may use (the OS's available memory by default).
+ * @throws ModelLoadError quoting the estimate, its parts, the max context and what is available.
+ */
+export function checkMemory(e: MemoryEstimate, maxContext: number, available: number, dir: string): void {
+  if (e.totalBytes <= available) return;
+  throw new ModelLoadError(
+    `the model needs about ${gib(e.totalBytes)} (weights ${gib(e.weightBytes)} + KV cache ${gib(e.kvCacheBytes)} at max context ${maxContext}) ` +
+      `but only ${gib(available)} of memory is available; lower the max context or use a quantized model (--quantize q4)`,
+    dir,
+  );
+}
+
+/** Memory available to this process, bytes: `process.availableMemory()` (Node ≥ 20.13, cgroup-aware), else free memory. */
+export function availableMemory(): number {
+  const p = process as NodeJS.Process & { availableMemory?: () => number };
+  return typeof p.availableMemory === 'function' ? p.availableMemory() : os.freemem();
+}

