@@ -21,6 +21,9 @@ const settings: Settings = {
   systemPrompt: 'Be brief.',
   contextFullPolicy: 'stop',
   executionProvider: 'cpu',
+  localServer: false,
+  localServerPort: 8756,
+  localServerCors: '',
 };
 const stats = { finishReason: 'stop' as const, promptTokens: 12, generatedTokens: 40, reusedTokens: 0, ttftMs: 42.4, prefillTokensPerSec: 900, decodeTokensPerSec: 55.55 };
 const conversation: Conversation = {
