@@ -110,7 +110,7 @@ test('search finds message text and marks it; renaming keeps the order; New chat
   await until('the new title shows', async () => (await titles()).includes('Cooking with herbs'), 10_000);
   assert.deepEqual(await titles(), order.map((t) => (t === 'Cooking' ? 'Cooking with herbs' : t)), 'same place in the list');
 
-  const newChat = page.getByRole('button', { name: 'New chat' });
+  const newChat = page.locator('.sidebar').getByRole('button', { name: 'New chat' });
   await newChat.click();
   await until('one new chat', async () => (await titles()).length === 4, 10_000);
   await newChat.click();
