@@ -72,6 +72,14 @@ export function isTrustedRendererUrl(url: unknown): boolean {
   return u !== null && u.protocol === `${APP_SCHEME}:` && u.host === APP_HOST && u.username === '' && u.password === '';
 }
 
+/**
+ * True for a download the window itself made: a `blob:` URL of the renderer's origin (a
+ * conversation export). Everything else is refused, so a page can never make the app fetch a file.
+ */
+export function isAllowedDownload(url: unknown): boolean {
+  return typeof url === 'string' && url.startsWith('blob:') && isTrustedRendererUrl(url.slice('blob:'.length));
+}
+
 /** What main knows about the sender of an IPC message (taken from the Electron event). */
 export interface SenderFacts {
   /** `event.sender.id`: the webContents the message came from. */

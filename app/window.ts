@@ -8,7 +8,7 @@
  * permission except clipboard writes from our origin, and starts no downloads.
  */
 import { BrowserWindow, shell, type Session, type WebContents, type WebPreferences } from 'electron';
-import { buildWebPreferences, externalLinkTarget, isAllowedNavigation, isPermissionAllowed, RENDERER_ENTRY_URL } from './security.ts';
+import { buildWebPreferences, externalLinkTarget, isAllowedNavigation, isPermissionAllowed, RENDERER_ENTRY_URL, isAllowedDownload } from './security.ts';
 
 /** Opens an http(s) link in the system browser; anything else is dropped. */
 function openExternally(url: string): void {
@@ -40,14 +40,16 @@ function lockNavigation(contents: WebContents): void {
   contents.on('will-redirect', guard);
 }
 
-/** Session-wide rules: permissions (security.ts isPermissionAllowed), no downloads. */
+/** Session-wide rules: permissions (security.ts isPermissionAllowed), no downloads but the window's own exports (a save dialog asks where). */
 export function hardenSession(ses: Session): void {
   ses.setPermissionRequestHandler((_contents, permission, callback, details) => {
     callback(isPermissionAllowed(permission, details.requestingUrl));
   });
   ses.setPermissionCheckHandler((_contents, permission, requestingOrigin) => isPermissionAllowed(permission, requestingOrigin));
   ses.setDevicePermissionHandler(() => false);
-  ses.on('will-download', (event) => event.preventDefault());
+  ses.on('will-download', (event, item) => {
+    if (!isAllowedDownload(item.getURL())) event.preventDefault();
+  });
 }
 
 /**

@@ -10,6 +10,7 @@ import type { WsApi } from './lib/ws-client.ts';
 import { ariaKeysOf, withKeys } from './lib/shortcuts.ts';
 import { ChatView } from './components/ChatView.tsx';
 import { Composer } from './components/Composer.tsx';
+import { ExportMenu } from './components/ExportMenu.tsx';
 import { ModelPanel } from './components/ModelPanel.tsx';
 import { ConnectionBar, Notices } from './components/Notices.tsx';
 import { SettingsPanel } from './components/SettingsPanel.tsx';
@@ -17,13 +18,14 @@ import { Sidebar } from './components/Sidebar.tsx';
 import { WindowSettings } from './components/WindowSettings.tsx';
 import { ChipIcon, PanelIcon, SidebarIcon } from './components/icons.tsx';
 import { sidebarIsOverlay, PANEL_NARROW_BELOW } from './stores/ui.ts';
-import { IS_MAC, useShortcuts, useTheme, useWindowWidth } from './window-effects.ts';
+import { IS_MAC, useShortcuts, useTheme, useUrlHash, useWindowWidth } from './window-effects.ts';
 
 export function App({ connection }: { connection: WsApi | null }) {
   const stores = useStores();
   useWindowWidth(stores);
   useTheme();
   useShortcuts(stores);
+  useUrlHash(stores);
   const sidebarOpen = useUi((s) => s.sidebarOpen);
   const panelOpen = useUi((s) => s.panelOpen);
   const overlay = useUi((s) => sidebarIsOverlay(s.width));
@@ -88,6 +90,7 @@ function ChatHeader() {
         <h1 className="chat-title">{conversationId ? title || 'New chat' : 'Ropewalk'}</h1>
       </div>
       <div className="chat-header-right">
+        <ExportMenu />
         {modelName && (
           <span className="model-pill" title="Model in use">
             <ChipIcon size={14} />

@@ -37,6 +37,10 @@ export async function buildRenderer(options: BuildOptions = {}): Promise<string[
     define: { 'process.env.NODE_ENV': JSON.stringify(dev ? 'development' : 'production') },
     logLevel: 'warning',
     metafile: true,
+    // KaTeX's stylesheet names its fonts: copied beside app.css (fonts/…), served by the app
+    // itself, so the CSP's font-src 'self' holds and nothing is fetched from elsewhere.
+    loader: { '.woff2': 'file', '.woff': 'file', '.ttf': 'file' },
+    assetNames: 'fonts/[name]-[hash]',
   });
   const html = path.join(outDir, 'index.html');
   await copyFile(path.join(here, 'index.html'), html);

@@ -10,6 +10,7 @@ import { App } from './App.tsx';
 import { StoresContext } from './hooks.ts';
 import { animationFrameScheduler } from './lib/stream-buffer.ts';
 import { createStores } from './stores/index.ts';
+import 'katex/dist/katex.min.css';
 import './styles.css';
 import './chat.css';
 
@@ -37,7 +38,16 @@ if (connection) {
   });
 }
 
-void stores.start();
+/** The conversation named by the URL (`#id`), which reopens the chat that was open before a reload. */
+function conversationInUrl(): string | null {
+  try {
+    return decodeURIComponent(window.location.hash.slice(1)) || null;
+  } catch {
+    return null;
+  }
+}
+
+void stores.start(conversationInUrl());
 
 const root = document.getElementById('root');
 if (!root) throw new Error('index.html has no #root element');

@@ -1,7 +1,8 @@
 /**
  * The window-wide effects App installs once: the layout follows the window's width, the theme
  * follows the choice (or the system's `prefers-color-scheme`) as `data-theme` on <html>, and the
- * keyboard shortcuts of lib/shortcuts.ts run their actions.
+ * keyboard shortcuts of lib/shortcuts.ts run their actions, and the URL's `#id` names the open
+ * conversation (so a reload reopens it; a changed hash opens that one).
  */
 import { useEffect } from 'react';
 import { useUi, type useStores } from './hooks.ts';
@@ -20,6 +21,33 @@ export function useWindowWidth(stores: Stores): void {
     onResize();
     window.addEventListener('resize', onResize);
     return () => window.removeEventListener('resize', onResize);
+  }, [stores]);
+}
+
+export function useUrlHash(stores: Stores): void {
+  useEffect(() => {
+    const show = (id: string | null) => {
+      const want = id ? `#${encodeURIComponent(id)}` : '';
+      if (window.location.hash !== want) window.history.replaceState(null, '', `${window.location.pathname}${window.location.search}${want}`);
+    };
+    show(stores.chat.getState().conversationId);
+    const unsubscribe = stores.chat.subscribe((s, prev) => {
+      if (s.conversationId !== prev.conversationId) show(s.conversationId);
+    });
+    const onHash = () => {
+      let id: string;
+      try {
+        id = decodeURIComponent(window.location.hash.slice(1));
+      } catch {
+        return;
+      }
+      if (id && id !== stores.chat.getState().conversationId) void stores.conversations.getState().select(id);
+    };
+    window.addEventListener('hashchange', onHash);
+    return () => {
+      unsubscribe();
+      window.removeEventListener('hashchange', onHash);
+    };
   }, [stores]);
 }
 

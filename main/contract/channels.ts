@@ -32,6 +32,22 @@ export const MAX_DOCUMENT_BYTES = 16 * 1024 * 1024;
 /** Base64 of a file one byte over the limit: it reaches the service and gets the error naming the limit. */
 const MAX_ATTACHMENT_BASE64 = Math.ceil((MAX_DOCUMENT_BYTES + 1) / 3) * 4;
 
+const count = z.number().int().min(0).max(1 << 30);
+const rate = z.number().min(0).max(1e9);
+/** An answer's stats as an exported file carries them. */
+const answerStatsSchema = z
+  .object({
+    finishReason: z.enum(['stop', 'length', 'context-full', 'cancelled', 'error']),
+    promptTokens: count,
+    generatedTokens: count,
+    reusedTokens: count,
+    ttftMs: rate,
+    prefillTokensPerSec: rate,
+    decodeTokensPerSec: rate,
+    documentParts: z.array(z.string().max(1000)).max(1000).optional(),
+  })
+  .strict();
+
 export const settingsPatchSchema = z
   .object({
     maxContext: z.number().int().min(16).max(1 << 20),
@@ -85,6 +101,27 @@ export const requestSchemas = {
   getLocalServer: z.object({}).strict(),
   /** Imports/loads a model from a path on this machine (llama2.c file, HF folder, bundle). */
   openModel: z.object({ path: z.string().min(1).max(4096) }).strict(),
+  /** Shows another version of a message (regenerated or edited) and what followed it; the conversation after. */
+  selectBranch: z.object({ conversationId: id, messageId: id }).strict(),
+  /** Creates a conversation from an exported file's messages (their stats kept); the new conversation. */
+  importConversation: z
+    .object({
+      title: z.string().trim().min(1).max(200),
+      messages: z
+        .array(
+          z
+            .object({
+              role: z.enum(['system', 'user', 'assistant']),
+              content: text,
+              status: z.enum(['complete', 'cancelled', 'error']),
+              stats: answerStatsSchema.nullable(),
+              error: z.string().max(10_000).nullable(),
+            })
+            .strict(),
+        )
+        .max(100_000),
+    })
+    .strict(),
 } as const satisfies Record<MethodName, z.ZodType>;
 
 /** Response type of each method. */
@@ -107,6 +144,8 @@ export interface ResponseTypes extends Record<MethodName, unknown> {
   getModel: ModelState;
   getLocalServer: LocalServerState;
   openModel: ModelState;
+  selectBranch: Conversation;
+  importConversation: Conversation;
 }
 
 export type RequestOf<M extends MethodName> = z.input<(typeof requestSchemas)[M]>;

@@ -21,6 +21,8 @@ export const METHOD_NAMES = [
   'getModel',
   'getLocalServer',
   'openModel',
+  'selectBranch',
+  'importConversation',
 ] as const;
 
 export const EVENT_NAMES = ['answerDelta', 'answerWaiting', 'answerPrefill', 'answerDone', 'budgetChanged', 'modelState', 'conversationsChanged', 'documentProgress'] as const;

@@ -65,6 +65,11 @@ export interface Message {
   createdAt: number;
   /** Documents this (user) message carries, in order (absent or empty: none). */
   documents?: DocumentInfo[];
+  /**
+   * Set when regenerate or edit left other versions at this message's place: their ids, oldest
+   * first, this one included (the window shows ‹ i/n › and `selectBranch` switches).
+   */
+  branches?: string[];
 }
 
 export interface ConversationSummary {
@@ -72,6 +77,8 @@ export interface ConversationSummary {
   title: string;
   createdAt: number;
   updatedAt: number;
+  /** In search results: the text around the first message that matched (absent when only the title did). */
+  match?: string;
 }
 
 export interface Conversation extends ConversationSummary {

@@ -137,8 +137,9 @@ export class ChatService {
       const { budget: counted, prompt } = await this.deps.budget.prepare(conversationId, '', history);
       assertFits(counted, 'the conversation');
       assertNotStopped(answer);
-      if (history !== messages) this.deps.store.deleteMessage(last.id);
-      return { assistantMessage: this.begin(answer, conversationId, prompt, counted) };
+      if (history !== messages) this.deps.store.leavePath(conversationId, last.id); // kept as a branch
+      const assistantMessage = this.begin(answer, conversationId, prompt, counted);
+      return { assistantMessage: this.deps.store.getMessage(assistantMessage.id) };
     });
   }
 
@@ -159,12 +160,13 @@ export class ChatService {
       const { budget: counted, prompt } = await budget.prepare(conversationId, content, before, documents);
       assertFits(counted, 'this message');
       assertNotStopped(answer);
-      store.updateMessage(messageId, { content });
-      store.deleteMessagesAfter(conversationId, messageId);
+      store.leavePath(conversationId, messageId); // the earlier version and its answers stay, as a branch
+      const written = store.appendMessage(conversationId, { role: 'user', content, status: 'complete' });
+      if (documents.length > 0) store.attachDocuments(written.id, documents);
       if (!before.some((m) => m.role === 'user')) store.setAutoTitle(conversationId, content, true);
-      const userMessage = store.getMessage(messageId);
       budget.clearDraft(conversationId);
-      return { userMessage, assistantMessage: this.begin(answer, conversationId, prompt, afterSend(counted)) };
+      const assistantMessage = this.begin(answer, conversationId, prompt, afterSend(counted));
+      return { userMessage: store.getMessage(written.id), assistantMessage };
     });
   }
 

@@ -16,6 +16,7 @@ import type { GenerationEvent, GenerationRequest } from '../engine/generate/type
 import { BudgetService } from './budget.ts';
 import { ChatService } from './chat-service.ts';
 import { DocumentService } from './documents.ts';
+import { ServiceError } from './errors.ts';
 import { EventHub } from './events.ts';
 import { ModelService } from './model-service.ts';
 import { SettingsService } from './settings.ts';
@@ -171,6 +172,15 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     getModel: async () => models.state,
     getLocalServer: async () => localServer?.state() ?? { status: 'unavailable', baseUrl: null, error: null },
     openModel: ({ path }) => models.open(path),
+    importConversation: async ({ title, messages }) => {
+      const c = store.importConversation(title, messages);
+      listChanged();
+      return c;
+    },
+    selectBranch: async ({ conversationId, messageId }) => {
+      if (chatService.generating) throw new ServiceError('BUSY', 'an answer is being generated; stop it before switching to another version');
+      return chatService.withStreamedText(store.selectBranch(conversationId, messageId));
+    },
   };
 
   const completions: CompletionBackend = {

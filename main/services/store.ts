@@ -5,6 +5,13 @@
  * written state. The schema evolves through `MIGRATIONS`, applied in order and recorded in
  * `PRAGMA user_version`; a database from a newer app version is refused rather than damaged.
  *
+ * Branches: messages form a tree (`parent_id`: the message before it when it was written).
+ * Regenerate and edit do not delete: the replaced message and what followed it leave the
+ * conversation's path (`on_path = 0`) and the new one is written beside it, under the same
+ * parent. A conversation's messages are its path, in order; a message with other versions at
+ * its place carries `branches` (their ids, oldest first). `selectBranch` puts another version,
+ * and the newest line of messages after it, on the path.
+ *
  * Errors: a missing conversation or message throws `ServiceError('NOT_FOUND', …)`; anything
  * SQLite reports (disk full, corrupt file) propagates as the driver's error.
  */
@@ -74,6 +81,13 @@ const MIGRATIONS: readonly string[] = [
    CREATE TRIGGER attachments_release AFTER DELETE ON attachments
    WHEN NOT EXISTS (SELECT 1 FROM attachments WHERE document_id = OLD.document_id)
    BEGIN DELETE FROM documents WHERE id = OLD.document_id; END;`,
+  // Branches. Existing conversations are one line: each message's parent is the one before it.
+  `ALTER TABLE messages ADD COLUMN parent_id TEXT;
+   ALTER TABLE messages ADD COLUMN on_path INTEGER NOT NULL DEFAULT 1 CHECK (on_path IN (0, 1));
+   UPDATE messages SET parent_id = (
+     SELECT p.id FROM messages p WHERE p.conversation_id = messages.conversation_id AND p.seq < messages.seq ORDER BY p.seq DESC LIMIT 1
+   );
+   CREATE INDEX messages_by_parent ON messages(conversation_id, parent_id);`,
 ];
 
 interface ConversationRow {
@@ -94,6 +108,8 @@ interface MessageRow {
   stats: string | null;
   error: string | null;
   created_at: number;
+  parent_id: string | null;
+  on_path: 0 | 1;
 }
 
 interface DocumentRow {
@@ -186,17 +202,22 @@ export class ConversationStore {
   // ---- conversations ----
 
   /**
-   * Conversations, most recently updated first. `search` matches titles as a literal substring,
-   * case-insensitively for ASCII (`%` and `_` are not wildcards).
+   * Conversations, most recently updated first. `search` matches titles and message text as a
+   * literal substring, case-insensitively for ASCII (`%` and `_` are not wildcards); a
+   * conversation found by its messages carries `match`, the text around the first hit.
    */
   listConversations(search?: string): ConversationSummary[] {
     const q = search?.trim();
-    const rows = q
-      ? this.db
-          .prepare(`SELECT * FROM conversations WHERE title LIKE ? ESCAPE '\\' ORDER BY updated_at DESC, rowid DESC`)
-          .all(`%${escapeLike(q)}%`)
-      : this.db.prepare(`SELECT * FROM conversations ORDER BY updated_at DESC, rowid DESC`).all();
-    return (rows as ConversationRow[]).map(toSummary);
+    if (!q) return (this.db.prepare(`SELECT * FROM conversations ORDER BY updated_at DESC, rowid DESC`).all() as ConversationRow[]).map(toSummary);
+    const rows = this.db
+      .prepare(
+        `SELECT c.*, (SELECT m.content FROM messages m WHERE m.conversation_id = c.id AND m.on_path = 1 AND m.role <> 'system' AND m.content LIKE @q ESCAPE '\\' ORDER BY m.seq LIMIT 1) AS hit
+         FROM conversations c
+         WHERE c.title LIKE @q ESCAPE '\\' OR hit IS NOT NULL
+         ORDER BY c.updated_at DESC, c.rowid DESC`,
+      )
+      .all({ q: `%${escapeLike(q)}%` }) as Array<ConversationRow & { hit: string | null }>;
+    return rows.map((r) => (r.hit === null ? toSummary(r) : { ...toSummary(r), match: snippet(r.hit, q) }));
   }
 
   /** Creates an empty conversation; without a title it is "New chat" until its first message. */
@@ -208,6 +229,16 @@ export class ConversationStore {
       .prepare(`INSERT INTO conversations (id, title, title_source, created_at, updated_at) VALUES (@id, @title, @title_source, @created_at, @updated_at)`)
       .run(row);
     return { ...toSummary(row), messages: [] };
+  }
+
+  /** Creates a conversation holding `messages` in order (an import), in one transaction. */
+  importConversation(title: string, messages: ReadonlyArray<{ role: Role; content: string; status: MessageStatus; stats: AnswerStats | null; error: string | null }>): Conversation {
+    return this.db.transaction((): Conversation => {
+      const c = this.createConversation(title);
+      this.db.prepare(`UPDATE conversations SET title_source = 'user' WHERE id = ?`).run(c.id);
+      for (const m of messages) this.appendMessage(c.id, m);
+      return this.getConversation(c.id);
+    })();
   }
 
   /** A conversation summary. @throws ServiceError NOT_FOUND. */
@@ -226,9 +257,12 @@ export class ConversationStore {
     return this.db.prepare(`SELECT 1 FROM conversations WHERE id = ?`).get(id) !== undefined;
   }
 
-  /** Renames a conversation (its title is then never replaced automatically). @throws ServiceError NOT_FOUND. */
+  /**
+   * Renames a conversation (its title is then never replaced automatically). Not an update of
+   * the conversation: its place in the list (by last message) stays. @throws ServiceError NOT_FOUND.
+   */
   renameConversation(id: string, title: string): ConversationSummary {
-    const r = this.db.prepare(`UPDATE conversations SET title = ?, title_source = 'user', updated_at = ? WHERE id = ?`).run(title.trim(), this.stamp(), id);
+    const r = this.db.prepare(`UPDATE conversations SET title = ?, title_source = 'user' WHERE id = ?`).run(title.trim(), id);
     if (r.changes === 0) throw notFound('conversation', id);
     return this.getSummary(id);
   }
@@ -254,7 +288,10 @@ export class ConversationStore {
 
   // ---- messages ----
 
-  /** Messages of a conversation in order (empty for an unknown id). */
+  /**
+   * The messages on a conversation's path, in order (empty for an unknown id); one with other
+   * versions at its place carries `branches`.
+   */
   messages(conversationId: string): Message[] {
     const rows = this.db.prepare(`SELECT * FROM messages WHERE conversation_id = ? ORDER BY seq`).all(conversationId) as MessageRow[];
     const docs = this.db
@@ -270,24 +307,62 @@ export class ConversationStore {
       list.push({ ...toDocumentInfo(d), fit: d.fit });
       byMessage.set(d.message_id, list);
     }
-    return rows.map((r) => toMessage(r, byMessage.get(r.id)));
+    const versions = new Map<string | null, string[]>();
+    for (const r of rows) {
+      const at = versions.get(r.parent_id);
+      if (at) at.push(r.id);
+      else versions.set(r.parent_id, [r.id]);
+    }
+    return rows.filter((r) => r.on_path === 1).map((r) => withBranches(toMessage(r, byMessage.get(r.id)), versions.get(r.parent_id)));
+  }
+
+  /**
+   * Takes a message and every message after it off the conversation's path (they stay stored,
+   * as a branch). The next appended message then continues from the one before it.
+   * @throws ServiceError NOT_FOUND.
+   */
+  leavePath(conversationId: string, messageId: string): void {
+    const row = this.messageRow(messageId);
+    if (row.conversation_id !== conversationId) throw notFound('message', messageId);
+    this.db.prepare(`UPDATE messages SET on_path = 0 WHERE conversation_id = ? AND on_path = 1 AND seq >= ?`).run(conversationId, row.seq);
+  }
+
+  /**
+   * Puts `messageId` on its conversation's path in place of the version there now, followed by
+   * its newest line of replies (at each step the most recent child). Not an update of the
+   * conversation (its place in the list stays). @throws ServiceError NOT_FOUND.
+   */
+  selectBranch(conversationId: string, messageId: string): Conversation {
+    this.db.transaction(() => {
+      const row = this.messageRow(messageId);
+      if (row.conversation_id !== conversationId) throw notFound('message', messageId);
+      if (row.on_path === 1) return;
+      const current = this.db
+        .prepare(`SELECT * FROM messages WHERE conversation_id = ? AND parent_id IS ? AND on_path = 1`)
+        .get(conversationId, row.parent_id) as MessageRow | undefined;
+      if (current) this.leavePath(conversationId, current.id);
+      const put = this.db.prepare(`UPDATE messages SET on_path = 1 WHERE id = ?`);
+      const newestChild = this.db.prepare(`SELECT id FROM messages WHERE conversation_id = ? AND parent_id = ? ORDER BY seq DESC LIMIT 1`).pluck();
+      for (let id: string | undefined = messageId; id !== undefined; id = newestChild.get(conversationId, id) as string | undefined) put.run(id);
+    })();
+    return this.getConversation(conversationId);
   }
 
   /** One message. @throws ServiceError NOT_FOUND. */
   getMessage(id: string): Message {
-    const row = this.db.prepare(`SELECT * FROM messages WHERE id = ?`).get(id) as MessageRow | undefined;
-    if (!row) throw notFound('message', id);
+    const row = this.messageRow(id);
     return this.messages(row.conversation_id).find((m) => m.id === id) ?? toMessage(row);
   }
 
   /**
-   * Appends a message at the end of a conversation and marks the conversation updated.
+   * Appends a message at the end of a conversation's path and marks the conversation updated.
    * @throws ServiceError NOT_FOUND for an unknown conversation.
    */
   appendMessage(conversationId: string, m: { role: Role; content: string; status: MessageStatus; stats?: AnswerStats | null; error?: string | null }): Message {
     return this.db.transaction((): Message => {
       this.conversationRow(conversationId);
       const { next } = this.db.prepare(`SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM messages WHERE conversation_id = ?`).get(conversationId) as { next: number };
+      const parent = this.db.prepare(`SELECT id FROM messages WHERE conversation_id = ? AND on_path = 1 ORDER BY seq DESC LIMIT 1`).pluck().get(conversationId) as string | undefined;
       const now = this.stamp();
       const row: MessageRow = {
         id: randomUUID(),
@@ -299,11 +374,13 @@ export class ConversationStore {
         stats: m.stats ? JSON.stringify(m.stats) : null,
         error: m.error ?? null,
         created_at: now,
+        parent_id: parent ?? null,
+        on_path: 1,
       };
       this.db
         .prepare(
-          `INSERT INTO messages (id, conversation_id, seq, role, content, status, stats, error, created_at)
-           VALUES (@id, @conversation_id, @seq, @role, @content, @status, @stats, @error, @created_at)`,
+          `INSERT INTO messages (id, conversation_id, seq, role, content, status, stats, error, created_at, parent_id, on_path)
+           VALUES (@id, @conversation_id, @seq, @role, @content, @status, @stats, @error, @created_at, @parent_id, @on_path)`,
         )
         .run(row);
       this.touch(conversationId, now);
@@ -491,6 +568,12 @@ export class ConversationStore {
     return row;
   }
 
+  private messageRow(id: string): MessageRow {
+    const row = this.db.prepare(`SELECT * FROM messages WHERE id = ?`).get(id) as MessageRow | undefined;
+    if (!row) throw notFound('message', id);
+    return row;
+  }
+
   private touch(conversationId: string, now: number): void {
     this.db.prepare(`UPDATE conversations SET updated_at = ? WHERE id = ?`).run(now, conversationId);
   }
@@ -516,6 +599,29 @@ export function autoTitle(text: string): string {
   return `${(space >= AUTO_TITLE_CHARS * 0.6 ? cut.slice(0, space) : cut).trimEnd()}…`;
 }
 
+/** Characters of a search match's context shown before and after the hit. */
+const SNIPPET_BEFORE = 30;
+const SNIPPET_AFTER = 60;
+
+/**
+ * The text around the first case-insensitive occurrence of `query` in `text`, whitespace
+ * collapsed, with "…" where it was cut: what the list shows under a conversation found by its
+ * messages.
+ */
+export function snippet(text: string, query: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  const at = flat.toLowerCase().indexOf(query.replace(/\s+/g, ' ').toLowerCase());
+  if (at < 0) return flat.slice(0, SNIPPET_BEFORE + SNIPPET_AFTER);
+  let start = Math.max(0, at - SNIPPET_BEFORE);
+  let end = Math.min(flat.length, at + query.length + SNIPPET_AFTER);
+  // Cut at word boundaries when one is near, so the snippet starts and ends with whole words.
+  const after = start > 0 ? flat.indexOf(' ', start) : -1;
+  if (after >= 0 && after < at) start = after + 1;
+  const before = end < flat.length ? flat.lastIndexOf(' ', end) : -1;
+  if (before > at + query.length) end = before;
+  return `${start > 0 ? '…' : ''}${flat.slice(start, end)}${end < flat.length ? '…' : ''}`;
+}
+
 function notFound(what: string, id: string): ServiceError {
   return new ServiceError('NOT_FOUND', `no ${what} with id ${id.slice(0, 64)}`);
 }
@@ -530,6 +636,11 @@ function toDocumentInfo(r: Pick<DocumentRow, 'id' | 'hash' | 'name' | 'kind' | '
 
 function toStoredDocument(r: DocumentRow): StoredDocument {
   return { ...toDocumentInfo(r), text: r.text, parts: JSON.parse(r.parts) as DocumentPart[] };
+}
+
+/** The message with `branches` set when there are other versions at its place. */
+function withBranches(m: Message, versions: readonly string[] | undefined): Message {
+  return versions && versions.length > 1 ? { ...m, branches: [...versions] } : m;
 }
 
 function toMessage(r: MessageRow, documents: DocumentInfo[] = []): Message {

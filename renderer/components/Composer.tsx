@@ -87,6 +87,7 @@ export function Composer() {
           </span>
           {generating ? (
             <button
+              key="stop"
               type="button"
               className="btn btn-stop"
               title={withKeys('Stop the answer', 'stop', IS_MAC)}
@@ -97,7 +98,7 @@ export function Composer() {
               <span>Stop</span>
             </button>
           ) : (
-            <button type="button" className={`btn btn-primary btn-send${reason ? ' refused' : ''}`} disabled={!draft.trim()} onClick={send}>
+            <button key="send" type="button" className={`btn btn-primary btn-send${reason ? ' refused' : ''}`} disabled={!draft.trim()} onClick={send}>
               <span>Send</span>
               <SendIcon size={14} />
             </button>

@@ -13,6 +13,7 @@ import { formatTokens } from '../lib/meter.ts';
 import { useStores } from '../hooks.ts';
 import type { LiveAnswer } from '../stores/chat.ts';
 import { CopyButton } from './CopyButton.tsx';
+import { Collapsible } from './Collapsible.tsx';
 import { DocumentChip } from './Documents.tsx';
 import { Markdown } from './Markdown.tsx';
 import { PencilIcon, RefreshIcon } from './icons.tsx';
@@ -58,8 +59,11 @@ function UserMessage({ message, generating, editing }: { message: Message; gener
           ))}
         </div>
       )}
-      <div className="msg-bubble">{message.content}</div>
+      <Collapsible text={message.content} enabled>
+        <div className="msg-bubble">{message.content}</div>
+      </Collapsible>
       <div className="msg-actions">
+        <BranchSwitch message={message} disabled={generating} />
         <CopyButton label="Copy" text={() => message.content} />
         {!generating && !local && (
           <button type="button" className="btn btn-ghost btn-xs" onClick={() => stores.chat.getState().startEdit(message.id)}>
@@ -121,7 +125,13 @@ function AssistantMessage({ message, live, isLastAnswer, generating }: Omit<Mess
   const streaming = message.status === 'streaming';
   return (
     <article className={`msg msg-assistant${streaming ? ' streaming' : ''}`} aria-label="Answer" aria-busy={streaming}>
-      {message.content ? <Markdown text={message.content} /> : streaming ? null : <p className="msg-empty">(no text)</p>}
+      {message.content ? (
+        <Collapsible text={message.content} enabled={!streaming}>
+          <Markdown text={message.content} />
+        </Collapsible>
+      ) : streaming ? null : (
+        <p className="msg-empty">(no text)</p>
+      )}
       {streaming && <LiveLine live={live} hasText={message.content.length > 0} />}
       {message.status === 'error' && (
         <p className="msg-error" role="note">
@@ -132,6 +142,7 @@ function AssistantMessage({ message, live, isLastAnswer, generating }: Omit<Mess
         <div className="msg-footer">
           {message.stats ? <Stats stats={message.stats} /> : message.status === 'cancelled' ? <span className="stats">Stopped</span> : null}
           <div className="msg-actions">
+            <BranchSwitch message={message} disabled={generating} />
             <CopyButton label="Copy" text={() => message.content} />
             {isLastAnswer && !generating && (
               <button type="button" className="btn btn-ghost btn-xs" onClick={() => void stores.chat.getState().regenerate()}>
@@ -143,6 +154,28 @@ function AssistantMessage({ message, live, isLastAnswer, generating }: Omit<Mess
         </div>
       )}
     </article>
+  );
+}
+
+/** ‹ i/n ›: the versions regenerate and edit left at this message's place. */
+function BranchSwitch({ message, disabled }: { message: Message; disabled: boolean }) {
+  const stores = useStores();
+  const ids = message.branches;
+  if (!ids || ids.length < 2) return null;
+  const at = ids.indexOf(message.id);
+  const go = (i: number) => void stores.chat.getState().selectBranch(ids[i]);
+  return (
+    <span className="branches" role="group" aria-label="Versions">
+      <button type="button" className="icon-btn" aria-label="Previous version" disabled={disabled || at <= 0} onClick={() => go(at - 1)}>
+        ‹
+      </button>
+      <span className="branch-pos" aria-live="polite">
+        {at + 1}/{ids.length}
+      </span>
+      <button type="button" className="icon-btn" aria-label="Next version" disabled={disabled || at >= ids.length - 1} onClick={() => go(at + 1)}>
+        ›
+      </button>
+    </span>
   );
 }
 

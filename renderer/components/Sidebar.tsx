@@ -8,7 +8,9 @@ import { memo, useEffect, useRef, useState, type FormEvent, type KeyboardEvent, 
 import type { ConversationSummary } from '../../main/contract/types.ts';
 import { useChat, useConversations, useStores, useUi } from '../hooks.ts';
 import { ariaKeysOf, withKeys } from '../lib/shortcuts.ts';
+import { splitMatches } from '../lib/text-match.ts';
 import { IS_MAC } from '../window-effects.ts';
+import { ImportButton } from './ExportMenu.tsx';
 import { ChatIcon, PencilIcon, PlusIcon, SearchIcon, TrashIcon } from './icons.tsx';
 
 export function Sidebar() {
@@ -61,13 +63,16 @@ export function Sidebar() {
           />
         </div>
       </div>
+      <div className="sidebar-import">
+        <ImportButton />
+      </div>
       <nav className="conversations" aria-label="Conversations">
         {items.length === 0 && loaded ? (
-          <p className="conversations-empty">{search.trim() ? 'No conversation title matches.' : 'No conversations yet.'}</p>
+          <p className="conversations-empty">{search.trim() ? 'No conversation matches.' : 'No conversations yet.'}</p>
         ) : (
           <ul>
             {items.map((c) => (
-              <ConversationItem key={c.id} conversation={c} active={c.id === activeId} />
+              <ConversationItem key={c.id} conversation={c} active={c.id === activeId} query={search.trim()} />
             ))}
           </ul>
         )}
@@ -76,7 +81,7 @@ export function Sidebar() {
   );
 }
 
-const ConversationItem = memo(function ConversationItem({ conversation, active }: { conversation: ConversationSummary; active: boolean }) {
+const ConversationItem = memo(function ConversationItem({ conversation, active, query }: { conversation: ConversationSummary; active: boolean; query: string }) {
   const stores = useStores();
   const [mode, setMode] = useState<'view' | 'rename' | 'confirm-delete'>('view');
   const title = conversation.title || 'Untitled';
@@ -105,7 +110,16 @@ const ConversationItem = memo(function ConversationItem({ conversation, active }
     <li className={`conv-item${active ? ' active' : ''}${mode === 'confirm-delete' ? ' confirming' : ''}`}>
       <a href={`#${encodeURIComponent(conversation.id)}`} className="conv-link" aria-current={active ? 'page' : undefined} onClick={open} title={title}>
         <ChatIcon size={14} />
-        <span className="conv-title">{title}</span>
+        <span className="conv-text">
+          <span className="conv-title">
+            <Highlighted text={title} query={query} />
+          </span>
+          {conversation.match && (
+            <span className="conv-match">
+              <Highlighted text={conversation.match} query={query} />
+            </span>
+          )}
+        </span>
         <span className="conv-time">{relativeTime(conversation.updatedAt)}</span>
       </a>
       {mode === 'confirm-delete' ? (
@@ -175,6 +189,12 @@ function RenameField({ initial, onDone }: { initial: string; onDone: (title: str
       />
     </form>
   );
+}
+
+/** `text` with each case-insensitive occurrence of `query` in a <mark> (plain text: React escapes it). */
+function Highlighted({ text, query }: { text: string; query: string }) {
+  const parts = splitMatches(text, query);
+  return <>{parts.map((p, i) => (p.hit ? <mark key={i}>{p.text}</mark> : p.text))}</>;
 }
 
 /** "now", "5m", "3h", "2d", or a date. */

@@ -3,8 +3,19 @@
  * rehype-raw turns raw HTML into plain text (so `<script>` and `<img onerror>` show as text), and
  * `safeUrl` keeps only http, https and mailto links (no `javascript:`, `data:`, `file:` or
  * relative URLs that would navigate the app window). Shared by the Markdown component and its tests.
+ *
+ * Beyond GitHub-flavoured Markdown: `$…$` and `$$…$$` are math, typeset by KaTeX (remark-math +
+ * rehype-katex; KaTeX's `trust` stays off, so \href, \url and \includegraphics render as plain
+ * text, and invalid TeX is shown as its source text, in the text colour, never as an error), and
+ * fenced code is highlighted by rehype-highlight (highlight.js grammars through lowlight: spans
+ * with `hljs-*` classes, coloured by chat.css; a fence naming an unknown language stays plain).
+ * Both only add elements and classes; nothing from the model becomes HTML.
  */
+import type { Options } from 'react-markdown';
+import rehypeHighlight from 'rehype-highlight';
+import rehypeKatex from 'rehype-katex';
 import remarkGfm from 'remark-gfm';
+import remarkMath from 'remark-math';
 
 const ALLOWED_PROTOCOLS = new Set(['http:', 'https:', 'mailto:']);
 
@@ -19,12 +30,23 @@ export function safeUrl(url: string): string | null {
   return ALLOWED_PROTOCOLS.has(parsed.protocol) ? parsed.href : null;
 }
 
-/** GitHub-flavoured Markdown (tables, strikethrough, task lists, autolinks). */
-export const remarkPlugins = [remarkGfm];
+/** GitHub-flavoured Markdown (tables, strikethrough, task lists, autolinks) and math. */
+export const remarkPlugins: NonNullable<Options['remarkPlugins']> = [remarkGfm, remarkMath];
+
+/**
+ * KaTeX: errors shown as the TeX source in the surrounding text colour (`throwOnError: false`
+ * keeps one bad formula from failing the message); highlight.js: only fences that name a
+ * language (guessing one for plain text mislabels prose).
+ */
+export const rehypePlugins: NonNullable<Options['rehypePlugins']> = [
+  [rehypeKatex, { throwOnError: false, errorColor: 'currentColor', trust: false, strict: 'ignore' }],
+  [rehypeHighlight, { detect: false }],
+];
 
 /** The react-markdown options every message uses (components are added by the component). */
 export const markdownOptions = {
   remarkPlugins,
+  rehypePlugins,
   urlTransform: safeUrl,
   skipHtml: false, // keep raw HTML, shown as text: hiding it would hide what the model wrote
 } as const;

@@ -10,13 +10,14 @@ import { createStore, type StoreApi } from 'zustand/vanilla';
 import type { RopewalkApi } from '../../main/contract/channels.ts';
 import type { Conversation } from '../../main/contract/types.ts';
 import { EarlyArrivals } from '../lib/early-arrivals.ts';
+import type { KeyValueStorage } from '../lib/storage.ts';
 import { StreamBuffer, type FrameScheduler } from '../lib/stream-buffer.ts';
 import type { BudgetStore } from './budget.ts';
 import { createAnswerSlice, type AnswerSlice } from './chat/answer-slice.ts';
 import type { ChatContext } from './chat/context.ts';
 import { createConversationSlice, type ConversationSlice } from './chat/conversation-slice.ts';
 import { createDocumentsSlice, type DocumentsSlice } from './chat/documents-slice.ts';
-import { createDraftSlice, type DraftSlice } from './chat/draft-slice.ts';
+import { createDraftSlice, DraftMemory, type DraftSlice } from './chat/draft-slice.ts';
 import { commitFrame, createStreamSlice, type StreamSlice } from './chat/stream-slice.ts';
 import type { NoticesStore } from './notices.ts';
 
@@ -42,6 +43,8 @@ export interface ChatDeps {
   frames: FrameScheduler;
   /** A conversation was created here (so the list can show it at once). */
   onCreated(conversation: Conversation): void;
+  /** Where unsent drafts are kept across reloads (none in tests). */
+  storage?: KeyValueStorage;
 }
 
 export function createChatStore(deps: ChatDeps): ChatStore {
@@ -53,7 +56,7 @@ export function createChatStore(deps: ChatDeps): ChatStore {
     budget: () => deps.budget().getState(),
     buffer: new StreamBuffer(deps.frames, (chunks) => commitFrame(store!, ctx, chunks)),
     arrivals: new EarlyArrivals(),
-    drafts: new Map(),
+    drafts: new DraftMemory(deps.storage),
   };
   store = createStore<ChatState>()((...a) => ({
     ...createConversationSlice(ctx)(...a),

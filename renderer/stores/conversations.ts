@@ -1,12 +1,14 @@
 /**
- * Conversation list concern: summaries (most recently updated first), the title search
- * (debounced `listConversations({ search })`), and new / select / rename / delete. Selecting
+ * Conversation list concern: summaries (most recently updated first), the search over titles
+ * and message text (debounced `listConversations({ search })`; hits carry `match`), and new /
+ * select / rename / delete. New chat while the open chat is still empty keeps that one. Selecting
  * opens the conversation in the chat store; which one is open lives there, not here.
  */
 import { createStore, type StoreApi } from 'zustand/vanilla';
 import type { RopewalkApi } from '../../main/contract/channels.ts';
 import type { ConversationSummary } from '../../main/contract/types.ts';
 import type { ChatStore } from './chat.ts';
+import { parseConversationFile } from '../lib/conversation-file.ts';
 import type { NoticesStore } from './notices.ts';
 
 export interface ConversationsState {
@@ -17,9 +19,11 @@ export interface ConversationsState {
   /** Sets the search text now and lists matching titles after the debounce period. */
   setSearch(text: string): void;
   select(id: string | null): Promise<void>;
-  /** Creates a conversation and opens it. */
+  /** Creates a conversation and opens it; when the open one is still empty, keeps that one instead. */
   create(): Promise<void>;
   rename(id: string, title: string): Promise<boolean>;
+  /** Imports a conversation from an exported JSON file's text and opens it; false (and a notice) when it cannot. */
+  importFile(text: string): Promise<boolean>;
   /** Deletes; if it was open, opens the most recent remaining one (or none). */
   remove(id: string): Promise<boolean>;
   /** A `conversationsChanged` event. */
@@ -33,7 +37,8 @@ export type ConversationsStore = StoreApi<ConversationsState>;
 
 export const byRecent = (a: ConversationSummary, b: ConversationSummary) => b.updatedAt - a.updatedAt || b.createdAt - a.createdAt;
 
-const summaryOf = ({ id, title, createdAt, updatedAt }: ConversationSummary): ConversationSummary => ({ id, title, createdAt, updatedAt });
+const summaryOf = ({ id, title, createdAt, updatedAt, match }: ConversationSummary): ConversationSummary =>
+  match === undefined ? { id, title, createdAt, updatedAt } : { id, title, createdAt, updatedAt, match };
 
 export function createConversationsStore(
   api: RopewalkApi,
@@ -85,6 +90,12 @@ export function createConversationsStore(
       },
       async create() {
         if (creating) return;
+        const open = chat().getState();
+        if (open.conversationId !== null && !open.loading && open.messages.length === 0) {
+          // Already in an empty chat: a second empty one would only clutter the list.
+          if (get().search) get().setSearch('');
+          return;
+        }
         creating = true;
         try {
           const conversation = await api.createConversation({});
@@ -98,6 +109,18 @@ export function createConversationsStore(
           report(e);
         } finally {
           creating = false;
+        }
+      },
+      async importFile(text) {
+        try {
+          const { title, messages } = parseConversationFile(text);
+          const conversation = await api.importConversation({ title, messages });
+          get().upsert(conversation);
+          chat().getState().show(conversation);
+          return true;
+        } catch (e) {
+          report(e);
+          return false;
         }
       },
       async rename(id, title) {

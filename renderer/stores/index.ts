@@ -22,8 +22,11 @@ export interface Stores {
   chat: ChatStore;
   conversations: ConversationsStore;
   ui: UiStore;
-  /** Subscribes to events and loads everything; resolves when the first conversation is open. */
-  start(): Promise<void>;
+  /**
+   * Subscribes to events and loads everything; resolves when the first conversation is open:
+   * `openId` if it exists (the URL's #id), else the most recent one.
+   */
+  start(openId?: string | null): Promise<void>;
   /** Reloads everything (after the transport reconnected), keeping the open conversation. */
   resync(): Promise<void>;
   /** Unsubscribes and cancels timers and frames. */
@@ -69,6 +72,7 @@ export function createStores(api: RopewalkApi, options: StoreOptions): Stores {
     budget: () => budget,
     frames: options.frames,
     onCreated: (c) => conversations.getState().upsert(c),
+    storage: options.storage,
   });
   conversations = createConversationsStore(api, notices, () => chat, debounceMs);
   const settings = createSettingsStore(api, notices, refreshBudget);
@@ -89,7 +93,7 @@ export function createStores(api: RopewalkApi, options: StoreOptions): Stores {
     chat,
     conversations,
     ui,
-    async start() {
+    async start(openId) {
       if (unsubscribe.length === 0) {
         unsubscribe.push(
           api.on('answerDelta', (e) => chat.getState().onDelta(e)),
@@ -105,7 +109,8 @@ export function createStores(api: RopewalkApi, options: StoreOptions): Stores {
       await loadAll();
       // A chat the user opened or created while the first load was in flight stays open.
       if (chat.getState().conversationId !== null) return;
-      await chat.getState().open(conversations.getState().items[0]?.id ?? null);
+      const items = conversations.getState().items;
+      await chat.getState().open(openId && items.some((c) => c.id === openId) ? openId : (items[0]?.id ?? null));
     },
     async resync() {
       await loadAll();

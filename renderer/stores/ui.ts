@@ -11,6 +11,9 @@
  * The narrow sidebar always starts closed (an overlay left open would hide the chat).
  */
 import { createStore, type StoreApi } from 'zustand/vanilla';
+import { readKey as read, writeKey as write, type KeyValueStorage } from '../lib/storage.ts';
+
+export type { KeyValueStorage };
 
 export type ThemeChoice = 'system' | 'light' | 'dark';
 export const THEME_CHOICES: readonly ThemeChoice[] = ['system', 'light', 'dark'];
@@ -20,11 +23,6 @@ export const SIDEBAR_NARROW_BELOW = 720;
 /** Below this width the settings panel opens over the chat, so it starts closed. */
 export const PANEL_NARROW_BELOW = 1100;
 
-/** What the store needs of localStorage (any failure is ignored: the choice is just not kept). */
-export interface KeyValueStorage {
-  getItem(key: string): string | null;
-  setItem(key: string, value: string): void;
-}
 
 export interface UiState {
   /** Window width, CSS px. */
@@ -54,22 +52,6 @@ type Mode = 'wide' | 'narrow';
 const sidebarMode = (width: number): Mode => (width < SIDEBAR_NARROW_BELOW ? 'narrow' : 'wide');
 const panelMode = (width: number): Mode => (width < PANEL_NARROW_BELOW ? 'narrow' : 'wide');
 const KEY = { sidebar: 'ropewalk.sidebar.wide', panel: (m: Mode) => `ropewalk.panel.${m}`, theme: 'ropewalk.theme' };
-
-function read(storage: KeyValueStorage | undefined, key: string): string | null {
-  try {
-    return storage?.getItem(key) ?? null;
-  } catch {
-    return null;
-  }
-}
-
-function write(storage: KeyValueStorage | undefined, key: string, value: string): void {
-  try {
-    storage?.setItem(key, value);
-  } catch {
-    // Storage full or denied: the choice holds until the window closes.
-  }
-}
 
 export function createUiStore(options: { width: number; storage?: KeyValueStorage }): UiStore {
   const { storage } = options;

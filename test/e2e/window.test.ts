@@ -198,9 +198,10 @@ test('keyboard: Escape stops an answer before its first token and focus returns 
   assert.equal(await focusedName(page), 'Message', 'focus is back in the message box after Escape');
 
   // Stop by mouse, mid-stream: focus returns to the message box too.
+  const answers = await page.locator('.msg-assistant').count();
   await composer.fill(LONG_PROMPT);
   await composer.press('Enter');
-  await until('the answer streams', async () => (await answer.innerText()).length > 40);
+  await until('the new answer streams', async () => (await page.locator('.msg-assistant').count()) > answers && (await answer.innerText()).length > 40);
   await page.getByRole('button', { name: 'Stop' }).click();
   await page.getByRole('button', { name: 'Send' }).waitFor({ timeout: 30_000 });
   assert.equal(await focusedName(page), 'Message', 'focus is back in the message box after Stop');

@@ -304,12 +304,13 @@ test('openModel of a good folder reports progress and clears the error', async (
   assert.ok(states.some((x) => x.status === 'loading' && x.progress && x.progress.phase === 'hash'), JSON.stringify(states));
 });
 
-test('regenerate replaces the last answer; edit drops what follows and answers again', async () => {
+test('regenerate and edit keep the earlier versions as branches; selectBranch switches, and the budget follows the path', async () => {
   const c = await call('createConversation', {});
   const first = await sendAndWait(c.id, 'Once upon a time');
   const regenDone = nextEvent(s.router, 'answerDone', (d) => d.conversationId === c.id);
   const { assistantMessage } = await call('regenerate', { conversationId: c.id });
   assert.notEqual(assistantMessage.id, first.done.id);
+  assert.deepEqual(assistantMessage.branches, [first.done.id, assistantMessage.id], 'the answer knows its versions at once');
   await regenDone;
   let msgs = (await call('getConversation', { id: c.id })).messages;
   assert.deepEqual(msgs.map((m) => m.id), [first.sent.userMessage.id, assistantMessage.id]);
@@ -318,15 +319,44 @@ test('regenerate replaces the last answer; edit drops what follows and answers a
   const editDone = nextEvent(s.router, 'answerDone', (d) => d.conversationId === c.id);
   const edited = await call('editMessage', { conversationId: c.id, messageId: first.sent.userMessage.id, content: 'A dragon lived in a cave' });
   assert.equal(edited.userMessage.content, 'A dragon lived in a cave');
+  assert.deepEqual(edited.userMessage.branches, [first.sent.userMessage.id, edited.userMessage.id]);
   await editDone;
   const conv = await call('getConversation', { id: c.id });
   msgs = conv.messages;
-  assert.deepEqual(msgs.map((m) => m.id), [first.sent.userMessage.id, edited.assistantMessage.id]);
+  assert.deepEqual(msgs.map((m) => m.id), [edited.userMessage.id, edited.assistantMessage.id]);
   assert.equal(conv.title, 'A dragon lived in a cave', 'the automatic title follows an edit of the first message');
-  await assert.rejects(call('editMessage', { conversationId: c.id, messageId: edited.assistantMessage.id, content: 'x' }), rejectsWith('INVALID_REQUEST'));
+
+  // Back to the first version: its newest line (the regenerated answer, "The end" and its answer).
+  const editedBudget = await call('getBudget', { conversationId: c.id, draft: '' });
+  const back = await call('selectBranch', { conversationId: c.id, messageId: first.sent.userMessage.id });
+  assert.deepEqual(
+    back.messages.map((m) => (m.role === 'user' ? m.content : m.id)),
+    ['Once upon a time', assistantMessage.id, 'The end', back.messages[3].id],
+    'the first question, the regenerated answer, then what followed it',
+  );
+  const backBudget = await call('getBudget', { conversationId: c.id, draft: '' });
+  assert.ok(backBudget.history > editedBudget.history, `the budget counts the chosen path (${backBudget.history} vs ${editedBudget.history} tokens)`);
+  await assert.rejects(call('selectBranch', { conversationId: c.id, messageId: 'nope' }), rejectsWith('NOT_FOUND'));
+
+  await assert.rejects(call('editMessage', { conversationId: c.id, messageId: assistantMessage.id, content: 'x' }), rejectsWith('INVALID_REQUEST'));
   await assert.rejects(call('editMessage', { conversationId: c.id, messageId: 'nope', content: 'x' }), rejectsWith('NOT_FOUND'));
   const empty = await call('createConversation', {});
   await assert.rejects(call('regenerate', { conversationId: empty.id }), rejectsWith('NOTHING_TO_REGENERATE'));
+});
+
+test('importConversation: an exported conversation comes back with its messages and stats', async () => {
+  const stats = { finishReason: 'stop' as const, promptTokens: 3, generatedTokens: 5, reusedTokens: 0, ttftMs: 12, prefillTokensPerSec: 100, decodeTokensPerSec: 50 };
+  const c = await call('importConversation', {
+    title: 'Imported',
+    messages: [
+      { role: 'user', content: 'Hi', status: 'complete', stats: null, error: null },
+      { role: 'assistant', content: 'Hello there', status: 'complete', stats, error: null },
+    ],
+  });
+  const again = await call('getConversation', { id: c.id });
+  assert.equal(again.title, 'Imported');
+  assert.deepEqual(again.messages.map((m) => [m.role, m.content, m.stats]), [['user', 'Hi', null], ['assistant', 'Hello there', stats]]);
+  await assert.rejects(call('importConversation', { title: 'x', messages: [{ role: 'robot', content: 'x', status: 'complete', stats: null, error: null }] } as never), rejectsWith('INVALID_REQUEST'));
 });
 
 test('rename, search and delete (cascade) through the router; the data survives a restart', async () => {

@@ -11,6 +11,7 @@ import {
   externalLinkTarget,
   isAllowedNavigation,
   isPayloadWithinLimits,
+  isAllowedDownload,
   isPermissionAllowed,
   isTrustedRendererUrl,
   isTrustedSender,
@@ -187,5 +188,14 @@ describe('IPC payload limits', () => {
     assert.equal(isPayloadWithinLimits({ a: { b: { c: { d: { e: 1 } } } } }, limits), false);
     assert.equal(isPayloadWithinLimits(Array.from({ length: 11 }, () => 1), limits), false);
     assert.equal(isPayloadWithinLimits({ content: 'x'.repeat(5_000_000) }), false);
+  });
+});
+
+describe('downloads', () => {
+  it('only the window’s own exports (blob: URLs of app://ropewalk) may download', () => {
+    assert.ok(isAllowedDownload('blob:app://ropewalk/3f2c9a4e-1b7d-4c55-9d0a-0a7c1f3e9b21'));
+    for (const url of ['https://example.com/a.exe', 'blob:https://example.com/x', 'blob:app://evil/x', 'app://ropewalk/index.html', 'blob:app://ropewalk:1/x', 'data:text/plain,x', 42, null]) {
+      assert.equal(isAllowedDownload(url), false, String(url));
+    }
   });
 });

@@ -18,7 +18,10 @@ describe('renderer build', () => {
     const out = await mkdtemp(path.join(os.tmpdir(), 'ropewalk-renderer-'));
     try {
       const files = await buildRenderer({ outDir: out });
-      assert.deepEqual(files.map((f) => path.basename(f)).sort(), ['app.css', 'app.js', 'index.html']);
+      const names = files.map((f) => path.relative(out, f).split(path.sep).join('/'));
+      assert.deepEqual(names.filter((f) => !f.startsWith('fonts/')).sort(), ['app.css', 'app.js', 'index.html']);
+      const fonts = names.filter((f) => f.startsWith('fonts/'));
+      assert.ok(fonts.length > 0 && fonts.every((f) => /^fonts\/KaTeX_[\w-]+\.(woff2|woff|ttf)$/.test(f)), 'only KaTeX fonts beside them, served by the app itself');
       const html = await readFile(path.join(out, 'index.html'), 'utf8');
       assert.match(html, /<script defer src="\.\/app\.js"><\/script>/);
       assert.match(html, /<link rel="stylesheet" href="\.\/app\.css" \/>/);
@@ -30,8 +33,12 @@ describe('renderer build', () => {
       assert.doesNotMatch(html, /\sstyle=|<style/, 'no inline style');
       const js = await readFile(path.join(out, 'app.js'), 'utf8');
       assert.doesNotMatch(js, /process\.env/, 'NODE_ENV is defined at build time');
-      assert.ok(js.split('\n').length < 50, 'minified');
-      assert.ok((await readFile(path.join(out, 'app.css'), 'utf8')).includes('.meter'));
+      // Minified: long lines (the few newlines left are inside KaTeX's and highlight.js's string literals).
+      assert.ok(js.length / js.split('\n').length > 1000, 'minified');
+      const css = await readFile(path.join(out, 'app.css'), 'utf8');
+      assert.ok(css.includes('.meter'));
+      assert.match(css, /url\("?\.\/fonts\/KaTeX_Main-Regular-\w+\.woff2"?\)/, 'KaTeX fonts by relative URL (CSP font-src self)');
+      assert.doesNotMatch(css, /url\((?!"?\.\/fonts\/)/, 'no other URL in the stylesheet');
     } finally {
       await rm(out, { recursive: true, force: true });
     }

@@ -69,6 +69,8 @@ export class FakeApi {
   };
   /** Runs inside sendMessage before it answers (to emit early events). */
   beforeSendAnswers: ((assistant: Message) => void) | null = null;
+  /** Runs inside selectBranch: puts the chosen version on the conversation's path. */
+  onSelectBranch: ((c: Conversation, messageId: string) => void) | null = null;
   /** Runs inside getConversation after its snapshot is taken, before it answers. */
   afterConversationSnapshot: ((c: Conversation) => void) | null = null;
   private failures = new Map<MethodName, ApiError>();
@@ -192,6 +194,16 @@ export class FakeApi {
     updateSettings: (patch) => (this.settings = { ...this.settings, ...patch }),
     getModel: () => this.model,
     getLocalServer: () => ({ status: 'unavailable' as const, baseUrl: null, error: null }),
+    importConversation: ({ title, messages }) => {
+      const c = this.addConversation(title);
+      c.messages = messages.map((m) => ({ ...this.message(c.id, m.role, m.content, m.status), stats: m.stats, error: m.error }));
+      return structuredClone(c);
+    },
+    selectBranch: ({ conversationId, messageId }) => {
+      const c = this.conversations.get(conversationId)!;
+      this.onSelectBranch?.(c, messageId);
+      return structuredClone(c);
+    },
     openModel: ({ path }) => {
       throw new ApiError('MODEL_LOAD', `cannot read ${path}`);
     },

@@ -1,7 +1,8 @@
 /**
  * Model output is untrusted: rendered with the window's Markdown options (renderer/lib/markdown.ts)
  * through react-markdown and react-dom/server, raw HTML comes out as text (no <script>, no <img
- * onerror>), links keep only http/https/mailto, and Markdown itself (code, tables) still renders.
+ * onerror>), links keep only http/https/mailto, and Markdown itself (code, tables) still renders;
+ * code is highlighted, math typeset by KaTeX (invalid TeX as text, no links from TeX).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -47,7 +48,24 @@ describe('renderer Markdown safety', () => {
     const html = render('**bold** and `x<y`\n\n```js\nif (a < b) alert(1)\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |');
     assert.match(html, /<strong>bold<\/strong>/);
     assert.match(html, /<code>x&lt;y<\/code>/);
-    assert.match(html, /<pre><code class="language-js">if \(a &lt; b\) alert\(1\)\n<\/code><\/pre>/);
+    assert.match(html, /<pre><code class="hljs language-js"><span class="hljs-keyword">if<\/span> \(a &lt; b\) <span class="hljs-title function_">alert<\/span>\(<span class="hljs-number">1<\/span>\)\n<\/code><\/pre>/);
     assert.match(html, /<table>/);
+  });
+
+  it('typesets $…$ and $$…$$ with KaTeX; invalid TeX is its own text, in the text colour, not an error', () => {
+    const html = render('Energy $E = mc^2$, display:\n\n$$\n\\frac{a}{b}\n$$\n\nand broken $\\frac{1$ here.');
+    assert.match(html, /<span class="katex">/);
+    assert.match(html, /<span class="katex-display">/);
+    assert.match(html, /<span class="katex-error" title="[^"]*" style="color:currentColor">\\frac\{1<\/span>/);
+  });
+
+  it('KaTeX makes no links or images from TeX (trust off): \\href and \\includegraphics stay text', () => {
+    const html = render('$\\href{javascript:alert(1)}{x}$ and $\\includegraphics{https://example.com/a.png}$');
+    assert.doesNotMatch(html, /<a |<img /);
+  });
+
+  it('highlights only fences that name a language; unknown names stay plain', () => {
+    assert.doesNotMatch(render('```\nif (a) b()\n```'), /hljs-/);
+    assert.match(render('```no-such-language\nif (a) b()\n```'), /<code class="hljs language-no-such-language">if \(a\) b\(\)\n<\/code>/);
   });
 });

@@ -371,7 +371,7 @@ describe('renderer stores: budget', () => {
 
 describe('renderer stores: conversations', () => {
   it('new chat creates and opens it; rename and search by title', async () => {
-    const { fake, stores } = await boot((f) => void f.addConversation('Cooking'));
+    const { fake, stores } = await boot((f) => void f.addConversation('Cooking', [['user', 'pasta?']]));
     await stores.conversations.getState().create();
     const created = stores.chat.getState().conversationId!;
     assert.equal(stores.conversations.getState().items[0].id, created);
@@ -401,6 +401,87 @@ describe('renderer stores: conversations', () => {
     const { fake, stores } = await boot();
     fake.emit('conversationsChanged', { conversations: [{ id: 'x', title: 'From elsewhere', createdAt: 1, updatedAt: 2 }] });
     assert.deepEqual(stores.conversations.getState().items.map((c) => c.title), ['From elsewhere']);
+  });
+});
+
+describe('renderer stores: conversations as users expect them', () => {
+  it('New chat while the open chat is still empty keeps it (no second empty chat)', async () => {
+    const { fake, stores } = await boot((f) => void f.addConversation('old', [['user', 'hi']]));
+    await stores.conversations.getState().create();
+    const created = stores.chat.getState().conversationId;
+    await stores.conversations.getState().create();
+    assert.equal(fake.count('createConversation'), 1);
+    assert.equal(stores.chat.getState().conversationId, created);
+  });
+
+  it('drafts are kept per conversation and across a reload (storage)', async () => {
+    const storage = new Map<string, string>();
+    const kv = { getItem: (k: string) => storage.get(k) ?? null, setItem: (k: string, v: string) => void storage.set(k, v) };
+    const fake = new FakeApi();
+    const a = fake.addConversation('a');
+    const b = fake.addConversation('b');
+    const first = createStores(fake.asApi(), { frames: new ManualFrames(), debounceMs: 5, storage: kv });
+    await first.start(a.id);
+    first.chat.getState().setDraft('for a');
+    await first.chat.getState().open(b.id);
+    assert.equal(first.chat.getState().draft, '');
+    first.chat.getState().setDraft('for b');
+    first.dispose();
+    const reloaded = createStores(fake.asApi(), { frames: new ManualFrames(), debounceMs: 5, storage: kv });
+    await reloaded.start(b.id);
+    assert.equal(reloaded.chat.getState().conversationId, b.id, 'the #id opens that chat, not the most recent');
+    assert.equal(reloaded.chat.getState().draft, 'for b');
+    await reloaded.chat.getState().open(a.id);
+    assert.equal(reloaded.chat.getState().draft, 'for a');
+    reloaded.dispose();
+  });
+
+  it('start with an #id that no longer exists opens the most recent chat', async () => {
+    const fake = new FakeApi();
+    fake.addConversation('older');
+    const newer = fake.addConversation('newer');
+    const stores = createStores(fake.asApi(), { frames: new ManualFrames(), debounceMs: 5 });
+    await stores.start('deleted-id');
+    assert.equal(stores.chat.getState().conversationId, newer.id);
+    stores.dispose();
+  });
+
+  it('selectBranch shows the chosen version and re-asks the budget; refused while generating', async () => {
+    const { fake, stores } = await boot((f) => void f.addConversation('chat', [['user', 'q'], ['assistant', 'second']]));
+    const c = [...fake.conversations.values()][0];
+    const other = fake.message(c.id, 'assistant', 'first, a longer answer', 'complete');
+    const current = c.messages[1];
+    fake.onSelectBranch = (conv, id) => {
+      conv.messages[1] = id === other.id ? { ...other, branches: [other.id, current.id] } : { ...current, branches: [other.id, current.id] };
+    };
+    const before = fake.count('getBudget');
+    await stores.chat.getState().selectBranch(other.id);
+    await settle();
+    assert.deepEqual(stores.chat.getState().messages.map((m) => m.content), ['q', 'first, a longer answer']);
+    assert.deepEqual(stores.chat.getState().messages[1].branches, [other.id, current.id]);
+    assert.ok(fake.count('getBudget') > before, 'the meter follows the chosen version');
+    stores.chat.getState().setDraft('x');
+    assert.ok(await stores.chat.getState().send());
+    await stores.chat.getState().selectBranch(current.id);
+    assert.equal(fake.count('selectBranch'), 1, 'no switch while an answer streams');
+  });
+
+  it('importFile opens the imported chat; a file that is not an export is a notice', async () => {
+    const { fake, stores } = await boot();
+    const file = JSON.stringify({ format: 'ropewalk.conversation', version: 1, title: 'Saved', messages: [{ role: 'user', content: 'q', status: 'complete' }, { role: 'assistant', content: 'a', status: 'complete', stats: null }] });
+    assert.ok(await stores.conversations.getState().importFile(file));
+    assert.deepEqual(stores.chat.getState().messages.map((m) => m.content), ['q', 'a']);
+    assert.equal(stores.conversations.getState().items[0].title, 'Saved');
+    assert.equal(await stores.conversations.getState().importFile('{"format":"x"}'), false);
+    assert.match(stores.notices.getState().notices.at(-1)!.message, /not a Ropewalk conversation export/);
+    assert.equal(fake.count('importConversation'), 1);
+  });
+
+  it('search results keep the matching text for the list', async () => {
+    const { stores } = await boot((f) => void f.addConversation('t'));
+    stores.conversations.getState().apply([{ id: 'x', title: 'T', createdAt: 1, updatedAt: 2, match: '…some basil…' }]);
+    stores.conversations.getState().upsert({ id: 'y', title: 'U', createdAt: 1, updatedAt: 3, match: 'm' });
+    assert.equal(stores.conversations.getState().items.find((c) => c.id === 'y')?.match, 'm');
   });
 });
 

@@ -20,7 +20,7 @@ const freshDir = () => path.join(root, `db${n++}`);
 test('a fresh database is migrated, in WAL mode, and re-opening it keeps the data and the schema', () => {
   const dir = freshDir();
   const a = new ConversationStore(dir);
-  assert.equal(a.schemaVersion, 2);
+  assert.equal(a.schemaVersion, 3);
   assert.equal(a.journalMode, 'wal');
   const c = a.createConversation('kept');
   a.appendMessage(c.id, { role: 'user', content: 'hello', status: 'complete' });
@@ -28,7 +28,7 @@ test('a fresh database is migrated, in WAL mode, and re-opening it keeps the dat
   a.close(); // idempotent
 
   const b = new ConversationStore(dir);
-  assert.equal(b.schemaVersion, 2);
+  assert.equal(b.schemaVersion, 3);
   assert.equal(b.getConversation(c.id).messages[0].content, 'hello');
   b.close();
 
@@ -70,8 +70,8 @@ test('conversations: create, get, rename, list by last update, delete; unknown i
     );
     const renamed = s.renameConversation(b.id, 'Renamed');
     assert.equal(renamed.title, 'Renamed');
-    assert.ok(renamed.updatedAt >= b.updatedAt);
-    assert.equal(s.listConversations()[0].id, b.id);
+    assert.equal(renamed.updatedAt, b.updatedAt, 'renaming is not an update');
+    assert.deepEqual(s.listConversations().map((c) => c.id), [a.id, b.id], 'a rename keeps the order (was: moved to the top)');
     s.deleteConversation(b.id);
     assert.deepEqual(s.listConversations().map((c) => c.id), [a.id]);
     const notFound = (e: unknown) => e instanceof ServiceError && e.code === 'NOT_FOUND';
@@ -79,6 +79,26 @@ test('conversations: create, get, rename, list by last update, delete; unknown i
     assert.throws(() => s.renameConversation(b.id, 'x'), notFound);
     assert.throws(() => s.deleteConversation(b.id), notFound);
     assert.throws(() => s.appendMessage(b.id, { role: 'user', content: 'x', status: 'complete' }), notFound);
+  } finally {
+    s.close();
+  }
+});
+
+test('search looks in message text too, with the text around the hit; titles still match; system prompts do not', () => {
+  const s = new ConversationStore(freshDir());
+  try {
+    const cooking = s.createConversation('Cooking');
+    const garden = s.createConversation('Garden');
+    s.appendMessage(garden.id, { role: 'system', content: 'You like basil.', status: 'complete' });
+    s.appendMessage(garden.id, { role: 'user', content: 'What grows well in shade?', status: 'complete' });
+    s.appendMessage(garden.id, { role: 'assistant', content: `${'Ferns are a classic choice. '.repeat(3)}Also try BASIL in\npartial sun; it needs about six hours of light a day to do well.`, status: 'complete' });
+    assert.deepEqual(s.listConversations('cook').map((c) => [c.title, c.match]), [['Cooking', undefined]]);
+    const [hit, ...rest] = s.listConversations('basil');
+    assert.equal(rest.length, 0);
+    assert.equal(hit.id, garden.id);
+    assert.equal(hit.match, '…a classic choice. Also try BASIL in partial sun; it needs about six hours of light a day to…');
+    assert.deepEqual(s.listConversations('%').map((c) => c.id), [], 'still literal');
+    void cooking;
   } finally {
     s.close();
   }

@@ -1,5 +1,6 @@
 /**
- * Chat store slice: the answer actions — send, stop, regenerate, edit and resend. Each call's
+ * Chat store slice: the answer actions — send, stop, regenerate, edit and resend, and switching
+ * between the versions (branches) that regenerate and edit leave. Each call's
  * answer names the new assistant message; whatever streamed for it before that answer arrived
  * is applied from `ctx.arrivals` (`claim`). Send refuses, without calling the services, when
  * the budget says the next message will not fit, and shows the user's message at once
@@ -9,7 +10,7 @@ import type { Message } from '../../../main/contract/types.ts';
 import { refusalReason } from '../../lib/meter.ts';
 import type { LiveAnswer } from '../chat.ts';
 import { isGenerating, lastAnswer } from './selectors.ts';
-import { type ChatContext, type ChatSlice, withLive } from './context.ts';
+import { type ChatContext, type ChatSlice, liveFor, visible, withLive } from './context.ts';
 
 export type PendingAction = 'send' | 'regenerate' | 'edit' | null;
 
@@ -25,6 +26,8 @@ export interface AnswerSlice {
   startEdit(messageId: string): void;
   cancelEdit(): void;
   submitEdit(messageId: string, content: string): Promise<boolean>;
+  /** Shows another version of a message (‹ i/n ›) and what followed it; the meter follows. */
+  selectBranch(messageId: string): Promise<void>;
 }
 
 /** The assistant message a call answered with, as it stands now, and its live progress. */
@@ -92,6 +95,7 @@ export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => 
             const restore = get().draft === '' ? content : get().draft;
             const restoreAttachments = get().attachments.length ? get().attachments : attachments;
             set({ messages: get().messages.filter((m) => m.id !== optimistic.id), pending: null, draft: restore, attachments: restoreAttachments });
+            ctx.drafts.set(conversationId, restore);
             void ctx.budget().refresh();
           }
           ctx.report(e);
@@ -132,6 +136,19 @@ export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => 
       } finally {
         if (get().conversationId === conversationId) set({ pending: null });
         void ctx.budget().refresh();
+      }
+    },
+
+    async selectBranch(messageId) {
+      const { conversationId } = get();
+      if (!conversationId || isGenerating(get())) return;
+      try {
+        const conversation = await api.selectBranch({ conversationId, messageId });
+        if (get().conversationId !== conversationId) return;
+        set({ messages: visible(conversation.messages), live: liveFor(conversation.messages), editingId: null });
+        void ctx.budget().refresh();
+      } catch (e) {
+        ctx.report(e);
       }
     },
 

@@ -10,6 +10,7 @@ import type { EarlyArrivals } from '../../lib/early-arrivals.ts';
 import type { StreamBuffer } from '../../lib/stream-buffer.ts';
 import type { BudgetState } from '../budget.ts';
 import type { ChatDeps, ChatState, LiveAnswer } from '../chat.ts';
+import type { DraftMemory } from './draft-slice.ts';
 
 export interface ChatContext {
   deps: ChatDeps;
@@ -18,8 +19,8 @@ export interface ChatContext {
   budget(): BudgetState;
   buffer: StreamBuffer;
   arrivals: EarlyArrivals;
-  /** Conversation id ('' = no conversation) → its unsent draft, for the conversations not open. */
-  drafts: Map<string, string>;
+  /** Every conversation's unsent draft ('' = no conversation), kept across reloads. */
+  drafts: DraftMemory;
 }
 
 /** A slice of the chat store: zustand's slices pattern, with the shared context first. */

@@ -25,7 +25,7 @@ export const createConversationSlice: ChatSlice<ConversationSlice> = (ctx) => (s
     ctx.drafts.set(s.conversationId ?? '', s.draft);
     ctx.buffer.clear();
     ctx.arrivals.clear();
-    const draft = ctx.drafts.get(conversationId ?? '') ?? '';
+    const draft = ctx.drafts.get(conversationId ?? '');
     set({
       conversationId,
       messages: visible(messages),

@@ -79,7 +79,9 @@ export const createStreamSlice: ChatSlice<StreamSlice> = (ctx) => (set, get) => 
       return;
     }
     ctx.arrivals.forgetText(message.id);
-    set({ messages: s.messages.map((m) => (m.id === message.id ? message : m)), live: withLive(s.live, message.id, null) });
+    // The final message, keeping what the window knew of its versions if the event omits them.
+    const final = (m: typeof message) => (message.branches || !m.branches ? message : { ...message, branches: m.branches });
+    set({ messages: s.messages.map((m) => (m.id === message.id ? final(m) : m)), live: withLive(s.live, message.id, null) });
     void ctx.budget().refresh();
   },
 

@@ -1,0 +1,117 @@
+/**
+ * A conversation as a file: export to Markdown (for reading) or JSON (for keeping; it imports
+ * back), with the settings it was answered under and each answer's stats; and the JSON read back
+ * for import. The JSON format is `{ format: "ropewalk.conversation", version: 1, title, createdAt,
+ * exportedAt, model, settings, messages: [{ role, content, status, stats, error, createdAt }] }`.
+ * Pure: strings in, strings out; `ConversationFileError` quotes what is wrong with a file.
+ */
+import type { AnswerStats, Conversation, Message, Settings } from '../../main/contract/types.ts';
+
+export const FILE_FORMAT = 'ropewalk.conversation';
+export const FILE_VERSION = 1;
+
+/** What an import needs: the title and the messages in order. */
+export interface ImportedConversation {
+  title: string;
+  messages: Array<Pick<Message, 'role' | 'content' | 'stats' | 'error'> & { status: Exclude<Message['status'], 'streaming'> }>;
+}
+
+export class ConversationFileError extends Error {
+  readonly code = 'BAD_CONVERSATION_FILE';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConversationFileError';
+  }
+}
+
+interface ExportContext {
+  settings: Settings | null;
+  /** The model's name, if one is loaded. */
+  model: string | null;
+  /** ms since the epoch. */
+  now: number;
+}
+
+export function conversationToJson(conversation: Conversation, ctx: ExportContext): string {
+  return `${JSON.stringify(
+    {
+      format: FILE_FORMAT,
+      version: FILE_VERSION,
+      title: conversation.title,
+      createdAt: conversation.createdAt,
+      exportedAt: ctx.now,
+      model: ctx.model,
+      settings: ctx.settings,
+      messages: conversation.messages.map(({ role, content, status, stats, error, createdAt }) => ({ role, content, status, stats, error, createdAt })),
+    },
+    null,
+    2,
+  )}\n`;
+}
+
+export function conversationToMarkdown(conversation: Conversation, ctx: ExportContext): string {
+  const lines = [`# ${conversation.title}`, ''];
+  const facts = [`Exported ${new Date(ctx.now).toISOString()}`];
+  if (ctx.model) facts.push(`model ${ctx.model}`);
+  if (ctx.settings) {
+    const s = ctx.settings;
+    facts.push(`max context ${s.maxContext}`, `max new tokens ${s.maxTokens}`, `temperature ${s.temperature}`, `top-k ${s.topK}`, `top-p ${s.topP}`, `min-p ${s.minP}`, `seed ${s.seed ?? 'random'}`);
+  }
+  lines.push(`_${facts.join(' · ')}_`, '');
+  if (ctx.settings?.systemPrompt) lines.push('## System', '', ctx.settings.systemPrompt, '');
+  for (const m of conversation.messages) {
+    lines.push(m.role === 'user' ? '## You' : m.role === 'assistant' ? '## Assistant' : '## System', '', m.content, '');
+    if (m.stats) lines.push(`_${statsLine(m.stats)}_`, '');
+    if (m.error) lines.push(`_Error: ${m.error}_`, '');
+  }
+  return `${lines.join('\n').trimEnd()}\n`;
+}
+
+function statsLine(s: AnswerStats): string {
+  if (s.generatedTokens === 0) return `${s.finishReason} before the first token · ${s.promptTokens} prompt tokens`;
+  return `${s.generatedTokens} tokens · TTFT ${Math.round(s.ttftMs)} ms · ${s.decodeTokensPerSec.toFixed(1)} tok/s · ${s.finishReason}`;
+}
+
+const ROLES = new Set(['user', 'assistant', 'system']);
+const STATUSES = new Set(['complete', 'cancelled', 'error', 'streaming']);
+
+/**
+ * Reads a JSON export back. An answer saved while it streamed comes back as interrupted ('error').
+ * @throws ConversationFileError naming what is wrong (not JSON, another format, a bad message).
+ */
+export function parseConversationFile(text: string): ImportedConversation {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (e) {
+    throw new ConversationFileError(`the file is not JSON (${(e as Error).message})`);
+  }
+  const file = data as Record<string, unknown> | null;
+  if (!file || typeof file !== 'object' || file.format !== FILE_FORMAT) {
+    throw new ConversationFileError(`the file is not a Ropewalk conversation export (format ${JSON.stringify(file?.format ?? null)?.slice(0, 60)})`);
+  }
+  if (file.version !== FILE_VERSION) throw new ConversationFileError(`the file's version ${JSON.stringify(file.version)} is not one this Ropewalk reads (${FILE_VERSION})`);
+  if (!Array.isArray(file.messages)) throw new ConversationFileError('the file has no messages list');
+  const title = typeof file.title === 'string' && file.title.trim() ? file.title.trim().slice(0, 200) : 'Imported chat';
+  const messages = file.messages.map((raw: unknown, i: number): ImportedConversation['messages'][number] => {
+    const m = raw as Record<string, unknown> | null;
+    if (!m || typeof m !== 'object' || typeof m.content !== 'string' || !ROLES.has(m.role as string)) {
+      throw new ConversationFileError(`message ${i + 1} needs a role (user, assistant or system) and text content`);
+    }
+    const status = STATUSES.has(m.status as string) ? (m.status as Message['status']) : 'complete';
+    return {
+      role: m.role as Message['role'],
+      content: m.content,
+      status: status === 'streaming' ? 'error' : status,
+      stats: m.stats && typeof m.stats === 'object' ? (m.stats as AnswerStats) : null,
+      error: typeof m.error === 'string' ? m.error : status === 'streaming' ? 'interrupted before it was exported' : null,
+    };
+  });
+  return { title, messages };
+}
+
+/** A file name for a conversation's export: its title, made safe, and the extension. */
+export function exportFileName(title: string, extension: 'md' | 'json'): string {
+  const base = title.replace(/[^\p{L}\p{N} ._-]+/gu, ' ').replace(/\s+/g, ' ').trim().slice(0, 60) || 'conversation';
+  return `${base}.${extension}`;
+}

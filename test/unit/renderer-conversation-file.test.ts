@@ -1,0 +1,72 @@
+/**
+ * renderer/lib/conversation-file.ts: a conversation exported to JSON reads back as the same
+ * messages (stats kept; an answer exported while streaming comes back as interrupted); Markdown
+ * carries the settings, the messages and each answer's stats; a file that is not an export, of
+ * another version, or with a bad message is refused with the reason.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Conversation, Settings } from '../../main/contract/types.ts';
+import { conversationToJson, conversationToMarkdown, exportFileName, parseConversationFile } from '../../renderer/lib/conversation-file.ts';
+
+const settings: Settings = {
+  maxContext: 2048,
+  maxTokens: 256,
+  temperature: 0.8,
+  topK: 40,
+  topP: 0.95,
+  minP: 0.05,
+  repetitionPenalty: 1,
+  seed: 7,
+  systemPrompt: 'Be brief.',
+  contextFullPolicy: 'stop',
+  executionProvider: 'cpu',
+  localServer: false,
+  localServerPort: 8756,
+  localServerCors: '',
+};
+const stats = { finishReason: 'stop' as const, promptTokens: 12, generatedTokens: 40, reusedTokens: 0, ttftMs: 42.4, prefillTokensPerSec: 900, decodeTokensPerSec: 55.55 };
+const conversation: Conversation = {
+  id: 'c1',
+  title: 'Math / notes?',
+  createdAt: 1,
+  updatedAt: 2,
+  messages: [
+    { id: 'm1', conversationId: 'c1', role: 'user', content: 'What is $x^2$?', status: 'complete', stats: null, error: null, createdAt: 1 },
+    { id: 'm2', conversationId: 'c1', role: 'assistant', content: 'A square.', status: 'complete', stats, error: null, createdAt: 2 },
+    { id: 'm3', conversationId: 'c1', role: 'assistant', content: 'Half', status: 'streaming', stats: null, error: null, createdAt: 3 },
+  ],
+};
+const ctx = { settings, model: 'stories260K', now: Date.UTC(2026, 10, 30) };
+
+describe('conversation files', () => {
+  it('JSON round trip keeps roles, text and stats; a streaming answer comes back interrupted', () => {
+    const back = parseConversationFile(conversationToJson(conversation, ctx));
+    assert.equal(back.title, 'Math / notes?');
+    assert.deepEqual(back.messages.slice(0, 2), [
+      { role: 'user', content: 'What is $x^2$?', status: 'complete', stats: null, error: null },
+      { role: 'assistant', content: 'A square.', status: 'complete', stats, error: null },
+    ]);
+    assert.deepEqual(back.messages[2], { role: 'assistant', content: 'Half', status: 'error', stats: null, error: 'interrupted before it was exported' });
+    assert.equal(JSON.parse(conversationToJson(conversation, ctx)).settings.seed, 7);
+  });
+
+  it('Markdown has the title, the settings, each message and the answer stats', () => {
+    const md = conversationToMarkdown(conversation, ctx);
+    assert.match(md, /^# Math \/ notes\?\n\n_Exported 2026-11-30T00:00:00.000Z · model stories260K · max context 2048 · max new tokens 256 · temperature 0.8 · top-k 40 · top-p 0.95 · min-p 0.05 · seed 7_\n/);
+    assert.match(md, /## System\n\nBe brief.\n/);
+    assert.match(md, /## You\n\nWhat is \$x\^2\$\?\n\n## Assistant\n\nA square.\n\n_40 tokens · TTFT 42 ms · 55.5 tok\/s · stop_\n/);
+  });
+
+  it('refuses what is not an export, with the reason', () => {
+    assert.throws(() => parseConversationFile('not json'), /the file is not JSON/);
+    assert.throws(() => parseConversationFile('{"format":"other"}'), /not a Ropewalk conversation export \(format "other"\)/);
+    assert.throws(() => parseConversationFile('{"format":"ropewalk.conversation","version":9,"messages":[]}'), /version 9 is not one this Ropewalk reads/);
+    assert.throws(() => parseConversationFile('{"format":"ropewalk.conversation","version":1,"messages":[{"role":"robot","content":"x"}]}'), /message 1 needs a role/);
+  });
+
+  it('file names come from the title, made safe', () => {
+    assert.equal(exportFileName('Math / notes?', 'md'), 'Math notes.md');
+    assert.equal(exportFileName('///', 'json'), 'conversation.json');
+  });
+});
