@@ -22,7 +22,7 @@ import { quantizeLinearWeights } from './gguf/quantized-weights.ts';
 import { summarizeWeights, type ImportedModel, type ModelManifest } from './manifest.ts';
 
 /** Bumped whenever the graph or bundle layout changes, so cached imports are rebuilt. */
-export const BUNDLE_BUILDER_VERSION = 3;
+export const BUNDLE_BUILDER_VERSION = 4;
 
 export const MODEL_FILE = 'model.onnx';
 export const MANIFEST_FILE = 'manifest.json';
