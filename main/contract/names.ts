@@ -12,6 +12,7 @@ export const METHOD_NAMES = [
   'stopGeneration',
   'regenerate',
   'editMessage',
+  'deleteMessage',
   'getBudget',
   'attachDocument',
   'openDocument',
@@ -22,7 +23,7 @@ export const METHOD_NAMES = [
   'openModel',
 ] as const;
 
-export const EVENT_NAMES = ['answerDelta', 'answerWaiting', 'answerPrefill', 'answerDone', 'budgetChanged', 'modelState', 'conversationsChanged'] as const;
+export const EVENT_NAMES = ['answerDelta', 'answerWaiting', 'answerPrefill', 'answerDone', 'budgetChanged', 'modelState', 'conversationsChanged', 'documentProgress'] as const;
 
 export type MethodName = (typeof METHOD_NAMES)[number];
 export type EventName = (typeof EVENT_NAMES)[number];

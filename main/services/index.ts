@@ -148,10 +148,16 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     },
     regenerate: ({ conversationId }) => chatService.regenerate(conversationId),
     editMessage: ({ conversationId, messageId, content }) => chatService.edit(conversationId, messageId, content),
+    deleteMessage: async ({ conversationId, messageId }) => {
+      const c = chatService.deleteMessage(conversationId, messageId);
+      void refreshBudget();
+      listChanged();
+      return c;
+    },
     getBudget: ({ conversationId, draft, documents: docs }) => budget.getBudget(conversationId, draft, docs),
     attachDocument: async ({ name, data }) => {
       await models.ready();
-      return documents.attach(name, Buffer.from(data, 'base64'));
+      return documents.attach(name, Buffer.from(data, 'base64'), (fraction) => emit('documentProgress', { name, fraction }));
     },
     openDocument: ({ id }) => documents.open(id),
     getSettings: async () => settingsService.get(),

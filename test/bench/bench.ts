@@ -7,23 +7,25 @@
  *   - RoPE path per step: ours (`ensure(P+1)` + `rows(P, 1)`, warm) vs the baseline that
  *     recomputes the cos/sin rows [0, P+1) every step (the `setdefault` bug), as a ratio;
  *   - the whole decode step (session.run + caches) and decode tokens/s;
- *   - the cost of moving the KV cache through onnxruntime-node: the same capacity holding only 16
- *     tokens (attention reads almost nothing, so what remains is the per-step transfer of the
- *     whole [1, Hkv, capacity, hd] buffers), and the step with present_* fetched as fresh outputs.
- *     Measured here: onnxruntime-node's step cost grows with the KV capacity even when present_*
- *     are bound to the past buffers, which is what the native/ IoBinding backend is for.
+ *   - what the KV capacity costs a step: the same capacity holding only 16 tokens (attention
+ *     reads almost nothing), and the step with present_* bound to the past buffers ('in-place')
+ *     instead of fetching only the new rows ('rows', the default): onnxruntime-node copies every
+ *     fetched output into a fresh buffer, so bound present_* move the whole
+ *     [1, Hkv, capacity, hd] buffers each step, which V8 then collects.
  * Figures are medians over repeated steps. It is a benchmark, not a test: it asserts nothing.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
+import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
 import { KvCache } from '../../main/engine/cache/kv-cache.ts';
 import { inverseFrequencies } from '../../main/engine/cache/inv-freq.ts';
 import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from '../../main/engine/model/decoder-graph.ts';
 import { layerWeight, type ModelConfig, type ModelWeights } from '../../main/engine/model/manifest.ts';
-import { DecoderSession } from '../../main/engine/model/session.ts';
+import { DecoderSession, type KvOutputs } from '../../main/engine/model/session.ts';
+import { Engine } from '../../main/engine/generate/engine.ts';
+import { writeSyntheticCheckpoint, type SyntheticSpec } from '../helpers/synthetic-hf.ts';
 
 const LENGTHS = (process.env.BENCH_LENGTHS ?? '256,2048,8192,32768').split(',').map(Number);
 const STEPS = Number(process.env.BENCH_STEPS ?? 12);
@@ -90,10 +92,17 @@ function recomputeTable(invFreq: Float64Array, end: number): { cos: Float32Array
   return { cos, sin };
 }
 
+/**
+ * The Hugging Face folder the loop, start and import sections use: Qwen3's tokenizer, full
+ * vocabulary (151,669) and attention shapes (16 query / 8 KV heads × 128), narrowed elsewhere
+ * (hidden 256, 4 layers, tied embeddings; about 190 MB float32) so it imports in seconds here.
+ */
+const BENCH_HF_MODEL: SyntheticSpec = { family: 'qwen3', hidden: 256, heads: 16, kvHeads: 8, headDim: 128, inter: 768, layers: 4, tied: true };
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (ms: number) => (ms < 0.01 ? `${(ms * 1000).toFixed(2)} µs` : `${ms.toFixed(3)} ms`);
 
-async function main(): Promise<void> {
+async function kvSteps(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-bench-'));
   try {
     const built = buildDecoderGraph(config, randomWeights(config));
@@ -113,7 +122,7 @@ async function main(): Promise<void> {
       const ours: number[] = [];
       const baseline: number[] = [];
       const step: number[] = [];
-      const copied: number[] = [];
+      const bound: number[] = [];
       const shortKv: number[] = [];
       for (let s = 0; s < STEPS + 2; s++) {
         const P = kv.length;
@@ -130,17 +139,17 @@ async function main(): Promise<void> {
         await session.run([7], cos, sin, kv);
         kv.commit(1);
         const tStep = performance.now() - t + tOurs;
-        // The same step with present_* fetched as fresh outputs (no in-place binding).
+        // The same step with present_* bound to the past buffers.
         kv.rewindTo(P);
         t = performance.now();
-        await session.run([7], cos, sin, kv, 'copied');
-        const tCopy = performance.now() - t + tOurs;
+        await session.run([7], cos, sin, kv, 'in-place');
+        const tBound = performance.now() - t + tOurs;
         kv.commit(1);
         if (s >= 2) {
           ours.push(tOurs);
           baseline.push(tBase);
           step.push(tStep);
-          copied.push(tCopy);
+          bound.push(tBound);
         }
       }
       // Same buffers, only 16 tokens held: what the step costs without the attention reads.
@@ -150,7 +159,7 @@ async function main(): Promise<void> {
         await session.run([7], rope.rows(16, 1).cos, rope.rows(16, 1).sin, kv);
         shortKv.push(performance.now() - t);
       }
-      const [o, b, st, cp, sh] = [median(ours), median(baseline), median(step), median(copied), median(shortKv)];
+      const [o, b, st, bd, sh] = [median(ours), median(baseline), median(step), median(bound), median(shortKv)];
       rows.push([
         String(L),
         fmt(o),
@@ -159,13 +168,13 @@ async function main(): Promise<void> {
         fmt(st),
         (1000 / st).toFixed(1),
         fmt(sh),
-        fmt(cp),
-        `${(cp / st).toFixed(2)}×`,
+        fmt(bd),
+        `${(bd / st).toFixed(2)}×`,
         String(kv.capacity),
         `${(kv.stats.bytes / 2 ** 20).toFixed(0)} MiB`,
       ]);
     }
-    const head = ['KV len', 'RoPE ours', 'RoPE recompute', 'ratio', 'decode step', 'tok/s', 'same cap, 16 tok', 'KV as fresh outputs', 'fresh/bound', 'KV cap', 'KV bytes'];
+    const head = ['KV len', 'RoPE ours', 'RoPE recompute', 'ratio', 'decode step', 'tok/s', 'same cap, 16 tok', 'present bound', 'bound/rows', 'KV cap', 'KV bytes'];
     const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
     const line = (r: string[]) => r.map((c, i) => c.padStart(widths[i])).join('  ');
     console.log(line(head));
@@ -173,6 +182,139 @@ async function main(): Promise<void> {
     await session.dispose();
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** GC entries seen by a PerformanceObserver, with their start times (ms, performance clock). */
+function watchGc(): { between(t0: number, t1: number): { all: number; major: number; ms: number }; stop(): void } {
+  const seen: { t: number; kind: number; ms: number }[] = [];
+  const obs = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) seen.push({ t: e.startTime, kind: (e as unknown as { detail?: { kind?: number } }).detail?.kind ?? 0, ms: e.duration });
+  });
+  obs.observe({ entryTypes: ['gc'] });
+  return {
+    between(t0, t1) {
+      const xs = seen.filter((g) => g.t >= t0 && g.t < t1);
+      return { all: xs.length, major: xs.filter((g) => g.kind === constants.NODE_PERFORMANCE_GC_MAJOR).length, ms: xs.reduce((a, g) => a + g.ms, 0) };
+    },
+    stop: () => obs.disconnect(),
+  };
+}
+
+/** Lets pending PerformanceObserver callbacks run. */
+const flushObservers = () => new Promise<void>((r) => setTimeout(r, 20));
+
+/**
+ * The decode loop against the session run it wraps: one Engine on a synthetic Qwen3 folder (real
+ * Qwen3 tokenizer and vocabulary, so logits are [151,669]) after a prompt of BENCH_LOOP_PROMPT
+ * tokens, and a second `DecoderSession` of the same bundle in the same process (same heap) run in
+ * a plain loop at the same context and KV capacity. The two are interleaved, one plain step
+ * between two engine steps, so both see the same load on a shared machine: an engine step is
+ * the interval between its token events minus the plain step run inside it (it covers the
+ * sampler, the detokenizer, the event and the forward). GCs per step from PerformanceObserver
+ * 'gc' entries, counted where they start. Then, for the record, the same plain loop with present_*
+ * bound to the past buffers ('in-place', what both loops did before 'rows'): onnxruntime-node
+ * copies every fetched output into a fresh buffer, so that moves the whole KV cache each step.
+ */
+async function loopVsPlain(model: string, cacheDir: string): Promise<void> {
+  const PROMPT = Number(process.env.BENCH_LOOP_PROMPT ?? 1024);
+  const engine = await Engine.load(model, { cacheDir, maxContext: 4 * PROMPT });
+  const c = engine.manifest.config;
+  const session = await DecoderSession.create(path.join(engine.info.bundleDir, 'model.onnx'), c, 'cpu');
+  const kv = new KvCache({ numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim, maxContext: engine.maxContext });
+  const rope = new RopeCache(c.rope, engine.maxContext);
+  const gc = watchGc();
+  type Window = [number, number];
+  const engineSteps: number[] = [];
+  const plainSteps: number[] = [];
+  const engineWindows: Window[] = [];
+  const plainWindows: Window[] = [];
+  const boundSteps: number[] = [];
+  const boundWindows: Window[] = [];
+  const plainStep = async (mode: KvOutputs = 'rows'): Promise<void> => {
+    const t = performance.now();
+    const P = kv.length;
+    rope.ensure(P + 1);
+    kv.ensure(P + 1);
+    const { cos, sin } = rope.rows(P, 1);
+    await session.run([7], cos, sin, kv, mode);
+    kv.commit(1);
+    const t1 = performance.now();
+    (mode === 'rows' ? plainSteps : boundSteps).push(t1 - t);
+    (mode === 'rows' ? plainWindows : boundWindows).push([t, t1]);
+  };
+  try {
+    const sampler = { temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, repetitionPenalty: 1.1, seed: 1 };
+    const ids = engine.tokenizer.encode('the rope walk is long '.repeat(Math.ceil(PROMPT / 5)), { addBos: false });
+    const prompt = engine.tokenizer.decode(ids.slice(0, PROMPT));
+    let tokens = 0;
+    let resumed = 0;
+    for await (const ev of engine.generate({ prompt, maxTokens: STEPS + 3, sampler, ignoreEos: true })) {
+      if (ev.type !== 'token' || ev.id < 0) continue;
+      const now = performance.now();
+      // From the third token on: the first came with prefill, the second with the KV growth.
+      if (++tokens === 2) {
+        kv.ensure(engine.kv.capacity);
+        kv.commit(engine.kv.length);
+      }
+      if (tokens > 2) {
+        engineSteps.push(now - resumed);
+        engineWindows.push([resumed, now]);
+      }
+      if (tokens >= 2 && tokens < STEPS + 2) await plainStep();
+      resumed = performance.now();
+    }
+    kv.rewindTo(kv.length - plainSteps.length);
+    for (let s = 0; s < plainSteps.length; s++) await plainStep('in-place');
+    await flushObservers();
+    const gcs = (ws: Window[]) => {
+      const sum = { all: 0, major: 0, ms: 0 };
+      for (const [a, b] of ws) {
+        const g = gc.between(a, b);
+        sum.all += g.all;
+        sum.major += g.major;
+        sum.ms += g.ms;
+      }
+      return `${(sum.all / ws.length).toFixed(1)} (${(sum.major / ws.length).toFixed(1)} major, ${fmt(sum.ms / ws.length)})`;
+    };
+    const [e, pl] = [median(engineSteps), median(plainSteps)];
+    console.log(`\ndecode loop vs plain session run, interleaved: vocab ${c.vocabSize}, ${c.numLayers} layers, context ${engine.kv.length - engineSteps.length}…${engine.kv.length}, KV capacity ${engine.kv.capacity} (${(engine.kv.stats.bytes / 2 ** 20).toFixed(0)} MiB), ${engineSteps.length} steps, medians`);
+    printTable(
+      ['loop', 'step', 'GCs per step'],
+      [
+        ['Engine.generate', fmt(e), gcs(engineWindows)],
+        ['plain DecoderSession.run', fmt(pl), gcs(plainWindows)],
+        ['ratio', `${(e / pl).toFixed(2)}×`, ''],
+        ["plain run, present bound ('in-place')", fmt(median(boundSteps)), gcs(boundWindows)],
+        ['bound / rows', `${(median(boundSteps) / pl).toFixed(2)}×`, ''],
+      ],
+    );
+  } finally {
+    gc.stop();
+    await session.dispose();
+    await engine.dispose();
+  }
+}
+
+function printTable(head: string[], rows: string[][]): void {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (r: string[]) => r.map((c, i) => c.padStart(widths[i])).join('  ');
+  console.log(line(head));
+  for (const r of rows) console.log(line(r));
+}
+
+const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'kv,loop').split(','));
+
+async function main(): Promise<void> {
+  if (SECTIONS.has('kv')) await kvSteps();
+  const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-bench-hf-'));
+  try {
+    const model = path.join(root, 'qwen3');
+    await writeSyntheticCheckpoint(model, BENCH_HF_MODEL);
+    const cacheDir = path.join(root, 'cache');
+    if (SECTIONS.has('loop')) await loopVsPlain(model, cacheDir);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
   }
 }
 

@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { InvalidOptionError } from '../../main/engine/errors.ts';
-import { collectCandidates, selectTopK, selectTopP, softmax } from '../../main/engine/sampling/logits-processors.ts';
+import { collectCandidates, collectTopK, narrowForTopP, selectTopK, selectTopP, softmax } from '../../main/engine/sampling/logits-processors.ts';
 import { Xoshiro128 } from '../../main/engine/sampling/prng.ts';
-import { Sampler, validateSamplerOptions, type SamplerOptions } from '../../main/engine/sampling/sampler.ts';
+import { Sampler, SamplerScratch, validateSamplerOptions, type SamplerOptions } from '../../main/engine/sampling/sampler.ts';
 
 const off: SamplerOptions = { temperature: 1, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1 };
 const greedy: SamplerOptions = { ...off, temperature: 0 };
@@ -112,14 +112,33 @@ describe('Sampler', () => {
     assert.throws(() => new Sampler({ ...greedy, repetitionPenalty: 2 }).sample(neg, [2]), /token id 2/);
   });
 
-  it('reuses its scratch buffers across steps', () => {
-    const s = new Sampler({ ...off, topK: 10, seed: 1 });
-    const logits = randomLogits(1000, 3);
-    s.sample(logits, []);
-    const scratch = s as unknown as { scores: Float64Array; probs: Float64Array; ids: Int32Array };
-    const before = [scratch.scores, scratch.probs, scratch.ids];
-    for (let i = 0; i < 50; i++) s.sample(logits, [1, 2, 3]);
-    assert.deepEqual([scratch.scores, scratch.probs, scratch.ids].map((b, i) => b === before[i]), [true, true, true]);
+  it('a lent SamplerScratch is used as is: same tokens as a sampler with its own, no new buffers', () => {
+    const opts = { ...off, temperature: 0.9, topK: 10, topP: 0.9, minP: 0.02, repetitionPenalty: 1.2, seed: 5 };
+    const scratch = new SamplerScratch(1000);
+    const buffers = [scratch.scores, scratch.probs, scratch.ids];
+    const lent = new Sampler(opts, scratch);
+    const own = new Sampler(opts);
+    const a: number[] = [];
+    const b: number[] = [];
+    for (let step = 0; step < 50; step++) {
+      const logits = randomLogits(1000, 200 + step);
+      a.push(lent.sample(logits, a));
+      b.push(own.sample(logits, b));
+    }
+    assert.deepEqual(a, b);
+    assert.deepEqual([scratch.scores, scratch.probs, scratch.ids].map((x, i) => x === buffers[i]), [true, true, true]);
+    // Written to: the lent buffers hold this sampler's work, not zeros.
+    assert.ok(scratch.ids.some((id) => id !== 0));
+    assert.throws(() => new SamplerScratch(0), /vocabulary size.*0/);
+  });
+
+  it('a lent SamplerScratch starts every generation with no drawn tokens (presence/frequency penalties)', () => {
+    const opts = { ...off, temperature: 0, presencePenalty: 2, frequencyPenalty: 1 };
+    const scratch = new SamplerScratch(300);
+    const generation = (s: Sampler) => Array.from({ length: 30 }, (_, step) => s.sample(randomLogits(300, 500 + step), []));
+    const fresh = generation(new Sampler(opts));
+    assert.deepEqual(generation(new Sampler(opts, scratch)), fresh);
+    assert.deepEqual(generation(new Sampler(opts, scratch)), fresh, 'the second generation on the same scratch');
   });
 
   it('rejects logits with nothing to sample', () => {
@@ -134,6 +153,7 @@ describe('logits processors against sort-based references', () => {
       const V = 50 + seed * 37;
       const raw = randomLogits(V, seed);
       if (seed % 3 === 0) for (let i = 0; i < V; i++) raw[i] = Math.round(raw[i]); // many ties
+      if (seed % 2 === 1) for (let i = 0; i < V; i++) raw[i] *= 4; // peaked: narrowing drops the tail
       const scores = Float64Array.from(raw);
       const ids = new Int32Array(V);
       const order = ranked(scores);
@@ -144,11 +164,21 @@ describe('logits processors against sort-based references', () => {
       assert.equal(n, k);
       assert.deepEqual([...ids.subarray(0, n)].sort((a, b) => a - b), order.slice(0, k).sort((a, b) => a - b));
 
+      // The one-pass heap: the same set, also when NaN and -Infinity are present.
+      const holed = Float64Array.from(scores);
+      holed[seed % V] = NaN;
+      holed[(seed * 7) % V] = -Infinity;
+      const holedOrder = order.filter((id) => holed[id] > -Infinity);
+      const h = collectTopK(holed, ids, k);
+      assert.equal(h, Math.min(k, holedOrder.length));
+      assert.deepEqual([...ids.subarray(0, h)].sort((a, b) => a - b), holedOrder.slice(0, k).sort((a, b) => a - b));
+
       n = collectCandidates(scores, ids);
       const probs = new Float64Array(V);
       softmax(ids, n, scores, probs);
       const p = 0.05 + (seed % 10) * 0.1;
-      const m = selectTopP(ids, n, scores, probs, p);
+      // Narrowing first (what the sampler does) keeps the nucleus.
+      const m = selectTopP(ids, narrowForTopP(ids, n, probs, p), scores, probs, p);
       let mass = 0;
       let want = 0;
       while (want < V && mass < p) mass += probs[order[want++]];

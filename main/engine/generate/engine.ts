@@ -17,7 +17,7 @@ import { resolveModel, type ImportProgress, type LoadedBundle, type QuantizeOpti
 import type { ModelManifest } from '../model/manifest.ts';
 import { availableMemory, bundleBytes, checkMemory, estimateMemory } from '../model/memory.ts';
 import { DecoderSession, type ExecutionProvider, type SessionInfo } from '../model/session.ts';
-import { Sampler, validateSamplerOptions } from '../sampling/sampler.ts';
+import { Sampler, SamplerScratch, validateSamplerOptions } from '../sampling/sampler.ts';
 import { StreamDecoder } from '../tokenizer/stream-decoder.ts';
 import { TextTokenizer } from '../tokenizer/tokenizer.ts';
 import { StopStrings } from './stop-strings.ts';
@@ -84,6 +84,8 @@ export class Engine {
   private readonly session: DecoderSession;
   private readonly prefillChunk: number;
   private readonly bundle: LoadedBundle;
+  /** The sampler's [V] work buffers, lent to every generation (none allocates its own). */
+  private readonly samplerScratch: SamplerScratch;
   /** Token ids whose keys/values are in the KV cache, in order (length == kv.length). */
   private cachedTokens: number[] = [];
   private busy = false;
@@ -104,6 +106,7 @@ export class Engine {
     this.prefillChunk = opts.prefillChunk ?? 256;
     this.rope = new RopeCache(c.rope, this.maxContext);
     this.kv = new KvCache({ numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim, maxContext: this.maxContext });
+    this.samplerScratch = new SamplerScratch(c.vocabSize);
   }
 
   /**
@@ -195,7 +198,7 @@ export class Engine {
     if (!Number.isInteger(req.maxTokens) || req.maxTokens < 1) {
       throw new InvalidOptionError('max tokens', `${req.maxTokens} is not a positive integer`);
     }
-    const sampler = new Sampler(validateSamplerOptions(req.sampler));
+    const sampler = new Sampler(validateSamplerOptions(req.sampler), this.samplerScratch);
     const stops = new StopStrings(req.stop);
     const prompt = this.encodeRequest(req, this.maxContext);
     if (prompt.length > this.maxContext) throw new ContextOverflowError(prompt.length, this.maxContext, 'the prompt');

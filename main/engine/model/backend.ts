@@ -2,7 +2,9 @@
  * The one interface the engine runs a decoder through (ARCHITECTURE.md, "Processes": "Backend
  * interface"), and the choice between its two implementations:
  *   - `js`: onnxruntime-node's JS API (session.ts). Portable, the oracle; the KV cache lives in
- *     the KvCache's host buffers and crosses the binding on every run (O(capacity) per step).
+ *     the KvCache's host buffers, fed as past_* without a copy; a step fetches only the new rows
+ *     and writes them there, while ONNX Runtime copies the held rows into its own present_*
+ *     (O(context) memcpy per step, nothing proportional to the capacity reaches JavaScript).
  *   - `native`: the native/ addon over ONNX Runtime's C API (native-session.ts). The KV cache
  *     lives in addon memory bound once per growth with IoBinding; a step moves only the new rows,
  *     the RoPE rows (wrapped, not copied) and the last position's logits.

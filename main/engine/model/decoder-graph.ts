@@ -137,6 +137,11 @@ export function buildDecoderGraph(config: ModelConfig, weights: BundleWeights, o
     );
     g.output(io.presentKey(i), DataType.FLOAT, [1, Hkv, 'C', hd]);
     g.output(io.presentValue(i), DataType.FLOAT, [1, Hkv, 'C', hd]);
+    // The new rows alone, for backends that write the KV cache themselves (session.ts 'rows').
+    g.node('Identity', [k], [io.newKey(i)]);
+    g.node('Identity', [v], [io.newValue(i)]);
+    g.output(io.newKey(i), DataType.FLOAT, [1, 'T', Hkv * hd]);
+    g.output(io.newValue(i), DataType.FLOAT, [1, 'T', Hkv * hd]);
     x = g.op('Add', [x, linear(attn, L('self_attn.o_proj'), D, Hq * hd, false)]);
 
     const h2 = rmsNorm(x, L('post_attention_layernorm.weight'), D);

@@ -10,7 +10,11 @@
  *   past_value_{i}   float32 [1, Hkv, C, headDim]
  * outputs:
  *   logits           float32 [1, V]     last position only
- *   present_key_{i}, present_value_{i}  same buffers as past (appended in place)
+ *   new_key_{i}      float32 [1, T, Hkv·headDim]  layer i's keys of the T new positions (after
+ *   new_value_{i}    float32 [1, T, Hkv·headDim]  RoPE) and values: what a backend that cannot
+ *                                                 bind present to past writes into its KV cache
+ *   present_key_{i}, present_value_{i}  [1, Hkv, C, headDim]: bound to the past buffers, the
+ *                                       new positions are appended in place (IoBinding)
  */
 export const INPUT_IDS = 'input_ids';
 export const ROPE_COS = 'rope_cos';
@@ -20,5 +24,7 @@ export const TOTAL_SEQ_LEN = 'total_seq_len';
 export const LOGITS = 'logits';
 export const pastKey = (layer: number): string => `past_key_${layer}`;
 export const pastValue = (layer: number): string => `past_value_${layer}`;
+export const newKey = (layer: number): string => `new_key_${layer}`;
+export const newValue = (layer: number): string => `new_value_${layer}`;
 export const presentKey = (layer: number): string => `present_key_${layer}`;
 export const presentValue = (layer: number): string => `present_value_${layer}`;

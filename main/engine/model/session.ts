@@ -1,20 +1,32 @@
 /**
  * The ONNX Runtime session of one decoder bundle, and one `run` per prefill chunk or decode step.
  * It binds the graph contract (`io-names.ts`): token ids, the RoPE rows the engine computed, and
- * the KV cache buffers, which are fed as `past_*` and fetched as `present_*` through the SAME
- * pre-allocated tensors, so GroupQueryAttention appends in place.
+ * the KV cache buffers, fed as `past_*` without a copy.
+ *
+ * How the new keys/values reach the KV cache (`kvOutputs`):
+ *   - 'rows' (default): only logits and the T new rows (`new_key_*` / `new_value_*`) are
+ *     fetched, and the session writes the rows into the KV buffers at positions P … P+T−1.
+ *     ONNX Runtime then keeps present_* to itself (GroupQueryAttention copies the valid past into
+ *     them in C++), so a step hands JavaScript nothing proportional to the KV capacity.
+ *   - 'in-place': present_* are fetched through the past tensors (GroupQueryAttention appends
+ *     in place), the layout IoBinding gives a native backend; but onnxruntime-node 1.30 returns
+ *     every fetched output as a fresh copy, so each step allocates the whole KV cache again and
+ *     V8 collects it (4–5 GCs per step, measured in `npm run bench`). Kept for the benchmark.
  *
  * Execution providers: `cpu` (always available) and `cuda` (only where onnxruntime-node's CUDA
  * libraries are installed; when it cannot load, the session falls back to CPU and says why).
  */
 import * as ort from 'onnxruntime-node';
-import { ModelLoadError, SessionRunError } from '../errors.ts';
+import { InvalidOptionError, ModelLoadError, SessionRunError } from '../errors.ts';
 import type { KvCache } from '../cache/kv-cache.ts';
 import * as io from './io-names.ts';
 import type { DecoderBackend, ExecutionProvider, SessionInfo } from './backend.ts';
 import type { ModelConfig } from './manifest.ts';
 
 export type { ExecutionProvider, SessionInfo } from './backend.ts';
+
+/** How a run's new keys/values reach the KV cache; see the file comment. */
+export type KvOutputs = 'rows' | 'in-place';
 
 // ONNX Runtime's own log goes straight to stderr (a failed CUDA load prints a red multi-line
 // error there); every failure we care about reaches us as an exception and is reported as one
@@ -24,16 +36,23 @@ ort.env.logLevel = 'fatal';
 /** The JS-API backend: one decoder session. Not re-entrant: one `run` at a time (the engine serializes). */
 export class DecoderSession implements DecoderBackend {
   readonly info: SessionInfo;
-  /** The KvCache's Float32Arrays are the KV cache, fed and fetched on every run. */
+  /** The KvCache's Float32Arrays are the KV cache: fed on every run, the new rows written into them. */
   readonly kvOnHost = true;
   private readonly session: ort.InferenceSession;
   private readonly config: ModelConfig;
   private readonly logits: ort.Tensor;
-  /** Inputs and outputs of every run; the per-step entries are replaced in place. */
+  /** Inputs and outputs of every run; the per-step entries are filled in place. */
   private readonly feeds: Record<string, ort.Tensor> = {};
+  /** 'in-place' fetches: logits and present_* bound to the past tensors. */
   private readonly fetches: Record<string, ort.Tensor>;
+  /** 'rows' fetches: logits and new_key_* / new_value_* [1, T, Hkv·headDim], rebuilt when T changes. */
+  private readonly rowFetches: Record<string, ort.Tensor>;
   /** Layer 0's key buffer the KV entries wrap (a growth replaces it). */
   private boundKey0: Float32Array | null = null;
+  /** T of the bound input_ids / rope_cos / rope_sin tensors (rebuilt only when T changes). */
+  private boundT = 0;
+  private readonly seqlensK = new Int32Array(1);
+  private readonly totalSeqLen = new Int32Array(1);
 
   private constructor(session: ort.InferenceSession, config: ModelConfig, info: SessionInfo) {
     this.session = session;
@@ -41,6 +60,9 @@ export class DecoderSession implements DecoderBackend {
     this.info = info;
     this.logits = new ort.Tensor('float32', new Float32Array(config.vocabSize), [1, config.vocabSize]);
     this.fetches = { [io.LOGITS]: this.logits };
+    this.rowFetches = { [io.LOGITS]: this.logits };
+    this.feeds[io.SEQLENS_K] = new ort.Tensor('int32', this.seqlensK, [1]);
+    this.feeds[io.TOTAL_SEQ_LEN] = new ort.Tensor('int32', this.totalSeqLen, []);
   }
 
   /**
@@ -76,34 +98,39 @@ export class DecoderSession implements DecoderBackend {
    * hold the new keys/values at rows P … P+T−1 (the caller commits them).
    * @param tokenIds T token ids.
    * @param cos, sin RoPE rows, float32 [T, R/2] (views into the RoPE cache).
-   * @param kvOutputs 'in-place' (default) binds present_* to the past buffers; 'copied' lets
-   *   ONNX Runtime return them as fresh outputs, which onnxruntime-node copies into new JS
-   *   buffers. Only the benchmark uses 'copied', to put that O(capacity) cost on record; the
-   *   KV cache is not updated then.
+   * @param kvOutputs how the new keys/values reach the KV cache (file comment); 'rows' unless
+   *   measuring.
    * @returns logits float32 [V] of the last position; the array is reused by the next run.
    * @throws SessionRunError with the input shapes when ONNX Runtime fails.
+   *
+   * A 'rows' run with the same T as the previous one (every decode step) allocates nothing of
+   * ours: inputs and fetches are filled in place. onnxruntime-node still returns each fetched
+   * output as a fresh copy: logits [V] and the new rows, nothing of the KV capacity.
    */
   async run(
     tokenIds: ArrayLike<number>,
     cos: Float32Array,
     sin: Float32Array,
     kv: KvCache,
-    kvOutputs: 'in-place' | 'copied' = 'in-place',
+    kvOutputs: KvOutputs = 'rows',
   ): Promise<Float32Array> {
     const T = tokenIds.length;
     const P = kv.length;
     const half = this.config.rope.rotaryDim / 2;
-    const ids = new BigInt64Array(T);
-    for (let i = 0; i < T; i++) ids[i] = BigInt(tokenIds[i]);
-    // Only the five small per-step inputs change; the KV entries stay bound until a growth.
+    // Only the small per-step inputs change; the KV entries stay bound until a growth.
     this.bindKv(kv);
+    this.bindStepInputs(T);
+    if (cos.length !== T * half || sin.length !== T * half) {
+      throw new InvalidOptionError('RoPE rows', `expected ${T} × ${half} cos/sin values, got ${cos.length} and ${sin.length}`);
+    }
     const feeds = this.feeds;
-    feeds[io.INPUT_IDS] = new ort.Tensor('int64', ids, [1, T]);
-    feeds[io.ROPE_COS] = new ort.Tensor('float32', cos, [T, half]);
-    feeds[io.ROPE_SIN] = new ort.Tensor('float32', sin, [T, half]);
-    feeds[io.SEQLENS_K] = new ort.Tensor('int32', Int32Array.of(P + T - 1), [1]);
-    feeds[io.TOTAL_SEQ_LEN] = new ort.Tensor('int32', Int32Array.of(P + T), []);
-    const fetches = kvOutputs === 'in-place' ? this.fetches : this.freshKvFetches();
+    const ids = feeds[io.INPUT_IDS].data as BigInt64Array;
+    for (let i = 0; i < T; i++) ids[i] = BigInt(tokenIds[i]);
+    (feeds[io.ROPE_COS].data as Float32Array).set(cos);
+    (feeds[io.ROPE_SIN].data as Float32Array).set(sin);
+    this.seqlensK[0] = P + T - 1;
+    this.totalSeqLen[0] = P + T;
+    const fetches = kvOutputs === 'rows' ? this.rowFetches : this.fetches;
     try {
       await this.session.run(feeds, fetches);
     } catch (e) {
@@ -111,7 +138,17 @@ export class DecoderSession implements DecoderBackend {
       for (const [k, t] of Object.entries(feeds)) if (!k.startsWith('past_') || k.endsWith('_0')) shapes[k] = t.dims;
       throw new SessionRunError(firstLine(e), shapes, { cause: e });
     }
+    if (kvOutputs === 'rows') this.writeRows(kv, P, T);
     return this.logits.data as Float32Array;
+  }
+
+  /** Copies the fetched new rows of every layer into the KV cache at positions P … P+T−1. */
+  private writeRows(kv: KvCache, P: number, T: number): void {
+    const c = this.config;
+    for (let i = 0; i < c.numLayers; i++) {
+      scatterRows(this.rowFetches[io.newKey(i)].data as Float32Array, kv.key(i), P, T, c.numKvHeads, c.headDim, kv.capacity);
+      scatterRows(this.rowFetches[io.newValue(i)].data as Float32Array, kv.value(i), P, T, c.numKvHeads, c.headDim, kv.capacity);
+    }
   }
 
   /**
@@ -131,16 +168,43 @@ export class DecoderSession implements DecoderBackend {
     this.boundKey0 = kv.key(0);
   }
 
-  /** Fetches that let ONNX Runtime allocate present_* (the benchmark's 'copied' mode). */
-  private freshKvFetches(): ort.InferenceSession.FetchesType {
-    const fetches: Record<string, ort.Tensor | null> = { [io.LOGITS]: this.logits };
-    for (let i = 0; i < this.config.numLayers; i++) fetches[io.presentKey(i)] = fetches[io.presentValue(i)] = null;
-    return fetches as ort.InferenceSession.FetchesType;
+  /**
+   * (Re)creates the input_ids [1, T] and rope_cos / rope_sin [T, R/2] tensors, and the 'rows'
+   * fetches [1, T, Hkv·headDim], when T differs from the last run's, so consecutive runs of one
+   * size (decode steps) reuse them.
+   */
+  private bindStepInputs(T: number): void {
+    if (this.boundT === T) return;
+    const c = this.config;
+    const half = c.rope.rotaryDim / 2;
+    this.feeds[io.INPUT_IDS] = new ort.Tensor('int64', new BigInt64Array(T), [1, T]);
+    this.feeds[io.ROPE_COS] = new ort.Tensor('float32', new Float32Array(T * half), [T, half]);
+    this.feeds[io.ROPE_SIN] = new ort.Tensor('float32', new Float32Array(T * half), [T, half]);
+    const width = c.numKvHeads * c.headDim;
+    for (let i = 0; i < c.numLayers; i++) {
+      this.rowFetches[io.newKey(i)] = new ort.Tensor('float32', new Float32Array(T * width), [1, T, width]);
+      this.rowFetches[io.newValue(i)] = new ort.Tensor('float32', new Float32Array(T * width), [1, T, width]);
+    }
+    this.boundT = T;
   }
 
   /** Releases the native session. */
   async dispose(): Promise<void> {
     await this.session.release();
+  }
+}
+
+/**
+ * Writes rows [1, T, H·hd] (token-major) into a KV buffer [1, H, C, hd] (head-major, BNSH) at
+ * positions P … P+T−1. A plain loop, so a decode step allocates no views.
+ */
+function scatterRows(src: Float32Array, dst: Float32Array, P: number, T: number, H: number, hd: number, C: number): void {
+  for (let t = 0; t < T; t++) {
+    for (let h = 0; h < H; h++) {
+      const from = (t * H + h) * hd;
+      const to = (h * C + P + t) * hd;
+      for (let d = 0; d < hd; d++) dst[to + d] = src[from + d];
+    }
   }
 }
 

@@ -129,6 +129,90 @@ export function selectTopK(ids: Int32Array, n: number, scores: Float64Array, k: 
 }
 
 /**
+ * Top-k straight from the scores, for k much smaller than V: one pass over `scores` keeping the
+ * k best candidates (score > −∞, NaN excluded) in a bounded heap whose root is the worst kept,
+ * so a token that does not beat the root costs one comparison. Same set as
+ * `collectCandidates` + `selectTopK`, in O(V + k·log k·(replacements)) instead of partitions
+ * over the whole vocabulary. Kept ids come back in ids[0, m) in heap order.
+ * @param k ≥ 1.
+ * @returns m = min(k, number of candidates).
+ */
+export function collectTopK(scores: Float64Array, ids: Int32Array, k: number): number {
+  let m = 0;
+  // The root (worst kept), cached: most tokens are rejected by this one comparison.
+  let worstScore = Infinity;
+  let worstId = -1;
+  for (let i = 0; i < scores.length; i++) {
+    const s = scores[i];
+    if (!(s > -Infinity)) continue;
+    if (m < k) {
+      // Append and sift up: parents rank after (are worse than) their children.
+      let c = m++;
+      while (c > 0) {
+        const parent = (c - 1) >> 1;
+        if (!before(scores, ids[parent], i)) break;
+        ids[c] = ids[parent];
+        c = parent;
+      }
+      ids[c] = i;
+    } else if (s > worstScore || (s === worstScore && i < worstId)) {
+      siftDownWorst(scores, ids, m, i);
+    } else {
+      continue;
+    }
+    worstId = ids[0];
+    worstScore = scores[worstId];
+  }
+  return m;
+}
+
+/** Puts `id` at the root of the heap ids[0, m) (root = worst) and restores the heap order. */
+function siftDownWorst(scores: Float64Array, ids: Int32Array, m: number, id: number): void {
+  let c = 0;
+  for (;;) {
+    const l = 2 * c + 1;
+    if (l >= m) break;
+    const r = l + 1;
+    // The worse child (ranks later) moves up.
+    const w = r < m && before(scores, ids[l], ids[r]) ? r : l;
+    if (!before(scores, id, ids[w])) break;
+    ids[c] = ids[w];
+    c = w;
+  }
+  ids[c] = id;
+}
+
+/**
+ * Narrows a large candidate list before top-p without changing its result: moves to ids[0, c)
+ * every candidate with prob ≥ t, lowering t (÷16 from 1/n, at most 6 passes) until their mass
+ * exceeds p. Such a
+ * set is closed under rank (a better-ranked token never has a smaller prob), so when its mass
+ * exceeds p the nucleus lies inside it and `selectTopP` on ids[0, c) finds the same nucleus.
+ * Peaked distributions, the usual case, end after one pass with c ≪ n.
+ * @param probs  normalized over ids[0, n) (see `softmax`).
+ * @returns c, the candidate count to give `selectTopP` (n when nothing can be dropped).
+ */
+export function narrowForTopP(ids: Int32Array, n: number, probs: Float64Array, p: number): number {
+  if (p >= 1) return n;
+  let c = 0;
+  let mass = 0;
+  for (let pass = 0, t = 1 / n; pass < 6; pass++, t /= 16) {
+    for (let j = c; j < n; j++) {
+      const id = ids[j];
+      if (probs[id] >= t) {
+        ids[j] = ids[c];
+        ids[c++] = id;
+        mass += probs[id];
+      }
+    }
+    // A margin over p keeps summation-order rounding from cutting the nucleus short.
+    if (mass > p + 1e-9) return c;
+    if (c === n) return n;
+  }
+  return n;
+}
+
+/**
  * Softmax over the candidates: probs[id] = exp(scores[id] − max) / Σ, for id in ids[0, n);
  * other entries of `probs` are left stale. Subtracting the max keeps exp finite.
  * @param probs  [V] float64 scratch, indexed by token id.

@@ -4,8 +4,12 @@
  *   - repetition penalty, presence/frequency penalties (over the tokens this sampler drew), then greedy (temperature 0: argmax, ties → lowest id) or
  *     temperature → top-k → top-p → min-p → softmax → one seeded draw (Hugging Face's order);
  *   - the same seed and the same inputs give the same token sequence;
- *   - a step allocates nothing once the scratch buffers (sized V) exist; the logits are never
- *     modified (they may be a buffer the backend reuses).
+ *   - a step allocates nothing once the scratch buffers (sized V) exist, and a generation none
+ *     when it is lent a `SamplerScratch`; the logits are never modified (they may be a buffer
+ *     the backend reuses);
+ *   - a step's cost is O(V) passes plus work on the candidates: top-k with a small k keeps a
+ *     bounded heap instead of partitioning the vocabulary, and top-p first drops the tail by
+ *     probability threshold (measured in `npm run bench`).
  * The rules themselves live in `logits-processors.ts`, the generator in `prng.ts`.
  */
 import { randomInt } from 'node:crypto';
@@ -15,7 +19,9 @@ import {
   applyRepetitionPenalty,
   argmax,
   collectCandidates,
+  collectTopK,
   filterMinP,
+  narrowForTopP,
   sampleIndex,
   selectTopK,
   selectTopP,
@@ -94,6 +100,42 @@ export function validateSamplerOptions(o: SamplerOptions): SamplerOptions {
   return clean;
 }
 
+/**
+ * The sampler's work buffers for a vocabulary of V tokens: scores [V] float64 (working logits),
+ * probs [V] float64 (valid for the current candidates), ids [V] int32 (candidate token ids),
+ * drawn [V] int32 (how often each id was returned in this generation, for the presence/frequency
+ * penalties) and drawnIds (the distinct ids with drawn[id] > 0). An engine keeps one per model
+ * and lends it to each generation's `Sampler`, so neither a step nor a new generation allocates
+ * anything proportional to V. Not shared by concurrent samplers.
+ */
+export class SamplerScratch {
+  readonly scores: Float64Array;
+  readonly probs: Float64Array;
+  readonly ids: Int32Array;
+  readonly drawn: Int32Array;
+  readonly drawnIds: number[] = [];
+
+  /** @throws InvalidOptionError when V is not a positive integer. */
+  constructor(readonly vocabSize: number) {
+    if (!Number.isInteger(vocabSize) || vocabSize < 1) {
+      throw new InvalidOptionError('vocabulary size', `expected a positive integer, got ${quote(vocabSize)}`);
+    }
+    this.scores = new Float64Array(vocabSize);
+    this.probs = new Float64Array(vocabSize);
+    this.ids = new Int32Array(vocabSize);
+    this.drawn = new Int32Array(vocabSize);
+  }
+
+  /** Forgets the drawn counts of the previous generation (O(distinct ids drawn)). */
+  resetDrawn(): void {
+    for (const id of this.drawnIds) this.drawn[id] = 0;
+    this.drawnIds.length = 0;
+  }
+}
+
+/** Top-k above this fraction of the vocabulary goes through partitions instead of a heap. */
+const HEAP_TOP_K_FRACTION = 1 / 16;
+
 /** Chooses next tokens from logits; one instance per generation (it owns the PRNG state). */
 export class Sampler {
   /** The validated options. */
@@ -101,18 +143,20 @@ export class Sampler {
   /** The seed in use: `options.seed`, or a random one drawn at construction (to replay a run). */
   readonly seed: number;
   private readonly rng: Xoshiro128;
-  // Scratch sized V, allocated on the first step and when V changes.
-  private scores = new Float64Array(0); // [V] working logits
-  private probs = new Float64Array(0); // [V] probabilities, valid for current candidates
-  private ids = new Int32Array(0); // [V] candidate token ids
-  private drawn = new Int32Array(0); // [V] how often each id was returned (presence/frequency penalties)
-  private drawnIds: number[] = []; // the distinct ids with drawn[id] > 0
+  /** Work buffers sized V: the lent ones, or our own made on the first step (and when V changes). */
+  private scratch: SamplerScratch | null;
 
-  /** @throws InvalidOptionError for bad options (see `validateSamplerOptions`). */
-  constructor(opts: SamplerOptions) {
+  /**
+   * @param scratch work buffers to use while V equals `scratch.vocabSize` (see `SamplerScratch`);
+   *   its drawn counts are reset here, as this sampler's generation starts.
+   * @throws InvalidOptionError for bad options (see `validateSamplerOptions`).
+   */
+  constructor(opts: SamplerOptions, scratch?: SamplerScratch) {
     this.options = Object.freeze(validateSamplerOptions(opts));
     this.seed = this.options.seed ?? randomInt(0, 2 ** 48 - 1);
     this.rng = new Xoshiro128(this.seed);
+    this.scratch = scratch ?? null;
+    scratch?.resetDrawn();
   }
 
   /**
@@ -127,27 +171,22 @@ export class Sampler {
   sample(logits: Float32Array, previousTokens: ArrayLike<number>): number {
     const V = logits.length;
     if (V === 0) throw new InvalidOptionError('logits', 'expected at least one logit, got an empty array');
-    if (this.scores.length !== V) {
-      this.scores = new Float64Array(V);
-      this.probs = new Float64Array(V);
-      this.ids = new Int32Array(V);
-      this.drawn = new Int32Array(V);
-      this.drawnIds = [];
-    }
-    const token = this.choose(logits, previousTokens);
-    if (this.drawn[token]++ === 0) this.drawnIds.push(token);
+    if (this.scratch?.vocabSize !== V) this.scratch = new SamplerScratch(V);
+    const scratch = this.scratch;
+    const token = this.choose(logits, previousTokens, scratch);
+    if (scratch.drawn[token]++ === 0) scratch.drawnIds.push(token);
     return token;
   }
 
-  private choose(logits: Float32Array, previousTokens: ArrayLike<number>): number {
+  private choose(logits: Float32Array, previousTokens: ArrayLike<number>, scratch: SamplerScratch): number {
     const V = logits.length;
     const { temperature, topK, topP, minP, repetitionPenalty, presencePenalty = 0, frequencyPenalty = 0 } = this.options;
-    const scores = this.scores;
+    const { scores, probs, ids } = scratch;
     scores.set(logits);
 
     // 1. Repetition penalty on the raw logits, then OpenAI's presence/frequency penalties.
     if (repetitionPenalty !== 1) applyRepetitionPenalty(scores, logits, previousTokens, repetitionPenalty);
-    if (presencePenalty !== 0 || frequencyPenalty !== 0) applyPresenceFrequencyPenalty(scores, this.drawn, this.drawnIds, presencePenalty, frequencyPenalty);
+    if (presencePenalty !== 0 || frequencyPenalty !== 0) applyPresenceFrequencyPenalty(scores, scratch.drawn, scratch.drawnIds, presencePenalty, frequencyPenalty);
 
     // 2. Greedy: no randomness, no softmax.
     if (temperature === 0) {
@@ -159,16 +198,20 @@ export class Sampler {
     // 3. Temperature.
     if (temperature !== 1) for (let i = 0; i < V; i++) scores[i] /= temperature;
 
-    // 4. Candidates, top-k.
-    const ids = this.ids;
-    let n = collectCandidates(scores, ids);
-    if (n === 0) throw noFiniteLogits(V);
-    n = selectTopK(ids, n, scores, topK);
+    // 4. Candidates, top-k (a small k in one pass over V; otherwise partitions).
+    let n: number;
+    if (topK > 0 && topK <= V * HEAP_TOP_K_FRACTION) {
+      n = collectTopK(scores, ids, topK);
+      if (n === 0) throw noFiniteLogits(V);
+    } else {
+      n = collectCandidates(scores, ids);
+      if (n === 0) throw noFiniteLogits(V);
+      n = selectTopK(ids, n, scores, topK);
+    }
 
-    // 5. Softmax over the candidates, top-p, min-p.
-    const probs = this.probs;
+    // 5. Softmax over the candidates, top-p (on a narrowed list, same nucleus), min-p.
     softmax(ids, n, scores, probs);
-    n = selectTopP(ids, n, scores, probs, topP);
+    n = selectTopP(ids, narrowForTopP(ids, n, probs, topP), scores, probs, topP);
     n = filterMinP(ids, n, probs, minP);
 
     // 6. One draw from what is left (renormalized implicitly).
