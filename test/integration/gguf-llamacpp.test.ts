@@ -98,8 +98,8 @@ test('a Qwen3 GGUF (half RoPE layout, q/k norms, tied embedding) agrees with lla
   for (const type of ['F32', 'Q8_0'] as const) {
     const file = qwen3File(type);
     const engine = await Engine.load(file, { cacheDir: path.join(tmp, 'cache') });
-    // 2 layers × (q, k, v, o, gate, up, down) + the tied classifier.
-    assert.equal(engine.info.weights.formats, type === 'F32' ? 'float32 ×24' : 'float32 ×10, q8 (Q8_0) ×15');
+    // Norms 2 × 4 + 1 and, in Q8_0, 2 layers × (q, k, v, o, gate, up, down) + the tied embedding.
+    assert.equal(engine.info.weights.formats, type === 'F32' ? 'float32 ×24' : 'float32 ×9, q8 (Q8_0) ×15');
     let done: Extract<GenerationEvent, { type: 'done' }> | null = null;
     for await (const ev of engine.generate({ prompt: 'The quick brown fox', maxTokens: 16, sampler: GREEDY, ignoreEos: true })) if (ev.type === 'done') done = ev;
     await engine.dispose();

@@ -126,7 +126,7 @@ export class Engine {
     const estimate = await estimateMemory(m, bundle.dir, maxContext);
     checkMemory(estimate, maxContext, opts.availableMemoryBytes ?? availableMemory(), bundle.dir);
     const weights: ModelWeightsInfo = {
-      formats: Object.entries(m.weights?.counts ?? { float32: 0 }).map(([f, n]) => `${f} ×${n}`).join(', '),
+      formats: Object.entries(m.weights?.counts ?? { float32: 0 }).sort().map(([f, n]) => `${f} ×${n}`).join(', '),
       bundleBytes: await bundleBytes(bundle.dir),
       residentBytes: estimate.weightBytes,
     };

@@ -127,7 +127,7 @@ async function resolveModelUnchecked(source: string, cacheDir: string, onProgres
     : src.kind === 'gguf' ? await importGguf(src.path, { sourceHash })
     : await importHuggingFace(src.path, { sourceHash });
   imported.manifest.source = { kind: src.kind, path: src.path, sha256: sourceHash };
-  if (quantize) imported.weights = quantizeLinearWeights(imported.weights, quantize === 'q4' ? 4 : 8, imported.manifest.config.tiedEmbeddings);
+  if (quantize) imported.weights = quantizeLinearWeights(imported.weights, quantize === 'q4' ? 4 : 8);
   await writeBundle(imported, dir, onProgress);
   onProgress?.({ phase: 'write', fraction: 1 });
   return loadBundle(dir);

@@ -59,10 +59,18 @@ export function buildDecoderGraph(config: ModelConfig, weights: BundleWeights, o
   const shapeHkv = shapeHeads(Hkv);
 
   // 2. embedding [V, D] gathered by input_ids → [1, T, D]
+  // A quantized embedding is gathered from its blocks (`GatherBlockQuantized`), and a tied
+  // classifier multiplies by the same blocks: one copy of [V, D] instead of a float32 one.
   const embedName = 'model.embed_tokens.weight';
-  const embed = get(embedName, [c.vocabSize, D]);
-  g.weight(embedName, [c.vocabSize, D], embed.data);
-  let x = g.op('Gather', [embedName, inputIds], { axis: 0 });
+  const embedW = requireShape(weights, embedName, [c.vocabSize, D]);
+  let x: string;
+  if (isQuantized(embedW)) {
+    if (!isGatherable(embedW)) throw new ModelLoadError(`weight ${embedName} is quantized as ${embedW.format}, which cannot be gathered; it must be float32`);
+    x = gatherBlockQuantized(g, inputIds, embedName, embedW);
+  } else {
+    g.weight(embedName, [c.vocabSize, D], embedW.data);
+    x = g.op('Gather', [embedName, inputIds], { axis: 0 });
+  }
 
   const rmsNorm = (input: string, weightName: string, size: number): string => {
     const w = get(weightName, [size]);
@@ -143,7 +151,9 @@ export function buildDecoderGraph(config: ModelConfig, weights: BundleWeights, o
   // 4. last position only → final norm → logits [1, V]
   const last = g.op('Gather', [x, g.int64([-1], [])], { axis: 1 }); // [1, D]
   const normed = rmsNorm(last, 'model.norm.weight', D);
-  if (c.tiedEmbeddings && !weights.has('lm_head.weight')) {
+  if (c.tiedEmbeddings && !weights.has('lm_head.weight') && isQuantized(embedW)) {
+    g.node('Identity', [matMulNBits(g, normed, embedName, embedW, opts.accuracyLevel ?? 0)], [io.LOGITS]);
+  } else if (c.tiedEmbeddings && !weights.has('lm_head.weight')) {
     g.node('Gemm', [normed, embedName], [io.LOGITS], { transB: 1 });
   } else if (isQuantized(requireShape(weights, 'lm_head.weight', [c.vocabSize, D]))) {
     g.node('Identity', [matMul(normed, 'lm_head.weight', c.vocabSize, D)], [io.LOGITS]);
@@ -188,7 +198,7 @@ export function matMulNBitsGraph(w: QuantizedTensor, accuracyLevel: number): Bui
 function matMulNBits(g: OnnxGraphBuilder, input: string, name: string, w: QuantizedTensor, accuracyLevel: number): string {
   const [n, k] = w.shape;
   const kBlocks = k / w.blockSize;
-  const b = g.externalTensor(`${name}.q${w.bits}`, [n, kBlocks, (w.blockSize * w.bits) / 8], DataType.UINT8, w.data);
+  const b = blocksInitializer(g, name, w);
   const scales = g.weight(`${name}.scales`, [n * kBlocks], w.scales);
   const inputs = [input, b, scales];
   if (w.zeroPoints instanceof Float32Array) inputs.push(g.weight(`${name}.zp`, [n * kBlocks], w.zeroPoints));
@@ -200,6 +210,41 @@ function matMulNBits(g: OnnxGraphBuilder, input: string, name: string, w: Quanti
   const sums = g.op('ReduceSum', [blocks, g.int64([-1])], { keepdims: 0 });
   const offsetsT = g.weight(`${name}.offsets.T`, [kBlocks, n], transpose(w.blockOffsets, n, kBlocks));
   return g.op('Add', [y, g.op('MatMul', [sums, offsetsT])]);
+}
+
+/** The uint8 blocks [N, K/bs, bs·bits/8] of a quantized weight, registered once per weight (shared by Gather and MatMul). */
+function blocksInitializer(g: OnnxGraphBuilder, name: string, w: QuantizedTensor): string {
+  const b = `${name}.q${w.bits}`;
+  if (!g.has(b)) g.externalTensor(b, [w.shape[0], w.shape[1] / w.blockSize, (w.blockSize * w.bits) / 8], DataType.UINT8, w.data);
+  return b;
+}
+
+/** True when `GatherBlockQuantized` can read these blocks: integer zero points, no block offsets. */
+export function isGatherable(w: QuantizedTensor): boolean {
+  return !(w.zeroPoints instanceof Float32Array) && !w.blockOffsets;
+}
+
+/**
+ * Rows `ids` [1, T] of a quantized [V, D] weight as float32 [1, T, D] (`com.microsoft.
+ * GatherBlockQuantized` over the same blocks MatMulNBits reads: [V, D/bs, bs·bits/8], quantized
+ * along the last axis with one scale and zero point per block).
+ */
+function gatherBlockQuantized(g: OnnxGraphBuilder, ids: string, name: string, w: QuantizedTensor): string {
+  const [v, d] = w.shape;
+  const kBlocks = d / w.blockSize;
+  const blocks = blocksInitializer(g, name, w);
+  const scales = g.weight(`${name}.gather_scales`, [v, kBlocks, 1], w.scales);
+  const zp = new Uint8Array(v * kBlocks);
+  if (w.zeroPoints === null) zp.fill(w.bits === 4 ? 8 : 128);
+  else if (w.bits === 8) zp.set(w.zeroPoints as Uint8Array);
+  else {
+    // MatMulNBits packs 4-bit zero points two a byte per row; here it is one per byte.
+    const perRow = Math.ceil(kBlocks / 2);
+    for (let r = 0; r < v; r++) for (let b = 0; b < kBlocks; b++) zp[r * kBlocks + b] = (w.zeroPoints[r * perRow + (b >> 1)] >> (4 * (b & 1))) & 15;
+  }
+  const zpName = g.externalTensor(`${name}.gather_zp`, [v, kBlocks, 1], DataType.UINT8, zp);
+  const rows = g.op('GatherBlockQuantized', [blocks, ids, scales, zpName], { gather_axis: 0, quantize_axis: 2, block_size: w.blockSize, bits: w.bits }, 'com.microsoft');
+  return g.op('Reshape', [rows, g.int64([1, -1, d])]);
 }
 
 /** [rows, cols] row-major → [cols, rows]. */

@@ -151,7 +151,8 @@ export function isQuantized(t: Tensor32 | QuantizedTensor): t is QuantizedTensor
  *   model.layers.{i}.mlp.{gate,up,down}_proj.weight [out, in]
  *   model.norm.weight [D]
  *   lm_head.weight [V, D]                                        (absent when tiedEmbeddings, unless
- *                                                                a quantized copy of the embedding)
+ *                                                                the blocks of a quantized embedding
+ *                                                                that cannot be gathered)
  * q/k rows stay in the source's RoPE layout; `config.rope.layout` says which.
  */
 export type ModelWeights = Map<string, Tensor32>;

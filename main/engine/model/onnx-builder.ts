@@ -44,6 +44,11 @@ export class OnnxGraphBuilder {
   /** @param dataFile file name (relative to the model) of the external weight data. */
   constructor(private readonly dataFile: string) {}
 
+  /** True when an initializer of this name exists already. */
+  has(name: string): boolean {
+    return this.initializers.some((t) => t.name === name);
+  }
+
   /** A fresh value name with the given prefix. */
   tmp(prefix: string): string {
     return `${prefix}_${this.counter++}`;

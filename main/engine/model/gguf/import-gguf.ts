@@ -10,8 +10,10 @@
  *
  * Weights: linear weights of types that `quantized-weights.ts` maps to MatMulNBits stay
  * quantized when `opts.quantized` is on (the default); everything else is dequantized to float32
- * exactly. A tied classifier over a quantized embedding becomes a quantized `lm_head.weight`
- * (the float32 embedding stays for the Gather). One tensor is read at a time, by offset.
+ * exactly. A quantized embedding stays quantized too (gathered from its blocks, and a tied
+ * classifier multiplies by them), unless its blocks need float zero points or offsets: then it is
+ * gathered from float32 and the tied classifier gets the blocks as `lm_head.weight`. One tensor is
+ * read at a time, by offset.
  */
 import path from 'node:path';
 import { ModelLoadError } from '../../errors.ts';
@@ -20,6 +22,7 @@ import { expectedWeights, HF_LIMITS } from '../import-hf.ts';
 import type { Architecture, BundleWeights, ImportedModel, ModelConfig, RopeConfig } from '../manifest.ts';
 import { openGguf, type GgufFile, type GgufTensor } from './gguf-file.ts';
 import { ggufTokenizer } from './gguf-tokenizer.ts';
+import { isGatherable } from '../decoder-graph.ts';
 import { isLinearWeight, quantizedFromGguf } from './quantized-weights.ts';
 
 export const GGUF_ARCHITECTURES = ['llama', 'qwen2', 'qwen3'] as const;
@@ -145,17 +148,17 @@ export async function importGguf(file: string, opts: { quantized?: boolean; sour
     }
     const weights: BundleWeights = new Map();
     const quantized = opts.quantized !== false;
+    const embedName = 'model.embed_tokens.weight';
     for (const [name, t] of tensors) {
-      const q = quantized && isLinearWeight(name) ? quantizedFromGguf(g.typeOf(t), await g.readRaw(t), t.shape) : null;
-      weights.set(name, q ?? { shape: t.shape, data: await g.readFloat32(t) });
-    }
-    // A tied classifier reads the whole embedding every token: from a quantized embedding it is a
-    // MatMulNBits over the file's blocks (as llama.cpp computes it), while the embedding itself
-    // is gathered from a float32 copy (one row per token).
-    const embd = tensors.get('model.embed_tokens.weight')!;
-    if (quantized && config.tiedEmbeddings) {
-      const head = quantizedFromGguf(g.typeOf(embd), await g.readRaw(embd), embd.shape);
-      if (head) weights.set('lm_head.weight', head);
+      const q = quantized && (isLinearWeight(name) || name === embedName) ? quantizedFromGguf(g.typeOf(t), await g.readRaw(t), t.shape) : null;
+      if (q && name === embedName && !isGatherable(q)) {
+        // Blocks GatherBlockQuantized cannot read: gather from a float32 copy; a tied classifier
+        // still multiplies by the file's blocks.
+        weights.set(name, { shape: t.shape, data: await g.readFloat32(t) });
+        if (config.tiedEmbeddings) weights.set('lm_head.weight', q);
+      } else {
+        weights.set(name, q ?? { shape: t.shape, data: await g.readFloat32(t) });
+      }
     }
     const sha256 = opts.sourceHash ?? (await hashFiles([abs]));
     return {

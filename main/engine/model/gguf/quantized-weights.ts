@@ -201,18 +201,14 @@ function scaleMinK4(q: Uint8Array, o: number, j: number): [number, number] {
 }
 
 /**
- * `--quantize`: every float32 Linear weight whose K is a multiple of 32 becomes round-to-nearest
- * blocks (`quantizeRtn`); a tied classifier gets a quantized copy of the embedding as
- * `lm_head.weight` (the float32 embedding stays for the Gather). Others stay as they are.
- * @param tied the model's `tiedEmbeddings`.
+ * `--quantize`: every float32 Linear weight and the embedding, where K is a multiple of 32,
+ * becomes round-to-nearest blocks (`quantizeRtn`); norms, biases and the rest stay as they are.
  */
-export function quantizeLinearWeights(weights: BundleWeights, bits: 4 | 8, tied: boolean): BundleWeights {
+export function quantizeLinearWeights(weights: BundleWeights, bits: 4 | 8): BundleWeights {
   const out: BundleWeights = new Map();
-  for (const [name, t] of weights) out.set(name, isLinearWeight(name) && !isQuantized(t) ? (quantizeRtn(t, bits) ?? t) : t);
-  const embed = weights.get('model.embed_tokens.weight');
-  if (tied && embed && !isQuantized(embed) && !out.has('lm_head.weight')) {
-    const head = quantizeRtn(embed, bits);
-    if (head) out.set('lm_head.weight', head);
+  for (const [name, t] of weights) {
+    const q = (isLinearWeight(name) || name === 'model.embed_tokens.weight') && !isQuantized(t) ? quantizeRtn(t, bits) : null;
+    out.set(name, q ?? t);
   }
   return out;
 }
