@@ -36,6 +36,8 @@ export interface EngineOptions {
   /** Memory the model may use, bytes (default: what the OS reports available); see `checkMemory`. */
   availableMemoryBytes?: number;
   onProgress?: ImportProgress;
+  /** Cancels an import in progress (nothing is left in the cache); EngineError('CANCELLED'). */
+  signal?: AbortSignal;
 }
 
 /** What the host and UI show about the loaded model. */
@@ -120,7 +122,7 @@ export class Engine {
     if (opts.prefillChunk !== undefined && !(Number.isInteger(opts.prefillChunk) && opts.prefillChunk >= 1)) {
       throw new InvalidOptionError('prefill chunk', `${opts.prefillChunk} is not a positive integer`);
     }
-    const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress, { quantize: opts.quantize });
+    const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress, { quantize: opts.quantize, signal: opts.signal });
     const m = bundle.manifest;
     const maxContext = opts.maxContext ?? m.config.trainedContext;
     const estimate = await estimateMemory(m, bundle.dir, maxContext);
