@@ -94,7 +94,7 @@ function runApp(): void {
       app.setAboutPanelOptions({ applicationName: 'Ropewalk', applicationVersion: app.getVersion() });
       hardenSession(session.defaultSession);
       store.add(serveRenderer(RENDERER_DIR));
-      const started = startBackend({ dataDir: app.getPath('userData') });
+      const started = startBackend({ dataDir: app.getPath('userData'), localServer: true });
       services = started;
       store.add(registerIpc(router, currentWindow));
       started.then(

@@ -1,9 +1,11 @@
 /**
  * The window's layout: conversations sidebar | chat (header, banner, messages, composer with the
- * context meter) | model + settings panel. Both sides collapse (buttons in the header, keyboard
- * shortcuts); below a width they open over the chat instead (stores/ui.ts says when).
+ * context meter; files dropped on it are attached; the document reader) | model + settings panel.
+ * Both sides collapse (buttons in the header, keyboard shortcuts); below a width they open over
+ * the chat instead (stores/ui.ts says when).
  */
 import { useChat, useConversations, useModel, useStores, useUi } from './hooks.ts';
+import { DocumentReader } from './components/Documents.tsx';
 import type { WsApi } from './lib/ws-client.ts';
 import { ariaKeysOf, withKeys } from './lib/shortcuts.ts';
 import { ChatView } from './components/ChatView.tsx';
@@ -31,12 +33,23 @@ export function App({ connection }: { connection: WsApi | null }) {
     <div className={classes.filter(Boolean).join(' ')}>
       {sidebarOpen && <Sidebar />}
       {sidebarOpen && overlay && <div className="scrim" aria-hidden="true" onClick={() => stores.ui.getState().toggleSidebar()} />}
-      <main className="chat">
+      <main
+        className="chat"
+        onDragOver={(e) => {
+          if (e.dataTransfer.types.includes('Files')) e.preventDefault();
+        }}
+        onDrop={(e) => {
+          if (e.dataTransfer.files.length === 0) return;
+          e.preventDefault();
+          void stores.chat.getState().attachFiles([...e.dataTransfer.files]);
+        }}
+      >
         <ChatHeader />
         <ConnectionBar connection={connection} />
         <Notices />
         <ChatView />
         <Composer />
+        <DocumentReader />
       </main>
       {panelOpen && (
         <aside className="panel" id="side-panel" aria-label="Model and settings">

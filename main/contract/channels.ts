@@ -7,9 +7,11 @@
  * Platform-free: zod and types only.
  */
 import { z } from 'zod';
+import { CONTEXT_FULL_POLICIES } from './types.ts';
 import type {
   ContextBudget,
   Conversation,
+  LocalServerState,
   DocumentInfo,
   DocumentText,
   ConversationSummary,
@@ -41,8 +43,11 @@ export const settingsPatchSchema = z
     repetitionPenalty: z.number().gt(0).max(10),
     seed: z.number().int().min(0).max(2 ** 32 - 1).nullable(),
     systemPrompt: z.string().max(100_000),
-    contextFullPolicy: z.literal('stop'),
+    contextFullPolicy: z.enum(CONTEXT_FULL_POLICIES),
     executionProvider: z.enum(['cpu', 'cuda']),
+    localServer: z.boolean(),
+    localServerPort: z.number().int().min(0).max(65535),
+    localServerCors: z.union([z.literal(''), z.string().max(200).regex(/^https?:\/\/[^/\s]+$/, 'an origin such as http://localhost:3000 (scheme, host, port; no path)')]),
   })
   .partial()
   .strict();
@@ -64,6 +69,8 @@ export const requestSchemas = {
   regenerate: z.object({ conversationId: id }).strict(),
   /** Replaces a user message's text, drops everything after it, and answers again. */
   editMessage: z.object({ conversationId: id, messageId: id, content: text.refine((s) => s.trim().length > 0, 'the message is empty') }).strict(),
+  /** Deletes a message with its answer (a user message takes the answers after it); returns the conversation. */
+  deleteMessage: z.object({ conversationId: id, messageId: id }).strict(),
   /** The context budget of a conversation (null: a new one) with this draft. */
   getBudget: z.object({ conversationId: id.nullable(), draft: text, documents: attachedDocuments.optional() }).strict(),
   /** Extracts and stores a file (base64 bytes); its text then goes with a message that carries it. */
@@ -73,6 +80,8 @@ export const requestSchemas = {
   getSettings: z.object({}).strict(),
   updateSettings: settingsPatchSchema,
   getModel: z.object({}).strict(),
+  /** The desktop app's local API server (the Local server setting). */
+  getLocalServer: z.object({}).strict(),
   /** Imports/loads a model from a path on this machine (llama2.c file, HF folder, bundle). */
   openModel: z.object({ path: z.string().min(1).max(4096) }).strict(),
 } as const satisfies Record<MethodName, z.ZodType>;
@@ -88,12 +97,14 @@ export interface ResponseTypes extends Record<MethodName, unknown> {
   stopGeneration: null;
   regenerate: { assistantMessage: Message };
   editMessage: { userMessage: Message; assistantMessage: Message };
+  deleteMessage: Conversation;
   getBudget: ContextBudget;
   attachDocument: DocumentInfo;
   openDocument: DocumentText;
   getSettings: Settings;
   updateSettings: Settings;
   getModel: ModelState;
+  getLocalServer: LocalServerState;
   openModel: ModelState;
 }
 
@@ -118,6 +129,8 @@ export interface EventTypes {
   modelState: ModelState;
   /** The conversation list changed (created, renamed, deleted, title set). */
   conversationsChanged: { conversations: ConversationSummary[] };
+  /** Extraction progress of a large file being attached (per PDF page; 0…1). */
+  documentProgress: { name: string; fraction: number };
 }
 
 // Every event name has a payload type, and every payload type a name.

@@ -12,16 +12,18 @@ export const METHOD_NAMES = [
   'stopGeneration',
   'regenerate',
   'editMessage',
+  'deleteMessage',
   'getBudget',
   'attachDocument',
   'openDocument',
   'getSettings',
   'updateSettings',
   'getModel',
+  'getLocalServer',
   'openModel',
 ] as const;
 
-export const EVENT_NAMES = ['answerDelta', 'answerWaiting', 'answerPrefill', 'answerDone', 'budgetChanged', 'modelState', 'conversationsChanged'] as const;
+export const EVENT_NAMES = ['answerDelta', 'answerWaiting', 'answerPrefill', 'answerDone', 'budgetChanged', 'modelState', 'conversationsChanged', 'documentProgress'] as const;
 
 export type MethodName = (typeof METHOD_NAMES)[number];
 export type EventName = (typeof EVENT_NAMES)[number];

@@ -78,8 +78,13 @@ export interface Conversation extends ConversationSummary {
   messages: Message[];
 }
 
-/** What to do when the next message would pass the max context. Only 'stop' for now. */
-export type ContextFullPolicy = 'stop';
+/**
+ * What to do when the conversation no longer fits the max context: 'stop' (Send refuses),
+ * 'truncate-middle' (keep the first exchange with its documents, leave out the oldest after it),
+ * 'rolling-window' (leave out the oldest exchanges). The system prompt always stays.
+ */
+export type ContextFullPolicy = 'stop' | 'truncate-middle' | 'rolling-window';
+export const CONTEXT_FULL_POLICIES = ['stop', 'truncate-middle', 'rolling-window'] as const satisfies readonly ContextFullPolicy[];
 
 export type ExecutionProviderPreference = 'cpu' | 'cuda';
 
@@ -98,6 +103,21 @@ export interface Settings {
   systemPrompt: string;
   contextFullPolicy: ContextFullPolicy;
   executionProvider: ExecutionProviderPreference;
+  /** Serve the OpenAI-compatible API of the loaded model on 127.0.0.1 (desktop app; off by default). */
+  localServer: boolean;
+  /** Its TCP port (0: any free one). */
+  localServerPort: number;
+  /** The one browser origin allowed to call it ('' = CORS off). */
+  localServerCors: string;
+}
+
+/** The desktop app's local API server: where it answers, or why it does not. */
+export interface LocalServerState {
+  /** 'unavailable': this transport serves no separate API server (serve mode has /v1 at its own address). */
+  status: 'unavailable' | 'off' | 'running' | 'error';
+  /** e.g. `http://127.0.0.1:8756/v1` while running. */
+  baseUrl: string | null;
+  error: string | null;
 }
 
 export interface ModelInfo {
@@ -151,6 +171,8 @@ export interface ContextBudget {
   /** The engine's RoPE and KV caches right now. */
   rope: CacheUsage;
   kv: CacheUsage;
+  /** Messages the context-full policy leaves out of the prompt ("not in context"), oldest first. */
+  outOfContext: string[];
 }
 
 /** An error as it crosses the boundary: a stable code and one readable sentence. */

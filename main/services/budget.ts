@@ -7,7 +7,8 @@
  *   documents = count(the prompt as fed) − count(the same without documents)
  *   reserve = maxTokens; used = system + documents + history + draft; total = used + reserve;
  *   fits    = total ≤ maxContext.
- * The prompt as fed comes from `DocumentService.assemble`, which the answer uses too.
+ * The prompt as fed comes from `DocumentService.assemble`, which the answer uses too, after the
+ * context-full policy has left out the oldest exchanges (`outOfContext`; see context-policy.ts).
  *
  * The renderer debounces its calls as the user types; this side protects the worker anyway:
  * concurrent requests for one conversation are coalesced (while one is counted, only the latest
@@ -18,6 +19,7 @@ import type { ContextBudget, Message } from '../contract/types.ts';
 import type { EngineHost } from '../engine-host/host.ts';
 import type { ChatMessage } from '../engine/generate/types.ts';
 import type { AssembledPrompt, DocumentService, Draft } from './documents.ts';
+import { keptHistory } from './context-policy.ts';
 import type { ModelService } from './model-service.ts';
 import type { SettingsService } from './settings.ts';
 import type { ConversationStore } from './store.ts';
@@ -134,13 +136,29 @@ export class BudgetService {
     const stored = messages ?? (conversationId ? this.store.getConversation(conversationId).messages : []);
     const system = systemMessages(s.systemPrompt);
     const hasDraft = draft.length > 0 || documents.length > 0;
-    const prompt = await this.documents.assemble(system, stored, hasDraft ? { content: draft, documents } : null, s.maxContext - s.maxTokens);
-    const plainHistory = historyMessages(stored);
+    const pending = hasDraft ? { content: draft, documents } : null;
+    const room = s.maxContext - s.maxTokens;
+    const count = (p: AssembledPrompt) => this.host.countTokens({ messages: p.messages });
+    let prompt = await this.documents.assemble(system, stored, pending, room);
+    // The context-full policy leaves out the oldest exchanges (never the system prompt).
+    let kept: readonly Message[] = stored;
+    let dropped: Message[] = [];
+    // The count of `prompt` as fed, when already known (a policy other than stop counts it first).
+    let fedCount: number | null = null;
+    if (s.contextFullPolicy !== 'stop' && stored.length > 0 && (fedCount = await count(prompt)) > room) {
+      const fitsWith = async (k: Message[]) => (await count(await this.documents.assemble(system, k, pending, room))) <= room;
+      ({ kept, dropped } = await keptHistory(s.contextFullPolicy, stored, !hasDraft, fitsWith));
+      if (dropped.length) {
+        prompt = await this.documents.assemble(system, kept, pending, room);
+        fedCount = null;
+      }
+    }
+    const plainHistory = historyMessages(kept);
     const { system: sys, history: hist } = await this.countHistory(key, system, plainHistory);
     // The plain prompt (no documents) with the draft's turn, then the prompt as fed.
     const plainAll = hasDraft && prompt.plain.some((m) => m.content.length > 0) ? await this.host.countTokens({ messages: prompt.plain }) : sys + hist;
-    const withDocuments = stored.some((m) => m.documents?.length) || documents.length > 0;
-    const all = withDocuments ? await this.host.countTokens({ messages: prompt.messages }) : plainAll;
+    const withDocuments = kept.some((m) => m.documents?.length) || documents.length > 0;
+    const all = withDocuments ? (fedCount ?? (await count(prompt))) : plainAll;
     const draftTokens = hasDraft ? Math.max(0, plainAll - sys - hist) : 0;
     const documentTokens = Math.max(0, all - plainAll);
     if (!messages) this.drafts.set(key, { text: draft, documents, tokens: draftTokens, documentTokens });
@@ -148,6 +166,7 @@ export class BudgetService {
     const budget = assemble(conversationId, s.maxContext, s.maxTokens, sys, documentTokens, hist, draftTokens, {
       rope: { capacity: caches.rope.capacity, bytes: caches.rope.bytes },
       kv: { capacity: caches.kv.capacity, bytes: caches.kv.bytes },
+      outOfContext: dropped.map((m) => m.id),
     });
     return { budget, prompt };
   }
@@ -159,7 +178,11 @@ export class BudgetService {
   estimate(base: ContextBudget, generatedTokens: number): ContextBudget {
     const d = this.drafts.get(base.conversationId ?? '');
     const draft = d?.tokens ?? base.draft;
-    return assemble(base.conversationId, base.maxContext, base.reserve, base.system, base.documents, base.history + generatedTokens, draft, { rope: base.rope, kv: base.kv });
+    return assemble(base.conversationId, base.maxContext, base.reserve, base.system, base.documents, base.history + generatedTokens, draft, {
+      rope: base.rope,
+      kv: base.kv,
+      outOfContext: base.outOfContext,
+    });
   }
 
   /** The draft (text and attached documents) last counted for a conversation (empty if none). */
@@ -217,7 +240,7 @@ function assemble(
   documents: number,
   history: number,
   draft: number,
-  caches: Pick<ContextBudget, 'rope' | 'kv'>,
+  caches: Pick<ContextBudget, 'rope' | 'kv' | 'outOfContext'>,
 ): ContextBudget {
   const used = system + documents + history + draft;
   const total = used + reserve;

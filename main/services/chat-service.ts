@@ -90,6 +90,18 @@ export class ChatService {
   }
 
   /**
+   * Deletes a message with its answer (see ConversationStore.deleteMessageWithAnswer).
+   * @throws ServiceError BUSY while this conversation's answer is generated; NOT_FOUND.
+   */
+  deleteMessage(conversationId: string, messageId: string): Conversation {
+    if ([...this.answers].some((a) => a.conversationId === conversationId)) {
+      throw new ServiceError('BUSY', 'an answer is being generated in this conversation; stop it before deleting messages');
+    }
+    this.deps.store.deleteMessageWithAnswer(conversationId, messageId);
+    return this.deps.store.getConversation(conversationId);
+  }
+
+  /**
    * Appends a user message and starts its answer.
    * @throws ServiceError BUSY, CONTEXT_FULL, NOT_FOUND, MODEL_NOT_READY, CANCELLED, SHUT_DOWN.
    */

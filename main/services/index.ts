@@ -9,7 +9,7 @@
  * (send, budget) wait for it.
  */
 import type { Handlers } from '../contract/channels.ts';
-import type { ModelInfo, Settings } from '../contract/types.ts';
+import type { LocalServerState, ModelInfo, Settings } from '../contract/types.ts';
 import { defaultModelPath } from '../default-model.ts';
 import { EngineHost } from '../engine-host/host.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
@@ -30,7 +30,19 @@ export interface StartServicesOptions {
   cacheDir?: string;
   /** Start loading the model now (default true); with false, call `models.start()` later. */
   loadModel?: boolean;
+  /** The desktop app's local API server, made over the completions (none: `getLocalServer` says 'unavailable'). */
+  localServer?: (completions: CompletionBackend) => LocalServerControl;
 }
+
+/** Starts and stops a local API server as the settings say (implemented by the transport, main/serve). */
+export interface LocalServerControl {
+  state(): LocalServerState;
+  /** Brings the server in line with the settings; a failure (port taken) is reported in the state, never thrown. */
+  apply(settings: Settings): Promise<LocalServerState>;
+  close(): Promise<void>;
+}
+
+const LOCAL_SERVER_KEYS = ['localServer', 'localServerPort', 'localServerCors'] as const;
 
 /** What the OpenAI-compatible endpoints run on. */
 export interface CompletionBackend {
@@ -136,21 +148,42 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     },
     regenerate: ({ conversationId }) => chatService.regenerate(conversationId),
     editMessage: ({ conversationId, messageId, content }) => chatService.edit(conversationId, messageId, content),
+    deleteMessage: async ({ conversationId, messageId }) => {
+      const c = chatService.deleteMessage(conversationId, messageId);
+      void refreshBudget();
+      listChanged();
+      return c;
+    },
     getBudget: ({ conversationId, draft, documents: docs }) => budget.getBudget(conversationId, draft, docs),
     attachDocument: async ({ name, data }) => {
       await models.ready();
-      return documents.attach(name, Buffer.from(data, 'base64'));
+      return documents.attach(name, Buffer.from(data, 'base64'), (fraction) => emit('documentProgress', { name, fraction }));
     },
     openDocument: ({ id }) => documents.open(id),
     getSettings: async () => settingsService.get(),
     updateSettings: async (patch) => {
       const s = await settingsService.update(patch, { generating: chatService.generating });
       void refreshBudget();
+      if (localServer && LOCAL_SERVER_KEYS.some((k) => patch[k] !== undefined)) await localServer.apply(s);
       return s;
     },
     getModel: async () => models.state,
+    getLocalServer: async () => localServer?.state() ?? { status: 'unavailable', baseUrl: null, error: null },
     openModel: ({ path }) => models.open(path),
   };
+
+  const completions: CompletionBackend = {
+    model: () => (host.model ? models.state.info : null),
+    health: () => {
+      const state = models.state;
+      if (host.model && state.status !== 'loading') return { status: 'ok' };
+      return state.status === 'error' ? { status: 'error', error: state.error ?? 'no model is loaded' } : { status: 'loading' };
+    },
+    settings: () => settingsService.get(),
+    complete: (request, signal) => chatService.completion(request, signal),
+  };
+  const localServer = opts.localServer?.(completions) ?? null;
+  if (localServer) await localServer.apply(settingsService.get());
 
   const modelLoaded = opts.loadModel === false ? Promise.resolve() : models.start();
   let disposing: Promise<void> | null = null;
@@ -161,19 +194,11 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     store,
     models,
     chat,
-    completions: {
-      model: () => (host.model ? models.state.info : null),
-      health: () => {
-        const state = models.state;
-        if (host.model && state.status !== 'loading') return { status: 'ok' };
-        return state.status === 'error' ? { status: 'error', error: state.error ?? 'no model is loaded' } : { status: 'loading' };
-      },
-      settings: () => settingsService.get(),
-      complete: (request, signal) => chatService.completion(request, signal),
-    },
+    completions,
     modelLoaded,
     dispose: () =>
       (disposing ??= (async () => {
+        await localServer?.close();
         await chatService.dispose();
         await host.dispose();
         store.close();

@@ -14,6 +14,9 @@ import type { ModelService } from './model-service.ts';
 /** Max context used before any model has loaded (stories260K's trained context). */
 export const FALLBACK_MAX_CONTEXT = 512;
 
+/** The desktop app's local API server port unless the user picks another. */
+export const DEFAULT_LOCAL_SERVER_PORT = 8756;
+
 /** Upper bound of the default reply reserve; small models get a quarter of their context. */
 export const DEFAULT_MAX_TOKENS = 256;
 
@@ -32,6 +35,9 @@ export const DEFAULT_SETTINGS: Omit<Settings, 'maxContext' | 'maxTokens'> = {
   systemPrompt: '',
   contextFullPolicy: 'stop',
   executionProvider: 'cpu',
+  localServer: false,
+  localServerPort: DEFAULT_LOCAL_SERVER_PORT,
+  localServerCors: '',
 };
 
 const KEYS = ['maxContext', 'maxTokens', ...Object.keys(DEFAULT_SETTINGS)] as (keyof Settings)[];

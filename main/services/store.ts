@@ -417,6 +417,27 @@ export class ConversationStore {
     return r.changes;
   }
 
+  /**
+   * Deletes a message of a conversation with its answer: a user message takes the assistant
+   * messages after it (up to the next user message) along; an assistant message goes alone.
+   * Documents it carried go with it unless another message carries them too.
+   * @returns the deleted ids, in order. @throws ServiceError NOT_FOUND.
+   */
+  deleteMessageWithAnswer(conversationId: string, messageId: string): string[] {
+    return this.db.transaction((): string[] => {
+      const all = this.messages(conversationId);
+      const i = all.findIndex((m) => m.id === messageId);
+      if (i < 0) throw notFound('message', messageId);
+      let end = i + 1;
+      if (all[i].role === 'user') while (end < all.length && all[end].role !== 'user') end++;
+      const ids = all.slice(i, end).map((m) => m.id);
+      const del = this.db.prepare(`DELETE FROM messages WHERE id = ?`);
+      for (const id of ids) del.run(id);
+      this.touch(conversationId, this.stamp());
+      return ids;
+    })();
+  }
+
   /** Deletes one message. @returns whether it existed. */
   deleteMessage(id: string): boolean {
     return this.db.prepare(`DELETE FROM messages WHERE id = ?`).run(id).changes > 0;

@@ -4,14 +4,17 @@
  */
 import { useLayoutEffect, useRef } from 'react';
 import { useShallow } from 'zustand/react/shallow';
-import { useChat, useModel } from '../hooks.ts';
+import { useBudget, useChat, useModel } from '../hooks.ts';
 import { isGenerating } from '../stores/chat.ts';
 import { MessageView } from './MessageView.tsx';
+
+const NONE: string[] = [];
 
 export function ChatView() {
   const { conversationId, messages, live, loading, editingId } = useChat(
     useShallow((s) => ({ conversationId: s.conversationId, messages: s.messages, live: s.live, loading: s.loading, editingId: s.editingId })),
   );
+  const outOfContext = useBudget(useShallow((s) => (s.budget && s.budget.conversationId === conversationId ? s.budget.outOfContext : NONE)));
   const generating = useChat(isGenerating);
   const modelName = useModel((s) => s.model?.info?.name ?? null);
   const scroller = useRef<HTMLDivElement>(null);
@@ -59,6 +62,7 @@ export function ChatView() {
               isLastAnswer={m === last && m.role === 'assistant'}
               generating={generating}
               editing={m.id === editingId}
+              outOfContext={outOfContext.includes(m.id)}
             />
           ))
         )}

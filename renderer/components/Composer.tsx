@@ -1,15 +1,20 @@
 /**
- * The composer: a textbox named "Message" (Enter sends, Shift+Enter adds a line), Send — or Stop
- * while an answer is generated (Escape too; focus stays in the textbox) — and the context meter. When the budget says the next message
- * will not fit, the reason is shown and Send refuses without calling the services.
+ * The composer: a textbox named "Message" (Enter sends, Shift+Enter adds a line; a pasted file is
+ * attached), Attach and the attached documents, Send — or Stop while an answer is generated
+ * (Escape too; focus stays in the textbox) — and the context meter. When the budget says the next
+ * message will not fit, the reason is shown with what can be done (for documents: raise the max
+ * context, use the relevant parts, cancel; else: a new chat, a context-full policy, a shorter
+ * reply reserve), and Send refuses without calling the services. The line follows the live
+ * budget, so a settings change updates it at once.
  */
 import { useEffect, useRef, type KeyboardEvent } from 'react';
-import { useBudget, useChat, useStores, useUi } from '../hooks.ts';
+import { useBudget, useChat, useSettings, useStores, useUi } from '../hooks.ts';
 import { ariaKeysOf, withKeys } from '../lib/shortcuts.ts';
 import { IS_MAC } from '../window-effects.ts';
 import { refusalReason } from '../lib/meter.ts';
 import { isGenerating } from '../stores/chat.ts';
 import { ContextMeter } from './ContextMeter.tsx';
+import { Attachments, NotFitOffer, useOwnBudget } from './Documents.tsx';
 import { SendIcon, StopIcon } from './icons.tsx';
 
 export function Composer() {
@@ -19,6 +24,8 @@ export function Composer() {
   const conversationId = useChat((s) => s.conversationId);
   const generating = useChat(isGenerating);
   const liveReason = useBudget((s) => (s.budget && s.budget.conversationId === conversationId ? refusalReason(s.budget) : null));
+  const budget = useOwnBudget(conversationId);
+  const hasAttachments = useChat((s) => s.attachments.length > 0);
   const area = useRef<HTMLTextAreaElement>(null);
 
   const focusWanted = useUi((s) => s.focusRequest === 'composer');
@@ -51,7 +58,8 @@ export function Composer() {
     send();
   };
 
-  const reason = refusal ?? liveReason;
+  // The live line wins over a refusal from an older budget: settings changes recount it.
+  const reason = liveReason ?? (budget?.fits ? null : refusal);
   return (
     <div className="composer">
       <div className={`composer-box${reason ? ' blocked' : ''}`}>
@@ -63,8 +71,15 @@ export function Composer() {
           value={draft}
           onChange={(e) => stores.chat.getState().setDraft(e.target.value)}
           onKeyDown={onKey}
+          onPaste={(e) => {
+            const files = [...e.clipboardData.files];
+            if (files.length === 0) return;
+            e.preventDefault();
+            void stores.chat.getState().attachFiles(files);
+          }}
           aria-describedby={reason ? 'composer-reason' : undefined}
         />
+        <Attachments />
         <div className="composer-bar">
           <ContextMeter />
           <span className="composer-hint">
@@ -93,6 +108,38 @@ export function Composer() {
         <p className="composer-reason" id="composer-reason" role={refusal ? 'alert' : 'status'}>
           {reason}
         </p>
+      )}
+      {budget && hasAttachments && <NotFitOffer budget={budget} />}
+      {reason && budget && !(hasAttachments && budget.documents > 0) && <RefusalActions />}
+    </div>
+  );
+}
+
+/** What to do when the conversation does not fit: a new chat, a context-full policy, a shorter reply. */
+function RefusalActions() {
+  const stores = useStores();
+  const maxTokens = useSettings((s) => s.settings?.maxTokens ?? 0);
+  const policy = useSettings((s) => s.settings?.contextFullPolicy ?? 'stop');
+  const shorter = Math.max(1, Math.floor(maxTokens / 2));
+  return (
+    <div className="refusal-actions" role="group" aria-label="Make it fit">
+      <button type="button" className="btn" onClick={() => void stores.chat.getState().open(null)}>
+        New chat
+      </button>
+      {policy === 'stop' && (
+        <>
+          <button type="button" className="btn" onClick={() => void stores.settings.getState().update({ contextFullPolicy: 'rolling-window' })}>
+            Use a rolling window
+          </button>
+          <button type="button" className="btn" onClick={() => void stores.settings.getState().update({ contextFullPolicy: 'truncate-middle' })}>
+            Truncate the middle
+          </button>
+        </>
+      )}
+      {maxTokens > 1 && (
+        <button type="button" className="btn" onClick={() => void stores.settings.getState().update({ maxTokens: shorter })}>
+          Shorter reply ({shorter} tokens)
+        </button>
       )}
     </div>
   );

@@ -1,6 +1,7 @@
 /**
- * The context meter: tokens used (system + history + draft) against the max context, as a
- * segmented bar (system, history, draft, reserved for the reply) and `1,234 / 2,048`.
+ * The context meter: tokens used (system + documents + history + draft) against the max context,
+ * as a segmented bar (system, documents, history, draft, reserved for the reply) and
+ * `1,234 / 2,048`, and how many messages the context-full policy leaves out.
  * role=meter with aria-valuenow = used and aria-valuemax = max context; amber from 80 %, red
  * when the next message will not fit. Hover or focus shows the breakdown and the RoPE and KV
  * cache capacity and bytes.
@@ -14,9 +15,10 @@ export function ContextMeter() {
   const maxContext = useSettings((s) => s.settings?.maxContext ?? 0);
   const maxTokens = useSettings((s) => s.settings?.maxTokens ?? 0);
   // Until the first getBudget answers, an empty conversation under the saved settings.
-  const b: MeterInput & Partial<Pick<ContextBudget, 'rope' | 'kv'>> = budget ?? {
+  const b: MeterInput & Partial<Pick<ContextBudget, 'rope' | 'kv' | 'outOfContext'>> = budget ?? {
     maxContext,
     system: 0,
+    documents: 0,
     history: 0,
     draft: 0,
     reserve: maxTokens,
@@ -27,6 +29,7 @@ export function ContextMeter() {
   const level = meterLevel(b);
   const segments = meterSegments(b);
   const pct = percentUsed(b.used, b.maxContext);
+  const out = b.outOfContext?.length ?? 0;
 
   return (
     <div className={`meter-wrap meter-${level}`}>
@@ -48,6 +51,11 @@ export function ContextMeter() {
         </span>
         <span className="meter-text">{meterText(b.used, b.maxContext)}</span>
       </div>
+      {out > 0 && (
+        <span className="meter-out" title="Messages the context-full policy leaves out of the prompt">
+          {out} {out === 1 ? 'message' : 'messages'} out of context
+        </span>
+      )}
       <div className="meter-tip" role="tooltip" id="context-meter-tip">
         <div className="tip-title">
           Context {formatTokens(b.used)} / {formatTokens(b.maxContext)} tokens ({pct}%)

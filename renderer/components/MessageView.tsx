@@ -2,7 +2,10 @@
  * One message. User messages: plain text (whitespace kept) with Copy and Edit (an inline editor
  * that resends with `editMessage`, dropping what followed). Assistant messages: Markdown, a live
  * line while streaming ("Reading prompt n/total", tokens so far), then the answer's stats (TTFT,
- * tokens/s, finish reason), its error if any, Copy, and Regenerate on the last answer.
+ * tokens/s, tokens reused from the KV cache, finish reason, the document parts used), its error
+ * if any, Copy, and Regenerate on the last answer. User messages show their documents as chips
+ * and can be deleted with their answer; a message the context-full policy leaves out is marked
+ * "not in context".
  */
 import { memo, useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import type { AnswerStats, Message } from '../../main/contract/types.ts';
@@ -10,6 +13,7 @@ import { formatTokens } from '../lib/meter.ts';
 import { useStores } from '../hooks.ts';
 import type { LiveAnswer } from '../stores/chat.ts';
 import { CopyButton } from './CopyButton.tsx';
+import { DocumentChip } from './Documents.tsx';
 import { Markdown } from './Markdown.tsx';
 import { PencilIcon, RefreshIcon } from './icons.tsx';
 
@@ -21,13 +25,23 @@ export interface MessageViewProps {
   /** Something is generating: actions that start an answer are hidden. */
   generating: boolean;
   editing: boolean;
+  /** The context-full policy leaves this message out of the prompt. */
+  outOfContext?: boolean;
 }
 
-export const MessageView = memo(function MessageView({ message, live, isLastAnswer, generating, editing }: MessageViewProps) {
-  return message.role === 'user' ? (
-    <UserMessage message={message} generating={generating} editing={editing} />
-  ) : (
-    <AssistantMessage message={message} live={live} isLastAnswer={isLastAnswer} generating={generating} />
+export const MessageView = memo(function MessageView({ message, live, isLastAnswer, generating, editing, outOfContext }: MessageViewProps) {
+  const view =
+    message.role === 'user' ? (
+      <UserMessage message={message} generating={generating} editing={editing} />
+    ) : (
+      <AssistantMessage message={message} live={live} isLastAnswer={isLastAnswer} generating={generating} />
+    );
+  if (!outOfContext) return view;
+  return (
+    <div className="msg-out" title="Left out of the prompt by the context-full policy">
+      <span className="msg-out-label">not in context</span>
+      {view}
+    </div>
   );
 });
 
@@ -37,6 +51,13 @@ function UserMessage({ message, generating, editing }: { message: Message; gener
   const local = message.id.startsWith('local-');
   return (
     <article className="msg msg-user" aria-label="Your message">
+      {message.documents && message.documents.length > 0 && (
+        <div className="msg-docs">
+          {message.documents.map((d) => (
+            <DocumentChip key={d.id} doc={d} />
+          ))}
+        </div>
+      )}
       <div className="msg-bubble">{message.content}</div>
       <div className="msg-actions">
         <CopyButton label="Copy" text={() => message.content} />
@@ -44,6 +65,11 @@ function UserMessage({ message, generating, editing }: { message: Message; gener
           <button type="button" className="btn btn-ghost btn-xs" onClick={() => stores.chat.getState().startEdit(message.id)}>
             <PencilIcon size={14} />
             <span>Edit</span>
+          </button>
+        )}
+        {!generating && !local && (
+          <button type="button" className="btn btn-ghost btn-xs" title="Delete this message and its answer" onClick={() => void stores.chat.getState().deleteMessage(message.id)}>
+            <span>Delete</span>
           </button>
         )}
       </div>
@@ -178,7 +204,9 @@ function Stats({ stats }: { stats: AnswerStats }) {
       <span>TTFT {formatTokens(stats.ttftMs)} ms</span>
       <span>{tokPerSec} tok/s</span>
       <span>{formatTokens(stats.generatedTokens)} tokens</span>
+      {stats.reusedTokens > 0 && <span className="stats-reused">{formatTokens(stats.reusedTokens)} reused</span>}
       <span className={`finish finish-${stats.finishReason}`}>{stats.finishReason}</span>
+      {stats.documentParts && stats.documentParts.length > 0 && <span className="stats-parts">Used: {stats.documentParts.join('; ')}</span>}
     </span>
   );
 }

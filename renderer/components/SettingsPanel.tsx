@@ -9,6 +9,7 @@ import type { Settings } from '../../main/contract/types.ts';
 import { useModel, useSettings, useStores } from '../hooks.ts';
 import type { SettingsPatch } from '../stores/settings.ts';
 import { parseDecimal, type Parsed, type RangeOptions } from '../lib/numbers.ts';
+import { LocalServerSection } from './LocalServerSection.tsx';
 
 type Parser = (text: string) => Parsed;
 
@@ -91,19 +92,19 @@ export function SettingsPanel() {
         ))}
       </div>
       <SystemPromptField value={settings.systemPrompt} onSave={(systemPrompt) => save({ systemPrompt })} />
-      <Field id="setting-context-full" label="When the context is full" hint="More policies come later.">
+      <Field
+        id="setting-context-full"
+        label="When the context is full"
+        hint="Truncate the middle keeps the first exchange and its documents; a rolling window drops the oldest. The system prompt always stays."
+      >
         <select
           id="setting-context-full"
           value={settings.contextFullPolicy}
           onChange={(e) => void save({ contextFullPolicy: e.target.value as Settings['contextFullPolicy'] })}
         >
-          <option value="stop">Stop the answer</option>
-          <option value="truncate-middle" disabled>
-            Truncate the middle (later)
-          </option>
-          <option value="rolling-window" disabled>
-            Rolling window (later)
-          </option>
+          <option value="stop">Stop: refuse the next message</option>
+          <option value="truncate-middle">Truncate the middle</option>
+          <option value="rolling-window">Rolling window</option>
         </select>
       </Field>
       <Field id="setting-ep" label="Execution provider" hint="Preference; the model panel shows the one in use.">
@@ -112,6 +113,7 @@ export function SettingsPanel() {
           <option value="cuda">CUDA (NVIDIA GPU)</option>
         </select>
       </Field>
+      <LocalServerSection onSave={save} />
     </section>
   );
 }

@@ -9,15 +9,17 @@ import type { ContextBudget } from '../../main/contract/types.ts';
 export type MeterLevel = 'ok' | 'amber' | 'red';
 
 /** The part of a budget the meter needs. */
-export type MeterInput = Pick<ContextBudget, 'maxContext' | 'system' | 'history' | 'draft' | 'reserve' | 'used' | 'total' | 'fits'>;
+export type MeterInput = Pick<ContextBudget, 'maxContext' | 'system' | 'documents' | 'history' | 'draft' | 'reserve' | 'used' | 'total' | 'fits'>;
 
 /**
  * Red when the next message will not fit (server says so, or total passes the max);
- * amber when used ≥ 80 % of the max; ok otherwise. Integer comparison, so exactly 80 % is amber.
+ * amber when the total with the reply reserve is ≥ 80 % of the max (counting the reserve: at
+ * default settings the reserve alone is a quarter of the context, so `used` alone turned red
+ * before it ever showed amber); ok otherwise. Integer comparison, so exactly 80 % is amber.
  */
 export function meterLevel(b: Pick<MeterInput, 'maxContext' | 'used' | 'total' | 'fits'>): MeterLevel {
   if (!b.fits || b.total > b.maxContext) return 'red';
-  if (b.maxContext > 0 && b.used * 5 >= b.maxContext * 4) return 'amber';
+  if (b.maxContext > 0 && b.total * 5 >= b.maxContext * 4) return 'amber';
   return 'ok';
 }
 
@@ -29,7 +31,7 @@ export function percentUsed(used: number, maxContext: number): number {
 }
 
 export interface MeterSegment {
-  key: 'system' | 'history' | 'draft' | 'reserve';
+  key: 'system' | 'documents' | 'history' | 'draft' | 'reserve';
   label: string;
   tokens: number;
   /** Width in percent of the bar. */
@@ -38,18 +40,20 @@ export interface MeterSegment {
 
 const SEGMENT_LABELS: Record<MeterSegment['key'], string> = {
   system: 'System prompt',
+  documents: 'Documents',
   history: 'History',
   draft: 'Draft',
   reserve: 'Reserved for reply',
 };
 
 /**
- * Bar segments in order system, history, draft, reserve. The bar spans the max context; when the
- * total passes it, the bar spans the total instead, so the segments still sum to at most 100 %.
+ * Bar segments in order system, documents, history, draft, reserve. The bar spans the max
+ * context; when the total passes it, the bar spans the total instead, so the segments still sum
+ * to at most 100 %.
  */
 export function meterSegments(b: MeterInput): MeterSegment[] {
-  const span = Math.max(b.maxContext, b.system + b.history + b.draft + b.reserve, 1);
-  return (['system', 'history', 'draft', 'reserve'] as const).map((key) => {
+  const span = Math.max(b.maxContext, b.system + b.documents + b.history + b.draft + b.reserve, 1);
+  return (['system', 'documents', 'history', 'draft', 'reserve'] as const).map((key) => {
     const tokens = Math.max(0, b[key]);
     return { key, label: SEGMENT_LABELS[key], tokens, percent: Math.round((tokens / span) * 10_000) / 100 };
   });
@@ -105,5 +109,5 @@ export function meterInputFor<B extends MeterInput & { conversationId: string | 
   if (budget.conversationId === conversationId || !emptyConversation) return budget;
   const used = budget.system + draftTokens;
   const total = used + budget.reserve;
-  return { ...budget, conversationId, history: 0, draft: draftTokens, used, total, fits: total <= budget.maxContext };
+  return { ...budget, conversationId, documents: 0, history: 0, draft: draftTokens, used, total, fits: total <= budget.maxContext };
 }

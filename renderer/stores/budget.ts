@@ -7,7 +7,7 @@
  */
 import { createStore, type StoreApi } from 'zustand/vanilla';
 import type { RopewalkApi } from '../../main/contract/channels.ts';
-import type { ContextBudget } from '../../main/contract/types.ts';
+import type { ContextBudget, DocumentFit } from '../../main/contract/types.ts';
 import { describeError } from '../lib/errors.ts';
 import { meterInputFor } from '../lib/meter.ts';
 import type { NoticesStore } from './notices.ts';
@@ -15,13 +15,15 @@ import type { NoticesStore } from './notices.ts';
 export interface BudgetContext {
   conversationId: string | null;
   draft: string;
+  /** Documents attached to the draft. */
+  documents: { id: string; fit: DocumentFit }[];
   /** The conversation is known to have no messages (loaded, or new), not merely still loading. */
   empty: boolean;
 }
 
 export interface BudgetState {
   budget: ContextBudget | null;
-  /** The draft text `budget` was computed for. */
+  /** The draft (text and documents, `draftKey`) `budget` was computed for. */
   draftFor: string | null;
   /** A request is scheduled or in flight. */
   stale: boolean;
@@ -38,6 +40,11 @@ export interface BudgetState {
 }
 
 export type BudgetStore = StoreApi<BudgetState>;
+
+/** What a budget was counted for: the draft's text and its documents. */
+export function draftKey(draft: string, documents: readonly { id: string; fit: DocumentFit }[]): string {
+  return documents.length === 0 ? draft : `${draft}\u0000${documents.map((d) => `${d.id}:${d.fit}`).join(',')}`;
+}
 
 export function createBudgetStore(
   api: RopewalkApi,
@@ -59,7 +66,8 @@ export function createBudgetStore(
 
     async function refresh(): Promise<ContextBudget | null> {
       cancelTimer();
-      const { conversationId, draft, empty } = context();
+      const { conversationId, draft, documents, empty } = context();
+      const key = draftKey(draft, documents);
       const mine = ++seq;
       inFlight++;
       // Switched chats: until the answer comes, show what is known (exact for an empty chat).
@@ -67,12 +75,12 @@ export function createBudgetStore(
       const provisional = prev && meterInputFor(prev, conversationId, empty);
       set(provisional && provisional !== prev ? { stale: true, budget: provisional, draftFor: null } : { stale: true });
       try {
-        const budget = await api.getBudget({ conversationId, draft });
+        const budget = await api.getBudget({ conversationId, draft, ...(documents.length ? { documents } : {}) });
         lastErrorCode = null;
         if (mine !== seq) return null;
         const now = context();
         if (now.conversationId !== conversationId) return null;
-        set({ budget, draftFor: draft });
+        set({ budget, draftFor: key });
         return budget;
       } catch (e) {
         const { code } = describeError(e);
@@ -100,12 +108,13 @@ export function createBudgetStore(
       refresh,
       async ensureFresh() {
         const { budget, draftFor, stale } = get();
-        const { conversationId, draft } = context();
-        if (budget && !stale && draftFor === draft && budget.conversationId === conversationId) return budget;
+        const { conversationId, draft, documents } = context();
+        if (budget && !stale && draftFor === draftKey(draft, documents) && budget.conversationId === conversationId) return budget;
         return refresh();
       },
       apply(event) {
-        const { conversationId, draft } = context();
+        const { conversationId, draft, documents } = context();
+        const key = draftKey(draft, documents);
         const current = get().budget;
         if (event.conversationId !== conversationId) {
           // Settings or a model change can arrive as another conversation's event: re-ask if the
@@ -115,15 +124,15 @@ export function createBudgetStore(
           }
           return;
         }
-        if (!draft) {
-          set({ budget: event, draftFor: '' });
+        if (!draft && documents.length === 0) {
+          set({ budget: event, draftFor: key });
           return;
         }
         const draftTokens = current && current.conversationId === conversationId ? current.draft : 0;
         const used = event.used - event.draft + draftTokens;
         const total = used + event.reserve;
         set({ budget: { ...event, draft: draftTokens, used, total, fits: total <= event.maxContext } });
-        if (get().draftFor !== draft) get().schedule();
+        if (get().draftFor !== key) get().schedule();
       },
       dispose() {
         cancelTimer();

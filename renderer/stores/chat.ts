@@ -2,8 +2,8 @@
  * Active chat concern: the open conversation's messages, the composer's draft (one per
  * conversation), the answer actions (send, stop, regenerate, edit and resend) and the answers as
  * they stream. One zustand store built from slices (zustand's slices pattern), one file each in
- * ./chat/: conversation (open / show), draft, answer (the actions), stream (events, per-frame
- * commits). What the slices share beyond the state (services, stream buffer, early events,
+ * ./chat/: conversation (open / show), draft, documents (attached to the draft, opened),
+ * answer (the actions), stream (events, per-frame commits). What the slices share beyond the state (services, stream buffer, early events,
  * parked drafts) is a `ChatContext` made here, outside the state.
  */
 import { createStore, type StoreApi } from 'zustand/vanilla';
@@ -15,6 +15,7 @@ import type { BudgetStore } from './budget.ts';
 import { createAnswerSlice, type AnswerSlice } from './chat/answer-slice.ts';
 import type { ChatContext } from './chat/context.ts';
 import { createConversationSlice, type ConversationSlice } from './chat/conversation-slice.ts';
+import { createDocumentsSlice, type DocumentsSlice } from './chat/documents-slice.ts';
 import { createDraftSlice, type DraftSlice } from './chat/draft-slice.ts';
 import { commitFrame, createStreamSlice, type StreamSlice } from './chat/stream-slice.ts';
 import type { NoticesStore } from './notices.ts';
@@ -30,7 +31,7 @@ export interface LiveAnswer {
   waiting?: number;
 }
 
-export type ChatState = ConversationSlice & DraftSlice & AnswerSlice & StreamSlice;
+export type ChatState = ConversationSlice & DraftSlice & DocumentsSlice & AnswerSlice & StreamSlice;
 
 export type ChatStore = StoreApi<ChatState>;
 
@@ -57,6 +58,7 @@ export function createChatStore(deps: ChatDeps): ChatStore {
   store = createStore<ChatState>()((...a) => ({
     ...createConversationSlice(ctx)(...a),
     ...createDraftSlice(ctx)(...a),
+    ...createDocumentsSlice(ctx)(...a),
     ...createAnswerSlice(ctx)(...a),
     ...createStreamSlice(ctx)(...a),
   }));

@@ -54,7 +54,12 @@ export function createStores(api: RopewalkApi, options: StoreOptions): Stores {
     notices,
     () => {
       const c = chat.getState();
-      return { conversationId: c.conversationId, draft: c.draft, empty: !c.loading && c.messages.length === 0 };
+      return {
+        conversationId: c.conversationId,
+        draft: c.draft,
+        documents: c.attachments.map((a) => ({ id: a.id, fit: a.fit })),
+        empty: !c.loading && c.messages.length === 0,
+      };
     },
     debounceMs,
   );
@@ -94,6 +99,7 @@ export function createStores(api: RopewalkApi, options: StoreOptions): Stores {
           api.on('budgetChanged', (e) => budget.getState().apply(e)),
           api.on('modelState', (e) => model.getState().apply(e)),
           api.on('conversationsChanged', (e) => conversations.getState().apply(e.conversations)),
+          api.on('documentProgress', (e) => chat.getState().onDocumentProgress(e)),
         );
       }
       await loadAll();

@@ -1,16 +1,18 @@
 /**
  * Settings concern: the services' `Settings` (loaded once, then patched field by field). A patch
- * that fails leaves the last saved settings in place and reports the error.
+ * that fails leaves the last saved settings in place and reports the error. `localServer` is the
+ * desktop app's local API server as the services report it (refreshed with the settings).
  */
 import { createStore, type StoreApi } from 'zustand/vanilla';
 import type { RequestOf, RopewalkApi } from '../../main/contract/channels.ts';
-import type { Settings } from '../../main/contract/types.ts';
+import type { LocalServerState, Settings } from '../../main/contract/types.ts';
 import type { NoticesStore } from './notices.ts';
 
 export type SettingsPatch = RequestOf<'updateSettings'>;
 
 export interface SettingsState {
   settings: Settings | null;
+  localServer: LocalServerState | null;
   /** Patches in flight. */
   saving: number;
   load(): Promise<void>;
@@ -23,10 +25,11 @@ export type SettingsStore = StoreApi<SettingsState>;
 export function createSettingsStore(api: RopewalkApi, notices: NoticesStore, onChanged: () => void): SettingsStore {
   return createStore<SettingsState>()((set, get) => ({
     settings: null,
+    localServer: null,
     saving: 0,
     async load() {
       try {
-        set({ settings: await api.getSettings({}) });
+        set({ settings: await api.getSettings({}), localServer: await api.getLocalServer({}) });
       } catch (e) {
         notices.getState().report(e);
       }
@@ -35,6 +38,7 @@ export function createSettingsStore(api: RopewalkApi, notices: NoticesStore, onC
       set({ saving: get().saving + 1 });
       try {
         set({ settings: await api.updateSettings(patch) });
+        if (patch.localServer !== undefined || patch.localServerPort !== undefined || patch.localServerCors !== undefined) set({ localServer: await api.getLocalServer({}) });
         onChanged();
         return true;
       } catch (e) {

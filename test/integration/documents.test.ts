@@ -17,7 +17,7 @@ import { RouterError } from '../../main/router.ts';
 import { startBackend as startServices, type Backend as Services } from '../../main/backend.ts';
 import { buildPdf } from '../helpers/documents.ts';
 import { STORIES_BIN } from '../helpers/paths.ts';
-import { nextEvent } from '../helpers/router-events.ts';
+import { nextEvent, record } from '../helpers/router-events.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-documents-test-'));
 let s: Services;
@@ -126,4 +126,55 @@ test('a document that does not fit: refused whole, answered from the relevant pa
 
   const { done: next } = await sendAndWait(c.id, 'Who played with ball number 3?');
   assert.ok(next.stats!.documentParts!.some((p) => p.startsWith('big.md: § Part 3,')), `re-ranked for the follow-up: ${next.stats!.documentParts!.join('; ')}`);
+});
+
+test('long conversations: stop refuses, rolling window and truncate middle leave the oldest turns out, a message is deleted with its answer', async () => {
+  await call('updateSettings', { maxContext: 256, maxTokens: 32, contextFullPolicy: 'stop' });
+  const c = await call('createConversation', {});
+  const line = (i: number) => `Tell me story number ${i} about Lily and Tom and the big red ball in the sunny park.`;
+  const ids: string[] = [];
+  for (let i = 0; ; i++) {
+    const b = await call('getBudget', { conversationId: c.id, draft: line(i) });
+    if (!b.fits) break;
+    ids.push((await sendAndWait(c.id, line(i))).sent.userMessage.id);
+  }
+  assert.ok(ids.length >= 2, `${ids.length} exchanges fit`);
+  const draft = line(99);
+  await assert.rejects(call('sendMessage', { conversationId: c.id, content: draft }), (e: unknown) => e instanceof RouterError && e.code === 'CONTEXT_FULL');
+
+  // Changing the policy recounts the budget the window looks at (no stale refusal).
+  const recount = nextEvent(s.router, 'budgetChanged', (b) => b.conversationId === c.id && b.fits);
+  await call('updateSettings', { contextFullPolicy: 'rolling-window' });
+  const rolled = await recount;
+  assert.ok(rolled.outOfContext.length >= 2 && rolled.outOfContext[0] === ids[0], `the oldest exchange is out: ${rolled.outOfContext}`);
+  const { done } = await sendAndWait(c.id, draft);
+  assert.equal(done.status, 'complete');
+  assert.ok(done.stats!.promptTokens + 32 <= 256, `${done.stats!.promptTokens} prompt tokens`);
+
+  await call('updateSettings', { contextFullPolicy: 'truncate-middle' });
+  const truncated = await call('getBudget', { conversationId: c.id, draft });
+  assert.equal(truncated.fits, true);
+  assert.ok(!truncated.outOfContext.includes(ids[0]), 'the first exchange stays');
+  assert.ok(truncated.outOfContext.includes(ids[1]), 'the one after it goes');
+
+  const before = await call('getConversation', { id: c.id });
+  const after = await call('deleteMessage', { conversationId: c.id, messageId: ids[1] });
+  assert.equal(after.messages.length, before.messages.length - 2, 'the message and its answer');
+  assert.ok(!after.messages.some((m) => m.id === ids[1]));
+  await call('updateSettings', { maxContext: 512, maxTokens: 16, contextFullPolicy: 'stop' });
+});
+
+test('a large file is extracted off the main thread with progress events, page by page', async () => {
+  const line = 'The ropewalk twisted hemp into long ropes for the ships in the harbour.';
+  const pages = Array.from({ length: 80 }, (_, p) => Array.from({ length: 48 }, (_, l) => `${p}.${l} ${line}`));
+  const pdf = buildPdf(pages);
+  assert.ok(pdf.length > 256 * 1024, `${pdf.length} bytes: over the off-thread threshold`);
+  const events = record(s.router);
+  const info = await call('attachDocument', { name: 'harbour.pdf', data: b64(pdf) });
+  events.stop();
+  const fractions = events.of('documentProgress').filter((e) => e.name === 'harbour.pdf').map((e) => e.fraction);
+  assert.equal(info.kind, 'pdf');
+  assert.ok(fractions.length >= 80, `${fractions.length} progress events`);
+  assert.deepEqual([...fractions].sort((a, b) => a - b), fractions, 'in order');
+  assert.equal(fractions.at(-1), 1);
 });

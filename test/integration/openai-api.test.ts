@@ -13,6 +13,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import OpenAI from 'openai';
 import { startBackend, type Backend } from '../../main/backend.ts';
+import { LocalApiServer } from '../../main/serve/local-server.ts';
 import { startServer, type RunningServer } from '../../main/serve/server.ts';
 import { STORIES_BIN } from '../helpers/paths.ts';
 import { nextEvent } from '../helpers/router-events.ts';
@@ -228,4 +229,22 @@ test('/health, and CORS only for the --cors origin', async () => {
     await other.close();
     await loading.dispose();
   }
+});
+
+test('the Local server: a taken port is reported in its state, not thrown; it restarts on a new port', async () => {
+  const local = new LocalApiServer(backend.completions);
+  const settings = backend.completions.settings();
+  try {
+    const taken = await local.apply({ ...settings, localServer: true, localServerPort: srv.port });
+    assert.deepEqual([taken.status, taken.baseUrl], ['error', null]);
+    assert.match(taken.error ?? '', new RegExp(`port ${srv.port} is in use`));
+    const running = await local.apply({ ...settings, localServer: true, localServerPort: 0 });
+    assert.equal(running.status, 'running');
+    const port = Number(new URL(running.baseUrl!).port);
+    const health = await raw('GET', '/health', { host: `localhost:${port}` }, port);
+    assert.equal(health.status, 200);
+  } finally {
+    await local.close();
+  }
+  assert.equal(local.state().status, 'off');
 });

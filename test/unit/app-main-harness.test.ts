@@ -4,7 +4,8 @@
  * real SQLite, the real engine worker on stories260K. It checks the wiring Electron would see:
  * scheme registration, one invoke handler per method with the sender check, a full chat turn with
  * events forwarded to the window, the protocol handler's files and headers, navigation, window
- * opening, webview and permission rules, the menu, and a clean quit that disposes everything.
+ * opening, webview and permission rules, the menu, the Local server setting (the /v1 API on
+ * 127.0.0.1), and a clean quit that disposes everything.
  *
  * What it cannot check: Chromium itself (CSP enforcement, contextIsolation, the sandbox).
  */
@@ -106,6 +107,18 @@ await until('answerDone', () => log.sent.some((s) => s.msg.event === 'answerDone
 r.eventChannels = [...new Set(log.sent.map((s) => s.channel))];
 r.events = [...new Set(log.sent.map((s) => s.msg.event))].sort();
 r.done = log.sent.find((s) => s.msg.event === 'answerDone').msg.data.message;
+// The Local server setting: off by default; on, the same /v1 on 127.0.0.1; off again, closed.
+r.serverDefault = (await call(trusted, 'getLocalServer', {})).value;
+r.serverEnable = (await call(trusted, 'updateSettings', { localServer: true, localServerPort: 0 })).ok;
+const ls = (await call(trusted, 'getLocalServer', {})).value;
+r.serverState = ls;
+r.serverModels = await (await fetch(ls.baseUrl + '/models')).json();
+const chat = await fetch(ls.baseUrl + '/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 4, temperature: 0 }) });
+r.serverChat = { status: chat.status, body: await chat.json() };
+r.serverOther = (await fetch(ls.baseUrl.replace('/v1', '/index.html'))).status;
+await call(trusted, 'updateSettings', { localServer: false });
+r.serverAfterOff = (await call(trusted, 'getLocalServer', {})).value;
+r.serverClosed = await fetch(ls.baseUrl + '/models').then(() => 'open', () => 'closed');
 const serve = async (url, init) => { const res = await log.schemes.get('app')(new Request(url, init)); return { status: res.status, csp: res.headers.get('content-security-policy'), nosniff: res.headers.get('x-content-type-options'), type: res.headers.get('content-type'), body: await res.text() }; };
 r.files = {
   index: await serve('app://ropewalk/index.html'), root: await serve('app://ropewalk/'), missing: await serve('app://ropewalk/nope.js'),
@@ -186,6 +199,19 @@ describe('main process under a fake electron', () => {
     for (const e of ['answerDelta', 'answerDone', 'conversationsChanged', 'modelState']) assert.ok(result.events.includes(e), e);
     assert.equal(result.done.status, 'complete');
     assert.ok(result.done.content.length > 0);
+  });
+
+  it('Local server: off by default; when on, the OpenAI-compatible API on 127.0.0.1 answers; off again, it is closed', () => {
+    assert.deepEqual(result.serverDefault, { status: 'off', baseUrl: null, error: null });
+    assert.equal(result.serverEnable, true);
+    assert.equal(result.serverState.status, 'running');
+    assert.match(result.serverState.baseUrl, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+    assert.deepEqual(result.serverModels.data.map((m: { id: string }) => m.id), ['stories260K']);
+    assert.equal(result.serverChat.status, 200);
+    assert.equal(result.serverChat.body.usage.completion_tokens, 4);
+    assert.equal(result.serverOther, 404, 'only the API is served, not the window');
+    assert.deepEqual(result.serverAfterOff, { status: 'off', baseUrl: null, error: null });
+    assert.equal(result.serverClosed, 'closed');
   });
 
   it('serves the renderer folder with CSP and nosniff, and nothing outside it', () => {

@@ -36,7 +36,7 @@ test('overlapping budget computations of one conversation tokenize its history o
     createdAt: 0,
   });
   const store = { getConversation: () => ({ messages: [message('user', 'hello'), message('assistant', ' world')] }) } as unknown as ConversationStore;
-  const settings = { get: () => ({ systemPrompt: '', maxContext: 512, maxTokens: 128 }) } as unknown as SettingsService;
+  const settings = { get: () => ({ systemPrompt: '', maxContext: 512, maxTokens: 128, contextFullPolicy: 'stop' }) } as unknown as SettingsService;
   const models = { ready: async () => undefined, assertLoaded: () => undefined } as unknown as ModelService;
   const budget = new BudgetService(host, store, settings, models, new DocumentService(host, store));
 

@@ -5,7 +5,7 @@
  */
 import type { EventTypes, RequestOf, ResponseOf, RopewalkApi } from '../../main/contract/channels.ts';
 import type { EventName, MethodName } from '../../main/contract/names.ts';
-import type { ContextBudget, Conversation, Message, ModelState, Settings } from '../../main/contract/types.ts';
+import type { ContextBudget, Conversation, DocumentText, Message, ModelState, Settings } from '../../main/contract/types.ts';
 import { ApiError } from '../../renderer/lib/errors.ts';
 import type { FrameScheduler } from '../../renderer/lib/stream-buffer.ts';
 
@@ -43,6 +43,7 @@ export class ManualFrames implements FrameScheduler {
 export class FakeApi {
   calls: Array<[MethodName, unknown]> = [];
   conversations = new Map<string, Conversation>();
+  documents = new Map<string, DocumentText>();
   settings: Settings = {
     maxContext: 2048,
     maxTokens: 256,
@@ -55,6 +56,9 @@ export class FakeApi {
     systemPrompt: '',
     contextFullPolicy: 'stop',
     executionProvider: 'cpu',
+    localServer: false,
+    localServerPort: 8756,
+    localServerCors: '',
   };
   model: ModelState = {
     status: 'ready',
@@ -90,17 +94,18 @@ export class FakeApi {
   message(conversationId: string, role: Message['role'], content: string, status: Message['status']): Message {
     return { id: `m${this.nextId++}`, conversationId, role, content, status, stats: null, error: null, createdAt: this.clock++ };
   }
-  budgetOf(conversationId: string | null, draft: string): ContextBudget {
+  budgetOf(conversationId: string | null, draft: string, attached: readonly { id: string }[] = []): ContextBudget {
     const c = conversationId ? this.conversations.get(conversationId) : undefined;
     const system = this.settings.systemPrompt.length;
     const history = (c?.messages ?? []).reduce((n, m) => n + m.content.length, 0);
-    const used = system + history + draft.length;
+    const documents = attached.reduce((n, d) => n + (this.documents.get(d.id)?.text.length ?? 0), 0);
+    const used = system + documents + history + draft.length;
     const total = used + this.settings.maxTokens;
     return {
       conversationId,
       maxContext: this.settings.maxContext,
       system,
-      documents: 0,
+      documents,
       history,
       draft: draft.length,
       reserve: this.settings.maxTokens,
@@ -109,6 +114,7 @@ export class FakeApi {
       fits: total <= this.settings.maxContext,
       rope: { capacity: 1024, bytes: 65536 },
       kv: { capacity: 1024, bytes: 1 << 21 },
+      outOfContext: [],
     };
   }
 
@@ -134,15 +140,31 @@ export class FakeApi {
       this.conversations.delete(id);
       return null;
     },
-    attachDocument: ({ name }) => {
-      throw new ApiError('DOCUMENT_UNSUPPORTED', `${name}: the fake API stores no documents`);
+    deleteMessage: ({ conversationId, messageId }) => {
+      const c = this.conversations.get(conversationId)!;
+      const i = c.messages.findIndex((m) => m.id === messageId);
+      let end = i + 1;
+      if (c.messages[i].role === 'user') while (end < c.messages.length && c.messages[end].role !== 'user') end++;
+      c.messages.splice(i, end - i);
+      return structuredClone(c);
+    },
+    attachDocument: ({ name, data }) => {
+      const text = Buffer.from(data, 'base64').toString('utf8');
+      if (text.length === 0) throw new ApiError('DOCUMENT_NO_TEXT', `${name}: no text found: the file is empty`);
+      const doc: DocumentText = { id: `d${this.nextId++}`, name, kind: 'text', size: text.length, hash: text, tokens: text.length, fit: 'whole', text, parts: [] };
+      this.documents.set(doc.id, doc);
+      const { text: _t, parts: _p, ...info } = doc;
+      return info;
     },
     openDocument: ({ id }) => {
-      throw new ApiError('NOT_FOUND', `no document ${id}`);
+      const d = this.documents.get(id);
+      if (!d) throw new ApiError('NOT_FOUND', `no document ${id}`);
+      return d;
     },
-    sendMessage: ({ conversationId, content }) => {
+    sendMessage: ({ conversationId, content, documents }) => {
       const c = this.conversations.get(conversationId)!;
       const userMessage = this.message(conversationId, 'user', content, 'complete');
+      if (documents?.length) userMessage.documents = documents.map((d) => ({ ...this.documents.get(d.id)!, fit: d.fit }));
       const assistantMessage = this.message(conversationId, 'assistant', '', 'streaming');
       c.messages.push(userMessage, assistantMessage);
       this.beforeSendAnswers?.(assistantMessage);
@@ -164,10 +186,11 @@ export class FakeApi {
       c.messages.push(userMessage, assistantMessage);
       return { userMessage, assistantMessage };
     },
-    getBudget: ({ conversationId, draft }) => this.budgetOf(conversationId, draft),
+    getBudget: ({ conversationId, draft, documents }) => this.budgetOf(conversationId, draft, documents),
     getSettings: () => ({ ...this.settings }),
     updateSettings: (patch) => (this.settings = { ...this.settings, ...patch }),
     getModel: () => this.model,
+    getLocalServer: () => ({ status: 'unavailable' as const, baseUrl: null, error: null }),
     openModel: ({ path }) => {
       throw new ApiError('MODEL_LOAD', `cannot read ${path}`);
     },

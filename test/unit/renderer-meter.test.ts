@@ -17,15 +17,15 @@ import {
   type MeterInput,
 } from '../../renderer/lib/meter.ts';
 
-/** A budget with used = system + history + draft and total = used + reserve, as the contract says. */
-function budget(maxContext: number, system: number, history: number, draft: number, reserve: number): MeterInput {
-  const used = system + history + draft;
+/** A budget with used = system + documents + history + draft and total = used + reserve, as the contract says. */
+function budget(maxContext: number, system: number, history: number, draft: number, reserve: number, documents = 0): MeterInput {
+  const used = system + documents + history + draft;
   const total = used + reserve;
-  return { maxContext, system, history, draft, reserve, used, total, fits: total <= maxContext };
+  return { maxContext, system, documents, history, draft, reserve, used, total, fits: total <= maxContext };
 }
 
 describe('meterLevel', () => {
-  it('is ok below 80 % and amber from exactly 80 %', () => {
+  it('is ok below 80 % and amber from exactly 80 %, counting the reply reserve', () => {
     assert.equal(meterLevel(budget(1000, 0, 799, 0, 0)), 'ok');
     assert.equal(meterLevel(budget(1000, 0, 800, 0, 0)), 'amber');
     assert.equal(meterLevel(budget(1000, 100, 600, 100, 100)), 'amber'); // used 800, total 900
@@ -35,9 +35,15 @@ describe('meterLevel', () => {
   });
 
   it('is red when the total with the reply reserve passes the max, even at low use', () => {
-    assert.equal(meterLevel(budget(512, 0, 100, 0, 412)), 'ok'); // total 512 = max: fits
+    assert.equal(meterLevel(budget(512, 0, 100, 0, 412)), 'amber'); // total 512 = max: fits, and past 80 %
     assert.equal(meterLevel(budget(512, 0, 100, 1, 412)), 'red'); // total 513
     assert.equal(meterLevel(budget(512, 0, 0, 88, 512)), 'red'); // used 17 %, but 600 > 512
+  });
+
+  it('shows amber before red at default settings (issue 8: amber never showed; max 512, reserve 128)', () => {
+    assert.equal(meterLevel(budget(512, 0, 281, 0, 128)), 'ok'); // total 409 < 409.6
+    assert.equal(meterLevel(budget(512, 0, 282, 0, 128)), 'amber'); // total 410, used only 55 %
+    assert.equal(meterLevel(budget(512, 0, 385, 0, 128)), 'red');
   });
 
   it('trusts fits=false from the services', () => {
@@ -47,11 +53,12 @@ describe('meterLevel', () => {
 
 describe('meterSegments', () => {
   it('gives each part its share of the max context, in order', () => {
-    const s = meterSegments(budget(1000, 100, 250, 50, 200));
+    const s = meterSegments(budget(1000, 100, 250, 50, 200, 150));
     assert.deepEqual(
       s.map((x) => [x.key, x.tokens, x.percent]),
       [
         ['system', 100, 10],
+        ['documents', 150, 15],
         ['history', 250, 25],
         ['draft', 50, 5],
         ['reserve', 200, 20],
@@ -67,7 +74,7 @@ describe('meterSegments', () => {
   });
 
   it('survives an empty budget', () => {
-    assert.deepEqual(meterSegments(budget(0, 0, 0, 0, 0)).map((x) => x.percent), [0, 0, 0, 0]);
+    assert.deepEqual(meterSegments(budget(0, 0, 0, 0, 0)).map((x) => x.percent), [0, 0, 0, 0, 0]);
   });
 });
 
@@ -112,7 +119,7 @@ describe('refusalReason', () => {
 });
 
 describe('meterInputFor (what the meter shows right after switching chats)', () => {
-  const previous = { conversationId: 'a', maxContext: 512, system: 5, history: 61, draft: 0, reserve: 128, used: 66, total: 194, fits: true };
+  const previous = { conversationId: 'a', maxContext: 512, system: 5, documents: 0, history: 61, draft: 0, reserve: 128, used: 66, total: 194, fits: true };
   it('shows the budget of the conversation it was asked for as is', () => {
     assert.deepEqual(meterInputFor(previous, 'a', false), previous);
   });

@@ -54,6 +54,8 @@ export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => 
           set({ refusal: refusalReason(b) });
           return false;
         }
+        // Taken before a new conversation is shown (showing one starts its composer empty).
+        const attachments = get().attachments;
         let conversationId = get().conversationId;
         if (conversationId === null) {
           const created = await api.createConversation({});
@@ -71,12 +73,14 @@ export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => 
           stats: null,
           error: null,
           createdAt: Date.now(),
+          documents: attachments,
         };
         ctx.drafts.delete(conversationId);
-        set({ messages: [...get().messages, optimistic], draft: '', pending: 'send', refusal: null, editingId: null });
+        set({ messages: [...get().messages, optimistic], draft: '', attachments: [], pending: 'send', refusal: null, editingId: null });
         checkingBudget = false;
         try {
-          const { userMessage, assistantMessage } = await api.sendMessage({ conversationId, content });
+          const documents = attachments.map((a) => ({ id: a.id, fit: a.fit }));
+          const { userMessage, assistantMessage } = await api.sendMessage({ conversationId, content, ...(documents.length ? { documents } : {}) });
           if (get().conversationId !== conversationId) return true;
           const { message, live } = claimAnswer(ctx, assistantMessage);
           const messages = get().messages.map((m) => (m.id === optimistic.id ? userMessage : m));
@@ -86,7 +90,8 @@ export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => 
         } catch (e) {
           if (get().conversationId === conversationId) {
             const restore = get().draft === '' ? content : get().draft;
-            set({ messages: get().messages.filter((m) => m.id !== optimistic.id), pending: null, draft: restore });
+            const restoreAttachments = get().attachments.length ? get().attachments : attachments;
+            set({ messages: get().messages.filter((m) => m.id !== optimistic.id), pending: null, draft: restore, attachments: restoreAttachments });
             void ctx.budget().refresh();
           }
           ctx.report(e);

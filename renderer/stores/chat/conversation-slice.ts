@@ -1,5 +1,5 @@
 /**
- * Chat store slice: which conversation is open and its messages. Switching conversations resets
+ * Chat store slice: which conversation is open and its messages (and deleting one of them). Switching conversations resets
  * everything that belonged to the one before (stream buffer, kept early events, live progress,
  * pending call, edit, refusal) and swaps the composer's draft for the new conversation's.
  */
@@ -15,6 +15,8 @@ export interface ConversationSlice {
   open(id: string | null): Promise<void>;
   /** Shows a conversation already in hand (just created). */
   show(conversation: Conversation): void;
+  /** Deletes a message with its answer (a user message takes the answers after it). */
+  deleteMessage(messageId: string): Promise<void>;
 }
 
 export const createConversationSlice: ChatSlice<ConversationSlice> = (ctx) => (set, get) => {
@@ -33,6 +35,9 @@ export const createConversationSlice: ChatSlice<ConversationSlice> = (ctx) => (s
       editingId: null,
       refusal: null,
       draft,
+      // Attachments belong to the draft being written; another conversation starts without.
+      attachments: [],
+      reading: null,
     } satisfies Partial<ChatState>);
     void ctx.budget().refresh();
   }
@@ -61,6 +66,19 @@ export const createConversationSlice: ChatSlice<ConversationSlice> = (ctx) => (s
 
     show(conversation) {
       switchTo(conversation.id, conversation.messages, false);
+    },
+
+    async deleteMessage(messageId) {
+      const id = get().conversationId;
+      if (!id) return;
+      try {
+        const conversation = await ctx.deps.api.deleteMessage({ conversationId: id, messageId });
+        if (get().conversationId !== id) return;
+        set({ messages: visible(conversation.messages) });
+        void ctx.budget().refresh();
+      } catch (e) {
+        ctx.report(e);
+      }
     },
   };
 };

@@ -1,0 +1,135 @@
+/**
+ * Documents in the window: chips (a document's name and tokens; clicking one opens its extracted
+ * text in the reader), the composer's attachments row with its Attach button (a file input), the
+ * offer when the documents do not fit (raise the max context, use the relevant parts, cancel),
+ * and the reader dialog. Files are only read as bytes here; the services extract the text.
+ */
+import { useRef } from 'react';
+import { useShallow } from 'zustand/react/shallow';
+import type { ContextBudget, DocumentInfo } from '../../main/contract/types.ts';
+import { useBudget, useChat, useModel, useStores } from '../hooks.ts';
+import { formatTokens } from '../lib/meter.ts';
+
+/** A document chip: opens the extracted text. */
+export function DocumentChip({ doc, onRemove }: { doc: Pick<DocumentInfo, 'id' | 'name' | 'tokens' | 'fit'>; onRemove?: () => void }) {
+  const stores = useStores();
+  const tokens = doc.tokens === null ? '' : ` · ${formatTokens(doc.tokens)} tokens`;
+  return (
+    <span className="doc-chip" data-fit={doc.fit}>
+      <button type="button" className="doc-chip-open" title={`Open the text of ${doc.name}`} onClick={() => void stores.chat.getState().openDocument(doc.id)}>
+        <span className="doc-chip-name">{doc.name}</span>
+        <span className="doc-chip-meta">
+          {tokens}
+          {doc.fit === 'relevant' ? ' · relevant parts' : ''}
+        </span>
+      </button>
+      {onRemove && (
+        <button type="button" className="doc-chip-remove" aria-label={`Remove ${doc.name}`} onClick={onRemove}>
+          ×
+        </button>
+      )}
+    </span>
+  );
+}
+
+/** The composer's Attach button and the row of attached documents. */
+export function Attachments() {
+  const stores = useStores();
+  const input = useRef<HTMLInputElement>(null);
+  const attachments = useChat((s) => s.attachments);
+  const attaching = useChat(useShallow((s) => s.attaching));
+  const progress = useChat((s) => s.progress);
+  return (
+    <div className="attachments">
+      <button type="button" className="btn btn-attach" onClick={() => input.current?.click()}>
+        Attach
+      </button>
+      <input
+        ref={input}
+        type="file"
+        multiple
+        hidden
+        aria-label="Attach files"
+        onChange={(e) => {
+          const files = [...(e.target.files ?? [])];
+          e.target.value = '';
+          void stores.chat.getState().attachFiles(files);
+        }}
+      />
+      {attachments.map((d) => (
+        <DocumentChip key={d.id} doc={d} onRemove={() => stores.chat.getState().removeAttachment(d.id)} />
+      ))}
+      {attaching.map((name, i) => (
+        <span key={`${name}-${i}`} className="doc-chip doc-chip-busy" role="status">
+          Reading {name}…{progress[name] !== undefined ? ` ${Math.round(progress[name] * 100)} %` : ''}
+        </span>
+      ))}
+    </div>
+  );
+}
+
+/**
+ * When the draft's documents do not fit: by how much, and what to do. Raising the max context is
+ * offered up to the model's trained context (past it, the model has never seen such positions).
+ */
+export function NotFitOffer({ budget }: { budget: ContextBudget }) {
+  const stores = useStores();
+  const attachments = useChat((s) => s.attachments);
+  const trained = useModel((s) => s.model?.info?.trainedContext ?? 0);
+  if (attachments.length === 0 || budget.fits || budget.documents === 0) return null;
+  const over = budget.total - budget.maxContext;
+  const raiseTo = 2 ** Math.ceil(Math.log2(budget.total));
+  const allRelevant = attachments.every((a) => a.fit === 'relevant');
+  return (
+    <div className="not-fit" role="group" aria-label="The documents do not fit">
+      <p>
+        The documents do not fit: {formatTokens(budget.total)} tokens with the reply reserve, {formatTokens(over)} over the max context of{' '}
+        {formatTokens(budget.maxContext)}.
+      </p>
+      <div className="not-fit-actions">
+        {raiseTo <= trained && (
+          <button type="button" className="btn" onClick={() => void stores.settings.getState().update({ maxContext: raiseTo })}>
+            Raise max context to {formatTokens(raiseTo)}
+          </button>
+        )}
+        {!allRelevant && (
+          <button type="button" className="btn btn-primary" onClick={() => stores.chat.getState().setFit('relevant')}>
+            Use the relevant parts
+          </button>
+        )}
+        <button type="button" className="btn" onClick={() => stores.chat.getState().clearAttachments()}>
+          Cancel
+        </button>
+      </div>
+      {raiseTo > trained && trained > 0 && <p className="not-fit-note">The model was trained on {formatTokens(trained)} positions; a larger max context is not offered.</p>}
+    </div>
+  );
+}
+
+/** The reader: a document's extracted text, as plain text (never HTML). */
+export function DocumentReader() {
+  const stores = useStores();
+  const doc = useChat((s) => s.reading);
+  if (!doc) return null;
+  return (
+    <div className="doc-reader-backdrop" onClick={() => stores.chat.getState().closeDocument()}>
+      <div className="doc-reader" role="dialog" aria-modal="true" aria-label={doc.name} onClick={(e) => e.stopPropagation()}>
+        <header>
+          <h2>{doc.name}</h2>
+          <span className="doc-chip-meta">
+            {doc.kind} · {doc.tokens === null ? '' : `${formatTokens(doc.tokens)} tokens`}
+          </span>
+          <button type="button" className="btn" onClick={() => stores.chat.getState().closeDocument()}>
+            Close
+          </button>
+        </header>
+        <pre className="doc-reader-text">{doc.text}</pre>
+      </div>
+    </div>
+  );
+}
+
+/** The budget the composer shows, when it is this conversation's. */
+export function useOwnBudget(conversationId: string | null): ContextBudget | null {
+  return useBudget((s) => (s.budget && s.budget.conversationId === conversationId ? s.budget : null));
+}

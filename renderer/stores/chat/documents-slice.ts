@@ -1,0 +1,104 @@
+/**
+ * Chat store slice: the documents attached in the composer (sent with the next message, then
+ * shown as chips on it), files being extracted, and the document opened for reading. Files are
+ * read here only as bytes (base64) and sent to the services, which extract the text in the main
+ * process; an error names the file (a notice) and attaches nothing. Attaching, removing or
+ * switching a document to its relevant parts recounts the budget (the meter's documents segment).
+ */
+import type { DocumentFit, DocumentInfo, DocumentText } from '../../../main/contract/types.ts';
+import type { ChatSlice } from './context.ts';
+
+/** A file as the window hands it over: its name and bytes (a DOM File has both). */
+export interface FileLike {
+  name: string;
+  arrayBuffer(): Promise<ArrayBuffer>;
+}
+
+export interface DocumentsSlice {
+  /** Attached to the draft, in order. */
+  attachments: DocumentInfo[];
+  /** Names of the files being read and extracted. */
+  attaching: string[];
+  /** Extraction progress (0…1) of large files being attached, by name. */
+  progress: Record<string, number>;
+  /** A `documentProgress` event. */
+  onDocumentProgress(e: { name: string; fraction: number }): void;
+  /** The document shown in the reader (a chip was opened), or null. */
+  reading: DocumentText | null;
+  attachFiles(files: readonly FileLike[]): Promise<void>;
+  removeAttachment(id: string): void;
+  /** Sets how every attached document goes into the prompt ("use the relevant parts": 'relevant'). */
+  setFit(fit: DocumentFit): void;
+  /** Drops every attachment of the draft (the not-fit offer's Cancel). */
+  clearAttachments(): void;
+  openDocument(id: string): Promise<void>;
+  closeDocument(): void;
+}
+
+/** Bytes as base64, in slices (String.fromCharCode on a whole file overflows the stack). */
+export function toBase64(bytes: Uint8Array): string {
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
+export const createDocumentsSlice: ChatSlice<DocumentsSlice> = (ctx) => (set, get) => ({
+  attachments: [],
+  attaching: [],
+  progress: {},
+  reading: null,
+
+  onDocumentProgress({ name, fraction }) {
+    if (get().attaching.includes(name)) set({ progress: { ...get().progress, [name]: fraction } });
+  },
+
+  async attachFiles(files) {
+    const conversationId = get().conversationId;
+    for (const file of files) {
+      set({ attaching: [...get().attaching, file.name] });
+      try {
+        const data = toBase64(new Uint8Array(await file.arrayBuffer()));
+        const info = await ctx.deps.api.attachDocument({ name: file.name, data });
+        if (get().conversationId === conversationId && !get().attachments.some((a) => a.id === info.id)) {
+          set({ attachments: [...get().attachments, info], refusal: null });
+          ctx.budget().schedule();
+        }
+      } catch (e) {
+        ctx.report(e);
+      } finally {
+        const i = get().attaching.indexOf(file.name);
+        const attaching = get().attaching.filter((_, j) => j !== i);
+        const progress = { ...get().progress };
+        if (!attaching.includes(file.name)) delete progress[file.name];
+        set({ attaching, progress });
+      }
+    }
+  },
+
+  removeAttachment(id) {
+    set({ attachments: get().attachments.filter((a) => a.id !== id), refusal: null });
+    ctx.budget().schedule();
+  },
+
+  setFit(fit) {
+    set({ attachments: get().attachments.map((a) => ({ ...a, fit })), refusal: null });
+    void ctx.budget().refresh();
+  },
+
+  clearAttachments() {
+    set({ attachments: [], refusal: null });
+    void ctx.budget().refresh();
+  },
+
+  async openDocument(id) {
+    try {
+      set({ reading: await ctx.deps.api.openDocument({ id }) });
+    } catch (e) {
+      ctx.report(e);
+    }
+  },
+
+  closeDocument() {
+    set({ reading: null });
+  },
+});

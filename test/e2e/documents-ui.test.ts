@@ -1,0 +1,129 @@
+/**
+ * Documents end to end, as a person uses them: `serve` mode with the real stories260K model in
+ * Debian's headless Chromium. Attach a .md and a .pdf through the Attach button (a file input),
+ * see their chips and the meter's documents segment, ask, ask a follow-up whose stats show the
+ * tokens reused from the KV cache, open a chip's text, attach a document that does not fit, take
+ * "Use the relevant parts" and get an answer that names the parts used. A screenshot of that
+ * state goes to test/artifacts/documents.png.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { after, before, test } from 'node:test';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { buildRenderer } from '../../renderer/build.ts';
+import { buildPdf } from '../helpers/documents.ts';
+import { PROJECT_ROOT } from '../helpers/paths.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ARTIFACTS = path.join(PROJECT_ROOT, 'test', 'artifacts');
+const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-e2e-docs-'));
+let server: ChildProcess;
+let url: string;
+let browser: Browser;
+let page: Page;
+const pageErrors: string[] = [];
+
+before(async () => {
+  assert.ok(existsSync(CHROMIUM), `Debian's chromium is needed at ${CHROMIUM} (apt-get install chromium)`);
+  await buildRenderer({});
+  server = spawn(process.execPath, ['--import', 'tsx', 'main/serve/cli.ts', '--port', '0', '--data', path.join(root, 'data')], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, ROPEWALK_CACHE_DIR: path.join(root, 'cache') },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: server.stdout! }).once('line', resolve);
+    server.once('exit', (code) => reject(new Error(`serve exited with ${code} before printing its URL`)));
+  });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+});
+
+after(async () => {
+  await browser?.close();
+  if (server && server.exitCode === null) {
+    const exited = new Promise((r) => server.once('exit', r));
+    server.kill('SIGTERM');
+    await exited;
+  }
+  rmSync(root, { recursive: true, force: true });
+});
+
+async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+async function setSetting(label: string, value: string): Promise<void> {
+  const field = page.getByLabel(label, { exact: true });
+  await field.fill(value);
+  await field.press('Enter');
+}
+
+/** Sends `text` and waits for its answer's stats. */
+async function ask(text: string): Promise<string> {
+  const answers = await page.locator('.msg-assistant .stats').count();
+  await page.getByRole('textbox', { name: 'Message' }).fill(text);
+  await page.getByRole('textbox', { name: 'Message' }).press('Enter');
+  await until('the answer is done', async () => (await page.locator('.msg-assistant .stats').count()) > answers, 60_000);
+  return page.locator('.msg-assistant .stats').last().innerText();
+}
+
+const attach = (files: { name: string; mimeType: string; buffer: Buffer }[]) => page.getByLabel('Attach files').setInputFiles(files);
+
+test('attach, see chips and the documents segment, ask, follow up with reused tokens, open a chip, use the relevant parts', async () => {
+  await page.goto(url);
+  await page.getByText('ready', { exact: true }).waitFor({ timeout: 60_000 });
+  await page.getByRole('button', { name: 'New chat' }).click();
+  await setSetting('Max new tokens', '16');
+  await setSetting('Temperature', '0');
+  await page.waitForTimeout(200);
+
+  const story = 'Lily had a red ball. She played in the park with Tom.\n\nTom had a blue kite.';
+  await page.getByRole('button', { name: 'Attach' }).waitFor();
+  await attach([
+    { name: 'story.md', mimeType: 'text/markdown', buffer: Buffer.from(story) },
+    { name: 'kite.pdf', mimeType: 'application/pdf', buffer: buildPdf([['The kite was blue.']]) },
+  ]);
+  await until('both chips show', async () => (await page.locator('.attachments .doc-chip-name').allInnerTexts()).join(',') === 'story.md,kite.pdf');
+  await until('the meter has a documents segment', async () => (await page.locator('.meter .seg-documents').count()) === 1);
+
+  const first = await ask('What did Lily have?');
+  assert.match(first, /tokens/);
+  assert.deepEqual(await page.locator('.msg-user .doc-chip-name').allInnerTexts(), ['story.md', 'kite.pdf'], 'chips on the user message');
+  assert.equal(await page.locator('.attachments .doc-chip-name').count(), 0, 'the composer is empty again');
+
+  const followUp = await ask('And what did Tom have?');
+  const reused = Number(/([\d,]+) reused/.exec(followUp)?.[1].replace(/,/g, ''));
+  assert.ok(reused > 60, `the follow-up reused the documents from the KV cache: ${followUp}`);
+
+  await page.locator('.msg-user .doc-chip-open').nth(1).click();
+  const reader = page.getByRole('dialog', { name: 'kite.pdf' });
+  await reader.waitFor();
+  assert.equal((await reader.locator('.doc-reader-text').innerText()).trim(), 'The kite was blue.');
+  await reader.getByRole('button', { name: 'Close' }).click();
+
+  const big = Array.from({ length: 40 }, (_, i) => `# Part ${i}\n\n${i === 17 ? 'The zebra ran to the river.' : `Lily and Tom played with ball number ${i} in the park.`}`).join('\n\n');
+  await attach([{ name: 'big.md', mimeType: 'text/markdown', buffer: Buffer.from(big) }]);
+  const offer = page.getByRole('group', { name: 'The documents do not fit' });
+  await offer.waitFor();
+  assert.match(await offer.innerText(), /over the max context of 512/);
+  await offer.getByRole('button', { name: 'Use the relevant parts' }).click();
+  await until('the offer is gone', async () => (await offer.count()) === 0);
+  const answer = await ask('Where did the zebra run?');
+  assert.match(answer, /Used: .*big\.md: § Part 17, chunk \d+/);
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: path.join(ARTIFACTS, 'documents.png') });
+  assert.deepEqual(pageErrors, []);
+});
