@@ -3,9 +3,11 @@
  * thread, through the engine host) to stdout, or prints one JSON object with `--json`.
  * Exit codes: 0 done, 1 model or runtime failure, 2 bad usage (bad option, empty prompt, prompt
  * longer than the max context, a document that cannot be read or does not fit), 130 stopped
- * with Ctrl-C (the partial answer is printed). Errors are one line on stderr; no stack trace
- * reaches the user. With `--attach`, the documents go into the user turn before the question
- * (main/cli/documents.ts); the parts used with `--fit relevant` are listed on stderr.
+ * with Ctrl-C (the partial answer is printed; during a first import, the import stops and leaves
+ * nothing in the model cache). Errors are one line on stderr; no stack trace reaches the user.
+ * Import progress goes to stderr on a terminal only. With `--attach`, the documents go into the
+ * user turn before the question (main/cli/documents.ts); the parts used with `--fit relevant`
+ * are listed on stderr.
  */
 import { defaultModelPath } from '../default-model.ts';
 import { EngineHost } from '../engine-host/host.ts';
@@ -13,6 +15,7 @@ import { EngineError } from '../engine/errors.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
 import { DocumentError } from '../documents/errors.ts';
 import { parseChatOptions, USAGE, UsageError } from './options.ts';
+import { formatLoadProgress } from './progress.ts';
 
 const USAGE_CODES = new Set(['INVALID_OPTION', 'CONTEXT_OVERFLOW']);
 
@@ -30,11 +33,25 @@ async function main(argv: string[]): Promise<number> {
   const docs = documents ? await documents.readAttachments(opts.attach) : [];
   const host = new EngineHost();
   try {
-    const info = await host.load(opts.model ?? defaultModelPath(), {
-      ...(opts.maxContext !== null ? { maxContext: opts.maxContext } : {}),
-      executionProvider: opts.ep,
-      ...(opts.backend !== null ? { backend: opts.backend } : {}),
-      ...(opts.quantize ? { quantize: opts.quantize } : {}),
+    // Import progress on a terminal only (one line, redrawn); pipes and tests see none.
+    const tty = process.stderr.isTTY === true;
+    let drawn = false;
+    const info = await host.load(
+      opts.model ?? defaultModelPath(),
+      {
+        ...(opts.maxContext !== null ? { maxContext: opts.maxContext } : {}),
+        executionProvider: opts.ep,
+        ...(opts.backend !== null ? { backend: opts.backend } : {}),
+        ...(opts.quantize ? { quantize: opts.quantize } : {}),
+      },
+      (phase, fraction, detail) => {
+        if (!tty || phase === 'cached') return;
+        process.stderr.write(`\r\x1b[2K${formatLoadProgress(phase, fraction, detail)}`);
+        drawn = true;
+      },
+      ac.signal,
+    ).finally(() => {
+      if (drawn) process.stderr.write('\n');
     });
     if (info.fallbackReason) process.stderr.write(`note: ${info.fallbackReason}\n`);
     // Without a chat template the system prompt opens the transcript, as in the window and /v1.
@@ -104,7 +121,8 @@ main(process.argv.slice(2)).then(
       process.exitCode = 2;
     } else if (e instanceof EngineError) {
       process.stderr.write(`error: ${e.message}\n`);
-      process.exitCode = USAGE_CODES.has(e.code) ? 2 : 1;
+      // Ctrl-C during an import: the shell's convention for SIGINT, as for a cancelled answer.
+      process.exitCode = e.code === 'CANCELLED' ? 130 : USAGE_CODES.has(e.code) ? 2 : 1;
     } else {
       process.stderr.write(`error: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}\n`);
       process.exitCode = 1;

@@ -13,7 +13,10 @@ import { workerThread } from '../worker-thread.ts';
 import { deserializeEngineError, EngineError, WorkerCrashedError } from '../engine/errors.ts';
 import type { ModelInfo } from '../engine/generate/engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
-import type { EngineCacheStats, HostToWorker, LoadOptions, WorkerToHost } from './protocol.ts';
+import type { EngineCacheStats, HostToWorker, LoadOptions, LoadProgressDetail, WorkerToHost } from './protocol.ts';
+
+/** Load progress: phase, fraction in [0, 1], and while weights are written bytes and an ETA. */
+export type LoadProgress = (phase: string, fraction: number, detail: LoadProgressDetail) => void;
 
 type Listener = (m: WorkerToHost) => void;
 
@@ -65,12 +68,18 @@ export class EngineHost {
   }
 
   /** Sends one request and resolves with its `loaded`/`result` reply. */
-  private call(msg: DistributiveOmit<HostToWorker, 'id'>, worker?: Worker, onProgress?: (phase: string, fraction: number) => void): Promise<unknown> {
+  private call(msg: DistributiveOmit<HostToWorker, 'id'>, worker?: Worker, onProgress?: LoadProgress, signal?: AbortSignal): Promise<unknown> {
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
+      const cancel = () => this.worker?.postMessage({ type: 'cancel', id } satisfies HostToWorker);
+      signal?.addEventListener('abort', cancel, { once: true });
       this.listeners.set(id, {
         onMessage: (m) => {
-          if (m.type === 'progress') return onProgress?.(m.phase, m.fraction);
+          if (m.type === 'progress') {
+            const { bytes, totalBytes, etaSeconds } = m;
+            return onProgress?.(m.phase, m.fraction, { bytes, totalBytes, etaSeconds });
+          }
+          signal?.removeEventListener('abort', cancel);
           this.listeners.delete(id);
           if (m.type === 'error') reject(deserializeEngineError(m.error));
           else if (m.type === 'loaded') resolve(m.info);
@@ -86,11 +95,13 @@ export class EngineHost {
 
   /**
    * Loads a model (importing it on first use). On failure the previous model stays loaded.
-   * @throws ModelLoadError / TokenizerError / InvalidOptionError from the worker.
+   * @param signal cancels an import in progress: nothing is left in the cache.
+   * @throws ModelLoadError / TokenizerError / InvalidOptionError from the worker;
+   *   EngineError('CANCELLED') when `signal` aborted the import.
    */
-  async load(source: string, options: LoadOptions = {}, onProgress?: (phase: string, fraction: number) => void): Promise<ModelInfo> {
+  async load(source: string, options: LoadOptions = {}, onProgress?: LoadProgress, signal?: AbortSignal): Promise<ModelInfo> {
     await this.ensureWorker();
-    const info = (await this.call({ type: 'load', source, options }, undefined, onProgress)) as ModelInfo;
+    const info = (await this.call({ type: 'load', source, options }, undefined, onProgress, signal)) as ModelInfo;
     this.lastLoad = { source, options };
     this.loaded = info;
     return info;

@@ -11,7 +11,14 @@ import type { SerializedEngineError } from '../engine/errors.ts';
 import type { EngineOptions, ModelInfo } from '../engine/generate/engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
 
-export type LoadOptions = Omit<EngineOptions, 'onProgress'>;
+/** What a load's progress says besides phase and fraction: weight bytes written, seconds left. */
+export interface LoadProgressDetail {
+  bytes?: number;
+  totalBytes?: number;
+  etaSeconds?: number;
+}
+
+export type LoadOptions = Omit<EngineOptions, 'onProgress' | 'signal'>;
 
 export type HostToWorker =
   | { type: 'load'; id: number; source: string; options: LoadOptions }
@@ -36,7 +43,7 @@ export interface EngineCacheStats {
 }
 
 export type WorkerToHost =
-  | { type: 'progress'; id: number; phase: string; fraction: number }
+  | ({ type: 'progress'; id: number; phase: string; fraction: number } & LoadProgressDetail)
   | { type: 'loaded'; id: number; info: ModelInfo }
   | { type: 'event'; id: number; event: GenerationEvent }
   | { type: 'result'; id: number; value: unknown }

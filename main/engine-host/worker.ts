@@ -45,11 +45,15 @@ async function shutdown(exitCode: number): Promise<void> {
 
 async function handle(msg: HostToWorker): Promise<void> {
   switch (msg.type) {
-    case 'load':
+    case 'load': {
+      // Cancellable like a generation ('cancel' with this id, or shutdown): an import stops clean.
+      const ac = new AbortController();
+      running.set(msg.id, ac);
       try {
         const next = await Engine.load(msg.source, {
           ...msg.options,
           onProgress: (p) => send({ type: 'progress', id: msg.id, ...p }),
+          signal: ac.signal,
         });
         // The previous model stays loaded until the new one has loaded.
         const old = engine;
@@ -58,8 +62,11 @@ async function handle(msg: HostToWorker): Promise<void> {
         send({ type: 'loaded', id: msg.id, info: next.info });
       } catch (e) {
         fail(msg.id, e);
+      } finally {
+        running.delete(msg.id);
       }
       return;
+    }
     case 'generate': {
       const ac = new AbortController();
       running.set(msg.id, ac);

@@ -15,16 +15,23 @@
  * Figures are medians over repeated steps. It is a benchmark, not a test: it asserts nothing.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { readFile, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
 import { KvCache } from '../../main/engine/cache/kv-cache.ts';
 import { inverseFrequencies } from '../../main/engine/cache/inv-freq.ts';
 import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
+import { resolveModel } from '../../main/engine/model/bundle.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from '../../main/engine/model/decoder-graph.ts';
+import { writeExternalData } from '../../main/engine/model/onnx-builder.ts';
 import { layerWeight, type ModelConfig, type ModelWeights } from '../../main/engine/model/manifest.ts';
 import { DecoderSession, type KvOutputs } from '../../main/engine/model/session.ts';
 import { Engine } from '../../main/engine/generate/engine.ts';
+import { hashFiles } from '../../main/engine/model/content-hash.ts';
+import { expectedWeights, hfSourceFiles, parseHfConfig } from '../../main/engine/model/import-hf.ts';
+import { RACY_WINDOW_MS } from '../../main/engine/model/source-fingerprint.ts';
 import { writeSyntheticCheckpoint, type SyntheticSpec } from '../helpers/synthetic-hf.ts';
 import { defaultModelPath } from '../../main/default-model.ts';
 import { backendRows, storiesDecodeRates } from './backend-steps.ts';
@@ -97,9 +104,10 @@ function recomputeTable(invFreq: Float64Array, end: number): { cos: Float32Array
 /**
  * The Hugging Face folder the loop, start and import sections use: Qwen3's tokenizer, full
  * vocabulary (151,669) and attention shapes (16 query / 8 KV heads × 128), narrowed elsewhere
- * (hidden 256, 4 layers, tied embeddings; about 190 MB float32) so it imports in seconds here.
+ * (hidden 512, 8 layers, tied embeddings; about 480 MB float32, the embedding 310 MB of it) so it
+ * imports in seconds here.
  */
-const BENCH_HF_MODEL: SyntheticSpec = { family: 'qwen3', hidden: 256, heads: 16, kvHeads: 8, headDim: 128, inter: 768, layers: 4, tied: true };
+const BENCH_HF_MODEL: SyntheticSpec = { family: 'qwen3', hidden: 512, heads: 16, kvHeads: 8, headDim: 128, inter: 1536, layers: 8, tied: true };
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (ms: number) => (ms < 0.01 ? `${(ms * 1000).toFixed(2)} µs` : `${ms.toFixed(3)} ms`);
@@ -109,7 +117,7 @@ async function kvSteps(): Promise<void> {
   try {
     const built = buildDecoderGraph(config, randomWeights(config));
     writeFileSync(path.join(dir, 'model.onnx'), built.model);
-    writeFileSync(path.join(dir, EXTERNAL_DATA_FILE), Buffer.concat(built.data));
+    await writeExternalData(path.join(dir, EXTERNAL_DATA_FILE), built);
     const session = await DecoderSession.create(path.join(dir, 'model.onnx'), config, 'cpu');
     const { invFreq } = inverseFrequencies(config.rope, MAX_CONTEXT);
     console.log(`synthetic ${config.architecture}: ${config.numLayers} layers, ${config.numHeads}/${config.numKvHeads} heads × ${config.headDim}, hidden ${config.hiddenSize}, vocab ${config.vocabSize}; ${STEPS} steps per length, medians\n`);
@@ -310,6 +318,89 @@ async function loopVsPlain(model: string, cacheDir: string): Promise<void> {
   }
 }
 
+/**
+ * Start-up: `Engine.load` from the source folder (the cache found by the files' fingerprint, no
+ * hashing) against `Engine.load` from the imported bundle folder itself, alternated, medians;
+ * plus the content hash of the source files, which every start paid before fingerprints.
+ */
+async function startFromSource(model: string, cacheDir: string): Promise<void> {
+  const first = await Engine.load(model, { cacheDir });
+  const bundleDir = first.info.bundleDir;
+  await first.dispose();
+  // Fingerprints are recorded only once the files are older than the racy window.
+  await new Promise((r) => setTimeout(r, RACY_WINDOW_MS));
+  await (await Engine.load(model, { cacheDir })).dispose();
+  const fromSource: number[] = [];
+  const fromBundle: number[] = [];
+  const resolveSource: number[] = [];
+  const resolveBundle: number[] = [];
+  const hashes: number[] = [];
+  const phases: string[] = [];
+  const time = async (xs: number[], f: () => Promise<unknown>) => {
+    const t = performance.now();
+    await f();
+    xs.push(performance.now() - t);
+  };
+  for (let i = 0; i < 4; i++) {
+    // Alternate which goes first, so neither always follows the other's page-cache warmth.
+    const pair = [
+      () => time(fromSource, async () => (await Engine.load(model, { cacheDir, onProgress: (p) => phases.push(p.phase) })).dispose()),
+      () => time(fromBundle, async () => (await Engine.load(bundleDir, { cacheDir })).dispose()),
+    ];
+    for (const f of i % 2 ? pair.reverse() : pair) await f();
+    await time(resolveSource, () => resolveModel(model, cacheDir));
+    await time(resolveBundle, () => resolveModel(bundleDir, cacheDir));
+    await time(hashes, async () => hashFiles(await hfSourceFiles(model)));
+  }
+  const [s, b, h] = [median(fromSource), median(fromBundle), median(hashes)];
+  const mb = (await Promise.all((await hfSourceFiles(model)).map((f) => stat(f)))).reduce((a, st) => a + st.size, 0) / 2 ** 20;
+  console.log(`\nstart (Engine.load until ready), ${mb.toFixed(0)} MiB of source files, 4 alternated starts, medians${phases.includes('hash') ? ' (WARNING: a start hashed)' : ''}`);
+  printTable(
+    ['start', 'time'],
+    [
+      ['from the source folder (fingerprint)', fmt(s)],
+      ['from the bundle folder', fmt(b)],
+      ['source / bundle', `${(s / b).toFixed(2)}×`],
+      ['resolveModel alone: source (fingerprint)', fmt(median(resolveSource))],
+      ['resolveModel alone: bundle', fmt(median(resolveBundle))],
+      ['content hash of the source (every start before)', fmt(h)],
+    ],
+  );
+}
+
+/**
+ * Import: a Hugging Face folder written as a bundle, in a child process each so peak RSS is the
+ * import's: streamed (one tensor at a time) against eager (every weight in memory first, as
+ * before), and an idle child for the runtime's own RSS. Throughput = bundle bytes / time.
+ */
+async function importThroughput(model: string, root: string): Promise<void> {
+  const child = (mode: string, dir: string) =>
+    new Promise<{ ms: number; maxRssBytes: number }>((resolve, reject) => {
+      execFile(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'import-child.ts'), mode, model, dir], (err, stdout) =>
+        err ? reject(err) : resolve(JSON.parse(stdout.trim().split('\n').at(-1)!)),
+      );
+    });
+  const idle = await child('idle', path.join(root, 'idle'));
+  const runs: Record<string, { ms: number; maxRssBytes: number }> = {};
+  for (const mode of ['stream', 'eager']) runs[mode] = await child(mode, path.join(root, `import-${mode}`));
+  const bundleBytes = (await stat(path.join(root, 'import-stream', EXTERNAL_DATA_FILE))).size;
+  const config = parseHfConfig(JSON.parse(await readFile(path.join(model, 'config.json'), 'utf8')), model);
+  const largest = Math.max(...[...expectedWeights(config).values()].map((shape) => 4 * shape.reduce((a, b) => a * b, 1)));
+  const MiB = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
+  const row = (name: string, r: { ms: number; maxRssBytes: number }) => [
+    name,
+    fmt(r.ms),
+    `${(bundleBytes / 2 ** 20 / (r.ms / 1000)).toFixed(0)} MiB/s`,
+    MiB(r.maxRssBytes),
+    `${((r.maxRssBytes - idle.maxRssBytes) / largest).toFixed(2)}×`,
+  ];
+  console.log(`\nimport (folder → bundle, no hash), ${MiB(bundleBytes)} of float32 weights, largest tensor ${MiB(largest)}, runtime alone ${MiB(idle.maxRssBytes)}`);
+  printTable(
+    ['import', 'time', 'throughput', 'peak RSS', '(peak − runtime) / largest tensor'],
+    [row('streamed', runs.stream!), row('eager (all weights in memory first)', runs.eager!), ['eager / streamed', `${(runs.eager!.ms / runs.stream!.ms).toFixed(2)}×`, '', `${(runs.eager!.maxRssBytes / runs.stream!.maxRssBytes).toFixed(2)}×`, '']],
+  );
+}
+
 function printTable(head: string[], rows: string[][]): void {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (r: string[]) => r.map((c, i) => c.padStart(widths[i])).join('  ');
@@ -317,7 +408,7 @@ function printTable(head: string[], rows: string[][]): void {
   for (const r of rows) console.log(line(r));
 }
 
-const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'kv,loop').split(','));
+const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'kv,loop,start,import').split(','));
 
 async function main(): Promise<void> {
   if (SECTIONS.has('kv')) await kvSteps();
@@ -327,6 +418,8 @@ async function main(): Promise<void> {
     await writeSyntheticCheckpoint(model, BENCH_HF_MODEL);
     const cacheDir = path.join(root, 'cache');
     if (SECTIONS.has('loop')) await loopVsPlain(model, cacheDir);
+    if (SECTIONS.has('start')) await startFromSource(model, cacheDir);
+    if (SECTIONS.has('import')) await importThroughput(model, root);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

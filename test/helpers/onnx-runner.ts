@@ -10,6 +10,7 @@ import path from 'node:path';
 import { KvCache } from '../../main/engine/cache/kv-cache.ts';
 import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from '../../main/engine/model/decoder-graph.ts';
+import { writeExternalData } from '../../main/engine/model/onnx-builder.ts';
 import type { ModelConfig, ModelWeights } from '../../main/engine/model/manifest.ts';
 import type { BackendKind, DecoderBackend } from '../../main/engine/model/backend.ts';
 import { NativeDecoderSession } from '../../main/engine/model/native-session.ts';
@@ -33,7 +34,7 @@ export class OnnxRunner {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-graph-'));
     const built = buildDecoderGraph(config, weights);
     writeFileSync(path.join(dir, 'model.onnx'), built.model);
-    writeFileSync(path.join(dir, EXTERNAL_DATA_FILE), Buffer.concat(built.data));
+    await writeExternalData(path.join(dir, EXTERNAL_DATA_FILE), built);
     const modelPath = path.join(dir, 'model.onnx');
     const session = backend === 'native' ? await NativeDecoderSession.create(modelPath, config) : await DecoderSession.create(modelPath, config);
     return new OnnxRunner(session, config, dir, maxContext);

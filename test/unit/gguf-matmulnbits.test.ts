@@ -15,6 +15,7 @@ import { openGguf } from '../../main/engine/model/gguf/gguf-file.ts';
 import { quantizedFromGguf, quantizeRtn } from '../../main/engine/model/gguf/quantized-weights.ts';
 import type { QuantizedTensor } from '../../main/engine/model/manifest.ts';
 import { matMulNBitsGraph } from '../../main/engine/model/decoder-graph.ts';
+import { writeExternalData } from '../../main/engine/model/onnx-builder.ts';
 import { GGUF_DIR } from '../helpers/paths.ts';
 
 /** W as MatMulNBits computes it: I_K · Wᵀ = Wᵀ [K, N], returned as W [N, K]. */
@@ -24,7 +25,7 @@ async function kernelDequant(w: QuantizedTensor): Promise<Float32Array> {
   try {
     const built = matMulNBitsGraph(w, 0);
     writeFileSync(path.join(dir, 'model.onnx'), built.model);
-    writeFileSync(path.join(dir, 'model.onnx.data'), Buffer.concat(built.data));
+    await writeExternalData(path.join(dir, 'model.onnx.data'), built);
     const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'));
     const eye = new Float32Array(k * k);
     for (let i = 0; i < k; i++) eye[i * k + i] = 1;

@@ -44,6 +44,8 @@ export interface EngineOptions {
   /** Memory the model may use, bytes (default: what the OS reports available); see `checkMemory`. */
   availableMemoryBytes?: number;
   onProgress?: ImportProgress;
+  /** Cancels an import in progress (nothing is left in the cache); EngineError('CANCELLED'). */
+  signal?: AbortSignal;
 }
 
 /** What the host and UI show about the loaded model. */
@@ -157,7 +159,7 @@ export class Engine {
     if (opts.backend !== undefined && opts.backend !== 'native' && opts.backend !== 'js') {
       throw new InvalidOptionError('backend', `expected native or js, got ${String(opts.backend)}`);
     }
-    const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress, { quantize: opts.quantize });
+    const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress, { quantize: opts.quantize, signal: opts.signal });
     const m = bundle.manifest;
     const maxContext = opts.maxContext ?? m.config.trainedContext;
     const estimate = await estimateMemory(m, bundle.dir, maxContext);

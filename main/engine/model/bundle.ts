@@ -3,26 +3,30 @@
  * checkpoint, a Hugging Face folder, a GGUF file, or a bundle) into a bundle folder, importing at most once:
  * imports are cached under `<cacheDir>/<key>/`, where key = SHA-256 of the source files'
  * contents and the graph builder's version, so the second start of the same model skips import.
+ * A start does not re-hash the content either: `<cacheDir>/fingerprints/<fingerprint>` maps the
+ * source files' stat identity (`source-fingerprint.ts`: path, inode, size, mtime, ctime) to the
+ * key, and the content is hashed only on import or when that fingerprint changes.
  *
  * Bundle folder: model.onnx, model.onnx.data (external weights: float32 or MatMulNBits blocks), tokenizer.json,
  * tokenizer_config.json, manifest.json (`ModelManifest`).
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { EngineError, ModelLoadError } from '../errors.ts';
 import { hashFiles } from './content-hash.ts';
+import { fingerprintFiles } from './source-fingerprint.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from './decoder-graph.ts';
 import { importGguf } from './gguf/import-gguf.ts';
-import { hfSourceFiles, importHuggingFace } from './import-hf.ts';
-import { importLlama2c, llama2cSourceFiles } from './import-llama2c.ts';
 import { quantizeLinearWeights } from './gguf/quantized-weights.ts';
-import { summarizeWeights, type ImportedModel, type ModelManifest } from './manifest.ts';
+import { hfSourceFiles, importHuggingFace, openHuggingFace } from './import-hf.ts';
+import { importLlama2c, llama2cSourceFiles } from './import-llama2c.ts';
+import { summarizeWeights, type ImportedModel, type ModelManifest, type OpenedModel, type WeightSources } from './manifest.ts';
+import { writeExternalData } from './onnx-builder.ts';
 
 /** Bumped whenever the graph or bundle layout changes, so cached imports are rebuilt. */
-export const BUNDLE_BUILDER_VERSION = 4;
+export const BUNDLE_BUILDER_VERSION = 5;
 
 export const MODEL_FILE = 'model.onnx';
 export const MANIFEST_FILE = 'manifest.json';
@@ -43,8 +47,18 @@ export type SourceKind = 'llama2c' | 'hf' | 'gguf' | 'bundle';
 /** `--quantize`: round-to-nearest 4- or 8-bit blocks for the Linear weights of a float source. */
 export type QuantizeOption = 'q4' | 'q8';
 
-/** Progress of `resolveModel`, for UIs: phase and a fraction in [0, 1]. */
-export type ImportProgress = (p: { phase: 'hash' | 'import' | 'build' | 'write' | 'cached'; fraction: number }) => void;
+/**
+ * Progress of `resolveModel`, for UIs: phase and a fraction in [0, 1]; while the weights are
+ * written ('write'), also the bytes written of the total and the estimated seconds left.
+ */
+export interface ImportProgressEvent {
+  phase: 'hash' | 'import' | 'build' | 'write' | 'cached';
+  fraction: number;
+  bytes?: number;
+  totalBytes?: number;
+  etaSeconds?: number;
+}
+export type ImportProgress = (p: ImportProgressEvent) => void;
 
 /** Default cache folder: $ROPEWALK_CACHE_DIR, else $XDG_CACHE_HOME/ropewalk/models, else ~/.cache/ropewalk/models. */
 export function defaultCacheDir(): string {
@@ -98,64 +112,169 @@ export async function resolveModel(
   source: string,
   cacheDir = defaultCacheDir(),
   onProgress?: ImportProgress,
-  opts: { quantize?: QuantizeOption } = {},
+  opts: { quantize?: QuantizeOption; signal?: AbortSignal } = {},
 ): Promise<LoadedBundle> {
+  const { quantize, signal } = opts;
   try {
-    return await resolveModelUnchecked(source, cacheDir, onProgress, opts.quantize);
+    return await resolveModelUnchecked(source, cacheDir, onProgress, quantize, signal);
   } catch (e) {
+    if (signal?.aborted) throw cancelled(e);
     // File-system surprises (EIO on /proc files, EACCES, …) are load errors too, in one sentence.
     if (e instanceof EngineError) throw e;
     throw new ModelLoadError(`cannot read the model: ${(e as Error).message}`, source, { cause: e });
   }
 }
 
-async function resolveModelUnchecked(source: string, cacheDir: string, onProgress?: ImportProgress, quantize?: QuantizeOption): Promise<LoadedBundle> {
+async function resolveModelUnchecked(
+  source: string,
+  cacheDir: string,
+  onProgress?: ImportProgress,
+  quantize?: QuantizeOption,
+  signal?: AbortSignal,
+): Promise<LoadedBundle> {
   const src = await detectSource(path.resolve(source));
   if (src.kind === 'bundle') return loadBundle(src.path);
+  const files = await sourceFiles(src.kind, src.path);
+  const salt = `${FINGERPRINT_SALT}:${quantize ?? 'as-stored'}`;
+  const before = await fingerprintFiles(files, salt);
+  const known = await bundleByFingerprint(cacheDir, before.key);
+  if (known) {
+    onProgress?.({ phase: 'cached', fraction: 1 });
+    return known;
+  }
   onProgress?.({ phase: 'hash', fraction: 0 });
-  const sourceHash = await hashFiles(await sourceFiles(src.kind, src.path));
+  const sourceHash = await hashFiles(files, signal);
   const key = createHash('sha256').update(`${sourceHash}:${BUNDLE_BUILDER_VERSION}${quantize ? `:${quantize}` : ''}`).digest('hex').slice(0, 32);
   const dir = path.join(cacheDir, key);
-  const cached = await loadBundle(dir).catch(() => null);
-  if (cached) {
-    onProgress?.({ phase: 'cached', fraction: 1 });
-    return cached;
-  }
-  onProgress?.({ phase: 'import', fraction: 0.1 });
-  const imported =
-    src.kind === 'llama2c' ? await importLlama2c(src.path)
-    : src.kind === 'gguf' ? await importGguf(src.path, { sourceHash })
-    : await importHuggingFace(src.path, { sourceHash });
-  imported.manifest.source = { kind: src.kind, path: src.path, sha256: sourceHash };
-  if (quantize) imported.weights = quantizeLinearWeights(imported.weights, quantize === 'q4' ? 4 : 8);
-  await writeBundle(imported, dir, onProgress);
-  onProgress?.({ phase: 'write', fraction: 1 });
-  return loadBundle(dir);
+  let bundle = await loadBundle(dir).catch(() => null);
+  if (bundle) onProgress?.({ phase: 'cached', fraction: 1 });
+  else bundle = await importInto(src, sourceHash, dir, quantize, onProgress, signal);
+  // Remember the fingerprint only if no file changed while we read them and none is racy.
+  const after = await fingerprintFiles(files, salt);
+  if (after.key === before.key && after.settled) await recordFingerprint(cacheDir, before.key, key);
+  return bundle;
 }
 
 /**
- * Builds the graph and writes a bundle folder atomically (a temp folder renamed into place).
- * @throws ModelLoadError on a weight/shape problem or a write failure.
+ * Imports a source (its content hash already known) into the bundle folder `dir`. A Hugging Face
+ * folder streams (weights read one at a time while the bundle is written) unless its Linear
+ * weights are to be quantized, which needs them in memory, as llama2.c and GGUF imports have them.
  */
-export async function writeBundle(model: ImportedModel, dir: string, onProgress?: ImportProgress): Promise<void> {
-  onProgress?.({ phase: 'build', fraction: 0.3 });
+async function importInto(
+  src: { kind: SourceKind; path: string },
+  sourceHash: string,
+  dir: string,
+  quantize: QuantizeOption | undefined,
+  onProgress?: ImportProgress,
+  signal?: AbortSignal,
+): Promise<LoadedBundle> {
+  onProgress?.({ phase: 'import', fraction: 0 });
+  const inMemory = async (): Promise<ImportedModel> =>
+    src.kind === 'llama2c' ? importLlama2c(src.path)
+    : src.kind === 'gguf' ? importGguf(src.path, { sourceHash })
+    : importHuggingFace(src.path, { sourceHash });
+  let imported: OpenedModel;
+  if (src.kind === 'hf' && !quantize) {
+    imported = await openHuggingFace(src.path, { sourceHash });
+  } else {
+    const m = await inMemory();
+    if (quantize) m.weights = quantizeLinearWeights(m.weights, quantize === 'q4' ? 4 : 8);
+    imported = { ...m, close: async () => {} };
+  }
+  try {
+    imported.manifest.source = { kind: src.kind, path: src.path, sha256: sourceHash };
+    await writeBundle(imported, dir, onProgress, signal);
+  } finally {
+    await imported.close();
+  }
+  return loadBundle(dir);
+}
+
+/** Mixed into fingerprints, so a new bundle builder never matches an old record. */
+const FINGERPRINT_SALT = `ropewalk-bundle-${BUNDLE_BUILDER_VERSION}`;
+
+/** The bundle a fingerprint was recorded for, when the record and the bundle are both intact. */
+async function bundleByFingerprint(cacheDir: string, fingerprint: string): Promise<LoadedBundle | null> {
+  const key = await readFingerprint(cacheDir, fingerprint);
+  return key ? loadBundle(path.join(cacheDir, key)).catch(() => null) : null;
+}
+
+/** The cache's folder of fingerprint → bundle key records (every other entry is a bundle). */
+export const FINGERPRINTS_DIR = 'fingerprints';
+const BUNDLE_KEY = /^[0-9a-f]{32}$/;
+
+/** The bundle key recorded for a source fingerprint, or null (none, unreadable or malformed). */
+async function readFingerprint(cacheDir: string, fingerprint: string): Promise<string | null> {
+  const key = await readFile(path.join(cacheDir, FINGERPRINTS_DIR, fingerprint), 'utf8').catch(() => null);
+  return key !== null && BUNDLE_KEY.test(key) ? key : null;
+}
+
+/**
+ * Records fingerprint → bundle key (a temp file renamed into place, so readers never see half a
+ * key). Best effort: a cache folder that cannot be written only costs the next start a hash.
+ */
+async function recordFingerprint(cacheDir: string, fingerprint: string, key: string): Promise<void> {
+  const folder = path.join(cacheDir, FINGERPRINTS_DIR);
+  const tmp = path.join(folder, `.${fingerprint}.tmp-${randomUUID()}`);
+  try {
+    await mkdir(folder, { recursive: true });
+    await writeFile(tmp, key);
+    await rename(tmp, path.join(folder, fingerprint));
+  } catch {
+    await rm(tmp, { force: true });
+  }
+}
+
+/**
+ * Builds the graph from the weights' shapes and writes a bundle folder atomically (a temp folder
+ * renamed into place). Weights are read and written one at a time (lazy ones straight from the
+ * source files), so memory holds about one tensor; progress reports the bytes written and an
+ * ETA. A failure or a cancel removes the temp folder: the cache never holds half a bundle.
+ * @param signal cancels between tensors.
+ * @throws ModelLoadError on a weight/shape problem or a write failure; EngineError('CANCELLED')
+ *   when `signal` aborts.
+ */
+export async function writeBundle(
+  model: Omit<ImportedModel, 'weights'> & { weights: WeightSources },
+  dir: string,
+  onProgress?: ImportProgress,
+  signal?: AbortSignal,
+): Promise<void> {
+  onProgress?.({ phase: 'build', fraction: 0 });
   const built = buildDecoderGraph(model.manifest.config, model.weights);
   model.manifest.weights = summarizeWeights(model.weights);
   const tmp = `${dir}.tmp-${randomUUID()}`;
   await mkdir(tmp, { recursive: true });
   try {
-    onProgress?.({ phase: 'write', fraction: 0.5 });
     await writeFile(path.join(tmp, MODEL_FILE), built.model);
-    await writeChunks(path.join(tmp, EXTERNAL_DATA_FILE), built.data);
+    const t0 = Date.now();
+    onProgress?.({ phase: 'write', fraction: 0 });
+    await writeExternalData(
+      path.join(tmp, EXTERNAL_DATA_FILE),
+      built,
+      ({ bytes, totalBytes }) => {
+        const rate = bytes / Math.max(1, Date.now() - t0); // bytes per ms
+        onProgress?.({ phase: 'write', fraction: bytes / totalBytes, bytes, totalBytes, etaSeconds: Math.round((totalBytes - bytes) / rate / 1000) });
+      },
+      signal,
+    );
     await writeFile(path.join(tmp, TOKENIZER_FILE), JSON.stringify(model.tokenizerJson));
     await writeFile(path.join(tmp, TOKENIZER_CONFIG_FILE), JSON.stringify(model.tokenizerConfig, null, 1));
     // The manifest goes last: a folder without one is not a bundle.
     await writeFile(path.join(tmp, MANIFEST_FILE), JSON.stringify(model.manifest, null, 2));
+    signal?.throwIfAborted();
     await moveIntoPlace(tmp, dir);
   } catch (e) {
     await rm(tmp, { recursive: true, force: true });
-    throw e instanceof ModelLoadError ? e : new ModelLoadError(`cannot write model bundle: ${(e as Error).message}`, dir, { cause: e });
+    if (signal?.aborted) throw cancelled(e);
+    throw e instanceof EngineError ? e : new ModelLoadError(`cannot write model bundle: ${(e as Error).message}`, dir, { cause: e });
   }
+}
+
+function cancelled(cause: unknown): EngineError {
+  return cause instanceof EngineError && cause.code === 'CANCELLED'
+    ? cause
+    : new EngineError('CANCELLED', 'the import was cancelled; nothing was written to the model cache', { cause });
 }
 
 /**
@@ -179,14 +298,6 @@ async function moveIntoPlace(tmp: string, dir: string): Promise<void> {
     }
   }
   throw new ModelLoadError('cannot move the imported bundle into the cache', dir);
-}
-
-async function writeChunks(file: string, chunks: Uint8Array[]): Promise<void> {
-  const out = createWriteStream(file);
-  for (const c of chunks) {
-    if (!out.write(c)) await new Promise<void>((r) => out.once('drain', () => r()));
-  }
-  await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
 }
 
 /**

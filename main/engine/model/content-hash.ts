@@ -8,14 +8,20 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { ModelLoadError } from '../errors.ts';
 
-/** SHA-256 of one file's bytes, hex. @throws ModelLoadError naming the file if it cannot be read. */
-export async function hashFile(file: string): Promise<string> {
+/**
+ * SHA-256 of one file's bytes, hex.
+ * @param signal stops between chunks (rethrows its reason).
+ * @throws ModelLoadError naming the file if it cannot be read.
+ */
+export async function hashFile(file: string, signal?: AbortSignal): Promise<string> {
   const h = createHash('sha256');
   try {
     for await (const chunk of createReadStream(file, { highWaterMark: 4 * 1024 * 1024 })) {
+      signal?.throwIfAborted();
       h.update(chunk as Buffer);
     }
   } catch (e) {
+    if (signal?.aborted) throw e;
     throw new ModelLoadError(`cannot read file to hash it: ${(e as Error).message}`, file, { cause: e });
   }
   return h.digest('hex');
@@ -25,10 +31,11 @@ export async function hashFile(file: string): Promise<string> {
  * SHA-256 (hex) over an ordered list of files: the hash of the concatenated per-file SHA-256
  * hex digests, each followed by a newline. Hashing digests rather than raw bytes keeps file
  * boundaries unambiguous ("ab"+"c" differs from "a"+"bc"). Callers pass a stable order.
+ * @param signal stops between chunks (rethrows its reason).
  * @throws ModelLoadError naming the first file that cannot be read.
  */
-export async function hashFiles(files: string[]): Promise<string> {
+export async function hashFiles(files: string[], signal?: AbortSignal): Promise<string> {
   const h = createHash('sha256');
-  for (const f of files) h.update(`${await hashFile(f)}\n`);
+  for (const f of files) h.update(`${await hashFile(f, signal)}\n`);
   return h.digest('hex');
 }

@@ -24,7 +24,18 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ModelLoadError } from '../errors.ts';
 import { hashFiles } from './content-hash.ts';
-import { layerWeight, type Architecture, type ImportedModel, type ModelConfig, type ModelWeights, type RopeConfig } from './manifest.ts';
+import {
+  layerWeight,
+  weightValues,
+  type Architecture,
+  type ImportedModel,
+  type LazyTensor32,
+  type ModelConfig,
+  type ModelWeights,
+  type OpenedModel,
+  type RopeConfig,
+  type WeightSources,
+} from './manifest.ts';
 import { MAX_TENSOR_ELEMENTS, openSafetensors, type SafetensorsFile } from './safetensors.ts';
 
 export const SUPPORTED_MODEL_TYPES = ['llama', 'mistral', 'qwen2', 'qwen3'] as const;
@@ -322,8 +333,8 @@ async function readTokenizer(folder: string, config: ModelConfig, hf: { bos_toke
 const IndexSchema = z.looseObject({ weight_map: z.record(z.string(), z.string()) });
 
 interface OpenWeights {
-  /** Loads every expected tensor as float32, one at a time. */
-  load(): Promise<ModelWeights>;
+  /** Every expected tensor, read (as float32) from its shard when loaded; valid until `close`. */
+  sources: ReadonlyMap<string, LazyTensor32>;
   close(): Promise<void>;
 }
 
@@ -366,14 +377,12 @@ async function openWeights(folder: string, expected: Map<string, number[]>): Pro
     await close();
     throw e;
   }
-  return {
-    async load() {
-      const weights: ModelWeights = new Map();
-      for (const name of expected.keys()) weights.set(name, await shards.get(whereIs(name))!.load(name));
-      return weights;
-    },
-    close,
-  };
+  const sources = new Map<string, LazyTensor32>();
+  for (const [name, shape] of expected) {
+    const shard = shards.get(whereIs(name))!;
+    sources.set(name, { shape, load: async () => (await shard.load(name)).data });
+  }
+  return { sources, close };
 }
 
 /**
@@ -407,35 +416,52 @@ export async function hfSourceFiles(folder: string): Promise<string[]> {
  *   unsupported or over `HF_LIMITS`.
  */
 export async function importHuggingFace(folder: string, opts: { sourceHash?: string } = {}): Promise<ImportedModel<ModelWeights>> {
+  const opened = await openHuggingFace(folder, opts);
+  try {
+    const weights: ModelWeights = new Map();
+    for (const [name, w] of opened.weights) weights.set(name, { shape: w.shape, data: await weightValues(w) });
+    const { close: _close, ...rest } = opened;
+    return { ...rest, weights };
+  } finally {
+    await opened.close();
+  }
+}
+
+/**
+ * `importHuggingFace` without reading the weights: config, headers (every tensor present with its
+ * shape) and tokenizer are checked now, tensor data is read when each lazy weight is loaded
+ * (`writeBundle` streams them into the bundle). The caller must `close()` it.
+ * @throws ModelLoadError as `importHuggingFace`.
+ */
+export async function openHuggingFace(folder: string, opts: { sourceHash?: string } = {}): Promise<OpenedModel<ReadonlyMap<string, LazyTensor32>>> {
   const root = path.resolve(folder);
   const configFile = path.join(root, 'config.json');
   const rawConfig = await readJson(configFile, true);
   const config = parseHfConfig(rawConfig, configFile);
   const hf = rawConfig as { bos_token_id?: number | null; eos_token_id?: number | number[] | null };
   const opened = await openWeights(root, expectedWeights(config));
-  let tok: Awaited<ReturnType<typeof readTokenizer>>;
-  let weights: ModelWeights;
   try {
-    tok = await readTokenizer(root, config, hf);
-    weights = await opened.load();
-  } finally {
+    const tok = await readTokenizer(root, config, hf);
+    const sha256 = opts.sourceHash ?? (await hashFiles(await hfSourceFiles(root)));
+    return {
+      manifest: {
+        format: 'ropewalk-bundle',
+        version: 1,
+        name: path.basename(root),
+        source: { kind: 'hf', path: root, sha256 },
+        config,
+        specialTokens: tok.specialTokens,
+        addBos: tok.addBos,
+        chatTemplate: tok.chatTemplate,
+        dtype: 'float32',
+      },
+      weights: opened.sources,
+      tokenizerJson: tok.tokenizerJson,
+      tokenizerConfig: tok.tokenizerConfig,
+      close: opened.close,
+    };
+  } catch (e) {
     await opened.close();
+    throw e;
   }
-  const sha256 = opts.sourceHash ?? (await hashFiles(await hfSourceFiles(root)));
-  return {
-    manifest: {
-      format: 'ropewalk-bundle',
-      version: 1,
-      name: path.basename(root),
-      source: { kind: 'hf', path: root, sha256 },
-      config,
-      specialTokens: tok.specialTokens,
-      addBos: tok.addBos,
-      chatTemplate: tok.chatTemplate,
-      dtype: 'float32',
-    },
-    weights,
-    tokenizerJson: tok.tokenizerJson,
-    tokenizerConfig: tok.tokenizerConfig,
-  };
 }

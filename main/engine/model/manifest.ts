@@ -137,7 +137,7 @@ export interface QuantizedTensor {
 }
 
 /** True for a `QuantizedTensor`. */
-export function isQuantized(t: Tensor32 | QuantizedTensor): t is QuantizedTensor {
+export function isQuantized(t: Tensor32 | LazyTensor32 | QuantizedTensor): t is QuantizedTensor {
   return 'bits' in t;
 }
 
@@ -160,6 +160,33 @@ export type ModelWeights = Map<string, Tensor32>;
 /** Weights as import hands them to the graph builder: linear ones may be quantized. */
 export type BundleWeights = Map<string, Tensor32 | QuantizedTensor>;
 
+/** A float32 weight whose values are read when needed: import streams these into the bundle. */
+export interface LazyTensor32 {
+  shape: number[];
+  /** The values, row-major float32 [∏shape]; a fresh array each call. */
+  load(): Promise<Float32Array>;
+}
+
+/** A float32 weight in memory or read on demand. */
+export type WeightSource = Tensor32 | LazyTensor32;
+
+/** What the graph builder takes: float32 weights in memory or read on demand, or quantized ones. */
+export type WeightSources = ReadonlyMap<string, WeightSource | QuantizedTensor>;
+
+/** A float32 weight's values, read if it is lazy. */
+export function weightValues(w: WeightSource): Float32Array | Promise<Float32Array> {
+  return 'data' in w ? w.data : w.load();
+}
+
+/**
+ * An imported model whose weights stay in the source files until written (`writeBundle`),
+ * so an import holds one tensor at a time. `close()` releases the source files.
+ */
+export interface OpenedModel<W extends WeightSources = WeightSources> extends Omit<ImportedModel, 'weights'> {
+  weights: W;
+  close(): Promise<void>;
+}
+
 /** A model as import produces it, before it is written as a bundle. */
 export interface ImportedModel<W extends BundleWeights = BundleWeights> {
   manifest: ModelManifest;
@@ -171,7 +198,7 @@ export interface ImportedModel<W extends BundleWeights = BundleWeights> {
 }
 
 /** Storage format and bytes of every weight, for the manifest (`ModelManifest.weights`). */
-export function summarizeWeights(weights: BundleWeights): WeightsSummary {
+export function summarizeWeights(weights: WeightSources): WeightsSummary {
   const formats: Record<string, string> = {};
   const counts: Record<string, number> = {};
   let bytes = 0;

@@ -3,11 +3,20 @@
  * outputs, and weights (float32, or uint8 blocks for MatMulNBits) stored as ONNX external data (one data file beside the model,
  * each tensor at a 4 KiB-aligned offset). It knows nothing about transformers; see
  * `decoder-graph.ts` for the graph itself.
+ *
+ * The graph is built from shapes: a weight's place in the data file follows from its dims, and
+ * its values come from a loader that `writeExternalData` calls one tensor at a time, so a model
+ * is written with one tensor in memory, not all of them.
  */
+import { open } from 'node:fs/promises';
 import onnxProto from 'onnx-proto';
+import { ModelLoadError } from '../errors.ts';
 
 const { onnx } = onnxProto;
 type AttrValue = number | number[] | string | { int: number } | { float: number };
+
+/** Bytes per element of the external tensor types. */
+const ELEMENT_BYTES: Record<number, number> = { [onnx.TensorProto.DataType.FLOAT]: 4, [onnx.TensorProto.DataType.UINT8]: 1 };
 
 /** Alignment of each tensor in the external data file (bytes), so ONNX Runtime can mmap it. */
 const EXTERNAL_ALIGN = 4096;
@@ -22,13 +31,60 @@ export const DataType = {
   INT64: onnx.TensorProto.DataType.INT64,
 } as const;
 
+/** Where one weight's bytes go in the external data file, and how to get them. */
+export interface WeightSegment {
+  name: string;
+  /** Byte offset in the data file (4 KiB-aligned). */
+  offset: number;
+  /** Byte length (elements × element size). */
+  bytes: number;
+  /** The weight's stored bytes (for `weight`: float32 values, row-major in its dims). */
+  load: () => ArrayBufferView | Promise<ArrayBufferView>;
+}
+
 export interface BuiltModel {
   /** Serialized ModelProto. */
   model: Uint8Array;
-  /** Chunks of the external data file, in order (padding included). */
-  data: Uint8Array[];
+  /** The external data file's weights, in file order; the gaps between them are zeros. */
+  segments: WeightSegment[];
   /** Total bytes of the external data file. */
   dataBytes: number;
+}
+
+/** Progress of `writeExternalData`: weight bytes written so far, of all the weights' bytes. */
+export type WriteProgress = (p: { bytes: number; totalBytes: number }) => void;
+
+/**
+ * Writes the external data file of a built model one weight at a time (each loaded, written at
+ * its offset, then dropped), so memory holds one tensor, not the model.
+ * @param signal checked before each weight; an abort stops with its reason (the caller deletes
+ *   the partial file).
+ * @throws ModelLoadError when a loader returns the wrong number of bytes; what the loaders, the
+ *   file system or the abort throw.
+ */
+export async function writeExternalData(file: string, built: BuiltModel, onProgress?: WriteProgress, signal?: AbortSignal): Promise<void> {
+  const fh = await open(file, 'w');
+  try {
+    const totalBytes = built.segments.reduce((a, seg) => a + seg.bytes, 0);
+    let done = 0;
+    for (const seg of built.segments) {
+      signal?.throwIfAborted();
+      const data = await seg.load();
+      if (data.byteLength !== seg.bytes) {
+        throw new ModelLoadError(`weight ${seg.name}: expected ${seg.bytes} bytes, the loader gave ${data.byteLength}`, file);
+      }
+      const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+      for (let at = 0; at < bytes.length; ) {
+        const { bytesWritten } = await fh.write(bytes, at, bytes.length - at, seg.offset + at);
+        at += bytesWritten;
+      }
+      done += seg.bytes;
+      onProgress?.({ bytes: done, totalBytes });
+    }
+    await fh.truncate(built.dataBytes);
+  } finally {
+    await fh.close();
+  }
 }
 
 /** Accumulates one ONNX graph. Names passed in must be unique; `tmp()` makes fresh ones. */
@@ -37,7 +93,7 @@ export class OnnxGraphBuilder {
   private readonly initializers: InstanceType<typeof onnx.TensorProto>[] = [];
   private readonly inputs: InstanceType<typeof onnx.ValueInfoProto>[] = [];
   private readonly outputs: InstanceType<typeof onnx.ValueInfoProto>[] = [];
-  private readonly dataChunks: Uint8Array[] = [];
+  private readonly segments: WeightSegment[] = [];
   private dataBytes = 0;
   private counter = 0;
 
@@ -90,21 +146,24 @@ export class OnnxGraphBuilder {
     return this.node(opType, inputs, 1, attrs, domain)[0];
   }
 
-  /** A float32 weight stored in the external data file. */
-  weight(name: string, dims: number[], data: Float32Array): string {
-    return this.externalTensor(name, dims, DataType.FLOAT, new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+  /**
+   * A float32 weight stored in the external data file: its values, or a loader called when the
+   * data file is written (`writeExternalData`). Only `dims` is needed to build the graph.
+   */
+  weight(name: string, dims: number[], data: Float32Array | (() => Float32Array | Promise<Float32Array>)): string {
+    return this.externalTensor(name, dims, DataType.FLOAT, data);
   }
 
-  /** A weight of any element type (`DataType`), its little-endian bytes stored in the external data file. */
-  externalTensor(name: string, dims: number[], dataType: number, bytes: Uint8Array): string {
+  /**
+   * A weight of any element type (`DataType`: FLOAT or UINT8), its little-endian bytes stored in
+   * the external data file: the values, or a loader called when the data file is written.
+   */
+  externalTensor(name: string, dims: number[], dataType: number, data: ArrayBufferView | (() => ArrayBufferView | Promise<ArrayBufferView>)): string {
+    const bytes = ELEMENT_BYTES[dataType]! * dims.reduce((a, b) => a * b, 1);
     const pad = (EXTERNAL_ALIGN - (this.dataBytes % EXTERNAL_ALIGN)) % EXTERNAL_ALIGN;
-    if (pad > 0) {
-      this.dataChunks.push(new Uint8Array(pad));
-      this.dataBytes += pad;
-    }
-    const offset = this.dataBytes;
-    this.dataChunks.push(bytes);
-    this.dataBytes += bytes.byteLength;
+    const offset = this.dataBytes + pad;
+    this.segments.push({ name, offset, bytes, load: typeof data === 'function' ? data : () => data });
+    this.dataBytes = offset + bytes;
     this.initializers.push(
       onnx.TensorProto.create({
         name,
@@ -114,7 +173,7 @@ export class OnnxGraphBuilder {
         externalData: [
           { key: 'location', value: this.dataFile },
           { key: 'offset', value: String(offset) },
-          { key: 'length', value: String(bytes.byteLength) },
+          { key: 'length', value: String(bytes) },
         ],
       }),
     );
@@ -148,7 +207,7 @@ export class OnnxGraphBuilder {
       graph,
       opsetImport: Object.entries(opsets).map(([domain, version]) => ({ domain, version })),
     });
-    return { model: onnx.ModelProto.encode(model).finish(), data: this.dataChunks, dataBytes: this.dataBytes };
+    return { model: onnx.ModelProto.encode(model).finish(), segments: this.segments, dataBytes: this.dataBytes };
   }
 }
 

@@ -205,6 +205,11 @@ async function loadTensor(
   const bytesPer = DTYPE_BYTES[entry.dtype]!;
   const n = (entry.end - entry.begin) / bytesPer;
   const out = new Float32Array(n);
+  if (entry.dtype === 'F32' && LITTLE_ENDIAN) {
+    // Stored as we want it: read straight into the result, no staging copy.
+    await readFully(fh, new Uint8Array(out.buffer), entry.begin, file, name);
+    return { shape: [...entry.shape], data: out };
+  }
   const outBits = new Uint32Array(out.buffer);
   const chunkElems = Math.max(1, Math.floor(CHUNK_BYTES / bytesPer));
   const chunk = new Uint8Array(Math.min(n, chunkElems) * bytesPer);
@@ -230,6 +235,18 @@ async function loadTensor(
     }
   }
   return { shape: [...entry.shape], data: out };
+}
+
+/** Fills `into` from `position`, in reads of at most CHUNK_BYTES. @throws ModelLoadError if the file ends early. */
+async function readFully(fh: FileHandle, into: Uint8Array, position: number, file: string, name: string): Promise<void> {
+  for (let at = 0; at < into.length; ) {
+    const len = Math.min(CHUNK_BYTES, into.length - at);
+    const { bytesRead } = await fh.read(into, at, len, position + at);
+    if (bytesRead !== len) {
+      throw new ModelLoadError(`tensor "${name}": expected ${len} bytes at offset ${position + at}, read ${bytesRead}`, file);
+    }
+    at += len;
+  }
 }
 
 /**
