@@ -18,6 +18,7 @@ import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import { BACKEND_KINDS, type BackendKind, type DecoderBackend } from '../../main/engine/model/backend.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from '../../main/engine/model/decoder-graph.ts';
+import { writeExternalData } from '../../main/engine/model/onnx-builder.ts';
 import type { ModelConfig, ModelWeights } from '../../main/engine/model/manifest.ts';
 import { NativeDecoderSession } from '../../main/engine/model/native-session.ts';
 import { DecoderSession } from '../../main/engine/model/session.ts';
@@ -47,7 +48,7 @@ export async function backendRows(config: ModelConfig, weights: ModelWeights, st
     const built = buildDecoderGraph(config, weights);
     const modelPath = path.join(dir, 'model.onnx');
     writeFileSync(modelPath, built.model);
-    writeFileSync(path.join(dir, EXTERNAL_DATA_FILE), Buffer.concat(built.data));
+    await writeExternalData(path.join(dir, EXTERNAL_DATA_FILE), built);
     for (const backend of BACKEND_KINDS) {
       const session = backend === 'native' ? await NativeDecoderSession.create(modelPath, config) : await DecoderSession.create(modelPath, config);
       try {

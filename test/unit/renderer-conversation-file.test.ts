@@ -21,6 +21,7 @@ const settings: Settings = {
   systemPrompt: 'Be brief.',
   contextFullPolicy: 'stop',
   executionProvider: 'cpu',
+  backend: 'native',
   localServer: false,
   localServerPort: 8756,
   localServerCors: '',
