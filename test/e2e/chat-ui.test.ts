@@ -57,7 +57,9 @@ test('type, stream, watch the meter grow, Stop, reload to the saved chat, New ch
   await page.goto(url);
   await page.getByRole('button', { name: 'New chat' }).click();
   await page.getByText('ready', { exact: true }).waitFor({ timeout: 60_000 });
-  assert.equal(await meterValue(), 0, 'a new chat starts at an empty meter');
+  // Polled: in one full-suite run the meter read 66 right after 'ready' (not reproduced alone);
+  // the budget of a new chat arrives asynchronously after the model loads.
+  await until('a new chat settles at an empty meter', async () => (await meterValue()) === 0, 10_000);
 
   // The JS backend, chosen in the window: the native one writes stories260K's 3,000 tokens in
   // about a second, before the stream and the Stop button can be watched (a JS step is ~10× slower).
