@@ -121,3 +121,8 @@ export function toEngineError(e: unknown, fallback: EngineErrorCode = 'SESSION_R
   const message = e instanceof Error ? e.message : String(e);
   return new EngineError(fallback, message, { cause: e });
 }
+
+/** The first line of an error's message (ONNX Runtime's are multi-line): one sentence for a typed error. */
+export function firstLine(e: unknown): string {
+  return (e instanceof Error ? e.message : String(e)).split('\n')[0];
+}

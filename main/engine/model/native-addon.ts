@@ -7,6 +7,7 @@
  * It makes the addon dlopen the libonnxruntime of onnxruntime-node, the library that package's
  * own binding loads, so one process holds one ONNX Runtime whichever backend runs.
  */
+import { firstLine } from '../errors.ts';
 import { existsSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -109,8 +110,4 @@ function onnxRuntimeLibrary(require: NodeJS.Require): string {
   const lib = names.find((n) => /^libonnxruntime\.so\.\d+$/.test(n) || /^libonnxruntime\.\d+\.dylib$/.test(n) || n === 'onnxruntime.dll');
   if (!lib) throw new Error(`no ONNX Runtime library in ${dir}`);
   return path.join(dir, lib);
-}
-
-function firstLine(e: unknown): string {
-  return (e instanceof Error ? e.message : String(e)).split('\n')[0];
 }

@@ -8,7 +8,7 @@
  * that the KvCache's capacity changed, it tells the addon, which reallocates and copies the held
  * rows once. The KvCache itself holds no buffers for this backend (`kvOnHost` is false).
  */
-import { ModelLoadError, SessionRunError } from '../errors.ts';
+import { ModelLoadError, SessionRunError, firstLine } from '../errors.ts';
 import type { KvCache } from '../cache/kv-cache.ts';
 import type { DecoderBackend, ExecutionProvider, SessionInfo } from './backend.ts';
 import * as io from './io-names.ts';
@@ -67,7 +67,7 @@ export class NativeDecoderSession implements DecoderBackend {
       });
       return new NativeDecoderSession(decoder, config, logits);
     } catch (e) {
-      throw new ModelLoadError(`ONNX Runtime cannot load the model: ${message(e)}`, modelPath, { cause: e });
+      throw new ModelLoadError(`ONNX Runtime cannot load the model: ${firstLine(e)}`, modelPath, { cause: e });
     }
   }
 
@@ -84,7 +84,7 @@ export class NativeDecoderSession implements DecoderBackend {
       await this.decoder.run(ids, cos, sin, P);
     } catch (e) {
       const half = this.config.rope.rotaryDim / 2;
-      throw new SessionRunError(message(e), {
+      throw new SessionRunError(firstLine(e), {
         [io.INPUT_IDS]: [1, T],
         [io.ROPE_COS]: [T, half],
         [io.ROPE_SIN]: [T, half],
@@ -97,8 +97,4 @@ export class NativeDecoderSession implements DecoderBackend {
   async dispose(): Promise<void> {
     this.decoder.dispose();
   }
-}
-
-function message(e: unknown): string {
-  return (e instanceof Error ? e.message : String(e)).split('\n')[0];
 }

@@ -17,7 +17,7 @@
  * libraries are installed; when it cannot load, the session falls back to CPU and says why).
  */
 import * as ort from 'onnxruntime-node';
-import { InvalidOptionError, ModelLoadError, SessionRunError } from '../errors.ts';
+import { InvalidOptionError, ModelLoadError, SessionRunError, firstLine } from '../errors.ts';
 import type { KvCache } from '../cache/kv-cache.ts';
 import * as io from './io-names.ts';
 import type { DecoderBackend, ExecutionProvider, SessionInfo } from './backend.ts';
@@ -206,8 +206,4 @@ function scatterRows(src: Float32Array, dst: Float32Array, P: number, T: number,
       for (let d = 0; d < hd; d++) dst[to + d] = src[from + d];
     }
   }
-}
-
-function firstLine(e: unknown): string {
-  return (e instanceof Error ? e.message : String(e)).split('\n')[0];
 }
