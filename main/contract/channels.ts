@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import { CONTEXT_FULL_POLICIES } from './types.ts';
+import { ORIGIN_RULE, parseOrigin } from './origin.ts';
 import type {
   ContextBudget,
   Conversation,
@@ -64,7 +65,16 @@ export const settingsPatchSchema = z
     backend: z.enum(['native', 'js']),
     localServer: z.boolean(),
     localServerPort: z.number().int().min(0).max(65535),
-    localServerCors: z.union([z.literal(''), z.string().max(200).regex(/^https?:\/\/[^/\s]+$/, 'an origin such as http://localhost:3000 (scheme, host, port; no path)')]),
+    /** '' = CORS off; an origin is stored as browsers send it (see origin.ts). */
+    localServerCors: z
+      .string()
+      .max(200)
+      .transform((v, ctx) => {
+        if (v.trim() === '') return '';
+        const origin = parseOrigin(v);
+        if (origin === null) ctx.addIssue({ code: 'custom', message: `the allowed origin must be ${ORIGIN_RULE}, or empty for none; got ${JSON.stringify(v)}` });
+        return origin ?? v;
+      }),
   })
   .partial()
   .strict();

@@ -116,6 +116,14 @@ r.serverModels = await (await fetch(ls.baseUrl + '/models')).json();
 const chat = await fetch(ls.baseUrl + '/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 4, temperature: 0 }) });
 r.serverChat = { status: chat.status, body: await chat.json() };
 r.serverOther = (await fetch(ls.baseUrl.replace('/v1', '/index.html'))).status;
+// The CORS field's setting: a bad origin is refused, a good one is stored as browsers send it and the running server grants it.
+const preflight = async (origin, base = ls.baseUrl) => (await fetch(base + '/models', { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'GET' } })).headers.get('access-control-allow-origin');
+r.corsOff = await preflight('http://localhost:3000');
+r.corsBad = await call(trusted, 'updateSettings', { localServerCors: 'http://localhost:3000/app' });
+r.corsSaved = (await call(trusted, 'updateSettings', { localServerCors: 'HTTP://LocalHost:3000/' })).value?.localServerCors;
+const lsCors = (await call(trusted, 'getLocalServer', {})).value;
+r.corsGranted = await preflight('http://localhost:3000', lsCors.baseUrl);
+r.corsStranger = await preflight('http://evil.example', lsCors.baseUrl);
 await call(trusted, 'updateSettings', { localServer: false });
 r.serverAfterOff = (await call(trusted, 'getLocalServer', {})).value;
 r.serverClosed = await fetch(ls.baseUrl + '/models').then(() => 'open', () => 'closed');
@@ -201,7 +209,7 @@ describe('main process under a fake electron', () => {
     assert.ok(result.done.content.length > 0);
   });
 
-  it('Local server: off by default; when on, the OpenAI-compatible API on 127.0.0.1 answers; off again, it is closed', () => {
+  it('Local server: off by default; when on, the OpenAI-compatible API on 127.0.0.1 answers; its CORS origin is validated and granted; off again, it is closed', () => {
     assert.deepEqual(result.serverDefault, { status: 'off', baseUrl: null, error: null });
     assert.equal(result.serverEnable, true);
     assert.equal(result.serverState.status, 'running');
@@ -210,6 +218,13 @@ describe('main process under a fake electron', () => {
     assert.equal(result.serverChat.status, 200);
     assert.equal(result.serverChat.body.usage.completion_tokens, 4);
     assert.equal(result.serverOther, 404, 'only the API is served, not the window');
+    assert.equal(result.corsOff, null, 'CORS is off by default');
+    assert.equal(result.corsBad.ok, false);
+    assert.equal(result.corsBad.error.code, 'INVALID_REQUEST');
+    assert.match(result.corsBad.error.message, /one origin such as http:\/\/localhost:3000.*"http:\/\/localhost:3000\/app"/);
+    assert.equal(result.corsSaved, 'http://localhost:3000', 'stored as browsers send it');
+    assert.equal(result.corsGranted, 'http://localhost:3000', 'the restarted server grants that origin');
+    assert.equal(result.corsStranger, null, 'and no other');
     assert.deepEqual(result.serverAfterOff, { status: 'off', baseUrl: null, error: null });
     assert.equal(result.serverClosed, 'closed');
   });
