@@ -18,6 +18,7 @@ import type {
   ConversationSummary,
   Message,
   ModelState,
+  RemoteModelEntry,
   Settings,
 } from './types.ts';
 import type { EventName, MethodName } from './names.ts';
@@ -79,6 +80,9 @@ export const settingsPatchSchema = z
   .partial()
   .strict();
 
+const remoteUrl = z.string().trim().min(1).max(2000);
+const apiKey = z.string().max(4096).regex(/^[\x21-\x7e]*$/, 'an API key is printable ASCII without spaces');
+
 /** Request schemas, by method name. */
 export const requestSchemas = {
   listConversations: z.object({ search: z.string().max(200).optional() }).strict(),
@@ -111,6 +115,13 @@ export const requestSchemas = {
   getLocalServer: z.object({}).strict(),
   /** Imports/loads a model from a path on this machine (llama2.c file, HF folder, bundle). */
   openModel: z.object({ path: z.string().min(1).max(4096) }).strict(),
+  /** The models an OpenAI-compatible server lists (`apiKey` omitted: the one saved for that URL). */
+  listRemoteModels: z.object({ baseUrl: remoteUrl, apiKey: apiKey.optional() }).strict(),
+  /**
+   * Makes a remote engine answer: `apiKey` omitted keeps the one saved for that URL, '' means
+   * none; `tokenizerPath` counts tokens when the server has no /tokenize. openModel goes back to a local model.
+   */
+  connectRemote: z.object({ baseUrl: remoteUrl, model: z.string().trim().min(1).max(500), apiKey: apiKey.optional(), tokenizerPath: z.string().max(4096).optional() }).strict(),
   /** Shows another version of a message (regenerated or edited) and what followed it; the conversation after. */
   selectBranch: z.object({ conversationId: id, messageId: id }).strict(),
   /** Creates a conversation from an exported file's messages (their stats kept); the new conversation. */
@@ -154,6 +165,8 @@ export interface ResponseTypes extends Record<MethodName, unknown> {
   getModel: ModelState;
   getLocalServer: LocalServerState;
   openModel: ModelState;
+  listRemoteModels: { models: RemoteModelEntry[] };
+  connectRemote: ModelState;
   selectBranch: Conversation;
   importConversation: Conversation;
 }

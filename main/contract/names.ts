@@ -21,6 +21,8 @@ export const METHOD_NAMES = [
   'getModel',
   'getLocalServer',
   'openModel',
+  'listRemoteModels',
+  'connectRemote',
   'selectBranch',
   'importConversation',
 ] as const;

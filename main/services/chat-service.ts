@@ -20,7 +20,7 @@
  * Errors are `ServiceError`s (codes in each method's docstring) or the engine's `EngineError`s.
  */
 import type { ContextBudget, Conversation, Message } from '../contract/types.ts';
-import type { EngineHost } from '../engine-host/host.ts';
+import type { ChatEngine } from '../engine-host/chat-engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
 import { DeltaBatcher, finalState, PeriodicSaver, type DoneEvent, type StreamEnd } from './answer-stream.ts';
 import type { BudgetService } from './budget.ts';
@@ -59,7 +59,7 @@ interface ActiveAnswer {
 }
 
 export interface ChatServiceDeps {
-  host: EngineHost;
+  engine: ChatEngine;
   store: ConversationStore;
   settings: SettingsService;
   budget: BudgetService;
@@ -200,7 +200,7 @@ export class ChatService {
     if (signal?.aborted) stopAnswer();
     try {
       await this.takeTurn(answer);
-      yield* this.deps.host.generate(request, { signal: answer.controller.signal });
+      yield* this.deps.engine.generate(request, { signal: answer.controller.signal });
     } catch (e) {
       if (isCrash(e) && !this.disposed) void this.deps.models.recover();
       throw e;
@@ -350,7 +350,7 @@ export class ChatService {
    * @returns the done event (null if the stream ended without one). @throws the engine's error.
    */
   private async relay(answer: ActiveAnswer, message: Message, request: GenerationRequest, deltas: DeltaBatcher, countToken: () => void): Promise<DoneEvent | null> {
-    for await (const ev of this.deps.host.generate(request, { signal: answer.controller.signal })) {
+    for await (const ev of this.deps.engine.generate(request, { signal: answer.controller.signal })) {
       if (ev.type === 'prefill') {
         this.deps.emit('answerPrefill', { conversationId: message.conversationId, messageId: message.id, processed: ev.processed, total: ev.total });
       } else if (ev.type === 'token') {

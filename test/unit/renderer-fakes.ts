@@ -118,6 +118,7 @@ export class FakeApi {
       rope: { capacity: 1024, bytes: 65536 },
       kv: { capacity: 1024, bytes: 1 << 21 },
       outOfContext: [],
+      estimated: false,
     };
   }
 
@@ -194,6 +195,12 @@ export class FakeApi {
     updateSettings: (patch) => (this.settings = { ...this.settings, ...patch }),
     getModel: () => this.model,
     getLocalServer: () => ({ status: 'unavailable' as const, baseUrl: null, error: null }),
+    listRemoteModels: () => {
+      throw new Error('not in the fake');
+    },
+    connectRemote: () => {
+      throw new Error('not in the fake');
+    },
     importConversation: ({ title, messages }) => {
       const c = this.addConversation(title);
       c.messages = messages.map((m) => ({ ...this.message(c.id, m.role, m.content, m.status), stats: m.stats, error: m.error }));

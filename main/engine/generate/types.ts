@@ -33,8 +33,8 @@ export interface CacheStats {
 }
 
 export interface GenerationStats {
-  /** The decoder backend that ran it. */
-  backend: BackendKind;
+  /** The decoder backend that ran it ('remote': an OpenAI-compatible server, main/remote/). */
+  backend: BackendKind | 'remote';
   promptTokens: number;
   generatedTokens: number;
   /** Prompt tokens served from the KV cache (prefix reuse) rather than prefilled. */
