@@ -111,7 +111,7 @@ describe('layering', () => {
   });
 
   it('the pure app modules import neither electron nor an app module that does', () => {
-    const pure = ['security.ts', 'renderer-files.ts', 'bridge.ts', 'ipc-dispatch.ts', 'lifecycle.ts', 'build.ts'];
+    const pure = ['security.ts', 'renderer-files.ts', 'bridge.ts', 'ipc-dispatch.ts', 'lifecycle.ts', 'build.ts', 'secrets.ts'];
     for (const file of pure) {
       const specs = specifiers(readFileSync(path.join(PROJECT_ROOT, 'app', file), 'utf8'));
       assert.ok(!specs.some(isElectron), `app/${file} imports electron`);

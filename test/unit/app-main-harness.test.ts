@@ -28,7 +28,7 @@ const TMP = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-main-harness-'));
 // The fake `electron`: records what main does; its objects expose just what main calls.
 const FAKE_ELECTRON = String.raw`
 import { EventEmitter } from 'node:events';
-const log = (globalThis.__fake = { handlers: new Map(), schemes: new Map(), privileged: [], windows: [], sent: [], opened: [], errors: [], quitted: false });
+const log = (globalThis.__fake = { encrypted: [], handlers: new Map(), schemes: new Map(), privileged: [], windows: [], sent: [], opened: [], errors: [], quitted: false });
 let nextId = 1;
 const event = () => ({ defaultPrevented: false, preventDefault() { this.defaultPrevented = true; } });
 class App extends EventEmitter {
@@ -76,6 +76,12 @@ export const session = { defaultSession: {
 export const shell = { openExternal(url) { log.opened.push(url); return Promise.resolve(); } };
 export const dialog = { showErrorBox(_t, m) { log.errors.push(m); }, showOpenDialog: async () => ({ canceled: true, filePaths: [] }), showMessageBox: async () => ({}) };
 export const Menu = { buildFromTemplate(t) { return { template: t }; }, setApplicationMenu(m) { log.menu = m; } };
+// A keychain stand-in: reversible, and it records what it was asked to encrypt.
+export const safeStorage = {
+  isEncryptionAvailable: () => true, getSelectedStorageBackend: () => 'gnome_libsecret',
+  encryptString(s) { log.encrypted.push(s); return Buffer.from('enc:' + [...s].reverse().join('')); },
+  decryptString(b) { return [...b.toString().slice(4)].reverse().join(''); },
+};
 `;
 
 const HARNESS = String.raw`
@@ -124,6 +130,23 @@ r.corsSaved = (await call(trusted, 'updateSettings', { localServerCors: 'HTTP://
 const lsCors = (await call(trusted, 'getLocalServer', {})).value;
 r.corsGranted = await preflight('http://localhost:3000', lsCors.baseUrl);
 r.corsStranger = await preflight('http://evil.example', lsCors.baseUrl);
+// A remote engine with an API key (a stand-in server that lists one model): the key is encrypted with safeStorage at rest and never sent back.
+const { createServer } = await import('node:http');
+const standIn = createServer((req, res) => { res.writeHead(req.url === '/v1/models' ? 200 : 404, { 'content-type': 'application/json' }); res.end(req.url === '/v1/models' ? '{"data":[{"id":"m"}]}' : '{}'); });
+await new Promise((ok) => standIn.listen(0, '127.0.0.1', ok));
+r.standInUrl = 'http://127.0.0.1:' + standIn.address().port + '/v1';
+const connected = await call(trusted, 'connectRemote', { baseUrl: r.standInUrl, model: 'm', apiKey: 'k-123' });
+if (!connected.ok) throw new Error('connectRemote: ' + JSON.stringify(connected.error));
+const remoteState = connected.value;
+r.remote = remoteState.info.remote;
+r.remoteStateHasKey = JSON.stringify(remoteState).includes('k-123');
+r.encrypted = log.encrypted;
+const Database = (await import('better-sqlite3')).default;
+const db = new Database(process.env.FAKE_USER_DATA + '/ropewalk.db', { readonly: true });
+r.storedKey = db.prepare("SELECT value FROM settings WHERE key = 'remote.apiKey'").get()?.value ?? null;
+db.close();
+r.localAgain = (await call(trusted, 'openModel', { path: process.env.ROPEWALK_DEFAULT_MODEL })).value?.info?.remote ?? null;
+standIn.close();
 await call(trusted, 'updateSettings', { localServer: false });
 r.serverAfterOff = (await call(trusted, 'getLocalServer', {})).value;
 r.serverClosed = await fetch(ls.baseUrl + '/models').then(() => 'open', () => 'closed');
@@ -225,6 +248,14 @@ describe('main process under a fake electron', () => {
     assert.equal(result.corsSaved, 'http://localhost:3000', 'stored as browsers send it');
     assert.equal(result.corsGranted, 'http://localhost:3000', 'the restarted server grants that origin');
     assert.equal(result.corsStranger, null, 'and no other');
+  });
+
+  it('a remote engine API key is encrypted with safeStorage at rest and never sent to the window', () => {
+    assert.deepEqual(result.remote, { baseUrl: result.standInUrl, model: 'm', counting: 'estimate', apiKey: 'encrypted' });
+    assert.equal(result.remoteStateHasKey, false);
+    assert.deepEqual(result.encrypted, ['k-123'], 'the key went through safeStorage.encryptString');
+    assert.ok(result.storedKey && !result.storedKey.includes('k-123'), `stored: ${result.storedKey}`);
+    assert.equal(result.localAgain, null, 'openModel goes back to a local model');
     assert.deepEqual(result.serverAfterOff, { status: 'off', baseUrl: null, error: null });
     assert.equal(result.serverClosed, 'closed');
   });
