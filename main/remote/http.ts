@@ -30,6 +30,8 @@ export function normalizeBaseUrl(value: string): string {
 export class RemoteServer {
   /** Where vLLM's and llama.cpp's `/tokenize` live: the base URL without its `/v1`. */
   readonly root: string;
+  /** The `X-Ropewalk-Instance` header of the last response: which Ropewalk answered (null: not one). */
+  instance: string | null = null;
 
   constructor(
     readonly baseUrl: string,
@@ -74,6 +76,7 @@ export class RemoteServer {
       if (signal.aborted && (signal.reason as { name?: string })?.name !== 'TimeoutError') throw e; // the caller's abort
       throw networkFailure(signal.aborted ? signal.reason : e, this.baseUrl, what);
     }
+    this.instance = res.headers.get('x-ropewalk-instance');
     if (!res.ok) {
       const text = await res.text().catch(() => '');
       throw httpFailure(res.status, text, { baseUrl: this.baseUrl, model, what, retryAfter: res.headers.get('retry-after') });

@@ -111,12 +111,17 @@ export class RemoteEngine implements ChatEngine {
   }
 
   /**
-   * Connects: lists the models, checks `config.model` is one, picks the token counter.
-   * @throws RemoteEngineError: 'config', 'unreachable', 'auth', 'endpoint', 'model' (listing the ids it has), 'bad-response'.
+   * Connects: lists the models, checks `config.model` is one, picks the token counter. `self`:
+   * this Ropewalk's instance id (a server answering with it is this Ropewalk itself).
+   * @throws RemoteEngineError: 'config' (bad URL, itself), 'unreachable', 'auth', 'endpoint', 'model' (listing the ids it has), 'bad-response'.
    */
-  static async connect(config: RemoteConfig): Promise<RemoteEngine> {
+  static async connect(config: RemoteConfig, self: string | null = null): Promise<RemoteEngine> {
     const server = new RemoteServer(normalizeBaseUrl(config.baseUrl), config.apiKey || null);
     const models = await listModels(server);
+    // Its own API as its engine would wait on itself forever (each answer queued behind itself).
+    if (self !== null && server.instance === self) {
+      throw new RemoteEngineError('config', `${server.baseUrl} is this Ropewalk's own API; a remote engine must be another server`);
+    }
     const listed = models.find((m) => m.id === config.model);
     if (!listed) {
       const ids = models.map((m) => JSON.stringify(m.id)).slice(0, 10).join(', ');

@@ -39,6 +39,7 @@ export function routeApi(req: http.IncomingMessage, res: http.ServerResponse, op
   const pathname = (req.url ?? '').split('?')[0];
   if (pathname !== '/health' && pathname !== '/tokenize' && pathname !== '/detokenize' && !pathname.startsWith('/v1/')) return false;
   const port = opts.port();
+  res.setHeader('X-Ropewalk-Instance', opts.completions.instanceId);
   if (!isOwnHost(req.headers.host, port)) {
     sendError(res, new ApiError(403, 'forbidden_host', `wrong Host ${JSON.stringify(String(req.headers.host ?? '').slice(0, 100))}; use http://127.0.0.1:${port}/v1 or http://localhost:${port}/v1`));
     return true;

@@ -8,6 +8,7 @@
  * appear at once: `getModel` says 'loading' until it is ready, and calls that need the model
  * (send, budget) wait for it.
  */
+import { randomUUID } from 'node:crypto';
 import type { Handlers } from '../contract/channels.ts';
 import type { LocalServerState, ModelInfo, Settings } from '../contract/types.ts';
 import { defaultModelPath } from '../default-model.ts';
@@ -52,6 +53,8 @@ const LOCAL_SERVER_KEYS = ['localServer', 'localServerPort', 'localServerCors'] 
 
 /** What the OpenAI-compatible endpoints run on. */
 export interface CompletionBackend {
+  /** This Ropewalk's id, sent as `X-Ropewalk-Instance` so it can tell its own API from another server's. */
+  instanceId: string;
   model(): ModelInfo | null;
   /** 'ok' when a model is loaded; 'loading' while one loads; 'error' (with why) when none could be. */
   health(): { status: 'ok' | 'loading' | 'error'; error?: string };
@@ -96,6 +99,7 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
   store.releaseDraftDocuments();
   const host = new EngineHost();
   const engine = new EngineSwitch(host);
+  const instanceId = randomUUID();
   const keys = new RemoteKeyStore(store, opts.secretCipher ?? null);
   const events = new EventHub();
   const emit = events.emit;
@@ -106,6 +110,7 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     host,
     engine,
     keys,
+    instanceId,
     store,
     emit,
     defaultModel: opts.defaultModel ?? defaultModelPath(),
@@ -202,6 +207,7 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
   };
 
   const completions: CompletionBackend = {
+    instanceId,
     model: () => (engine.model ? models.state.info : null),
     health: () => {
       const state = models.state;

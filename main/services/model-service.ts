@@ -44,6 +44,8 @@ export interface ModelServiceOptions {
   engine: EngineSwitch;
   /** Where a remote engine's API key is kept. */
   keys: RemoteKeyStore;
+  /** This Ropewalk's id in its API's `X-Ropewalk-Instance` header (it must not be its own remote). */
+  instanceId: string;
   store: ConversationStore;
   emit: Emit;
   /** The embedded model's checkpoint. */
@@ -149,7 +151,7 @@ export class ModelService {
     const baseUrl = normalizeUrl(request.baseUrl);
     const apiKey = request.apiKey === undefined ? this.deps.keys.load(baseUrl) : request.apiKey || null;
     const tokenizerPath = request.tokenizerPath?.trim() || null;
-    const remote = await RemoteEngine.connect({ baseUrl, apiKey, model: request.model, tokenizerPath });
+    const remote = await RemoteEngine.connect({ baseUrl, apiKey, model: request.model, tokenizerPath }, this.deps.instanceId);
     this.deps.keys.save(remote.baseUrl, apiKey);
     this.deps.store.setSettings({ [REMOTE_KEY]: { baseUrl: remote.baseUrl, model: remote.modelId, ...(tokenizerPath ? { tokenizerPath } : {}) } });
     this.deps.engine.use(remote);

@@ -148,7 +148,7 @@ test('Stop cancels the HTTP request: the answer keeps its text as cancelled and 
   }
 });
 
-test('a model the server does not have, and a server that is not there, are refused saying what to do', async () => {
+test('a model the server does not have, a server that is not there, and a Ropewalk as its own remote are refused saying what to do', async () => {
   await assert.rejects(call(local, 'connectRemote', { baseUrl, model: 'gpt-4' }), remoteError(/has no model "gpt-4" \(it has "stories260K"\); pick one of its models/));
   const closed = http.createServer();
   await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
@@ -157,6 +157,9 @@ test('a model the server does not have, and a server that is not there, are refu
   await assert.rejects(call(local, 'listRemoteModels', { baseUrl: `http://127.0.0.1:${port}/v1` }), remoteError(/cannot reach the remote engine at http:\/\/127\.0\.0\.1:\d+\/v1 while listing its models \(connection refused: is the server running/));
   await assert.rejects(call(local, 'listRemoteModels', { baseUrl: 'ftp://example/v1' }), remoteError(/the base URL must be an http\(s\) address.*"ftp:\/\/example\/v1"/));
   assert.equal((await call(local, 'getModel', {})).info?.remote?.baseUrl, baseUrl, 'a failed connect keeps the engine that answered');
+  // The server's own API as its engine would queue every answer behind itself.
+  await assert.rejects(call(remote, 'connectRemote', { baseUrl, model: 'stories260K' }), remoteError(/is this Ropewalk's own API; a remote engine must be another server/));
+  assert.equal((await call(remote, 'getModel', {})).info?.remote, undefined, 'the server keeps its local model');
 });
 
 /** A server with no /tokenize that checks a key and misbehaves on demand (`mode`). */
