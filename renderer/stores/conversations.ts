@@ -66,6 +66,8 @@ export function createConversationsStore(
         const listed = new Set(items.map((c) => c.id));
         const newer = search ? [] : get().items.filter((c) => !listed.has(c.id) && (upsertedAt.get(c.id) ?? 0) > startedAt);
         set({ items: [...items, ...newer].sort(byRecent), loaded: true });
+        // The whole list (no search): drafts of chats deleted elsewhere are forgotten.
+        if (!search) chat().getState().keepDraftsOf(get().items.map((c) => c.id));
       } catch (e) {
         report(e);
       }
@@ -143,6 +145,7 @@ export function createConversationsStore(
         }
         const items = get().items.filter((c) => c.id !== id);
         upsertedAt.delete(id);
+        chat().getState().forgetDraft(id);
         set({ items });
         if (chat().getState().conversationId === id) await chat().getState().open(items[0]?.id ?? null);
         return true;
@@ -154,6 +157,7 @@ export function createConversationsStore(
         }
         seq++; // an older list call must not overwrite this
         set({ items: [...conversations].sort(byRecent), loaded: true });
+        chat().getState().keepDraftsOf(conversations.map((c) => c.id));
       },
       upsert(summary) {
         const clean = summaryOf(summary);

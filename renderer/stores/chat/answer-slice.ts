@@ -40,7 +40,8 @@ function claimAnswer(ctx: ChatContext, message: Message): { message: Message; li
 export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => {
   const { api } = ctx.deps;
   let localId = 0;
-  let checkingBudget = false; // a send is past its guard but before its call
+  let beforeCall = false; // a send is past its guard but has not called sendMessage yet
+  let stopBeforeCall = false; // Stop or Escape came in that time
 
   return {
     pending: null,
@@ -48,13 +49,27 @@ export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => 
 
     async send() {
       const content = get().draft;
-      if (!content.trim() || checkingBudget || isGenerating(get())) return false;
-      checkingBudget = true;
+      if (!content.trim() || isGenerating(get())) return false;
+      // Generating from the keypress on: the budget check below can take a round trip, and an
+      // Escape or Stop in that time must not be lost (it keeps the draft and sends nothing).
+      beforeCall = true;
+      stopBeforeCall = false;
+      set({ pending: 'send' });
+      const stoppedBeforeCall = (): boolean => {
+        if (!stopBeforeCall) return false;
+        set({ pending: null, draft: content });
+        ctx.drafts.set(get().conversationId ?? '', content);
+        return true;
+      };
       try {
         const b = await ctx.budget().ensureFresh();
-        if (get().draft !== content) return false; // edited while we checked: the user sends again
+        if (stoppedBeforeCall()) return false;
+        if (get().draft !== content) {
+          set({ pending: null });
+          return false; // edited while we checked: the user sends again
+        }
         if (b && !b.fits) {
-          set({ refusal: refusalReason(b) });
+          set({ refusal: refusalReason(b), pending: null });
           return false;
         }
         // Taken before a new conversation is shown (showing one starts its composer empty).
@@ -66,6 +81,10 @@ export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => 
           get().show(created);
           ctx.drafts.delete('');
           conversationId = created.id;
+          if (stoppedBeforeCall()) {
+            if (attachments.length) set({ attachments });
+            return false;
+          }
         }
         const optimistic: Message = {
           id: `local-${++localId}`,
@@ -80,7 +99,7 @@ export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => 
         };
         ctx.drafts.delete(conversationId);
         set({ messages: [...get().messages, optimistic], draft: '', attachments: [], pending: 'send', refusal: null, editingId: null });
-        checkingBudget = false;
+        beforeCall = false;
         try {
           const documents = attachments.map((a) => ({ id: a.id, fit: a.fit }));
           const { userMessage, assistantMessage } = await api.sendMessage({ conversationId, content, ...(documents.length ? { documents } : {}) });
@@ -102,14 +121,19 @@ export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => 
           return false;
         }
       } catch (e) {
+        if (get().pending === 'send' && beforeCall) set({ pending: null });
         ctx.report(e);
         return false;
       } finally {
-        checkingBudget = false;
+        beforeCall = false;
       }
     },
 
     async stop() {
+      if (beforeCall) {
+        stopBeforeCall = true; // the send has not reached the services: it will not
+        return;
+      }
       const conversationId = get().conversationId;
       if (!conversationId) return;
       try {
