@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
-import { textContrast } from '../helpers/contrast.ts';
+import { luminance, parseCssColor, textContrast } from '../helpers/contrast.ts';
 import { ARTIFACTS, startE2eApp, until, type E2eApp } from '../helpers/e2e-app.ts';
 
 // Greedy stories260K repeats this for ~2,000 tokens: an answer long enough to stop.
@@ -81,6 +81,10 @@ const SURFACES = [
   '.field-hint',
   '.badge',
   '.model-facts dt',
+  '.code-head',
+  '.code-block pre',
+  '.code-block .hljs-keyword',
+  '.code-block .hljs-string',
 ];
 
 async function assertContrast(page: Page, theme: string): Promise<void> {
@@ -92,6 +96,11 @@ async function assertContrast(page: Page, theme: string): Promise<void> {
     .filter((f) => f.ratio < 4.5)
     .map((f) => `${f.selector}: ${f.ratio.toFixed(2)} (${f.color} on ${f.backgrounds.join(' < ')})`);
   assert.deepEqual(failing, [], `WCAG AA (4.5:1) in the ${theme} theme`);
+  // Code blocks follow the theme (they stayed dark in the light theme once).
+  const code = found.find((f) => f.selector === '.code-block pre');
+  assert.ok(code, 'the seeded answer\'s code block is on screen');
+  const light = luminance(parseCssColor(code.backgrounds.find((b) => b.startsWith('rgb(')) ?? ''));
+  assert.ok(theme === 'light' ? light > 0.8 : light < 0.05, `code block background luminance ${light.toFixed(3)} in the ${theme} theme`);
 }
 
 async function assertSendOnScreen(page: Page, width: number): Promise<void> {
