@@ -246,3 +246,17 @@ test('keyboard: Escape stops an answer before its first token and focus returns 
   await page.close();
   assert.deepEqual(pageErrors, []);
 });
+
+test('a model that cannot be opened: one error, at the field, that says what to do; the loaded model keeps answering', async () => {
+  const page = await openPage(1280);
+  await page.getByText('ready', { exact: true }).waitFor({ timeout: 60_000 });
+  const missing = '/no/such/folder/model.gguf';
+  await page.getByLabel('Model path').fill(missing);
+  await page.getByRole('button', { name: 'Open model…' }).click();
+  const advice = 'Check the path, or choose the model again';
+  await page.getByRole('alert').getByText(advice, { exact: false }).waitFor({ timeout: 30_000 });
+  assert.equal(await page.getByText(missing, { exact: false }).count(), 1, 'the error is shown once (not in the card and a banner too)');
+  assert.equal(await page.getByText('ready', { exact: true }).count(), 1, 'the loaded model is still ready');
+  await page.close();
+  assert.deepEqual(pageErrors, []);
+});
