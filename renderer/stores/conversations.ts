@@ -6,7 +6,7 @@
  */
 import { createStore, type StoreApi } from 'zustand/vanilla';
 import type { RopewalkApi } from '../../main/contract/channels.ts';
-import type { ConversationSummary } from '../../main/contract/types.ts';
+import type { ContextFullPolicy, ConversationSummary } from '../../main/contract/types.ts';
 import type { ChatStore } from './chat.ts';
 import { parseConversationFile } from '../lib/conversation-file.ts';
 import type { NoticesStore } from './notices.ts';
@@ -22,6 +22,8 @@ export interface ConversationsState {
   /** Creates a conversation and opens it; when the open one is still empty, keeps that one instead. */
   create(): Promise<void>;
   rename(id: string, title: string): Promise<boolean>;
+  /** Sets a conversation's own context-full policy (null: the setting's); the budget follows. */
+  setPolicy(id: string, policy: ContextFullPolicy | null): Promise<boolean>;
   /** Imports a conversation from an exported JSON file's text and opens it; false (and a notice) when it cannot. */
   importFile(text: string): Promise<boolean>;
   /** Deletes; if it was open, opens the most recent remaining one (or none). */
@@ -37,8 +39,15 @@ export type ConversationsStore = StoreApi<ConversationsState>;
 
 export const byRecent = (a: ConversationSummary, b: ConversationSummary) => b.updatedAt - a.updatedAt || b.createdAt - a.createdAt;
 
-const summaryOf = ({ id, title, createdAt, updatedAt, match }: ConversationSummary): ConversationSummary =>
-  match === undefined ? { id, title, createdAt, updatedAt } : { id, title, createdAt, updatedAt, match };
+/** A summary without the fields a caller's object may carry beyond it (a whole Conversation). */
+const summaryOf = ({ id, title, createdAt, updatedAt, match, contextFullPolicy }: ConversationSummary): ConversationSummary => ({
+  id,
+  title,
+  createdAt,
+  updatedAt,
+  ...(match === undefined ? {} : { match }),
+  ...(contextFullPolicy === undefined ? {} : { contextFullPolicy }),
+});
 
 export function createConversationsStore(
   api: RopewalkApi,
@@ -130,6 +139,15 @@ export function createConversationsStore(
         if (!trimmed) return false;
         try {
           get().upsert(await api.renameConversation({ id, title: trimmed }));
+          return true;
+        } catch (e) {
+          report(e);
+          return false;
+        }
+      },
+      async setPolicy(id, policy) {
+        try {
+          get().upsert(await api.setConversationPolicy({ id, policy }));
           return true;
         } catch (e) {
           report(e);

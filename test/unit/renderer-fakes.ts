@@ -139,6 +139,14 @@ export class FakeApi {
       c.title = title;
       return { id, title, createdAt: c.createdAt, updatedAt: c.updatedAt };
     },
+    setConversationPolicy: ({ id, policy }) => {
+      const c = this.conversations.get(id);
+      if (!c) throw new ApiError('NOT_FOUND', `no conversation ${id}`);
+      if (policy) c.contextFullPolicy = policy;
+      else delete c.contextFullPolicy;
+      const { messages: _m, ...summary } = c;
+      return structuredClone(summary);
+    },
     deleteConversation: ({ id }) => {
       this.conversations.delete(id);
       return null;

@@ -466,6 +466,22 @@ describe('renderer stores: conversations as users expect them', () => {
     reloaded.dispose();
   });
 
+  it("a chat's own context-full policy is set, listed and cleared; the list follows", async () => {
+    const fake = new FakeApi();
+    const c = fake.addConversation('long one');
+    const stores = createStores(fake.asApi(), { frames: new ManualFrames(), debounceMs: 5 });
+    await stores.start(c.id);
+    assert.equal(await stores.conversations.getState().setPolicy(c.id, 'rolling-window'), true);
+    assert.equal(stores.conversations.getState().items.find((x) => x.id === c.id)?.contextFullPolicy, 'rolling-window');
+    assert.deepEqual(fake.calls.filter(([m]) => m === 'setConversationPolicy').map(([, r]) => r), [{ id: c.id, policy: 'rolling-window' }]);
+    assert.equal(await stores.conversations.getState().setPolicy(c.id, null), true);
+    assert.equal(stores.conversations.getState().items.find((x) => x.id === c.id)?.contextFullPolicy, undefined);
+    fake.fail('setConversationPolicy', 'NOT_FOUND', 'no conversation x');
+    assert.equal(await stores.conversations.getState().setPolicy(c.id, 'stop'), false);
+    assert.match(stores.notices.getState().notices.at(-1)?.message ?? '', /no conversation x/);
+    stores.dispose();
+  });
+
   it('start with an #id that no longer exists opens the most recent chat', async () => {
     const fake = new FakeApi();
     fake.addConversation('older');
