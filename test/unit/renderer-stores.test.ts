@@ -564,22 +564,24 @@ describe('renderer stores: model and errors', () => {
     assert.deepEqual(stores.notices.getState().notices, []);
   });
 
-  it('Stop in the first moment after Enter (budget still being checked) sends nothing and keeps the draft', async () => {
+  it('Stop in the first moment after Enter (budget still being checked) is kept: the message goes, its answer is stopped at once', async () => {
     for (const open of [true, false]) {
       const fake = new FakeApi();
       const c = fake.addConversation('a');
       const stores = createStores(fake.asApi(), { frames: new ManualFrames(), debounceMs: 5 });
       await stores.start(c.id);
-      if (!open) await stores.chat.getState().open(null); // no conversation yet: send would create one
+      if (!open) await stores.chat.getState().open(null); // no conversation yet: send creates one
       stores.chat.getState().setDraft('tell me a story');
       const sent = stores.chat.getState().send();
       assert.equal(isGenerating(stores.chat.getState()), true, 'Escape applies from the keypress on');
       await stores.chat.getState().stop();
-      assert.equal(await sent, false);
-      assert.equal(fake.count('sendMessage'), 0, 'nothing reached the services');
-      assert.equal(stores.chat.getState().draft, 'tell me a story');
-      assert.equal(isGenerating(stores.chat.getState()), false);
-      assert.deepEqual(stores.chat.getState().messages, []);
+      assert.equal(fake.count('stopGeneration'), 0, 'nothing to stop yet: the send has not reached the services');
+      assert.equal(await sent, true);
+      const order = fake.calls.map(([m]) => m).filter((m) => m === 'sendMessage' || m === 'stopGeneration');
+      assert.deepEqual(order, ['sendMessage', 'stopGeneration'], 'the stop follows the send it stops');
+      const conversationId = stores.chat.getState().conversationId;
+      assert.deepEqual(fake.calls.find(([m]) => m === 'stopGeneration')?.[1], { conversationId });
+      assert.equal(stores.chat.getState().draft, '');
       stores.dispose();
     }
   });

@@ -51,19 +51,13 @@ export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => 
       const content = get().draft;
       if (!content.trim() || isGenerating(get())) return false;
       // Generating from the keypress on: the budget check below can take a round trip, and an
-      // Escape or Stop in that time must not be lost (it keeps the draft and sends nothing).
+      // Escape or Stop in that time must not be lost. Enter sends; such a stop then stops the
+      // answer as soon as the call is out (the services store it stopped, with no tokens).
       beforeCall = true;
       stopBeforeCall = false;
       set({ pending: 'send' });
-      const stoppedBeforeCall = (): boolean => {
-        if (!stopBeforeCall) return false;
-        set({ pending: null, draft: content });
-        ctx.drafts.set(get().conversationId ?? '', content);
-        return true;
-      };
       try {
         const b = await ctx.budget().ensureFresh();
-        if (stoppedBeforeCall()) return false;
         if (get().draft !== content) {
           set({ pending: null });
           return false; // edited while we checked: the user sends again
@@ -81,10 +75,6 @@ export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => 
           get().show(created);
           ctx.drafts.delete('');
           conversationId = created.id;
-          if (stoppedBeforeCall()) {
-            if (attachments.length) set({ attachments });
-            return false;
-          }
         }
         const optimistic: Message = {
           id: `local-${++localId}`,
@@ -102,7 +92,10 @@ export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => 
         beforeCall = false;
         try {
           const documents = attachments.map((a) => ({ id: a.id, fit: a.fit }));
-          const { userMessage, assistantMessage } = await api.sendMessage({ conversationId, content, ...(documents.length ? { documents } : {}) });
+          const call = api.sendMessage({ conversationId, content, ...(documents.length ? { documents } : {}) });
+          // Sent after the call on the same ordered transport: the services see the send first.
+          if (stopBeforeCall) void api.stopGeneration({ conversationId }).catch((e: unknown) => ctx.report(e));
+          const { userMessage, assistantMessage } = await call;
           if (get().conversationId !== conversationId) return true;
           const { message, live } = claimAnswer(ctx, assistantMessage);
           const messages = get().messages.map((m) => (m.id === optimistic.id ? userMessage : m));
@@ -131,7 +124,7 @@ export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => 
 
     async stop() {
       if (beforeCall) {
-        stopBeforeCall = true; // the send has not reached the services: it will not
+        stopBeforeCall = true; // the send has not reached the services yet: stopped right after it
         return;
       }
       const conversationId = get().conversationId;
