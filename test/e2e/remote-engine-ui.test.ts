@@ -6,37 +6,28 @@
  * the remote server's own.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { startBackend, type Backend } from '../../main/backend.ts';
-import { startServer, type RunningServer } from '../../main/serve/server.ts';
+import { startApiServer, type ApiServer } from '../helpers/api-server.ts';
 import { startE2eApp, until, type E2eApp } from '../helpers/e2e-app.ts';
-import { STORIES_BIN } from '../helpers/paths.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-remote-e2e-'));
-let remote: Backend;
-let srv: RunningServer;
+let remote: ApiServer;
 let app: E2eApp;
 
 before(async () => {
-  mkdirSync(path.join(root, 'static'));
-  writeFileSync(path.join(root, 'static', 'index.html'), '<!doctype html><title>remote</title>');
-  remote = await startBackend({ dataDir: path.join(root, 'data'), cacheDir: path.join(root, 'cache'), defaultModel: STORIES_BIN });
-  srv = await startServer({ router: remote.router, port: 0, staticDir: path.join(root, 'static'), completions: remote.completions });
-  app = await startE2eApp();
-  await remote.modelLoaded;
+  [remote, app] = await Promise.all([startApiServer(root), startE2eApp()]);
 });
 after(async () => {
   await app?.close();
-  await srv?.close();
-  await remote?.dispose();
+  await remote?.close();
   rmSync(root, { recursive: true, force: true });
 });
 
 test('Remote engine: list the models of another Ropewalk, use one, count exactly, and stream its answer', async () => {
-  const baseUrl = `http://127.0.0.1:${srv.port}/v1`;
+  const baseUrl = remote.baseUrl;
   const page = await app.browser.newPage({ viewport: { width: 1440, height: 900 } });
   const pageErrors: string[] = [];
   page.on('pageerror', (e) => pageErrors.push(e.message));
@@ -67,7 +58,7 @@ test('Remote engine: list the models of another Ropewalk, use one, count exactly
   const text = (await page.locator('.meter-text').textContent()) ?? '';
   assert.ok(!text.startsWith('≈'), `an exact count: ${text}`);
   const draftTokens = Number(await meter.getAttribute('aria-valuenow'));
-  assert.equal(draftTokens, await remote.host.countTokens({ messages: [{ role: 'user', content: 'Once upon a time' }] }), "the server's count");
+  assert.equal(draftTokens, await remote.backend.host.countTokens({ messages: [{ role: 'user', content: 'Once upon a time' }] }), "the server's count");
 
   await composer.press('Enter');
   await page.getByRole('button', { name: 'Send' }).waitFor({ timeout: 60_000 });

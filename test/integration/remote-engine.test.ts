@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -19,15 +19,16 @@ import type { RequestOf, ResponseOf, MethodName } from '../../main/contract/chan
 import type { Settings } from '../../main/contract/types.ts';
 import { startBackend, type Backend } from '../../main/backend.ts';
 import { RouterError } from '../../main/router.ts';
-import { startServer, type RunningServer } from '../../main/serve/server.ts';
 import { STORIES_BIN } from '../helpers/paths.ts';
+import { startApiServer, type ApiServer } from '../helpers/api-server.ts';
 import { nextEvent, record } from '../helpers/router-events.ts';
 import { until } from '../helpers/e2e-app.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-remote-test-'));
 const cacheDir = path.join(root, 'cache');
+let api: ApiServer;
 let remote: Backend; // the server's services
-let srv: RunningServer;
+let srv: ApiServer['server'];
 let local: Backend; // the services that use it as their engine
 let baseUrl: string;
 
@@ -58,20 +59,15 @@ async function sendAndWait(b: Backend, content: string) {
 }
 
 before(async () => {
-  mkdirSync(path.join(root, 'static'));
-  writeFileSync(path.join(root, 'static', 'index.html'), '<!doctype html><title>Ropewalk</title>');
-  remote = await startBackend({ dataDir: path.join(root, 'server'), cacheDir, defaultModel: STORIES_BIN });
-  srv = await startServer({ router: remote.router, port: 0, staticDir: path.join(root, 'static'), completions: remote.completions });
-  await remote.modelLoaded;
-  baseUrl = `http://127.0.0.1:${srv.port}/v1`;
+  api = await startApiServer(path.join(root, 'server'));
+  ({ backend: remote, server: srv, baseUrl } = api);
   local = await startBackend({ dataDir: path.join(root, 'client'), cacheDir, defaultModel: STORIES_BIN, loadModel: false });
   await call(remote, 'updateSettings', GREEDY);
   await call(local, 'updateSettings', GREEDY);
 });
 after(async () => {
   await local?.dispose();
-  await srv?.close();
-  await remote?.dispose();
+  await api?.close();
   rmSync(root, { recursive: true, force: true });
 });
 
