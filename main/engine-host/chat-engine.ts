@@ -5,7 +5,7 @@
  * same path for both.
  */
 import type { ModelInfo } from '../engine/generate/engine.ts';
-import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
+import type { ChatMessage, GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
 import type { EngineCacheStats, TokenizeRequest } from './protocol.ts';
 
 /** How an engine's token counts relate to what the model sees: exact, or an estimate ("≈"). */
@@ -25,6 +25,8 @@ export interface ChatEngine {
   /** Token ids (see EngineHost.tokenize). */
   tokenize(request: TokenizeRequest): Promise<number[]>;
   detokenize(ids: number[]): Promise<string>;
+  /** The prompt text a chat renders to (template, or transcript). */
+  renderChat(messages: ChatMessage[]): Promise<string>;
   /**
    * Streams a generation: prefill progress (local only), token text, then one `done`. Aborting
    * `signal` ends it with done{reason:'cancelled'} and the text so far.

@@ -13,7 +13,7 @@ import type { ChatEngine } from './chat-engine.ts';
 import { workerThread } from '../worker-thread.ts';
 import { deserializeEngineError, EngineError, WorkerCrashedError } from '../engine/errors.ts';
 import type { ModelInfo } from '../engine/generate/engine.ts';
-import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
+import type { ChatMessage, GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
 import type { EngineCacheStats, HostToWorker, LoadOptions, LoadProgressDetail, TokenizeRequest, WorkerToHost } from './protocol.ts';
 
 /** Load progress: phase, fraction in [0, 1], and while weights are written bytes and an ETA. */
@@ -123,11 +123,16 @@ export class EngineHost implements ChatEngine {
 
   /**
    * Token ids of a chat (template and BOS as generation feeds them) or of a text (BOS only with
-   * `addSpecial`; special tokens' text stays text). For `serve`'s `/tokenize`.
+   * `addSpecial`; special tokens' text as special tokens only with `parseSpecial`). For `serve`'s `/tokenize`.
    * @throws InvalidOptionError for an empty chat; EngineError MODEL_LOAD when no model is loaded.
    */
   async tokenize(request: TokenizeRequest): Promise<number[]> {
     return (await this.call({ type: 'tokenize', request })) as number[];
+  }
+
+  /** The prompt a chat renders to (the chat template, or the transcript without one), for `/apply-template`. @throws TokenizerError when the template fails. */
+  async renderChat(messages: ChatMessage[]): Promise<string> {
+    return (await this.call({ type: 'renderChat', messages })) as string;
   }
 
   /** The text of token ids (special tokens skipped). @throws EngineError MODEL_LOAD when no model is loaded. */

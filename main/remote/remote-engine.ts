@@ -45,10 +45,13 @@ export interface RemoteModel {
 /** The max context assumed when neither `/v1/models` nor `/tokenize` says it, tokens. */
 export const UNKNOWN_CONTEXT = 4096;
 
-const NO_CACHES: EngineCacheStats = {
-  rope: { capacity: 0, growths: 0, bytes: 0, rowsComputed: 0 } as EngineCacheStats['rope'],
-  kv: { capacity: 0, growths: 0, bytes: 0 } as EngineCacheStats['kv'],
-};
+/** A remote engine's caches are the server's: none here. */
+function noCaches(maxContext: number): EngineCacheStats {
+  return {
+    rope: { capacity: 0, rowsComputed: 0, growths: 0, bytes: 0, maxContext },
+    kv: { capacity: 0, length: 0, growths: 0, bytes: 0, maxContext },
+  };
+}
 
 /**
  * The server's models (`GET {baseUrl}/models`).
@@ -140,17 +143,26 @@ export class RemoteEngine implements ChatEngine {
   }
 
   async stats(): Promise<EngineCacheStats> {
-    return NO_CACHES;
+    return noCaches(this.model.maxContext);
   }
 
   /** @throws RemoteEngineError 'config': token ids belong to the server; ask it. */
   async tokenize(): Promise<number[]> {
-    throw new RemoteEngineError('config', `this Ropewalk's engine is remote (${this.server.baseUrl}); ask that server for token ids`);
+    throw this.idsElsewhere();
   }
 
-  /** @throws RemoteEngineError 'config' (see tokenize). */
+  /** @throws RemoteEngineError 'config': token ids belong to the server; ask it. */
   async detokenize(): Promise<string> {
-    return this.tokenize() as never;
+    throw this.idsElsewhere();
+  }
+
+  /** @throws RemoteEngineError 'config': the template is the server's; ask it. */
+  async renderChat(): Promise<string> {
+    throw this.idsElsewhere();
+  }
+
+  private idsElsewhere(): RemoteEngineError {
+    return new RemoteEngineError('config', `this Ropewalk's engine is remote (${this.server.baseUrl}); ask that server for token ids and its chat template`);
   }
 
   async *generate(request: GenerationRequest, opts: { signal?: AbortSignal } = {}): AsyncGenerator<GenerationEvent> {
@@ -257,8 +269,8 @@ export class RemoteEngine implements ChatEngine {
       decodeTokensPerSec: generated > 1 && decodeSeconds > 0 ? (generated - 1) / decodeSeconds : 0,
       contextUsed: promptTokens + generated,
       maxContext: this.model.maxContext,
-      rope: { ...NO_CACHES.rope },
-      kv: { ...NO_CACHES.kv },
+      rope: { capacity: 0, growths: 0, bytes: 0, rowsComputed: 0 },
+      kv: { capacity: 0, growths: 0, bytes: 0 },
     };
     return { type: 'done', reason, text: run.text, promptTokens: [], tokens: [], stats, ...(failure ? { error: { code: 'REMOTE', message: failure } } : {}) };
   }

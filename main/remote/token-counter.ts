@@ -74,7 +74,8 @@ async function probeServer(server: RemoteServer, model: string): Promise<TokenCo
   return null;
 }
 
-function vllmCounter(server: RemoteServer, model: string, maxModelLen: number | null): TokenCounter {
+/** vLLM's shape (and Ropewalk's): the server renders chats itself. */
+export function vllmCounter(server: RemoteServer, model: string, maxModelLen: number | null): TokenCounter {
   const tokenize = async (body: Record<string, unknown>, signal?: AbortSignal) => {
     const r = (await server.json('/tokenize', 'counting tokens', { model, ...body }, { model, signal })) as { count?: unknown };
     if (typeof r.count !== 'number') throw new RemoteEngineError('bad-response', `the remote engine at ${server.baseUrl} answered /tokenize without a count`);
@@ -88,9 +89,10 @@ function vllmCounter(server: RemoteServer, model: string, maxModelLen: number | 
   };
 }
 
-function llamaCppCounter(server: RemoteServer): TokenCounter {
+/** llama.cpp's shape; a rendered chat or prompt is tokenized as its server feeds it (BOS, special tokens parsed), plain texts as text. */
+export function llamaCppCounter(server: RemoteServer): TokenCounter {
   const tokenize = async (content: string, addSpecial: boolean, signal?: AbortSignal) => {
-    const r = (await server.json('/tokenize', 'counting tokens', { content, add_special: addSpecial }, { signal })) as { tokens?: unknown };
+    const r = (await server.json('/tokenize', 'counting tokens', { content, add_special: addSpecial, parse_special: addSpecial }, { signal })) as { tokens?: unknown };
     if (!Array.isArray(r.tokens)) throw new RemoteEngineError('bad-response', `the remote engine at ${server.baseUrl} answered /tokenize without tokens`);
     return r.tokens.length;
   };

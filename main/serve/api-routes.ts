@@ -8,13 +8,13 @@
  * - `GET /health`: 200 `{ status: 'ok' }` when a model is loaded, 503 `{ status: 'loading' }`
  *   while it loads (or `'error'` with the reason);
  * - `/v1/*` (openai.ts);
- * - `POST /tokenize`, `POST /detokenize` in llama.cpp's and vLLM's shapes (tokenize.ts).
+ * - `POST /tokenize`, `/detokenize`, `/apply-template` in llama.cpp's and vLLM's shapes (tokenize.ts).
  */
 import type http from 'node:http';
 import type { CompletionBackend } from '../services/index.ts';
 import { handleOpenAi, sendError } from './openai.ts';
 import { ApiError } from './openai-request.ts';
-import { routeTokenize } from './tokenize.ts';
+import { routeTokenize, TOKENIZE_PATHS } from './tokenize.ts';
 
 export interface ApiRouteOptions {
   /** The server's port (known once it listens). */
@@ -32,12 +32,12 @@ export function isOwnHost(host: string | undefined, port: number): boolean {
 }
 
 /**
- * Answers `/health`, `/tokenize`, `/detokenize` and `/v1/*` requests; returns false for any other path (the caller serves it).
+ * Answers `/health`, the tokenizer paths and `/v1/*` requests; returns false for any other path (the caller serves it).
  * Never throws.
  */
 export function routeApi(req: http.IncomingMessage, res: http.ServerResponse, opts: ApiRouteOptions): boolean {
   const pathname = (req.url ?? '').split('?')[0];
-  if (pathname !== '/health' && pathname !== '/tokenize' && pathname !== '/detokenize' && !pathname.startsWith('/v1/')) return false;
+  if (pathname !== '/health' && !TOKENIZE_PATHS.includes(pathname) && !pathname.startsWith('/v1/')) return false;
   const port = opts.port();
   res.setHeader('X-Ropewalk-Instance', opts.completions.instanceId);
   if (!isOwnHost(req.headers.host, port)) {

@@ -1,12 +1,15 @@
 /**
- * `POST /tokenize` and `POST /detokenize` beside `/v1`, in the two shapes clients already speak,
- * so another Ropewalk (or any tool) can count tokens exactly with the loaded model's tokenizer:
- *   llama.cpp: { content, add_special = false }              → { tokens }
+ * `POST /tokenize`, `POST /detokenize` and `POST /apply-template` beside `/v1`, in the shapes
+ * clients already speak, so another Ropewalk (or any tool) can count tokens exactly with the
+ * loaded model's tokenizer:
+ *   llama.cpp: { content, add_special = false, parse_special = true } → { tokens }
+ *              /apply-template { messages } → { prompt } (the chat as generation renders it)
  *   vLLM:      { model?, prompt, add_special_tokens = true }  → { tokens, count, max_model_len }
  *              { model?, messages, add_generation_prompt = true } → the same, for the chat as
  *              generation renders it (template and BOS)
  *   detokenize: { tokens, model? } → { content } (llama.cpp) with `prompt` (vLLM) beside it
- * Special tokens' text in `content`/`prompt` stays text, as in a completion's prompt. Errors are
+ * Special tokens' text in `prompt` stays text, as in a completion's prompt; in `content` it is
+ * parsed unless `parse_special: false`, as llama.cpp does. Errors are
  * OpenAI-style JSON (`param` names the field); a `model` that is not the loaded one is a 404.
  */
 import type http from 'node:http';
@@ -23,6 +26,7 @@ const tokenizeSchema = z
     model: z.string().optional(),
     content: z.string().optional(),
     add_special: z.boolean().optional(),
+    parse_special: z.boolean().optional(),
     prompt: z.string().optional(),
     add_special_tokens: z.boolean().optional(),
     messages: z.array(messageSchema).min(1).optional(),
@@ -31,21 +35,27 @@ const tokenizeSchema = z
   })
   .strict();
 
+const applyTemplateSchema = z.object({ model: z.string().optional(), messages: z.array(messageSchema).min(1) }).passthrough();
+
 const detokenizeSchema = z.object({ model: z.string().optional(), tokens: z.array(z.number().int().min(0)).max(MAX_IDS) }).strict();
 
-/** Handles `/tokenize` and `/detokenize`; returns false for any other path. Never throws. */
+/** The paths this module answers. */
+export const TOKENIZE_PATHS: readonly string[] = ['/tokenize', '/detokenize', '/apply-template'];
+
+/** Handles `/tokenize`, `/detokenize` and `/apply-template`; returns false for any other path. Never throws. */
 export function routeTokenize(pathname: string, req: http.IncomingMessage, res: http.ServerResponse, backend: CompletionBackend): boolean {
-  if (pathname !== '/tokenize' && pathname !== '/detokenize') return false;
+  if (!TOKENIZE_PATHS.includes(pathname)) return false;
   void (async () => {
     try {
       if (req.method !== 'POST') throw new ApiError(405, 'method_not_allowed', 'use POST');
       if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) throw new ApiError(415, 'unsupported_media_type', 'the body must be application/json');
       const body = await readJson(req);
       if (pathname === '/tokenize') await tokenize(body, res, backend);
-      else await detokenize(body, res, backend);
+      else if (pathname === '/detokenize') await detokenize(body, res, backend);
+      else await applyTemplate(body, res, backend);
     } catch (e) {
       if (res.headersSent || res.destroyed) return void res.end();
-      sendError(res, toApiError(e, pathname === '/tokenize' ? 'content' : 'tokens'));
+      sendError(res, toApiError(e, pathname === '/tokenize' ? 'content' : pathname === '/detokenize' ? 'tokens' : 'messages'));
     }
   })();
   return true;
@@ -56,8 +66,8 @@ async function tokenize(body: unknown, res: http.ServerResponse, backend: Comple
   const given = [b.content, b.prompt, b.messages].filter((x) => x !== undefined).length;
   if (given !== 1) throw new ApiError(400, 'invalid_request', 'give exactly one of content (llama.cpp), prompt or messages (vLLM)', 'content');
   const maxContext = loadedModel(backend, b.model);
-  if (b.content !== undefined) return json(res, 200, { tokens: await backend.tokenize({ text: b.content, addSpecial: b.add_special ?? false }) });
-  const tokens = b.prompt !== undefined ? await backend.tokenize({ text: b.prompt, addSpecial: b.add_special_tokens ?? true }) : await backend.tokenize({ messages: chatMessages(b.messages!) });
+  if (b.content !== undefined) return json(res, 200, { tokens: await backend.tokenize({ text: b.content, addSpecial: b.add_special ?? false, parseSpecial: b.parse_special ?? true }) });
+  const tokens = b.prompt !== undefined ? await backend.tokenize({ text: b.prompt, addSpecial: b.add_special_tokens ?? true, parseSpecial: false }) : await backend.tokenize({ messages: chatMessages(b.messages!) });
   json(res, 200, { tokens, count: tokens.length, max_model_len: maxContext });
 }
 
@@ -66,6 +76,12 @@ async function detokenize(body: unknown, res: http.ServerResponse, backend: Comp
   loadedModel(backend, b.model);
   const content = await backend.detokenize(b.tokens);
   json(res, 200, { content, prompt: content });
+}
+
+async function applyTemplate(body: unknown, res: http.ServerResponse, backend: CompletionBackend): Promise<void> {
+  const b = parseBody(applyTemplateSchema, body);
+  loadedModel(backend, b.model);
+  json(res, 200, { prompt: await backend.renderChat(chatMessages(b.messages)) });
 }
 
 /** The loaded model's max context. @throws ApiError 503 (none loaded), 404 (another `model`). */

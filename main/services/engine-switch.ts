@@ -6,7 +6,7 @@
 import type { ChatEngine } from '../engine-host/chat-engine.ts';
 import type { EngineHost } from '../engine-host/host.ts';
 import type { TokenizeRequest } from '../engine-host/protocol.ts';
-import type { GenerationRequest } from '../engine/generate/types.ts';
+import type { ChatMessage, GenerationRequest } from '../engine/generate/types.ts';
 import type { RemoteEngine } from '../remote/remote-engine.ts';
 
 export class EngineSwitch implements ChatEngine {
@@ -54,6 +54,10 @@ export class EngineSwitch implements ChatEngine {
 
   detokenize(ids: number[]) {
     return this.active.detokenize(ids);
+  }
+
+  renderChat(messages: ChatMessage[]) {
+    return this.active.renderChat(messages);
   }
 
   generate(request: GenerationRequest, opts?: { signal?: AbortSignal }) {

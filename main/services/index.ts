@@ -14,7 +14,7 @@ import type { LocalServerState, ModelInfo, Settings } from '../contract/types.ts
 import { defaultModelPath } from '../default-model.ts';
 import { EngineHost } from '../engine-host/host.ts';
 import type { TokenizeRequest } from '../engine-host/protocol.ts';
-import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
+import type { ChatMessage, GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
 import { BudgetService } from './budget.ts';
 import { ChatService } from './chat-service.ts';
 import { DocumentService } from './documents.ts';
@@ -65,6 +65,8 @@ export interface CompletionBackend {
   tokenize(request: TokenizeRequest): Promise<number[]>;
   /** Text of token ids for `/detokenize`. @throws ServiceError MODEL_NOT_READY; the engine's errors. */
   detokenize(ids: number[]): Promise<string>;
+  /** The prompt a chat renders to, for `/apply-template`. @throws ServiceError MODEL_NOT_READY; the engine's errors. */
+  renderChat(messages: ChatMessage[]): Promise<string>;
 }
 
 export interface Services {
@@ -231,6 +233,11 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
       await models.ready();
       models.assertLoaded();
       return engine.detokenize(ids);
+    },
+    renderChat: async (messages) => {
+      await models.ready();
+      models.assertLoaded();
+      return engine.renderChat(messages);
     },
   };
   const localServer = opts.localServer?.(completions) ?? null;

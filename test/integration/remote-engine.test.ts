@@ -1,7 +1,8 @@
 /**
  * A remote engine, end to end: a REAL Ropewalk `serve` (services, engine, stories260K) on
  * 127.0.0.1 port 0 is the remote; a second Ropewalk's services connect to it through the
- * router, as the window does. Its `/tokenize` and `/detokenize` in llama.cpp's and vLLM's shapes;
+ * router, as the window does. Its `/tokenize`, `/detokenize` and `/apply-template` in llama.cpp's
+ * and vLLM's shapes, and counting through either;
  * answers streamed through the same ChatService path, equal to the server's own; an exact meter
  * (the server's /tokenize, or a tokenizer.json), and "≈" when only an estimate is possible; Stop
  * cancels the HTTP request (the server stops generating). The faults a real server would rarely
@@ -20,6 +21,8 @@ import type { Settings } from '../../main/contract/types.ts';
 import { startBackend, type Backend } from '../../main/backend.ts';
 import { RouterError } from '../../main/router.ts';
 import { STORIES_BIN } from '../helpers/paths.ts';
+import { RemoteServer } from '../../main/remote/http.ts';
+import { llamaCppCounter } from '../../main/remote/token-counter.ts';
 import { startApiServer, type ApiServer } from '../helpers/api-server.ts';
 import { nextEvent, record } from '../helpers/router-events.ts';
 import { until } from '../helpers/e2e-app.ts';
@@ -77,7 +80,7 @@ test("serve's /tokenize and /detokenize answer llama.cpp's and vLLM's shapes wit
   const llama = await post(`${root}/tokenize`, { content: text });
   assert.equal(llama.status, 200);
   const ids = llama.json.tokens as number[];
-  assert.deepEqual(ids, await remote.host.tokenize({ text, addSpecial: false }));
+  assert.deepEqual(ids, await remote.host.tokenize({ text, addSpecial: false, parseSpecial: true }));
   assert.ok(ids.length >= 3, `${ids.length} tokens`);
   const vllm = await post(`${root}/tokenize`, { model: 'stories260K', prompt: text });
   assert.deepEqual(vllm.json, { tokens: [1, ...ids], count: ids.length + 1, max_model_len: 512 }, 'BOS (id 1) added by default, as a completion feeds it');
@@ -91,6 +94,15 @@ test("serve's /tokenize and /detokenize answer llama.cpp's and vLLM's shapes wit
   const both = await post(`${root}/tokenize`, { content: text, prompt: text });
   assert.equal(both.status, 400);
   assert.match((both.json.error as { message: string }).message, /exactly one of content/);
+});
+
+test("llama.cpp's way of counting (/apply-template, then /tokenize with BOS and special tokens parsed) agrees with the engine, against the real server", async () => {
+  const counter = llamaCppCounter(new RemoteServer(baseUrl, null));
+  const messages = [{ role: 'system' as const, content: 'Be brief.' }, { role: 'user' as const, content: 'Once upon a time' }];
+  assert.equal(await counter.count({ messages }), await remote.host.countTokens({ messages }));
+  assert.deepEqual(await counter.countEach(['Once upon a time', 'a girl <s> ran']), await remote.host.countEach(['Once upon a time', 'a girl <s> ran']), 'plain texts: no BOS, special text as text');
+  const template = await post(`http://127.0.0.1:${srv.port}/apply-template`, { messages });
+  assert.equal(template.json.prompt, await remote.host.renderChat(messages));
 });
 
 test('a remote engine: listed, connected, and answering through the same path as the local one, equal to the server; the meter exact', async () => {
