@@ -3,9 +3,12 @@
  * Ropewalk serve (stories260K) on 127.0.0.1 is the remote. Type its base URL, list its models,
  * pick stories260K, use it; the card says it is remote and counts exactly (the server's
  * /tokenize), the meter counts the draft with no "≈", and a greedy answer streams in equal to
- * the remote server's own.
+ * the remote server's own. A server that cannot count (no /tokenize, no tokenizer.json) gets an
+ * estimate, which the meter marks "≈".
  */
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -70,4 +73,29 @@ test('Remote engine: list the models of another Ropewalk, use one, count exactly
   const expected = ((await own.json()) as { choices: { message: { content: string } }[] }).choices[0].message.content;
   await until('the answer is shown', async () => (await page.locator('.msg-assistant').last().innerText()).includes(expected.trim().slice(0, 40)));
   assert.deepEqual(pageErrors, []);
+});
+
+test('a server that cannot count: the meter marks the estimate with ≈', async () => {
+  // Lists one model and has no /tokenize (as Ollama); nothing is generated here.
+  const server = http.createServer((req, res) => {
+    res.writeHead(req.url === '/v1/models' ? 200 : 404, { 'content-type': 'application/json' });
+    res.end(req.url === '/v1/models' ? JSON.stringify({ object: 'list', data: [{ id: 'far-away' }] }) : '{"error":{"message":"not found"}}');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const page = await app.browser.newPage({ viewport: { width: 1440, height: 900 } });
+    await page.goto(app.url);
+    await page.getByText('ready', { exact: true }).waitFor({ timeout: 60_000 });
+    const form = page.getByRole('form', { name: 'Remote engine' });
+    await form.getByLabel('Base URL').fill(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`);
+    await form.getByRole('button', { name: 'List models' }).click();
+    await until('the model is listed', async () => (await form.getByLabel('Model').locator('option').allTextContents()).includes('far-away'));
+    await form.getByRole('button', { name: 'Use remote engine' }).click();
+    await until('the card says it estimates', async () => (await page.locator('.remote-counting').textContent()) === 'an estimate (≈)');
+    await page.getByRole('textbox', { name: 'Message' }).fill('Once upon a time there was a remote engine');
+    await until('the meter marks the estimate', async () => ((await page.locator('.meter-text').textContent()) ?? '').startsWith('≈'));
+    assert.match((await page.getByRole('meter').getAttribute('aria-valuetext')) ?? '', /^about \d+ of/);
+  } finally {
+    server.close();
+  }
 });

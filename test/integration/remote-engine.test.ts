@@ -184,12 +184,16 @@ async function faultyServer(): Promise<{ url: string; mode: { next: 'ok' | '429'
     if (mode.next === '429') return send(429, { error: { message: 'Rate limit reached' } }, { 'retry-after': '7' });
     if (mode.next === '500') return send(500, { error: { message: 'CUDA out of memory' } });
     res.writeHead(200, { 'content-type': 'text/event-stream' });
-    const chunk = (content: string) => res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`);
-    chunk('Once');
-    chunk(' upon');
-    if (mode.next === 'cut') return void setTimeout(() => res.socket?.destroy(), 20);
-    res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`);
-    res.end('data: [DONE]\n\n');
+    const event = (delta: Record<string, string>, finish: string | null) => `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}`;
+    if (mode.next === 'cut') {
+      res.write(`${event({ content: 'Once' }, null)}\n\n${event({ content: ' upon' }, null)}\n\n`);
+      return void setTimeout(() => res.socket?.destroy(), 20);
+    }
+    // As servers may send it: a comment line, CRLF endings, and events split across writes.
+    const body = `: keep-alive\r\n\r\n${event({ content: 'Once' }, null)}\r\n\r\n${event({ content: ' upon' }, null)}\n\n${event({}, 'stop')}\n\ndata: [DONE]\n\n`;
+    const pieces = [body.slice(0, 30), body.slice(30, 95), body.slice(95)];
+    const next = () => (pieces.length > 1 ? (res.write(pieces.shift()!), setTimeout(next, 10)) : res.end(pieces.shift()));
+    next();
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
