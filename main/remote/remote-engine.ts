@@ -9,7 +9,7 @@
  * - `generate` POSTs `/v1/chat/completions` (messages) or `/v1/completions` (prompt) with
  *   `stream: true` and `stream_options.include_usage`, and turns the Server-Sent Events into the
  *   engine's events: one `token` per content chunk (id 0: a server sends text, not ids), then
- *   `done`. Aborting the signal aborts the HTTP request (the server sees the connection close
+ *   `done` (a server that ignores `stream` and answers with one JSON body gives one chunk). Aborting the signal aborts the HTTP request (the server sees the connection close
  *   and stops) and ends with done{reason:'cancelled'} and the text so far. A stream that ends
  *   before the answer did (no finish_reason, no `[DONE]`), or carries an error object, ends with
  *   done{reason:'error'} and the partial text, saying why.
@@ -183,8 +183,10 @@ export class RemoteEngine implements ChatEngine {
       }
       let ended: 'done' | 'cut' = 'cut';
       let failure: string | null = null;
+      // A server that ignores `stream: true` answers with one JSON body: the same fields, whole.
+      const whole = !/text\/event-stream/i.test(res.headers.get('content-type') ?? '');
       try {
-        for await (const data of serverSentData(res.body!)) {
+        for await (const data of whole ? wholeBody(res) : serverSentData(res.body!)) {
           if (data === '[DONE]') {
             ended = 'done';
             break;
@@ -242,9 +244,9 @@ export class RemoteEngine implements ChatEngine {
     }
     const usage = j.usage as { prompt_tokens?: unknown; completion_tokens?: unknown } | null | undefined;
     if (usage && typeof usage.prompt_tokens === 'number' && typeof usage.completion_tokens === 'number') run.usage = { prompt: usage.prompt_tokens, completion: usage.completion_tokens };
-    const c = j.choices?.[0];
+    const c = j.choices?.[0] as { delta?: { content?: unknown }; message?: { content?: unknown }; text?: unknown; finish_reason?: unknown } | undefined;
     if (typeof c?.finish_reason === 'string') run.finish = c.finish_reason;
-    const piece = chat ? c?.delta?.content : c?.text;
+    const piece = chat ? (c?.delta ?? c?.message)?.content : c?.text;
     if (typeof piece !== 'string' || piece === '') return '';
     run.firstAt ??= performance.now();
     run.chunks++;
@@ -295,6 +297,12 @@ function finishOf(reason: string | null): FinishReason {
 function describeCut(e: unknown): string {
   const cause = (e as { cause?: { message?: string; code?: string } }).cause;
   return cause?.code === 'UND_ERR_SOCKET' || /other side closed/.test(cause?.message ?? '') ? 'the server closed the connection' : (cause?.message ?? (e instanceof Error ? e.message : String(e)));
+}
+
+/** A whole (non-streamed) JSON answer as the one event it amounts to, then `[DONE]`. */
+async function* wholeBody(res: Response): AsyncGenerator<string> {
+  yield await res.text();
+  yield '[DONE]';
 }
 
 /** The `data:` payloads of a Server-Sent Events body, in order (multi-line data joined by '\n'). */

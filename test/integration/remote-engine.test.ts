@@ -171,8 +171,8 @@ test('a model the server does not have, a server that is not there, and a Ropewa
 });
 
 /** A server with no /tokenize that checks a key and misbehaves on demand (`mode`). */
-async function faultyServer(): Promise<{ url: string; mode: { next: 'ok' | '429' | '500' | 'cut' }; close(): Promise<void> }> {
-  const mode = { next: 'ok' as 'ok' | '429' | '500' | 'cut' };
+async function faultyServer(): Promise<{ url: string; mode: { next: 'ok' | 'whole' | '429' | '500' | 'cut' }; close(): Promise<void> }> {
+  const mode = { next: 'ok' as 'ok' | 'whole' | '429' | '500' | 'cut' };
   const server = http.createServer((req, res) => {
     const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
       res.writeHead(status, { 'content-type': 'application/json', ...headers });
@@ -183,6 +183,7 @@ async function faultyServer(): Promise<{ url: string; mode: { next: 'ok' | '429'
     if (req.url !== '/v1/chat/completions') return send(404, { error: { message: `no route ${req.url}` } });
     if (mode.next === '429') return send(429, { error: { message: 'Rate limit reached' } }, { 'retry-after': '7' });
     if (mode.next === '500') return send(500, { error: { message: 'CUDA out of memory' } });
+    if (mode.next === 'whole') return send(200, { object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'Once upon a whole' }, finish_reason: 'length' }], usage: { prompt_tokens: 7, completion_tokens: 4, total_tokens: 11 } });
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     const event = (delta: Record<string, string>, finish: string | null) => `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}`;
     if (mode.next === 'cut') {
@@ -203,7 +204,7 @@ async function faultyServer(): Promise<{ url: string; mode: { next: 'ok' | '429'
   };
 }
 
-test('errors from the server (401, 429, 5xx, a stream cut mid-way) are clear; a cut keeps the partial answer; the key is kept but never shown; without /tokenize the meter says ≈', async () => {
+test('errors from the server (401, 429, 5xx, a stream cut mid-way) are clear; a cut keeps the partial answer; the key is kept but never shown; a server that does not stream still answers; without /tokenize the meter says ≈', async () => {
   const faulty = await faultyServer();
   try {
     await assert.rejects(call(local, 'connectRemote', { baseUrl: faulty.url, model: 'tiny' }), remoteError(/refused the API key while listing its models \(HTTP 401: Invalid API key\); enter the right key in the model panel/));
@@ -214,6 +215,10 @@ test('errors from the server (401, 429, 5xx, a stream cut mid-way) are clear; a 
 
     const ok = await sendAndWait(local, 'Hi');
     assert.deepEqual([ok.message.status, ok.message.content], ['complete', 'Once upon']);
+    faulty.mode.next = 'whole';
+    const whole = await sendAndWait(local, 'Hi');
+    assert.deepEqual([whole.message.status, whole.message.content, whole.message.stats?.finishReason, whole.message.stats?.promptTokens], ['complete', 'Once upon a whole', 'length', 7], 'a server that does not stream: its one JSON answer, with its usage');
+    faulty.mode.next = 'ok';
     const budget = await call(local, 'getBudget', { conversationId: ok.conversationId, draft: '' });
     assert.equal(budget.estimated, true, 'no /tokenize, no tokenizer.json: an estimate');
 
