@@ -46,6 +46,9 @@ if (!app.requestSingleInstanceLock()) {
 }
 
 function runApp(): void {
+  // The engine's worker thread finds the packaged native addon under the resources folder
+  // (main/engine/model/native-addon.ts); a worker copies process.env when it starts.
+  if (app.isPackaged) process.env.ROPEWALK_RESOURCES_PATH ??= process.resourcesPath;
   let window: BrowserWindow | null = null;
   let services: Promise<Services> | null = null;
   let shutdown: 'running' | 'stopping' | 'stopped' = 'running';
