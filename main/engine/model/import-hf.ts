@@ -12,6 +12,9 @@
  * Order of work, cheapest first, so a bad folder fails before gigabytes are read: config (with
  * size limits, `HF_LIMITS`), safetensors headers (every expected tensor present with its
  * expected shape), tokenizer files, then tensor data one tensor at a time, then the content hash.
+ * tokenizer.json is parsed to check it against the config and find the special tokens, then let
+ * go: a streamed import copies the file into the bundle as it is, so its parsed form (~70 MB of
+ * heap for Qwen's 11 MB file) is not held while the weights are written.
  *
  * Deliberately ignored: `sliding_window` / `use_sliding_window` / `max_window_layers` (attention
  * is always full causal, which equals sliding-window attention only up to the window length:
@@ -327,7 +330,7 @@ async function readTokenizer(folder: string, config: ModelConfig, hf: { bos_toke
   // A list of named templates: "default" is the chat one (others are e.g. "tool_use", "rag").
   const chatTemplate = (Array.isArray(ct) ? (ct.find((t) => t.name === 'default') ?? ct[0])?.template : ct) ?? jinja ?? null;
   const tokenizerConfig = tcRaw ?? { add_bos_token: addBos };
-  return { tokenizerJson, tokenizerConfig, specialTokens: { bos, eos }, addBos, chatTemplate };
+  return { tokenizerFile: tokFile, tokenizerConfig, specialTokens: { bos, eos }, addBos, chatTemplate };
 }
 
 const IndexSchema = z.looseObject({ weight_map: z.record(z.string(), z.string()) });
@@ -380,7 +383,7 @@ async function openWeights(folder: string, expected: Map<string, number[]>): Pro
   const sources = new Map<string, LazyTensor32>();
   for (const [name, shape] of expected) {
     const shard = shards.get(whereIs(name))!;
-    sources.set(name, { shape, load: async () => (await shard.load(name)).data });
+    sources.set(name, { shape, load: async () => (await shard.load(name)).data, chunks: (elements) => shard.chunks(name, elements) });
   }
   return { sources, close };
 }
@@ -420,8 +423,9 @@ export async function importHuggingFace(folder: string, opts: { sourceHash?: str
   try {
     const weights: ModelWeights = new Map();
     for (const [name, w] of opened.weights) weights.set(name, { shape: w.shape, data: await weightValues(w) });
-    const { close: _close, ...rest } = opened;
-    return { ...rest, weights };
+    const { close: _close, tokenizer, ...rest } = opened;
+    const tokenizerJson = 'file' in tokenizer ? await readJson(tokenizer.file, true) : tokenizer.json;
+    return { ...rest, weights, tokenizerJson };
   } finally {
     await opened.close();
   }
@@ -429,8 +433,9 @@ export async function importHuggingFace(folder: string, opts: { sourceHash?: str
 
 /**
  * `importHuggingFace` without reading the weights: config, headers (every tensor present with its
- * shape) and tokenizer are checked now, tensor data is read when each lazy weight is loaded
- * (`writeBundle` streams them into the bundle). The caller must `close()` it.
+ * shape) and tokenizer are checked now, tensor data is read when each lazy weight is loaded or
+ * read in chunks (`writeBundle` streams them into the bundle), and tokenizer.json is the file to
+ * copy (`tokenizer: { file }`), not its parsed content. The caller must `close()` it.
  * @throws ModelLoadError as `importHuggingFace`.
  */
 export async function openHuggingFace(folder: string, opts: { sourceHash?: string } = {}): Promise<OpenedModel<ReadonlyMap<string, LazyTensor32>>> {
@@ -456,7 +461,7 @@ export async function openHuggingFace(folder: string, opts: { sourceHash?: strin
         dtype: 'float32',
       },
       weights: opened.sources,
-      tokenizerJson: tok.tokenizerJson,
+      tokenizer: { file: tok.tokenizerFile },
       tokenizerConfig: tok.tokenizerConfig,
       close: opened.close,
     };
