@@ -11,7 +11,7 @@
  * tokenizer_config.json, manifest.json (`ModelManifest`).
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { copyFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { EngineError, ModelLoadError } from '../errors.ts';
@@ -20,7 +20,7 @@ import { fingerprintFiles } from './source-fingerprint.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from './decoder-graph.ts';
 import { importGguf } from './gguf/import-gguf.ts';
 import { quantizeLinearWeights } from './gguf/quantized-weights.ts';
-import { hfSourceFiles, openHuggingFace } from './import-hf.ts';
+import { hfSourceFiles, openHuggingFace, parseJson } from './import-hf.ts';
 import { importLlama2c, llama2cSourceFiles } from './import-llama2c.ts';
 import { openedFromMemory, summarizeWeights, type ModelManifest, type OpenedModel } from './manifest.ts';
 import { writeExternalData } from './onnx-builder.ts';
@@ -177,11 +177,10 @@ async function importInto(
   if (quantize) imported.weights = quantizeLinearWeights(imported.weights, quantize === 'q4' ? 4 : 8);
   try {
     imported.manifest.source = { kind: src.kind, path: src.path, sha256: sourceHash };
-    await writeBundle(imported, dir, onProgress, signal);
+    return await writeBundle(imported, dir, onProgress, signal);
   } finally {
     await imported.close();
   }
-  return loadBundle(dir);
 }
 
 /** Mixed into fingerprints, so a new bundle builder never matches an old record. */
@@ -223,9 +222,10 @@ async function recordFingerprint(cacheDir: string, fingerprint: string, key: str
  * Builds the graph from the weights' shapes and writes a bundle folder atomically (a temp folder
  * renamed into place). Weights are written one at a time, lazy ones in chunks straight from the
  * source files, so memory holds at most one in-memory tensor, and a chunk when they stream;
- * tokenizer.json is written from its content or copied from its file as it is. Progress reports
- * the bytes written and an ETA. A failure or a cancel removes the temp folder: the cache never
- * holds half a bundle.
+ * tokenizer.json is written from its content, or read from its file after the weights, checked
+ * and copied as it is. Progress reports the bytes written and an ETA. A failure or a cancel
+ * removes the temp folder: the cache never holds half a bundle.
+ * @returns the bundle as `loadBundle` would read it (the tokenizer parsed once, here).
  * @param signal cancels between chunks.
  * @throws ModelLoadError on a weight/shape problem or a write failure; EngineError('CANCELLED')
  *   when `signal` aborts.
@@ -235,7 +235,7 @@ export async function writeBundle(
   dir: string,
   onProgress?: ImportProgress,
   signal?: AbortSignal,
-): Promise<void> {
+): Promise<LoadedBundle> {
   onProgress?.({ phase: 'build', fraction: 0 });
   const built = buildDecoderGraph(model.manifest.config, model.weights);
   model.manifest.weights = summarizeWeights(model.weights);
@@ -254,19 +254,39 @@ export async function writeBundle(
       },
       signal,
     );
-    const tokenizerPath = path.join(tmp, TOKENIZER_FILE);
-    if ('file' in model.tokenizer) await copyFile(model.tokenizer.file, tokenizerPath);
-    else await writeFile(tokenizerPath, JSON.stringify(model.tokenizer.json));
+    const tokenizerJson = await writeTokenizerJson(model, path.join(tmp, TOKENIZER_FILE));
     await writeFile(path.join(tmp, TOKENIZER_CONFIG_FILE), JSON.stringify(model.tokenizerConfig, null, 1));
     // The manifest goes last: a folder without one is not a bundle.
     await writeFile(path.join(tmp, MANIFEST_FILE), JSON.stringify(model.manifest, null, 2));
     signal?.throwIfAborted();
     await moveIntoPlace(tmp, dir);
+    return { dir, modelPath: path.join(dir, MODEL_FILE), manifest: model.manifest, tokenizerJson, tokenizerConfig: model.tokenizerConfig };
   } catch (e) {
     await rm(tmp, { recursive: true, force: true });
     if (signal?.aborted) throw cancelled(e);
     throw e instanceof EngineError ? e : new ModelLoadError(`cannot write model bundle: ${(e as Error).message}`, dir, { cause: e });
   }
+}
+
+/**
+ * Writes the bundle's tokenizer.json at `to`: its content serialized, or its file read, parsed
+ * once, checked (which fills in the manifest's special tokens) and copied as it is.
+ * @returns the parsed tokenizer.json.
+ * @throws ModelLoadError for a file that cannot be read, is not JSON or fails its check.
+ */
+async function writeTokenizerJson(model: Pick<OpenedModel, 'tokenizer' | 'manifest'>, to: string): Promise<unknown> {
+  const source = model.tokenizer;
+  if (!('file' in source)) {
+    await writeFile(to, JSON.stringify(source.json));
+    return source.json;
+  }
+  const bytes = await readFile(source.file).catch((e: Error) => {
+    throw new ModelLoadError(`cannot read tokenizer.json: ${e.message}`, source.file, { cause: e });
+  });
+  const json = parseJson(bytes.toString('utf8'), source.file);
+  Object.assign(model.manifest, source.check(json));
+  await writeFile(to, bytes);
+  return json;
 }
 
 function cancelled(cause: unknown): EngineError {

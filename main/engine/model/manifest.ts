@@ -224,8 +224,19 @@ export async function* weightChunks(w: WeightSource, elements: number): AsyncIte
   for (let i = 0; i < w.data.length; i += elements) yield w.data.subarray(i, i + elements);
 }
 
-/** A bundle's tokenizer.json: its content, or a file (already checked) copied as it is. */
-export type TokenizerJsonSource = { json: unknown } | { file: string };
+/** What a tokenizer.json gives the manifest. */
+export interface TokenizerFacts {
+  specialTokens: SpecialTokens;
+  addBos: boolean;
+}
+
+/**
+ * A bundle's tokenizer.json: its content, or a file that the bundle writer reads after the
+ * weights (so it is parsed once and never held while they are written), checks with `check`
+ * (which throws a ModelLoadError for a bad one and gives the manifest's special tokens), and
+ * copies as it is.
+ */
+export type TokenizerJsonSource = { json: unknown } | { file: string; check(json: unknown): TokenizerFacts };
 
 /**
  * An imported model whose weights stay in the source files until written (`writeBundle`),
