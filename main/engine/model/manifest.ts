@@ -150,8 +150,8 @@ export interface LazyQuantizedTensor {
   format: string;
   /**
    * The blocks, as `QuantizedTensor.data` (uint8 [N, K/blockSize, blockSize·bits/8]), in
-   * consecutive chunks of whole rows of at most `maxBytes` (at least one row); each chunk is
-   * valid until the next is asked for. A pass over them also computes the scales.
+   * consecutive chunks of whole rows, as many as `maxBytes` of their float32 values hold (at
+   * least one); each chunk is valid until the next is asked for. A pass also computes the scales.
    */
   blockChunks(maxBytes: number): AsyncIterable<Uint8Array>;
   /** float32 [N · K/blockSize], as `QuantizedTensor.scales`: kept from the last `blockChunks` pass, else computed by a pass of their own. */

@@ -252,9 +252,13 @@ export function quantizeRtnLazy(w: WeightSource, bits: 4 | 8): LazyQuantizedTens
   const [n, k] = w.shape;
   if (w.shape.length !== 2 || k % 32 !== 0) return null;
   let scales: Float32Array | null = null;
-  /** One pass over the rows: their blocks (in a buffer reused per chunk) and all the scales. */
+  /**
+   * One pass over the rows, as many at a time as `maxBytes` of float32 holds (so the values read
+   * are bounded, not only the blocks written): their blocks, in a buffer reused per chunk, and
+   * all the scales.
+   */
   async function* pass(maxBytes: number): AsyncGenerator<Uint8Array> {
-    const rows = Math.max(1, Math.min(n, Math.floor(maxBytes / rowBytes(k, bits))));
+    const rows = Math.max(1, Math.min(n, Math.floor(maxBytes / (4 * k))));
     const all = new Float32Array((n * k) / 32);
     const blocks = new Uint8Array(rows * rowBytes(k, bits));
     let row = 0;
