@@ -287,8 +287,9 @@ async function* tensorChunks(
 
 /**
  * Chunk buffers of finished reads, kept for the next tensor while any file is open: a fresh
- * 8 MiB buffer per tensor costs its page faults and zeroing again (measured on 2.2 GB of float32:
- * sys time 3.8 s → see `chunks`), a reused one none. Dropped when the last file closes.
+ * 8 MiB buffer per tensor costs its page faults and zeroing again (measured streaming 2.2 GB of
+ * float32 into a bundle: 3.8 s of system time with fresh buffers, 2.1 s reused). Dropped when the
+ * last file closes.
  */
 const spareBuffers: ArrayBuffer[] = [];
 let openFiles = 0;
