@@ -45,6 +45,7 @@ const answerStatsSchema = z
     prefillTokensPerSec: rate,
     decodeTokensPerSec: rate,
     documentParts: z.array(z.string().max(1000)).max(1000).optional(),
+    contextShift: z.object({ shifts: count, droppedTokens: count }).strict().optional(),
   })
   .strict();
 

@@ -26,6 +26,11 @@ export interface AnswerStats {
    * "rope.pdf: page 3 (chunk 5)"; absent when whole documents were used.
    */
   documentParts?: string[];
+  /**
+   * Set when the answer reached the max context and the context was shifted (rolling window):
+   * how many times, and how many of the oldest tokens left the KV cache in all.
+   */
+  contextShift?: { shifts: number; droppedTokens: number };
 }
 
 /** How a document goes into the prompt: its whole text, or the chunks most relevant to the question. */

@@ -293,6 +293,8 @@ export class ChatService {
     return {
       messages: prompt.messages,
       maxTokens: s.maxTokens,
+      // Rolling window mid-answer: at the max context the engine shifts instead of stopping.
+      contextShift: s.contextFullPolicy === 'rolling-window',
       sampler: {
         temperature: s.temperature,
         topK: s.topK,

@@ -7,6 +7,8 @@
 //     .resize(capacity, keep): void       grow the KV cache, keeping rows [0, keep)
 //     .run(tokenIds: Int32Array, cos: Float32Array, sin: Float32Array, past: number): Promise<void>
 //                                         one step, run on the libuv pool (Napi::AsyncWorker)
+//     .shift(keep, drop, length, cos: Float32Array, sin: Float32Array, interleaved: boolean, rotaryDim): void
+//                                         context shift: drop [keep, keep+drop), rotate the moved keys
 //     .dispose(): void
 // Errors are JS Errors whose message is one line naming the ONNX Runtime call; `code` is
 // 'ORT_LOAD' (runtime or model cannot be loaded), 'ORT_RUN' (a run or resize failed) or
@@ -84,6 +86,7 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
                         InstanceAccessor<&NativeDecoder::FallbackReason>("fallbackReason"),
                         InstanceAccessor<&NativeDecoder::Capacity>("capacity"),
                         InstanceMethod<&NativeDecoder::Resize>("resize"), InstanceMethod<&NativeDecoder::Run>("run"),
+                        InstanceMethod<&NativeDecoder::Shift>("shift"),
                         InstanceMethod<&NativeDecoder::Dispose>("dispose")});
   }
 
@@ -134,6 +137,29 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
     const int64_t capacity = info[0].ToNumber().Int64Value();
     const int64_t keep = info[1].ToNumber().Int64Value();
     Guard(info.Env(), "ORT_RUN", [&] { d.Resize(capacity, keep); });
+  }
+
+  // Synchronous: a shift happens once per context-full, and the engine lives in a worker thread.
+  void Shift(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Decoder& d = Live(env);
+    for (int i = 3; i <= 4; i++) {
+      if (!info[i].IsTypedArray() || info[i].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
+        ThrowAs(env, "ORT_ARG", "shift: cos and sin must be Float32Arrays");
+      }
+    }
+    const int64_t keep = info[0].ToNumber().Int64Value();
+    const int64_t drop = info[1].ToNumber().Int64Value();
+    const int64_t length = info[2].ToNumber().Int64Value();
+    Napi::Float32Array cos = info[3].As<Napi::Float32Array>();
+    Napi::Float32Array sin = info[4].As<Napi::Float32Array>();
+    const bool interleaved = info[5].ToBoolean().Value();
+    const int64_t rotaryDim = info[6].ToNumber().Int64Value();
+    if (rotaryDim <= 0 || cos.ElementLength() != static_cast<size_t>(rotaryDim / 2) || sin.ElementLength() != cos.ElementLength()) {
+      ThrowAs(env, "ORT_ARG", "shift: cos/sin must hold rotaryDim/2 (" + std::to_string(rotaryDim / 2) + ") floats, got " +
+                                  std::to_string(cos.ElementLength()) + "/" + std::to_string(sin.ElementLength()));
+    }
+    Guard(env, "ORT_RUN", [&] { d.Shift(keep, drop, length, cos.Data(), sin.Data(), interleaved, rotaryDim); });
   }
 
   // Validates and binds one step's inputs on the JS thread (the typed arrays are only read here

@@ -69,12 +69,26 @@ class Decoder {
   /** Runs the bound step; on return logits holds the last position's scores. @throws OrtError. */
   void Run();
 
+  /**
+   * Context shift (llama.cpp's n_discard): of the `length` positions held, drops [keep, keep+drop)
+   * and moves rows [keep+drop, length) down by `drop` positions in every layer and head; the moved
+   * keys' first rotaryDim dims are rotated by -drop positions: each pair (a, b) becomes
+   * (a*cos + b*sin, b*cos - a*sin) with cos/sin [rotaryDim/2] the caller's cos(drop*invFreq_i),
+   * sin(drop*invFreq_i) (unscaled). Pairs are (2i, 2i+1) when interleaved, else (i, i+R/2).
+   * Values only move. On CUDA each block is copied to the host, shifted, and copied back.
+   * @throws std::invalid_argument for a range outside [0, length] or length > Capacity(); OrtError.
+   */
+  void Shift(int64_t keep, int64_t drop, int64_t length, const float* cos, const float* sin, bool interleaved,
+             int64_t rotaryDim);
+
  private:
   void OpenSession(const std::string& modelPath, bool cuda);
   void Release();
   void BindBlocks(const std::vector<void*>& blocks, int64_t capacity);
   void* AllocKv(size_t bytes);
   void FreeKv(void* block);
+  void ShiftHost(float* block, int64_t keep, int64_t drop, int64_t length, const float* cos, const float* sin,
+                 bool interleaved, int64_t rotaryDim);
   void CopyRows(float* dst, int64_t dstCapacity, const float* src, int64_t srcCapacity, int64_t rows);
   void BindValue(const char* name, OrtValue* value, bool asOutput);
   OrtValue* Wrap(const OrtMemoryInfo* info, void* data, size_t bytes, const int64_t* dims, size_t rank,

@@ -26,6 +26,7 @@ import { availableMemory, bundleBytes, checkMemory, estimateMemory } from '../mo
 import { openDecoderBackend } from '../model/open-backend.ts';
 import { Sampler, SamplerScratch, validateSamplerOptions } from '../sampling/sampler.ts';
 import { TextTokenizer } from '../tokenizer/tokenizer.ts';
+import { commonPrefix, ContextShifter } from './context-shift.ts';
 import { Generation } from './generation.ts';
 import type { GenerationEvent, GenerationRequest, GenerationStats } from './types.ts';
 
@@ -287,16 +288,17 @@ export class Engine {
       gen.prefillMs = performance.now() - prefillStart;
       // 3. decode: sample, accept (EOS, stop strings, max tokens), check room and abort, step.
       // The max context bounds prompt + generated positions: a token is sampled only if it has a
-      // position (< maxContext), so usage never counts more than the max context.
+      // position (< maxContext), so usage never counts more than the max context. Out of room,
+      // the request either ends ('context-full') or shifts the context (`makeRoom`).
       gen.decodeStartedAt = performance.now();
-      if (logits && this.kv.length >= this.maxContext) gen.finish('context-full');
       while (logits && !gen.finished) {
+        if (this.kv.length >= this.maxContext && !this.makeRoom(gen)) break;
         const token = gen.sampler.sample(logits, this.cachedTokens);
         const delta = gen.accept(token);
         if (delta !== null) yield { type: 'token', id: token, text: delta };
         if (gen.finished) break;
-        if (this.kv.length + 1 >= this.maxContext) gen.finish('context-full');
-        else if (!this.cancelled(gen, signal)) logits = await this.decodeStep(token);
+        if (this.kv.length + 1 >= this.maxContext && !this.makeRoom(gen)) break;
+        if (!this.cancelled(gen, signal)) logits = await this.decodeStep(token);
       }
       // 4. what the stream decoder still holds
       const tail = gen.flush();
@@ -310,6 +312,25 @@ export class Engine {
     yield this.done(gen);
   }
 
+  /**
+   * Out of positions: with `contextShift` requested, shifts the context (the kept prefix stays,
+   * the oldest turns after it leave the KV cache, the rest's keys are rotated by the shift) and
+   * returns true; otherwise (or when nothing can be dropped) ends `gen` with 'context-full'.
+   * The RoPE cache is untouched: the kept tokens now sit at positions it already has.
+   */
+  private makeRoom(gen: Generation): boolean {
+    const plan = gen.shifter?.next(this.kv.length) ?? null;
+    if (!plan) {
+      gen.finish('context-full');
+      return false;
+    }
+    const c = this.manifest.config;
+    const { cos, sin } = this.rope.shiftRotation(plan.drop);
+    this.backend.shift(this.kv, plan.keep, plan.drop, { cos, sin, rotaryDim: c.rope.rotaryDim, interleaved: c.rope.layout === 'interleaved' });
+    this.cachedTokens.splice(plan.keep, plan.drop);
+    return true;
+  }
+
   /** Validates a request and claims the engine. @throws see `generate`. */
   private begin(req: GenerationRequest): Generation {
     if (!Number.isInteger(req.maxTokens) || req.maxTokens < 1) {
@@ -320,7 +341,8 @@ export class Engine {
     if (prompt.length > this.maxContext) throw new ContextOverflowError(prompt.length, this.maxContext, 'the prompt');
     if (this.busy) throw new InvalidOptionError('request', 'the engine is already generating');
     this.busy = true;
-    return new Generation(req, prompt, sampler, this.tokenizer);
+    const shifter = req.contextShift ? new ContextShifter(this.tokenizer, prompt, req.messages ?? null) : null;
+    return new Generation(req, prompt, sampler, this.tokenizer, shifter);
   }
 
   /** Rewinds the KV cache to the longest prefix it shares with `prompt` (< prompt.length). */
@@ -352,6 +374,8 @@ export class Engine {
       prefillTokensPerSec: gen.prefillMs > 0 ? round((gen.prefilledTokens * 1000) / gen.prefillMs) : 0,
       decodeTokensPerSec: decodeMs > 0 && n > 1 ? round(((n - 1) * 1000) / decodeMs) : 0,
       contextUsed: this.kv.length,
+      contextShifts: gen.shifter?.shifts ?? 0,
+      droppedTokens: gen.shifter?.dropped ?? 0,
       maxContext: this.maxContext,
       rope: pick(this.rope.stats, ['capacity', 'rowsComputed', 'growths', 'bytes']),
       kv: pick(this.kv.stats, ['capacity', 'growths', 'bytes']),
@@ -364,13 +388,6 @@ export class Engine {
   async dispose(): Promise<void> {
     await this.backend.dispose();
   }
-}
-
-function commonPrefix(a: readonly number[], b: readonly number[]): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
 }
 
 function round(x: number): number {
