@@ -116,6 +116,11 @@ export interface Settings {
   seed: number | null;
   systemPrompt: string;
   contextFullPolicy: ContextFullPolicy;
+  /**
+   * Memory for the KV caches of recently left conversations, MiB (0: none kept); the least
+   * recently used is dropped first. Coming back to one reuses its cache instead of prefilling.
+   */
+  kvCacheBudgetMiB: number;
   executionProvider: ExecutionProviderPreference;
   backend: BackendPreference;
   /** Serve the OpenAI-compatible API of the loaded model on 127.0.0.1 (desktop app; off by default). */

@@ -233,6 +233,36 @@ void Decoder::Run() {
   if (onCuda_) Check(api.SynchronizeBoundOutputs(binding_), "SynchronizeBoundOutputs");
 }
 
+void Decoder::CopyOut(int64_t length, float* host) const { CopyHost(true, length, host); }
+void Decoder::CopyIn(int64_t length, const float* host) { CopyHost(false, length, const_cast<float*>(host)); }
+
+// One 2-D copy per layer and key/value: Hkv rows of length*headDim floats, device pitch C*headDim.
+void Decoder::CopyHost(bool out, int64_t length, float* host) const {
+  if (length < 0 || length > capacity_) {
+    throw std::invalid_argument("KV copy of " + std::to_string(length) + " positions from a cache of capacity " +
+                                std::to_string(capacity_));
+  }
+  if (length == 0) return;
+  const size_t rowBytes = static_cast<size_t>(length * shape_.headDim) * sizeof(float);
+  const size_t pitch = static_cast<size_t>(capacity_ * shape_.headDim) * sizeof(float);
+  for (int64_t l = 0; l < shape_.numLayers; l++) {
+    for (int kv = 0; kv < 2; kv++) {
+      char* device = static_cast<char*>(blocks_[l]) + kv * shape_.numKvHeads * pitch;
+      char* compact = reinterpret_cast<char*>(host) + (l * 2 + kv) * shape_.numKvHeads * rowBytes;
+      if (onCuda_) {
+        int rc = out ? LoadCudaMemcpy2D()(compact, rowBytes, device, pitch, rowBytes, shape_.numKvHeads, kCudaMemcpyDeviceToHost)
+                     : LoadCudaMemcpy2D()(device, pitch, compact, rowBytes, rowBytes, shape_.numKvHeads, kCudaMemcpyHostToDevice);
+        if (rc != 0) throw OrtError("cudaMemcpy2D: error " + std::to_string(rc) + " while copying the KV cache");
+        continue;
+      }
+      for (int64_t h = 0; h < shape_.numKvHeads; h++) {
+        if (out) std::memcpy(compact + h * rowBytes, device + h * pitch, rowBytes);
+        else std::memcpy(device + h * pitch, compact + h * rowBytes, rowBytes);
+      }
+    }
+  }
+}
+
 void Decoder::Shift(int64_t keep, int64_t drop, int64_t length, const float* cos, const float* sin, bool interleaved,
                     int64_t rotaryDim) {
   if (keep < 0 || drop <= 0 || keep + drop > length || length > capacity_ || rotaryDim <= 0 || rotaryDim % 2 != 0 ||

@@ -51,6 +51,8 @@ class Decoder {
   const std::string& FallbackReason() const { return fallbackReason_; }
   int64_t Capacity() const { return capacity_; }
   int64_t RotaryHalf() const { return shape_.rotaryHalf; }
+  /** Floats one position takes in all layers' keys and values: numLayers * 2 * Hkv * headDim. */
+  int64_t FloatsPerPosition() const { return shape_.numLayers * 2 * shape_.numKvHeads * shape_.headDim; }
 
   /**
    * Reallocates the KV blocks at `capacity` positions, copying rows [0, keep) of every head, and
@@ -81,7 +83,17 @@ class Decoder {
   void Shift(int64_t keep, int64_t drop, int64_t length, const float* cos, const float* sin, bool interleaved,
              int64_t rotaryDim);
 
+  /**
+   * Copies rows [0, length) of every layer's keys and values to/from `host`, laid out compactly
+   * [numLayers][2 (key, value)][Hkv][length][headDim] float32 (what the engine keeps in memory for
+   * a conversation it switched away from). CopyIn needs Capacity() >= length.
+   * @throws std::invalid_argument when length > Capacity(); OrtError for a failed CUDA copy.
+   */
+  void CopyOut(int64_t length, float* host) const;
+  void CopyIn(int64_t length, const float* host);
+
  private:
+  void CopyHost(bool out, int64_t length, float* host) const;
   void OpenSession(const std::string& modelPath, bool cuda);
   void Release();
   void BindBlocks(const std::vector<void*>& blocks, int64_t capacity);

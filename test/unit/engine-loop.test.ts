@@ -88,6 +88,14 @@ class ScriptedBackend implements DecoderBackend {
     kv.discard(keep, drop, rotation);
   }
 
+  saveKv(kv: KvCache): Float32Array {
+    return new Float32Array(kv.snapshotFloats(kv.length));
+  }
+
+  restoreKv(kv: KvCache, _data: Float32Array, length: number): void {
+    kv.restore(null, length);
+  }
+
   async dispose(): Promise<void> {}
 }
 

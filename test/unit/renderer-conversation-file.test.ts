@@ -20,6 +20,7 @@ const settings: Settings = {
   seed: 7,
   systemPrompt: 'Be brief.',
   contextFullPolicy: 'stop',
+  kvCacheBudgetMiB: 1024,
   executionProvider: 'cpu',
   backend: 'native',
   localServer: false,

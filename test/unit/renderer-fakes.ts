@@ -55,6 +55,7 @@ export class FakeApi {
     seed: null,
     systemPrompt: '',
     contextFullPolicy: 'stop',
+    kvCacheBudgetMiB: 1024,
     executionProvider: 'cpu',
     backend: 'native',
     localServer: false,

@@ -231,6 +231,51 @@ export class KvCache {
     }
   }
 
+  /** Floats a `snapshot` of `length` positions takes: numLayers × 2 × numKvHeads × length × headDim. */
+  snapshotFloats(length: number): number {
+    return this.numLayers * 2 * this.numKvHeads * length * this.headDim;
+  }
+
+  /**
+   * A compact copy of the held rows: float32 [numLayers, 2 (key, value), numKvHeads, length, headDim].
+   * @throws InvalidOptionError without host buffers (the backend copies its own: saveKv).
+   */
+  snapshot(): Float32Array {
+    const out = new Float32Array(this.snapshotFloats(this.len));
+    this.eachHead(this.len, (buf, at, compact) => out.set(buf.subarray(at, at + this.len * this.headDim), compact));
+    return out;
+  }
+
+  /**
+   * Makes the cache hold exactly `length` positions again: the rows of a `snapshot` of that
+   * length are copied back (host buffers), or, with `data` null, the backend has filled its own
+   * memory and only the length is set. The caller has called `ensure(length)`.
+   * @throws InvalidOptionError when length > capacity or data has the wrong size; nothing changes.
+   */
+  restore(data: Float32Array | null, length: number): void {
+    if (!Number.isInteger(length) || length < 0 || length > this.cap) {
+      throw new InvalidOptionError('restore length', `expected an integer in [0, ${this.cap}], got ${length}`);
+    }
+    if (this.hostBuffers) {
+      if (!data || data.length !== this.snapshotFloats(length)) {
+        throw new InvalidOptionError('KV copy', `${length} positions take ${this.snapshotFloats(length)} floats, got ${data?.length ?? 'none'}`);
+      }
+      this.eachHead(length, (buf, at, compact) => buf.set(data.subarray(compact, compact + length * this.headDim), at));
+    }
+    this.len = length;
+  }
+
+  /** Calls fn(buffer, offset of head h's row 0, offset in a compact snapshot of `length` rows) for every layer, key/value and head. */
+  private eachHead(length: number, fn: (buf: Float32Array, at: number, compact: number) => void): void {
+    if (!this.hostBuffers) this.checkLayer(0);
+    const hd = this.headDim;
+    for (let l = 0; l < this.numLayers; l++) {
+      for (const [v, buf] of [this.keys[l], this.values[l]].entries()) {
+        for (let h = 0; h < this.numKvHeads; h++) fn(buf, h * this.cap * hd, ((l * 2 + v) * this.numKvHeads + h) * length * hd);
+      }
+    }
+  }
+
   /** Empties the cache (length 0). Buffers and capacity are kept for the next conversation. */
   reset(): void {
     this.len = 0;

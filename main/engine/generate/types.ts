@@ -29,6 +29,12 @@ export interface GenerationRequest {
    * positions, and decoding continues without a new prefill (llama.cpp's context shift).
    */
   contextShift?: boolean;
+  /**
+   * Memory for the KV caches of earlier sequences (conversations the engine switched away from),
+   * bytes; in effect from this request on (absent: the engine's current budget, 1 GiB at load).
+   * 0 keeps none.
+   */
+  kvCacheBudgetBytes?: number;
 }
 
 export type FinishReason = 'stop' | 'length' | 'context-full' | 'cancelled' | 'error';

@@ -54,6 +54,18 @@ export interface DecoderBackend {
    *   native addon fails (the KvCache is then unchanged).
    */
   shift(kv: KvCache, keep: number, drop: number, rotation: KeyRotation): void;
+  /**
+   * A copy of the KV cache's held rows [0, kv.length), compact: float32
+   * [numLayers, 2 (key, value), Hkv, kv.length, headDim] (KvCache.snapshotFloats(kv.length) floats).
+   * Kept by the engine for a conversation it switched away from.
+   */
+  saveKv(kv: KvCache): Float32Array;
+  /**
+   * Puts a `saveKv` copy of `length` positions back: the KV cache then holds exactly them
+   * (kv.length = length). The caller has called `kv.ensure(length)`.
+   * @throws InvalidOptionError when `data` is not the size `length` positions take.
+   */
+  restoreKv(kv: KvCache, data: Float32Array, length: number): void;
   /** Releases the session and its memory. */
   dispose(): Promise<void>;
 }

@@ -107,6 +107,31 @@ export class NativeDecoderSession implements DecoderBackend {
     kv.discard(keep, drop, rotation);
   }
 
+  /** See DecoderBackend.saveKv: copied out of the addon's blocks. */
+  saveKv(kv: KvCache): Float32Array {
+    const data = new Float32Array(kv.snapshotFloats(kv.length));
+    try {
+      this.decoder.copyOut(kv.length, data);
+    } catch (e) {
+      throw new SessionRunError(`saving the KV cache: ${firstLine(e)}`, { [io.pastKey(0)]: kv.shape }, { cause: e });
+    }
+    return data;
+  }
+
+  /** See DecoderBackend.restoreKv: the addon's blocks are grown to kv.capacity first, then filled. */
+  restoreKv(kv: KvCache, data: Float32Array, length: number): void {
+    if (data.length !== kv.snapshotFloats(length)) {
+      throw new InvalidOptionError('KV copy', `${length} positions take ${kv.snapshotFloats(length)} floats, got ${data.length}`);
+    }
+    try {
+      if (this.decoder.capacity !== kv.capacity) this.decoder.resize(kv.capacity, 0);
+      this.decoder.copyIn(length, data);
+    } catch (e) {
+      throw new SessionRunError(`restoring the KV cache: ${firstLine(e)}`, { [io.pastKey(0)]: kv.shape }, { cause: e });
+    }
+    kv.restore(null, length);
+  }
+
   async dispose(): Promise<void> {
     this.decoder.dispose();
   }

@@ -193,6 +193,16 @@ export class DecoderSession implements DecoderBackend {
     kv.discard(keep, drop, rotation);
   }
 
+  /** See DecoderBackend.saveKv: the host buffers are the KV cache. */
+  saveKv(kv: KvCache): Float32Array {
+    return kv.snapshot();
+  }
+
+  /** See DecoderBackend.restoreKv. */
+  restoreKv(kv: KvCache, data: Float32Array, length: number): void {
+    kv.restore(data, length);
+  }
+
   /** Releases the native session. */
   async dispose(): Promise<void> {
     await this.session.release();
