@@ -47,6 +47,7 @@ const answerStatsSchema = z
     prefillTokensPerSec: rate,
     decodeTokensPerSec: rate,
     documentParts: z.array(z.string().max(1000)).max(1000).optional(),
+    contextShift: z.object({ shifts: count, droppedTokens: count }).strict().optional(),
   })
   .strict();
 
@@ -62,6 +63,7 @@ export const settingsPatchSchema = z
     seed: z.number().int().min(0).max(2 ** 32 - 1).nullable(),
     systemPrompt: z.string().max(100_000),
     contextFullPolicy: z.enum(CONTEXT_FULL_POLICIES),
+    kvCacheBudgetMiB: z.number().int().min(0).max(1 << 20),
     executionProvider: z.enum(['cpu', 'cuda']),
     backend: z.enum(['native', 'js']),
     localServer: z.boolean(),

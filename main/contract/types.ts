@@ -26,6 +26,11 @@ export interface AnswerStats {
    * "rope.pdf: page 3 (chunk 5)"; absent when whole documents were used.
    */
   documentParts?: string[];
+  /**
+   * Set when the answer reached the max context and the context was shifted (rolling window):
+   * how many times, and how many of the oldest tokens left the KV cache in all.
+   */
+  contextShift?: { shifts: number; droppedTokens: number };
 }
 
 /** How a document goes into the prompt: its whole text, or the chunks most relevant to the question. */
@@ -113,6 +118,11 @@ export interface Settings {
   seed: number | null;
   systemPrompt: string;
   contextFullPolicy: ContextFullPolicy;
+  /**
+   * Memory for the KV caches of recently left conversations, MiB (0: none kept); the least
+   * recently used is dropped first. Coming back to one reuses its cache instead of prefilling.
+   */
+  kvCacheBudgetMiB: number;
   executionProvider: ExecutionProviderPreference;
   backend: BackendPreference;
   /** Serve the OpenAI-compatible API of the loaded model on 127.0.0.1 (desktop app; off by default). */

@@ -134,5 +134,6 @@ export function toAnswerStats(reason: AnswerStats['finishReason'], s: Generation
     ttftMs: s.ttftMs,
     prefillTokensPerSec: s.prefillTokensPerSec,
     decodeTokensPerSec: s.decodeTokensPerSec,
+    ...(s.contextShifts > 0 ? { contextShift: { shifts: s.contextShifts, droppedTokens: s.droppedTokens } } : {}),
   };
 }

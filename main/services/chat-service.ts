@@ -291,6 +291,9 @@ export class ChatService {
     return {
       messages: prompt.messages,
       maxTokens: s.maxTokens,
+      // Rolling window mid-answer: at the max context the engine shifts instead of stopping.
+      contextShift: s.contextFullPolicy === 'rolling-window',
+      kvCacheBudgetBytes: s.kvCacheBudgetMiB * 2 ** 20,
       sampler: {
         temperature: s.temperature,
         topK: s.topK,

@@ -78,6 +78,7 @@ test('on start the embedded model loads with no setup; defaults follow its train
     seed: null,
     systemPrompt: '',
     contextFullPolicy: 'stop',
+    kvCacheBudgetMiB: 1024,
     executionProvider: 'cpu',
     backend: 'native',
     localServer: false, // the desktop app's Local server is off by default

@@ -126,6 +126,8 @@ const STATS: GenerationStats = {
   prefillTokensPerSec: 100,
   decodeTokensPerSec: 50,
   contextUsed: 8,
+  contextShifts: 0,
+  droppedTokens: 0,
   maxContext: 512,
   rope: { capacity: 16, growths: 1, bytes: 1, rowsComputed: 16 },
   kv: { capacity: 16, growths: 1, bytes: 1 },

@@ -78,6 +78,16 @@ export interface NativeDecoder {
    * construction holds the last position's scores. One run at a time.
    */
   run(tokenIds: Int32Array, cos: Float32Array, sin: Float32Array, past: number): Promise<void>;
+  /**
+   * Context shift of the addon's KV blocks: of `length` positions, drops [keep, keep+drop), moves
+   * the later rows down by `drop` and rotates their keys' first `rotaryDim` dims by cos/sin
+   * float32 [rotaryDim/2] (pairs (2i, 2i+1) when `interleaved`, else (i, i+R/2)). Synchronous.
+   */
+  shift(keep: number, drop: number, length: number, cos: Float32Array, sin: Float32Array, interleaved: boolean, rotaryDim: number): void;
+  /** Copies rows [0, length) of every layer's KV to `dst` float32 [numLayers, 2, Hkv, length, headDim]. */
+  copyOut(length: number, dst: Float32Array): void;
+  /** The reverse of copyOut, into rows [0, length) (capacity ≥ length). */
+  copyIn(length: number, src: Float32Array): void;
   /** Releases the session and the KV memory; later calls throw. */
   dispose(): void;
 }
