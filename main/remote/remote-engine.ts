@@ -271,6 +271,8 @@ export class RemoteEngine implements ChatEngine {
       decodeTokensPerSec: generated > 1 && decodeSeconds > 0 ? (generated - 1) / decodeSeconds : 0,
       contextUsed: promptTokens + generated,
       maxContext: this.model.maxContext,
+      contextShifts: 0, // the server manages its own context
+      droppedTokens: 0,
       rope: { capacity: 0, growths: 0, bytes: 0, rowsComputed: 0 },
       kv: { capacity: 0, growths: 0, bytes: 0 },
     };

@@ -281,18 +281,19 @@ export class ChatService {
     const message = this.deps.store.appendMessage(conversationId, { role: 'assistant', content: '', status: 'streaming' });
     answer.messageId = message.id;
     this.deps.emit('budgetChanged', budget);
-    void this.stream(answer, message, this.generationRequest(prompt), budget, prompt.documentParts);
+    void this.stream(answer, message, this.generationRequest(conversationId, prompt), budget, prompt.documentParts);
     return message;
   }
 
   /** What the engine is asked for: the assembled prompt (see BudgetService.prepare) under the current settings. */
-  private generationRequest(prompt: AssembledPrompt): GenerationRequest {
+  private generationRequest(conversationId: string, prompt: AssembledPrompt): GenerationRequest {
     const s = this.deps.settings.get();
     return {
       messages: prompt.messages,
       maxTokens: s.maxTokens,
-      // Rolling window mid-answer: at the max context the engine shifts instead of stopping.
-      contextShift: s.contextFullPolicy === 'rolling-window',
+      // Rolling window mid-answer (the chat's own policy, else the setting): at the max context
+      // the engine shifts instead of stopping.
+      contextShift: this.deps.budget.policyOf(conversationId) === 'rolling-window',
       kvCacheBudgetBytes: s.kvCacheBudgetMiB * 2 ** 20,
       sampler: {
         temperature: s.temperature,
