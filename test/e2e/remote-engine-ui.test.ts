@@ -75,7 +75,7 @@ test('Remote engine: list the models of another Ropewalk, use one, count exactly
   assert.deepEqual(pageErrors, []);
 });
 
-test('a server that cannot count: the meter marks the estimate with ≈', async () => {
+test('a server that cannot count: the meter marks the estimate with ≈; an API key is said to be kept in memory only, and never shown again', async () => {
   // Lists one model and has no /tokenize (as Ollama); nothing is generated here.
   const server = http.createServer((req, res) => {
     res.writeHead(req.url === '/v1/models' ? 200 : 404, { 'content-type': 'application/json' });
@@ -90,8 +90,14 @@ test('a server that cannot count: the meter marks the estimate with ≈', async 
     await form.getByLabel('Base URL').fill(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`);
     await form.getByRole('button', { name: 'List models' }).click();
     await until('the model is listed', async () => (await form.getByLabel('Model').locator('option').allTextContents()).includes('far-away'));
+    await form.getByLabel('API key').fill('sk-e2e-secret');
     await form.getByRole('button', { name: 'Use remote engine' }).click();
     await until('the card says it estimates', async () => (await page.locator('.remote-counting').textContent()) === 'an estimate (≈)');
+    // serve mode has no keychain: the key is kept in memory only, and the panel says so; the field never shows it again.
+    assert.equal(await page.locator('.remote-key').textContent(), 'kept in memory only, until Ropewalk stops (no keychain here)');
+    assert.equal(await form.getByLabel('API key').inputValue(), '');
+    assert.equal(await form.getByLabel('API key').getAttribute('placeholder'), 'Saved (type to replace)');
+    assert.ok(!(await page.content()).includes('sk-e2e-secret'), 'the key is nowhere in the page');
     await page.getByRole('textbox', { name: 'Message' }).fill('Once upon a time there was a remote engine');
     await until('the meter marks the estimate', async () => ((await page.locator('.meter-text').textContent()) ?? '').startsWith('≈'));
     assert.match((await page.getByRole('meter').getAttribute('aria-valuetext')) ?? '', /^about \d+ of/);
