@@ -11,6 +11,8 @@
  *
  * `generate` is an async generator of `GenerationEvent`s:
  *   prefill progress per chunk → token deltas → one `done` with reason and stats.
+ * Out of positions, a generation ends with 'context-full', or, when the request allows it
+ * (`contextShift`), shifts the context and goes on (`makeRoom`, context-shift.ts).
  * A user abort ends with `done { reason: 'cancelled' }`; a prompt that cannot fit throws
  * `ContextOverflowError` before anything is touched.
  *
