@@ -6,7 +6,9 @@
  *   draft     = count([system, ...history, user: draft]) − system − history   (0 for no draft)
  *   documents = count(the prompt as fed) − count(the same without documents)
  *   reserve = maxTokens; used = system + documents + history + draft; total = used + reserve;
- *   fits    = total ≤ maxContext.
+ *   fits    = total ≤ maxContext; under the rolling-window policy also used < maxContext: the
+ *             answer then shifts the context when it reaches the max context (the engine's
+ *             context shift), so only the prompt must fit, not the reserve.
  * The prompt as fed comes from `DocumentService.assemble`, which the answer uses too, after the
  * context-full policy has left out the oldest exchanges (`outOfContext`; see context-policy.ts).
  *
@@ -167,7 +169,7 @@ export class BudgetService {
       rope: { capacity: caches.rope.capacity, bytes: caches.rope.bytes },
       kv: { capacity: caches.kv.capacity, bytes: caches.kv.bytes },
       outOfContext: dropped.map((m) => m.id),
-    });
+    }, s.contextFullPolicy === 'rolling-window');
     return { budget, prompt };
   }
 
@@ -182,7 +184,7 @@ export class BudgetService {
       rope: base.rope,
       kv: base.kv,
       outOfContext: base.outOfContext,
-    });
+    }, this.settings.get().contextFullPolicy === 'rolling-window');
   }
 
   /** The draft (text and attached documents) last counted for a conversation (empty if none). */
@@ -241,8 +243,11 @@ function assemble(
   history: number,
   draft: number,
   caches: Pick<ContextBudget, 'rope' | 'kv' | 'outOfContext'>,
+  /** The answer may shift the context (rolling window): only the prompt must fit. */
+  shifts: boolean,
 ): ContextBudget {
   const used = system + documents + history + draft;
   const total = used + reserve;
-  return { conversationId, maxContext, system, documents, history, draft, reserve, used, total, fits: total <= maxContext, ...caches };
+  const fits = total <= maxContext || (shifts && used < maxContext);
+  return { conversationId, maxContext, system, documents, history, draft, reserve, used, total, fits, ...caches };
 }
