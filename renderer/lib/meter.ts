@@ -86,9 +86,11 @@ export function formatBytes(bytes: number): string {
 /**
  * Why Send refuses, or null when the next message fits. One sentence, for the composer:
  * "This message needs 600 tokens with the reply reserve, but the max context is 512."
+ * The services' `fits` decides (under the rolling-window policy the reserve may pass the max
+ * context: the answer shifts the context when it gets there).
  */
 export function refusalReason(b: Pick<MeterInput, 'maxContext' | 'draft' | 'total' | 'fits'>): string | null {
-  if (b.fits && b.total <= b.maxContext) return null;
+  if (b.fits) return null;
   const what = b.draft > 0 ? 'This message needs' : 'The conversation needs';
   return `${what} ${formatTokens(b.total)} tokens with the reply reserve, but the max context is ${formatTokens(b.maxContext)}.`;
 }
