@@ -12,13 +12,14 @@ export type MeterLevel = 'ok' | 'amber' | 'red';
 export type MeterInput = Pick<ContextBudget, 'maxContext' | 'system' | 'documents' | 'history' | 'draft' | 'reserve' | 'used' | 'total' | 'fits'>;
 
 /**
- * Red when the next message will not fit (server says so, or total passes the max);
- * amber when the total with the reply reserve is ≥ 80 % of the max (counting the reserve: at
- * default settings the reserve alone is a quarter of the context, so `used` alone turned red
- * before it ever showed amber); ok otherwise. Integer comparison, so exactly 80 % is amber.
+ * Red when the next message will not fit (the services' `fits`); amber when the total with the
+ * reply reserve is ≥ 80 % of the max (counting the reserve: at default settings the reserve alone
+ * is a quarter of the context, so `used` alone turned red before it ever showed amber), which
+ * includes a total past the max that still fits (rolling window: the answer will shift the
+ * context, Send works); ok otherwise. Integer comparison, so exactly 80 % is amber.
  */
 export function meterLevel(b: Pick<MeterInput, 'maxContext' | 'used' | 'total' | 'fits'>): MeterLevel {
-  if (!b.fits || b.total > b.maxContext) return 'red';
+  if (!b.fits) return 'red';
   if (b.maxContext > 0 && b.total * 5 >= b.maxContext * 4) return 'amber';
   return 'ok';
 }
