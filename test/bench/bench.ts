@@ -375,8 +375,12 @@ async function startFromSource(model: string, cacheDir: string): Promise<void> {
   );
 }
 
-/** The commit before issue 11's work on import (bundle builder 4: every weight in memory first). */
-const IMPORT_BEFORE_COMMIT = '0d31777';
+/**
+ * The commit whose import the bench runs as the baseline: by default the one before issue 11's
+ * work on import (bundle builder 4: every weight in memory first); `BENCH_IMPORT_BEFORE` picks
+ * another (any commit with `resolveModel` in main/engine/model/bundle.ts).
+ */
+const IMPORT_BEFORE_COMMIT = process.env.BENCH_IMPORT_BEFORE ?? '0d31777';
 
 /**
  * The engine's sources at `IMPORT_BEFORE_COMMIT`, extracted from this repository's history into
@@ -387,16 +391,14 @@ async function sourcesBefore(dir: string): Promise<string | null> {
   const repo = path.resolve(import.meta.dirname, '../..');
   try {
     await mkdir(dir, { recursive: true });
-    await new Promise<void>((resolve, reject) => {
-      const git = spawn('git', ['-C', repo, 'archive', IMPORT_BEFORE_COMMIT, 'main', 'package.json'], { stdio: ['ignore', 'pipe', 'pipe'] });
-      const tar = spawn('tar', ['-x', '-C', dir], { stdio: ['pipe', 'ignore', 'pipe'] });
-      git.stdout.pipe(tar.stdin);
-      let err = '';
-      git.stderr.on('data', (d) => (err += d));
-      git.on('error', reject);
-      tar.on('error', reject);
-      tar.on('close', (code) => (code === 0 && git.exitCode === 0 ? resolve() : reject(new Error(err.trim() || `git archive / tar exit ${git.exitCode} / ${code}`))));
-    });
+    const git = spawn('git', ['-C', repo, 'archive', IMPORT_BEFORE_COMMIT, 'main', 'package.json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const tar = spawn('tar', ['-x', '-C', dir], { stdio: ['pipe', 'ignore', 'pipe'] });
+    git.stdout.pipe(tar.stdin);
+    let err = '';
+    git.stderr.on('data', (d) => (err += d));
+    const exit = (p: ReturnType<typeof spawn>) => new Promise<number | null>((resolve, reject) => p.on('error', reject).on('close', resolve));
+    const [gitCode, tarCode] = await Promise.all([exit(git), exit(tar)]);
+    if (gitCode !== 0 || tarCode !== 0) throw new Error(err.trim() || `git archive exit ${gitCode}, tar exit ${tarCode}`);
     await symlink(path.join(repo, 'node_modules'), path.join(dir, 'node_modules'));
     return dir;
   } catch (e) {
