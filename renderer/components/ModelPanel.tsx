@@ -2,7 +2,9 @@
  * The model panel: name, architecture, trained context, weight formats with the bundle's size on
  * disk and the weights' resident bytes, execution provider in use (and why the
  * preferred one is not, if so), load status and progress, and "Open model…": a path field that
- * calls `openModel({ path })` (a native file dialog may come later in the Electron shell).
+ * calls `openModel({ path })` (a native file dialog may come later in the Electron shell), and
+ * the "Remote engine" source (RemoteEngineForm). With a remote engine the card shows its server,
+ * how the meter counts, and how the API key is kept, instead of weights and backends.
  */
 import { useState, type FormEvent } from 'react';
 import { useShallow } from 'zustand/react/shallow';
@@ -10,6 +12,18 @@ import { useModel, useStores } from '../hooks.ts';
 import { loadErrorOf } from '../stores/model.ts';
 import { formatBytes, formatTokens } from '../lib/meter.ts';
 import { ChipIcon } from './icons.tsx';
+import { RemoteEngineForm } from './RemoteEngineForm.tsx';
+
+const COUNTING = {
+  server: "exact (the server's tokenizer)",
+  tokenizer: 'exact (tokenizer.json)',
+  estimate: 'an estimate (≈)',
+} as const;
+const KEY_KEPT = {
+  none: 'none',
+  encrypted: "kept encrypted by the system's keychain",
+  memory: 'kept in memory only, until Ropewalk stops (no keychain here)',
+} as const;
 
 export function ModelPanel() {
   const stores = useStores();
@@ -33,7 +47,19 @@ export function ModelPanel() {
           <span className="model-name">{info?.name ?? (model ? 'No model loaded' : 'Loading…')}</span>
           {model && <span className={`badge status-${model.status}`}>{model.status}</span>}
         </div>
-        {info && (
+        {info?.remote && (
+          <dl className="model-facts remote-facts">
+            <dt>Engine</dt>
+            <dd className="remote-url">Remote: {info.remote.baseUrl}</dd>
+            <dt>Max context</dt>
+            <dd>{formatTokens(info.maxContext)} tokens</dd>
+            <dt>Token counts</dt>
+            <dd className="remote-counting">{COUNTING[info.remote.counting]}</dd>
+            <dt>API key</dt>
+            <dd className="remote-key">{KEY_KEPT[info.remote.apiKey]}</dd>
+          </dl>
+        )}
+        {info && !info.remote && (
           <dl className="model-facts">
             <dt>Architecture</dt>
             <dd>{info.architecture}</dd>
@@ -75,6 +101,7 @@ export function ModelPanel() {
             Open model…
           </button>
         </div>
+        {info?.remote && <p className="field-hint">Opening a model here goes back to this computer's engine.</p>}
         {opening && (
           <p className="field-hint" role="status">
             Opening the model…
@@ -86,6 +113,7 @@ export function ModelPanel() {
           </p>
         )}
       </form>
+      <RemoteEngineForm />
     </section>
   );
 }
