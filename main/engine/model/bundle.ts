@@ -26,7 +26,7 @@ import { summarizeWeights, type ImportedModel, type ModelManifest, type OpenedMo
 import { writeExternalData } from './onnx-builder.ts';
 
 /** Bumped whenever the graph or bundle layout changes, so cached imports are rebuilt. */
-export const BUNDLE_BUILDER_VERSION = 5;
+export const BUNDLE_BUILDER_VERSION = 6;
 
 export const MODEL_FILE = 'model.onnx';
 export const MANIFEST_FILE = 'manifest.json';
