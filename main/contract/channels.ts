@@ -7,7 +7,7 @@
  * Platform-free: zod and types only.
  */
 import { z } from 'zod';
-import { CONTEXT_FULL_POLICIES } from './types.ts';
+import { CONTEXT_FULL_POLICIES, QUANTIZE_OPTIONS } from './types.ts';
 import type {
   ContextBudget,
   Conversation,
@@ -99,8 +99,11 @@ export const requestSchemas = {
   getModel: z.object({}).strict(),
   /** The desktop app's local API server (the Local server setting). */
   getLocalServer: z.object({}).strict(),
-  /** Imports/loads a model from a path on this machine (llama2.c file, HF folder, bundle). */
-  openModel: z.object({ path: z.string().min(1).max(4096) }).strict(),
+  /**
+   * Imports/loads a model from a path on this machine (llama2.c file, HF folder, GGUF file,
+   * bundle); `quantize` imports its float Linear weights as 4- or 8-bit blocks (none: as stored).
+   */
+  openModel: z.object({ path: z.string().min(1).max(4096), quantize: z.enum(QUANTIZE_OPTIONS).optional() }).strict(),
   /** Shows another version of a message (regenerated or edited) and what followed it; the conversation after. */
   selectBranch: z.object({ conversationId: id, messageId: id }).strict(),
   /** Creates a conversation from an exported file's messages (their stats kept); the new conversation. */

@@ -171,7 +171,7 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     },
     getModel: async () => models.state,
     getLocalServer: async () => localServer?.state() ?? { status: 'unavailable', baseUrl: null, error: null },
-    openModel: ({ path }) => models.open(path),
+    openModel: ({ path, quantize }) => models.open(path, quantize),
     importConversation: async ({ title, messages }) => {
       const c = store.importConversation(title, messages);
       listChanged();

@@ -5,14 +5,16 @@
  * - `start()` loads, in the background, the model the user last opened (remembered in the
  *   settings table) or else the embedded stories260K; if the remembered one fails, the embedded
  *   one is loaded and the failure is reported in `error`.
- * - `open(path)` imports and loads a model with progress. A failure leaves the previous model
+ * - `open(path, quantize?)` imports and loads a model with progress (`quantize`: its float Linear
+ *   weights as 4- or 8-bit blocks, a bundle of their own; remembered with the path, and kept by
+ *   reloads when the settings change). A failure leaves the previous model
  *   loaded and answering (the worker swaps only after a successful load), sets `error`, and
  *   rejects with the engine's error (code MODEL_LOAD, TOKENIZER or INVALID_OPTION).
  * - One load at a time, never while an answer is generated (`BUSY`).
  * - After a worker crash, `recover()` restarts the worker and reloads the model; `ready()`
  *   waits for any load or recovery in progress, so callers never race a half-loaded worker.
  */
-import type { ModelInfo, ModelState } from '../contract/types.ts';
+import { QUANTIZE_OPTIONS, type ModelInfo, type ModelState, type QuantizeOption } from '../contract/types.ts';
 import type { EngineHost } from '../engine-host/host.ts';
 import type { LoadOptions } from '../engine-host/protocol.ts';
 import type { ModelInfo as EngineModelInfo } from '../engine/generate/engine.ts';
@@ -23,6 +25,7 @@ import type { ConversationStore } from './store.ts';
 export type { Emit };
 
 const MODEL_PATH_KEY = 'model.path';
+const MODEL_QUANTIZE_KEY = 'model.quantize';
 
 export interface ModelServiceOptions {
   host: EngineHost;
@@ -44,6 +47,7 @@ export interface ModelServiceOptions {
 export class ModelService {
   private current: ModelState = { status: 'loading', info: null, progress: null, error: null };
   private source: string | null = null;
+  private quantize: QuantizeOption | undefined;
   private pending: Promise<void> | null = null;
 
   constructor(private readonly deps: ModelServiceOptions) {}
@@ -65,17 +69,19 @@ export class ModelService {
 
   /** Starts loading the remembered or embedded model in the background; resolves when done (never rejects). */
   start(): Promise<void> {
-    const remembered = this.deps.store.getSettings()[MODEL_PATH_KEY];
+    const settings = this.deps.store.getSettings();
+    const remembered = settings[MODEL_PATH_KEY];
     const first = typeof remembered === 'string' && remembered ? remembered : this.deps.defaultModel;
+    const quantize = first === remembered ? QUANTIZE_OPTIONS.find((q) => q === settings[MODEL_QUANTIZE_KEY]) : undefined;
     return this.exclusive(async () => {
       try {
-        await this.load(first);
+        await this.load(first, undefined, quantize);
       } catch (e) {
         if (first === this.deps.defaultModel) return this.fail(e);
         const why = `the last model (${first}) could not be loaded: ${firstLine(e)}`;
         try {
           await this.load(this.deps.defaultModel);
-          this.deps.store.setSettings({ [MODEL_PATH_KEY]: undefined });
+          this.deps.store.setSettings({ [MODEL_PATH_KEY]: undefined, [MODEL_QUANTIZE_KEY]: undefined });
           this.set({ ...this.current, error: `${why}; the embedded model is loaded instead` });
         } catch (e2) {
           this.fail(e2, why);
@@ -86,14 +92,15 @@ export class ModelService {
 
   /**
    * Imports (first time) and loads the model at `path`, emitting progress.
+   * @param quantize import its float Linear weights as 4- or 8-bit blocks (undefined: as stored).
    * @returns the new state. @throws ServiceError BUSY; the engine's load error (old model kept).
    */
-  async open(path: string): Promise<ModelState> {
+  async open(path: string, quantize?: QuantizeOption): Promise<ModelState> {
     this.assertFree();
     await this.exclusive(async () => {
       try {
-        await this.load(path);
-        this.deps.store.setSettings({ [MODEL_PATH_KEY]: path });
+        await this.load(path, undefined, quantize);
+        this.deps.store.setSettings({ [MODEL_PATH_KEY]: path, [MODEL_QUANTIZE_KEY]: quantize });
       } catch (e) {
         this.fail(e);
         throw e;
@@ -112,7 +119,7 @@ export class ModelService {
     if (!source) throw new ServiceError('MODEL_NOT_READY', 'no model is loaded yet');
     await this.exclusive(async () => {
       try {
-        await this.load(source, options);
+        await this.load(source, options, this.quantize);
       } catch (e) {
         this.fail(e);
         throw e;
@@ -154,15 +161,16 @@ export class ModelService {
     return p;
   }
 
-  private async load(path: string, options?: Pick<LoadOptions, 'maxContext' | 'executionProvider' | 'backend'>): Promise<void> {
+  private async load(path: string, options?: Pick<LoadOptions, 'maxContext' | 'executionProvider' | 'backend'>, quantize?: QuantizeOption): Promise<void> {
     this.set({ status: 'loading', info: this.current.info, progress: { phase: 'start', fraction: 0 }, error: null });
     const opts = options ?? this.deps.loadOptions();
     const info = await this.deps.host.load(
       path,
-      { ...opts, ...(this.deps.cacheDir ? { cacheDir: this.deps.cacheDir } : {}) },
+      { ...opts, ...(quantize ? { quantize } : {}), ...(this.deps.cacheDir ? { cacheDir: this.deps.cacheDir } : {}) },
       (phase, fraction) => this.set({ status: 'loading', info: this.current.info, progress: { phase, fraction }, error: null }),
     );
     this.source = path;
+    this.quantize = quantize;
     this.loaded(info);
   }
 
