@@ -75,6 +75,8 @@ export const requestSchemas = {
   createConversation: z.object({ title: z.string().max(200).optional() }).strict(),
   getConversation: z.object({ id }).strict(),
   renameConversation: z.object({ id, title: z.string().trim().min(1).max(200) }).strict(),
+  /** This conversation's own context-full policy; null: follow the setting. */
+  setConversationPolicy: z.object({ id, policy: z.enum(CONTEXT_FULL_POLICIES).nullable() }).strict(),
   deleteConversation: z.object({ id }).strict(),
   /** Appends a user message and starts the answer; tokens follow as `answerDelta` events. */
   sendMessage: z
@@ -133,6 +135,7 @@ export interface ResponseTypes extends Record<MethodName, unknown> {
   createConversation: Conversation;
   getConversation: Conversation;
   renameConversation: ConversationSummary;
+  setConversationPolicy: ConversationSummary;
   deleteConversation: null;
   sendMessage: { userMessage: Message; assistantMessage: Message };
   stopGeneration: null;

@@ -7,6 +7,7 @@ export const METHOD_NAMES = [
   'createConversation',
   'getConversation',
   'renameConversation',
+  'setConversationPolicy',
   'deleteConversation',
   'sendMessage',
   'stopGeneration',

@@ -79,6 +79,8 @@ export interface ConversationSummary {
   updatedAt: number;
   /** In search results: the text around the first message that matched (absent when only the title did). */
   match?: string;
+  /** This conversation's own context-full policy; absent: the `contextFullPolicy` setting applies. */
+  contextFullPolicy?: ContextFullPolicy;
 }
 
 export interface Conversation extends ConversationSummary {

@@ -5,6 +5,8 @@
  * engine code.
  */
 
+import { withLoadAdvice } from './load-advice.ts';
+
 export type EngineErrorCode =
   | 'MODEL_LOAD'
   | 'CONTEXT_OVERFLOW'
@@ -29,11 +31,14 @@ export class EngineError extends Error {
   }
 }
 
-/** A model file or folder cannot be read, is corrupt, or is unsupported. `file` names it. */
+/**
+ * A model file or folder cannot be read, is corrupt, or is unsupported. `file` names it; the
+ * message ends with what to do about it (load-advice.ts).
+ */
 export class ModelLoadError extends EngineError {
   readonly file: string | undefined;
   constructor(message: string, file?: string, options?: { cause?: unknown }) {
-    super('MODEL_LOAD', file ? `${message} (${file})` : message, options);
+    super('MODEL_LOAD', withLoadAdvice(message, file), options);
     this.file = file;
   }
 }
@@ -88,10 +93,10 @@ export class InvalidOptionError extends EngineError {
   }
 }
 
-/** The tokenizer is missing, corrupt, or does not match the model. */
+/** The tokenizer is missing, corrupt, or does not match the model; the message ends with what to do. */
 export class TokenizerError extends EngineError {
   constructor(message: string, options?: { cause?: unknown }) {
-    super('TOKENIZER', message, options);
+    super('TOKENIZER', withLoadAdvice(message), options);
   }
 }
 

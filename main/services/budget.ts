@@ -15,7 +15,7 @@
  * draft waits; every waiter gets that latest result), and the system + history counts are
  * cached per conversation until the history, system prompt or model changes.
  */
-import type { ContextBudget, Message } from '../contract/types.ts';
+import type { ContextBudget, ContextFullPolicy, Message } from '../contract/types.ts';
 import type { EngineHost } from '../engine-host/host.ts';
 import type { ChatMessage } from '../engine/generate/types.ts';
 import type { AssembledPrompt, DocumentService, Draft } from './documents.ts';
@@ -114,6 +114,12 @@ export class BudgetService {
     this.queues.delete(key);
   }
 
+  /** The context-full policy that applies to a conversation: its own, else the setting's. */
+  policyOf(conversationId: string | null): ContextFullPolicy {
+    const own = conversationId !== null && this.store.hasConversation(conversationId) ? this.store.getSummary(conversationId).contextFullPolicy : undefined;
+    return own ?? this.settings.get().contextFullPolicy;
+  }
+
   /**
    * Counts the budget now (no coalescing). `messages` overrides the stored history (regenerate
    * and edit check the history they are about to use); `documents` are attached to the draft.
@@ -145,9 +151,10 @@ export class BudgetService {
     let dropped: Message[] = [];
     // The count of `prompt` as fed, when already known (a policy other than stop counts it first).
     let fedCount: number | null = null;
-    if (s.contextFullPolicy !== 'stop' && stored.length > 0 && (fedCount = await count(prompt)) > room) {
+    const policy = this.policyOf(conversationId);
+    if (policy !== 'stop' && stored.length > 0 && (fedCount = await count(prompt)) > room) {
       const fitsWith = async (k: Message[]) => (await count(await this.documents.assemble(system, k, pending, room))) <= room;
-      ({ kept, dropped } = await keptHistory(s.contextFullPolicy, stored, !hasDraft, fitsWith));
+      ({ kept, dropped } = await keptHistory(policy, stored, !hasDraft, fitsWith));
       if (dropped.length) {
         prompt = await this.documents.assemble(system, kept, pending, room);
         fedCount = null;

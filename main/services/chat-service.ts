@@ -103,7 +103,8 @@ export class ChatService {
 
   /**
    * Appends a user message and starts its answer.
-   * @throws ServiceError BUSY, CONTEXT_FULL, NOT_FOUND, MODEL_NOT_READY, CANCELLED, SHUT_DOWN.
+   * @throws ServiceError BUSY, CONTEXT_FULL, NOT_FOUND, MODEL_NOT_READY, SHUT_DOWN. A stop that comes while the
+   *   budget is counted still stores the message; its answer is stored stopped (cancelled, no tokens).
    */
   async send(conversationId: string, content: string, documents: Draft['documents'] = []): Promise<{ userMessage: Message; assistantMessage: Message }> {
     return this.withClaim(conversationId, async (answer) => {
@@ -111,7 +112,6 @@ export class ChatService {
       const conv = store.getConversation(conversationId);
       const { budget: counted, prompt } = await budget.prepare(conversationId, content, conv.messages, documents);
       assertFits(counted, 'this message');
-      assertNotStopped(answer);
       const appended = store.appendMessage(conversationId, { role: 'user', content, status: 'complete' });
       store.attachDocuments(appended.id, documents);
       const userMessage = documents.length ? store.getMessage(appended.id) : appended;
@@ -124,7 +124,7 @@ export class ChatService {
 
   /**
    * Replaces the last answer (if the conversation ends with one) with a new one.
-   * @throws ServiceError BUSY, CONTEXT_FULL, NOT_FOUND, NOTHING_TO_REGENERATE, MODEL_NOT_READY, CANCELLED, SHUT_DOWN.
+   * @throws ServiceError BUSY, CONTEXT_FULL, NOT_FOUND, NOTHING_TO_REGENERATE, MODEL_NOT_READY, SHUT_DOWN.
    */
   async regenerate(conversationId: string): Promise<{ assistantMessage: Message }> {
     return this.withClaim(conversationId, async (answer) => {
@@ -136,7 +136,6 @@ export class ChatService {
       }
       const { budget: counted, prompt } = await this.deps.budget.prepare(conversationId, '', history);
       assertFits(counted, 'the conversation');
-      assertNotStopped(answer);
       if (history !== messages) this.deps.store.leavePath(conversationId, last.id); // kept as a branch
       const assistantMessage = this.begin(answer, conversationId, prompt, counted);
       return { assistantMessage: this.deps.store.getMessage(assistantMessage.id) };
@@ -145,7 +144,7 @@ export class ChatService {
 
   /**
    * Replaces a user message's text, drops every message after it, and answers again.
-   * @throws ServiceError BUSY, CONTEXT_FULL, NOT_FOUND, INVALID_REQUEST (not a user message), MODEL_NOT_READY, CANCELLED, SHUT_DOWN.
+   * @throws ServiceError BUSY, CONTEXT_FULL, NOT_FOUND, INVALID_REQUEST (not a user message), MODEL_NOT_READY, SHUT_DOWN.
    */
   async edit(conversationId: string, messageId: string, content: string): Promise<{ userMessage: Message; assistantMessage: Message }> {
     return this.withClaim(conversationId, async (answer) => {
@@ -159,7 +158,6 @@ export class ChatService {
       const documents = (messages[i].documents ?? []).map((d) => ({ id: d.id, fit: d.fit }));
       const { budget: counted, prompt } = await budget.prepare(conversationId, content, before, documents);
       assertFits(counted, 'this message');
-      assertNotStopped(answer);
       store.leavePath(conversationId, messageId); // the earlier version and its answers stay, as a branch
       const written = store.appendMessage(conversationId, { role: 'user', content, status: 'complete' });
       if (documents.length > 0) store.attachDocuments(written.id, documents);
@@ -387,11 +385,6 @@ export class ChatService {
 
 function isCrash(e: unknown): boolean {
   return (e as { code?: unknown }).code === 'WORKER_CRASHED';
-}
-
-/** @throws ServiceError CANCELLED when the answer was stopped while its budget was counted. */
-function assertNotStopped(answer: ActiveAnswer): void {
-  if (answer.controller.signal.aborted) throw new ServiceError('CANCELLED', 'the answer was stopped before it started');
 }
 
 /** The budget right after a send: the message is now history, the composer is empty. */

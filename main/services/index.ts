@@ -135,6 +135,12 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
       listChanged();
       return s;
     },
+    setConversationPolicy: async ({ id, policy }) => {
+      const s = store.setConversationPolicy(id, policy);
+      listChanged();
+      void refreshBudget();
+      return s;
+    },
     deleteConversation: async ({ id }) => {
       store.getSummary(id);
       await chatService.stop(id);

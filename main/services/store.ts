@@ -19,7 +19,7 @@ import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import type { AnswerStats, Conversation, ConversationSummary, DocumentFit, DocumentInfo, Message, MessageStatus, Role } from '../contract/types.ts';
+import type { AnswerStats, ContextFullPolicy, Conversation, ConversationSummary, DocumentFit, DocumentInfo, Message, MessageStatus, Role } from '../contract/types.ts';
 import type { DocumentPart, ExtractedDocument } from '../documents/extract.ts';
 import { ServiceError } from './errors.ts';
 
@@ -88,6 +88,9 @@ const MIGRATIONS: readonly string[] = [
      SELECT p.id FROM messages p WHERE p.conversation_id = messages.conversation_id AND p.seq < messages.seq ORDER BY p.seq DESC LIMIT 1
    );
    CREATE INDEX messages_by_parent ON messages(conversation_id, parent_id);`,
+  // A conversation's own context-full policy; NULL: the setting's.
+  `ALTER TABLE conversations ADD COLUMN context_full_policy TEXT
+     CHECK (context_full_policy IS NULL OR context_full_policy IN ('stop', 'truncate-middle', 'rolling-window'));`,
 ];
 
 interface ConversationRow {
@@ -96,6 +99,7 @@ interface ConversationRow {
   title_source: 'default' | 'auto' | 'user';
   created_at: number;
   updated_at: number;
+  context_full_policy: ContextFullPolicy | null;
 }
 
 interface MessageRow {
@@ -224,7 +228,7 @@ export class ConversationStore {
   createConversation(title?: string): Conversation {
     const now = this.stamp();
     const t = title?.trim();
-    const row: ConversationRow = { id: randomUUID(), title: t || DEFAULT_TITLE, title_source: t ? 'user' : 'default', created_at: now, updated_at: now };
+    const row: ConversationRow = { id: randomUUID(), title: t || DEFAULT_TITLE, title_source: t ? 'user' : 'default', created_at: now, updated_at: now, context_full_policy: null };
     this.db
       .prepare(`INSERT INTO conversations (id, title, title_source, created_at, updated_at) VALUES (@id, @title, @title_source, @created_at, @updated_at)`)
       .run(row);
@@ -263,6 +267,16 @@ export class ConversationStore {
    */
   renameConversation(id: string, title: string): ConversationSummary {
     const r = this.db.prepare(`UPDATE conversations SET title = ?, title_source = 'user' WHERE id = ?`).run(title.trim(), id);
+    if (r.changes === 0) throw notFound('conversation', id);
+    return this.getSummary(id);
+  }
+
+  /**
+   * Sets a conversation's own context-full policy (null: follow the setting). Like a rename, its
+   * place in the list stays. @throws ServiceError NOT_FOUND.
+   */
+  setConversationPolicy(id: string, policy: ContextFullPolicy | null): ConversationSummary {
+    const r = this.db.prepare(`UPDATE conversations SET context_full_policy = ? WHERE id = ?`).run(policy, id);
     if (r.changes === 0) throw notFound('conversation', id);
     return this.getSummary(id);
   }
@@ -627,7 +641,9 @@ function notFound(what: string, id: string): ServiceError {
 }
 
 function toSummary(r: ConversationRow): ConversationSummary {
-  return { id: r.id, title: r.title, createdAt: r.created_at, updatedAt: r.updated_at };
+  const summary: ConversationSummary = { id: r.id, title: r.title, createdAt: r.created_at, updatedAt: r.updated_at };
+  if (r.context_full_policy) summary.contextFullPolicy = r.context_full_policy;
+  return summary;
 }
 
 function toDocumentInfo(r: Pick<DocumentRow, 'id' | 'hash' | 'name' | 'kind' | 'size' | 'tokens' | 'tokens_model'>): DocumentInfo {

@@ -8,7 +8,8 @@
  * budget, so a settings change updates it at once.
  */
 import { useEffect, useRef, type KeyboardEvent } from 'react';
-import { useBudget, useChat, useSettings, useStores, useUi } from '../hooks.ts';
+import type { ContextFullPolicy } from '../../main/contract/types.ts';
+import { useBudget, useChat, useConversations, useSettings, useStores, useUi } from '../hooks.ts';
 import { ariaKeysOf, withKeys } from '../lib/shortcuts.ts';
 import { IS_MAC } from '../window-effects.ts';
 import { refusalReason } from '../lib/meter.ts';
@@ -120,7 +121,13 @@ export function Composer() {
 function RefusalActions() {
   const stores = useStores();
   const maxTokens = useSettings((s) => s.settings?.maxTokens ?? 0);
-  const policy = useSettings((s) => s.settings?.contextFullPolicy ?? 'stop');
+  const setting = useSettings((s) => s.settings?.contextFullPolicy ?? 'stop');
+  const conversationId = useChat((s) => s.conversationId);
+  const own = useConversations((s) => s.items.find((c) => c.id === conversationId)?.contextFullPolicy ?? null);
+  const policy = own ?? setting;
+  // A policy chosen here applies to this chat (its own policy); with no chat yet, to the setting.
+  const apply = (p: ContextFullPolicy) =>
+    void (conversationId !== null ? stores.conversations.getState().setPolicy(conversationId, p) : stores.settings.getState().update({ contextFullPolicy: p }));
   const shorter = Math.max(1, Math.floor(maxTokens / 2));
   return (
     <div className="refusal-actions" role="group" aria-label="Make it fit">
@@ -129,10 +136,10 @@ function RefusalActions() {
       </button>
       {policy === 'stop' && (
         <>
-          <button type="button" className="btn" onClick={() => void stores.settings.getState().update({ contextFullPolicy: 'rolling-window' })}>
+          <button type="button" className="btn" onClick={() => apply('rolling-window')}>
             Use a rolling window
           </button>
-          <button type="button" className="btn" onClick={() => void stores.settings.getState().update({ contextFullPolicy: 'truncate-middle' })}>
+          <button type="button" className="btn" onClick={() => apply('truncate-middle')}>
             Truncate the middle
           </button>
         </>

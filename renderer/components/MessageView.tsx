@@ -140,7 +140,7 @@ function AssistantMessage({ message, live, isLastAnswer, generating }: Omit<Mess
       )}
       {!streaming && (
         <div className="msg-footer">
-          {message.stats ? <Stats stats={message.stats} /> : message.status === 'cancelled' ? <span className="stats">Stopped</span> : null}
+          {message.stats ? <Stats stats={message.stats} /> : message.status === 'cancelled' ? <span className="stats">{message.content ? 'Stopped' : 'Stopped before the first token'}</span> : null}
           <div className="msg-actions">
             <BranchSwitch message={message} disabled={generating} />
             <CopyButton label="Copy" text={() => message.content} />

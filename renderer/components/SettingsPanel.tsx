@@ -5,8 +5,8 @@
  * again) and saved on its own shortly after typing stops, or at once on blur / Enter.
  */
 import { useEffect, useRef, useState, type ReactNode } from 'react';
-import type { Settings } from '../../main/contract/types.ts';
-import { useModel, useSettings, useStores } from '../hooks.ts';
+import type { ContextFullPolicy, Settings } from '../../main/contract/types.ts';
+import { useChat, useConversations, useModel, useSettings, useStores } from '../hooks.ts';
 import type { SettingsPatch } from '../stores/settings.ts';
 import { parseDecimal, type Parsed, type RangeOptions } from '../lib/numbers.ts';
 import { LocalServerSection } from './LocalServerSection.tsx';
@@ -107,6 +107,7 @@ export function SettingsPanel() {
           <option value="rolling-window">Rolling window</option>
         </select>
       </Field>
+      <ChatPolicyField fallback={settings.contextFullPolicy} />
       <Field id="setting-ep" label="Execution provider" hint="Preference; the model panel shows the one in use.">
         <select id="setting-ep" value={settings.executionProvider} onChange={(e) => void save({ executionProvider: e.target.value as Settings['executionProvider'] })}>
           <option value="cpu">CPU</option>
@@ -121,6 +122,36 @@ export function SettingsPanel() {
       </Field>
       <LocalServerSection onSave={save} />
     </section>
+  );
+}
+
+const POLICY_LABELS: Record<ContextFullPolicy, string> = {
+  stop: 'Stop',
+  'truncate-middle': 'Truncate the middle',
+  'rolling-window': 'Rolling window',
+};
+
+/** The open chat's own context-full policy: "as the setting" (none of its own) or one of the three. */
+function ChatPolicyField({ fallback }: { fallback: ContextFullPolicy }) {
+  const stores = useStores();
+  const conversationId = useChat((s) => s.conversationId);
+  const own = useConversations((s) => s.items.find((c) => c.id === conversationId)?.contextFullPolicy ?? null);
+  if (conversationId === null) return null;
+  return (
+    <Field id="setting-chat-policy" label="This chat, when full" hint="Overrides the setting above for the open chat only.">
+      <select
+        id="setting-chat-policy"
+        value={own ?? ''}
+        onChange={(e) => void stores.conversations.getState().setPolicy(conversationId, (e.target.value || null) as ContextFullPolicy | null)}
+      >
+        <option value="">As the setting ({POLICY_LABELS[fallback]})</option>
+        {(Object.keys(POLICY_LABELS) as ContextFullPolicy[]).map((p) => (
+          <option key={p} value={p}>
+            {POLICY_LABELS[p]}
+          </option>
+        ))}
+      </select>
+    </Field>
   );
 }
 

@@ -6,7 +6,7 @@
  */
 import { createStore, type StoreApi } from 'zustand/vanilla';
 import type { RopewalkApi } from '../../main/contract/channels.ts';
-import type { ConversationSummary } from '../../main/contract/types.ts';
+import type { ContextFullPolicy, ConversationSummary } from '../../main/contract/types.ts';
 import type { ChatStore } from './chat.ts';
 import { parseConversationFile } from '../lib/conversation-file.ts';
 import type { NoticesStore } from './notices.ts';
@@ -22,6 +22,8 @@ export interface ConversationsState {
   /** Creates a conversation and opens it; when the open one is still empty, keeps that one instead. */
   create(): Promise<void>;
   rename(id: string, title: string): Promise<boolean>;
+  /** Sets a conversation's own context-full policy (null: the setting's); the budget follows. */
+  setPolicy(id: string, policy: ContextFullPolicy | null): Promise<boolean>;
   /** Imports a conversation from an exported JSON file's text and opens it; false (and a notice) when it cannot. */
   importFile(text: string): Promise<boolean>;
   /** Deletes; if it was open, opens the most recent remaining one (or none). */
@@ -37,8 +39,15 @@ export type ConversationsStore = StoreApi<ConversationsState>;
 
 export const byRecent = (a: ConversationSummary, b: ConversationSummary) => b.updatedAt - a.updatedAt || b.createdAt - a.createdAt;
 
-const summaryOf = ({ id, title, createdAt, updatedAt, match }: ConversationSummary): ConversationSummary =>
-  match === undefined ? { id, title, createdAt, updatedAt } : { id, title, createdAt, updatedAt, match };
+/** A summary without the fields a caller's object may carry beyond it (a whole Conversation). */
+const summaryOf = ({ id, title, createdAt, updatedAt, match, contextFullPolicy }: ConversationSummary): ConversationSummary => ({
+  id,
+  title,
+  createdAt,
+  updatedAt,
+  ...(match === undefined ? {} : { match }),
+  ...(contextFullPolicy === undefined ? {} : { contextFullPolicy }),
+});
 
 export function createConversationsStore(
   api: RopewalkApi,
@@ -66,6 +75,8 @@ export function createConversationsStore(
         const listed = new Set(items.map((c) => c.id));
         const newer = search ? [] : get().items.filter((c) => !listed.has(c.id) && (upsertedAt.get(c.id) ?? 0) > startedAt);
         set({ items: [...items, ...newer].sort(byRecent), loaded: true });
+        // The whole list (no search): drafts of chats deleted elsewhere are forgotten.
+        if (!search) chat().getState().keepDraftsOf(get().items.map((c) => c.id));
       } catch (e) {
         report(e);
       }
@@ -134,6 +145,15 @@ export function createConversationsStore(
           return false;
         }
       },
+      async setPolicy(id, policy) {
+        try {
+          get().upsert(await api.setConversationPolicy({ id, policy }));
+          return true;
+        } catch (e) {
+          report(e);
+          return false;
+        }
+      },
       async remove(id) {
         try {
           await api.deleteConversation({ id });
@@ -143,6 +163,7 @@ export function createConversationsStore(
         }
         const items = get().items.filter((c) => c.id !== id);
         upsertedAt.delete(id);
+        chat().getState().forgetDraft(id);
         set({ items });
         if (chat().getState().conversationId === id) await chat().getState().open(items[0]?.id ?? null);
         return true;
@@ -154,6 +175,7 @@ export function createConversationsStore(
         }
         seq++; // an older list call must not overwrite this
         set({ items: [...conversations].sort(byRecent), loaded: true });
+        chat().getState().keepDraftsOf(conversations.map((c) => c.id));
       },
       upsert(summary) {
         const clean = summaryOf(summary);

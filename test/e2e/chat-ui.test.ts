@@ -86,7 +86,8 @@ test('type, stream, watch the meter grow, Stop, reload to the saved chat, New ch
   const early = await meterValue();
   const earlyText = await assistantText();
   await until('the meter grows', async () => (await meterValue()) > early);
-  assert.ok((await assistantText()).length > earlyText.length, 'more text streamed in');
+  // The meter counts tokens as they are generated; their text follows in the next delta batch.
+  await until('more text streamed in', async () => (await assistantText()).length > earlyText.length);
   assert.ok((await meterValue()) > withDraft, 'the meter grew past the draft as tokens streamed');
 
   // Stop halts the stream: Send comes back and the text stops growing.

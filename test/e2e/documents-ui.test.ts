@@ -127,3 +127,32 @@ test('attach, see chips and the documents segment, ask, follow up with reused to
   await page.screenshot({ path: path.join(ARTIFACTS, 'documents.png') });
   assert.deepEqual(pageErrors, []);
 });
+
+test('a file dropped on the chat and a file pasted into the message box are attached as chips', async () => {
+  await page.goto(url);
+  await page.getByText('ready', { exact: true }).waitFor({ timeout: 60_000 });
+  await page.getByRole('button', { name: 'New chat' }).click();
+  await until('the composer is empty of attachments', async () => (await page.locator('.attachments .doc-chip-name').count()) === 0);
+
+  // Drag and drop: a real DataTransfer holding a File, dispatched as dragover + drop on the chat.
+  const dropped = await page.evaluateHandle(() => {
+    const dt = new DataTransfer();
+    dt.items.add(new File(['Tom flew a blue kite over the hill.'], 'dropped.txt', { type: 'text/plain' }));
+    return dt;
+  });
+  const chat = page.locator('main.chat');
+  await chat.dispatchEvent('dragover', { dataTransfer: dropped });
+  await chat.dispatchEvent('drop', { dataTransfer: dropped });
+  await until('the dropped file is a chip', async () => (await page.locator('.attachments .doc-chip-name').allInnerTexts()).join(',') === 'dropped.txt');
+
+  // Paste: a ClipboardEvent whose clipboardData holds a file, on the message box.
+  await page.getByRole('textbox', { name: 'Message' }).evaluate((box) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File(['# Notes\n\nLily likes the red ball.'], 'pasted.md', { type: 'text/markdown' }));
+    box.dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
+  });
+  await until('the pasted file is a chip too', async () => (await page.locator('.attachments .doc-chip-name').allInnerTexts()).join(',') === 'dropped.txt,pasted.md');
+  assert.equal(await page.getByRole('textbox', { name: 'Message' }).inputValue(), '', 'a pasted file is not pasted as text');
+  await until('the meter has a documents segment', async () => (await page.locator('.meter .seg-documents').count()) === 1);
+  assert.deepEqual(pageErrors, []);
+});

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
-import { textContrast } from '../helpers/contrast.ts';
+import { luminance, parseCssColor, textContrast } from '../helpers/contrast.ts';
 import { ARTIFACTS, startE2eApp, until, type E2eApp } from '../helpers/e2e-app.ts';
 import { STORIES_BIN } from '../helpers/paths.ts';
 
@@ -83,6 +83,10 @@ const SURFACES = [
   '.field-hint',
   '.badge',
   '.model-facts dt',
+  '.code-head',
+  '.code-block pre',
+  '.code-block .hljs-keyword',
+  '.code-block .hljs-string',
 ];
 
 async function assertContrast(page: Page, theme: string): Promise<void> {
@@ -94,6 +98,11 @@ async function assertContrast(page: Page, theme: string): Promise<void> {
     .filter((f) => f.ratio < 4.5)
     .map((f) => `${f.selector}: ${f.ratio.toFixed(2)} (${f.color} on ${f.backgrounds.join(' < ')})`);
   assert.deepEqual(failing, [], `WCAG AA (4.5:1) in the ${theme} theme`);
+  // Code blocks follow the theme (they stayed dark in the light theme once).
+  const code = found.find((f) => f.selector === '.code-block pre');
+  assert.ok(code, 'the seeded answer\'s code block is on screen');
+  const light = luminance(parseCssColor(code.backgrounds.find((b) => b.startsWith('rgb(')) ?? ''));
+  assert.ok(theme === 'light' ? light > 0.8 : light < 0.05, `code block background luminance ${light.toFixed(3)} in the ${theme} theme`);
 }
 
 async function assertSendOnScreen(page: Page, width: number): Promise<void> {
@@ -236,6 +245,20 @@ test('keyboard: Escape stops an answer before its first token and focus returns 
   assert.equal(await panel.count(), 0, 'closed after a reload');
   await page.keyboard.press('Control+,');
   await panel.waitFor();
+  await page.close();
+  assert.deepEqual(pageErrors, []);
+});
+
+test('a model that cannot be opened: one error, at the field, that says what to do; the loaded model keeps answering', async () => {
+  const page = await openPage(1280);
+  await page.getByText('ready', { exact: true }).waitFor({ timeout: 60_000 });
+  const missing = '/no/such/folder/model.gguf';
+  await page.getByLabel('Model path').fill(missing);
+  await page.getByRole('button', { name: 'Open model…' }).click();
+  const advice = 'Check the path, or choose the model again';
+  await page.getByRole('alert').getByText(advice, { exact: false }).waitFor({ timeout: 30_000 });
+  assert.equal(await page.getByText(missing, { exact: false }).count(), 1, 'the error is shown once (not in the card and a banner too)');
+  assert.equal(await page.getByText('ready', { exact: true }).count(), 1, 'the loaded model is still ready');
   await page.close();
   assert.deepEqual(pageErrors, []);
 });

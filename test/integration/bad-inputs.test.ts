@@ -53,19 +53,20 @@ after(async () => {
   await rm(emptyCacheDir, { recursive: true, force: true });
 });
 
-type Expected = { cls: typeof ModelLoadError | typeof TokenizerError; code: EngineErrorCode; re: RegExp; file?: string };
+/** `todo`: the sentence that says what to do (load-advice.ts), matched at the message's end. */
+type Expected = { cls: typeof ModelLoadError | typeof TokenizerError; code: EngineErrorCode; re: RegExp; todo: RegExp; file?: string };
 
 function expectations(m: BadModels): Array<[string, string, Expected]> {
   return [
-    ['non-existent path', m.nonExistent, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /does not exist/, file: m.nonExistent }],
-    ['folder that is not a model', m.notAModel, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /not a model/, file: m.notAModel }],
-    ['truncated GGUF file', m.gguf, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /tensor \S+ ends at byte \d+, past the end of the 20000-byte file \(truncated\?\)/, file: m.gguf }],
-    ['truncated checkpoint', m.truncated, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /size mismatch.*truncated/, file: m.truncated }],
-    ['checkpoint shorter than its header', m.shortHeader, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /header/, file: m.shortHeader }],
-    ['header with absurd sizes', m.absurdParams, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /parameters/, file: m.absurdParams }],
-    ['header with n_heads 0', m.absurdField, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /out of range/, file: m.absurdField }],
-    ['random bytes', m.random, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /header|size mismatch/, file: m.random }],
-    ['tokenizer of another vocab size', m.mismatchedTokenizer, { cls: TokenizerError, code: 'TOKENIZER', re: /300.*512|512.*300/ }],
+    ['non-existent path', m.nonExistent, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /does not exist/, file: m.nonExistent, todo: /Check the path, or choose the model again/ }],
+    ['folder that is not a model', m.notAModel, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /not a model/, file: m.notAModel, todo: /expected a llama2\.c \.bin checkpoint, a Hugging Face folder/ }],
+    ['truncated GGUF file', m.gguf, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /tensor \S+ ends at byte \d+, past the end of the 20000-byte file \(truncated\?\)/, file: m.gguf, todo: /incomplete or damaged: download it again\.$/ }],
+    ['truncated checkpoint', m.truncated, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /size mismatch.*truncated/, file: m.truncated, todo: /incomplete or damaged: download it again\.$/ }],
+    ['checkpoint shorter than its header', m.shortHeader, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /header/, file: m.shortHeader, todo: /incomplete or damaged: download it again\.$/ }],
+    ['header with absurd sizes', m.absurdParams, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /parameters/, file: m.absurdParams, todo: /damaged or not a model of a supported kind/ }],
+    ['header with n_heads 0', m.absurdField, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /out of range/, file: m.absurdField, todo: /damaged or not a model of a supported kind/ }],
+    ['random bytes', m.random, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /header|size mismatch/, file: m.random, todo: /download it again/ }],
+    ['tokenizer of another vocab size', m.mismatchedTokenizer, { cls: TokenizerError, code: 'TOKENIZER', re: /300.*512|512.*300/, todo: /the tokenizer that came with this model/ }],
   ];
 }
 
@@ -75,6 +76,7 @@ function checkError(e: unknown, what: string, x: Expected): true {
   assert.equal(err.code, x.code, `${what}: code`);
   assert.equal(err.name, x.cls.name, `${what}: name`);
   assert.match(err.message, x.re, `${what}: message`);
+  assert.match(err.message, x.todo, `${what}: the message says what to do`);
   assert.ok(!err.message.includes('\n'), `${what}: one-line message: ${err.message}`);
   if (x.file) assert.equal((err as ModelLoadError).file, x.file, `${what}: file`);
   return true;

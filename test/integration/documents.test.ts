@@ -157,6 +157,20 @@ test('long conversations: stop refuses, rolling window and truncate middle leave
   assert.ok(!truncated.outOfContext.includes(ids[0]), 'the first exchange stays');
   assert.ok(truncated.outOfContext.includes(ids[1]), 'the one after it goes');
 
+  // This chat's own policy wins over the setting, and is kept with the conversation.
+  const own = await call('setConversationPolicy', { id: c.id, policy: 'stop' });
+  assert.equal(own.contextFullPolicy, 'stop');
+  assert.equal((await call('getBudget', { conversationId: c.id, draft })).fits, false, 'its own "stop" refuses again');
+  assert.equal((await call('listConversations', {})).find((x) => x.id === c.id)?.contextFullPolicy, 'stop');
+  const other = await call('createConversation', {});
+  assert.equal((await call('getConversation', { id: other.id })).contextFullPolicy, undefined, 'another chat follows the setting');
+  await call('setConversationPolicy', { id: c.id, policy: 'rolling-window' });
+  const ownRolled = await call('getBudget', { conversationId: c.id, draft });
+  assert.ok(ownRolled.fits && ownRolled.outOfContext.includes(ids[0]), 'its own rolling window leaves the first exchange out');
+  const back = await call('setConversationPolicy', { id: c.id, policy: null });
+  assert.equal(back.contextFullPolicy, undefined, 'null: the setting applies again');
+  await assert.rejects(call('setConversationPolicy', { id: c.id, policy: 'drop-all' as never }), (e: unknown) => e instanceof RouterError && e.code === 'INVALID_REQUEST');
+
   const before = await call('getConversation', { id: c.id });
   const after = await call('deleteMessage', { conversationId: c.id, messageId: ids[1] });
   assert.equal(after.messages.length, before.messages.length - 2, 'the message and its answer');

@@ -161,6 +161,24 @@ test('cancel mid-answer: stop after the first delta ends the answer as cancelled
   assert.equal(await call('stopGeneration', { conversationId: c.id }), null, 'stopping nothing is fine');
 });
 
+test('a stop that arrives right behind the send (its budget still counted) keeps the message and stores the answer stopped', async () => {
+  const c = await call('createConversation', {});
+  const done = nextEvent(s.router, 'answerDone', (d) => d.conversationId === c.id);
+  // Both requests in one turn, as an Escape right after Enter sends them.
+  const sent = call('sendMessage', { conversationId: c.id, content: 'Once upon a time' });
+  const stopped = call('stopGeneration', { conversationId: c.id });
+  const { userMessage } = await sent;
+  assert.equal(await stopped, null);
+  const msg = (await done).message;
+  assert.equal(msg.status, 'cancelled');
+  assert.equal(msg.content, '', 'stopped before its first token');
+  const stored = (await call('getConversation', { id: c.id })).messages;
+  assert.deepEqual(stored.map((m) => [m.role, m.status]), [['user', 'complete'], ['assistant', 'cancelled']]);
+  assert.equal(stored[0].id, userMessage.id);
+  const next = await sendAndWait(c.id, 'Tom had a ball');
+  assert.equal(next.done.status, 'complete', 'the next send works');
+});
+
 test('budget: a draft that cannot fit says fits=false and Send refuses it with CONTEXT_FULL, storing nothing', async () => {
   const c = await call('createConversation', {});
   const long = 'the cat sat on the mat and looked at the dog. '.repeat(40);

@@ -7,25 +7,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Conversation, Settings } from '../../main/contract/types.ts';
+import { FAKE_SETTINGS } from './renderer-fakes.ts';
 import { conversationToJson, conversationToMarkdown, exportFileName, parseConversationFile } from '../../renderer/lib/conversation-file.ts';
 
-const settings: Settings = {
-  maxContext: 2048,
-  maxTokens: 256,
-  temperature: 0.8,
-  topK: 40,
-  topP: 0.95,
-  minP: 0.05,
-  repetitionPenalty: 1,
-  seed: 7,
-  systemPrompt: 'Be brief.',
-  contextFullPolicy: 'stop',
-  executionProvider: 'cpu',
-  backend: 'native',
-  localServer: false,
-  localServerPort: 8756,
-  localServerCors: '',
-};
+const settings: Settings = { ...FAKE_SETTINGS, seed: 7, systemPrompt: 'Be brief.' };
 const stats = { finishReason: 'stop' as const, promptTokens: 12, generatedTokens: 40, reusedTokens: 0, ttftMs: 42.4, prefillTokensPerSec: 900, decodeTokensPerSec: 55.55 };
 const conversation: Conversation = {
   id: 'c1',

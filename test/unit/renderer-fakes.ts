@@ -36,6 +36,25 @@ export class ManualFrames implements FrameScheduler {
   }
 }
 
+/** The services' settings as the fakes start them (a copy per FakeApi). */
+export const FAKE_SETTINGS: Readonly<Settings> = {
+  maxContext: 2048,
+  maxTokens: 256,
+  temperature: 0.8,
+  topK: 40,
+  topP: 0.95,
+  minP: 0.05,
+  repetitionPenalty: 1,
+  seed: null,
+  systemPrompt: '',
+  contextFullPolicy: 'stop',
+  executionProvider: 'cpu',
+  backend: 'native',
+  localServer: false,
+  localServerPort: 8756,
+  localServerCors: '',
+};
+
 /**
  * The services in memory: one token per character, so budgets are easy to predict. Records every
  * call; `fail(method)` makes the next call of a method reject; `emit` pushes an event.
@@ -44,23 +63,7 @@ export class FakeApi {
   calls: Array<[MethodName, unknown]> = [];
   conversations = new Map<string, Conversation>();
   documents = new Map<string, DocumentText>();
-  settings: Settings = {
-    maxContext: 2048,
-    maxTokens: 256,
-    temperature: 0.8,
-    topK: 40,
-    topP: 0.95,
-    minP: 0.05,
-    repetitionPenalty: 1,
-    seed: null,
-    systemPrompt: '',
-    contextFullPolicy: 'stop',
-    executionProvider: 'cpu',
-    backend: 'native',
-    localServer: false,
-    localServerPort: 8756,
-    localServerCors: '',
-  };
+  settings: Settings = { ...FAKE_SETTINGS };
   model: ModelState = {
     status: 'ready',
     info: { name: 'stories260K', architecture: 'llama', trainedContext: 512, maxContext: 512, vocabSize: 512, backend: 'native', executionProvider: 'cpu', fallbackReason: null, hasChatTemplate: false, weights: { formats: 'float32 ×48', bundleBytes: 1_236_992, residentBytes: 1_171_200 } },
@@ -138,6 +141,14 @@ export class FakeApi {
       const c = this.conversations.get(id)!;
       c.title = title;
       return { id, title, createdAt: c.createdAt, updatedAt: c.updatedAt };
+    },
+    setConversationPolicy: ({ id, policy }) => {
+      const c = this.conversations.get(id);
+      if (!c) throw new ApiError('NOT_FOUND', `no conversation ${id}`);
+      if (policy) c.contextFullPolicy = policy;
+      else delete c.contextFullPolicy;
+      const { messages: _m, ...summary } = c;
+      return structuredClone(summary);
     },
     deleteConversation: ({ id }) => {
       this.conversations.delete(id);

@@ -436,6 +436,52 @@ describe('renderer stores: conversations as users expect them', () => {
     reloaded.dispose();
   });
 
+  it('deleting a chat forgets its draft, also in storage; a chat deleted elsewhere too', async () => {
+    const storage = new Map<string, string>();
+    const kv = { getItem: (k: string) => storage.get(k) ?? null, setItem: (k: string, v: string) => void storage.set(k, v) };
+    const fake = new FakeApi();
+    const a = fake.addConversation('a');
+    const b = fake.addConversation('b');
+    const c = fake.addConversation('c');
+    const stores = createStores(fake.asApi(), { frames: new ManualFrames(), debounceMs: 5, storage: kv });
+    await stores.start(a.id);
+    stores.chat.getState().setDraft('draft of a');
+    await stores.chat.getState().open(b.id);
+    stores.chat.getState().setDraft('draft of b');
+    await stores.chat.getState().open(c.id);
+    stores.chat.getState().setDraft('draft of c');
+    const saved = () => JSON.parse(storage.get('ropewalk.drafts') ?? '{}') as Record<string, string>;
+    assert.deepEqual(Object.keys(saved()).sort(), [a.id, b.id, c.id].sort());
+    assert.equal(await stores.conversations.getState().remove(a.id), true);
+    assert.equal(saved()[a.id], undefined, 'the deleted chat’s draft left storage');
+    // Deleted in another window: the event's list no longer has b.
+    fake.emit('conversationsChanged', { conversations: [{ id: c.id, title: 'c', createdAt: 1, updatedAt: 2 }] });
+    assert.deepEqual(saved(), { [c.id]: 'draft of c' });
+    stores.dispose();
+    // A reload whose list lacks c (deleted while this window was closed) forgets it as well.
+    fake.conversations.delete(c.id);
+    const reloaded = createStores(fake.asApi(), { frames: new ManualFrames(), debounceMs: 5, storage: kv });
+    await reloaded.start();
+    assert.deepEqual(saved(), {});
+    reloaded.dispose();
+  });
+
+  it("a chat's own context-full policy is set, listed and cleared; the list follows", async () => {
+    const fake = new FakeApi();
+    const c = fake.addConversation('long one');
+    const stores = createStores(fake.asApi(), { frames: new ManualFrames(), debounceMs: 5 });
+    await stores.start(c.id);
+    assert.equal(await stores.conversations.getState().setPolicy(c.id, 'rolling-window'), true);
+    assert.equal(stores.conversations.getState().items.find((x) => x.id === c.id)?.contextFullPolicy, 'rolling-window');
+    assert.deepEqual(fake.calls.filter(([m]) => m === 'setConversationPolicy').map(([, r]) => r), [{ id: c.id, policy: 'rolling-window' }]);
+    assert.equal(await stores.conversations.getState().setPolicy(c.id, null), true);
+    assert.equal(stores.conversations.getState().items.find((x) => x.id === c.id)?.contextFullPolicy, undefined);
+    fake.fail('setConversationPolicy', 'NOT_FOUND', 'no conversation x');
+    assert.equal(await stores.conversations.getState().setPolicy(c.id, 'stop'), false);
+    assert.match(stores.notices.getState().notices.at(-1)?.message ?? '', /no conversation x/);
+    stores.dispose();
+  });
+
   it('start with an #id that no longer exists opens the most recent chat', async () => {
     const fake = new FakeApi();
     fake.addConversation('older');
@@ -529,6 +575,28 @@ describe('renderer stores: model and errors', () => {
     assert.deepEqual(notices.map((n) => n.code), ['MODEL_NOT_READY', 'DB'], 'no second copy; the repeat moves last');
     for (const n of notices) stores.notices.getState().dismiss(n.id);
     assert.deepEqual(stores.notices.getState().notices, []);
+  });
+
+  it('Stop in the first moment after Enter (budget still being checked) is kept: the message goes, its answer is stopped at once', async () => {
+    for (const open of [true, false]) {
+      const fake = new FakeApi();
+      const c = fake.addConversation('a');
+      const stores = createStores(fake.asApi(), { frames: new ManualFrames(), debounceMs: 5 });
+      await stores.start(c.id);
+      if (!open) await stores.chat.getState().open(null); // no conversation yet: send creates one
+      stores.chat.getState().setDraft('tell me a story');
+      const sent = stores.chat.getState().send();
+      assert.equal(isGenerating(stores.chat.getState()), true, 'Escape applies from the keypress on');
+      await stores.chat.getState().stop();
+      assert.equal(fake.count('stopGeneration'), 0, 'nothing to stop yet: the send has not reached the services');
+      assert.equal(await sent, true);
+      const order = fake.calls.map(([m]) => m).filter((m) => m === 'sendMessage' || m === 'stopGeneration');
+      assert.deepEqual(order, ['sendMessage', 'stopGeneration'], 'the stop follows the send it stops');
+      const conversationId = stores.chat.getState().conversationId;
+      assert.deepEqual(fake.calls.find(([m]) => m === 'stopGeneration')?.[1], { conversationId });
+      assert.equal(stores.chat.getState().draft, '');
+      stores.dispose();
+    }
   });
 
   it('a failed send shows a dismissible notice, restores the draft and removes the optimistic message', async () => {

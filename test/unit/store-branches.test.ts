@@ -81,10 +81,12 @@ test('a database from before branches becomes one line per conversation', () => 
   for (const [role, content] of [['user', 'a'], ['assistant', 'b'], ['user', 'c']] as const) say(s, c.id, role, content);
   const version = s.schemaVersion;
   s.close();
-  // Undo the branches migration by hand: what an older Ropewalk wrote.
+  // Undo the migrations from branches on by hand (branches is the third, a chat's own policy the
+  // fourth): what an older Ropewalk wrote.
   const db = new Database(path.join(dir, DB_FILE));
+  db.exec(`ALTER TABLE conversations DROP COLUMN context_full_policy;`);
   db.exec(`DROP INDEX messages_by_parent; ALTER TABLE messages DROP COLUMN on_path; ALTER TABLE messages DROP COLUMN parent_id;`);
-  db.pragma(`user_version = ${version - 1}`);
+  db.pragma(`user_version = 2`);
   db.close();
   const again = new ConversationStore(dir);
   try {

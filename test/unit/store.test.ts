@@ -20,7 +20,7 @@ const freshDir = () => path.join(root, `db${n++}`);
 test('a fresh database is migrated, in WAL mode, and re-opening it keeps the data and the schema', () => {
   const dir = freshDir();
   const a = new ConversationStore(dir);
-  assert.equal(a.schemaVersion, 3);
+  assert.equal(a.schemaVersion, 4);
   assert.equal(a.journalMode, 'wal');
   const c = a.createConversation('kept');
   a.appendMessage(c.id, { role: 'user', content: 'hello', status: 'complete' });
@@ -28,7 +28,7 @@ test('a fresh database is migrated, in WAL mode, and re-opening it keeps the dat
   a.close(); // idempotent
 
   const b = new ConversationStore(dir);
-  assert.equal(b.schemaVersion, 3);
+  assert.equal(b.schemaVersion, 4);
   assert.equal(b.getConversation(c.id).messages[0].content, 'hello');
   b.close();
 
@@ -72,11 +72,18 @@ test('conversations: create, get, rename, list by last update, delete; unknown i
     assert.equal(renamed.title, 'Renamed');
     assert.equal(renamed.updatedAt, b.updatedAt, 'renaming is not an update');
     assert.deepEqual(s.listConversations().map((c) => c.id), [a.id, b.id], 'a rename keeps the order (was: moved to the top)');
+    const own = s.setConversationPolicy(b.id, 'truncate-middle');
+    assert.equal(own.contextFullPolicy, 'truncate-middle');
+    assert.equal(own.updatedAt, b.updatedAt, 'a policy is not an update either');
+    assert.equal(s.getConversation(b.id).contextFullPolicy, 'truncate-middle');
+    assert.equal(s.getConversation(a.id).contextFullPolicy, undefined, 'none of its own: absent');
+    assert.equal(s.setConversationPolicy(b.id, null).contextFullPolicy, undefined);
     s.deleteConversation(b.id);
     assert.deepEqual(s.listConversations().map((c) => c.id), [a.id]);
     const notFound = (e: unknown) => e instanceof ServiceError && e.code === 'NOT_FOUND';
     assert.throws(() => s.getConversation(b.id), notFound);
     assert.throws(() => s.renameConversation(b.id, 'x'), notFound);
+    assert.throws(() => s.setConversationPolicy(b.id, 'stop'), notFound);
     assert.throws(() => s.deleteConversation(b.id), notFound);
     assert.throws(() => s.appendMessage(b.id, { role: 'user', content: 'x', status: 'complete' }), notFound);
   } finally {

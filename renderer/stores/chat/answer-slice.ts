@@ -40,7 +40,8 @@ function claimAnswer(ctx: ChatContext, message: Message): { message: Message; li
 export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => {
   const { api } = ctx.deps;
   let localId = 0;
-  let checkingBudget = false; // a send is past its guard but before its call
+  let beforeCall = false; // a send is past its guard but has not called sendMessage yet
+  let stopBeforeCall = false; // Stop or Escape came in that time
 
   return {
     pending: null,
@@ -48,13 +49,21 @@ export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => 
 
     async send() {
       const content = get().draft;
-      if (!content.trim() || checkingBudget || isGenerating(get())) return false;
-      checkingBudget = true;
+      if (!content.trim() || isGenerating(get())) return false;
+      // Generating from the keypress on: the budget check below can take a round trip, and an
+      // Escape or Stop in that time must not be lost. Enter sends; such a stop then stops the
+      // answer as soon as the call is out (the services store it stopped, with no tokens).
+      beforeCall = true;
+      stopBeforeCall = false;
+      set({ pending: 'send' });
       try {
         const b = await ctx.budget().ensureFresh();
-        if (get().draft !== content) return false; // edited while we checked: the user sends again
+        if (get().draft !== content) {
+          set({ pending: null });
+          return false; // edited while we checked: the user sends again
+        }
         if (b && !b.fits) {
-          set({ refusal: refusalReason(b) });
+          set({ refusal: refusalReason(b), pending: null });
           return false;
         }
         // Taken before a new conversation is shown (showing one starts its composer empty).
@@ -80,10 +89,13 @@ export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => 
         };
         ctx.drafts.delete(conversationId);
         set({ messages: [...get().messages, optimistic], draft: '', attachments: [], pending: 'send', refusal: null, editingId: null });
-        checkingBudget = false;
+        beforeCall = false;
         try {
           const documents = attachments.map((a) => ({ id: a.id, fit: a.fit }));
-          const { userMessage, assistantMessage } = await api.sendMessage({ conversationId, content, ...(documents.length ? { documents } : {}) });
+          const call = api.sendMessage({ conversationId, content, ...(documents.length ? { documents } : {}) });
+          // Sent after the call on the same ordered transport: the services see the send first.
+          if (stopBeforeCall) void api.stopGeneration({ conversationId }).catch((e: unknown) => ctx.report(e));
+          const { userMessage, assistantMessage } = await call;
           if (get().conversationId !== conversationId) return true;
           const { message, live } = claimAnswer(ctx, assistantMessage);
           const messages = get().messages.map((m) => (m.id === optimistic.id ? userMessage : m));
@@ -102,14 +114,19 @@ export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => 
           return false;
         }
       } catch (e) {
+        if (get().pending === 'send' && beforeCall) set({ pending: null });
         ctx.report(e);
         return false;
       } finally {
-        checkingBudget = false;
+        beforeCall = false;
       }
     },
 
     async stop() {
+      if (beforeCall) {
+        stopBeforeCall = true; // the send has not reached the services yet: stopped right after it
+        return;
+      }
       const conversationId = get().conversationId;
       if (!conversationId) return;
       try {

@@ -11,6 +11,13 @@ export interface DraftSlice {
   /** Why the last Send was refused (cleared when the draft changes). */
   refusal: string | null;
   setDraft(text: string): void;
+  /**
+   * Forgets the drafts of conversations that no longer exist: `existingIds` is the whole list of
+   * conversation ids (not a search result). The draft of "no conversation yet" ('') is kept.
+   */
+  keepDraftsOf(existingIds: readonly string[]): void;
+  /** Forgets one conversation's draft (it was deleted). */
+  forgetDraft(conversationId: string): void;
 }
 
 const DRAFTS_KEY = 'ropewalk.drafts';
@@ -44,6 +51,12 @@ export class DraftMemory {
   delete(conversationId: string): void {
     this.set(conversationId, '');
   }
+
+  /** Drops every draft whose conversation is not in `existingIds` ('' always stays). */
+  retain(existingIds: readonly string[]): void {
+    const keep = new Set(existingIds);
+    for (const id of [...this.drafts.keys()]) if (id !== '' && !keep.has(id)) this.delete(id);
+  }
 }
 
 export const createDraftSlice: ChatSlice<DraftSlice> = (ctx) => (set, get) => ({
@@ -53,5 +66,11 @@ export const createDraftSlice: ChatSlice<DraftSlice> = (ctx) => (set, get) => ({
     set({ draft: text, refusal: null });
     ctx.drafts.set(get().conversationId ?? '', text);
     ctx.budget().schedule();
+  },
+  keepDraftsOf(existingIds) {
+    ctx.drafts.retain(existingIds);
+  },
+  forgetDraft(conversationId) {
+    ctx.drafts.delete(conversationId);
   },
 });
