@@ -4,7 +4,8 @@
  * Contract:
  * - Before `ready`: the `app:` scheme is registered privileged, the sandbox is forced on for every
  *   renderer, and a second instance hands over to the first (which focuses its window) and quits.
- * - On `ready`: services start (`startBackend({ dataDir: userData })`); the renderer is served
+ * - On `ready`: services start (`startBackend({ dataDir: userData })`, a remote engine's API key
+ *   encrypted with safeStorage: secrets.ts); the renderer is served
  *   on `app://ropewalk/` from `dist/renderer` (beside this bundle, inside the asar when packaged);
  *   the router is registered on `ipcMain` (one handler per contract method, every sender checked)
  *   and its events are forwarded to the window; the menu is set; the window is created.
@@ -17,13 +18,14 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { app, BrowserWindow, dialog, Menu, session } from 'electron';
+import { app, BrowserWindow, dialog, Menu, safeStorage, session } from 'electron';
 import type { Router } from '../main/router.ts';
 import { startBackend } from '../main/backend.ts';
 import { forwardEvents, registerIpc } from './ipc.ts';
 import { DisposableStore } from './lifecycle.ts';
 import { buildAppMenu } from './menu.ts';
 import { registerAppScheme, serveRenderer } from './scheme.ts';
+import { safeStorageCipher } from './secrets.ts';
 import { createMainWindow, hardenSession, hardenWebContents } from './window.ts';
 
 type Services = Awaited<ReturnType<typeof startBackend>>;
@@ -44,6 +46,9 @@ if (!app.requestSingleInstanceLock()) {
 }
 
 function runApp(): void {
+  // The engine's worker thread finds the packaged native addon under the resources folder
+  // (main/engine/model/native-addon.ts); a worker copies process.env when it starts.
+  if (app.isPackaged) process.env.ROPEWALK_RESOURCES_PATH ??= process.resourcesPath;
   let window: BrowserWindow | null = null;
   let services: Promise<Services> | null = null;
   let shutdown: 'running' | 'stopping' | 'stopped' = 'running';
@@ -94,7 +99,8 @@ function runApp(): void {
       app.setAboutPanelOptions({ applicationName: 'Ropewalk', applicationVersion: app.getVersion() });
       hardenSession(session.defaultSession);
       store.add(serveRenderer(RENDERER_DIR));
-      const started = startBackend({ dataDir: app.getPath('userData'), localServer: true });
+      // safeStorage is usable only after `ready`.
+      const started = startBackend({ dataDir: app.getPath('userData'), localServer: true, secretCipher: safeStorageCipher(safeStorage) });
       services = started;
       store.add(registerIpc(router, currentWindow));
       started.then(

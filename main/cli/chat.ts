@@ -65,6 +65,7 @@ async function main(argv: string[]): Promise<number> {
       sampler: opts.sampler,
       ignoreEos: opts.ignoreEos,
       stop: opts.stop,
+      contextShift: opts.contextShift,
       ...(withDocs
         ? { messages: withDocs.messages }
         : info.hasChatTemplate || system.length
@@ -99,6 +100,9 @@ async function main(argv: string[]): Promise<number> {
       );
     } else {
       process.stdout.write('\n');
+      if (done.stats.contextShifts > 0) {
+        process.stderr.write(`note: the max context was reached; the context was shifted ${done.stats.contextShifts}× (${done.stats.droppedTokens} of the oldest tokens dropped)\n`);
+      }
     }
     if (done.reason === 'error') {
       process.stderr.write(`error: ${done.error?.message ?? 'generation failed'}\n`);

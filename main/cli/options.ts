@@ -31,6 +31,8 @@ export interface ChatOptions {
   attach: string[];
   /** `--fit relevant`: use the relevant parts of documents that do not fit. */
   fitRelevant: boolean;
+  /** `--context-full rolling-window` (default): shift the context at the max context; `stop`: end there. */
+  contextShift: boolean;
 }
 
 /** Defaults; the sampler's only affect sampling, so `--temperature 0` alone is pure greedy. */
@@ -55,6 +57,8 @@ export const USAGE = `usage: npm run chat -- [options] "prompt"
   --quantize q4|q8      import a float model's linear weights as 4- or 8-bit blocks (round to nearest)
   --attach FILE         attach a document (repeatable): text, Markdown, code, PDF, .docx, HTML
   --fit relevant        when the documents do not fit, use their parts most relevant to the question
+  --context-full P      at the max context: rolling-window (default: drop the oldest tokens after the
+                        system prompt and go on, without a new prefill) or stop (finish reason context-full)
   --json                print one JSON object at the end instead of streaming text`;
 
 function int(name: string, v: string | undefined, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
@@ -105,6 +109,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
         json: { type: 'boolean' },
         attach: { type: 'string', multiple: true },
         fit: { type: 'string' },
+        'context-full': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -129,6 +134,8 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
   if (v.fit !== undefined && v.fit !== 'relevant') throw new UsageError(`--fit must be relevant, got "${v.fit}"`);
   if (v.fit !== undefined && !v.attach?.length) throw new UsageError('--fit relevant needs a document (--attach FILE)');
   for (const f of v.attach ?? []) if (f.trim() === '') throw new UsageError('--attach needs a file path');
+  const contextFull = v['context-full'] ?? 'rolling-window';
+  if (contextFull !== 'rolling-window' && contextFull !== 'stop') throw new UsageError(`--context-full must be rolling-window or stop, got "${contextFull}"`);
   return {
     model: v.model ?? null,
     prompt,
@@ -151,5 +158,6 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
     stop: v.stop ?? [],
     attach: v.attach ?? [],
     fitRelevant: v.fit === 'relevant',
+    contextShift: contextFull === 'rolling-window',
   };
 }

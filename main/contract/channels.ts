@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import { CONTEXT_FULL_POLICIES, QUANTIZE_OPTIONS } from './types.ts';
+import { ORIGIN_RULE, parseOrigin } from './origin.ts';
 import type {
   ContextBudget,
   Conversation,
@@ -17,6 +18,7 @@ import type {
   ConversationSummary,
   Message,
   ModelState,
+  RemoteModelEntry,
   Settings,
 } from './types.ts';
 import type { EventName, MethodName } from './names.ts';
@@ -45,6 +47,7 @@ const answerStatsSchema = z
     prefillTokensPerSec: rate,
     decodeTokensPerSec: rate,
     documentParts: z.array(z.string().max(1000)).max(1000).optional(),
+    contextShift: z.object({ shifts: count, droppedTokens: count }).strict().optional(),
   })
   .strict();
 
@@ -60,14 +63,27 @@ export const settingsPatchSchema = z
     seed: z.number().int().min(0).max(2 ** 32 - 1).nullable(),
     systemPrompt: z.string().max(100_000),
     contextFullPolicy: z.enum(CONTEXT_FULL_POLICIES),
+    kvCacheBudgetMiB: z.number().int().min(0).max(1 << 20),
     executionProvider: z.enum(['cpu', 'cuda']),
     backend: z.enum(['native', 'js']),
     localServer: z.boolean(),
     localServerPort: z.number().int().min(0).max(65535),
-    localServerCors: z.union([z.literal(''), z.string().max(200).regex(/^https?:\/\/[^/\s]+$/, 'an origin such as http://localhost:3000 (scheme, host, port; no path)')]),
+    /** '' = CORS off; an origin is stored as browsers send it (see origin.ts). */
+    localServerCors: z
+      .string()
+      .max(200)
+      .transform((v, ctx) => {
+        if (v.trim() === '') return '';
+        const origin = parseOrigin(v);
+        if (origin === null) ctx.addIssue({ code: 'custom', message: `the allowed origin must be ${ORIGIN_RULE}, or empty for none; got ${JSON.stringify(v)}` });
+        return origin ?? v;
+      }),
   })
   .partial()
   .strict();
+
+const remoteUrl = z.string().trim().min(1).max(2000);
+const apiKey = z.string().max(4096).regex(/^[\x21-\x7e]*$/, 'an API key is printable ASCII without spaces');
 
 /** Request schemas, by method name. */
 export const requestSchemas = {
@@ -106,6 +122,13 @@ export const requestSchemas = {
    * bundle); `quantize` imports its float Linear weights as 4- or 8-bit blocks (none: as stored).
    */
   openModel: z.object({ path: z.string().min(1).max(4096), quantize: z.enum(QUANTIZE_OPTIONS).optional() }).strict(),
+  /** The models an OpenAI-compatible server lists (`apiKey` omitted: the one saved for that URL). */
+  listRemoteModels: z.object({ baseUrl: remoteUrl, apiKey: apiKey.optional() }).strict(),
+  /**
+   * Makes a remote engine answer: `apiKey` omitted keeps the one saved for that URL, '' means
+   * none; `tokenizerPath` counts tokens when the server has no /tokenize. openModel goes back to a local model.
+   */
+  connectRemote: z.object({ baseUrl: remoteUrl, model: z.string().trim().min(1).max(500), apiKey: apiKey.optional(), tokenizerPath: z.string().max(4096).optional() }).strict(),
   /** Shows another version of a message (regenerated or edited) and what followed it; the conversation after. */
   selectBranch: z.object({ conversationId: id, messageId: id }).strict(),
   /** Creates a conversation from an exported file's messages (their stats kept); the new conversation. */
@@ -150,6 +173,8 @@ export interface ResponseTypes extends Record<MethodName, unknown> {
   getModel: ModelState;
   getLocalServer: LocalServerState;
   openModel: ModelState;
+  listRemoteModels: { models: RemoteModelEntry[] };
+  connectRemote: ModelState;
   selectBranch: Conversation;
   importConversation: Conversation;
 }

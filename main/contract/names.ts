@@ -22,6 +22,8 @@ export const METHOD_NAMES = [
   'getModel',
   'getLocalServer',
   'openModel',
+  'listRemoteModels',
+  'connectRemote',
   'selectBranch',
   'importConversation',
 ] as const;

@@ -26,6 +26,11 @@ export interface AnswerStats {
    * "rope.pdf: page 3 (chunk 5)"; absent when whole documents were used.
    */
   documentParts?: string[];
+  /**
+   * Set when the answer reached the max context and the context was shifted (rolling window):
+   * how many times, and how many of the oldest tokens left the KV cache in all.
+   */
+  contextShift?: { shifts: number; droppedTokens: number };
 }
 
 /** How a document goes into the prompt: its whole text, or the chunks most relevant to the question. */
@@ -120,6 +125,11 @@ export interface Settings {
   seed: number | null;
   systemPrompt: string;
   contextFullPolicy: ContextFullPolicy;
+  /**
+   * Memory for the KV caches of recently left conversations, MiB (0: none kept); the least
+   * recently used is dropped first. Coming back to one reuses its cache instead of prefilling.
+   */
+  kvCacheBudgetMiB: number;
   executionProvider: ExecutionProviderPreference;
   backend: BackendPreference;
   /** Serve the OpenAI-compatible API of the loaded model on 127.0.0.1 (desktop app; off by default). */
@@ -152,6 +162,25 @@ export interface ModelInfo {
   hasChatTemplate: boolean;
   /** Weight storage: formats with counts ("q4 (Q4_0) ×35, float32 ×13"), bundle size on disk, resident weight bytes. */
   weights: { formats: string; bundleBytes: number; residentBytes: number };
+  /** Set when a remote engine answers (then backend, execution provider and weights mean nothing). */
+  remote?: RemoteEngineInfo;
+}
+
+/** A remote engine (an OpenAI-compatible server) as the window sees it; never its API key. */
+export interface RemoteEngineInfo {
+  /** e.g. `http://127.0.0.1:8000/v1`. */
+  baseUrl: string;
+  model: string;
+  /** How the meter counts: the server's /tokenize, a tokenizer.json, or an estimate (shown "≈"). */
+  counting: 'server' | 'tokenizer' | 'estimate';
+  /** Whether a key is kept, and how: encrypted on disk (desktop app) or in memory until the app stops (serve mode). */
+  apiKey: 'none' | 'encrypted' | 'memory';
+}
+
+/** A model a remote server lists; its max context when the server says it. */
+export interface RemoteModelEntry {
+  id: string;
+  maxContext: number | null;
 }
 
 export interface ModelState {
@@ -193,6 +222,8 @@ export interface ContextBudget {
   kv: CacheUsage;
   /** Messages the context-full policy leaves out of the prompt ("not in context"), oldest first. */
   outOfContext: string[];
+  /** The counts are an estimate (a remote engine with no tokenize endpoint and no tokenizer.json): the meter shows "≈". */
+  estimated: boolean;
 }
 
 /** An error as it crosses the boundary: a stable code and one readable sentence. */

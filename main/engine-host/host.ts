@@ -9,11 +9,12 @@
  *   `WorkerCrashedError`, and the next call starts a fresh worker and reloads the last model.
  */
 import type { Worker } from 'node:worker_threads';
+import type { ChatEngine } from './chat-engine.ts';
 import { workerThread } from '../worker-thread.ts';
 import { deserializeEngineError, EngineError, WorkerCrashedError } from '../engine/errors.ts';
 import type { ModelInfo } from '../engine/generate/engine.ts';
-import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
-import type { EngineCacheStats, HostToWorker, LoadOptions, LoadProgressDetail, WorkerToHost } from './protocol.ts';
+import type { ChatMessage, GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
+import type { EngineCacheStats, HostToWorker, LoadOptions, LoadProgressDetail, TokenizeRequest, WorkerToHost } from './protocol.ts';
 
 /** Load progress: phase, fraction in [0, 1], and while weights are written bytes and an ETA. */
 export type LoadProgress = (phase: string, fraction: number, detail: LoadProgressDetail) => void;
@@ -24,7 +25,9 @@ type Listener = (m: WorkerToHost) => void;
  * Main-thread handle on the engine worker. One worker, one model at a time; calls are queued by
  * the worker. Errors arrive as EngineError with their code (WORKER_CRASHED when the worker died).
  */
-export class EngineHost {
+export class EngineHost implements ChatEngine {
+  /** The worker counts with the model's own tokenizer. */
+  readonly countAccuracy = 'exact' as const;
   private worker: Worker | null = null;
   private nextId = 1;
   private readonly listeners = new Map<number, { onMessage: Listener; onCrash: (e: EngineError) => void }>();
@@ -116,6 +119,25 @@ export class EngineHost {
   async countEach(texts: string[]): Promise<number[]> {
     if (texts.length === 0) return [];
     return (await this.call({ type: 'countEach', texts })) as number[];
+  }
+
+  /**
+   * Token ids of a chat (template and BOS as generation feeds them) or of a text (BOS only with
+   * `addSpecial`; special tokens' text as special tokens only with `parseSpecial`). For `serve`'s `/tokenize`.
+   * @throws InvalidOptionError for an empty chat; EngineError MODEL_LOAD when no model is loaded.
+   */
+  async tokenize(request: TokenizeRequest): Promise<number[]> {
+    return (await this.call({ type: 'tokenize', request })) as number[];
+  }
+
+  /** The prompt a chat renders to (the chat template, or the transcript without one), for `/apply-template`. @throws TokenizerError when the template fails. */
+  async renderChat(messages: ChatMessage[]): Promise<string> {
+    return (await this.call({ type: 'renderChat', messages })) as string;
+  }
+
+  /** The text of token ids (special tokens skipped). @throws EngineError MODEL_LOAD when no model is loaded. */
+  async detokenize(ids: number[]): Promise<string> {
+    return (await this.call({ type: 'detokenize', ids })) as string;
   }
 
   /**

@@ -99,6 +99,30 @@ async function handle(msg: HostToWorker): Promise<void> {
         fail(msg.id, e);
       }
       return;
+    case 'tokenize':
+      try {
+        const e = requireEngine();
+        const r = msg.request;
+        const ids = 'messages' in r ? e.encodeRequest({ messages: r.messages }) : e.tokenizer.encode(r.text, { addBos: r.addSpecial && e.tokenizer.addBos, parseSpecial: r.parseSpecial });
+        send({ type: 'result', id: msg.id, value: ids });
+      } catch (e) {
+        fail(msg.id, e);
+      }
+      return;
+    case 'renderChat':
+      try {
+        send({ type: 'result', id: msg.id, value: requireEngine().tokenizer.renderChat(msg.messages) });
+      } catch (e) {
+        fail(msg.id, e);
+      }
+      return;
+    case 'detokenize':
+      try {
+        send({ type: 'result', id: msg.id, value: requireEngine().tokenizer.decode(msg.ids) });
+      } catch (e) {
+        fail(msg.id, e);
+      }
+      return;
     case 'stats':
       try {
         const e = requireEngine();

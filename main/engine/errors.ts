@@ -14,7 +14,9 @@ export type EngineErrorCode =
   | 'INVALID_OPTION'
   | 'TOKENIZER'
   | 'WORKER_CRASHED'
-  | 'CANCELLED';
+  | 'CANCELLED'
+  /** A remote engine (an OpenAI-compatible server) failed; see main/remote/errors.ts. */
+  | 'REMOTE';
 
 /** Base class: `code` identifies the failure kind, `message` is one sentence for the user. */
 export class EngineError extends Error {

@@ -7,12 +7,14 @@
  *   `Access-Control-Allow-Origin` and its preflights are answered;
  * - `GET /health`: 200 `{ status: 'ok' }` when a model is loaded, 503 `{ status: 'loading' }`
  *   while it loads (or `'error'` with the reason);
- * - `/v1/*` (openai.ts).
+ * - `/v1/*` (openai.ts);
+ * - `POST /tokenize`, `/detokenize`, `/apply-template` in llama.cpp's and vLLM's shapes (tokenize.ts).
  */
 import type http from 'node:http';
 import type { CompletionBackend } from '../services/index.ts';
 import { handleOpenAi, sendError } from './openai.ts';
 import { ApiError } from './openai-request.ts';
+import { routeTokenize, TOKENIZE_PATHS } from './tokenize.ts';
 
 export interface ApiRouteOptions {
   /** The server's port (known once it listens). */
@@ -30,13 +32,14 @@ export function isOwnHost(host: string | undefined, port: number): boolean {
 }
 
 /**
- * Answers `/health` and `/v1/*` requests; returns false for any other path (the caller serves it).
+ * Answers `/health`, the tokenizer paths and `/v1/*` requests; returns false for any other path (the caller serves it).
  * Never throws.
  */
 export function routeApi(req: http.IncomingMessage, res: http.ServerResponse, opts: ApiRouteOptions): boolean {
   const pathname = (req.url ?? '').split('?')[0];
-  if (pathname !== '/health' && !pathname.startsWith('/v1/')) return false;
+  if (pathname !== '/health' && !TOKENIZE_PATHS.includes(pathname) && !pathname.startsWith('/v1/')) return false;
   const port = opts.port();
+  res.setHeader('X-Ropewalk-Instance', opts.completions.instanceId);
   if (!isOwnHost(req.headers.host, port)) {
     sendError(res, new ApiError(403, 'forbidden_host', `wrong Host ${JSON.stringify(String(req.headers.host ?? '').slice(0, 100))}; use http://127.0.0.1:${port}/v1 or http://localhost:${port}/v1`));
     return true;
@@ -62,6 +65,7 @@ export function routeApi(req: http.IncomingMessage, res: http.ServerResponse, op
     res.end(body);
     return true;
   }
+  if (routeTokenize(pathname, req, res, opts.completions)) return true;
   void handleOpenAi(req, res, opts.completions);
   return true;
 }

@@ -59,6 +59,9 @@ const sampling = {
   ignore_eos: z.boolean().nullish(),
 };
 
+/** One chat message as the API takes it (roles and content parts are checked by `chatMessages`). */
+export const messageSchema = message;
+
 const chatSchema = z.object({ ...sampling, messages: z.array(message).min(1), max_completion_tokens: z.number().int().min(1).max(1 << 20).nullish() }).passthrough();
 const completionSchema = z.object({ ...sampling, prompt: z.union([z.string(), z.array(z.unknown())]) }).passthrough();
 
@@ -115,7 +118,7 @@ function parse<T extends z.ZodTypeAny>(schema: T, body: unknown): z.infer<T> {
 }
 
 /** The chat messages as the engine takes them. @throws ApiError 400 naming the message at fault. */
-function chatMessages(messages: ChatBody['messages']): ChatMessage[] {
+export function chatMessages(messages: ChatBody['messages']): ChatMessage[] {
   return messages.map((m, i) => {
     const role = m.role === 'developer' ? 'system' : m.role;
     if (role !== 'system' && role !== 'user' && role !== 'assistant') {

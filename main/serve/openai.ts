@@ -89,8 +89,9 @@ export function sendError(res: http.ServerResponse, err: ApiError): void {
   json(res, err.status, { error: { message: err.message, type: err.status >= 500 ? 'server_error' : 'invalid_request_error', param: err.param, code: err.code } });
 }
 
+/** A model as `/v1/models` lists it; `max_model_len` as vLLM says it (the max context), so another Ropewalk knows the bound. */
 function modelObject(m: ModelInfo): Record<string, unknown> {
-  return { id: m.name, object: 'model', created: 0, owned_by: 'ropewalk' };
+  return { id: m.name, object: 'model', created: 0, owned_by: 'ropewalk', max_model_len: m.maxContext };
 }
 
 async function generate(req: http.IncomingMessage, res: http.ServerResponse, backend: CompletionBackend, endpoint: Endpoint): Promise<void> {
@@ -167,7 +168,7 @@ function errorBody(err: ApiError): Record<string, unknown> {
 }
 
 /** A service's or the engine's error as the API answers it. */
-function toApiError(e: unknown, promptParam: string): ApiError {
+export function toApiError(e: unknown, promptParam: string): ApiError {
   if (e instanceof ApiError) return e;
   // Engine errors cross the worker boundary as EngineError with their code (not their subclass).
   if (e instanceof EngineError && e.code === 'CONTEXT_OVERFLOW') return new ApiError(400, 'context_length_exceeded', e.message, promptParam);
@@ -177,6 +178,7 @@ function toApiError(e: unknown, promptParam: string): ApiError {
     if (e.code === 'BUSY') return new ApiError(503, 'busy', e.message, null, { 'Retry-After': '1' });
     return new ApiError(400, e.code.toLowerCase(), e.message);
   }
+  if (e instanceof EngineError && e.code === 'REMOTE') return new ApiError(502, 'remote_engine', e.message);
   if (e instanceof EngineError) {
     const status = e.code === 'INVALID_OPTION' || e.code === 'TOKENIZER' || e.code === 'CANCELLED' ? 400 : 500;
     return new ApiError(status, e.code.toLowerCase(), e.message);
@@ -184,7 +186,7 @@ function toApiError(e: unknown, promptParam: string): ApiError {
   return new ApiError(500, 'internal', firstLine(e));
 }
 
-async function readJson(req: http.IncomingMessage): Promise<unknown> {
+export async function readJson(req: http.IncomingMessage): Promise<unknown> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const c of req as AsyncIterable<Buffer>) {
@@ -199,7 +201,7 @@ async function readJson(req: http.IncomingMessage): Promise<unknown> {
   }
 }
 
-function json(res: http.ServerResponse, status: number, value: unknown): void {
+export function json(res: http.ServerResponse, status: number, value: unknown): void {
   const body = JSON.stringify(value);
   res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)), 'X-Content-Type-Options': 'nosniff' });
   res.end(body);

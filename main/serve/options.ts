@@ -6,6 +6,7 @@
  */
 import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { ORIGIN_RULE, parseOrigin } from '../contract/origin.ts';
 import { projectRoot } from '../default-model.ts';
 import { userDataDir } from './user-data.ts';
 
@@ -41,7 +42,7 @@ export function parseServeOptions(argv: string[]): ServeOptions | 'help' {
       if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) throw new UsageError(`--port must be an integer from 0 to 65535, got ${JSON.stringify(value)}`);
       o.port = Number(value);
     } else if (name === '--cors') {
-      o.cors = parseOrigin(value);
+      o.cors = corsOrigin(value);
     } else if (name === '--data') {
       o.dataDir = path.resolve(value);
     } else {
@@ -52,18 +53,11 @@ export function parseServeOptions(argv: string[]): ServeOptions | 'help' {
   return o;
 }
 
-/** An origin as browsers send it: scheme://host[:port], no path. @throws UsageError. */
-export function parseOrigin(value: string): string {
-  let url: URL | null = null;
-  try {
-    url = new URL(value);
-  } catch {
-    // reported below
-  }
-  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== value.replace(/\/$/, '')) {
-    throw new UsageError(`--cors must be one origin such as http://localhost:3000 (scheme, host and port, no path), got ${JSON.stringify(value)}`);
-  }
-  return url.origin;
+/** `--cors`'s value by the shared origin rule (main/contract/origin.ts). @throws UsageError. */
+function corsOrigin(value: string): string {
+  const origin = parseOrigin(value);
+  if (origin === null) throw new UsageError(`--cors must be ${ORIGIN_RULE}, got ${JSON.stringify(value)}`);
+  return origin;
 }
 
 /** The data folder exists (or is created) and is writable. @throws UsageError. */

@@ -6,7 +6,8 @@
  *   enough, so a killed process loses at most about a second of an answer;
  * - `finalState`: how the stream ended (the engine's `done`, or a failure) → the stored message's
  *   content, status, stats and error.
- * Times are ms from an injected clock (`performance.now()` by default).
+ * Times are ms from an injected clock (`performance.now()` by default); the batcher's timer comes
+ * from an injected scheduler (Node's timers by default), so tests drive both without waiting.
  */
 import { performance } from 'node:perf_hooks';
 import type { AnswerStats, Message } from '../contract/types.ts';
@@ -15,17 +16,32 @@ import type { GenerationEvent, GenerationStats } from '../engine/generate/types.
 export type Clock = () => number;
 const monotonic: Clock = () => performance.now();
 
+/** A clock and a one-shot timer: what the batcher needs of time (ms). */
+export interface Scheduler {
+  now: Clock;
+  /** Runs `callback` once after `delayMs`; returns a handle for `cancel`. */
+  after(delayMs: number, callback: () => void): unknown;
+  cancel(handle: unknown): void;
+}
+
+/** Node's timers on `performance.now()`. */
+export const realScheduler: Scheduler = {
+  now: monotonic,
+  after: (delayMs, callback) => setTimeout(callback, delayMs),
+  cancel: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
 /** Batches token text into deltas spaced at least `intervalMs` apart; `sent` + pending = all text pushed. */
 export class DeltaBatcher {
   private sentText = '';
   private pending = '';
   private lastSend = -Infinity;
-  private timer: NodeJS.Timeout | null = null;
+  private timer: unknown = null;
 
   constructor(
     private readonly send: (delta: string) => void,
     private readonly intervalMs: number,
-    private readonly now: Clock = monotonic,
+    private readonly scheduler: Scheduler = realScheduler,
   ) {}
 
   /** Text already sent in deltas. */
@@ -42,18 +58,20 @@ export class DeltaBatcher {
   push(text: string): void {
     if (!text) return;
     this.pending += text;
-    this.timer ??= setTimeout(() => this.flush(), Math.max(0, this.lastSend + this.intervalMs - this.now()));
+    if (this.timer !== null) return;
+    const delay = Math.max(0, this.lastSend + this.intervalMs - this.scheduler.now());
+    this.timer = this.scheduler.after(delay, () => this.flush());
   }
 
   /** Sends whatever waits now (the end of the answer). */
   flush(): void {
-    if (this.timer) clearTimeout(this.timer);
+    if (this.timer !== null) this.scheduler.cancel(this.timer);
     this.timer = null;
     if (!this.pending) return;
     const delta = this.pending;
     this.sentText += delta;
     this.pending = '';
-    this.lastSend = this.now();
+    this.lastSend = this.scheduler.now();
     this.send(delta);
   }
 }
@@ -116,5 +134,6 @@ export function toAnswerStats(reason: AnswerStats['finishReason'], s: Generation
     ttftMs: s.ttftMs,
     prefillTokensPerSec: s.prefillTokensPerSec,
     decodeTokensPerSec: s.decodeTokensPerSec,
+    ...(s.contextShifts > 0 ? { contextShift: { shifts: s.contextShifts, droppedTokens: s.droppedTokens } } : {}),
   };
 }

@@ -16,7 +16,7 @@
  * cached per conversation until the history, system prompt or model changes.
  */
 import type { ContextBudget, ContextFullPolicy, Message } from '../contract/types.ts';
-import type { EngineHost } from '../engine-host/host.ts';
+import type { ChatEngine } from '../engine-host/chat-engine.ts';
 import type { ChatMessage } from '../engine/generate/types.ts';
 import type { AssembledPrompt, DocumentService, Draft } from './documents.ts';
 import { keptHistory } from './context-policy.ts';
@@ -71,7 +71,7 @@ export class BudgetService {
   private activeKey: string | null = null;
 
   constructor(
-    private readonly host: EngineHost,
+    private readonly engine: ChatEngine,
     private readonly store: ConversationStore,
     private readonly settings: SettingsService,
     private readonly models: ModelService,
@@ -144,7 +144,7 @@ export class BudgetService {
     const hasDraft = draft.length > 0 || documents.length > 0;
     const pending = hasDraft ? { content: draft, documents } : null;
     const room = s.maxContext - s.maxTokens;
-    const count = (p: AssembledPrompt) => this.host.countTokens({ messages: p.messages });
+    const count = (p: AssembledPrompt) => this.engine.countTokens({ messages: p.messages });
     let prompt = await this.documents.assemble(system, stored, pending, room);
     // The context-full policy leaves out the oldest exchanges (never the system prompt).
     let kept: readonly Message[] = stored;
@@ -163,17 +163,18 @@ export class BudgetService {
     const plainHistory = historyMessages(kept);
     const { system: sys, history: hist } = await this.countHistory(key, system, plainHistory);
     // The plain prompt (no documents) with the draft's turn, then the prompt as fed.
-    const plainAll = hasDraft && prompt.plain.some((m) => m.content.length > 0) ? await this.host.countTokens({ messages: prompt.plain }) : sys + hist;
+    const plainAll = hasDraft && prompt.plain.some((m) => m.content.length > 0) ? await this.engine.countTokens({ messages: prompt.plain }) : sys + hist;
     const withDocuments = kept.some((m) => m.documents?.length) || documents.length > 0;
     const all = withDocuments ? (fedCount ?? (await count(prompt))) : plainAll;
     const draftTokens = hasDraft ? Math.max(0, plainAll - sys - hist) : 0;
     const documentTokens = Math.max(0, all - plainAll);
     if (!messages) this.drafts.set(key, { text: draft, documents, tokens: draftTokens, documentTokens });
-    const caches = await this.host.stats();
+    const caches = await this.engine.stats();
     const budget = assemble(conversationId, s.maxContext, s.maxTokens, sys, documentTokens, hist, draftTokens, {
       rope: { capacity: caches.rope.capacity, bytes: caches.rope.bytes },
       kv: { capacity: caches.kv.capacity, bytes: caches.kv.bytes },
       outOfContext: dropped.map((m) => m.id),
+      estimated: this.engine.countAccuracy === 'estimate',
     });
     return { budget, prompt };
   }
@@ -189,6 +190,7 @@ export class BudgetService {
       rope: base.rope,
       kv: base.kv,
       outOfContext: base.outOfContext,
+      estimated: base.estimated,
     });
   }
 
@@ -221,12 +223,12 @@ export class BudgetService {
    * answer and the window's refresh) tokenize once. A failure is not cached.
    */
   private countHistory(key: string, system: ChatMessage[], history: ChatMessage[]): Promise<{ system: number; history: number }> {
-    const signature = `${this.host.model?.bundleDir ?? ''}\u0000${JSON.stringify(system)}\u0000${JSON.stringify(history)}`;
+    const signature = `${this.engine.model?.bundleDir ?? ''}\u0000${JSON.stringify(system)}\u0000${JSON.stringify(history)}`;
     const hit = this.counted.get(key);
     if (hit && hit.signature === signature) return hit.counts;
     const counts = (async () => {
-      const sys = system.length ? await this.host.countTokens({ messages: system }) : 0;
-      const hist = history.length ? Math.max(0, (await this.host.countTokens({ messages: [...system, ...history] })) - sys) : 0;
+      const sys = system.length ? await this.engine.countTokens({ messages: system }) : 0;
+      const hist = history.length ? Math.max(0, (await this.engine.countTokens({ messages: [...system, ...history] })) - sys) : 0;
       return { system: sys, history: hist };
     })();
     this.counted.delete(key);
@@ -247,7 +249,7 @@ function assemble(
   documents: number,
   history: number,
   draft: number,
-  caches: Pick<ContextBudget, 'rope' | 'kv' | 'outOfContext'>,
+  caches: Pick<ContextBudget, 'rope' | 'kv' | 'outOfContext' | 'estimated'>,
 ): ContextBudget {
   const used = system + documents + history + draft;
   const total = used + reserve;

@@ -20,7 +20,7 @@
  * Errors are `ServiceError`s (codes in each method's docstring) or the engine's `EngineError`s.
  */
 import type { ContextBudget, Conversation, Message } from '../contract/types.ts';
-import type { EngineHost } from '../engine-host/host.ts';
+import type { ChatEngine } from '../engine-host/chat-engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
 import { DeltaBatcher, finalState, PeriodicSaver, type DoneEvent, type StreamEnd } from './answer-stream.ts';
 import type { BudgetService } from './budget.ts';
@@ -59,7 +59,7 @@ interface ActiveAnswer {
 }
 
 export interface ChatServiceDeps {
-  host: EngineHost;
+  engine: ChatEngine;
   store: ConversationStore;
   settings: SettingsService;
   budget: BudgetService;
@@ -198,7 +198,7 @@ export class ChatService {
     if (signal?.aborted) stopAnswer();
     try {
       await this.takeTurn(answer);
-      yield* this.deps.host.generate(request, { signal: answer.controller.signal });
+      yield* this.deps.engine.generate(request, { signal: answer.controller.signal });
     } catch (e) {
       if (isCrash(e) && !this.disposed) void this.deps.models.recover();
       throw e;
@@ -281,16 +281,20 @@ export class ChatService {
     const message = this.deps.store.appendMessage(conversationId, { role: 'assistant', content: '', status: 'streaming' });
     answer.messageId = message.id;
     this.deps.emit('budgetChanged', budget);
-    void this.stream(answer, message, this.generationRequest(prompt), budget, prompt.documentParts);
+    void this.stream(answer, message, this.generationRequest(conversationId, prompt), budget, prompt.documentParts);
     return message;
   }
 
   /** What the engine is asked for: the assembled prompt (see BudgetService.prepare) under the current settings. */
-  private generationRequest(prompt: AssembledPrompt): GenerationRequest {
+  private generationRequest(conversationId: string, prompt: AssembledPrompt): GenerationRequest {
     const s = this.deps.settings.get();
     return {
       messages: prompt.messages,
       maxTokens: s.maxTokens,
+      // Rolling window mid-answer (the chat's own policy, else the setting): at the max context
+      // the engine shifts instead of stopping.
+      contextShift: this.deps.budget.policyOf(conversationId) === 'rolling-window',
+      kvCacheBudgetBytes: s.kvCacheBudgetMiB * 2 ** 20,
       sampler: {
         temperature: s.temperature,
         topK: s.topK,
@@ -348,7 +352,7 @@ export class ChatService {
    * @returns the done event (null if the stream ended without one). @throws the engine's error.
    */
   private async relay(answer: ActiveAnswer, message: Message, request: GenerationRequest, deltas: DeltaBatcher, countToken: () => void): Promise<DoneEvent | null> {
-    for await (const ev of this.deps.host.generate(request, { signal: answer.controller.signal })) {
+    for await (const ev of this.deps.engine.generate(request, { signal: answer.controller.signal })) {
       if (ev.type === 'prefill') {
         this.deps.emit('answerPrefill', { conversationId: message.conversationId, messageId: message.id, processed: ev.processed, total: ev.total });
       } else if (ev.type === 'token') {

@@ -9,7 +9,7 @@
  * follow-up re-ranks. The same assembly feeds the budget (counted) and the answer (generated).
  */
 import type { DocumentFit, DocumentInfo, DocumentText, Message } from '../contract/types.ts';
-import type { EngineHost } from '../engine-host/host.ts';
+import type { ChatEngine } from '../engine-host/chat-engine.ts';
 import type { ChatMessage } from '../engine/generate/types.ts';
 import { ChunkCache, fitDocuments, type AttachedText } from '../documents/assemble.ts';
 import { extractDocumentOffThread } from '../documents/extract-off-thread.ts';
@@ -38,7 +38,7 @@ export class DocumentService {
   private readonly chunks = new ChunkCache();
 
   constructor(
-    private readonly host: EngineHost,
+    private readonly engine: ChatEngine,
     private readonly store: ConversationStore,
   ) {}
 
@@ -70,7 +70,7 @@ export class DocumentService {
    * @param room max context − reserve: the most prompt tokens allowed.
    */
   async assemble(system: ChatMessage[], history: readonly Message[], draft: Draft | null, room: number): Promise<AssembledPrompt> {
-    const model = this.host.model?.bundleDir ?? '';
+    const model = this.engine.model?.bundleDir ?? '';
     const turns = history.map((m) => ({ message: m, attachments: m.role === 'user' && m.documents?.length ? this.store.attachmentsOf(m.id) : [] }));
     if (draft) {
       const attachments = draft.documents.map((d) => ({ document: this.store.getDocument(d.id), fit: d.fit }));
@@ -80,7 +80,7 @@ export class DocumentService {
     const messages = turns.map((t) => t.message);
     const plain = [...system, ...historyMessages(messages)];
     const fitted = await fitDocuments({
-      counter: this.host,
+      counter: this.engine,
       render: (body) => [...system, ...historyMessages(messages, (m) => userTurnText(m.content, (texts.get(m.id) ?? []).map((a) => documentBlock(a.name, body(a)))))],
       attachments: [...texts.values()].flat(),
       question: lastQuestion(messages),
@@ -92,12 +92,12 @@ export class DocumentService {
 
   /** The document's info with its token count for the loaded model (counted once per model, stored). */
   private async withTokens(d: StoredDocument): Promise<DocumentInfo> {
-    const model = this.host.model?.bundleDir;
+    const model = this.engine.model?.bundleDir;
     const { text: _text, parts: _parts, ...info } = d;
     if (!model) return info;
     const stored = this.store.documentTokens(d.id, model);
     if (stored !== null) return { ...info, tokens: stored };
-    const [tokens] = await this.host.countEach([d.text]);
+    const [tokens] = await this.engine.countEach([d.text]);
     this.store.setDocumentTokens(d.id, tokens, model);
     return { ...info, tokens };
   }

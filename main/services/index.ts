@@ -8,17 +8,21 @@
  * appear at once: `getModel` says 'loading' until it is ready, and calls that need the model
  * (send, budget) wait for it.
  */
+import { randomUUID } from 'node:crypto';
 import type { Handlers } from '../contract/channels.ts';
 import type { LocalServerState, ModelInfo, Settings } from '../contract/types.ts';
 import { defaultModelPath } from '../default-model.ts';
 import { EngineHost } from '../engine-host/host.ts';
-import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
+import type { TokenizeRequest } from '../engine-host/protocol.ts';
+import type { ChatMessage, GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
 import { BudgetService } from './budget.ts';
 import { ChatService } from './chat-service.ts';
 import { DocumentService } from './documents.ts';
 import { ServiceError } from './errors.ts';
 import { EventHub } from './events.ts';
+import { EngineSwitch } from './engine-switch.ts';
 import { ModelService } from './model-service.ts';
+import { RemoteKeyStore, type SecretCipher } from './secrets.ts';
 import { SettingsService } from './settings.ts';
 import { ConversationStore } from './store.ts';
 
@@ -33,6 +37,8 @@ export interface StartServicesOptions {
   loadModel?: boolean;
   /** The desktop app's local API server, made over the completions (none: `getLocalServer` says 'unavailable'). */
   localServer?: (completions: CompletionBackend) => LocalServerControl;
+  /** Encrypts a remote engine's API key at rest (the app's safeStorage); none: the key stays in memory only. */
+  secretCipher?: SecretCipher | null;
 }
 
 /** Starts and stops a local API server as the settings say (implemented by the transport, main/serve). */
@@ -47,12 +53,20 @@ const LOCAL_SERVER_KEYS = ['localServer', 'localServerPort', 'localServerCors'] 
 
 /** What the OpenAI-compatible endpoints run on. */
 export interface CompletionBackend {
+  /** This Ropewalk's id, sent as `X-Ropewalk-Instance` so it can tell its own API from another server's. */
+  instanceId: string;
   model(): ModelInfo | null;
   /** 'ok' when a model is loaded; 'loading' while one loads; 'error' (with why) when none could be. */
   health(): { status: 'ok' | 'loading' | 'error'; error?: string };
   settings(): Settings;
   /** Streams one generation (see ChatService.completion). */
   complete(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationEvent>;
+  /** Token ids for `/tokenize` (see EngineHost.tokenize). @throws ServiceError MODEL_NOT_READY; the engine's errors. */
+  tokenize(request: TokenizeRequest): Promise<number[]>;
+  /** Text of token ids for `/detokenize`. @throws ServiceError MODEL_NOT_READY; the engine's errors. */
+  detokenize(ids: number[]): Promise<string>;
+  /** The prompt a chat renders to, for `/apply-template`. @throws ServiceError MODEL_NOT_READY; the engine's errors. */
+  renderChat(messages: ChatMessage[]): Promise<string>;
 }
 
 export interface Services {
@@ -60,7 +74,10 @@ export interface Services {
   handlers: Handlers;
   /** The services' events, for the transports to forward. */
   events: EventHub;
+  /** The local engine worker. */
   host: EngineHost;
+  /** What the services use: the local worker or a remote engine. */
+  engine: EngineSwitch;
   store: ConversationStore;
   models: ModelService;
   chat: ChatService;
@@ -83,6 +100,9 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
   store.recoverInterrupted(INTERRUPTED_MESSAGE);
   store.releaseDraftDocuments();
   const host = new EngineHost();
+  const engine = new EngineSwitch(host);
+  const instanceId = randomUUID();
+  const keys = new RemoteKeyStore(store, opts.secretCipher ?? null);
   const events = new EventHub();
   const emit = events.emit;
 
@@ -90,6 +110,9 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
   let settings: SettingsService | null = null;
   const models = new ModelService({
     host,
+    engine,
+    keys,
+    instanceId,
     store,
     emit,
     defaultModel: opts.defaultModel ?? defaultModelPath(),
@@ -103,9 +126,9 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     onLoaded: () => void refreshBudget(),
   });
   settings = new SettingsService(store, models);
-  const documents = new DocumentService(host, store);
-  const budget = new BudgetService(host, store, settings, models, documents);
-  chat = new ChatService({ host, store, settings, budget, models, emit });
+  const documents = new DocumentService(engine, store);
+  const budget = new BudgetService(engine, store, settings, models, documents);
+  chat = new ChatService({ engine, store, settings, budget, models, emit });
   const settingsService = settings;
   const chatService = chat;
 
@@ -178,6 +201,8 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     getModel: async () => models.state,
     getLocalServer: async () => localServer?.state() ?? { status: 'unavailable', baseUrl: null, error: null },
     openModel: ({ path, quantize }) => models.open(path, quantize),
+    listRemoteModels: async ({ baseUrl, apiKey }) => ({ models: await models.listRemote(baseUrl, apiKey) }),
+    connectRemote: ({ baseUrl, model, apiKey, tokenizerPath }) => models.openRemote({ baseUrl, model, apiKey, tokenizerPath }),
     importConversation: async ({ title, messages }) => {
       const c = store.importConversation(title, messages);
       listChanged();
@@ -190,14 +215,30 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
   };
 
   const completions: CompletionBackend = {
-    model: () => (host.model ? models.state.info : null),
+    instanceId,
+    model: () => (engine.model ? models.state.info : null),
     health: () => {
       const state = models.state;
-      if (host.model && state.status !== 'loading') return { status: 'ok' };
+      if (engine.model && state.status !== 'loading') return { status: 'ok' };
       return state.status === 'error' ? { status: 'error', error: state.error ?? 'no model is loaded' } : { status: 'loading' };
     },
     settings: () => settingsService.get(),
     complete: (request, signal) => chatService.completion(request, signal),
+    tokenize: async (request) => {
+      await models.ready();
+      models.assertLoaded();
+      return engine.tokenize(request);
+    },
+    detokenize: async (ids) => {
+      await models.ready();
+      models.assertLoaded();
+      return engine.detokenize(ids);
+    },
+    renderChat: async (messages) => {
+      await models.ready();
+      models.assertLoaded();
+      return engine.renderChat(messages);
+    },
   };
   const localServer = opts.localServer?.(completions) ?? null;
   if (localServer) await localServer.apply(settingsService.get());
@@ -208,6 +249,7 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     handlers,
     events,
     host,
+    engine,
     store,
     models,
     chat,

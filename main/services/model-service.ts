@@ -13,9 +13,17 @@
  * - One load at a time, never while an answer is generated (`BUSY`).
  * - After a worker crash, `recover()` restarts the worker and reloads the model; `ready()`
  *   waits for any load or recovery in progress, so callers never race a half-loaded worker.
+ * - `openRemote(config)` makes a remote engine (an OpenAI-compatible server) answer instead,
+ *   through the same `EngineSwitch` the other services use; it is remembered (its API key in
+ *   `RemoteKeyStore`) and reconnected at the next start. A failure keeps the engine that
+ *   answered. `open(path)` goes back to a local model.
  */
-import { QUANTIZE_OPTIONS, type ModelInfo, type ModelState, type QuantizeOption } from '../contract/types.ts';
+import { QUANTIZE_OPTIONS, type ModelInfo, type ModelState, type QuantizeOption, type RemoteModelEntry } from '../contract/types.ts';
 import type { EngineHost } from '../engine-host/host.ts';
+import { normalizeBaseUrl } from '../remote/http.ts';
+import { listRemoteModels, RemoteEngine, type RemoteConfig } from '../remote/remote-engine.ts';
+import type { EngineSwitch } from './engine-switch.ts';
+import type { RemoteKeyStore } from './secrets.ts';
 import type { LoadOptions } from '../engine-host/protocol.ts';
 import type { ModelInfo as EngineModelInfo } from '../engine/generate/engine.ts';
 import { firstLine, ServiceError } from './errors.ts';
@@ -26,9 +34,21 @@ export type { Emit };
 
 const MODEL_PATH_KEY = 'model.path';
 const MODEL_QUANTIZE_KEY = 'model.quantize';
+/** The remote engine in use ({ baseUrl, model, tokenizerPath }); absent: a local model answers. */
+const REMOTE_KEY = 'model.remote';
+
+/** What connecting a remote engine takes: `apiKey` undefined keeps the saved one, '' means none. */
+export type RemoteRequest = Omit<RemoteConfig, 'apiKey' | 'tokenizerPath'> & { apiKey?: string; tokenizerPath?: string };
 
 export interface ModelServiceOptions {
+  /** The local engine worker (loads models). */
   host: EngineHost;
+  /** What the services use: the local worker or a remote engine. */
+  engine: EngineSwitch;
+  /** Where a remote engine's API key is kept. */
+  keys: RemoteKeyStore;
+  /** This Ropewalk's id in its API's `X-Ropewalk-Instance` header (it must not be its own remote). */
+  instanceId: string;
   store: ConversationStore;
   emit: Emit;
   /** The embedded model's checkpoint. */
@@ -69,25 +89,79 @@ export class ModelService {
 
   /** Starts loading the remembered or embedded model in the background; resolves when done (never rejects). */
   start(): Promise<void> {
+    const remote = this.deps.store.getSettings()[REMOTE_KEY] as { baseUrl?: unknown; model?: unknown; tokenizerPath?: unknown } | undefined;
+    if (remote && typeof remote.baseUrl === 'string' && typeof remote.model === 'string') {
+      const request = { baseUrl: remote.baseUrl, model: remote.model, ...(typeof remote.tokenizerPath === 'string' ? { tokenizerPath: remote.tokenizerPath } : {}) };
+      return this.exclusive(async () => {
+        try {
+          await this.connect(request);
+        } catch (e) {
+          // The server is down or the key gone: the local model answers, and the window says why.
+          this.deps.store.setSettings({ [REMOTE_KEY]: undefined });
+          await this.startLocal();
+          this.set({ ...this.current, error: `the remote engine could not be reached: ${firstLine(e)}; a local model answers instead` });
+        }
+      }).catch(() => undefined);
+    }
+    return this.exclusive(() => this.startLocal()).catch(() => undefined);
+  }
+
+  /** Loads the remembered local model, or the embedded one. */
+  private async startLocal(): Promise<void> {
     const settings = this.deps.store.getSettings();
     const remembered = settings[MODEL_PATH_KEY];
     const first = typeof remembered === 'string' && remembered ? remembered : this.deps.defaultModel;
     const quantize = first === remembered ? QUANTIZE_OPTIONS.find((q) => q === settings[MODEL_QUANTIZE_KEY]) : undefined;
-    return this.exclusive(async () => {
+    try {
+      await this.load(first, undefined, quantize);
+    } catch (e) {
+      if (first === this.deps.defaultModel) return this.fail(e);
+      const why = `the last model (${first}) could not be loaded: ${firstLine(e)}`;
       try {
-        await this.load(first, undefined, quantize);
-      } catch (e) {
-        if (first === this.deps.defaultModel) return this.fail(e);
-        const why = `the last model (${first}) could not be loaded: ${firstLine(e)}`;
-        try {
-          await this.load(this.deps.defaultModel);
-          this.deps.store.setSettings({ [MODEL_PATH_KEY]: undefined, [MODEL_QUANTIZE_KEY]: undefined });
-          this.set({ ...this.current, error: `${why}; the embedded model is loaded instead` });
-        } catch (e2) {
-          this.fail(e2, why);
-        }
+        await this.load(this.deps.defaultModel);
+        this.deps.store.setSettings({ [MODEL_PATH_KEY]: undefined, [MODEL_QUANTIZE_KEY]: undefined });
+        this.set({ ...this.current, error: `${why}; the embedded model is loaded instead` });
+      } catch (e2) {
+        this.fail(e2, why);
       }
-    }).catch(() => undefined);
+    }
+  }
+
+  /**
+   * The models a remote server lists; `apiKey` undefined uses the key saved for that URL.
+   * @throws RemoteEngineError (unreachable, 401, not OpenAI-compatible…).
+   */
+  async listRemote(baseUrl: string, apiKey?: string): Promise<RemoteModelEntry[]> {
+    return listRemoteModels(baseUrl, apiKey ?? this.deps.keys.load(normalizeUrl(baseUrl)));
+  }
+
+  /**
+   * Connects a remote engine and makes it answer (see RemoteRequest for the key).
+   * @returns the new state. @throws ServiceError BUSY; RemoteEngineError (the engine that answered stays).
+   */
+  async openRemote(request: RemoteRequest): Promise<ModelState> {
+    this.assertFree();
+    await this.exclusive(async () => {
+      try {
+        await this.connect(request);
+      } catch (e) {
+        this.fail(e);
+        throw e;
+      }
+    });
+    return this.current;
+  }
+
+  private async connect(request: RemoteRequest): Promise<void> {
+    this.set({ status: 'loading', info: this.current.info, progress: { phase: 'connect', fraction: 0 }, error: null });
+    const baseUrl = normalizeUrl(request.baseUrl);
+    const apiKey = request.apiKey === undefined ? this.deps.keys.load(baseUrl) : request.apiKey || null;
+    const tokenizerPath = request.tokenizerPath?.trim() || null;
+    const remote = await RemoteEngine.connect({ baseUrl, apiKey, model: request.model, tokenizerPath }, this.deps.instanceId);
+    this.deps.keys.save(remote.baseUrl, apiKey);
+    this.deps.store.setSettings({ [REMOTE_KEY]: { baseUrl: remote.baseUrl, model: remote.modelId, ...(tokenizerPath ? { tokenizerPath } : {}) } });
+    this.deps.engine.use(remote);
+    this.loaded(remote.model);
   }
 
   /**
@@ -100,7 +174,7 @@ export class ModelService {
     await this.exclusive(async () => {
       try {
         await this.load(path, undefined, quantize);
-        this.deps.store.setSettings({ [MODEL_PATH_KEY]: path, [MODEL_QUANTIZE_KEY]: quantize });
+        this.deps.store.setSettings({ [MODEL_PATH_KEY]: path, [MODEL_QUANTIZE_KEY]: quantize, [REMOTE_KEY]: undefined });
       } catch (e) {
         this.fail(e);
         throw e;
@@ -115,6 +189,7 @@ export class ModelService {
    */
   async reload(options: Pick<LoadOptions, 'maxContext' | 'executionProvider' | 'backend'>): Promise<void> {
     this.assertFree();
+    if (this.deps.engine.remote) return; // the server's own settings apply; the local model reloads when it is used again
     const source = this.source;
     if (!source) throw new ServiceError('MODEL_NOT_READY', 'no model is loaded yet');
     await this.exclusive(async () => {
@@ -134,7 +209,7 @@ export class ModelService {
     return this.exclusive(async () => {
       try {
         await this.deps.host.stats();
-        this.loaded(this.deps.host.model);
+        this.loaded(this.deps.engine.model);
       } catch (e) {
         this.fail(e);
       }
@@ -143,7 +218,7 @@ export class ModelService {
 
   /** Throws MODEL_NOT_READY unless a model is loaded in the host (call after `ready()`). */
   assertLoaded(): void {
-    if (!this.deps.host.model) {
+    if (!this.deps.engine.model) {
       throw new ServiceError('MODEL_NOT_READY', this.current.error ? `no model is loaded: ${this.current.error}` : 'no model is loaded yet');
     }
   }
@@ -171,19 +246,28 @@ export class ModelService {
     );
     this.source = path;
     this.quantize = quantize;
+    this.deps.engine.use(null);
     this.loaded(info);
   }
 
   private loaded(info: EngineModelInfo | null): void {
-    this.set({ status: info ? 'ready' : 'error', info: info ? toContractInfo(info) : null, progress: null, error: info ? null : 'no model is loaded' });
+    this.set({ status: info ? 'ready' : 'error', info: info ? this.contractInfo(info) : null, progress: null, error: info ? null : 'no model is loaded' });
     this.deps.onLoaded?.();
   }
 
-  /** A failed load: the previous model (host.model) still answers. */
+  /** A failed load: the engine that answered (local model or remote) still answers. */
   private fail(e: unknown, prefix?: string): void {
-    const info = this.deps.host.model;
+    const info = this.deps.engine.model;
     const msg = prefix ? `${prefix}; ${firstLine(e)}` : firstLine(e);
-    this.set({ status: info ? 'ready' : 'error', info: info ? toContractInfo(info) : null, progress: null, error: msg });
+    this.set({ status: info ? 'ready' : 'error', info: info ? this.contractInfo(info) : null, progress: null, error: msg });
+  }
+
+  /** The model info the window sees: the engine's, with the remote engine's facts (never its key). */
+  private contractInfo(info: EngineModelInfo): ModelInfo {
+    const remote = this.deps.engine.remote;
+    if (!remote || remote.model !== info) return toContractInfo(info);
+    const apiKey = this.deps.keys.load(remote.baseUrl) ? this.deps.keys.storage : 'none';
+    return { ...toContractInfo(info), remote: { baseUrl: remote.baseUrl, model: remote.modelId, counting: remote.countMethod, apiKey } };
   }
 
   private set(s: ModelState): void {
@@ -206,4 +290,13 @@ export function toContractInfo(i: EngineModelInfo): ModelInfo {
     hasChatTemplate: i.hasChatTemplate,
     weights: { ...i.weights },
   };
+}
+
+/** A base URL as keys are saved under it (the remote engine's own normalization; bad ones are refused by connect). */
+function normalizeUrl(baseUrl: string): string {
+  try {
+    return normalizeBaseUrl(baseUrl);
+  } catch {
+    return baseUrl;
+  }
 }

@@ -34,6 +34,7 @@ export const DEFAULT_SETTINGS: Omit<Settings, 'maxContext' | 'maxTokens'> = {
   seed: null,
   systemPrompt: '',
   contextFullPolicy: 'stop',
+  kvCacheBudgetMiB: 1024,
   executionProvider: 'cpu',
   backend: 'native',
   localServer: false,

@@ -7,6 +7,10 @@
 //     .resize(capacity, keep): void       grow the KV cache, keeping rows [0, keep)
 //     .run(tokenIds: Int32Array, cos: Float32Array, sin: Float32Array, past: number): Promise<void>
 //                                         one step, run on the libuv pool (Napi::AsyncWorker)
+//     .shift(keep, drop, length, cos: Float32Array, sin: Float32Array, interleaved: boolean, rotaryDim): void
+//                                         context shift: drop [keep, keep+drop), rotate the moved keys
+//     .copyOut(length, dst: Float32Array): void      rows [0, length) → [layers][2][Hkv][length][headDim]
+//     .copyIn(length, src: Float32Array): void       the reverse (capacity >= length)
 //     .dispose(): void
 // Errors are JS Errors whose message is one line naming the ONNX Runtime call; `code` is
 // 'ORT_LOAD' (runtime or model cannot be loaded), 'ORT_RUN' (a run or resize failed) or
@@ -84,6 +88,8 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
                         InstanceAccessor<&NativeDecoder::FallbackReason>("fallbackReason"),
                         InstanceAccessor<&NativeDecoder::Capacity>("capacity"),
                         InstanceMethod<&NativeDecoder::Resize>("resize"), InstanceMethod<&NativeDecoder::Run>("run"),
+                        InstanceMethod<&NativeDecoder::Shift>("shift"), InstanceMethod<&NativeDecoder::CopyOut>("copyOut"),
+                        InstanceMethod<&NativeDecoder::CopyIn>("copyIn"),
                         InstanceMethod<&NativeDecoder::Dispose>("dispose")});
   }
 
@@ -134,6 +140,49 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
     const int64_t capacity = info[0].ToNumber().Int64Value();
     const int64_t keep = info[1].ToNumber().Int64Value();
     Guard(info.Env(), "ORT_RUN", [&] { d.Resize(capacity, keep); });
+  }
+
+  // Synchronous: a shift happens once per context-full, and the engine lives in a worker thread.
+  void Shift(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Decoder& d = Live(env);
+    for (int i = 3; i <= 4; i++) {
+      if (!info[i].IsTypedArray() || info[i].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
+        ThrowAs(env, "ORT_ARG", "shift: cos and sin must be Float32Arrays");
+      }
+    }
+    const int64_t keep = info[0].ToNumber().Int64Value();
+    const int64_t drop = info[1].ToNumber().Int64Value();
+    const int64_t length = info[2].ToNumber().Int64Value();
+    Napi::Float32Array cos = info[3].As<Napi::Float32Array>();
+    Napi::Float32Array sin = info[4].As<Napi::Float32Array>();
+    const bool interleaved = info[5].ToBoolean().Value();
+    const int64_t rotaryDim = info[6].ToNumber().Int64Value();
+    if (rotaryDim <= 0 || cos.ElementLength() != static_cast<size_t>(rotaryDim / 2) || sin.ElementLength() != cos.ElementLength()) {
+      ThrowAs(env, "ORT_ARG", "shift: cos/sin must hold rotaryDim/2 (" + std::to_string(rotaryDim / 2) + ") floats, got " +
+                                  std::to_string(cos.ElementLength()) + "/" + std::to_string(sin.ElementLength()));
+    }
+    Guard(env, "ORT_RUN", [&] { d.Shift(keep, drop, length, cos.Data(), sin.Data(), interleaved, rotaryDim); });
+  }
+
+  void CopyOut(const Napi::CallbackInfo& info) { Copy(info, true); }
+  void CopyIn(const Napi::CallbackInfo& info) { Copy(info, false); }
+
+  // Synchronous, like Shift: once per conversation switch.
+  void Copy(const Napi::CallbackInfo& info, bool out) {
+    Napi::Env env = info.Env();
+    Decoder& d = Live(env);
+    if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
+      ThrowAs(env, "ORT_ARG", "KV copy: the host buffer must be a Float32Array");
+    }
+    const int64_t length = info[0].ToNumber().Int64Value();
+    Napi::Float32Array host = info[1].As<Napi::Float32Array>();
+    const size_t want = static_cast<size_t>(length < 0 ? 0 : length) * static_cast<size_t>(d.FloatsPerPosition());
+    if (host.ElementLength() != want) {
+      ThrowAs(env, "ORT_ARG", "KV copy: " + std::to_string(length) + " positions need " + std::to_string(want) +
+                                  " floats, the buffer holds " + std::to_string(host.ElementLength()));
+    }
+    Guard(env, "ORT_RUN", [&] { out ? d.CopyOut(length, host.Data()) : d.CopyIn(length, host.Data()); });
   }
 
   // Validates and binds one step's inputs on the JS thread (the typed arrays are only read here

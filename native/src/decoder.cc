@@ -20,6 +20,8 @@ using Owned = std::unique_ptr<T, void (*)(T*)>;
 // only on CUDA, and only at the first growth that has rows to keep. ORT 1.21's C API has no
 // device-to-device copy of its own.
 using CudaMemcpy2D = int (*)(void*, size_t, const void*, size_t, size_t, size_t, int);
+constexpr int kCudaMemcpyHostToDevice = 1;
+constexpr int kCudaMemcpyDeviceToHost = 2;
 constexpr int kCudaMemcpyDeviceToDevice = 3;
 
 CudaMemcpy2D LoadCudaMemcpy2D() {
@@ -229,6 +231,89 @@ void Decoder::Run() {
   const OrtApi& api = Ort();
   Check(api.RunWithBinding(session_, nullptr, binding_), "RunWithBinding");
   if (onCuda_) Check(api.SynchronizeBoundOutputs(binding_), "SynchronizeBoundOutputs");
+}
+
+void Decoder::CopyOut(int64_t length, float* host) const { CopyHost(true, length, host); }
+void Decoder::CopyIn(int64_t length, const float* host) { CopyHost(false, length, const_cast<float*>(host)); }
+
+// One 2-D copy per layer and key/value: Hkv rows of length*headDim floats, device pitch C*headDim.
+void Decoder::CopyHost(bool out, int64_t length, float* host) const {
+  if (length < 0 || length > capacity_) {
+    throw std::invalid_argument("KV copy of " + std::to_string(length) + " positions from a cache of capacity " +
+                                std::to_string(capacity_));
+  }
+  if (length == 0) return;
+  const size_t rowBytes = static_cast<size_t>(length * shape_.headDim) * sizeof(float);
+  const size_t pitch = static_cast<size_t>(capacity_ * shape_.headDim) * sizeof(float);
+  for (int64_t l = 0; l < shape_.numLayers; l++) {
+    for (int kv = 0; kv < 2; kv++) {
+      char* device = static_cast<char*>(blocks_[l]) + kv * shape_.numKvHeads * pitch;
+      char* compact = reinterpret_cast<char*>(host) + (l * 2 + kv) * shape_.numKvHeads * rowBytes;
+      if (onCuda_) {
+        int rc = out ? LoadCudaMemcpy2D()(compact, rowBytes, device, pitch, rowBytes, shape_.numKvHeads, kCudaMemcpyDeviceToHost)
+                     : LoadCudaMemcpy2D()(device, pitch, compact, rowBytes, rowBytes, shape_.numKvHeads, kCudaMemcpyHostToDevice);
+        if (rc != 0) throw OrtError("cudaMemcpy2D: error " + std::to_string(rc) + " while copying the KV cache");
+        continue;
+      }
+      for (int64_t h = 0; h < shape_.numKvHeads; h++) {
+        if (out) std::memcpy(compact + h * rowBytes, device + h * pitch, rowBytes);
+        else std::memcpy(device + h * pitch, compact + h * rowBytes, rowBytes);
+      }
+    }
+  }
+}
+
+void Decoder::Shift(int64_t keep, int64_t drop, int64_t length, const float* cos, const float* sin, bool interleaved,
+                    int64_t rotaryDim) {
+  if (keep < 0 || drop <= 0 || keep + drop > length || length > capacity_ || rotaryDim <= 0 || rotaryDim % 2 != 0 ||
+      rotaryDim > shape_.headDim) {
+    throw std::invalid_argument("shift: dropping [" + std::to_string(keep) + ", " + std::to_string(keep + drop) + ") of " +
+                                std::to_string(length) + " positions (capacity " + std::to_string(capacity_) +
+                                ", rotary dims " + std::to_string(rotaryDim) + ") is out of range");
+  }
+  const size_t blockFloats = static_cast<size_t>(2 * shape_.numKvHeads * capacity_ * shape_.headDim);
+  for (int64_t l = 0; l < shape_.numLayers; l++) {
+    if (!onCuda_) {
+      ShiftHost(static_cast<float*>(blocks_[l]), keep, drop, length, cos, sin, interleaved, rotaryDim);
+      continue;
+    }
+    // Rare (once per context shift) and O(capacity): a host round trip keeps one implementation.
+    std::vector<float> host(blockFloats);
+    const size_t bytes = blockFloats * sizeof(float);
+    CudaMemcpy2D copy = LoadCudaMemcpy2D();
+    int rc = copy(host.data(), bytes, blocks_[l], bytes, bytes, 1, kCudaMemcpyDeviceToHost);
+    if (rc == 0) {
+      ShiftHost(host.data(), keep, drop, length, cos, sin, interleaved, rotaryDim);
+      rc = copy(blocks_[l], bytes, host.data(), bytes, bytes, 1, kCudaMemcpyHostToDevice);
+    }
+    if (rc != 0) throw OrtError("cudaMemcpy2D: error " + std::to_string(rc) + " while shifting the KV cache");
+  }
+}
+
+// One layer's block [2][Hkv][C][headDim]: keys (rotated) then values, rows moved down in order,
+// so a row is read before anything is written over it (destination p - drop < source p).
+void Decoder::ShiftHost(float* block, int64_t keep, int64_t drop, int64_t length, const float* cos, const float* sin,
+                        bool interleaved, int64_t rotaryDim) {
+  const int64_t hd = shape_.headDim;
+  const int64_t half = rotaryDim / 2;
+  const int64_t perTensor = shape_.numKvHeads * capacity_ * hd;
+  for (int kv = 0; kv < 2; kv++) {
+    for (int64_t h = 0; h < shape_.numKvHeads; h++) {
+      float* head = block + kv * perTensor + h * capacity_ * hd;
+      for (int64_t p = keep + drop; p < length; p++) {
+        float* dst = head + (p - drop) * hd;
+        std::memmove(dst, head + p * hd, static_cast<size_t>(hd) * sizeof(float));
+        if (kv == 1) continue;
+        for (int64_t i = 0; i < half; i++) {
+          const int64_t ia = interleaved ? 2 * i : i;
+          const int64_t ib = interleaved ? 2 * i + 1 : i + half;
+          const double a = dst[ia], b = dst[ib];
+          dst[ia] = static_cast<float>(a * cos[i] + b * sin[i]);
+          dst[ib] = static_cast<float>(b * cos[i] - a * sin[i]);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace ropewalk

@@ -51,6 +51,8 @@ class Decoder {
   const std::string& FallbackReason() const { return fallbackReason_; }
   int64_t Capacity() const { return capacity_; }
   int64_t RotaryHalf() const { return shape_.rotaryHalf; }
+  /** Floats one position takes in all layers' keys and values: numLayers * 2 * Hkv * headDim. */
+  int64_t FloatsPerPosition() const { return shape_.numLayers * 2 * shape_.numKvHeads * shape_.headDim; }
 
   /**
    * Reallocates the KV blocks at `capacity` positions, copying rows [0, keep) of every head, and
@@ -69,12 +71,36 @@ class Decoder {
   /** Runs the bound step; on return logits holds the last position's scores. @throws OrtError. */
   void Run();
 
+  /**
+   * Context shift (llama.cpp's n_discard): of the `length` positions held, drops [keep, keep+drop)
+   * and moves rows [keep+drop, length) down by `drop` positions in every layer and head; the moved
+   * keys' first rotaryDim dims are rotated by -drop positions: each pair (a, b) becomes
+   * (a*cos + b*sin, b*cos - a*sin) with cos/sin [rotaryDim/2] the caller's cos(drop*invFreq_i),
+   * sin(drop*invFreq_i) (unscaled). Pairs are (2i, 2i+1) when interleaved, else (i, i+R/2).
+   * Values only move. On CUDA each block is copied to the host, shifted, and copied back.
+   * @throws std::invalid_argument for a range outside [0, length] or length > Capacity(); OrtError.
+   */
+  void Shift(int64_t keep, int64_t drop, int64_t length, const float* cos, const float* sin, bool interleaved,
+             int64_t rotaryDim);
+
+  /**
+   * Copies rows [0, length) of every layer's keys and values to/from `host`, laid out compactly
+   * [numLayers][2 (key, value)][Hkv][length][headDim] float32 (what the engine keeps in memory for
+   * a conversation it switched away from). CopyIn needs Capacity() >= length.
+   * @throws std::invalid_argument when length > Capacity(); OrtError for a failed CUDA copy.
+   */
+  void CopyOut(int64_t length, float* host) const;
+  void CopyIn(int64_t length, const float* host);
+
  private:
+  void CopyHost(bool out, int64_t length, float* host) const;
   void OpenSession(const std::string& modelPath, bool cuda);
   void Release();
   void BindBlocks(const std::vector<void*>& blocks, int64_t capacity);
   void* AllocKv(size_t bytes);
   void FreeKv(void* block);
+  void ShiftHost(float* block, int64_t keep, int64_t drop, int64_t length, const float* cos, const float* sin,
+                 bool interleaved, int64_t rotaryDim);
   void CopyRows(float* dst, int64_t dstCapacity, const float* src, int64_t srcCapacity, int64_t rows);
   void BindValue(const char* name, OrtValue* value, bool asOutput);
   OrtValue* Wrap(const OrtMemoryInfo* info, void* data, size_t bytes, const int64_t* dims, size_t rank,

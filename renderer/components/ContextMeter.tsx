@@ -4,7 +4,8 @@
  * `1,234 / 2,048`, and how many messages the context-full policy leaves out.
  * role=meter with aria-valuenow = used and aria-valuemax = max context; amber from 80 %, red
  * when the next message will not fit. Hover or focus shows the breakdown and the RoPE and KV
- * cache capacity and bytes.
+ * cache capacity and bytes. Counts that are an estimate (a remote engine that cannot count
+ * exactly) are marked "≈", in the text, the label and the tooltip.
  */
 import type { ContextBudget } from '../../main/contract/types.ts';
 import { useBudget, useSettings } from '../hooks.ts';
@@ -15,7 +16,7 @@ export function ContextMeter() {
   const maxContext = useSettings((s) => s.settings?.maxContext ?? 0);
   const maxTokens = useSettings((s) => s.settings?.maxTokens ?? 0);
   // Until the first getBudget answers, an empty conversation under the saved settings.
-  const b: MeterInput & Partial<Pick<ContextBudget, 'rope' | 'kv' | 'outOfContext'>> = budget ?? {
+  const b: MeterInput & Partial<Pick<ContextBudget, 'rope' | 'kv' | 'outOfContext' | 'estimated'>> = budget ?? {
     maxContext,
     system: 0,
     documents: 0,
@@ -30,6 +31,7 @@ export function ContextMeter() {
   const segments = meterSegments(b);
   const pct = percentUsed(b.used, b.maxContext);
   const out = b.outOfContext?.length ?? 0;
+  const about = b.estimated ? 'about ' : '';
 
   return (
     <div className={`meter-wrap meter-${level}`}>
@@ -40,7 +42,7 @@ export function ContextMeter() {
         aria-valuemin={0}
         aria-valuemax={b.maxContext}
         aria-valuenow={b.used}
-        aria-valuetext={`${formatTokens(b.used)} of ${formatTokens(b.maxContext)} tokens`}
+        aria-valuetext={`${about}${formatTokens(b.used)} of ${formatTokens(b.maxContext)} tokens`}
         aria-describedby="context-meter-tip"
         tabIndex={0}
       >
@@ -49,7 +51,7 @@ export function ContextMeter() {
             s.percent > 0 ? <span key={s.key} className={`meter-seg seg-${s.key}`} style={{ width: `${s.percent}%` }} /> : null,
           )}
         </span>
-        <span className="meter-text">{meterText(b.used, b.maxContext)}</span>
+        <span className="meter-text">{meterText(b.used, b.maxContext, b.estimated)}</span>
       </div>
       {out > 0 && (
         <span className="meter-out" title="Messages the context-full policy leaves out of the prompt">
@@ -58,8 +60,9 @@ export function ContextMeter() {
       )}
       <div className="meter-tip" role="tooltip" id="context-meter-tip">
         <div className="tip-title">
-          Context {formatTokens(b.used)} / {formatTokens(b.maxContext)} tokens ({pct}%)
+          Context {meterText(b.used, b.maxContext, b.estimated)} tokens ({pct}%)
         </div>
+        {b.estimated && <div className="tip-note">An estimate (≈): the remote engine has no tokenize endpoint and no tokenizer.json was given.</div>}
         <table>
           <tbody>
             {segments.map((s) => (

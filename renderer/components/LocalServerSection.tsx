@@ -1,10 +1,13 @@
 /**
  * Settings → Local server (desktop app): serve the loaded model's OpenAI-compatible API on
- * 127.0.0.1 for other tools. Off by default; a port; the base URL with a copy button while it
- * runs, or why it does not (port in use). Hidden where the transport has no separate server
- * (`serve` mode answers /v1 at its own address).
+ * 127.0.0.1 for other tools. Off by default; a port; the one browser origin allowed to call it
+ * (CORS; empty = none), checked at the field by the contract's origin rule and saved normalized;
+ * the base URL with a copy button while it runs, or why it does not (port in use). Hidden where
+ * the transport has no separate server (`serve` mode answers /v1 at its own address; `--cors`).
  */
 import { useEffect, useState } from 'react';
+import { parseOrigin } from '../../main/contract/origin.ts';
+import { corsFieldError } from '../lib/cors-field.ts';
 import type { SettingsPatch } from '../stores/settings.ts';
 import { useSettings } from '../hooks.ts';
 import { CopyButton } from './CopyButton.tsx';
@@ -13,8 +16,17 @@ export function LocalServerSection({ onSave }: { onSave: (patch: SettingsPatch) 
   const settings = useSettings((s) => s.settings);
   const server = useSettings((s) => s.localServer);
   const [port, setPort] = useState('');
+  const [cors, setCors] = useState('');
   useEffect(() => setPort(settings ? String(settings.localServerPort) : ''), [settings?.localServerPort]);
+  useEffect(() => setCors(settings?.localServerCors ?? ''), [settings?.localServerCors]);
   if (!settings || !server || server.status === 'unavailable') return null;
+  const corsError = corsFieldError(cors);
+  const saveCors = () => {
+    if (corsError) return;
+    const origin = cors.trim() === '' ? '' : (parseOrigin(cors) ?? '');
+    if (origin !== settings.localServerCors) void onSave({ localServerCors: origin });
+    else setCors(origin); // show it as stored ('HTTP://X/' → 'http://x')
+  };
   const portOk = /^\d{1,5}$/.test(port) && Number(port) <= 65535;
   const savePort = () => {
     if (portOk && Number(port) !== settings.localServerPort) void onSave({ localServerPort: Number(port) });
@@ -39,6 +51,29 @@ export function LocalServerSection({ onSave }: { onSave: (patch: SettingsPatch) 
           onBlur={savePort}
           onKeyDown={(e) => e.key === 'Enter' && savePort()}
         />
+      </div>
+      <div className={`field${corsError ? ' invalid' : ''}`}>
+        <label htmlFor="setting-local-server-cors">Allowed browser origin (CORS)</label>
+        <input
+          id="setting-local-server-cors"
+          type="text"
+          inputMode="url"
+          spellCheck={false}
+          placeholder="None"
+          value={cors}
+          aria-invalid={corsError ? true : undefined}
+          aria-describedby={corsError ? 'setting-local-server-cors-error' : undefined}
+          onChange={(e) => setCors(e.target.value)}
+          onBlur={saveCors}
+          onKeyDown={(e) => e.key === 'Enter' && saveCors()}
+        />
+        {corsError ? (
+          <span className="field-error" id="setting-local-server-cors-error" role="alert">
+            {corsError}
+          </span>
+        ) : (
+          <span className="field-hint">A web page at this origin may call the API; empty: none.</span>
+        )}
       </div>
       {server.status === 'running' && server.baseUrl && (
         <p className="local-server-url" role="status">

@@ -238,6 +238,7 @@ function Stats({ stats }: { stats: AnswerStats }) {
       <span>{tokPerSec} tok/s</span>
       <span>{formatTokens(stats.generatedTokens)} tokens</span>
       {stats.reusedTokens > 0 && <span className="stats-reused">{formatTokens(stats.reusedTokens)} reused</span>}
+      {stats.contextShift && <span className="stats-shifted">context shifted: {formatTokens(stats.contextShift.droppedTokens)} oldest tokens dropped</span>}
       <span className={`finish finish-${stats.finishReason}`}>{stats.finishReason}</span>
       {stats.documentParts && stats.documentParts.length > 0 && <span className="stats-parts">Used: {stats.documentParts.join('; ')}</span>}
     </span>
@@ -255,5 +256,6 @@ function statsTitle(s: AnswerStats): string {
     `Prefill: ${s.prefillTokensPerSec.toFixed(1)} tokens/s`,
     `Prompt tokens: ${formatTokens(s.promptTokens)} (${formatTokens(s.reusedTokens)} reused from the cache)`,
     `Generated tokens: ${formatTokens(s.generatedTokens)}`,
+    ...(s.contextShift ? [`Context shifts at the max context: ${s.contextShift.shifts} (${formatTokens(s.contextShift.droppedTokens)} tokens dropped)`] : []),
   ].join('\n');
 }

@@ -4,7 +4,9 @@
  * preferred one is not, if so), load status and progress, and "Open model…": a path field and a
  * weights choice (as stored, or a float model's Linear weights quantized to 8 or 4 bits, as the
  * CLI's `--quantize q8|q4`) that call `openModel({ path, quantize })` (a native file dialog may
- * come later in the Electron shell).
+ * come later in the Electron shell), and the "Remote engine" source (RemoteEngineForm). With a
+ * remote engine the card shows its server, how the meter counts, and how the API key is kept,
+ * instead of weights and backends.
  */
 import { useState, type FormEvent } from 'react';
 import type { QuantizeOption } from '../../main/contract/types.ts';
@@ -13,6 +15,18 @@ import { useModel, useStores } from '../hooks.ts';
 import { loadErrorOf } from '../stores/model.ts';
 import { formatBytes, formatTokens } from '../lib/meter.ts';
 import { ChipIcon } from './icons.tsx';
+import { RemoteEngineForm } from './RemoteEngineForm.tsx';
+
+const COUNTING = {
+  server: "exact (the server's tokenizer)",
+  tokenizer: 'exact (tokenizer.json)',
+  estimate: 'an estimate (≈)',
+} as const;
+const KEY_KEPT = {
+  none: 'none',
+  encrypted: "kept encrypted by the system's keychain",
+  memory: 'kept in memory only, until Ropewalk stops (no keychain here)',
+} as const;
 
 export function ModelPanel() {
   const stores = useStores();
@@ -37,7 +51,19 @@ export function ModelPanel() {
           <span className="model-name">{info?.name ?? (model ? 'No model loaded' : 'Loading…')}</span>
           {model && <span className={`badge status-${model.status}`}>{model.status}</span>}
         </div>
-        {info && (
+        {info?.remote && (
+          <dl className="model-facts remote-facts">
+            <dt>Engine</dt>
+            <dd className="remote-url">Remote: {info.remote.baseUrl}</dd>
+            <dt>Max context</dt>
+            <dd>{formatTokens(info.maxContext)} tokens</dd>
+            <dt>Token counts</dt>
+            <dd className="remote-counting">{COUNTING[info.remote.counting]}</dd>
+            <dt>API key</dt>
+            <dd className="remote-key">{KEY_KEPT[info.remote.apiKey]}</dd>
+          </dl>
+        )}
+        {info && !info.remote && (
           <dl className="model-facts">
             <dt>Architecture</dt>
             <dd>{info.architecture}</dd>
@@ -86,6 +112,7 @@ export function ModelPanel() {
           <option value="q4">Quantize to 4 bits (q4)</option>
         </select>
         <p className="field-hint">Quantizing applies to float weights (Hugging Face, llama2.c): about ¼ or ⅛ of their memory, imported once into a bundle of its own.</p>
+        {info?.remote && <p className="field-hint">Opening a model here goes back to this computer's engine.</p>}
         {opening && (
           <p className="field-hint" role="status">
             Opening the model…
@@ -97,6 +124,7 @@ export function ModelPanel() {
           </p>
         )}
       </form>
+      <RemoteEngineForm />
     </section>
   );
 }

@@ -1,6 +1,6 @@
 /**
  * Settings: max context, max new tokens, sampling (temperature, top-k, top-p, min-p, repetition
- * penalty, seed), system prompt, what to do when the context is full, execution provider
+ * penalty, seed), memory for kept KV caches, system prompt, what to do when the context is full, execution provider
  * preference. Each field is checked here against the contract's ranges (the services check
  * again) and saved on its own shortly after typing stops, or at once on blur / Enter.
  */
@@ -21,7 +21,7 @@ interface FieldContext {
 
 const numberIn = (min: number, max: number, opts: RangeOptions = {}): Parser => (text) => parseDecimal(text, min, max, opts);
 
-type NumericKey = 'maxContext' | 'maxTokens' | 'temperature' | 'topK' | 'topP' | 'minP' | 'repetitionPenalty' | 'seed';
+type NumericKey = 'maxContext' | 'maxTokens' | 'temperature' | 'topK' | 'topP' | 'minP' | 'repetitionPenalty' | 'seed' | 'kvCacheBudgetMiB';
 
 interface NumberFieldSpec {
   key: NumericKey;
@@ -63,6 +63,13 @@ const FIELDS: NumberFieldSpec[] = [
   { key: 'minP', label: 'Min-p', hint: '0 turns it off.', parse: numberIn(0, 1, { maxOpen: true }), step: '0.01' },
   { key: 'repetitionPenalty', label: 'Repetition penalty', hint: '1 turns it off.', parse: numberIn(0, 10, { minOpen: true }), step: '0.05' },
   { key: 'seed', label: 'Seed', hint: 'Empty: a new random seed per answer.', parse: numberIn(0, 2 ** 32 - 1, { integer: true, nullable: true }), step: '1', placeholder: 'Random' },
+  {
+    key: 'kvCacheBudgetMiB',
+    label: 'Kept KV caches (MiB)',
+    hint: 'Memory for the KV caches of recent conversations, so going back to one does not prefill it again; the least recently used goes first; 0 keeps none.',
+    parse: numberIn(0, 1 << 20, { integer: true }),
+    step: '64',
+  },
 ];
 
 const SAVE_AFTER_MS = 600;

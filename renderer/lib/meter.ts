@@ -64,9 +64,9 @@ export function formatTokens(n: number): string {
   return Math.round(n).toLocaleString('en-US');
 }
 
-/** The meter's short text: `1,234 / 2,048`. */
-export function meterText(used: number, maxContext: number): string {
-  return `${formatTokens(used)} / ${formatTokens(maxContext)}`;
+/** The meter's short text: `1,234 / 2,048`, or `≈1,234 / 2,048` when the count is an estimate. */
+export function meterText(used: number, maxContext: number, estimated = false): string {
+  return `${estimated ? '≈' : ''}${formatTokens(used)} / ${formatTokens(maxContext)}`;
 }
 
 /** Bytes in B, KiB, MiB or GiB with at most one decimal: `1536` → `1.5 KiB`. */

@@ -3,11 +3,12 @@
  * `openModel`), and the open-model action (a path, and optionally `quantize`: a float model's
  * Linear weights imported as 4- or 8-bit blocks, as the CLI's `--quantize`). A failed load is shown once, at the model path field
  * (`loadError`: the call's error, or the services' last load error), not in the banner or the
- * model card; it clears when a model loads.
+ * model card; it clears when a model loads. The remote engine form's calls (`listRemote`,
+ * `connectRemote`) keep their own state: the models the server lists and why a call failed.
  */
 import { createStore, type StoreApi } from 'zustand/vanilla';
-import type { RopewalkApi } from '../../main/contract/channels.ts';
-import type { ModelState, QuantizeOption } from '../../main/contract/types.ts';
+import type { RequestOf, RopewalkApi } from '../../main/contract/channels.ts';
+import type { ModelState, QuantizeOption, RemoteModelEntry } from '../../main/contract/types.ts';
 import { describeError } from '../lib/errors.ts';
 import type { NoticesStore } from './notices.ts';
 
@@ -17,9 +18,19 @@ export interface ModelStoreState {
   opening: boolean;
   /** Why the last openModel call failed (shown at the path field only). */
   openError: string | null;
+  /** The models the remote server listed (null: not asked yet). */
+  remoteModels: RemoteModelEntry[] | null;
+  /** A remote call in flight ('list' or 'connect'). */
+  remoteBusy: 'list' | 'connect' | null;
+  /** Why the last remote call failed (shown in the remote engine form). */
+  remoteError: string | null;
   load(): Promise<void>;
   /** Imports and loads the model at `path`; `quantize` null or absent: its weights as stored. */
   open(path: string, quantize?: QuantizeOption | null): Promise<void>;
+  /** Asks a server for its models (`apiKey` undefined: the one saved for that URL). */
+  listRemote(baseUrl: string, apiKey?: string): Promise<void>;
+  /** Makes the remote engine answer; resolves true when it does. */
+  connectRemote(request: RequestOf<'connectRemote'>): Promise<boolean>;
   /** A `modelState` event. */
   apply(state: ModelState): void;
 }
@@ -31,6 +42,9 @@ export function createModelStore(api: RopewalkApi, notices: NoticesStore, onChan
     model: null,
     opening: false,
     openError: null,
+    remoteModels: null,
+    remoteBusy: null,
+    remoteError: null,
     async load() {
       try {
         set({ model: await api.getModel({}) });
@@ -55,6 +69,30 @@ export function createModelStore(api: RopewalkApi, notices: NoticesStore, onChan
         set({ opening: false });
       }
     },
+    async listRemote(baseUrl, apiKey) {
+      set({ remoteBusy: 'list', remoteError: null, remoteModels: null });
+      try {
+        const { models } = await api.listRemoteModels({ baseUrl, ...(apiKey ? { apiKey } : {}) });
+        set({ remoteModels: models, remoteError: models.length ? null : 'The server lists no models.' });
+      } catch (e) {
+        set({ remoteError: describeError(e).message });
+      } finally {
+        set({ remoteBusy: null });
+      }
+    },
+    async connectRemote(request) {
+      set({ remoteBusy: 'connect', remoteError: null });
+      try {
+        set({ model: await api.connectRemote(request), openError: null });
+        onChanged();
+        return true;
+      } catch (e) {
+        set({ remoteError: describeError(e).message });
+        return false;
+      } finally {
+        set({ remoteBusy: null });
+      }
+    },
     apply(state) {
       set(state.status === 'ready' && !state.error ? { model: state, openError: null } : { model: state });
       if (state.status === 'ready') onChanged();
@@ -62,7 +100,12 @@ export function createModelStore(api: RopewalkApi, notices: NoticesStore, onChan
   }));
 }
 
-/** The one load error to show (at the path field): this window's failed call, else the services' last failed load. */
-export function loadErrorOf(s: Pick<ModelStoreState, 'model' | 'openError'>): string | null {
-  return s.openError ?? (s.model?.status === 'loading' ? null : (s.model?.error ?? null));
+/**
+ * The one load error to show (at the path field): this window's failed call, else the services'
+ * last failed load, unless the remote engine form is already saying it.
+ */
+export function loadErrorOf(s: Pick<ModelStoreState, 'model' | 'openError'> & Partial<Pick<ModelStoreState, 'remoteError'>>): string | null {
+  if (s.openError) return s.openError;
+  if (s.remoteError || s.model?.status === 'loading') return null;
+  return s.model?.error ?? null;
 }

@@ -98,6 +98,8 @@ export interface ChatJson {
     prefillTokensPerSec: number;
     decodeTokensPerSec: number;
     contextUsed: number;
+    contextShifts: number;
+    droppedTokens: number;
     maxContext: number;
     rope: { capacity: number; rowsComputed: number; growths: number; bytes: number };
     kv: { capacity: number; growths: number; bytes: number };

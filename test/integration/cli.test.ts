@@ -127,9 +127,9 @@ test('--json --temperature 0 "Once upon a time": llama2.c reference continuation
   assert.deepEqual(js.tokens, j.tokens);
 });
 
-test('--ignore-eos --max-context 2048 --max-tokens 3000: ends "context-full" at 2048 positions, no crash', async () => {
+test('--context-full stop --ignore-eos --max-context 2048 --max-tokens 3000: ends "context-full" at 2048 positions, no crash', async () => {
   const r = await runChat(
-    ['--ignore-eos', '--max-context', '2048', '--max-tokens', '3000', '--temperature', '0', '--json', PROMPT],
+    ['--context-full', 'stop', '--ignore-eos', '--max-context', '2048', '--max-tokens', '3000', '--temperature', '0', '--json', PROMPT],
     await cache(),
   );
   const j = parseJsonRun(r);
@@ -161,13 +161,14 @@ test('greedy story ends where llama2.c run.c ends it: at BOS (id 1), the TinySto
   assert.equal(j.stats.contextUsed, j.promptTokens.length + j.tokens.length);
 });
 
-test('prompt longer than --max-context exits 2 naming both numbers; a prompt that exactly fits ends context-full', async () => {
+test('prompt longer than --max-context exits 2 naming both numbers; a prompt that exactly fits ends context-full (stop) or shifts (default)', async () => {
   const dir = await cache();
-  const [fits, over, overBig] = await runBatch(
+  const [fits, over, overBig, shifts] = await runBatch(
     [
-      ['--max-context', '5', '--temperature', '0', '--json', PROMPT],
+      ['--context-full', 'stop', '--max-context', '5', '--temperature', '0', '--json', PROMPT],
       ['--max-context', '4', '--json', PROMPT], // 5 prompt tokens
       ['--max-context', '8', PROMPT.repeat(4)],
+      ['--ignore-eos', '--max-context', '64', '--max-tokens', '150', '--temperature', '0', '--json', PROMPT],
     ],
     dir,
   );
@@ -195,6 +196,15 @@ test('prompt longer than --max-context exits 2 naming both numbers; a prompt tha
   assert.equal(j.text, '');
   assert.equal(j.stats.contextUsed, 5);
   assert.equal(j.stats.maxContext, 5);
+
+  // The default, rolling-window: the context shifts at the max context and the answer goes on.
+  const s = parseJsonRun(shifts);
+  assert.equal(s.finishReason, 'length');
+  assert.equal(s.tokens.length, 150);
+  assert.ok(s.stats.contextShifts >= 2, `shifts: ${s.stats.contextShifts}`);
+  assert.ok(s.stats.droppedTokens >= 150 - 64, `dropped ${s.stats.droppedTokens}`);
+  assert.equal(s.stats.contextUsed, s.promptTokens.length + 149 - s.stats.droppedTokens, 'all but the last token fed, minus what the shifts dropped');
+  assert.ok(s.text.startsWith(REFERENCE.slice(0, 40)), 'greedy text before the first shift is unchanged');
 });
 
 test('--seed: same seed → same tokens at temperature 1; different seeds → different tokens', async () => {

@@ -192,3 +192,38 @@ test('a large file is extracted off the main thread with progress events, page b
   assert.deepEqual([...fractions].sort((a, b) => a - b), fractions, 'in order');
   assert.equal(fractions.at(-1), 1);
 });
+
+test('switching to another conversation and back reuses the document\'s KV cache; the KV budget drops the least recently used', async () => {
+  // 2 MiB holds one of these conversations' KV caches (stories260K: 1,280 bytes a position), not two.
+  await call('updateSettings', { maxContext: 2048, maxTokens: 16, kvCacheBudgetMiB: 2 });
+  try {
+    const story = (name: string, thing: string) =>
+      Array.from({ length: 26 }, (_, i) => `${name} had a ${thing} number ${i}. ${name} played with it in the garden every day and was very happy.`).join('\n\n');
+    const ask = async (name: string, thing: string) => {
+      const doc = await call('attachDocument', { name: `${name}.md`, data: b64(story(name, thing)) });
+      assert.ok(doc.tokens! > 850 && doc.tokens! < 1500, `${name}.md: ${doc.tokens} tokens`);
+      const c = await call('createConversation', {});
+      const { done } = await sendAndWait(c.id, `What did ${name} have?`, [{ id: doc.id, fit: 'whole' }]);
+      assert.equal(done.status, 'complete', done.error ?? '');
+      return { id: c.id, tokens: doc.tokens! };
+    };
+    const x = await ask('Lily', 'red ball');
+    const y = await ask('Tom', 'blue kite');
+    const backToX = await sendAndWait(x.id, 'Where did she play?');
+    assert.ok(backToX.done.stats!.reusedTokens >= x.tokens, `coming back reused ${backToX.done.stats!.reusedTokens} tokens (the document: ${x.tokens})`);
+    // Y was left before X: the least recently used, so a third conversation pushes it out.
+    await ask('Sue', 'green hat');
+    const backToY = await sendAndWait(y.id, 'Where did he play?');
+    assert.equal(backToY.done.status, 'complete');
+    assert.ok(backToY.done.stats!.reusedTokens < 40, `Y's KV cache was dropped: reused ${backToY.done.stats!.reusedTokens}`);
+  } finally {
+    await call('updateSettings', { maxContext: 512, maxTokens: 16, kvCacheBudgetMiB: 1024 });
+  }
+});
+
+test('the KV cache budget setting is validated', async () => {
+  for (const bad of [-1, 1.5, 2 ** 21]) {
+    await assert.rejects(call('updateSettings', { kvCacheBudgetMiB: bad }), (e: unknown) => e instanceof RouterError && e.code === 'INVALID_REQUEST' && /kvCacheBudgetMiB/.test(e.message));
+  }
+  assert.equal((await call('getSettings', {})).kvCacheBudgetMiB, 1024);
+});

@@ -2,17 +2,23 @@
  * Streaming import (Hugging Face folder → bundle, one tensor at a time): progress reports the
  * weight bytes written, rising to the total, with an ETA; a cancelled import leaves nothing in
  * the cache (no bundle, no temp folder) and a later start imports cleanly; the streamed bundle's
- * data file holds each weight at the offset its initializer names.
+ * data file holds each weight at the offset its initializer names; tokenizer.json, read and
+ * checked after the weights, is copied byte for byte, and one that fails its check leaves nothing;
+ * `--quantize` streams too (row chunks quantized as written) and gives the bytes the in-memory
+ * quantization gives.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import onnxProto from 'onnx-proto';
 import { EngineHost } from '../../main/engine-host/host.ts';
-import { EngineError } from '../../main/engine/errors.ts';
-import { resolveModel, type ImportProgressEvent } from '../../main/engine/model/bundle.ts';
+import { EngineError, ModelLoadError } from '../../main/engine/errors.ts';
+import { resolveModel, writeBundle, type ImportProgressEvent } from '../../main/engine/model/bundle.ts';
+import { isLinearWeight, quantizeRtn } from '../../main/engine/model/gguf/quantized-weights.ts';
+import { importHuggingFace } from '../../main/engine/model/import-hf.ts';
+import { openedFromMemory, type BundleWeights } from '../../main/engine/model/manifest.ts';
 import { readSafetensors } from '../../main/engine/model/safetensors.ts';
 import { writeSyntheticCheckpoint } from '../helpers/synthetic-hf.ts';
 
@@ -79,4 +85,41 @@ test('progress: bytes rise to the total with an ETA; the data file holds each we
   assert.deepEqual(stored, source.data);
   // Weight bytes (the total) plus alignment padding is the data file.
   assert.ok(data.length >= last.totalBytes! && data.length < last.totalBytes! + 4096 * writes.length);
+});
+
+test('tokenizer.json is copied byte for byte; one failing its check after the weights leaves nothing in the cache', async () => {
+  const b = await resolveModel(model, path.join(root, 'tokenizer-cache'));
+  assert.deepEqual(await readFile(path.join(b.dir, 'tokenizer.json')), await readFile(path.join(model, 'tokenizer.json')));
+  assert.deepEqual(b.manifest.specialTokens, { bos: 151643, eos: [151645, 151643] });
+
+  const bad = path.join(root, 'bad-tokenizer');
+  await cp(model, bad, { recursive: true });
+  const json = JSON.parse(await readFile(path.join(bad, 'tokenizer.json'), 'utf8'));
+  json.added_tokens.push({ id: 151669, content: '<|past the vocabulary|>', special: true });
+  await writeFile(path.join(bad, 'tokenizer.json'), JSON.stringify(json));
+  const cacheDir = path.join(root, 'bad-tokenizer-cache');
+  await assert.rejects(resolveModel(bad, cacheDir), (e: unknown) =>
+    e instanceof ModelLoadError && e.message.includes('token id 151669') && e.message.includes('vocab_size is 151669') && e.message.includes(path.join(bad, 'tokenizer.json')));
+  assert.deepEqual(await readdir(cacheDir).catch(() => []), []);
+});
+
+test('--quantize q4/q8 streams: the bundle equals, byte for byte, the one written from in-memory round-to-nearest weights', async () => {
+  for (const quantize of ['q4', 'q8'] as const) {
+    const streamed = await resolveModel(model, path.join(root, `quantize-${quantize}`), undefined, { quantize });
+    // The same import in memory: every float32 weight read whole, Linear weights and the
+    // embedding quantized whole by quantizeRtn, then written.
+    const m = await importHuggingFace(model);
+    const weights: BundleWeights = new Map();
+    for (const [name, t] of m.weights) {
+      const quantized = isLinearWeight(name) || name === 'model.embed_tokens.weight';
+      weights.set(name, (quantized ? quantizeRtn(t, quantize === 'q4' ? 4 : 8) : null) ?? t);
+    }
+    m.manifest.source = streamed.manifest.source;
+    const inMemory = path.join(root, `quantize-${quantize}-in-memory`);
+    await writeBundle(openedFromMemory({ ...m, weights }), inMemory);
+    for (const file of ['model.onnx', 'model.onnx.data', 'manifest.json']) {
+      assert.ok((await readFile(path.join(streamed.dir, file))).equals(await readFile(path.join(inMemory, file))), `${quantize}: ${file} differs`);
+    }
+    assert.equal(streamed.manifest.weights!.counts[`${quantize} (rtn)`], 2 * 7 + 2, `${quantize}: 7 Linear weights a layer, the embedding and lm_head`);
+  }
 });

@@ -1,6 +1,6 @@
 /**
  * The services with real SQLite and the real engine (stories260K in its worker thread), through
- * the router exactly as the window calls them: streaming with batched deltas, one answer at a
+ * the router exactly as the window calls them: streaming deltas (their batching is unit-tested), one answer at a
  * time, cancel mid-answer, the growing answer visible in SQLite from a second connection, a
  * killed worker restarted with the conversation intact, a corrupt model refused while the old
  * one keeps answering, the context budget (a draft that cannot fit is refused with CONTEXT_FULL),
@@ -78,6 +78,7 @@ test('on start the embedded model loads with no setup; defaults follow its train
     seed: null,
     systemPrompt: '',
     contextFullPolicy: 'stop',
+    kvCacheBudgetMiB: 1024,
     executionProvider: 'cpu',
     backend: 'native',
     localServer: false, // the desktop app's Local server is off by default
@@ -87,7 +88,7 @@ test('on start the embedded model loads with no setup; defaults follow its train
   assert.equal(m.info?.backend, 'native', String(m.info?.fallbackReason));
   assert.deepEqual(await call('getLocalServer', {}), { status: 'unavailable', baseUrl: null, error: null }, 'no local server outside the desktop app');
   const b = await call('getBudget', { conversationId: null, draft: '' });
-  assert.deepEqual({ ...b, rope: null, kv: null }, { conversationId: null, maxContext: 512, system: 0, documents: 0, history: 0, draft: 0, reserve: 128, used: 0, total: 128, fits: true, rope: null, kv: null, outOfContext: [] });
+  assert.deepEqual({ ...b, rope: null, kv: null }, { conversationId: null, maxContext: 512, system: 0, documents: 0, history: 0, draft: 0, reserve: 128, used: 0, total: 128, fits: true, rope: null, kv: null, outOfContext: [], estimated: false });
   const c = await call('createConversation', {});
   const empty = await call('getBudget', { conversationId: c.id, draft: '' });
   assert.equal(empty.used, 0);
@@ -95,7 +96,7 @@ test('on start the embedded model loads with no setup; defaults follow its train
   assert.ok(drafted.draft > 0 && drafted.used === drafted.draft, JSON.stringify(drafted));
 });
 
-test('streaming: batched answerDelta events, prefill progress, answerDone with stats, the answer in SQLite; one answer at a time', async () => {
+test('streaming: answerDelta events that add up to the answer, prefill progress, answerDone with stats, the answer in SQLite; one answer at a time', async () => {
   await call('updateSettings', { seed: 1 });
   const c = await call('createConversation', {});
   const rec = record(s.router);
@@ -121,11 +122,9 @@ test('streaming: batched answerDelta events, prefill progress, answerDone with s
   const deltas = rec.events.filter((e) => e.event === 'answerDelta' && (e.data as { messageId: string }).messageId === final.id);
   const texts = deltas.map((d) => (d.data as { text: string }).text);
   assert.equal(texts.join(''), final.content, 'the deltas add up to the answer');
-  assert.ok(deltas.length >= 2 && deltas.length < final.stats.generatedTokens, `${deltas.length} events for ${final.stats.generatedTokens} tokens`);
-  const gaps = deltas.slice(1).map((d, i) => d.at - deltas[i].at);
-  const mean = gaps.reduce((a, b) => a + b, 0) / gaps.length;
-  assert.ok(mean >= 10, `mean spacing ${mean.toFixed(1)} ms`);
-  assert.ok(gaps.slice(0, -1).every((g) => g >= 12), `every spacing but the final flush ≥ 16 ms: ${gaps.map((g) => g.toFixed(0)).join(' ')}`);
+  // Their spacing (≥ DELTA_INTERVAL_MS) is DeltaBatcher's, tested on an injected clock in
+  // test/unit/answer-stream.test.ts: here only that the service streams through it.
+  assert.ok(deltas.length >= 1 && texts.every((t) => t.length > 0), `${deltas.length} non-empty events`);
   const counts = deltas.map((d) => (d.data as { generatedTokens: number }).generatedTokens);
   assert.ok(counts.every((n, i) => i === 0 || n >= counts[i - 1]), 'generatedTokens only grows');
 

@@ -1,40 +1,93 @@
 /**
  * The parts of an answer's stream (main/services/answer-stream.ts) on an injected clock and
- * mocked timers: the delta batcher spaces deltas and loses no text; the periodic saver writes
+ * scheduler (no real time passes): the delta batcher spaces deltas and loses no text; the periodic saver writes
  * only when due and changed, and retries a failed write; the final state of each kind of end.
  */
 import assert from 'node:assert/strict';
-import { mock, test } from 'node:test';
-import { DeltaBatcher, finalState, PeriodicSaver, type DoneEvent } from '../../main/services/answer-stream.ts';
+import { test } from 'node:test';
+import { DeltaBatcher, finalState, PeriodicSaver, type DoneEvent, type Scheduler } from '../../main/services/answer-stream.ts';
+import { mulberry32 } from '../helpers/prng.ts';
 import type { GenerationStats } from '../../main/engine/generate/types.ts';
 
+/** A manual clock with one-shot timers: `advance(ms)` moves time and runs the timers that come due, in order. */
+class ManualScheduler implements Scheduler {
+  time = 0;
+  private timers: { at: number; callback: () => void; id: number }[] = [];
+  private nextId = 0;
+  now = (): number => this.time;
+  after(delayMs: number, callback: () => void): unknown {
+    const id = this.nextId++;
+    this.timers.push({ at: this.time + delayMs, callback, id });
+    return id;
+  }
+  cancel(handle: unknown): void {
+    this.timers = this.timers.filter((t) => t.id !== handle);
+  }
+  advance(ms: number): void {
+    const until = this.time + ms;
+    for (;;) {
+      const due = this.timers.filter((t) => t.at <= until).sort((a, b) => a.at - b.at || a.id - b.id)[0];
+      if (!due) break;
+      this.cancel(due.id);
+      this.time = due.at;
+      due.callback();
+    }
+    this.time = until;
+  }
+}
+
 test('DeltaBatcher: the first text goes out at once, later text waits out the interval, flush sends the rest', () => {
-  mock.timers.enable({ apis: ['setTimeout'] });
-  try {
-    let now = 0;
-    const sent: string[] = [];
-    const b = new DeltaBatcher((d) => sent.push(d), 16, () => now);
-    b.push('Once');
-    mock.timers.tick(0);
-    assert.deepEqual(sent, ['Once']);
-    b.push(' upon');
-    b.push(' a');
-    now = 10;
-    mock.timers.tick(10);
-    assert.deepEqual(sent, ['Once'], 'nothing before 16 ms');
-    assert.equal(b.text, 'Once upon a');
-    now = 16;
-    mock.timers.tick(6);
-    assert.deepEqual(sent, ['Once', ' upon a']);
-    b.push(' time');
-    b.push('');
+  const clock = new ManualScheduler();
+  const sent: string[] = [];
+  const b = new DeltaBatcher((d) => sent.push(d), 16, clock);
+  b.push('Once');
+  clock.advance(0);
+  assert.deepEqual(sent, ['Once']);
+  b.push(' upon');
+  b.push(' a');
+  clock.advance(10);
+  assert.deepEqual(sent, ['Once'], 'nothing before 16 ms');
+  assert.equal(b.text, 'Once upon a');
+  clock.advance(6);
+  assert.deepEqual(sent, ['Once', ' upon a']);
+  b.push(' time');
+  b.push('');
+  b.flush();
+  assert.deepEqual(sent, ['Once', ' upon a', ' time']);
+  assert.equal(b.sent, 'Once upon a time');
+  b.flush();
+  assert.equal(sent.length, 3, 'an empty flush sends nothing');
+  clock.advance(100);
+  assert.equal(sent.length, 3, 'a flush cancels the pending timer');
+});
+
+test('DeltaBatcher: tokens at random times (0–40 ms apart) → deltas at least 16 ms apart, each token out within 16 ms, no text lost', () => {
+  const random = mulberry32(9);
+  for (let run = 0; run < 20; run++) {
+    const clock = new ManualScheduler();
+    const sends: { at: number; text: string }[] = [];
+    const b = new DeltaBatcher((text) => sends.push({ at: clock.time, text }), 16, clock);
+    let pushed = '';
+    const pushedAt: number[] = []; // per character of `pushed`
+    for (let i = 0; i < 200; i++) {
+      clock.advance(random() < 0.7 ? random() * 3 : random() * 40); // bursts of fast tokens, some slow ones
+      const token = `t${i} `;
+      b.push(token);
+      pushed += token;
+      for (let k = 0; k < token.length; k++) pushedAt.push(clock.time);
+    }
+    clock.advance(16);
     b.flush();
-    assert.deepEqual(sent, ['Once', ' upon a', ' time']);
-    assert.equal(b.sent, 'Once upon a time');
-    b.flush();
-    assert.equal(sent.length, 3, 'an empty flush sends nothing');
-  } finally {
-    mock.timers.reset();
+    assert.equal(sends.map((d) => d.text).join(''), pushed, 'the deltas add up to the text');
+    const gaps = sends.slice(1).map((d, i) => d.at - sends[i].at);
+    assert.ok(gaps.every((g) => g >= 16), `run ${run}: every gap ≥ 16 ms: ${gaps.filter((g) => g < 16).join(' ')}`);
+    assert.ok(sends.length < 200, `run ${run}: batched: ${sends.length} deltas for 200 tokens`);
+    let offset = 0;
+    for (const d of sends) {
+      const waited = d.at - pushedAt[offset];
+      assert.ok(waited <= 16, `run ${run}: text pushed at ${pushedAt[offset]} ms went out at ${d.at} ms`);
+      offset += d.text.length;
+    }
   }
 });
 
@@ -73,6 +126,8 @@ const STATS: GenerationStats = {
   prefillTokensPerSec: 100,
   decodeTokensPerSec: 50,
   contextUsed: 8,
+  contextShifts: 0,
+  droppedTokens: 0,
   maxContext: 512,
   rope: { capacity: 16, growths: 1, bytes: 1, rowsComputed: 16 },
   kv: { capacity: 16, growths: 1, bytes: 1 },

@@ -28,7 +28,7 @@ const TMP = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-main-harness-'));
 // The fake `electron`: records what main does; its objects expose just what main calls.
 const FAKE_ELECTRON = String.raw`
 import { EventEmitter } from 'node:events';
-const log = (globalThis.__fake = { handlers: new Map(), schemes: new Map(), privileged: [], windows: [], sent: [], opened: [], errors: [], quitted: false });
+const log = (globalThis.__fake = { encrypted: [], handlers: new Map(), schemes: new Map(), privileged: [], windows: [], sent: [], opened: [], errors: [], quitted: false });
 let nextId = 1;
 const event = () => ({ defaultPrevented: false, preventDefault() { this.defaultPrevented = true; } });
 class App extends EventEmitter {
@@ -76,6 +76,12 @@ export const session = { defaultSession: {
 export const shell = { openExternal(url) { log.opened.push(url); return Promise.resolve(); } };
 export const dialog = { showErrorBox(_t, m) { log.errors.push(m); }, showOpenDialog: async () => ({ canceled: true, filePaths: [] }), showMessageBox: async () => ({}) };
 export const Menu = { buildFromTemplate(t) { return { template: t }; }, setApplicationMenu(m) { log.menu = m; } };
+// A keychain stand-in: reversible, and it records what it was asked to encrypt.
+export const safeStorage = {
+  isEncryptionAvailable: () => true, getSelectedStorageBackend: () => 'gnome_libsecret',
+  encryptString(s) { log.encrypted.push(s); return Buffer.from('enc:' + [...s].reverse().join('')); },
+  decryptString(b) { return [...b.toString().slice(4)].reverse().join(''); },
+};
 `;
 
 const HARNESS = String.raw`
@@ -116,6 +122,31 @@ r.serverModels = await (await fetch(ls.baseUrl + '/models')).json();
 const chat = await fetch(ls.baseUrl + '/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 4, temperature: 0 }) });
 r.serverChat = { status: chat.status, body: await chat.json() };
 r.serverOther = (await fetch(ls.baseUrl.replace('/v1', '/index.html'))).status;
+// The CORS field's setting: a bad origin is refused, a good one is stored as browsers send it and the running server grants it.
+const preflight = async (origin, base = ls.baseUrl) => (await fetch(base + '/models', { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'GET' } })).headers.get('access-control-allow-origin');
+r.corsOff = await preflight('http://localhost:3000');
+r.corsBad = await call(trusted, 'updateSettings', { localServerCors: 'http://localhost:3000/app' });
+r.corsSaved = (await call(trusted, 'updateSettings', { localServerCors: 'HTTP://LocalHost:3000/' })).value?.localServerCors;
+const lsCors = (await call(trusted, 'getLocalServer', {})).value;
+r.corsGranted = await preflight('http://localhost:3000', lsCors.baseUrl);
+r.corsStranger = await preflight('http://evil.example', lsCors.baseUrl);
+// A remote engine with an API key (a stand-in server that lists one model): the key is encrypted with safeStorage at rest and never sent back.
+const { createServer } = await import('node:http');
+const standIn = createServer((req, res) => { res.writeHead(req.url === '/v1/models' ? 200 : 404, { 'content-type': 'application/json' }); res.end(req.url === '/v1/models' ? '{"data":[{"id":"m"}]}' : '{}'); });
+await new Promise((ok) => standIn.listen(0, '127.0.0.1', ok));
+r.standInUrl = 'http://127.0.0.1:' + standIn.address().port + '/v1';
+const connected = await call(trusted, 'connectRemote', { baseUrl: r.standInUrl, model: 'm', apiKey: 'k-123' });
+if (!connected.ok) throw new Error('connectRemote: ' + JSON.stringify(connected.error));
+const remoteState = connected.value;
+r.remote = remoteState.info.remote;
+r.remoteStateHasKey = JSON.stringify(remoteState).includes('k-123');
+r.encrypted = log.encrypted;
+const Database = (await import('better-sqlite3')).default;
+const db = new Database(process.env.FAKE_USER_DATA + '/ropewalk.db', { readonly: true });
+r.storedKey = db.prepare("SELECT value FROM settings WHERE key = 'remote.apiKey'").get()?.value ?? null;
+db.close();
+r.localAgain = (await call(trusted, 'openModel', { path: process.env.ROPEWALK_DEFAULT_MODEL })).value?.info?.remote ?? null;
+standIn.close();
 await call(trusted, 'updateSettings', { localServer: false });
 r.serverAfterOff = (await call(trusted, 'getLocalServer', {})).value;
 r.serverClosed = await fetch(ls.baseUrl + '/models').then(() => 'open', () => 'closed');
@@ -201,7 +232,7 @@ describe('main process under a fake electron', () => {
     assert.ok(result.done.content.length > 0);
   });
 
-  it('Local server: off by default; when on, the OpenAI-compatible API on 127.0.0.1 answers; off again, it is closed', () => {
+  it('Local server: off by default; when on, the OpenAI-compatible API on 127.0.0.1 answers; its CORS origin is validated and granted; off again, it is closed', () => {
     assert.deepEqual(result.serverDefault, { status: 'off', baseUrl: null, error: null });
     assert.equal(result.serverEnable, true);
     assert.equal(result.serverState.status, 'running');
@@ -210,6 +241,21 @@ describe('main process under a fake electron', () => {
     assert.equal(result.serverChat.status, 200);
     assert.equal(result.serverChat.body.usage.completion_tokens, 4);
     assert.equal(result.serverOther, 404, 'only the API is served, not the window');
+    assert.equal(result.corsOff, null, 'CORS is off by default');
+    assert.equal(result.corsBad.ok, false);
+    assert.equal(result.corsBad.error.code, 'INVALID_REQUEST');
+    assert.match(result.corsBad.error.message, /one origin such as http:\/\/localhost:3000.*"http:\/\/localhost:3000\/app"/);
+    assert.equal(result.corsSaved, 'http://localhost:3000', 'stored as browsers send it');
+    assert.equal(result.corsGranted, 'http://localhost:3000', 'the restarted server grants that origin');
+    assert.equal(result.corsStranger, null, 'and no other');
+  });
+
+  it('a remote engine API key is encrypted with safeStorage at rest and never sent to the window', () => {
+    assert.deepEqual(result.remote, { baseUrl: result.standInUrl, model: 'm', counting: 'estimate', apiKey: 'encrypted' });
+    assert.equal(result.remoteStateHasKey, false);
+    assert.deepEqual(result.encrypted, ['k-123'], 'the key went through safeStorage.encryptString');
+    assert.ok(result.storedKey && !result.storedKey.includes('k-123'), `stored: ${result.storedKey}`);
+    assert.equal(result.localAgain, null, 'openModel goes back to a local model');
     assert.deepEqual(result.serverAfterOff, { status: 'off', baseUrl: null, error: null });
     assert.equal(result.serverClosed, 'closed');
   });

@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { defaultModelPath } from '../../main/default-model.ts';
+import { addonCandidates, NATIVE_ADDON_FILE, PACKAGED_ADDON_FILE, unpackedPath } from '../../main/engine/model/native-addon.ts';
 import { PROJECT_ROOT } from '../helpers/paths.ts';
 
 const require = createRequire(import.meta.url);
@@ -82,5 +83,24 @@ describe('electron-builder.yml', () => {
       proc.resourcesPath = saved.resources;
       if (saved.env !== undefined) process.env.ROPEWALK_DEFAULT_MODEL = saved.env;
     }
+  });
+
+  it('copies the native addon into the resources folder, where the packaged worker looks first', async () => {
+    const c = await loadConfig();
+    const addon = c.extraResources.find((r) => r.to === PACKAGED_ADDON_FILE.split(path.sep).join('/'));
+    assert.ok(addon, `extraResources has ${PACKAGED_ADDON_FILE}`);
+    assert.equal(addon.from, NATIVE_ADDON_FILE.split(path.sep).join('/'), 'from where native/build.mjs writes it');
+    const resources = path.join(path.sep, 'opt', 'Ropewalk', 'resources');
+    const inAsar = path.join(resources, 'app.asar', 'dist', 'app');
+    // Packaged: the resources folder (main process, or the env the app sets for its worker).
+    assert.deepEqual(addonCandidates({}, resources, inAsar), [path.join(resources, 'native', 'ropewalk_native.node')]);
+    assert.deepEqual(addonCandidates({ ROPEWALK_RESOURCES_PATH: resources }, undefined, inAsar), [path.join(resources, 'native', 'ropewalk_native.node')]);
+    // A checkout: the build folder above the module; the override first.
+    const here = path.join(PROJECT_ROOT, 'main', 'engine', 'model');
+    const built = path.join(PROJECT_ROOT, NATIVE_ADDON_FILE);
+    assert.deepEqual(addonCandidates({ ROPEWALK_NATIVE_ADDON: '/x.node' }, undefined, here), existsSync(built) ? ['/x.node', built] : ['/x.node']);
+    // onnxruntime-node resolves inside app.asar; its shared library is read from the unpacked copy.
+    assert.equal(unpackedPath('/opt/Ropewalk/resources/app.asar/node_modules/onnxruntime-node'), '/opt/Ropewalk/resources/app.asar.unpacked/node_modules/onnxruntime-node');
+    assert.equal(unpackedPath('/home/me/ropewalk/node_modules/onnxruntime-node'), '/home/me/ropewalk/node_modules/onnxruntime-node');
   });
 });

@@ -8,8 +8,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import type { KvCache } from '../../main/engine/cache/kv-cache.ts';
+import type { KeyRotation, KvCache } from '../../main/engine/cache/kv-cache.ts';
 import { SessionRunError } from '../../main/engine/errors.ts';
+import { ContextShifter, planShift } from '../../main/engine/generate/context-shift.ts';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../../main/engine/generate/types.ts';
 import type { DecoderBackend, SessionInfo } from '../../main/engine/model/backend.ts';
@@ -67,6 +68,7 @@ class ScriptedBackend implements DecoderBackend {
   readonly info: SessionInfo = { backend: 'native', executionProvider: 'cpu', fallbackReason: null };
   readonly kvOnHost = false;
   readonly calls: RunCall[] = [];
+  readonly shifts: { keep: number; drop: number; past: number }[] = [];
   failAtCall = -1;
   private readonly logits = new Float32Array(V);
   constructor(private readonly next: Map<number, number>) {}
@@ -79,6 +81,19 @@ class ScriptedBackend implements DecoderBackend {
     this.logits.fill(0);
     this.logits[this.next.get(tokenIds[tokenIds.length - 1]) ?? EOS] = 1;
     return this.logits;
+  }
+
+  shift(kv: KvCache, keep: number, drop: number, rotation: KeyRotation): void {
+    this.shifts.push({ keep, drop, past: kv.length });
+    kv.discard(keep, drop, rotation);
+  }
+
+  saveKv(kv: KvCache): Float32Array {
+    return new Float32Array(kv.snapshotFloats(kv.length));
+  }
+
+  restoreKv(kv: KvCache, _data: Float32Array, length: number): void {
+    kv.restore(null, length);
   }
 
   async dispose(): Promise<void> {}
@@ -141,6 +156,22 @@ describe('Engine.generate on a scripted backend', () => {
     assert.deepEqual(c.done.tokens, answerIds.slice(0, 2), 'prompt + generated = the max context; the last token is emitted, not fed');
   });
 
+  it('with contextShift, the max context shifts the cache (BOS kept, half the rest dropped) and the answer goes on', async () => {
+    const room = promptIds.length + 2;
+    const { engine, backend } = scripted({ maxContext: room });
+    const { done } = await collect(engine, { contextShift: true });
+    assert.equal(done.reason, 'stop');
+    assert.equal(done.text, ' there was a big cat.', 'the whole scripted answer, across the shifts');
+    const first = backend.shifts[0];
+    assert.deepEqual(first, { keep: 1, drop: Math.floor((room - 2) / 2), past: room - 1 }, 'a raw prompt keeps BOS; llama.cpp drops half of the rest');
+    // The step after the shift feeds the token at the shifted position, without a new prefill.
+    const after = backend.calls.find((c) => c.past === room - 1 - first.drop);
+    assert.deepEqual(after?.tokens.length, 1);
+    assert.equal(done.stats.contextShifts, backend.shifts.length);
+    assert.equal(done.stats.droppedTokens, backend.shifts.reduce((n, s) => n + s.drop, 0));
+    assert.equal(done.stats.contextUsed, promptIds.length + answerIds.length - done.stats.droppedTokens);
+  });
+
   it('a follow-up that extends the sequence prefills only what differs', async () => {
     const { engine, backend } = scripted();
     const first = await collect(engine, {});
@@ -173,5 +204,33 @@ describe('Engine.generate on a scripted backend', () => {
     const again = await collect(engine, {});
     assert.equal(again.done.reason, 'stop');
     assert.deepEqual(again.done.tokens, answerIds);
+  });
+});
+
+describe('where a context shift cuts', () => {
+  it('planShift: llama.cpp\'s half after the kept prefix, rounded up to a turn start within three quarters', () => {
+    assert.deepEqual(planShift(101, 1, []), { keep: 1, drop: 50 }, 'no turns: half of the 100 after BOS');
+    assert.deepEqual(planShift(101, 1, [20, 60, 90]), { keep: 1, drop: 59 }, 'the first turn start at or past the half');
+    assert.deepEqual(planShift(101, 1, [20, 90]), { keep: 1, drop: 50 }, 'a start past three quarters: token-exact half');
+    assert.equal(planShift(3, 2, []), null, 'one position after the prefix: nothing to drop');
+  });
+
+  it('ContextShifter keeps the system prompt and cuts at the start of a message', () => {
+    const messages = [
+      { role: 'system' as const, content: 'You are a storyteller.' },
+      { role: 'user' as const, content: 'Tell me about a cat.' },
+      { role: 'assistant' as const, content: ' The cat sat on the mat and looked at the big red ball.' },
+      { role: 'user' as const, content: 'And the dog?' },
+    ];
+    const prompt = tokenizer.encodeChat(messages);
+    const keep = tokenizer.encodeChat(messages.slice(0, 1), { addGenerationPrompt: false }).length;
+    const secondUser = tokenizer.encodeChat(messages.slice(0, 3), { addGenerationPrompt: false }).length;
+    assert.deepEqual(prompt.slice(0, secondUser), tokenizer.encodeChat(messages.slice(0, 3), { addGenerationPrompt: false }), 'the transcript grows by prefixes');
+    // With the answer so far making the cache hold `length` positions, the cut lands on a message start.
+    const length = keep + 2 * (secondUser - keep) - 1;
+    const plan = new ContextShifter(tokenizer, prompt, messages).next(length);
+    assert.deepEqual(plan, { keep, drop: secondUser - keep }, 'the first exchange leaves, the system prompt stays');
+    const raw = new ContextShifter(tokenizer, promptIds, null).next(41);
+    assert.deepEqual(raw, { keep: 1, drop: 20 }, 'a raw prompt keeps BOS');
   });
 });

@@ -1,10 +1,12 @@
 /**
  * KvCache: BNSH layout, growth that keeps each head's rows at the new stride, overflow that
- * changes nothing, commit / rewind / reset, stats and validation.
+ * changes nothing, commit / rewind / reset, stats and validation; the context shift's move and
+ * key rotation (both pair layouts, partial rotary) against RoPE's definition.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { KvCache } from '../../main/engine/cache/kv-cache.ts';
+import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
 import { ContextOverflowError, InvalidOptionError } from '../../main/engine/errors.ts';
 
 const L = 2;
@@ -173,5 +175,63 @@ describe('KvCache without host buffers (the native backend holds the memory)', (
     assert.deepEqual(kv.shape, [1, H, 16, D]);
     assert.throws(() => kv.key(0), (e: unknown) => e instanceof InvalidOptionError && /held by the backend/.test(e.message));
     assert.throws(() => kv.ensure(101), ContextOverflowError);
+  });
+});
+
+describe('KvCache.discard (context shift)', () => {
+  /** RoPE of one head row at position p, by the definition (Su et al. 2021), float64; dims past R pass through. */
+  function roped(x: number[], p: number, R: number, theta: number, interleaved: boolean): number[] {
+    const out = [...x];
+    for (let i = 0; i < R / 2; i++) {
+      const angle = p * theta ** (-(2 * i) / R);
+      const [ia, ib] = interleaved ? [2 * i, 2 * i + 1] : [i, i + R / 2];
+      out[ia] = x[ia] * Math.cos(angle) - x[ib] * Math.sin(angle);
+      out[ib] = x[ib] * Math.cos(angle) + x[ia] * Math.sin(angle);
+    }
+    return out;
+  }
+
+  for (const layout of ['interleaved', 'half'] as const) {
+    it(`${layout}: moved keys equal RoPE at their new positions (partial rotary: the rest unchanged); values only move`, () => {
+      const R = 6; // partial rotary: 6 of D = 8 dims
+      const theta = 100;
+      const kv = new KvCache({ numLayers: 1, numKvHeads: H, headDim: D, maxContext: 64 });
+      const n = 20;
+      kv.ensure(n);
+      const raw = (h: number, p: number) => Array.from({ length: D }, (_, d) => Math.sin(h * 7 + p * 3 + d));
+      for (let h = 0; h < H; h++) {
+        for (let p = 0; p < n; p++) {
+          kv.key(0).set(roped(raw(h, p), p, R, theta, layout === 'interleaved'), (h * kv.capacity + p) * D);
+          kv.value(0).set(raw(h, p).map((x) => -x), (h * kv.capacity + p) * D);
+        }
+      }
+      kv.commit(n);
+      const keep = 2;
+      const drop = 7;
+      const rope = new RopeCache({ theta, rotaryDim: R, layout }, 64);
+      kv.discard(keep, drop, { ...rope.shiftRotation(drop), rotaryDim: R, interleaved: layout === 'interleaved' });
+      assert.equal(kv.length, n - drop);
+      let maxErr = 0;
+      for (let h = 0; h < H; h++) {
+        for (let q = 0; q < n - drop; q++) {
+          const p = q < keep ? q : q + drop; // where the row came from
+          const want = roped(raw(h, p), q, R, theta, layout === 'interleaved');
+          const got = kv.key(0).subarray((h * kv.capacity + q) * D, (h * kv.capacity + q + 1) * D);
+          for (let d = 0; d < D; d++) maxErr = Math.max(maxErr, Math.abs(got[d] - want[d]));
+          assert.deepEqual(Array.from(kv.value(0).subarray((h * kv.capacity + q) * D, (h * kv.capacity + q + 1) * D)), Array.from(Float32Array.from(raw(h, p).map((x) => -x))));
+        }
+      }
+      assert.ok(maxErr < 1e-6, `max error ${maxErr}`);
+    });
+  }
+
+  it('refuses a range outside the held positions, changing nothing', () => {
+    const kv = new KvCache({ numLayers: 1, numKvHeads: 1, headDim: 4, maxContext: 8 });
+    kv.ensure(4);
+    kv.commit(4);
+    const rotation = { cos: new Float32Array(2), sin: new Float32Array(2), rotaryDim: 4, interleaved: true };
+    assert.throws(() => kv.discard(2, 3, rotation), (e) => e instanceof InvalidOptionError && /\[2, 5\) of 4/.test(e.message));
+    assert.throws(() => kv.discard(0, 0, rotation), InvalidOptionError);
+    assert.equal(kv.length, 4);
   });
 });

@@ -3,6 +3,7 @@
  * and the services in memory behind the RopewalkApi contract (one token per character, every
  * call recorded, failures and early events on demand). Not a test file itself.
  */
+import { DEFAULT_SETTINGS } from '../../main/services/settings.ts';
 import type { EventTypes, RequestOf, ResponseOf, RopewalkApi } from '../../main/contract/channels.ts';
 import type { EventName, MethodName } from '../../main/contract/names.ts';
 import type { ContextBudget, Conversation, DocumentText, Message, ModelState, Settings } from '../../main/contract/types.ts';
@@ -37,23 +38,7 @@ export class ManualFrames implements FrameScheduler {
 }
 
 /** The services' settings as the fakes start them (a copy per FakeApi). */
-export const FAKE_SETTINGS: Readonly<Settings> = {
-  maxContext: 2048,
-  maxTokens: 256,
-  temperature: 0.8,
-  topK: 40,
-  topP: 0.95,
-  minP: 0.05,
-  repetitionPenalty: 1,
-  seed: null,
-  systemPrompt: '',
-  contextFullPolicy: 'stop',
-  executionProvider: 'cpu',
-  backend: 'native',
-  localServer: false,
-  localServerPort: 8756,
-  localServerCors: '',
-};
+export const FAKE_SETTINGS: Readonly<Settings> = { ...DEFAULT_SETTINGS, maxContext: 2048, maxTokens: 256 };
 
 /**
  * The services in memory: one token per character, so budgets are easy to predict. Records every
@@ -121,6 +106,7 @@ export class FakeApi {
       rope: { capacity: 1024, bytes: 65536 },
       kv: { capacity: 1024, bytes: 1 << 21 },
       outOfContext: [],
+      estimated: false,
     };
   }
 
@@ -205,6 +191,12 @@ export class FakeApi {
     updateSettings: (patch) => (this.settings = { ...this.settings, ...patch }),
     getModel: () => this.model,
     getLocalServer: () => ({ status: 'unavailable' as const, baseUrl: null, error: null }),
+    listRemoteModels: () => {
+      throw new Error('not in the fake');
+    },
+    connectRemote: () => {
+      throw new Error('not in the fake');
+    },
     importConversation: ({ title, messages }) => {
       const c = this.addConversation(title);
       c.messages = messages.map((m) => ({ ...this.message(c.id, m.role, m.content, m.status), stats: m.stats, error: m.error }));

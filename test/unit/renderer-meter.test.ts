@@ -82,6 +82,7 @@ describe('formatting', () => {
   it('writes tokens with thousands separators', () => {
     assert.equal(meterText(1234, 2048), '1,234 / 2,048');
     assert.equal(meterText(0, 512), '0 / 512');
+    assert.equal(meterText(1234, 2048, true), '≈1,234 / 2,048', 'an estimate is marked');
     assert.equal(formatTokens(1_048_576), '1,048,576');
   });
 

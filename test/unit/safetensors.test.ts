@@ -1,6 +1,6 @@
 /**
  * Safetensors reader/writer: float16/bfloat16 conversions against values worked out by hand,
- * file round trips in F32/F16/BF16, a hand-built file read without the writer, and corrupt or
+ * file round trips in F32/F16/BF16, reads in chunks, a hand-built file read without the writer, and corrupt or
  * unsupported files rejected with a ModelLoadError that names the file and tensor, before any
  * tensor-sized allocation.
  */
@@ -158,6 +158,35 @@ describe('safetensors files', () => {
       assert.deepEqual([...(await st.load('h')).data], [1, -2.5, 2 ** -24]);
       assert.deepEqual([...(await st.load('f')).data], [0.5, -7]);
       await rejectsWith(st.load('nope'), 'tensor "nope"', 'hand.safetensors');
+    } finally {
+      await st.close();
+    }
+  });
+
+  it('reads tensors in chunks equal to load(), F32/F16/BF16, also after a pass stopped early', async () => {
+    const file = path.join(dir, 'chunks.safetensors');
+    const values = Float32Array.from({ length: 1000 }, (_, i) => (i % 37) - 18.5);
+    await writeSafetensors(file, {
+      f32: { dtype: 'F32', shape: [10, 100], data: values },
+      f16: { dtype: 'F16', shape: [1000], data: values },
+      bf16: { dtype: 'BF16', shape: [1000], data: values },
+    });
+    const st = await openSafetensors(file);
+    try {
+      const first = st.chunks('f32', 7)[Symbol.asyncIterator]();
+      assert.deepEqual([...(await first.next()).value!], [...values.subarray(0, 7)]);
+      await first.return!(undefined); // stopped with the next read in flight
+      for (const name of ['f32', 'f16', 'bf16']) {
+        const sizes: number[] = [];
+        const got: number[] = [];
+        for await (const chunk of st.chunks(name, 7)) {
+          sizes.push(chunk.length);
+          got.push(...chunk);
+        }
+        assert.deepEqual(got, [...(await st.load(name)).data], name);
+        assert.deepEqual(got, [...values], name); // every value is exact in f16 and bf16
+        assert.deepEqual([sizes.length, sizes.at(-1)], [143, 6], name);
+      }
     } finally {
       await st.close();
     }

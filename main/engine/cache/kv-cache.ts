@@ -13,6 +13,9 @@
  *     is loaded but never used costs no KV memory.
  *   - `commit(n)` after a successful run, `rewindTo(n)` to reuse a common prefix, `reset()`
  *     for a new conversation (keeps the buffers, so the next conversation does not regrow).
+ *   - `discard(keep, drop, rotation)`: the context shift (llama.cpp's n_discard): positions
+ *     [keep, keep+drop) leave, the later rows move down by `drop`, and their keys (stored after
+ *     RoPE) are rotated by −drop positions, so they read as if computed at their new positions.
  */
 import { ContextOverflowError, InvalidOptionError } from '../errors.ts';
 import { grownCapacity } from './growth.ts';
@@ -30,6 +33,20 @@ export interface KvCacheOptions {
    * (length, capacity, growths, bytes the backend holds) and `key`/`value` throw. Default true.
    */
   hostBuffers?: boolean;
+}
+
+/**
+ * The rotation a context shift applies to each moved key (see `RopeCache.shiftRotation`): pair i
+ * (a, b) → (a·cos_i + b·sin_i, b·cos_i − a·sin_i), on the first `rotaryDim` dims of each head;
+ * pairs are (2i, 2i+1) when `interleaved` (llama2.c), else (i, i + R/2) (Hugging Face).
+ */
+export interface KeyRotation {
+  /** float32 [R/2]. */
+  cos: Float32Array;
+  /** float32 [R/2]. */
+  sin: Float32Array;
+  rotaryDim: number;
+  interleaved: boolean;
 }
 
 /** What the KV cache holds and has done (for tests and the UI). */
@@ -178,6 +195,87 @@ export class KvCache {
     this.len = n;
   }
 
+  /**
+   * Context shift: drops positions [keep, keep + drop) and moves [keep + drop, length) down to
+   * [keep, length − drop). With host buffers the rows of every layer and head move here and the
+   * moved keys are rotated by `rotation` (math in float64, stored as float32: the same
+   * arithmetic as the native addon's shift, so both backends hold the same bits); without, the
+   * backend has moved its own memory and only the length changes. O(layers × heads × length).
+   * @throws InvalidOptionError when keep/drop are not integers with keep ≥ 0, drop ≥ 1 and
+   *   keep + drop ≤ length, or the rotation does not fit the head size; nothing changes.
+   */
+  discard(keep: number, drop: number, rotation: KeyRotation): void {
+    if (!Number.isInteger(keep) || !Number.isInteger(drop) || keep < 0 || drop < 1 || keep + drop > this.len) {
+      throw new InvalidOptionError('context shift', `cannot drop [${keep}, ${keep + drop}) of ${this.len} positions`);
+    }
+    const R = rotation.rotaryDim;
+    if (!Number.isInteger(R) || R <= 0 || R % 2 !== 0 || R > this.headDim || rotation.cos.length !== R / 2 || rotation.sin.length !== R / 2) {
+      throw new InvalidOptionError('context shift', `a rotation of ${R} dims with ${rotation.cos.length} angles does not fit head size ${this.headDim}`);
+    }
+    if (this.hostBuffers) {
+      for (let l = 0; l < this.numLayers; l++) {
+        this.shiftRows(this.keys[l], keep, drop, rotation);
+        this.shiftRows(this.values[l], keep, drop, null);
+      }
+    }
+    this.len -= drop;
+  }
+
+  /** Moves each head's rows [keep + drop, length) down by `drop`, rotating them when asked. */
+  private shiftRows(buf: Float32Array, keep: number, drop: number, rotation: KeyRotation | null): void {
+    const hd = this.headDim;
+    for (let h = 0; h < this.numKvHeads; h++) {
+      const head = h * this.cap * hd;
+      buf.copyWithin(head + keep * hd, head + (keep + drop) * hd, head + this.len * hd);
+      if (rotation) rotateRows(buf, head + keep * hd, this.len - keep - drop, hd, rotation);
+    }
+  }
+
+  /** Floats a `snapshot` of `length` positions takes: numLayers × 2 × numKvHeads × length × headDim. */
+  snapshotFloats(length: number): number {
+    return this.numLayers * 2 * this.numKvHeads * length * this.headDim;
+  }
+
+  /**
+   * A compact copy of the held rows: float32 [numLayers, 2 (key, value), numKvHeads, length, headDim].
+   * @throws InvalidOptionError without host buffers (the backend copies its own: saveKv).
+   */
+  snapshot(): Float32Array {
+    const out = new Float32Array(this.snapshotFloats(this.len));
+    this.eachHead(this.len, (buf, at, compact) => out.set(buf.subarray(at, at + this.len * this.headDim), compact));
+    return out;
+  }
+
+  /**
+   * Makes the cache hold exactly `length` positions again: the rows of a `snapshot` of that
+   * length are copied back (host buffers), or, with `data` null, the backend has filled its own
+   * memory and only the length is set. The caller has called `ensure(length)`.
+   * @throws InvalidOptionError when length > capacity or data has the wrong size; nothing changes.
+   */
+  restore(data: Float32Array | null, length: number): void {
+    if (!Number.isInteger(length) || length < 0 || length > this.cap) {
+      throw new InvalidOptionError('restore length', `expected an integer in [0, ${this.cap}], got ${length}`);
+    }
+    if (this.hostBuffers) {
+      if (!data || data.length !== this.snapshotFloats(length)) {
+        throw new InvalidOptionError('KV copy', `${length} positions take ${this.snapshotFloats(length)} floats, got ${data?.length ?? 'none'}`);
+      }
+      this.eachHead(length, (buf, at, compact) => buf.set(data.subarray(compact, compact + length * this.headDim), at));
+    }
+    this.len = length;
+  }
+
+  /** Calls fn(buffer, offset of head h's row 0, offset in a compact snapshot of `length` rows) for every layer, key/value and head. */
+  private eachHead(length: number, fn: (buf: Float32Array, at: number, compact: number) => void): void {
+    if (!this.hostBuffers) this.checkLayer(0);
+    const hd = this.headDim;
+    for (let l = 0; l < this.numLayers; l++) {
+      for (const [v, buf] of [this.keys[l], this.values[l]].entries()) {
+        for (let h = 0; h < this.numKvHeads; h++) fn(buf, h * this.cap * hd, ((l * 2 + v) * this.numKvHeads + h) * length * hd);
+      }
+    }
+  }
+
   /** Empties the cache (length 0). Buffers and capacity are kept for the next conversation. */
   reset(): void {
     this.len = 0;
@@ -205,5 +303,22 @@ export class KvCache {
       throw new InvalidOptionError('layer', `expected an integer in [0, ${this.numLayers}), got ${layer}`);
     }
     return layer;
+  }
+}
+
+/** Rotates `rows` consecutive key rows of `hd` floats starting at `at` (see KeyRotation). */
+function rotateRows(buf: Float32Array, at: number, rows: number, hd: number, r: KeyRotation): void {
+  const half = r.rotaryDim / 2;
+  const { cos, sin, interleaved } = r;
+  for (let t = 0; t < rows; t++) {
+    const row = at + t * hd;
+    for (let i = 0; i < half; i++) {
+      const ia = row + (interleaved ? 2 * i : i);
+      const ib = row + (interleaved ? 2 * i + 1 : i + half);
+      const a = buf[ia];
+      const b = buf[ib];
+      buf[ia] = a * cos[i] + b * sin[i];
+      buf[ib] = b * cos[i] - a * sin[i];
+    }
   }
 }

@@ -134,6 +134,29 @@ export class RopeCache {
   }
 
   /**
+   * The rotation that moves a cached key from position p to p − delta (a context shift): for each
+   * rotary pair i, cos(delta·invFreq_i) and sin(delta·invFreq_i), angles in float64, WITHOUT the
+   * attention scale (a cached key already carries it once; rotating must not scale it again).
+   * Applied as (a, b) → (a·cos + b·sin, b·cos − a·sin), i.e. RoPE by −delta (Su et al. 2021:
+   * R(p)·R(−δ) = R(p − δ)). Computed on each call (a shift is rare); nothing is cached.
+   * @returns cos, sin float32 [R/2].
+   * @throws InvalidOptionError when delta is not a positive integer.
+   */
+  shiftRotation(delta: number): RopeRows {
+    if (!Number.isInteger(delta) || delta <= 0) {
+      throw new InvalidOptionError('shift', `expected a positive number of positions, got ${delta}`);
+    }
+    const cos = new Float32Array(this.half);
+    const sin = new Float32Array(this.half);
+    for (let i = 0; i < this.half; i++) {
+      const angle = delta * this.invFreq[i];
+      cos[i] = Math.cos(angle);
+      sin[i] = Math.sin(angle);
+    }
+    return { cos, sin };
+  }
+
+  /**
    * Views of rows [start, start + count) of the tables: cos and sin, each [count, R/2] float32,
    * row-major (element (t, i) at t·R/2 + i), sharing memory with the cache. They stay valid
    * until the next growth. Asking again for the same (start, count) returns the same object.

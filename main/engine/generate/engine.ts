@@ -13,6 +13,14 @@
  *   prefill progress per chunk → token deltas → one `done` with reason and stats.
  * A user abort ends with `done { reason: 'cancelled' }`; a prompt that cannot fit throws
  * `ContextOverflowError` before anything is touched.
+ *
+ * Switching between conversations: before a prompt is prefilled, the engine looks for the
+ * sequence that shares the longest prefix with it among the live KV cache and the KV caches it
+ * kept of earlier sequences (compact host copies, `kvCacheBudgetBytes`, least recently used
+ * dropped first). The live one is kept when the new prompt would overwrite most of it; a kept
+ * one that beats the live cache is copied back in. So coming back to a long document costs a
+ * copy, not a prefill. The engine knows nothing of conversations: sequences are matched by their
+ * token ids.
  */
 import { performance } from 'node:perf_hooks';
 import { ContextOverflowError, InvalidOptionError } from '../errors.ts';
@@ -26,8 +34,18 @@ import { availableMemory, bundleBytes, checkMemory, estimateMemory } from '../mo
 import { openDecoderBackend } from '../model/open-backend.ts';
 import { Sampler, SamplerScratch, validateSamplerOptions } from '../sampling/sampler.ts';
 import { TextTokenizer } from '../tokenizer/tokenizer.ts';
+import { commonPrefix, ContextShifter } from './context-shift.ts';
 import { Generation } from './generation.ts';
 import type { GenerationEvent, GenerationRequest, GenerationStats } from './types.ts';
+
+/** Default memory for the KV caches of earlier sequences: 1 GiB. */
+export const DEFAULT_KV_CACHE_BUDGET_BYTES = 1 << 30;
+
+/** A KV cache kept for a sequence the engine switched away from (compact, see DecoderBackend.saveKv). */
+interface SavedKv {
+  tokens: number[];
+  data: Float32Array;
+}
 
 export interface EngineOptions {
   /** Bound on positions (prompt + generated); default: the model's trained context. */
@@ -35,6 +53,8 @@ export interface EngineOptions {
   executionProvider?: ExecutionProvider;
   /** Decoder backend (default 'native'; falls back to 'js' with a note when the addon cannot load). */
   backend?: BackendKind;
+  /** Memory for kept KV caches of earlier sequences, bytes (default DEFAULT_KV_CACHE_BUDGET_BYTES). */
+  kvCacheBudgetBytes?: number;
   /** Prefill chunk size in tokens (default 256). */
   prefillChunk?: number;
   /** Where imported bundles are cached. */
@@ -86,6 +106,14 @@ export interface EngineParts {
   weights?: ModelWeightsInfo;
 }
 
+/** Validates a KV cache budget (bytes, a non-negative integer). @throws InvalidOptionError quoting it. */
+export function validateKvCacheBudget(n: unknown): number {
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
+    throw new InvalidOptionError('KV cache budget', `${String(n)} is not a whole number of bytes ≥ 0`);
+  }
+  return n;
+}
+
 /** Validates a max-context value. @throws InvalidOptionError quoting it. */
 export function validateMaxContext(n: unknown): number {
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_CONTEXT_LIMIT) {
@@ -118,13 +146,17 @@ export class Engine {
   /** decodeStep's input [1], reused so a warm step allocates nothing here. */
   private readonly oneToken = [0];
   private busy = false;
+  /** KV caches of earlier sequences, least recently used first; their bytes stay ≤ savedBudget. */
+  private readonly saved: SavedKv[] = [];
+  private savedBudget: number;
 
   /**
    * Builds an engine on an opened backend (`Engine.load` opens one; tests pass a stand-in).
    * @throws InvalidOptionError for a bad maxContext or prefillChunk, quoting it.
    */
-  constructor(parts: EngineParts, opts: Pick<EngineOptions, 'maxContext' | 'prefillChunk'> = {}) {
+  constructor(parts: EngineParts, opts: Pick<EngineOptions, 'maxContext' | 'prefillChunk' | 'kvCacheBudgetBytes'> = {}) {
     if (opts.maxContext !== undefined) validateMaxContext(opts.maxContext);
+    this.savedBudget = validateKvCacheBudget(opts.kvCacheBudgetBytes ?? DEFAULT_KV_CACHE_BUDGET_BYTES);
     if (opts.prefillChunk !== undefined && !(Number.isInteger(opts.prefillChunk) && opts.prefillChunk >= 1)) {
       throw new InvalidOptionError('prefill chunk', `${opts.prefillChunk} is not a positive integer`);
     }
@@ -231,10 +263,16 @@ export class Engine {
     return this.tokenizer.encodeChat(req.messages!, { maxTokens });
   }
 
-  /** Forgets the KV cache contents (keeps its buffers). */
+  /** Forgets the KV cache contents (keeps its buffers) and the kept KV caches of earlier sequences. */
   reset(): void {
     this.kv.reset();
     this.cachedTokens = [];
+    this.saved.length = 0;
+  }
+
+  /** Kept KV caches of earlier sequences: how many, and their bytes (≤ the budget). */
+  get savedKvStats(): { entries: number; bytes: number; budgetBytes: number } {
+    return { entries: this.saved.length, bytes: this.saved.reduce((n, s) => n + s.data.byteLength, 0), budgetBytes: this.savedBudget };
   }
 
   /**
@@ -273,7 +311,10 @@ export class Engine {
     const gen = this.begin(req);
     const signal = opts.signal;
     try {
-      // 1. prefix reuse: keep the longest common prefix, but always prefill ≥ 1 token for logits.
+      // 1. prefix reuse: the best of the live and the kept KV caches, then its longest common
+      // prefix, but always prefill ≥ 1 token for logits.
+      if (req.kvCacheBudgetBytes !== undefined) this.setKvCacheBudget(req.kvCacheBudgetBytes);
+      this.switchTo(gen.prompt);
       const reused = (gen.reusedTokens = this.reuse(gen.prompt));
       // 2. chunked prefill
       let logits: Float32Array | null = null;
@@ -287,16 +328,17 @@ export class Engine {
       gen.prefillMs = performance.now() - prefillStart;
       // 3. decode: sample, accept (EOS, stop strings, max tokens), check room and abort, step.
       // The max context bounds prompt + generated positions: a token is sampled only if it has a
-      // position (< maxContext), so usage never counts more than the max context.
+      // position (< maxContext), so usage never counts more than the max context. Out of room,
+      // the request either ends ('context-full') or shifts the context (`makeRoom`).
       gen.decodeStartedAt = performance.now();
-      if (logits && this.kv.length >= this.maxContext) gen.finish('context-full');
       while (logits && !gen.finished) {
+        if (this.kv.length >= this.maxContext && !this.makeRoom(gen)) break;
         const token = gen.sampler.sample(logits, this.cachedTokens);
         const delta = gen.accept(token);
         if (delta !== null) yield { type: 'token', id: token, text: delta };
         if (gen.finished) break;
-        if (this.kv.length + 1 >= this.maxContext) gen.finish('context-full');
-        else if (!this.cancelled(gen, signal)) logits = await this.decodeStep(token);
+        if (this.kv.length + 1 >= this.maxContext && !this.makeRoom(gen)) break;
+        if (!this.cancelled(gen, signal)) logits = await this.decodeStep(token);
       }
       // 4. what the stream decoder still holds
       const tail = gen.flush();
@@ -310,6 +352,25 @@ export class Engine {
     yield this.done(gen);
   }
 
+  /**
+   * Out of positions: with `contextShift` requested, shifts the context (the kept prefix stays,
+   * the oldest turns after it leave the KV cache, the rest's keys are rotated by the shift) and
+   * returns true; otherwise (or when nothing can be dropped) ends `gen` with 'context-full'.
+   * The RoPE cache is untouched: the kept tokens now sit at positions it already has.
+   */
+  private makeRoom(gen: Generation): boolean {
+    const plan = gen.shifter?.next(this.kv.length) ?? null;
+    if (!plan) {
+      gen.finish('context-full');
+      return false;
+    }
+    const c = this.manifest.config;
+    const { cos, sin } = this.rope.shiftRotation(plan.drop);
+    this.backend.shift(this.kv, plan.keep, plan.drop, { cos, sin, rotaryDim: c.rope.rotaryDim, interleaved: c.rope.layout === 'interleaved' });
+    this.cachedTokens.splice(plan.keep, plan.drop);
+    return true;
+  }
+
   /** Validates a request and claims the engine. @throws see `generate`. */
   private begin(req: GenerationRequest): Generation {
     if (!Number.isInteger(req.maxTokens) || req.maxTokens < 1) {
@@ -320,7 +381,56 @@ export class Engine {
     if (prompt.length > this.maxContext) throw new ContextOverflowError(prompt.length, this.maxContext, 'the prompt');
     if (this.busy) throw new InvalidOptionError('request', 'the engine is already generating');
     this.busy = true;
-    return new Generation(req, prompt, sampler, this.tokenizer);
+    const shifter = req.contextShift ? new ContextShifter(this.tokenizer, prompt, req.messages ?? null) : null;
+    return new Generation(req, prompt, sampler, this.tokenizer, shifter);
+  }
+
+  /**
+   * Memory for kept KV caches of earlier sequences, bytes; the least recently used go first
+   * until they fit. @throws InvalidOptionError for a value that is not a non-negative integer.
+   */
+  setKvCacheBudget(bytes: number): void {
+    this.savedBudget = validateKvCacheBudget(bytes);
+    this.evictSaved();
+  }
+
+  /**
+   * Before `prompt` is prefilled: keeps the live KV cache when `prompt` would overwrite most of
+   * it (or a kept one serves `prompt` better), and copies back the kept one that shares the
+   * longest prefix with `prompt`, when it beats the live cache.
+   */
+  private switchTo(prompt: readonly number[]): void {
+    const live = commonPrefix(this.cachedTokens, prompt);
+    let best = -1;
+    let bestLength = live;
+    this.saved.forEach((s, i) => {
+      const n = commonPrefix(s.tokens, prompt);
+      if (n > bestLength) [best, bestLength] = [i, n];
+    });
+    const chosen = best >= 0 ? this.saved[best] : null;
+    if ((chosen || live * 2 < this.cachedTokens.length) && this.cachedTokens.length > 0) this.keepLive();
+    if (!chosen) return;
+    this.saved.splice(this.saved.indexOf(chosen), 1);
+    this.kv.ensure(chosen.tokens.length);
+    this.backend.restoreKv(this.kv, chosen.data, chosen.tokens.length);
+    this.cachedTokens = chosen.tokens;
+  }
+
+  /** Copies the live KV cache into the kept ones (most recent), replacing a kept prefix of it. */
+  private keepLive(): void {
+    if (this.kv.snapshotFloats(this.kv.length) * 4 > this.savedBudget) return;
+    const tokens = [...this.cachedTokens];
+    for (let i = this.saved.length - 1; i >= 0; i--) {
+      if (commonPrefix(this.saved[i].tokens, tokens) === this.saved[i].tokens.length) this.saved.splice(i, 1);
+    }
+    this.saved.push({ tokens, data: this.backend.saveKv(this.kv) });
+    this.evictSaved();
+  }
+
+  /** Drops the least recently used kept KV caches until their bytes fit the budget. */
+  private evictSaved(): void {
+    let bytes = this.saved.reduce((n, s) => n + s.data.byteLength, 0);
+    while (bytes > this.savedBudget) bytes -= this.saved.shift()!.data.byteLength;
   }
 
   /** Rewinds the KV cache to the longest prefix it shares with `prompt` (< prompt.length). */
@@ -352,6 +462,8 @@ export class Engine {
       prefillTokensPerSec: gen.prefillMs > 0 ? round((gen.prefilledTokens * 1000) / gen.prefillMs) : 0,
       decodeTokensPerSec: decodeMs > 0 && n > 1 ? round(((n - 1) * 1000) / decodeMs) : 0,
       contextUsed: this.kv.length,
+      contextShifts: gen.shifter?.shifts ?? 0,
+      droppedTokens: gen.shifter?.dropped ?? 0,
       maxContext: this.maxContext,
       rope: pick(this.rope.stats, ['capacity', 'rowsComputed', 'growths', 'bytes']),
       kv: pick(this.kv.stats, ['capacity', 'growths', 'bytes']),
@@ -364,13 +476,6 @@ export class Engine {
   async dispose(): Promise<void> {
     await this.backend.dispose();
   }
-}
-
-function commonPrefix(a: readonly number[], b: readonly number[]): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
 }
 
 function round(x: number): number {

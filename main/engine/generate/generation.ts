@@ -9,6 +9,7 @@ import { toEngineError } from '../errors.ts';
 import { Sampler } from '../sampling/sampler.ts';
 import { StreamDecoder } from '../tokenizer/stream-decoder.ts';
 import type { TextTokenizer } from '../tokenizer/tokenizer.ts';
+import type { ContextShifter } from './context-shift.ts';
 import { StopStrings } from './stop-strings.ts';
 import type { FinishReason, GenerationRequest } from './types.ts';
 
@@ -35,8 +36,11 @@ export class Generation {
   private readonly stops: StopStrings;
   private readonly decoder: StreamDecoder;
 
-  /** `req` has been validated; `prompt` is its token ids. */
-  constructor(req: GenerationRequest, prompt: number[], sampler: Sampler, tokenizer: TextTokenizer) {
+  /**
+   * `req` has been validated; `prompt` is its token ids; `shifter` plans the context shifts when
+   * the request allows them (else null: out of room ends with 'context-full').
+   */
+  constructor(req: GenerationRequest, prompt: number[], sampler: Sampler, tokenizer: TextTokenizer, readonly shifter: ContextShifter | null = null) {
     this.prompt = prompt;
     this.sampler = sampler;
     this.maxTokens = req.maxTokens;

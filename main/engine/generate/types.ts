@@ -22,6 +22,19 @@ export interface GenerationRequest {
   stop?: string[];
   /** Keep generating past the end-of-sequence token. */
   ignoreEos?: boolean;
+  /**
+   * When generation reaches the max context: false (default) ends with 'context-full'; true
+   * shifts the context and goes on (the rolling-window policy mid-answer): the oldest turns after
+   * the system prompt (or after BOS) leave the KV cache, the rest's keys are rotated to their new
+   * positions, and decoding continues without a new prefill (llama.cpp's context shift).
+   */
+  contextShift?: boolean;
+  /**
+   * Memory for the KV caches of earlier sequences (conversations the engine switched away from),
+   * bytes; in effect from this request on (absent: the engine's current budget, 1 GiB at load).
+   * 0 keeps none.
+   */
+  kvCacheBudgetBytes?: number;
 }
 
 export type FinishReason = 'stop' | 'length' | 'context-full' | 'cancelled' | 'error';
@@ -33,8 +46,8 @@ export interface CacheStats {
 }
 
 export interface GenerationStats {
-  /** The decoder backend that ran it. */
-  backend: BackendKind;
+  /** The decoder backend that ran it ('remote': an OpenAI-compatible server, main/remote/). */
+  backend: BackendKind | 'remote';
   promptTokens: number;
   generatedTokens: number;
   /** Prompt tokens served from the KV cache (prefix reuse) rather than prefilled. */
@@ -47,6 +60,10 @@ export interface GenerationStats {
   decodeTokensPerSec: number;
   /** Positions held in the KV cache at the end. */
   contextUsed: number;
+  /** Context shifts during this generation (0 unless the request allowed them). */
+  contextShifts: number;
+  /** Tokens the context shifts dropped from the KV cache, in all. */
+  droppedTokens: number;
   maxContext: number;
   rope: CacheStats & { rowsComputed: number };
   kv: CacheStats;

@@ -11,7 +11,7 @@
  * Both take the same RoPE rows and the same KvCache bookkeeping (length, capacity, growth rule);
  * greedy tokens are identical between them.
  */
-import type { KvCache } from '../cache/kv-cache.ts';
+import type { KeyRotation, KvCache } from '../cache/kv-cache.ts';
 
 export type ExecutionProvider = 'cpu' | 'cuda';
 export type BackendKind = 'js' | 'native';
@@ -45,6 +45,27 @@ export interface DecoderBackend {
    * @throws SessionRunError with the input shapes when ONNX Runtime fails.
    */
   run(tokenIds: ArrayLike<number>, cos: Float32Array, sin: Float32Array, kv: KvCache): Promise<Float32Array>;
+  /**
+   * Context shift without a new prefill (llama.cpp's n_discard): drops positions
+   * [keep, keep + drop) of the KV cache, moves the later rows down by `drop` and rotates their
+   * keys by −drop positions (`rotation`), then `kv.discard`s, so kv.length shrinks by `drop`.
+   * Both backends do the same float64 arithmetic, so they hold the same bits afterwards.
+   * @throws InvalidOptionError for a range outside [0, kv.length); SessionRunError when the
+   *   native addon fails (the KvCache is then unchanged).
+   */
+  shift(kv: KvCache, keep: number, drop: number, rotation: KeyRotation): void;
+  /**
+   * A copy of the KV cache's held rows [0, kv.length), compact: float32
+   * [numLayers, 2 (key, value), Hkv, kv.length, headDim] (KvCache.snapshotFloats(kv.length) floats).
+   * Kept by the engine for a conversation it switched away from.
+   */
+  saveKv(kv: KvCache): Float32Array;
+  /**
+   * Puts a `saveKv` copy of `length` positions back: the KV cache then holds exactly them
+   * (kv.length = length). The caller has called `kv.ensure(length)`.
+   * @throws InvalidOptionError when `data` is not the size `length` positions take.
+   */
+  restoreKv(kv: KvCache, data: Float32Array, length: number): void;
   /** Releases the session and its memory. */
   dispose(): Promise<void>;
 }

@@ -20,14 +20,14 @@ import { fingerprintFiles } from './source-fingerprint.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from './decoder-graph.ts';
 import { importGguf } from './gguf/import-gguf.ts';
 import { quantizeLinearWeights } from './gguf/quantized-weights.ts';
-import { hfSourceFiles, importHuggingFace, openHuggingFace } from './import-hf.ts';
+import { hfSourceFiles, openHuggingFace, parseJson } from './import-hf.ts';
 import { importLlama2c, llama2cSourceFiles } from './import-llama2c.ts';
-import { summarizeWeights, type ImportedModel, type ModelManifest, type OpenedModel, type WeightSources } from './manifest.ts';
+import { openedFromMemory, summarizeWeights, type ModelManifest, type OpenedModel } from './manifest.ts';
 import { writeExternalData } from './onnx-builder.ts';
 import type { QuantizeOption } from '../../contract/types.ts';
 
 /** Bumped whenever the graph or bundle layout changes, so cached imports are rebuilt. */
-export const BUNDLE_BUILDER_VERSION = 6;
+export const BUNDLE_BUILDER_VERSION = 7;
 
 export const MODEL_FILE = 'model.onnx';
 export const MANIFEST_FILE = 'manifest.json';
@@ -158,8 +158,10 @@ async function resolveModelUnchecked(
 
 /**
  * Imports a source (its content hash already known) into the bundle folder `dir`. A Hugging Face
- * folder streams (weights read one at a time while the bundle is written) unless its Linear
- * weights are to be quantized, which needs them in memory, as llama2.c and GGUF imports have them.
+ * folder streams: each weight is read in chunks from its safetensors file while the bundle is
+ * written (converted to float32, or quantized for `--quantize`, chunk by chunk), and its
+ * tokenizer.json is copied. llama2.c and GGUF sources are read into memory first (they are small
+ * or already quantized), and quantized, if asked, as they are written.
  */
 async function importInto(
   src: { kind: SourceKind; path: string },
@@ -170,25 +172,16 @@ async function importInto(
   signal?: AbortSignal,
 ): Promise<LoadedBundle> {
   onProgress?.({ phase: 'import', fraction: 0 });
-  const inMemory = async (): Promise<ImportedModel> =>
-    src.kind === 'llama2c' ? importLlama2c(src.path)
-    : src.kind === 'gguf' ? importGguf(src.path, { sourceHash })
-    : importHuggingFace(src.path, { sourceHash });
-  let imported: OpenedModel;
-  if (src.kind === 'hf' && !quantize) {
-    imported = await openHuggingFace(src.path, { sourceHash });
-  } else {
-    const m = await inMemory();
-    if (quantize) m.weights = quantizeLinearWeights(m.weights, quantize === 'q4' ? 4 : 8);
-    imported = { ...m, close: async () => {} };
-  }
+  const imported: OpenedModel =
+    src.kind === 'hf' ? await openHuggingFace(src.path, { sourceHash })
+    : openedFromMemory(src.kind === 'gguf' ? await importGguf(src.path, { sourceHash }) : await importLlama2c(src.path));
+  if (quantize) imported.weights = quantizeLinearWeights(imported.weights, quantize === 'q4' ? 4 : 8);
   try {
     imported.manifest.source = { kind: src.kind, path: src.path, sha256: sourceHash };
-    await writeBundle(imported, dir, onProgress, signal);
+    return await writeBundle(imported, dir, onProgress, signal);
   } finally {
     await imported.close();
   }
-  return loadBundle(dir);
 }
 
 /** Mixed into fingerprints, so a new bundle builder never matches an old record. */
@@ -228,19 +221,22 @@ async function recordFingerprint(cacheDir: string, fingerprint: string, key: str
 
 /**
  * Builds the graph from the weights' shapes and writes a bundle folder atomically (a temp folder
- * renamed into place). Weights are read and written one at a time (lazy ones straight from the
- * source files), so memory holds about one tensor; progress reports the bytes written and an
- * ETA. A failure or a cancel removes the temp folder: the cache never holds half a bundle.
- * @param signal cancels between tensors.
+ * renamed into place). Weights are written one at a time, lazy ones in chunks straight from the
+ * source files, so memory holds at most one in-memory tensor, and a chunk when they stream;
+ * tokenizer.json is written from its content, or read from its file after the weights, checked
+ * and copied as it is. Progress reports the bytes written and an ETA. A failure or a cancel
+ * removes the temp folder: the cache never holds half a bundle.
+ * @returns the bundle as `loadBundle` would read it (the tokenizer parsed once, here).
+ * @param signal cancels between chunks.
  * @throws ModelLoadError on a weight/shape problem or a write failure; EngineError('CANCELLED')
  *   when `signal` aborts.
  */
 export async function writeBundle(
-  model: Omit<ImportedModel, 'weights'> & { weights: WeightSources },
+  model: Omit<OpenedModel, 'close'>,
   dir: string,
   onProgress?: ImportProgress,
   signal?: AbortSignal,
-): Promise<void> {
+): Promise<LoadedBundle> {
   onProgress?.({ phase: 'build', fraction: 0 });
   const built = buildDecoderGraph(model.manifest.config, model.weights);
   model.manifest.weights = summarizeWeights(model.weights);
@@ -259,17 +255,39 @@ export async function writeBundle(
       },
       signal,
     );
-    await writeFile(path.join(tmp, TOKENIZER_FILE), JSON.stringify(model.tokenizerJson));
+    const tokenizerJson = await writeTokenizerJson(model, path.join(tmp, TOKENIZER_FILE));
     await writeFile(path.join(tmp, TOKENIZER_CONFIG_FILE), JSON.stringify(model.tokenizerConfig, null, 1));
     // The manifest goes last: a folder without one is not a bundle.
     await writeFile(path.join(tmp, MANIFEST_FILE), JSON.stringify(model.manifest, null, 2));
     signal?.throwIfAborted();
     await moveIntoPlace(tmp, dir);
+    return { dir, modelPath: path.join(dir, MODEL_FILE), manifest: model.manifest, tokenizerJson, tokenizerConfig: model.tokenizerConfig };
   } catch (e) {
     await rm(tmp, { recursive: true, force: true });
     if (signal?.aborted) throw cancelled(e);
     throw e instanceof EngineError ? e : new ModelLoadError(`cannot write model bundle: ${(e as Error).message}`, dir, { cause: e });
   }
+}
+
+/**
+ * Writes the bundle's tokenizer.json at `to`: its content serialized, or its file read, parsed
+ * once, checked (which fills in the manifest's special tokens) and copied as it is.
+ * @returns the parsed tokenizer.json.
+ * @throws ModelLoadError for a file that cannot be read, is not JSON or fails its check.
+ */
+async function writeTokenizerJson(model: Pick<OpenedModel, 'tokenizer' | 'manifest'>, to: string): Promise<unknown> {
+  const source = model.tokenizer;
+  if (!('file' in source)) {
+    await writeFile(to, JSON.stringify(source.json));
+    return source.json;
+  }
+  const bytes = await readFile(source.file).catch((e: Error) => {
+    throw new ModelLoadError(`cannot read tokenizer.json: ${e.message}`, source.file, { cause: e });
+  });
+  const json = parseJson(bytes.toString('utf8'), source.file);
+  Object.assign(model.manifest, source.check(json));
+  await writeFile(to, bytes);
+  return json;
 }
 
 function cancelled(cause: unknown): EngineError {

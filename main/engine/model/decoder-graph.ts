@@ -5,6 +5,11 @@
  * ONNX Runtime's `com.microsoft.GroupQueryAttention` past/present pair sharing one buffer, and
  * only the last position's logits are computed (a prefill of T tokens costs D×V, not T×D×V).
  *
+ * Linear weights stay in their source layout [out, in] and run as `com.microsoft.FusedMatMul`
+ * with transB = 1 (ONNX Runtime's CPU kernel prepacks B either way: measured [1, 1024] ×
+ * [3072, 1024] at 4.0 ms against 4.0 ms for MatMul over a pre-transposed copy, and 92 against
+ * 94 ms for 256 rows), so import copies every float32 weight as it is, never transposing it.
+ *
  * Per layer (Touvron et al. 2023, "LLaMA"; Qwen2/3 add q/k/v bias and per-head q/k RMSNorm):
  *   h = RMSNorm(x); q,k,v = h·Wqᵀ, h·Wkᵀ, h·Wvᵀ (+b); [Qwen3] q,k = RMSNorm_head(q,k)
  *   q,k = RoPE(q,k) on the first R dims of each head, in the model's pair layout
@@ -12,20 +17,20 @@
  */
 import { ModelLoadError } from '../errors.ts';
 import * as io from './io-names.ts';
-import { isQuantized, layerWeight, weightValues, type ModelConfig, type QuantizedTensor, type WeightSource, type WeightSources } from './manifest.ts';
-import { DataType, OnnxGraphBuilder, type BuiltModel } from './onnx-builder.ts';
+import { isQuantized, layerWeight, type ModelConfig, type QuantizedWeight, type WeightSource, type WeightSources } from './manifest.ts';
+import { DataType, OnnxGraphBuilder, type BuiltModel, type SegmentData } from './onnx-builder.ts';
 import { activationQuantization } from './gguf/quantized-weights.ts';
 
 /** File name of the external weight data, beside `model.onnx`. */
 export const EXTERNAL_DATA_FILE = 'model.onnx.data';
 
 /**
- * Builds the decoder graph from the weights' shapes; their values are read (and Linear weights
- * transposed) only when the data file is written (`writeExternalData`), one tensor at a time.
+ * Builds the decoder graph from the weights' shapes; their values are read only when the data
+ * file is written (`writeExternalData`), lazy ones in chunks, as they are stored.
  * @param config model shapes; `config.rope.layout` decides how q/k pairs are rotated.
- * @param weights canonical weights (see `ModelWeights`), float32 in memory or lazy (their values
- *   are read, and Linear weights transposed, only when the data file is written, one tensor at a
- *   time: `writeExternalData`) or quantized (`QuantizedTensor`, run as
+ * @param weights canonical weights (see `ModelWeights`), float32 in memory or lazy (streamed into
+ *   the data file in chunks when it is written: `writeExternalData`) or quantized
+ *   (`QuantizedTensor`, or `LazyQuantizedTensor` quantized while written; run as
  *   `com.microsoft.MatMulNBits`); Linear weights [out, in].
  * @param opts.accuracyLevel MatMulNBits `accuracy_level` for every quantized weight: 0 computes
  *   in float32 on dequantized blocks; 4 quantizes activations to int8 per block first (llama.cpp
@@ -75,26 +80,26 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, o
     if (!isGatherable(embedW)) throw new ModelLoadError(`weight ${embedName} is quantized as ${embedW.format}, which cannot be gathered; it must be float32`);
     x = gatherBlockQuantized(g, inputIds, embedName, embedW);
   } else {
-    g.weight(embedName, [c.vocabSize, D], () => weightValues(embedW));
+    g.weight(embedName, [c.vocabSize, D], floatData(embedW));
     x = g.op('Gather', [embedName, inputIds], { axis: 0 });
   }
 
   const rmsNorm = (input: string, weightName: string, size: number): string => {
     const w = get(weightName, [size]);
-    g.weight(weightName, [size], () => weightValues(w));
+    g.weight(weightName, [size], floatData(w));
     return g.op('SimplifiedLayerNormalization', [input, weightName], { axis: -1, epsilon: { float: c.rmsNormEps }, stash_type: 1 });
   };
   const matMul = (input: string, name: string, outDim: number, inDim: number): string => {
     const q = requireShape(weights, name, [outDim, inDim]);
     if (isQuantized(q)) return mm.apply(input, name, q);
-    g.weight(`${name}.T`, [inDim, outDim], async () => transpose(await weightValues(q), outDim, inDim));
-    return g.op('MatMul', [input, `${name}.T`]);
+    g.weight(name, [outDim, inDim], floatData(q));
+    return g.op('FusedMatMul', [input, name], { transB: 1 }, 'com.microsoft');
   };
   const linear = (input: string, name: string, outDim: number, inDim: number, bias: boolean): string => {
     const y = matMul(input, `${name}.weight`, outDim, inDim);
     if (!bias) return y;
     const b = get(`${name}.bias`, [outDim]);
-    g.weight(`${name}.bias`, [outDim], () => weightValues(b));
+    g.weight(`${name}.bias`, [outDim], floatData(b));
     return g.op('Add', [y, `${name}.bias`]);
   };
   const splitR = R < hd ? g.int64([R, hd - R]) : null;
@@ -166,7 +171,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, o
     g.node('Identity', [matMul(normed, 'lm_head.weight', c.vocabSize, D)], [io.LOGITS]);
   } else {
     const head = get('lm_head.weight', [c.vocabSize, D]);
-    g.weight('lm_head.weight', [c.vocabSize, D], () => weightValues(head));
+    g.weight('lm_head.weight', [c.vocabSize, D], floatData(head));
     g.node('Gemm', [normed, 'lm_head.weight'], [io.LOGITS], { transB: 1 });
   }
   g.output(io.LOGITS, DataType.FLOAT, [1, c.vocabSize]);
@@ -174,7 +179,17 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, o
   return g.build('ropewalk_decoder', { '': 18, 'com.microsoft': 1 }, `Ropewalk ${c.architecture} decoder`);
 }
 
-function requireShape(weights: WeightSources, name: string, shape: number[]): WeightSource | QuantizedTensor {
+/** A float32 weight's bytes for the data file: its array, or chunks read when the file is written. */
+function floatData(w: WeightSource): SegmentData {
+  return 'data' in w ? w.data : { chunks: (maxBytes) => w.chunks(Math.max(1, Math.floor(maxBytes / 4))) };
+}
+
+/** A quantized weight's scales for the data file: its array, or the lazy weight's, asked for when written. */
+function scalesData(w: QuantizedWeight): SegmentData {
+  return 'data' in w ? w.scales : () => w.loadScales();
+}
+
+function requireShape(weights: WeightSources, name: string, shape: number[]): WeightSource | QuantizedWeight {
   const t = weights.get(name);
   if (!t) throw new ModelLoadError(`missing weight ${name}`);
   if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
@@ -194,7 +209,7 @@ function requireWeight(weights: WeightSources, name: string, shape: number[]): W
  * multiplies it (`accuracyLevel` undefined: the weight's `activationQuantization`), for tests
  * and measurements of the MatMulNBits mapping.
  */
-export function matMulNBitsGraph(w: QuantizedTensor, accuracyLevel?: number): BuiltModel {
+export function matMulNBitsGraph(w: QuantizedWeight, accuracyLevel?: number): BuiltModel {
   const g = new OnnxGraphBuilder(EXTERNAL_DATA_FILE);
   g.input('x', DataType.FLOAT, ['M', w.shape[1]]);
   g.node('Identity', [new QuantizedMatMul(g, accuracyLevel).apply('x', 'w', w)], ['y']);
@@ -215,7 +230,7 @@ class QuantizedMatMul {
   ) {}
 
   /** y = x · Wᵀ, x [..., K] → [..., N]. */
-  apply(input: string, name: string, w: QuantizedTensor): string {
+  apply(input: string, name: string, w: QuantizedWeight): string {
     const policy = activationQuantization(w);
     const level = this.accuracyLevel ?? policy.accuracyLevel;
     const x = level === 4 && policy.halfScales ? this.halfScales(input) : input;
@@ -252,11 +267,11 @@ class QuantizedMatMul {
 const FLOAT16 = 10;
 
 /** y = x · Wᵀ for a quantized W [N, K] (`com.microsoft.MatMulNBits`: B, scales, zero points as initializers). */
-function matMulNBits(g: OnnxGraphBuilder, input: string, name: string, w: QuantizedTensor, accuracyLevel: number): string {
+function matMulNBits(g: OnnxGraphBuilder, input: string, name: string, w: QuantizedWeight, accuracyLevel: number): string {
   const [n, k] = w.shape;
   const kBlocks = k / w.blockSize;
   const b = blocksInitializer(g, name, w);
-  const scales = g.weight(`${name}.scales`, [n * kBlocks], w.scales);
+  const scales = g.weight(`${name}.scales`, [n * kBlocks], scalesData(w));
   const inputs = [input, b, scales];
   if (w.zeroPoints instanceof Float32Array) inputs.push(g.weight(`${name}.zp`, [n * kBlocks], w.zeroPoints));
   else if (w.zeroPoints) inputs.push(g.externalTensor(`${name}.zp`, [w.zeroPoints.length], DataType.UINT8, w.zeroPoints));
@@ -270,14 +285,15 @@ function matMulNBits(g: OnnxGraphBuilder, input: string, name: string, w: Quanti
 }
 
 /** The uint8 blocks [N, K/bs, bs·bits/8] of a quantized weight, registered once per weight (shared by Gather and MatMul). */
-function blocksInitializer(g: OnnxGraphBuilder, name: string, w: QuantizedTensor): string {
+function blocksInitializer(g: OnnxGraphBuilder, name: string, w: QuantizedWeight): string {
   const b = `${name}.q${w.bits}`;
-  if (!g.has(b)) g.externalTensor(b, [w.shape[0], w.shape[1] / w.blockSize, (w.blockSize * w.bits) / 8], DataType.UINT8, w.data);
+  const data: SegmentData = 'data' in w ? w.data : { chunks: (maxBytes) => w.blockChunks(maxBytes) };
+  if (!g.has(b)) g.externalTensor(b, [w.shape[0], w.shape[1] / w.blockSize, (w.blockSize * w.bits) / 8], DataType.UINT8, data);
   return b;
 }
 
 /** True when `GatherBlockQuantized` can read these blocks: integer zero points, no block offsets. */
-export function isGatherable(w: QuantizedTensor): boolean {
+export function isGatherable(w: QuantizedWeight): boolean {
   return !(w.zeroPoints instanceof Float32Array) && !w.blockOffsets;
 }
 
@@ -286,30 +302,35 @@ export function isGatherable(w: QuantizedTensor): boolean {
  * GatherBlockQuantized` over the same blocks MatMulNBits reads: [V, D/bs, bs·bits/8], quantized
  * along the last axis with one scale and zero point per block).
  */
-function gatherBlockQuantized(g: OnnxGraphBuilder, ids: string, name: string, w: QuantizedTensor): string {
+function gatherBlockQuantized(g: OnnxGraphBuilder, ids: string, name: string, w: QuantizedWeight): string {
   const [v, d] = w.shape;
   const kBlocks = d / w.blockSize;
   const blocks = blocksInitializer(g, name, w);
-  const scales = g.weight(`${name}.gather_scales`, [v, kBlocks, 1], w.scales);
-  const zp = new Uint8Array(v * kBlocks);
-  if (w.zeroPoints === null) zp.fill(w.bits === 4 ? 8 : 128);
-  else if (w.bits === 8) zp.set(w.zeroPoints as Uint8Array);
-  else {
-    // MatMulNBits packs 4-bit zero points two a byte per row; here it is one per byte.
-    const perRow = Math.ceil(kBlocks / 2);
-    for (let r = 0; r < v; r++) for (let b = 0; b < kBlocks; b++) zp[r * kBlocks + b] = (w.zeroPoints[r * perRow + (b >> 1)] >> (4 * (b & 1))) & 15;
-  }
-  const zpName = g.externalTensor(`${name}.gather_zp`, [v, kBlocks, 1], DataType.UINT8, zp);
+  const scales = g.weight(`${name}.gather_scales`, [v, kBlocks, 1], scalesData(w));
+  const zeroPoints = () => {
+    const zp = new Uint8Array(v * kBlocks);
+    if (w.zeroPoints === null) zp.fill(w.bits === 4 ? 8 : 128);
+    else if (w.bits === 8) zp.set(w.zeroPoints as Uint8Array);
+    else {
+      // MatMulNBits packs 4-bit zero points two a byte per row; here it is one per byte.
+      const perRow = Math.ceil(kBlocks / 2);
+      for (let r = 0; r < v; r++) for (let b = 0; b < kBlocks; b++) zp[r * kBlocks + b] = (w.zeroPoints[r * perRow + (b >> 1)] >> (4 * (b & 1))) & 15;
+    }
+    return zp;
+  };
+  const zpName = g.externalTensor(`${name}.gather_zp`, [v, kBlocks, 1], DataType.UINT8, zeroPoints);
   const rows = g.op('GatherBlockQuantized', [blocks, ids, scales, zpName], { gather_axis: 0, quantize_axis: 2, block_size: w.blockSize, bits: w.bits }, 'com.microsoft');
   return g.op('Reshape', [rows, g.int64([1, -1, d])]);
 }
 
 /**
- * [rows, cols] row-major → [cols, rows], in 64 × 64 tiles so reads and writes both stay within a
- * few cache lines (a row-by-row loop strides the output by `rows` floats on every write; measured
- * on [3072, 1024]: 152 → 123 ms, on the shared 2-core machine).
+ * [rows, cols] row-major → [cols, rows] (float32), in 64 × 64 tiles so reads and writes both stay
+ * within a few cache lines (a row-by-row loop strides the output by `rows` floats on every write;
+ * measured on [3072, 1024]: 152 → 123 ms, on the shared 2-core machine). The graph transposes only
+ * small block offsets with it now; the bench's baseline import (every Linear weight transposed,
+ * as bundle builder 5 and older stored them) does the old work with it.
  */
-function transpose(a: Float32Array, rows: number, cols: number): Float32Array {
+export function transpose(a: Float32Array, rows: number, cols: number): Float32Array {
   const out = new Float32Array(a.length);
   const B = 64;
   for (let r0 = 0; r0 < rows; r0 += B) {

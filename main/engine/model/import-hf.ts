@@ -12,6 +12,11 @@
  * Order of work, cheapest first, so a bad folder fails before gigabytes are read: config (with
  * size limits, `HF_LIMITS`), safetensors headers (every expected tensor present with its
  * expected shape), tokenizer files, then tensor data one tensor at a time, then the content hash.
+ * A streamed import (`openHuggingFace`) only checks that tokenizer.json can be read before the
+ * weights; the bundle writer parses it once, after the weights, checks it against the config and
+ * finds the special tokens (`checkTokenizerJson`), and copies it as it is: its parsed form
+ * (~70 MB of heap for Qwen's 11 MB file) is never held while the weights are written, and the
+ * engine gets that one parse instead of reading the bundle's copy again.
  *
  * Deliberately ignored: `sliding_window` / `use_sliding_window` / `max_window_layers` (attention
  * is always full causal, which equals sliding-window attention only up to the window length:
@@ -19,6 +24,7 @@
  * `mscale` fields, and tensors the graph does not use (`rotary_emb.inv_freq`, a duplicate
  * `lm_head.weight` in a tied checkpoint).
  */
+import { constants } from 'node:fs';
 import { access, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
@@ -34,6 +40,7 @@ import {
   type ModelWeights,
   type OpenedModel,
   type RopeConfig,
+  type TokenizerFacts,
   type WeightSources,
 } from './manifest.ts';
 import { MAX_TENSOR_ELEMENTS, openSafetensors, type SafetensorsFile } from './safetensors.ts';
@@ -230,7 +237,9 @@ export function expectedWeights(c: ModelConfig): Map<string, number[]> {
 /** Text of `file`, or null when it does not exist and `required` is false. */
 async function readText(file: string, required: boolean): Promise<string | null> {
   try {
-    return await readFile(file, 'utf8');
+    // One native UTF-8 decode of the whole file: readFile(file, 'utf8') decodes it piece by piece,
+    // measured 70–120 ms against 10 ms for an 11 MB tokenizer.json.
+    return (await readFile(file)).toString('utf8');
   } catch (e) {
     if (!required && (e as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw new ModelLoadError(`cannot read ${path.basename(file)}: ${(e as Error).message}`, file, { cause: e });
@@ -240,7 +249,15 @@ async function readText(file: string, required: boolean): Promise<string | null>
 /** Parsed JSON of `file`, or null when it does not exist and `required` is false. */
 async function readJson(file: string, required: boolean): Promise<unknown> {
   const text = await readText(file, required);
-  if (text === null) return null;
+  return text === null ? null : parseJson(text, file);
+}
+
+/**
+ * `text` parsed as JSON.
+ * @param file the file it came from, named in the error.
+ * @throws ModelLoadError when it is not valid JSON.
+ */
+export function parseJson(text: string, file: string): unknown {
   try {
     return JSON.parse(text);
   } catch (e) {
@@ -274,29 +291,71 @@ function parseWith<T>(schema: z.ZodType<T>, json: unknown, file: string): T {
 
 const asList = (v: number | number[] | null | undefined): number[] => (v == null ? [] : Array.isArray(v) ? v : [v]);
 
-/** Token files read, special tokens resolved against tokenizer.json's vocabulary. */
-async function readTokenizer(folder: string, config: ModelConfig, hf: { bos_token_id?: number | null; eos_token_id?: number | number[] | null }) {
+type HfTokenIds = { bos_token_id?: number | null; eos_token_id?: number | number[] | null };
+
+/**
+ * The tokenizer files besides tokenizer.json read (tokenizer_config.json, generation_config.json,
+ * chat_template.jinja), and tokenizer.json checked to be readable; its content is checked later
+ * by the returned `check` (`checkTokenizerJson`).
+ */
+async function readTokenizerFiles(folder: string, config: ModelConfig, hf: HfTokenIds) {
   const tokFile = path.join(folder, 'tokenizer.json');
   const tcFile = path.join(folder, 'tokenizer_config.json');
   const genFile = path.join(folder, 'generation_config.json');
   const jinjaFile = path.join(folder, 'chat_template.jinja');
-  const tokenizerJson = await readJson(tokFile, true);
-  const tok = parseWith(TokenizerJsonSchema, tokenizerJson, tokFile);
+  await access(tokFile, constants.R_OK).catch((e: Error) => {
+    throw new ModelLoadError(`cannot read tokenizer.json: ${e.message}`, tokFile, { cause: e });
+  });
   const tcRaw = (await readJson(tcFile, false)) as Record<string, unknown> | null;
   const tc = tcRaw === null ? null : parseWith(TokenizerConfigSchema, tcRaw, tcFile);
   const genRaw = await readJson(genFile, false);
   const gen = genRaw === null ? null : parseWith(GenerationConfigSchema, genRaw, genFile);
   const jinja = await readText(jinjaFile, false);
+  const ct = tc?.chat_template;
+  // A list of named templates: "default" is the chat one (others are e.g. "tool_use", "rag").
+  const chatTemplate = (Array.isArray(ct) ? (ct.find((t) => t.name === 'default') ?? ct[0])?.template : ct) ?? jinja ?? null;
+  const addBos = tc?.add_bos_token ?? (config.architecture === 'llama' || config.architecture === 'mistral');
+  const tokenizerConfig = tcRaw ?? { add_bos_token: addBos };
+  const check = (json: unknown): TokenizerFacts => checkTokenizerJson(json, { folder, config, hf, tc, gen, addBos });
+  return { tokenizerFile: tokFile, tokenizerConfig, chatTemplate, addBos, check };
+}
 
+/**
+ * Checks a parsed tokenizer.json against the model: every token id below config.json's
+ * vocab_size, and the special tokens resolved (BOS = tokenizer_config `bos_token` looked up in
+ * tokenizer.json, else config.json `bos_token_id`; EOS = union of config.json and
+ * generation_config.json `eos_token_id` and tokenizer_config's `eos_token`).
+ * @throws ModelLoadError naming the file for an ill-formed tokenizer.json, a token id outside
+ *   vocab_size, a special token that is not in the vocabulary, or add_bos_token without a BOS.
+ */
+function checkTokenizerJson(
+  tokenizerJson: unknown,
+  m: {
+    folder: string;
+    config: ModelConfig;
+    hf: HfTokenIds;
+    tc: z.infer<typeof TokenizerConfigSchema> | null;
+    gen: z.infer<typeof GenerationConfigSchema> | null;
+    addBos: boolean;
+  },
+): TokenizerFacts {
+  const { config, hf, tc, gen, addBos } = m;
+  const tokFile = path.join(m.folder, 'tokenizer.json');
+  const tcFile = path.join(m.folder, 'tokenizer_config.json');
+  const tok = parseWith(TokenizerJsonSchema, tokenizerJson, tokFile);
   // model.vocab: { piece: id } (BPE, WordPiece, WordLevel) or [[piece, score], …] (Unigram: id = index).
   const vocab = tok.model.vocab;
   let maxId = tok.added_tokens.reduce((a, t) => Math.max(a, t.id), -1);
   if (Array.isArray(vocab)) {
     maxId = Math.max(maxId, vocab.length - 1);
   } else if (typeof vocab === 'object' && vocab !== null) {
-    for (const id of Object.values(vocab)) {
-      if (!Number.isSafeInteger(id) || id < 0) throw new ModelLoadError(`model.vocab holds a bad token id ${JSON.stringify(id)}`, tokFile);
-      if (id > maxId) maxId = id;
+    // for…in over the ~150k pieces: Object.values first copies them into an array, measured
+    // 1.5–4× slower here.
+    const ids = vocab as Record<string, unknown>;
+    for (const piece in ids) {
+      const id = ids[piece];
+      if (!Number.isSafeInteger(id) || (id as number) < 0) throw new ModelLoadError(`model.vocab holds a bad token id ${JSON.stringify(id)}`, tokFile);
+      if ((id as number) > maxId) maxId = id as number;
     }
   } else if (vocab !== undefined) {
     throw new ModelLoadError('model.vocab is neither an object nor a list', tokFile);
@@ -319,15 +378,10 @@ async function readTokenizer(folder: string, config: ModelConfig, hf: { bos_toke
   const eosTc = lookup(tc?.eos_token, 'eos_token');
   const eos = [...new Set([...asList(hf.eos_token_id), ...asList(gen?.eos_token_id), ...(eosTc === null ? [] : [eosTc])])];
   for (const id of [...eos, ...(bos === null ? [] : [bos])]) {
-    if (id >= config.vocabSize) throw new ModelLoadError(`special token id ${id} is outside vocab_size ${config.vocabSize}`, path.join(folder, 'config.json'));
+    if (id >= config.vocabSize) throw new ModelLoadError(`special token id ${id} is outside vocab_size ${config.vocabSize}`, path.join(m.folder, 'config.json'));
   }
-  const addBos = tc?.add_bos_token ?? (config.architecture === 'llama' || config.architecture === 'mistral');
   if (addBos && bos === null) throw new ModelLoadError('add_bos_token is set but no BOS token is defined', tcFile);
-  const ct = tc?.chat_template;
-  // A list of named templates: "default" is the chat one (others are e.g. "tool_use", "rag").
-  const chatTemplate = (Array.isArray(ct) ? (ct.find((t) => t.name === 'default') ?? ct[0])?.template : ct) ?? jinja ?? null;
-  const tokenizerConfig = tcRaw ?? { add_bos_token: addBos };
-  return { tokenizerJson, tokenizerConfig, specialTokens: { bos, eos }, addBos, chatTemplate };
+  return { specialTokens: { bos, eos }, addBos };
 }
 
 const IndexSchema = z.looseObject({ weight_map: z.record(z.string(), z.string()) });
@@ -380,7 +434,7 @@ async function openWeights(folder: string, expected: Map<string, number[]>): Pro
   const sources = new Map<string, LazyTensor32>();
   for (const [name, shape] of expected) {
     const shard = shards.get(whereIs(name))!;
-    sources.set(name, { shape, load: async () => (await shard.load(name)).data });
+    sources.set(name, { shape, load: async () => (await shard.load(name)).data, chunks: (elements) => shard.chunks(name, elements) });
   }
   return { sources, close };
 }
@@ -418,19 +472,24 @@ export async function hfSourceFiles(folder: string): Promise<string[]> {
 export async function importHuggingFace(folder: string, opts: { sourceHash?: string } = {}): Promise<ImportedModel<ModelWeights>> {
   const opened = await openHuggingFace(folder, opts);
   try {
+    const { close: _close, tokenizer, ...rest } = opened;
+    const tokenizerJson = 'file' in tokenizer ? await readJson(tokenizer.file, true) : tokenizer.json;
+    if ('file' in tokenizer) Object.assign(rest.manifest, tokenizer.check(tokenizerJson));
     const weights: ModelWeights = new Map();
     for (const [name, w] of opened.weights) weights.set(name, { shape: w.shape, data: await weightValues(w) });
-    const { close: _close, ...rest } = opened;
-    return { ...rest, weights };
+    return { ...rest, weights, tokenizerJson };
   } finally {
     await opened.close();
   }
 }
 
 /**
- * `importHuggingFace` without reading the weights: config, headers (every tensor present with its
- * shape) and tokenizer are checked now, tensor data is read when each lazy weight is loaded
- * (`writeBundle` streams them into the bundle). The caller must `close()` it.
+ * `importHuggingFace` without reading the weights or tokenizer.json: config, headers (every tensor
+ * present with its shape) and the other tokenizer files are checked now; tensor data is read
+ * when each lazy weight is loaded or read in chunks, and tokenizer.json is a file with its
+ * `check` (`TokenizerJsonSource`): `writeBundle` streams the weights, then parses and checks the
+ * tokenizer, which fills in `manifest.specialTokens` (until then BOS null, no EOS). The caller
+ * must `close()` it.
  * @throws ModelLoadError as `importHuggingFace`.
  */
 export async function openHuggingFace(folder: string, opts: { sourceHash?: string } = {}): Promise<OpenedModel<ReadonlyMap<string, LazyTensor32>>> {
@@ -441,7 +500,7 @@ export async function openHuggingFace(folder: string, opts: { sourceHash?: strin
   const hf = rawConfig as { bos_token_id?: number | null; eos_token_id?: number | number[] | null };
   const opened = await openWeights(root, expectedWeights(config));
   try {
-    const tok = await readTokenizer(root, config, hf);
+    const tok = await readTokenizerFiles(root, config, hf);
     const sha256 = opts.sourceHash ?? (await hashFiles(await hfSourceFiles(root)));
     return {
       manifest: {
@@ -450,13 +509,13 @@ export async function openHuggingFace(folder: string, opts: { sourceHash?: strin
         name: path.basename(root),
         source: { kind: 'hf', path: root, sha256 },
         config,
-        specialTokens: tok.specialTokens,
+        specialTokens: { bos: null, eos: [] },
         addBos: tok.addBos,
         chatTemplate: tok.chatTemplate,
         dtype: 'float32',
       },
       weights: opened.sources,
-      tokenizerJson: tok.tokenizerJson,
+      tokenizer: { file: tok.tokenizerFile, check: tok.check },
       tokenizerConfig: tok.tokenizerConfig,
       close: opened.close,
     };

@@ -142,9 +142,41 @@ export interface QuantizedTensor {
   format: string;
 }
 
-/** True for a `QuantizedTensor`. */
-export function isQuantized(t: Tensor32 | LazyTensor32 | QuantizedTensor): t is QuantizedTensor {
+/**
+ * A linear weight [N, K] quantized while it is written (import-time round-to-nearest from a float
+ * source that is read as it goes): the layout of `QuantizedTensor` without the arrays, which are
+ * produced one row chunk at a time. No zero points (every block has the default) and no offsets.
+ */
+export interface LazyQuantizedTensor {
+  shape: [number, number];
+  bits: 4 | 8;
+  blockSize: number;
+  zeroPoints: null;
+  blockOffsets?: undefined;
+  format: string;
+  /**
+   * The blocks, as `QuantizedTensor.data` (uint8 [N, K/blockSize, blockSize·bits/8]), in
+   * consecutive chunks of whole rows, as many as `maxBytes` of their float32 values hold (at
+   * least one); each chunk is valid until the next is asked for. A pass also computes the scales.
+   */
+  blockChunks(maxBytes: number): AsyncIterable<Uint8Array>;
+  /** float32 [N · K/blockSize], as `QuantizedTensor.scales`: kept from the last `blockChunks` pass, else computed by a pass of their own. */
+  loadScales(): Promise<Float32Array>;
+}
+
+/** A quantized weight, in memory or quantized while written. */
+export type QuantizedWeight = QuantizedTensor | LazyQuantizedTensor;
+
+/** True for a quantized weight (`QuantizedTensor` or `LazyQuantizedTensor`). */
+export function isQuantized(t: Tensor32 | LazyTensor32 | QuantizedWeight): t is QuantizedWeight {
   return 'bits' in t;
+}
+
+/** Bytes of a quantized weight as stored: blocks, scales, zero points and block offsets. */
+export function quantizedBytes(t: QuantizedWeight): number {
+  const [n, k] = t.shape;
+  if (!('data' in t)) return (n * k * t.bits) / 8 + ((n * k) / t.blockSize) * 4;
+  return t.data.byteLength + t.scales.byteLength + (t.zeroPoints?.byteLength ?? 0) + (t.blockOffsets?.byteLength ?? 0);
 }
 
 /**
@@ -171,26 +203,62 @@ export interface LazyTensor32 {
   shape: number[];
   /** The values, row-major float32 [∏shape]; a fresh array each call. */
   load(): Promise<Float32Array>;
+  /**
+   * The values in consecutive chunks of `elements` (the last one shorter), each a view of a
+   * buffer reused for the next: valid until the next chunk is asked for.
+   */
+  chunks(elements: number): AsyncIterable<Float32Array>;
 }
 
 /** A float32 weight in memory or read on demand. */
 export type WeightSource = Tensor32 | LazyTensor32;
 
 /** What the graph builder takes: float32 weights in memory or read on demand, or quantized ones. */
-export type WeightSources = ReadonlyMap<string, WeightSource | QuantizedTensor>;
+export type WeightSources = ReadonlyMap<string, WeightSource | QuantizedWeight>;
 
 /** A float32 weight's values, read if it is lazy. */
 export function weightValues(w: WeightSource): Float32Array | Promise<Float32Array> {
   return 'data' in w ? w.data : w.load();
 }
 
+/** A float32 weight's values in consecutive chunks of `elements` (views; see `LazyTensor32.chunks`). */
+export async function* weightChunks(w: WeightSource, elements: number): AsyncIterable<Float32Array> {
+  if (!('data' in w)) {
+    yield* w.chunks(elements);
+    return;
+  }
+  for (let i = 0; i < w.data.length; i += elements) yield w.data.subarray(i, i + elements);
+}
+
+/** What a tokenizer.json gives the manifest. */
+export interface TokenizerFacts {
+  specialTokens: SpecialTokens;
+  addBos: boolean;
+}
+
+/**
+ * A bundle's tokenizer.json: its content, or a file that the bundle writer reads after the
+ * weights (so it is parsed once and never held while they are written), checks with `check`
+ * (which throws a ModelLoadError for a bad one and gives the manifest's special tokens), and
+ * copies as it is.
+ */
+export type TokenizerJsonSource = { json: unknown } | { file: string; check(json: unknown): TokenizerFacts };
+
 /**
  * An imported model whose weights stay in the source files until written (`writeBundle`),
- * so an import holds one tensor at a time. `close()` releases the source files.
+ * so an import holds one tensor at a time; its tokenizer.json may be a file to copy, so the
+ * parsed JSON is not held while the weights are written. `close()` releases the source files.
  */
-export interface OpenedModel<W extends WeightSources = WeightSources> extends Omit<ImportedModel, 'weights'> {
+export interface OpenedModel<W extends WeightSources = WeightSources> extends Omit<ImportedModel, 'weights' | 'tokenizerJson'> {
   weights: W;
+  tokenizer: TokenizerJsonSource;
   close(): Promise<void>;
+}
+
+/** An in-memory import as an `OpenedModel` (nothing to close). */
+export function openedFromMemory(m: ImportedModel): OpenedModel {
+  const { tokenizerJson, ...rest } = m;
+  return { ...rest, tokenizer: { json: tokenizerJson }, close: async () => {} };
 }
 
 /** A model as import produces it, before it is written as a bundle. */
@@ -214,9 +282,7 @@ export function summarizeWeights(weights: WeightSources): WeightsSummary {
     const format = isQuantized(t) ? `q${t.bits} (${t.format})` : 'float32';
     formats[name] = format;
     counts[format] = (counts[format] ?? 0) + 1;
-    bytes += isQuantized(t)
-      ? t.data.byteLength + t.scales.byteLength + (t.zeroPoints?.byteLength ?? 0) + (t.blockOffsets?.byteLength ?? 0)
-      : elements * 4;
+    bytes += isQuantized(t) ? quantizedBytes(t) : elements * 4;
     float32Bytes += elements * 4;
   }
   return { formats, counts, bytes, float32Bytes };

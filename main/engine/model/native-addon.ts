@@ -15,6 +15,35 @@ import { fileURLToPath } from 'node:url';
 
 /** Addon file, relative to the project root (native/build.mjs writes it there). */
 export const NATIVE_ADDON_FILE = path.join('native', 'build', 'Release', 'ropewalk_native.node');
+/**
+ * Addon file in a packaged app, relative to its resources folder: electron-builder.yml's
+ * extraResources copies it there (a shared library cannot be loaded from inside app.asar).
+ */
+export const PACKAGED_ADDON_FILE = path.join('native', 'ropewalk_native.node');
+
+/**
+ * Where the addon may be, in order: `ROPEWALK_NATIVE_ADDON`, the packaged app's resources folder
+ * (`process.resourcesPath`, or `ROPEWALK_RESOURCES_PATH` that the app sets for its worker threads),
+ * then `native/build/Release/` in the nearest ancestor of `from` (a checkout, or a bundle in it).
+ */
+export function addonCandidates(env: NodeJS.ProcessEnv, resourcesPath: string | undefined, from: string): string[] {
+  const out: string[] = [];
+  if (env.ROPEWALK_NATIVE_ADDON) out.push(env.ROPEWALK_NATIVE_ADDON);
+  const resources = resourcesPath ?? env.ROPEWALK_RESOURCES_PATH;
+  if (resources) out.push(path.join(resources, PACKAGED_ADDON_FILE));
+  const found = findUpwards(NATIVE_ADDON_FILE, from);
+  if (found) out.push(found);
+  return out;
+}
+
+/**
+ * The real path of a file that electron-builder unpacked beside the archive: `…/app.asar/x` is
+ * `…/app.asar.unpacked/x` (Electron's fs reads inside the archive; the dynamic loader cannot).
+ * Other paths are returned as they are.
+ */
+export function unpackedPath(p: string): string {
+  return p.replace(/([\\/])app\.asar([\\/])/, '$1app.asar.unpacked$2');
+}
 
 /** Options of `new NativeDecoder`; sizes are positive integers. */
 export interface NativeDecoderOptions {
@@ -49,6 +78,16 @@ export interface NativeDecoder {
    * construction holds the last position's scores. One run at a time.
    */
   run(tokenIds: Int32Array, cos: Float32Array, sin: Float32Array, past: number): Promise<void>;
+  /**
+   * Context shift of the addon's KV blocks: of `length` positions, drops [keep, keep+drop), moves
+   * the later rows down by `drop` and rotates their keys' first `rotaryDim` dims by cos/sin
+   * float32 [rotaryDim/2] (pairs (2i, 2i+1) when `interleaved`, else (i, i+R/2)). Synchronous.
+   */
+  shift(keep: number, drop: number, length: number, cos: Float32Array, sin: Float32Array, interleaved: boolean, rotaryDim: number): void;
+  /** Copies rows [0, length) of every layer's KV to `dst` float32 [numLayers, 2, Hkv, length, headDim]. */
+  copyOut(length: number, dst: Float32Array): void;
+  /** The reverse of copyOut, into rows [0, length) (capacity ≥ length). */
+  copyIn(length: number, src: Float32Array): void;
   /** Releases the session and the KV memory; later calls throw. */
   dispose(): void;
 }
@@ -73,8 +112,9 @@ export function loadNativeAddon(): NativeAddonStatus {
 }
 
 function tryLoad(): NativeAddonStatus {
-  const addonPath = process.env.ROPEWALK_NATIVE_ADDON ?? findUpwards(NATIVE_ADDON_FILE);
-  if (!addonPath || !existsSync(addonPath)) {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const addonPath = addonCandidates(process.env, (process as { resourcesPath?: string }).resourcesPath, here).find((p) => existsSync(p));
+  if (!addonPath) {
     return { available: false, reason: `the native addon is not built (${NATIVE_ADDON_FILE}; npm run build:native)` };
   }
   const require = createRequire(import.meta.url);
@@ -86,9 +126,9 @@ function tryLoad(): NativeAddonStatus {
   }
 }
 
-/** `rel` in the nearest ancestor of this module that has it (source tree or a bundle beside it). */
-function findUpwards(rel: string): string | null {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
+/** `rel` in the nearest ancestor of `from` (a folder) that has it. */
+function findUpwards(rel: string, from: string): string | null {
+  let dir = from;
   for (;;) {
     const candidate = path.join(dir, rel);
     if (existsSync(candidate)) return candidate;
@@ -104,7 +144,8 @@ function findUpwards(rel: string): string | null {
  * @throws Error naming the folder when it holds none.
  */
 function onnxRuntimeLibrary(require: NodeJS.Require): string {
-  const pkg = path.dirname(require.resolve('onnxruntime-node/package.json'));
+  // In a packaged app the package resolves inside app.asar; its libraries lie unpacked beside it.
+  const pkg = unpackedPath(path.dirname(require.resolve('onnxruntime-node/package.json')));
   const dir = path.join(pkg, 'bin', 'napi-v6', process.platform, process.arch);
   const names = existsSync(dir) ? readdirSync(dir) : [];
   const lib = names.find((n) => /^libonnxruntime\.so\.\d+$/.test(n) || /^libonnxruntime\.\d+\.dylib$/.test(n) || n === 'onnxruntime.dll');

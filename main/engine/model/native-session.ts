@@ -8,8 +8,8 @@
  * that the KvCache's capacity changed, it tells the addon, which reallocates and copies the held
  * rows once. The KvCache itself holds no buffers for this backend (`kvOnHost` is false).
  */
-import { ModelLoadError, SessionRunError, firstLine } from '../errors.ts';
-import type { KvCache } from '../cache/kv-cache.ts';
+import { InvalidOptionError, ModelLoadError, SessionRunError, firstLine } from '../errors.ts';
+import type { KeyRotation, KvCache } from '../cache/kv-cache.ts';
 import type { DecoderBackend, ExecutionProvider, SessionInfo } from './backend.ts';
 import * as io from './io-names.ts';
 import type { ModelConfig } from './manifest.ts';
@@ -92,6 +92,44 @@ export class NativeDecoderSession implements DecoderBackend {
       }, { cause: e });
     }
     return this.logits;
+  }
+
+  /** See DecoderBackend.shift: the addon moves and rotates its own KV blocks, then the KvCache counts. */
+  shift(kv: KvCache, keep: number, drop: number, rotation: KeyRotation): void {
+    if (!Number.isInteger(keep) || !Number.isInteger(drop) || keep < 0 || drop < 1 || keep + drop > kv.length) {
+      throw new InvalidOptionError('context shift', `cannot drop [${keep}, ${keep + drop}) of ${kv.length} positions`);
+    }
+    try {
+      this.decoder.shift(keep, drop, kv.length, rotation.cos, rotation.sin, rotation.interleaved, rotation.rotaryDim);
+    } catch (e) {
+      throw new SessionRunError(`context shift: ${firstLine(e)}`, { [io.pastKey(0)]: kv.shape }, { cause: e });
+    }
+    kv.discard(keep, drop, rotation);
+  }
+
+  /** See DecoderBackend.saveKv: copied out of the addon's blocks. */
+  saveKv(kv: KvCache): Float32Array {
+    const data = new Float32Array(kv.snapshotFloats(kv.length));
+    try {
+      this.decoder.copyOut(kv.length, data);
+    } catch (e) {
+      throw new SessionRunError(`saving the KV cache: ${firstLine(e)}`, { [io.pastKey(0)]: kv.shape }, { cause: e });
+    }
+    return data;
+  }
+
+  /** See DecoderBackend.restoreKv: the addon's blocks are grown to kv.capacity first, then filled. */
+  restoreKv(kv: KvCache, data: Float32Array, length: number): void {
+    if (data.length !== kv.snapshotFloats(length)) {
+      throw new InvalidOptionError('KV copy', `${length} positions take ${kv.snapshotFloats(length)} floats, got ${data.length}`);
+    }
+    try {
+      if (this.decoder.capacity !== kv.capacity) this.decoder.resize(kv.capacity, 0);
+      this.decoder.copyIn(length, data);
+    } catch (e) {
+      throw new SessionRunError(`restoring the KV cache: ${firstLine(e)}`, { [io.pastKey(0)]: kv.shape }, { cause: e });
+    }
+    kv.restore(null, length);
   }
 
   async dispose(): Promise<void> {

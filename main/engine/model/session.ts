@@ -18,7 +18,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { InvalidOptionError, ModelLoadError, SessionRunError, firstLine } from '../errors.ts';
-import type { KvCache } from '../cache/kv-cache.ts';
+import type { KeyRotation, KvCache } from '../cache/kv-cache.ts';
 import * as io from './io-names.ts';
 import type { DecoderBackend, ExecutionProvider, SessionInfo } from './backend.ts';
 import type { ModelConfig } from './manifest.ts';
@@ -186,6 +186,21 @@ export class DecoderSession implements DecoderBackend {
       this.rowFetches[io.newValue(i)] = new ort.Tensor('float32', new Float32Array(T * width), [1, T, width]);
     }
     this.boundT = T;
+  }
+
+  /** See DecoderBackend.shift: the KV cache is the KvCache's host buffers, shifted in place. */
+  shift(kv: KvCache, keep: number, drop: number, rotation: KeyRotation): void {
+    kv.discard(keep, drop, rotation);
+  }
+
+  /** See DecoderBackend.saveKv: the host buffers are the KV cache. */
+  saveKv(kv: KvCache): Float32Array {
+    return kv.snapshot();
+  }
+
+  /** See DecoderBackend.restoreKv. */
+  restoreKv(kv: KvCache, data: Float32Array, length: number): void {
+    kv.restore(data, length);
   }
 
   /** Releases the native session. */

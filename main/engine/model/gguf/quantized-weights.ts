@@ -20,7 +20,16 @@
  * `accuracy_level` 4 does the same, per block of the weight's block size, with float32 scales.
  */
 import { GGML, halfToFloat, type GgmlType } from './quants.ts';
-import { isQuantized, type BundleWeights, type QuantizedTensor, type Tensor32 } from '../manifest.ts';
+import {
+  isQuantized,
+  weightChunks,
+  type LazyQuantizedTensor,
+  type QuantizedTensor,
+  type QuantizedWeight,
+  type Tensor32,
+  type WeightSource,
+  type WeightSources,
+} from '../manifest.ts';
 
 /**
  * How a quantized weight's MatMulNBits treats its input activations:
@@ -43,7 +52,7 @@ import { isQuantized, type BundleWeights, type QuantizedTensor, type Tensor32 } 
  *     above) and agrees better with llama.cpp's Q4_0 (stories260K-q4_0.gguf, 10 prompts: mean
  *     113 tokens at level 0, 83 at level 4 with half scales, 63 without).
  */
-export function activationQuantization(w: QuantizedTensor): { accuracyLevel: 0 | 4; halfScales: boolean } {
+export function activationQuantization(w: Pick<QuantizedWeight, 'bits' | 'blockSize' | 'format'>): { accuracyLevel: 0 | 4; halfScales: boolean } {
   if (w.bits === 4) return { accuracyLevel: 0, halfScales: false };
   return { accuracyLevel: 4, halfScales: w.blockSize === 32 && HALF_SCALE_FORMATS.has(w.format) };
 }
@@ -233,16 +242,21 @@ function scaleMinK4(q: Uint8Array, o: number, j: number): [number, number] {
 
 /**
  * `--quantize`: every float32 Linear weight and the embedding, where K is a multiple of 32,
- * becomes round-to-nearest blocks (`quantizeRtn`); norms, biases and the rest stay as they are.
+ * becomes round-to-nearest blocks (`quantizeRtnLazy`: quantized while the bundle is written, one
+ * row chunk at a time, so a streamed source is never held whole); norms, biases and the rest
+ * stay as they are.
  */
-export function quantizeLinearWeights(weights: BundleWeights, bits: 4 | 8): BundleWeights {
-  const out: BundleWeights = new Map();
+export function quantizeLinearWeights(weights: WeightSources, bits: 4 | 8): WeightSources {
+  const out = new Map<string, WeightSource | QuantizedWeight>();
   for (const [name, t] of weights) {
-    const q = (isLinearWeight(name) || name === 'model.embed_tokens.weight') && !isQuantized(t) ? quantizeRtn(t, bits) : null;
+    const q = (isLinearWeight(name) || name === 'model.embed_tokens.weight') && !isQuantized(t) ? quantizeRtnLazy(t, bits) : null;
     out.set(name, q ?? t);
   }
   return out;
 }
+
+/** Bytes of one row of blocks: K values at `bits` each. */
+const rowBytes = (k: number, bits: 4 | 8) => (k * bits) / 8;
 
 /**
  * Round-to-nearest symmetric block quantization of a float32 Linear weight [N, K] (K a multiple
@@ -253,16 +267,71 @@ export function quantizeLinearWeights(weights: BundleWeights, bits: 4 | 8): Bund
 export function quantizeRtn(w: Tensor32, bits: 4 | 8): QuantizedTensor | null {
   const [n, k] = w.shape;
   if (w.shape.length !== 2 || k % 32 !== 0) return null;
-  const bw = new BlockWriter(n, k, 32);
+  const data = new Uint8Array(n * rowBytes(k, bits));
+  const scales = new Float32Array((n * k) / 32);
+  quantizeRtnBlocks(w.data, bits, data, scales);
+  return { shape: [n, k], bits, blockSize: 32, data, scales, zeroPoints: null, format: 'rtn' };
+}
+
+/**
+ * `quantizeRtn` done while the bundle is written: the blocks come in chunks of whole rows, each
+ * quantized from the rows the source yields (a lazy source is read a chunk at a time), and the
+ * scales are gathered on the way. Same bytes as `quantizeRtn`.
+ * @returns null when the weight is not [N, K] with K a multiple of 32.
+ */
+export function quantizeRtnLazy(w: WeightSource, bits: 4 | 8): LazyQuantizedTensor | null {
+  const [n, k] = w.shape;
+  if (w.shape.length !== 2 || k % 32 !== 0) return null;
+  let scales: Float32Array | null = null;
+  /**
+   * One pass over the rows, as many at a time as `maxBytes` of float32 holds (so the values read
+   * are bounded, not only the blocks written): their blocks, in a buffer reused per chunk, and
+   * all the scales.
+   */
+  async function* pass(maxBytes: number): AsyncGenerator<Uint8Array> {
+    const rows = Math.max(1, Math.min(n, Math.floor(maxBytes / (4 * k))));
+    const all = new Float32Array((n * k) / 32);
+    const blocks = new Uint8Array(rows * rowBytes(k, bits));
+    let row = 0;
+    for await (const values of weightChunks(w, rows * k)) {
+      const r = values.length / k;
+      quantizeRtnBlocks(values, bits, blocks, all.subarray((row * k) / 32, ((row + r) * k) / 32));
+      row += r;
+      yield blocks.subarray(0, r * rowBytes(k, bits));
+    }
+    scales = all;
+  }
+  return {
+    shape: [n, k],
+    bits,
+    blockSize: 32,
+    zeroPoints: null,
+    format: 'rtn',
+    blockChunks: pass,
+    async loadScales() {
+      if (scales === null) for await (const _ of pass(32 * 1024 * 1024));
+      return scales!;
+    },
+  };
+}
+
+/**
+ * The kernel of `quantizeRtn`: whole blocks of 32 values of `values` into `blocks` (8-bit: one
+ * byte each; 4-bit: element 2i in the low nibble) and one scale each into `scales`.
+ */
+function quantizeRtnBlocks(values: Float32Array, bits: 4 | 8, blocks: Uint8Array, scales: Float32Array): void {
   const qmax = bits === 4 ? 7 : 127;
   const zp = bits === 4 ? 8 : 128;
-  for (let b = 0; b < (n * k) / 32; b++) {
+  const q = new Uint8Array(32);
+  for (let b = 0; b < values.length / 32; b++) {
+    const o = b * 32;
     let amax = 0;
-    for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(w.data[b * 32 + j]));
+    for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(values[o + j]));
     const scale = f32(amax / qmax);
-    bw.scales[b] = scale;
+    scales[b] = scale;
     const inv = scale ? 1 / scale : 0;
-    for (let j = 0; j < 32; j++) bw.q[b * 32 + j] = Math.max(-qmax - 1, Math.min(qmax, Math.round(w.data[b * 32 + j] * inv))) + zp;
+    for (let j = 0; j < 32; j++) q[j] = Math.max(-qmax - 1, Math.min(qmax, Math.round(values[o + j] * inv))) + zp;
+    if (bits === 8) blocks.set(q, o);
+    else for (let j = 0; j < 16; j++) blocks[o / 2 + j] = q[2 * j] | (q[2 * j + 1] << 4);
   }
-  return bw.build(bits, 'rtn', zp);
 }

@@ -1,0 +1,97 @@
+/**
+ * Where a context shift cuts (the rolling-window policy mid-answer; GenerationRequest.contextShift).
+ * llama.cpp's context shift keeps the first n_keep tokens and discards half of the rest
+ * (n_discard = (n_past − n_keep) / 2). Ropewalk keeps the same prefix — the system prompt's
+ * tokens, or BOS alone when there is none — and drops the oldest TURNS after it: the cut is
+ * rounded up to the start of a message when one lies between half and three quarters of the rest,
+ * else it is llama.cpp's half, token-exact (one long turn, or a raw prompt, has no boundary there).
+ *
+ * `ContextShifter` finds the kept prefix and the turns' start positions from the request's messages
+ * lazily, at the first shift (most generations never shift): each boundary is the common prefix
+ * of the prompt's tokens and the tokens of the conversation up to that message (no generation
+ * prompt), so a tokenizer that merges across a boundary moves the cut earlier, never into a turn's
+ * middle by more than that merge. Positions are tracked across shifts: each drop removes
+ * [keep, keep + drop) of the current sequence, so a boundary at original position b sits at
+ * b − (tokens dropped so far) while it is past the dropped region.
+ */
+import type { TextTokenizer } from '../tokenizer/tokenizer.ts';
+import type { ChatMessage } from './types.ts';
+
+/** One shift: positions [keep, keep + drop) leave the KV cache. */
+export interface ShiftPlan {
+  keep: number;
+  drop: number;
+}
+
+/**
+ * The cut for a cache holding `length` positions.
+ * @param keep positions never dropped (system prompt / BOS), 0 ≤ keep.
+ * @param turnStarts ascending positions (current coordinates) where a message starts.
+ * @returns null when fewer than 2 positions lie after `keep` (nothing sensible to drop).
+ */
+export function planShift(length: number, keep: number, turnStarts: readonly number[]): ShiftPlan | null {
+  const rest = length - keep;
+  if (rest < 2) return null;
+  const half = Math.floor(rest / 2);
+  const start = turnStarts.find((s) => s - keep >= half && s < length);
+  const whole = start !== undefined && start - keep <= Math.floor((rest * 3) / 4);
+  return { keep, drop: whole ? start - keep : half };
+}
+
+/** One generation's shift state: the kept prefix, the turns' starts, the tokens dropped so far. */
+export class ContextShifter {
+  /** Shifts done and tokens dropped by them. */
+  shifts = 0;
+  dropped = 0;
+  private boundaries: { keep: number; starts: number[] } | null = null;
+
+  /**
+   * @param prompt the generation's prompt token ids.
+   * @param messages the request's messages (null for a raw prompt: only BOS is kept).
+   */
+  constructor(
+    private readonly tokenizer: TextTokenizer,
+    private readonly prompt: readonly number[],
+    private readonly messages: readonly ChatMessage[] | null,
+  ) {}
+
+  /** The cut for the cache's current `length` (null: cannot shift), counted into shifts/dropped. */
+  next(length: number): ShiftPlan | null {
+    const { keep, starts } = (this.boundaries ??= this.find());
+    const current = starts.map((b) => b - this.dropped).filter((b) => b > keep);
+    const plan = planShift(length, keep, current);
+    if (plan) {
+      this.shifts++;
+      this.dropped += plan.drop;
+    }
+    return plan;
+  }
+
+  /** The kept prefix and the messages' start positions in the prompt (original coordinates). */
+  private find(): { keep: number; starts: number[] } {
+    const bos = this.tokenizer.bos !== null && this.prompt[0] === this.tokenizer.bos ? 1 : 0;
+    const msgs = this.messages;
+    if (!msgs || msgs.length === 0) return { keep: bos, starts: [] };
+    const boundaryAfter = (n: number): number => {
+      const ids = this.tokenizer.encodeChat(msgs.slice(0, n) as ChatMessage[], { addGenerationPrompt: false });
+      return commonPrefix(ids, this.prompt);
+    };
+    const keep = msgs[0].role === 'system' ? Math.max(bos, boundaryAfter(1)) : bos;
+    // Message n starts where messages [0, n) end; the answer starts where the prompt ends.
+    const starts: number[] = [];
+    const add = (b: number) => {
+      if (b > keep && b > (starts[starts.length - 1] ?? 0)) starts.push(b);
+    };
+    for (let n = 1; n < msgs.length; n++) add(boundaryAfter(n));
+    add(this.prompt.length);
+    return { keep, starts };
+  }
+}
+
+/** Length of the longest common prefix of two token sequences. */
+export function commonPrefix(a: readonly number[], b: readonly number[]): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}

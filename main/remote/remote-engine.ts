@@ -1,0 +1,327 @@
+/**
+ * A remote engine: a model served by an OpenAI-compatible server (vLLM, llama.cpp's server,
+ * Ollama, TGI, another Ropewalk's `serve`), behind the same `ChatEngine` interface as the local
+ * worker, so the services stream, count and stop its answers the same way.
+ *
+ * - `connect` lists the server's models (`GET /v1/models`), checks the chosen id is there, and
+ *   picks how to count tokens (token-counter.ts: the server's `/tokenize`, a tokenizer.json, or an
+ *   estimate).
+ * - `generate` POSTs `/v1/chat/completions` (messages) or `/v1/completions` (prompt) with
+ *   `stream: true` and `stream_options.include_usage`, and turns the Server-Sent Events into the
+ *   engine's events: one `token` per content chunk (id 0: a server sends text, not ids), then
+ *   `done` (a server that ignores `stream` and answers with one JSON body gives one chunk). Aborting the signal aborts the HTTP request (the server sees the connection close
+ *   and stops) and ends with done{reason:'cancelled'} and the text so far. A stream that ends
+ *   before the answer did (no finish_reason, no `[DONE]`), or carries an error object, ends with
+ *   done{reason:'error'} and the partial text, saying why.
+ * - Stats come from the server's `usage` when it sends one (else the counter and the chunks);
+ *   TTFT and tokens/s are measured here, so they include the network.
+ * Failures before the first event are thrown as RemoteEngineError (errors.ts).
+ */
+import { performance } from 'node:perf_hooks';
+import type { ChatEngine, CountAccuracy } from '../engine-host/chat-engine.ts';
+import type { EngineCacheStats } from '../engine-host/protocol.ts';
+import type { ModelInfo } from '../engine/generate/engine.ts';
+import type { FinishReason, GenerationEvent, GenerationRequest, GenerationStats } from '../engine/generate/types.ts';
+import { RemoteEngineError } from './errors.ts';
+import { normalizeBaseUrl, RemoteServer } from './http.ts';
+import { chooseCounter, type CountMethod, type TokenCounter } from './token-counter.ts';
+
+/** What a remote engine is made from (the key is kept by the caller; see services/secrets.ts). */
+export interface RemoteConfig {
+  baseUrl: string;
+  apiKey: string | null;
+  /** The model id, one of the server's `/v1/models`. */
+  model: string;
+  /** A tokenizer.json (or its folder) to count with when the server has no tokenize endpoint. */
+  tokenizerPath: string | null;
+}
+
+/** A model the server lists, with its max context when the server says it (vLLM `max_model_len`, llama.cpp `meta.n_ctx_train`). */
+export interface RemoteModel {
+  id: string;
+  maxContext: number | null;
+}
+
+/** The max context assumed when neither `/v1/models` nor `/tokenize` says it, tokens. */
+export const UNKNOWN_CONTEXT = 4096;
+
+/** A remote engine's caches are the server's: none here. */
+function noCaches(maxContext: number): EngineCacheStats {
+  return {
+    rope: { capacity: 0, rowsComputed: 0, growths: 0, bytes: 0, maxContext },
+    kv: { capacity: 0, length: 0, growths: 0, bytes: 0, maxContext },
+  };
+}
+
+/**
+ * The server's models (`GET {baseUrl}/models`).
+ * @throws RemoteEngineError: 'config' (bad URL), 'unreachable', 'auth', 'endpoint', 'bad-response'.
+ */
+export async function listRemoteModels(baseUrl: string, apiKey: string | null): Promise<RemoteModel[]> {
+  const server = new RemoteServer(normalizeBaseUrl(baseUrl), apiKey);
+  return listModels(server);
+}
+
+async function listModels(server: RemoteServer): Promise<RemoteModel[]> {
+  const r = (await server.json('models', 'listing its models')) as { data?: unknown };
+  if (!Array.isArray(r.data)) throw new RemoteEngineError('bad-response', `the remote engine at ${server.baseUrl} answered /models without a "data" list; is this an OpenAI-compatible server?`);
+  return r.data
+    .filter((m): m is { id: string } & Record<string, unknown> => typeof (m as { id?: unknown })?.id === 'string')
+    .map((m) => {
+      const n = m.max_model_len ?? (m.meta as { n_ctx_train?: unknown } | undefined)?.n_ctx_train;
+      return { id: m.id, maxContext: typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : null };
+    });
+}
+
+export class RemoteEngine implements ChatEngine {
+  readonly model: ModelInfo;
+  readonly countAccuracy: CountAccuracy;
+
+  private constructor(
+    private readonly server: RemoteServer,
+    readonly modelId: string,
+    private readonly counter: TokenCounter,
+    maxContext: number | null,
+  ) {
+    const context = maxContext ?? UNKNOWN_CONTEXT;
+    this.countAccuracy = counter.method === 'estimate' ? 'estimate' : 'exact';
+    // The fields about local weights and backends have no meaning here; the window shows the
+    // remote card instead (ModelInfo.remote in the contract).
+    this.model = {
+      name: modelId,
+      architecture: 'remote',
+      trainedContext: context,
+      maxContext: context,
+      vocabSize: 0,
+      backend: 'js',
+      executionProvider: 'cpu',
+      fallbackReason: maxContext === null ? `the server does not say its max context; ${UNKNOWN_CONTEXT} is assumed` : null,
+      hasChatTemplate: true,
+      // Identifies what counts were made with (BudgetService caches them by it).
+      bundleDir: `remote:${server.baseUrl}#${modelId}#${counter.method}`,
+      weights: { formats: 'on the server', bundleBytes: 0, residentBytes: 0 },
+    };
+  }
+
+  /** The base URL (normalized). */
+  get baseUrl(): string {
+    return this.server.baseUrl;
+  }
+
+  /** How prompts are counted. */
+  get countMethod(): CountMethod {
+    return this.counter.method;
+  }
+
+  /**
+   * Connects: lists the models, checks `config.model` is one, picks the token counter. `self`:
+   * this Ropewalk's instance id (a server answering with it is this Ropewalk itself).
+   * @throws RemoteEngineError: 'config' (bad URL, itself), 'unreachable', 'auth', 'endpoint', 'model' (listing the ids it has), 'bad-response'.
+   */
+  static async connect(config: RemoteConfig, self: string | null = null): Promise<RemoteEngine> {
+    const server = new RemoteServer(normalizeBaseUrl(config.baseUrl), config.apiKey || null);
+    const models = await listModels(server);
+    // Its own API as its engine would wait on itself forever (each answer queued behind itself).
+    if (self !== null && server.instance === self) {
+      throw new RemoteEngineError('config', `${server.baseUrl} is this Ropewalk's own API; a remote engine must be another server`);
+    }
+    const listed = models.find((m) => m.id === config.model);
+    if (!listed) {
+      const ids = models.map((m) => JSON.stringify(m.id)).slice(0, 10).join(', ');
+      throw new RemoteEngineError('model', `the remote engine at ${server.baseUrl} has no model ${JSON.stringify(config.model)}${ids ? ` (it has ${ids})` : ' (it lists none)'}; pick one of its models`);
+    }
+    const counter = await chooseCounter(server, config.model, config.tokenizerPath);
+    return new RemoteEngine(server, config.model, counter, listed.maxContext ?? counter.maxModelLen);
+  }
+
+  countTokens(request: Pick<GenerationRequest, 'prompt' | 'messages'>): Promise<number> {
+    return this.counter.count(request);
+  }
+
+  countEach(texts: string[]): Promise<number[]> {
+    return texts.length === 0 ? Promise.resolve([]) : this.counter.countEach(texts);
+  }
+
+  async stats(): Promise<EngineCacheStats> {
+    return noCaches(this.model.maxContext);
+  }
+
+  /** @throws RemoteEngineError 'config': token ids belong to the server; ask it. */
+  async tokenize(): Promise<number[]> {
+    throw this.idsElsewhere();
+  }
+
+  /** @throws RemoteEngineError 'config': token ids belong to the server; ask it. */
+  async detokenize(): Promise<string> {
+    throw this.idsElsewhere();
+  }
+
+  /** @throws RemoteEngineError 'config': the template is the server's; ask it. */
+  async renderChat(): Promise<string> {
+    throw this.idsElsewhere();
+  }
+
+  private idsElsewhere(): RemoteEngineError {
+    return new RemoteEngineError('config', `this Ropewalk's engine is remote (${this.server.baseUrl}); ask that server for token ids and its chat template`);
+  }
+
+  async *generate(request: GenerationRequest, opts: { signal?: AbortSignal } = {}): AsyncGenerator<GenerationEvent> {
+    const started = performance.now();
+    const ac = new AbortController();
+    const onAbort = () => ac.abort();
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    if (opts.signal?.aborted) ac.abort();
+    const chat = request.messages !== undefined;
+    const run: Run = { text: '', chunks: 0, firstAt: null, finish: null, usage: null };
+    try {
+      let res: Response;
+      try {
+        res = await this.server.stream(chat ? 'chat/completions' : 'completions', 'answering', this.body(request), ac.signal, this.modelId);
+      } catch (e) {
+        if (ac.signal.aborted) return yield await this.done(request, run, started, 'cancelled');
+        throw e;
+      }
+      let ended: 'done' | 'cut' = 'cut';
+      let failure: string | null = null;
+      // A server that ignores `stream: true` answers with one JSON body: the same fields, whole.
+      const whole = !/text\/event-stream/i.test(res.headers.get('content-type') ?? '');
+      try {
+        for await (const data of whole ? wholeBody(res) : serverSentData(res.body!)) {
+          if (data === '[DONE]') {
+            ended = 'done';
+            break;
+          }
+          const piece = this.takeChunk(data, chat, run);
+          if (piece) yield { type: 'token', id: 0, text: piece };
+        }
+      } catch (e) {
+        if (ac.signal.aborted) return yield await this.done(request, run, started, 'cancelled');
+        failure = e instanceof RemoteEngineError ? e.message : `the remote engine's stream was cut after ${run.chunks} chunks (${describeCut(e)}); the partial answer is kept, send again to retry`;
+      }
+      if (failure === null && ended === 'cut' && run.finish === null) {
+        failure = `the remote engine's stream ended before the answer did, after ${run.chunks} chunks; the partial answer is kept, send again to retry`;
+      }
+      yield await this.done(request, run, started, failure === null ? finishOf(run.finish) : 'error', failure);
+    } finally {
+      opts.signal?.removeEventListener('abort', onAbort);
+      ac.abort(); // a consumer that stopped early closes the connection
+    }
+  }
+
+  /** The request body: the engine's request in OpenAI's (and llama.cpp's / vLLM's) fields. */
+  private body(r: GenerationRequest): Record<string, unknown> {
+    const s = r.sampler;
+    return {
+      model: this.modelId,
+      ...(r.messages !== undefined ? { messages: r.messages } : { prompt: r.prompt }),
+      stream: true,
+      stream_options: { include_usage: true },
+      max_tokens: r.maxTokens,
+      ...(s.temperature !== undefined ? { temperature: s.temperature } : {}),
+      ...(s.topP !== undefined ? { top_p: s.topP } : {}),
+      ...(s.topK ? { top_k: s.topK } : {}),
+      ...(s.minP ? { min_p: s.minP } : {}),
+      ...(s.repetitionPenalty !== undefined && s.repetitionPenalty !== 1 ? { repeat_penalty: s.repetitionPenalty, repetition_penalty: s.repetitionPenalty } : {}),
+      ...(s.presencePenalty ? { presence_penalty: s.presencePenalty } : {}),
+      ...(s.frequencyPenalty ? { frequency_penalty: s.frequencyPenalty } : {}),
+      ...(s.seed !== undefined ? { seed: s.seed } : {}),
+      ...(r.stop?.length ? { stop: r.stop } : {}),
+      ...(r.ignoreEos ? { ignore_eos: true } : {}),
+    };
+  }
+
+  /** Reads one event's JSON into `run`; returns its text. @throws RemoteEngineError for an error event or bad JSON. */
+  private takeChunk(data: string, chat: boolean, run: Run): string {
+    let j: { choices?: { delta?: { content?: unknown }; text?: unknown; finish_reason?: unknown }[]; usage?: unknown; error?: { message?: unknown } };
+    try {
+      j = JSON.parse(data);
+    } catch {
+      throw new RemoteEngineError('bad-response', `the remote engine sent a stream event that is not JSON (${JSON.stringify(data.slice(0, 80))}); the partial answer is kept`);
+    }
+    if (j.error) {
+      const said = typeof j.error.message === 'string' ? j.error.message.split('\n')[0].slice(0, 200) : 'no reason given';
+      throw new RemoteEngineError('server', `the remote engine failed mid-answer (${said}); the partial answer is kept, send again to retry`);
+    }
+    const usage = j.usage as { prompt_tokens?: unknown; completion_tokens?: unknown } | null | undefined;
+    if (usage && typeof usage.prompt_tokens === 'number' && typeof usage.completion_tokens === 'number') run.usage = { prompt: usage.prompt_tokens, completion: usage.completion_tokens };
+    const c = j.choices?.[0] as { delta?: { content?: unknown }; message?: { content?: unknown }; text?: unknown; finish_reason?: unknown } | undefined;
+    if (typeof c?.finish_reason === 'string') run.finish = c.finish_reason;
+    const piece = chat ? (c?.delta ?? c?.message)?.content : c?.text;
+    if (typeof piece !== 'string' || piece === '') return '';
+    run.firstAt ??= performance.now();
+    run.chunks++;
+    run.text += piece;
+    return piece;
+  }
+
+  private async done(request: GenerationRequest, run: Run, started: number, reason: FinishReason, failure: string | null = null): Promise<GenerationEvent> {
+    const end = performance.now();
+    const promptTokens = run.usage?.prompt ?? (await this.countTokens(request).catch(() => 0));
+    const generated = run.usage?.completion ?? run.chunks;
+    const ttftMs = run.firstAt === null ? 0 : run.firstAt - started;
+    const decodeSeconds = run.firstAt === null ? 0 : (end - run.firstAt) / 1000;
+    const stats: GenerationStats = {
+      backend: 'remote',
+      promptTokens,
+      generatedTokens: generated,
+      reusedTokens: 0,
+      prefilledTokens: run.firstAt === null ? 0 : promptTokens,
+      ttftMs,
+      prefillTokensPerSec: ttftMs > 0 ? promptTokens / (ttftMs / 1000) : 0,
+      decodeTokensPerSec: generated > 1 && decodeSeconds > 0 ? (generated - 1) / decodeSeconds : 0,
+      contextUsed: promptTokens + generated,
+      maxContext: this.model.maxContext,
+      contextShifts: 0, // the server manages its own context
+      droppedTokens: 0,
+      rope: { capacity: 0, growths: 0, bytes: 0, rowsComputed: 0 },
+      kv: { capacity: 0, growths: 0, bytes: 0 },
+    };
+    return { type: 'done', reason, text: run.text, promptTokens: [], tokens: [], stats, ...(failure ? { error: { code: 'REMOTE', message: failure } } : {}) };
+  }
+}
+
+/** What a streamed answer has brought so far. */
+interface Run {
+  text: string;
+  /** Content chunks (≈ tokens: servers send one token per chunk, held-back stop text aside). */
+  chunks: number;
+  firstAt: number | null;
+  finish: string | null;
+  usage: { prompt: number; completion: number } | null;
+}
+
+/** OpenAI's finish_reason → the engine's ('length' is the only one that is not a stop). */
+function finishOf(reason: string | null): FinishReason {
+  return reason === 'length' ? 'length' : 'stop';
+}
+
+/** Why a body read failed, in words (undici: "terminated" with "other side closed"). */
+function describeCut(e: unknown): string {
+  const cause = (e as { cause?: { message?: string; code?: string } }).cause;
+  return cause?.code === 'UND_ERR_SOCKET' || /other side closed/.test(cause?.message ?? '') ? 'the server closed the connection' : (cause?.message ?? (e instanceof Error ? e.message : String(e)));
+}
+
+/** A whole (non-streamed) JSON answer as the one event it amounts to, then `[DONE]`. */
+async function* wholeBody(res: Response): AsyncGenerator<string> {
+  yield await res.text();
+  yield '[DONE]';
+}
+
+/** The `data:` payloads of a Server-Sent Events body, in order (multi-line data joined by '\n'). */
+async function* serverSentData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const bytes of body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(bytes, { stream: true });
+    let cut: RegExpExecArray | null;
+    while ((cut = /\r?\n\r?\n/.exec(buffer))) {
+      const event = buffer.slice(0, cut.index);
+      buffer = buffer.slice(cut.index + cut[0].length);
+      const data = event
+        .split(/\r?\n/)
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).replace(/^ /, ''));
+      if (data.length) yield data.join('\n');
+    }
+  }
+}
