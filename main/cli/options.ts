@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 // growth.ts, not engine.ts: the CLI's main thread must not load ONNX Runtime (the worker does).
 import { MAX_CONTEXT_LIMIT } from '../engine/cache/growth.ts';
 import type { BackendKind, ExecutionProvider } from '../engine/model/backend.ts';
+import { QUANTIZE_OPTIONS, type QuantizeOption } from '../contract/types.ts';
 import type { SamplerOptions } from '../engine/sampling/sampler.ts';
 
 /** A bad command line: the CLI prints its one-line message and exits with code 2. */
@@ -22,7 +23,7 @@ export interface ChatOptions {
   /** null: native when the addon loads, else js (the engine says why). */
   backend: BackendKind | null;
   /** Quantize a float model's Linear weights at import. */
-  quantize: 'q4' | 'q8' | null;
+  quantize: QuantizeOption | null;
   json: boolean;
   system: string | null;
   stop: string[];
@@ -127,7 +128,8 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
   const backend = v.backend ?? null;
   if (backend !== null && backend !== 'native' && backend !== 'js') throw new UsageError(`--backend must be native or js, got "${backend}"`);
   if (v.model !== undefined && v.model.trim() === '') throw new UsageError('--model needs a path');
-  if (v.quantize !== undefined && v.quantize !== 'q4' && v.quantize !== 'q8') throw new UsageError(`--quantize must be q4 or q8, got "${v.quantize}"`);
+  const quantize = v.quantize === undefined ? null : QUANTIZE_OPTIONS.find((q) => q === v.quantize);
+  if (quantize === undefined) throw new UsageError(`--quantize must be q4 or q8, got "${v.quantize}"`);
   const seed = int('seed', v.seed, 0, 2 ** 32 - 1);
   if (v.fit !== undefined && v.fit !== 'relevant') throw new UsageError(`--fit must be relevant, got "${v.fit}"`);
   if (v.fit !== undefined && !v.attach?.length) throw new UsageError('--fit relevant needs a document (--attach FILE)');
@@ -150,7 +152,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
     ignoreEos: v['ignore-eos'] ?? false,
     ep,
     backend,
-    quantize: (v.quantize as 'q4' | 'q8' | undefined) ?? null,
+    quantize,
     json: v.json ?? false,
     system: v.system ?? null,
     stop: v.stop ?? [],

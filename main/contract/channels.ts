@@ -7,7 +7,7 @@
  * Platform-free: zod and types only.
  */
 import { z } from 'zod';
-import { CONTEXT_FULL_POLICIES } from './types.ts';
+import { CONTEXT_FULL_POLICIES, QUANTIZE_OPTIONS } from './types.ts';
 import { ORIGIN_RULE, parseOrigin } from './origin.ts';
 import type {
   ContextBudget,
@@ -117,8 +117,11 @@ export const requestSchemas = {
   getModel: z.object({}).strict(),
   /** The desktop app's local API server (the Local server setting). */
   getLocalServer: z.object({}).strict(),
-  /** Imports/loads a model from a path on this machine (llama2.c file, HF folder, bundle). */
-  openModel: z.object({ path: z.string().min(1).max(4096) }).strict(),
+  /**
+   * Imports/loads a model from a path on this machine (llama2.c file, HF folder, GGUF file,
+   * bundle); `quantize` imports its float Linear weights as 4- or 8-bit blocks (none: as stored).
+   */
+  openModel: z.object({ path: z.string().min(1).max(4096), quantize: z.enum(QUANTIZE_OPTIONS).optional() }).strict(),
   /** The models an OpenAI-compatible server lists (`apiKey` omitted: the one saved for that URL). */
   listRemoteModels: z.object({ baseUrl: remoteUrl, apiKey: apiKey.optional() }).strict(),
   /**

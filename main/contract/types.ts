@@ -101,6 +101,13 @@ export type ContextFullPolicy = 'stop' | 'truncate-middle' | 'rolling-window';
 export const CONTEXT_FULL_POLICIES = ['stop', 'truncate-middle', 'rolling-window'] as const satisfies readonly ContextFullPolicy[];
 
 export type ExecutionProviderPreference = 'cpu' | 'cuda';
+/**
+ * Quantization of a float model's Linear weights (and embedding) at import, as the CLI's
+ * `--quantize`: 4- or 8-bit round-to-nearest blocks run as MatMulNBits, cached as a bundle of
+ * their own. Weights already quantized (GGUF blocks) stay as stored.
+ */
+export type QuantizeOption = 'q4' | 'q8';
+export const QUANTIZE_OPTIONS = ['q4', 'q8'] as const satisfies readonly QuantizeOption[];
 /** The decoder backend: the native/ addon (falls back to js with a note when it cannot load) or onnxruntime-node's JS API. */
 export type BackendPreference = 'native' | 'js';
 

@@ -200,7 +200,7 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     },
     getModel: async () => models.state,
     getLocalServer: async () => localServer?.state() ?? { status: 'unavailable', baseUrl: null, error: null },
-    openModel: ({ path }) => models.open(path),
+    openModel: ({ path, quantize }) => models.open(path, quantize),
     listRemoteModels: async ({ baseUrl, apiKey }) => ({ models: await models.listRemote(baseUrl, apiKey) }),
     connectRemote: ({ baseUrl, model, apiKey, tokenizerPath }) => models.openRemote({ baseUrl, model, apiKey, tokenizerPath }),
     importConversation: async ({ title, messages }) => {

@@ -5,7 +5,9 @@
  * - `start()` loads, in the background, the model the user last opened (remembered in the
  *   settings table) or else the embedded stories260K; if the remembered one fails, the embedded
  *   one is loaded and the failure is reported in `error`.
- * - `open(path)` imports and loads a model with progress. A failure leaves the previous model
+ * - `open(path, quantize?)` imports and loads a model with progress (`quantize`: its float Linear
+ *   weights as 4- or 8-bit blocks, a bundle of their own; remembered with the path, and kept by
+ *   reloads when the settings change). A failure leaves the previous model
  *   loaded and answering (the worker swaps only after a successful load), sets `error`, and
  *   rejects with the engine's error (code MODEL_LOAD, TOKENIZER or INVALID_OPTION).
  * - One load at a time, never while an answer is generated (`BUSY`).
@@ -16,7 +18,7 @@
  *   `RemoteKeyStore`) and reconnected at the next start. A failure keeps the engine that
  *   answered. `open(path)` goes back to a local model.
  */
-import type { ModelInfo, ModelState, RemoteModelEntry } from '../contract/types.ts';
+import { QUANTIZE_OPTIONS, type ModelInfo, type ModelState, type QuantizeOption, type RemoteModelEntry } from '../contract/types.ts';
 import type { EngineHost } from '../engine-host/host.ts';
 import { normalizeBaseUrl } from '../remote/http.ts';
 import { listRemoteModels, RemoteEngine, type RemoteConfig } from '../remote/remote-engine.ts';
@@ -31,6 +33,7 @@ import type { ConversationStore } from './store.ts';
 export type { Emit };
 
 const MODEL_PATH_KEY = 'model.path';
+const MODEL_QUANTIZE_KEY = 'model.quantize';
 /** The remote engine in use ({ baseUrl, model, tokenizerPath }); absent: a local model answers. */
 const REMOTE_KEY = 'model.remote';
 
@@ -64,6 +67,7 @@ export interface ModelServiceOptions {
 export class ModelService {
   private current: ModelState = { status: 'loading', info: null, progress: null, error: null };
   private source: string | null = null;
+  private quantize: QuantizeOption | undefined;
   private pending: Promise<void> | null = null;
 
   constructor(private readonly deps: ModelServiceOptions) {}
@@ -104,16 +108,18 @@ export class ModelService {
 
   /** Loads the remembered local model, or the embedded one. */
   private async startLocal(): Promise<void> {
-    const remembered = this.deps.store.getSettings()[MODEL_PATH_KEY];
+    const settings = this.deps.store.getSettings();
+    const remembered = settings[MODEL_PATH_KEY];
     const first = typeof remembered === 'string' && remembered ? remembered : this.deps.defaultModel;
+    const quantize = first === remembered ? QUANTIZE_OPTIONS.find((q) => q === settings[MODEL_QUANTIZE_KEY]) : undefined;
     try {
-      await this.load(first);
+      await this.load(first, undefined, quantize);
     } catch (e) {
       if (first === this.deps.defaultModel) return this.fail(e);
       const why = `the last model (${first}) could not be loaded: ${firstLine(e)}`;
       try {
         await this.load(this.deps.defaultModel);
-        this.deps.store.setSettings({ [MODEL_PATH_KEY]: undefined });
+        this.deps.store.setSettings({ [MODEL_PATH_KEY]: undefined, [MODEL_QUANTIZE_KEY]: undefined });
         this.set({ ...this.current, error: `${why}; the embedded model is loaded instead` });
       } catch (e2) {
         this.fail(e2, why);
@@ -160,14 +166,15 @@ export class ModelService {
 
   /**
    * Imports (first time) and loads the model at `path`, emitting progress.
+   * @param quantize import its float Linear weights as 4- or 8-bit blocks (undefined: as stored).
    * @returns the new state. @throws ServiceError BUSY; the engine's load error (old model kept).
    */
-  async open(path: string): Promise<ModelState> {
+  async open(path: string, quantize?: QuantizeOption): Promise<ModelState> {
     this.assertFree();
     await this.exclusive(async () => {
       try {
-        await this.load(path);
-        this.deps.store.setSettings({ [MODEL_PATH_KEY]: path, [REMOTE_KEY]: undefined });
+        await this.load(path, undefined, quantize);
+        this.deps.store.setSettings({ [MODEL_PATH_KEY]: path, [MODEL_QUANTIZE_KEY]: quantize, [REMOTE_KEY]: undefined });
       } catch (e) {
         this.fail(e);
         throw e;
@@ -187,7 +194,7 @@ export class ModelService {
     if (!source) throw new ServiceError('MODEL_NOT_READY', 'no model is loaded yet');
     await this.exclusive(async () => {
       try {
-        await this.load(source, options);
+        await this.load(source, options, this.quantize);
       } catch (e) {
         this.fail(e);
         throw e;
@@ -229,15 +236,16 @@ export class ModelService {
     return p;
   }
 
-  private async load(path: string, options?: Pick<LoadOptions, 'maxContext' | 'executionProvider' | 'backend'>): Promise<void> {
+  private async load(path: string, options?: Pick<LoadOptions, 'maxContext' | 'executionProvider' | 'backend'>, quantize?: QuantizeOption): Promise<void> {
     this.set({ status: 'loading', info: this.current.info, progress: { phase: 'start', fraction: 0 }, error: null });
     const opts = options ?? this.deps.loadOptions();
     const info = await this.deps.host.load(
       path,
-      { ...opts, ...(this.deps.cacheDir ? { cacheDir: this.deps.cacheDir } : {}) },
+      { ...opts, ...(quantize ? { quantize } : {}), ...(this.deps.cacheDir ? { cacheDir: this.deps.cacheDir } : {}) },
       (phase, fraction) => this.set({ status: 'loading', info: this.current.info, progress: { phase, fraction }, error: null }),
     );
     this.source = path;
+    this.quantize = quantize;
     this.deps.engine.use(null);
     this.loaded(info);
   }

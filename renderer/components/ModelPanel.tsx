@@ -1,12 +1,15 @@
 /**
  * The model panel: name, architecture, trained context, weight formats with the bundle's size on
  * disk and the weights' resident bytes, execution provider in use (and why the
- * preferred one is not, if so), load status and progress, and "Open model…": a path field that
- * calls `openModel({ path })` (a native file dialog may come later in the Electron shell), and
- * the "Remote engine" source (RemoteEngineForm). With a remote engine the card shows its server,
- * how the meter counts, and how the API key is kept, instead of weights and backends.
+ * preferred one is not, if so), load status and progress, and "Open model…": a path field and a
+ * weights choice (as stored, or a float model's Linear weights quantized to 8 or 4 bits, as the
+ * CLI's `--quantize q8|q4`) that call `openModel({ path, quantize })` (a native file dialog may
+ * come later in the Electron shell), and the "Remote engine" source (RemoteEngineForm). With a
+ * remote engine the card shows its server, how the meter counts, and how the API key is kept,
+ * instead of weights and backends.
  */
 import { useState, type FormEvent } from 'react';
+import type { QuantizeOption } from '../../main/contract/types.ts';
 import { useShallow } from 'zustand/react/shallow';
 import { useModel, useStores } from '../hooks.ts';
 import { loadErrorOf } from '../stores/model.ts';
@@ -30,12 +33,13 @@ export function ModelPanel() {
   const { model, opening } = useModel(useShallow((s) => ({ model: s.model, opening: s.opening })));
   const loadError = useModel(loadErrorOf);
   const [path, setPath] = useState('');
+  const [quantize, setQuantize] = useState<QuantizeOption | ''>('');
   const info = model?.info ?? null;
   const loading = opening || model?.status === 'loading';
 
   const submit = (e: FormEvent) => {
     e.preventDefault();
-    void stores.model.getState().open(path);
+    void stores.model.getState().open(path, quantize || null);
   };
 
   return (
@@ -101,6 +105,13 @@ export function ModelPanel() {
             Open model…
           </button>
         </div>
+        <label htmlFor="model-quantize">Weights</label>
+        <select id="model-quantize" value={quantize} onChange={(e) => setQuantize(e.target.value as QuantizeOption | '')}>
+          <option value="">As stored</option>
+          <option value="q8">Quantize to 8 bits (q8)</option>
+          <option value="q4">Quantize to 4 bits (q4)</option>
+        </select>
+        <p className="field-hint">Quantizing applies to float weights (Hugging Face, llama2.c): about ¼ or ⅛ of their memory, imported once into a bundle of its own.</p>
         {info?.remote && <p className="field-hint">Opening a model here goes back to this computer's engine.</p>}
         {opening && (
           <p className="field-hint" role="status">

@@ -1,13 +1,14 @@
 /**
  * Model concern: the services' `ModelState` (from `getModel`, `modelState` events and
- * `openModel`), and the open-model action. A failed load is shown once, at the model path field
+ * `openModel`), and the open-model action (a path, and optionally `quantize`: a float model's
+ * Linear weights imported as 4- or 8-bit blocks, as the CLI's `--quantize`). A failed load is shown once, at the model path field
  * (`loadError`: the call's error, or the services' last load error), not in the banner or the
  * model card; it clears when a model loads. The remote engine form's calls (`listRemote`,
  * `connectRemote`) keep their own state: the models the server lists and why a call failed.
  */
 import { createStore, type StoreApi } from 'zustand/vanilla';
 import type { RequestOf, RopewalkApi } from '../../main/contract/channels.ts';
-import type { ModelState, RemoteModelEntry } from '../../main/contract/types.ts';
+import type { ModelState, QuantizeOption, RemoteModelEntry } from '../../main/contract/types.ts';
 import { describeError } from '../lib/errors.ts';
 import type { NoticesStore } from './notices.ts';
 
@@ -24,7 +25,8 @@ export interface ModelStoreState {
   /** Why the last remote call failed (shown in the remote engine form). */
   remoteError: string | null;
   load(): Promise<void>;
-  open(path: string): Promise<void>;
+  /** Imports and loads the model at `path`; `quantize` null or absent: its weights as stored. */
+  open(path: string, quantize?: QuantizeOption | null): Promise<void>;
   /** Asks a server for its models (`apiKey` undefined: the one saved for that URL). */
   listRemote(baseUrl: string, apiKey?: string): Promise<void>;
   /** Makes the remote engine answer; resolves true when it does. */
@@ -50,7 +52,7 @@ export function createModelStore(api: RopewalkApi, notices: NoticesStore, onChan
         notices.getState().report(e);
       }
     },
-    async open(path) {
+    async open(path, quantize) {
       const trimmed = path.trim();
       if (!trimmed) {
         set({ openError: 'Type the path of a model file or folder first.' });
@@ -58,7 +60,7 @@ export function createModelStore(api: RopewalkApi, notices: NoticesStore, onChan
       }
       set({ opening: true, openError: null });
       try {
-        const model = await api.openModel({ path: trimmed });
+        const model = await api.openModel({ path: trimmed, ...(quantize ? { quantize } : {}) });
         set({ model, openError: null });
         onChanged();
       } catch (e) {

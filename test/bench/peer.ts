@@ -10,6 +10,9 @@
  * and prints Ropewalk ÷ llama.cpp, plus Ropewalk's bundle size on disk and resident weight bytes.
  * Env: BENCH_LAYERS (default 28), BENCH_FORMATS (default F32,Q8_0,Q4_0), BENCH_THREADS (default:
  * the machine's parallelism, which is also ONNX Runtime's default). It asserts nothing.
+ * On a machine loaded by other jobs use BENCH_THREADS=1: llama.cpp's threads spin at barriers and
+ * lose their time slices (measured: its Q8_0 decode 1.4 tok/s on 2 threads, 11.1 on 1, same run
+ * conditions), which makes multi-thread ratios flatter Ropewalk.
  */
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';

@@ -5,7 +5,8 @@
  * refused or warned about at the field, the keyboard (Escape stops an answer before its first token and focus returns to the message box;
  * Ctrl+K / Ctrl+B / Ctrl+, / Ctrl+N; tooltips and the list in Settings name them; the panel
  * choice survives a reload), and the dark theme, whose text contrast is measured (WCAG AA) on
- * the main surfaces in both themes. Screenshots at 1280×800 and 420×800, light and dark, are
+ * the main surfaces in both themes, and the model panel opening a float checkpoint quantized to
+ * 8 bits. Screenshots at 1280×800 and 420×800, light and dark, are
  * saved under test/artifacts/.
  */
 import assert from 'node:assert/strict';
@@ -14,6 +15,7 @@ import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { luminance, parseCssColor, textContrast } from '../helpers/contrast.ts';
 import { ARTIFACTS, startE2eApp, until, type E2eApp } from '../helpers/e2e-app.ts';
+import { STORIES_BIN } from '../helpers/paths.ts';
 
 // Greedy stories260K repeats this for ~2,000 tokens: an answer long enough to stop.
 const LONG_PROMPT = 'Mom said no. Mom said no. Mom said no.';
@@ -257,6 +259,21 @@ test('a model that cannot be opened: one error, at the field, that says what to 
   await page.getByRole('alert').getByText(advice, { exact: false }).waitFor({ timeout: 30_000 });
   assert.equal(await page.getByText(missing, { exact: false }).count(), 1, 'the error is shown once (not in the card and a banner too)');
   assert.equal(await page.getByText('ready', { exact: true }).count(), 1, 'the loaded model is still ready');
+  await page.close();
+  assert.deepEqual(pageErrors, []);
+});
+
+test('model panel: a float checkpoint opened with "Quantize to 8 bits" loads as 8-bit blocks', async () => {
+  const page = await openPage(1280);
+  await page.getByText('ready', { exact: true }).waitFor({ timeout: 60_000 });
+  await page.getByLabel('Model path').fill(STORIES_BIN);
+  await page.getByLabel('Weights', { exact: true }).selectOption('q8');
+  await page.getByRole('button', { name: 'Open model…' }).click();
+  const weights = page.locator('.model-weights');
+  await until('the model panel lists 8-bit blocks', async () => /q8 \(rtn\)/.test((await weights.textContent()) ?? ''), 60_000).catch(async (e: Error) => {
+    throw new Error(`${e.message}; the panel says: ${JSON.stringify(await page.locator('.model-card').innerText())}`);
+  });
+  await page.getByText('ready', { exact: true }).waitFor({ timeout: 60_000 });
   await page.close();
   assert.deepEqual(pageErrors, []);
 });

@@ -11,7 +11,7 @@ import { KvCache } from '../../main/engine/cache/kv-cache.ts';
 import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from '../../main/engine/model/decoder-graph.ts';
 import { writeExternalData } from '../../main/engine/model/onnx-builder.ts';
-import type { ModelConfig, ModelWeights } from '../../main/engine/model/manifest.ts';
+import type { ModelConfig, WeightSources } from '../../main/engine/model/manifest.ts';
 import type { BackendKind, DecoderBackend } from '../../main/engine/model/backend.ts';
 import { NativeDecoderSession } from '../../main/engine/model/native-session.ts';
 import { DecoderSession } from '../../main/engine/model/session.ts';
@@ -30,7 +30,7 @@ export class OnnxRunner {
   }
 
   /** `backend` 'native' fails (NativeUnavailableError) rather than falling back. */
-  static async create(config: ModelConfig, weights: ModelWeights, maxContext = config.trainedContext, backend: BackendKind = 'js'): Promise<OnnxRunner> {
+  static async create(config: ModelConfig, weights: WeightSources, maxContext = config.trainedContext, backend: BackendKind = 'js'): Promise<OnnxRunner> {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-graph-'));
     const built = buildDecoderGraph(config, weights);
     writeFileSync(path.join(dir, 'model.onnx'), built.model);

@@ -3,7 +3,9 @@
  * checkpoint's greedy tokens; the quantized copies load with their linear weights kept as
  * MatMulNBits blocks (formats in the manifest); a Qwen3-shaped GGUF with the real Qwen3 tokenizer
  * gives the same prompt ids, chat prompt and greedy tokens as the same weights imported from a
- * Hugging Face folder (half RoPE layout, q/k norms, tied embedding).
+ * Hugging Face folder (half RoPE layout, q/k norms, tied embedding); a Llama 3.1-style GGUF
+ * (q/k rows permuted as llama.cpp's converter does, llama3 RoPE scaling as `rope_freqs.weight`)
+ * gives the logits of the same weights imported from Hugging Face with `rope_scaling` llama3.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -15,8 +17,11 @@ import { Engine } from '../../main/engine/generate/engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../../main/engine/generate/types.ts';
 import { resolveModel } from '../../main/engine/model/bundle.ts';
 import { EXTERNAL_DATA_FILE } from '../../main/engine/model/decoder-graph.ts';
-import { importHuggingFace } from '../../main/engine/model/import-hf.ts';
-import { writeGguf } from '../helpers/gguf-writer.ts';
+import { expectedWeights, importHuggingFace } from '../../main/engine/model/import-hf.ts';
+import { ggufTensorName, importGguf } from '../../main/engine/model/gguf/import-gguf.ts';
+import { weightValues, type ModelConfig } from '../../main/engine/model/manifest.ts';
+import { maxAbsDiff, OnnxRunner } from '../helpers/onnx-runner.ts';
+import { writeGguf, type GgufTensorSpec } from '../helpers/gguf-writer.ts';
 import { GGUF_DIR, STORIES_BIN, STORIES_GGUF } from '../helpers/paths.ts';
 import { configMetadata, qwen3_0_6bConfig, qwen3TokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
 import { writeSyntheticCheckpoint } from '../helpers/synthetic-hf.ts';
@@ -118,5 +123,87 @@ test('--quantize q4/q8 imports a float checkpoint as round-to-nearest MatMulNBit
     await engine.dispose();
     const agree = done!.tokens.findIndex((t, i) => t !== float.tokens[i]);
     assert.ok(agree === -1 || agree >= minAgree, `${quantize}: agrees with float32 for ${agree} tokens`);
+  }
+});
+
+/**
+ * Llama 3.1's `apply_scaling` (Meta's reference code; transformers `_compute_llama3_parameters`)
+ * as per-pair divisors of the plain inverse frequencies θ^(−2i/R): 1 for wavelengths under
+ * orig/high, `factor` over orig/low, and between them 1 / ((1 − s)/factor + s) with
+ * s = (orig/wavelength − low)/(high − low). llama.cpp's converter writes these as rope_freqs.weight.
+ */
+function llama3Factors(theta: number, R: number, factor: number, low: number, high: number, orig: number): Float32Array {
+  return Float32Array.from({ length: R / 2 }, (_, i) => {
+    const wavelength = 2 * Math.PI * theta ** ((2 * i) / R);
+    if (wavelength < orig / high) return 1;
+    if (wavelength > orig / low) return factor;
+    const s = (orig / wavelength - low) / (high - low);
+    return 1 / ((1 - s) / factor + s);
+  });
+}
+
+/** Rows of a Hugging Face q/k weight [H·hd, in] reordered per head from half-split to interleaved pairs (llama.cpp's converter `permute`). */
+function interleaveHeads(w: Float32Array, rows: number, cols: number, headDim: number): Float32Array {
+  const out = new Float32Array(w.length);
+  for (let r = 0; r < rows; r++) {
+    const head = Math.floor(r / headDim);
+    const d = r % headDim;
+    const from = head * headDim + (d % 2) * (headDim / 2) + (d >> 1);
+    out.set(w.subarray(from * cols, (from + 1) * cols), r * cols);
+  }
+  return out;
+}
+
+test('a Llama 3.1-style GGUF (rope_freqs.weight) gives the logits of the Hugging Face import with llama3 rope scaling', async (t) => {
+  const hfDir = path.join(tmp, 'llama31-hf');
+  const scaling = { factor: 8, low: 1, high: 4, orig: 256 };
+  await writeSyntheticCheckpoint(hfDir, {
+    family: 'llama', tied: true, hidden: 32, heads: 2, kvHeads: 1, headDim: 16, inter: 64, layers: 2,
+    ropeScaling: { rope_type: 'llama3', factor: scaling.factor, low_freq_factor: scaling.low, high_freq_factor: scaling.high, original_max_position_embeddings: scaling.orig },
+  });
+  const hf = await importHuggingFace(hfDir);
+  const config: ModelConfig = hf.manifest.config;
+  const { theta, rotaryDim: R } = config.rope;
+  const factors = llama3Factors(theta, R, scaling.factor, scaling.low, scaling.high, scaling.orig);
+  assert.ok(factors.some((f) => f === 1) && factors.some((f) => f === 8) && factors.some((f) => f > 1 && f < 8), `all three bands: ${factors}`);
+  const tensors: GgufTensorSpec[] = [];
+  for (const [name, shape] of expectedWeights(config)) {
+    const values = await weightValues(hf.weights.get(name)!);
+    const qk = /self_attn\.[qk]_proj\.weight$/.test(name);
+    tensors.push({ name: ggufTensorName(name), shape, data: qk ? interleaveHeads(values, shape[0], shape[1], config.headDim) : values, type: 'F32' });
+  }
+  const metadata = { ...configMetadata(config), ...qwen3TokenizerMetadata(config.vocabSize) };
+  const file = path.join(tmp, 'llama31.gguf');
+  writeGguf(file, metadata, [...tensors, { name: 'rope_freqs.weight', shape: [R / 2], data: factors, type: 'F32' }]);
+  const withoutFactors = path.join(tmp, 'llama31-no-rope-freqs.gguf');
+  writeGguf(withoutFactors, metadata, tensors);
+
+  const gguf = await importGguf(file);
+  assert.deepEqual(gguf.manifest.config.rope.frequencyFactors, [...factors]);
+  assert.equal(gguf.manifest.config.rope.layout, 'interleaved');
+  const plain = await importGguf(withoutFactors);
+  const maxContext = 128;
+  const runners = [
+    await OnnxRunner.create(config, hf.weights, maxContext),
+    await OnnxRunner.create(gguf.manifest.config, gguf.weights, maxContext),
+    await OnnxRunner.create(plain.manifest.config, plain.weights, maxContext),
+  ];
+  try {
+    // 60 positions: far enough that the divided frequencies turn by a different angle.
+    const prompt = Array.from({ length: 48 }, (_, i) => (i * 7919 + 13) % 151_000);
+    let worst = 0;
+    let unscaled = 0;
+    for (const step of [prompt.slice(0, 30), prompt.slice(30), ...Array.from({ length: 12 }, (_, i) => [(i * 131 + 7) % 151_000])]) {
+      const [a, b, c] = await Promise.all(runners.map((r) => r.forward(step)));
+      const { diff, scale } = maxAbsDiff(b, a);
+      // The same tolerance as graph = reference (graph-hf.test.ts): float32 graph, float64 RoPE tables.
+      assert.ok(diff <= 1e-5 * Math.max(1, scale), `max |gguf − hf| = ${diff}, scale ${scale}`);
+      worst = Math.max(worst, diff / Math.max(1, scale));
+      unscaled = Math.max(unscaled, maxAbsDiff(c, a).diff / Math.max(1, scale));
+    }
+    t.diagnostic(`max |gguf − hf| / max(1, |logit|): ${worst.toExponential(2)}; without rope_freqs.weight: ${unscaled.toExponential(2)}`);
+    assert.ok(unscaled > 100 * Math.max(worst, 1e-7), `without rope_freqs the logits differ (${unscaled} vs ${worst})`);
+  } finally {
+    for (const r of runners) await r.dispose();
   }
 });

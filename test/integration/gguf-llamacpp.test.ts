@@ -1,7 +1,6 @@
 /**
  * llama.cpp (node-llama-cpp's prebuilt binary, CPU) as the oracle on the same GGUF files: greedy
- * tokens from "Once upon a time" agree for at least 190 tokens on stories260K F32, 120 on Q8_0
- * (int8 activations for speed, see below),
+ * tokens from "Once upon a time" agree for at least 190 tokens on stories260K F32, 150 on Q8_0,
  * 100 on Q4_0 and 20 on Q5_1 (llama.cpp quantizes activations in its quantized dot products; on
  * its own exact F32 dequantization it agrees with itself for 200 / 150 / 23, see the fixtures'
  * README), with identical prompt token ids; and the Qwen3 tokenizer read from GGUF metadata
@@ -65,9 +64,10 @@ async function ropewalkGreedy(file: string, n: number) {
 
 for (const [name, file, atLeast] of [
   ['F32', STORIES_GGUF, 190],
-  // 8-bit blocks run at MatMulNBits accuracy level 4 (int8 activations; level 0 is ~30× slower
-  // on the CPU): 128 tokens agree then, 200 at level 0, so this bar is below the issue's 150.
-  ['Q8_0', path.join(GGUF_DIR, 'stories260K-q8_0.gguf'), 120],
+  // 8-bit blocks run at MatMulNBits accuracy level 4 (int8 activations, as llama.cpp) with
+  // llama.cpp's half-precision activation scales: 200 tokens agree (128 with the kernel's float32
+  // scales; see `activationQuantization` for the spread over other prompts).
+  ['Q8_0', path.join(GGUF_DIR, 'stories260K-q8_0.gguf'), 150],
   ['Q4_0', path.join(GGUF_DIR, 'stories260K-q4_0.gguf'), 100],
   ['Q5_1', path.join(GGUF_DIR, 'stories260K-q5_1.gguf'), 20],
 ] as const) {

@@ -323,6 +323,29 @@ test('openModel of a good folder reports progress and clears the error', async (
   assert.ok(states.some((x) => x.status === 'loading' && x.progress && ['hash', 'cached'].includes(x.progress.phase)), JSON.stringify(states));
 });
 
+test('openModel with quantize: the float checkpoint loads as 8-bit blocks, remembered with its path (kept by a settings reload and the next start); other values are refused', async () => {
+  const q8 = await call('openModel', { path: STORIES_BIN, quantize: 'q8' });
+  assert.match(q8.info?.weights.formats ?? '', /q8 \(rtn\)/, JSON.stringify(q8.info?.weights));
+  assert.deepEqual([s.store.getSettings()['model.path'], s.store.getSettings()['model.quantize']], [STORIES_BIN, 'q8']);
+  const { maxContext, maxTokens } = await call('getSettings', {});
+  await call('updateSettings', { maxContext: 256, maxTokens: 32 });
+  await s.models.ready();
+  const reloaded = await call('getModel', {});
+  assert.equal(reloaded.info?.maxContext, 256);
+  assert.equal(reloaded.info?.weights.formats, q8.info?.weights.formats, 'the reload keeps the quantized bundle');
+  await call('updateSettings', { maxContext, maxTokens });
+  await s.models.ready();
+  // The next start loads the remembered model with its quantization.
+  await s.dispose();
+  s = await startBackend({ dataDir, cacheDir, defaultModel: STORIES_BIN });
+  await s.modelLoaded;
+  assert.equal((await call('getModel', {})).info?.weights.formats, q8.info?.weights.formats, 'restarted with the quantized bundle');
+  await assert.rejects(call('openModel', { path: STORIES_BIN, quantize: 'q3' as never }), rejectsWith('INVALID_REQUEST'));
+  const plain = await call('openModel', { path: STORIES_BIN });
+  assert.doesNotMatch(plain.info?.weights.formats ?? '', /q8/);
+  assert.equal(s.store.getSettings()['model.quantize'], undefined);
+});
+
 test('regenerate and edit keep the earlier versions as branches; selectBranch switches, and the budget follows the path', async () => {
   const c = await call('createConversation', {});
   const first = await sendAndWait(c.id, 'Once upon a time');

@@ -17,26 +17,34 @@ import type { QuantizedTensor } from '../../main/engine/model/manifest.ts';
 import { matMulNBitsGraph } from '../../main/engine/model/decoder-graph.ts';
 import { writeExternalData } from '../../main/engine/model/onnx-builder.ts';
 import { GGUF_DIR } from '../helpers/paths.ts';
+import { floatToHalf } from '../helpers/gguf-writer.ts';
+import { halfToFloat } from '../../main/engine/model/gguf/quants.ts';
 
-/** W as MatMulNBits computes it: I_K · Wᵀ = Wᵀ [K, N], returned as W [N, K]. */
-async function kernelDequant(w: QuantizedTensor): Promise<Float32Array> {
-  const [n, k] = w.shape;
+/** y = x · Wᵀ [M, N] as the MatMulNBits graph computes it (`level` undefined: the decoder graph's default for W). */
+async function kernelMatMul(w: QuantizedTensor, x: Float32Array, m: number, level?: number): Promise<Float32Array> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-mmnb-'));
   try {
-    const built = matMulNBitsGraph(w, 0);
+    const built = matMulNBitsGraph(w, level);
     writeFileSync(path.join(dir, 'model.onnx'), built.model);
     await writeExternalData(path.join(dir, 'model.onnx.data'), built);
     const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'));
-    const eye = new Float32Array(k * k);
-    for (let i = 0; i < k; i++) eye[i * k + i] = 1;
-    const out = (await session.run({ x: new ort.Tensor('float32', eye, [k, k]) })).y.data as Float32Array;
+    const out = (await session.run({ x: new ort.Tensor('float32', x, [m, w.shape[1]]) })).y.data as Float32Array;
     await session.release();
-    const wt = new Float32Array(n * k);
-    for (let i = 0; i < k; i++) for (let j = 0; j < n; j++) wt[j * k + i] = out[i * n + j];
-    return wt;
+    return out;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** W as MatMulNBits computes it: I_K · Wᵀ = Wᵀ [K, N] at accuracy level 0, returned as W [N, K]. */
+async function kernelDequant(w: QuantizedTensor): Promise<Float32Array> {
+  const [n, k] = w.shape;
+  const eye = new Float32Array(k * k);
+  for (let i = 0; i < k; i++) eye[i * k + i] = 1;
+  const out = await kernelMatMul(w, eye, k, 0);
+  const wt = new Float32Array(n * k);
+  for (let i = 0; i < k; i++) for (let j = 0; j < n; j++) wt[j * k + i] = out[i * n + j];
+  return wt;
 }
 
 const EXACT = ['q8_0', 'q4_0', 'q5_0', 'q6_k', 'q5_1', 'q5_k'];
@@ -79,5 +87,57 @@ test('round-to-nearest q4/q8 of float32 weights: every weight within half a step
       const scale = w.scales[Math.floor(i / 32)];
       assert.ok(Math.abs(got[i] - data[i]) <= scale / 2 + 1e-6, `q${bits} element ${i}: ${got[i]} vs ${data[i]} (scale ${scale})`);
     }
+  }
+});
+
+/**
+ * llama.cpp's Q8_0 matmul, from ggml's definitions: each 32-block of x becomes a `block_q8_0`
+ * (`quantize_row_q8_0_ref`: d = max|x| / 127 stored as an IEEE half, q = round(x / d)), and
+ * `ggml_vec_dot_q8_0_q8_0` sums fp16(d_x) · d_w · Σ q_x · q_w over blocks. Here in float64 from
+ * the weight's stored int8 values and half scales.
+ */
+function llamaCppQ8_0(raw: Uint8Array, n: number, k: number, x: Float32Array, m: number): Float64Array {
+  const v = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+  const y = new Float64Array(m * n);
+  for (let r = 0; r < m; r++) {
+    for (let b = 0; b < k / 32; b++) {
+      const xs = x.subarray(r * k + b * 32, r * k + b * 32 + 32);
+      const amax = xs.reduce((a, t) => Math.max(a, Math.abs(t)), 0);
+      const d = Math.fround(amax / 127);
+      const id = d ? 1 / d : 0;
+      const qx = Array.from(xs, (t) => Math.round(Math.fround(t * id)));
+      const dx = halfToFloat(floatToHalf(d));
+      for (let j = 0; j < n; j++) {
+        const o = (j * (k / 32) + b) * 34;
+        let dot = 0;
+        for (let e = 0; e < 32; e++) dot += qx[e] * v.getInt8(o + 2 + e);
+        y[r * n + j] += dx * halfToFloat(v.getUint16(o, true)) * dot;
+      }
+    }
+  }
+  return y;
+}
+
+test('Q8_0 blocks multiply as llama.cpp\'s Q8_0 dot product: activations quantized per 32 with half-precision scales', async (t) => {
+  const g = await openGguf(path.join(GGUF_DIR, 'quant-blocks.gguf'));
+  try {
+    const info = g.tensors.get('blocks.q8_0')!;
+    const raw = await g.readRaw(info);
+    const w = quantizedFromGguf(g.typeOf(info), raw, info.shape)!;
+    const [n, k] = w.shape;
+    const m = 2;
+    const x = Float32Array.from({ length: m * k }, (_, i) => Math.sin(i * 1.37) * (1 + (i % 7)) * 0.1);
+    const want = llamaCppQ8_0(raw, n, k, x, m);
+    const scale = want.reduce((a, t) => Math.max(a, Math.abs(t)), 0);
+    const relErr = (y: Float32Array) => y.reduce((a, t, i) => Math.max(a, Math.abs(t - want[i])), 0) / scale;
+    const ours = relErr(await kernelMatMul(w, x, m));
+    // The same blocks labelled as import-time round-to-nearest (no llama.cpp counterpart): level 4
+    // with the kernel's own float32 activation scales.
+    const float32Scales = relErr(await kernelMatMul({ ...w, format: 'rtn' }, x, m));
+    t.diagnostic(`max |y − llama.cpp| / max |y|: ${ours.toExponential(2)}; with float32 activation scales ${float32Scales.toExponential(2)}`);
+    assert.ok(ours < 2e-6, `${ours}`);
+    assert.ok(float32Scales > 10 * ours, 'the half scales are what makes the difference');
+  } finally {
+    await g.close();
   }
 });

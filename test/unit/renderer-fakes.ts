@@ -207,8 +207,10 @@ export class FakeApi {
       this.onSelectBranch?.(c, messageId);
       return structuredClone(c);
     },
+    /** Paths under /nowhere fail to load; any other loads as the current model. */
     openModel: ({ path }) => {
-      throw new ApiError('MODEL_LOAD', `cannot read ${path}`);
+      if (path.startsWith('/nowhere')) throw new ApiError('MODEL_LOAD', `cannot read ${path}`);
+      return structuredClone(this.model);
     },
   };
 

@@ -541,6 +541,19 @@ describe('renderer stores: model and errors', () => {
     assert.equal(stores.model.getState().opening, false);
   });
 
+  it('open sends the weights choice: quantize q4/q8 with the path, none when the weights stay as stored', async () => {
+    const { fake, stores } = await boot();
+    await stores.model.getState().open('  /models/qwen3-hf ', 'q4');
+    await stores.model.getState().open('/models/qwen3-hf', 'q8');
+    await stores.model.getState().open('/models/qwen3-hf', null);
+    await stores.model.getState().open('/models/qwen3-hf');
+    assert.deepEqual(
+      fake.calls.filter(([m]) => m === 'openModel').map(([, r]) => r),
+      [{ path: '/models/qwen3-hf', quantize: 'q4' }, { path: '/models/qwen3-hf', quantize: 'q8' }, { path: '/models/qwen3-hf' }, { path: '/models/qwen3-hf' }],
+    );
+    assert.equal(stores.model.getState().openError, null);
+  });
+
   it('a model-load error is shown once (at the path field, not in the banner) and clears when a model loads', async () => {
     const { fake, stores } = await boot();
     await stores.model.getState().open('/nowhere/model.bin');

@@ -97,6 +97,14 @@ describe('inverseFrequencies', () => {
     assert.equal(invFreq[0], 1);
   });
 
+  it('frequency factors (GGUF rope_freqs.weight) divide each pair, after the scaling variant', () => {
+    const plain: RopeConfig = { theta: 10000, rotaryDim: 8, layout: 'interleaved' };
+    const { invFreq } = inverseFrequencies({ ...plain, frequencyFactors: [1, 2, 4, 0.5] }, 16);
+    assert.deepEqual([...invFreq].map((f) => +f.toPrecision(12)), [1, 0.05, 0.0025, 0.002]);
+    const linear = inverseFrequencies({ ...plain, scaling: { type: 'linear', factor: 4 }, frequencyFactors: [1, 2, 4, 0.5] }, 16).invFreq;
+    assert.deepEqual([...linear].map((f) => +f.toPrecision(12)), [0.25, 0.0125, 0.000625, 0.0005]);
+  });
+
   it('partial rotary: the exponent uses R, not headDim', () => {
     const { invFreq } = inverseFrequencies({ theta: 10000, rotaryDim: 32, layout: 'half' }, 16);
     assert.equal(invFreq.length, 16);
@@ -119,6 +127,8 @@ describe('inverseFrequencies', () => {
       [{ ...ok, scaling: { type: 'yarn', factor: 4, originalMaxPositionEmbeddings: 0, betaFast: 32, betaSlow: 1 } }, 16, /originalMax/],
       [{ ...ok, rotaryDim: 2, scaling: { type: 'dynamic', factor: 2, originalMaxPositionEmbeddings: 8 } }, 16, /rotaryDim > 2/],
       [{ ...ok, scaling: { type: 'ntk' } as unknown as RopeConfig['scaling'] }, 16, /unsupported.*ntk/],
+      [{ ...ok, frequencyFactors: [1, 2] }, 16, /frequencyFactors.*32 factors.*got 2/],
+      [{ ...ok, frequencyFactors: Array.from({ length: 32 }, (_, i) => (i === 5 ? 0 : 1)) }, 16, /frequencyFactors\[5\].*got 0/],
     ];
     for (const [rope, max, re] of bad) {
       assert.throws(() => inverseFrequencies(rope, max), (e: unknown) => e instanceof InvalidOptionError && re.test(e.message));

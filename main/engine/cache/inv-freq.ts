@@ -15,6 +15,8 @@
  *   yarn     Peng et al. 2023, "YaRN" (arXiv 2309.00071) §3.2 NTK-by-parts + eq. 22
  *            (transformers `_compute_yarn_parameters`, `get_mscale`).
  *   dynamic  bloc97 / emozilla "Dynamic NTK" (transformers `_compute_dynamic_ntk_parameters`).
+ *   factors  GGUF `rope_freqs.weight`: llama.cpp's rope divides θ_i by freq_factors[i] (ggml
+ *            `rope_yarn` input `theta_extrap / freq_factor`), after any scaling variant.
  * transformers computes these in float32; we compute in float64, so values agree to float32
  * rounding, not bit for bit.
  */
@@ -53,13 +55,31 @@ export interface InverseFrequencies {
  *            transformers exactly only once a sequence reaches maxContext; the cache never has to
  *            be recomputed when the sequence grows.
  *
+ * - frequencyFactors (any variant): invFreq[i] /= frequencyFactors[i] afterwards.
+ *
  * @param rope  the manifest's RoPE parameters; R = rope.rotaryDim (even, > 0), θ = rope.theta.
  * @param maxContext  configured max context in positions (positive integer); only `dynamic` reads it.
  * @returns invFreq [R/2] float64 (radians/position) and attentionScale (dimensionless).
  * @throws InvalidOptionError quoting the bad value when θ ≤ 1, R is not an even positive integer,
- *   maxContext is not a positive integer, or a scaling parameter is out of range.
+ *   maxContext is not a positive integer, a scaling parameter is out of range, or the frequency
+ *   factors are not R/2 finite numbers > 0.
  */
 export function inverseFrequencies(rope: RopeConfig, maxContext: number): InverseFrequencies {
+  const out = scaledInverseFrequencies(rope, maxContext);
+  const factors = rope.frequencyFactors;
+  if (factors === undefined) return out;
+  if (factors.length !== out.invFreq.length) {
+    throw new InvalidOptionError('rope.frequencyFactors', `expected ${out.invFreq.length} factors (rotaryDim / 2), got ${factors.length}`);
+  }
+  factors.forEach((f, i) => {
+    positive(`rope.frequencyFactors[${i}]`, f);
+    out.invFreq[i] /= f;
+  });
+  return out;
+}
+
+/** `inverseFrequencies` before the frequency factors. */
+function scaledInverseFrequencies(rope: RopeConfig, maxContext: number): InverseFrequencies {
   const R = rope.rotaryDim;
   const theta = rope.theta;
   if (!Number.isInteger(R) || R <= 0 || R % 2 !== 0) {

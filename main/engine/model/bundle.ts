@@ -24,9 +24,10 @@ import { hfSourceFiles, openHuggingFace, parseJson } from './import-hf.ts';
 import { importLlama2c, llama2cSourceFiles } from './import-llama2c.ts';
 import { openedFromMemory, summarizeWeights, type ModelManifest, type OpenedModel } from './manifest.ts';
 import { writeExternalData } from './onnx-builder.ts';
+import type { QuantizeOption } from '../../contract/types.ts';
 
 /** Bumped whenever the graph or bundle layout changes, so cached imports are rebuilt. */
-export const BUNDLE_BUILDER_VERSION = 6;
+export const BUNDLE_BUILDER_VERSION = 7;
 
 export const MODEL_FILE = 'model.onnx';
 export const MANIFEST_FILE = 'manifest.json';
@@ -44,8 +45,8 @@ export interface LoadedBundle {
 
 export type SourceKind = 'llama2c' | 'hf' | 'gguf' | 'bundle';
 
-/** `--quantize`: round-to-nearest 4- or 8-bit blocks for the Linear weights of a float source. */
-export type QuantizeOption = 'q4' | 'q8';
+/** `--quantize`: round-to-nearest 4- or 8-bit blocks for the Linear weights of a float source (defined with the contract, which the window also speaks). */
+export type { QuantizeOption };
 
 /**
  * Progress of `resolveModel`, for UIs: phase and a fraction in [0, 1]; while the weights are

@@ -40,6 +40,12 @@ export interface RopeConfig {
    */
   layout: 'interleaved' | 'half';
   scaling?: RopeScaling;
+  /**
+   * [R/2] per-pair divisors of the inverse frequencies, applied after `scaling`: GGUF's
+   * `rope_freqs.weight` (llama.cpp's rope `freq_factors`; Llama 3.1 files carry their llama3
+   * scaling this way instead of as metadata). Absent: 1.
+   */
+  frequencyFactors?: number[];
 }
 
 export type Architecture = 'llama' | 'mistral' | 'qwen2' | 'qwen3';

@@ -7,6 +7,8 @@
  * rotated pairs are adjacent (its "normal" RoPE, as llama2.c), while `qwen2`/`qwen3` keep
  * Hugging Face's half split (its "NeoX" RoPE). So the weights are used as stored and the
  * manifest says `interleaved` for `llama` and `half` for qwen: no permutation is needed.
+ * Llama 3.1 files carry their llama3 RoPE scaling as `rope_freqs.weight`, per-pair divisors of
+ * the inverse frequencies: they become `config.rope.frequencyFactors`.
  *
  * Weights: linear weights of types that `quantized-weights.ts` maps to MatMulNBits stay
  * quantized when `opts.quantized` is on (the default); everything else is dequantized to float32
@@ -77,9 +79,6 @@ export function ggufConfig(g: GgufFile): ModelConfig {
     if (!Number.isInteger(x) || x > limit) fail(`GGUF metadata ${arch}.${key} = ${x} is not an integer in 1 … ${limit}`);
     return x;
   };
-  if (g.tensors.has('rope_freqs.weight')) {
-    fail('GGUF rope_freqs.weight (Llama 3.1-style RoPE frequency factors) is not supported yet');
-  }
   const embd = g.tensors.get('token_embd.weight') ?? fail('GGUF has no token_embd.weight tensor');
   const hiddenSize = int('embedding_length', HF_LIMITS.hiddenSize);
   const numHeads = int('attention.head_count', HF_LIMITS.numHeads);
@@ -121,6 +120,25 @@ export function ggufConfig(g: GgufFile): ModelConfig {
 }
 
 /**
+ * RoPE frequency factors: `rope_freqs.weight` [R/2] (Llama 3.1 files: llama3 scaling as per-pair
+ * divisors of the inverse frequencies, as llama.cpp's converter writes it) read into
+ * `config.rope.frequencyFactors`.
+ * @throws ModelLoadError when it is not R/2 finite numbers > 0.
+ */
+async function readFrequencyFactors(g: GgufFile, rope: RopeConfig): Promise<void> {
+  const t = g.tensors.get('rope_freqs.weight');
+  if (!t) return;
+  const half = rope.rotaryDim / 2;
+  if (t.shape.length !== 1 || t.shape[0] !== half) {
+    throw new ModelLoadError(`tensor rope_freqs.weight expected shape [${half}] (rope.dimension_count / 2), found [${t.shape.join(', ')}]`, g.file);
+  }
+  const factors = Array.from(await g.readFloat32(t));
+  const bad = factors.findIndex((f) => !(f > 0) || !Number.isFinite(f));
+  if (bad >= 0) throw new ModelLoadError(`tensor rope_freqs.weight[${bad}] = ${factors[bad]} is not a finite number > 0`, g.file);
+  rope.frequencyFactors = factors;
+}
+
+/**
  * Imports a GGUF file.
  * @param opts.quantized keep linear weights quantized (MatMulNBits) where their type maps; default true.
  * @param opts.sourceHash the caller's content hash of the file, when it has one.
@@ -132,6 +150,7 @@ export async function importGguf(file: string, opts: { quantized?: boolean; sour
   const g = await openGguf(abs);
   try {
     const config = ggufConfig(g);
+    await readFrequencyFactors(g, config.rope);
     const tok = ggufTokenizer(g.metadata, abs);
     if (tok.vocabSize > config.vocabSize) {
       throw new ModelLoadError(`tokenizer has ${tok.vocabSize} tokens but token_embd.weight has ${config.vocabSize} rows`, abs);

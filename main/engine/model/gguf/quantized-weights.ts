@@ -14,6 +14,10 @@
  *     `blockOffsets` (ONNX Runtime 1.30's CPU kernel takes float zero points only for 4 bits):
  *     the graph adds Σ_block(x)·b, so the weights are exact (only the summation order differs).
  * Other types (F32/F16/BF16) are not mapped: the importer dequantizes them to float32.
+ *
+ * Activations (`activationQuantization`): llama.cpp's CPU dot products quantize the activations
+ * too, so a quantized file's logits there differ from its exact dequantization; MatMulNBits'
+ * `accuracy_level` 4 does the same, per block of the weight's block size, with float32 scales.
  */
 import { GGML, halfToFloat, type GgmlType } from './quants.ts';
 import {
@@ -26,6 +30,33 @@ import {
   type WeightSource,
   type WeightSources,
 } from '../manifest.ts';
+
+/**
+ * How a quantized weight's MatMulNBits treats its input activations:
+ *   accuracyLevel 4: int8 activations, quantized per block of the weight's block size (scale =
+ *     max|x| / 127, round to nearest even; measured equal to that within float32 rounding on
+ *     ONNX Runtime 1.30's CPU kernel, 4- and 8-bit, M = 1 and 5), 0: float32 on dequantized blocks.
+ *   halfScales: make each 32-block's activation scale an IEEE half, as llama.cpp's `block_q8_0` /
+ *     `block_q8_1` store it (`quantize_row_q8_0`: d = fp16(max|x| / 127), q = round(x · 127 / max|x|)):
+ *     the graph multiplies each block by fp16(d) / d first, which leaves q and turns the kernel's
+ *     float32 scale into fp16(d).
+ * By format (llama.cpp's `vec_dot_type` of each):
+ *   Q8_0, Q5_0 (Q8_0 activations), Q5_1 (Q8_1): level 4 with half scales. Level 0 is ~30× slower
+ *     for 8-bit blocks on ONNX Runtime 1.30's CPU kernel ([1, 1024] × [1024, 3072]: 87 vs 2.9 ms).
+ *     Greedy agreement with llama.cpp on stories260K-q8_0.gguf over 10 prompts (200 tokens each,
+ *     scratch measurement 2026-12-01): mean 98 tokens with half scales, 76 without, 108 at level
+ *     0; "Once upon a time": 200 / 128 / 200. llama.cpp against its own exact F32 dequantization
+ *     of that file: the same 108, so its activation rounding, not ours, bounds the agreement.
+ *   Q6_K, Q5_K (Q8_K: one float32 scale per 256), rtn (no llama.cpp counterpart): level 4.
+ *   4-bit (Q4_0, Q4_1, Q4_K, rtn): level 0, which costs little there (2.2 vs 1.8 ms at the shape
+ *     above) and agrees better with llama.cpp's Q4_0 (stories260K-q4_0.gguf, 10 prompts: mean
+ *     113 tokens at level 0, 83 at level 4 with half scales, 63 without).
+ */
+export function activationQuantization(w: Pick<QuantizedWeight, 'bits' | 'blockSize' | 'format'>): { accuracyLevel: 0 | 4; halfScales: boolean } {
+  if (w.bits === 4) return { accuracyLevel: 0, halfScales: false };
+  return { accuracyLevel: 4, halfScales: w.blockSize === 32 && HALF_SCALE_FORMATS.has(w.format) };
+}
+const HALF_SCALE_FORMATS = new Set(['Q8_0', 'Q5_0', 'Q5_1']);
 
 /** Canonical names of the weights that go through MatMul (Linear layers and the classifier). */
 export function isLinearWeight(name: string): boolean {
