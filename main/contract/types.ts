@@ -200,7 +200,9 @@ export interface CacheUsage {
 
 /**
  * The context budget of one conversation, in tokens, as the model will see it:
- *   used = system + documents + history + draft; total = used + reserve; fits = total ≤ maxContext.
+ *   used = system + documents + history + draft; total = used + reserve; fits = total ≤ maxContext,
+ *   or, under the rolling-window policy, used < maxContext (the answer shifts the context when it
+ *   reaches the max context, so the reserve need not fit).
  * `history` and `draft` exclude the documents their messages carry; `documents` counts them.
  * The meter's value is `used`; `fits` false means the next message will not fit.
  */

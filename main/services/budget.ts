@@ -6,7 +6,9 @@
  *   draft     = count([system, ...history, user: draft]) − system − history   (0 for no draft)
  *   documents = count(the prompt as fed) − count(the same without documents)
  *   reserve = maxTokens; used = system + documents + history + draft; total = used + reserve;
- *   fits    = total ≤ maxContext.
+ *   fits    = total ≤ maxContext; under the rolling-window policy also used < maxContext: the
+ *             answer then shifts the context when it reaches the max context (the engine's
+ *             context shift), so only the prompt must fit, not the reserve.
  * The prompt as fed comes from `DocumentService.assemble`, which the answer uses too, after the
  * context-full policy has left out the oldest exchanges (`outOfContext`; see context-policy.ts).
  *
@@ -175,7 +177,7 @@ export class BudgetService {
       kv: { capacity: caches.kv.capacity, bytes: caches.kv.bytes },
       outOfContext: dropped.map((m) => m.id),
       estimated: this.engine.countAccuracy === 'estimate',
-    });
+    }, policy === 'rolling-window');
     return { budget, prompt };
   }
 
@@ -191,7 +193,7 @@ export class BudgetService {
       kv: base.kv,
       outOfContext: base.outOfContext,
       estimated: base.estimated,
-    });
+    }, this.policyOf(base.conversationId) === 'rolling-window');
   }
 
   /** The draft (text and attached documents) last counted for a conversation (empty if none). */
@@ -250,8 +252,11 @@ function assemble(
   history: number,
   draft: number,
   caches: Pick<ContextBudget, 'rope' | 'kv' | 'outOfContext' | 'estimated'>,
+  /** The answer may shift the context (rolling window): only the prompt must fit. */
+  shifts: boolean,
 ): ContextBudget {
   const used = system + documents + history + draft;
   const total = used + reserve;
-  return { conversationId, maxContext, system, documents, history, draft, reserve, used, total, fits: total <= maxContext, ...caches };
+  const fits = total <= maxContext || (shifts && used < maxContext);
+  return { conversationId, maxContext, system, documents, history, draft, reserve, used, total, fits, ...caches };
 }

@@ -12,13 +12,14 @@ export type MeterLevel = 'ok' | 'amber' | 'red';
 export type MeterInput = Pick<ContextBudget, 'maxContext' | 'system' | 'documents' | 'history' | 'draft' | 'reserve' | 'used' | 'total' | 'fits'>;
 
 /**
- * Red when the next message will not fit (server says so, or total passes the max);
- * amber when the total with the reply reserve is ≥ 80 % of the max (counting the reserve: at
- * default settings the reserve alone is a quarter of the context, so `used` alone turned red
- * before it ever showed amber); ok otherwise. Integer comparison, so exactly 80 % is amber.
+ * Red when the next message will not fit (the services' `fits`); amber when the total with the
+ * reply reserve is ≥ 80 % of the max (counting the reserve: at default settings the reserve alone
+ * is a quarter of the context, so `used` alone turned red before it ever showed amber), which
+ * includes a total past the max that still fits (rolling window: the answer will shift the
+ * context, Send works); ok otherwise. Integer comparison, so exactly 80 % is amber.
  */
 export function meterLevel(b: Pick<MeterInput, 'maxContext' | 'used' | 'total' | 'fits'>): MeterLevel {
-  if (!b.fits || b.total > b.maxContext) return 'red';
+  if (!b.fits) return 'red';
   if (b.maxContext > 0 && b.total * 5 >= b.maxContext * 4) return 'amber';
   return 'ok';
 }
@@ -86,9 +87,11 @@ export function formatBytes(bytes: number): string {
 /**
  * Why Send refuses, or null when the next message fits. One sentence, for the composer:
  * "This message needs 600 tokens with the reply reserve, but the max context is 512."
+ * The services' `fits` decides (under the rolling-window policy the reserve may pass the max
+ * context: the answer shifts the context when it gets there).
  */
 export function refusalReason(b: Pick<MeterInput, 'maxContext' | 'draft' | 'total' | 'fits'>): string | null {
-  if (b.fits && b.total <= b.maxContext) return null;
+  if (b.fits) return null;
   const what = b.draft > 0 ? 'This message needs' : 'The conversation needs';
   return `${what} ${formatTokens(b.total)} tokens with the reply reserve, but the max context is ${formatTokens(b.maxContext)}.`;
 }

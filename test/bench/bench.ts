@@ -15,8 +15,8 @@
  * Figures are medians over repeated steps. It is a benchmark, not a test: it asserts nothing.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { execFile } from 'node:child_process';
-import { readFile, stat } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { mkdir, readFile, stat, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
@@ -108,6 +108,13 @@ function recomputeTable(invFreq: Float64Array, end: number): { cos: Float32Array
  * imports in seconds here.
  */
 const BENCH_HF_MODEL: SyntheticSpec = { family: 'qwen3', hidden: 512, heads: 16, kvHeads: 8, headDim: 128, inter: 1536, layers: 8, tied: true };
+
+/**
+ * `BENCH_IMPORT_MODEL=qwen3-0.6b`: the import section on a folder with all of Qwen3-0.6B's shapes
+ * instead (hidden 1024, 28 layers, intermediate 3072, tied; 2.2 GiB float32, the issue's model),
+ * written for that section alone; the before-this-work baseline then needs about 4.2 GiB.
+ */
+const QWEN3_06B: SyntheticSpec = { family: 'qwen3', hidden: 1024, heads: 16, kvHeads: 8, headDim: 128, inter: 3072, layers: 28, tied: true };
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (ms: number) => (ms < 0.01 ? `${(ms * 1000).toFixed(2)} µs` : `${ms.toFixed(3)} ms`);
@@ -376,29 +383,65 @@ async function startFromSource(model: string, cacheDir: string): Promise<void> {
 }
 
 /**
+ * The commit whose import the bench runs as the baseline: by default the one before issue 11's
+ * work on import (bundle builder 4: every weight in memory first); `BENCH_IMPORT_BEFORE` picks
+ * another (any commit with `resolveModel` in main/engine/model/bundle.ts).
+ */
+const IMPORT_BEFORE_COMMIT = process.env.BENCH_IMPORT_BEFORE ?? '0d31777';
+
+/**
+ * The engine's sources at `IMPORT_BEFORE_COMMIT`, extracted from this repository's history into
+ * `dir` (with this checkout's node_modules linked in), so the bench can run that import itself;
+ * null, with the reason printed, when git or the commit is not there (a shallow clone, a tarball).
+ */
+async function sourcesBefore(dir: string): Promise<string | null> {
+  const repo = path.resolve(import.meta.dirname, '../..');
+  try {
+    await mkdir(dir, { recursive: true });
+    const git = spawn('git', ['-C', repo, 'archive', IMPORT_BEFORE_COMMIT, 'main', 'package.json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const tar = spawn('tar', ['-x', '-C', dir], { stdio: ['pipe', 'ignore', 'pipe'] });
+    git.stdout.pipe(tar.stdin);
+    let err = '';
+    git.stderr.on('data', (d) => (err += d));
+    const exit = (p: ReturnType<typeof spawn>) => new Promise<number | null>((resolve, reject) => p.on('error', reject).on('close', resolve));
+    const [gitCode, tarCode] = await Promise.all([exit(git), exit(tar)]);
+    if (gitCode !== 0 || tarCode !== 0) throw new Error(err.trim() || `git archive exit ${gitCode}, tar exit ${tarCode}`);
+    await symlink(path.join(repo, 'node_modules'), path.join(dir, 'node_modules'));
+    return dir;
+  } catch (e) {
+    console.log(`\n(no run of the import at ${IMPORT_BEFORE_COMMIT}: ${(e as Error).message.split('\n')[0]})`);
+    return null;
+  }
+}
+
+/**
  * Import: a Hugging Face folder into an empty cache, in a child process each so peak RSS is the
  * import's (import-child.ts): streamed (`resolveModel`: hash, checks, graph from shapes, weights
- * in chunks, bundle read back) against the in-memory import as it was before (the same hash,
- * every weight in memory as float32, Linear weights transposed in JS, written from memory), and
- * an idle child for the runtime's own RSS; BENCH_IMPORT_RUNS (default 3) of each, alternated,
- * medians. Throughput = source bytes / time; RSS over the runtime's own against the largest
- * tensor as float32.
+ * in chunks, bundle read back) against two baselines: the import as it was before this work
+ * (`resolveModel` of commit `IMPORT_BEFORE_COMMIT`, from this repository's history, when git has
+ * it), and today's code made to import in memory as it did then (every weight in memory as
+ * float32, Linear weights transposed in JS, written from memory; it shares today's faster hashing
+ * and tokenizer reading, so it understates the old cost); plus an idle child for the runtime's
+ * own RSS. BENCH_IMPORT_RUNS (default 3) of each, in rotated order, medians. Throughput = source
+ * bytes / time; RSS over the runtime's own against the largest tensor as float32.
  */
 async function importThroughput(model: string, root: string): Promise<void> {
   type Run = { ms: number; peakRssBytes: number; phases: Record<string, number> };
-  const child = (mode: string, cache: string) =>
+  const child = (mode: string, cache: string, extra: string[] = []) =>
     new Promise<Run>((resolve, reject) => {
-      execFile(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'import-child.ts'), mode, model, cache], { maxBuffer: 1 << 20 }, (err, stdout) =>
+      execFile(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'import-child.ts'), mode, model, cache, ...extra], { maxBuffer: 1 << 20 }, (err, stdout) =>
         err ? reject(err) : resolve(JSON.parse(stdout.trim().split('\n').at(-1)!)),
       );
     });
   const runs = Number(process.env.BENCH_IMPORT_RUNS ?? 3);
+  const before = await sourcesBefore(path.join(root, `sources-${IMPORT_BEFORE_COMMIT}`));
   const idle = await child('idle', path.join(root, 'import-idle'));
-  const results: Record<string, Run[]> = { streamed: [], 'in-memory': [] };
+  const modes = ['streamed', 'in-memory', ...(before ? ['before'] : [])];
+  const results: Record<string, Run[]> = Object.fromEntries(modes.map((m) => [m, []]));
   for (let i = 0; i < runs; i++) {
-    for (const mode of i % 2 ? ['in-memory', 'streamed'] : ['streamed', 'in-memory']) {
+    for (const mode of [...modes.slice(i % modes.length), ...modes.slice(0, i % modes.length)]) {
       const cache = path.join(root, `import-${mode}`);
-      results[mode]!.push(await child(mode, cache));
+      results[mode]!.push(await child(mode, cache, mode === 'before' ? [before!] : []));
       rmSync(cache, { recursive: true, force: true });
     }
   }
@@ -408,6 +451,7 @@ async function importThroughput(model: string, root: string): Promise<void> {
     return { ms: median(xs.map((x) => x.ms)), peakRssBytes: median(xs.map((x) => x.peakRssBytes)), phases };
   };
   const [streamed, inMemory] = [med(results.streamed!), med(results['in-memory']!)];
+  const old = before ? med(results.before!) : null;
   const sourceBytes = (await Promise.all((await hfSourceFiles(model)).map((f) => stat(f)))).reduce((a, st) => a + st.size, 0);
   const config = parseHfConfig(JSON.parse(await readFile(path.join(model, 'config.json'), 'utf8')), model);
   const largest = Math.max(...[...expectedWeights(config).values()].map((shape) => 4 * shape.reduce((a, b) => a * b, 1)));
@@ -422,17 +466,20 @@ async function importThroughput(model: string, root: string): Promise<void> {
     `${overLargest(r).toFixed(2)}×`,
     phases(r),
   ];
-  console.log(`\nimport (empty cache → bundle read back, hash included), ${MiB(sourceBytes)} of source files, largest tensor ${MiB(largest)} as float32, runtime alone ${MiB(idle.peakRssBytes)} peak RSS; ${runs} runs each, alternated, medians`);
+  const ratio = (name: string, r: Run) => [name, `${(r.ms / streamed.ms).toFixed(2)}×`, '', `${(r.peakRssBytes / streamed.peakRssBytes).toFixed(2)}×`, '', ''];
+  console.log(`\nimport (empty cache → bundle read back, hash included), ${MiB(sourceBytes)} of source files, largest tensor ${MiB(largest)} as float32, runtime alone ${MiB(idle.peakRssBytes)} peak RSS; ${runs} runs each, rotated, medians`);
   printTable(
     ['import', 'time', 'throughput', 'peak RSS', '(peak − runtime) / largest tensor', 'phases (s)'],
     [
       row('streamed (resolveModel)', streamed),
-      row('in memory, as before (builder 5)', inMemory),
-      ['in memory / streamed', `${(inMemory.ms / streamed.ms).toFixed(2)}×`, '', `${(inMemory.peakRssBytes / streamed.peakRssBytes).toFixed(2)}×`, '', ''],
+      ...(old ? [row(`before this work (${IMPORT_BEFORE_COMMIT})`, old), ratio(`${IMPORT_BEFORE_COMMIT} / streamed`, old)] : []),
+      row('in memory, today\'s code (builder 5 layout)', inMemory),
+      ratio('in memory / streamed', inMemory),
     ],
   );
+  if (old) summary.push(['import speed-up over the import before this work', `${(old.ms / streamed.ms).toFixed(2)}×`, '≥ 4×']);
   summary.push(
-    ['import speed-up over the in-memory import', `${(inMemory.ms / streamed.ms).toFixed(2)}×`, '≥ 4×'],
+    ['import speed-up over today\'s code importing in memory', `${(inMemory.ms / streamed.ms).toFixed(2)}×`, '—'],
     ['import (peak RSS − runtime) / largest tensor', `${overLargest(streamed).toFixed(2)}×`, '≤ 1.3×'],
   );
 }
@@ -458,7 +505,14 @@ async function main(): Promise<void> {
     const cacheDir = path.join(root, 'cache');
     if (SECTIONS.has('loop')) await loopVsPlain(model, cacheDir);
     if (SECTIONS.has('start')) await startFromSource(model, cacheDir);
-    if (SECTIONS.has('import')) await importThroughput(model, root);
+    if (SECTIONS.has('import')) {
+      let importModel = model;
+      if (process.env.BENCH_IMPORT_MODEL === 'qwen3-0.6b') {
+        importModel = path.join(root, 'qwen3-0.6b');
+        await writeSyntheticCheckpoint(importModel, QWEN3_06B);
+      }
+      await importThroughput(importModel, root);
+    }
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

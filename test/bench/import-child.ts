@@ -1,14 +1,15 @@
 /**
  * One import for `npm run bench`, in a process of its own so its peak RSS is the import's:
- *   tsx test/bench/import-child.ts <streamed|in-memory|idle> <hf folder> <cache dir>
+ *   tsx test/bench/import-child.ts <streamed|in-memory|idle|before> <hf folder> <cache dir> [sources]
  * streamed: `resolveModel` into an empty cache, what a first start does before the session opens
  *   (content hash, config/headers/tokenizer checks, graph from shapes, weights streamed chunk by
  *   chunk into the data file, tokenizer.json copied, bundle read back).
- * in-memory: the import as it was before it streamed (bundle builder 5), the baseline: the same
- *   content hash, every weight read into memory as float32 (`importHuggingFace`), every Linear
- *   weight transposed in JS (builder 5 stored them [in, out] for MatMul; its bytes are only a cost
- *   here, the bundle is never run), graph built and written from memory, tokenizer.json written
- *   from its parsed JSON, bundle read back.
+ * in-memory: today's code made to import as builders 5 and older did: the same content hash,
+ *   every weight read into memory as float32 (`importHuggingFace`), every Linear weight
+ *   transposed in JS (they stored them [in, out] for MatMul; the bytes are only a cost here, the
+ *   bundle is never run), graph built and written from memory, tokenizer.json written from its
+ *   parsed JSON, bundle read back.
+ * before: `resolveModel` of an older commit's sources (extracted by the bench into [sources]).
  * idle: loads the same modules and imports nothing (the runtime's own RSS).
  * Prints one JSON line: { ms, peakRssBytes, phases: { name: ms } }. Peak RSS is VmHWM from
  * /proc/self/status on Linux: `resourceUsage().maxRSS` of an exec'd child starts at its parent's
@@ -16,6 +17,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { loadBundle, resolveModel, writeBundle } from '../../main/engine/model/bundle.ts';
 import { hashFiles } from '../../main/engine/model/content-hash.ts';
@@ -53,6 +55,12 @@ if (mode === 'streamed') {
     phase = next;
   });
   lap(phase);
+} else if (mode === 'before') {
+  // The import of an older commit, its sources extracted by the bench into argv[5].
+  const sources = process.argv[5]!;
+  const before = (await import(pathToFileURL(path.join(sources, 'main/engine/model/bundle.ts')).href)) as { resolveModel: typeof resolveModel };
+  await before.resolveModel(folder, cacheDir);
+  lap('all');
 } else if (mode === 'in-memory') {
   const sourceHash = await hashFiles(await hfSourceFiles(folder));
   lap('hash');

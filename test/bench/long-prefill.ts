@@ -8,7 +8,9 @@
  * then, for the longest length, the same last chunk run through a plain onnxruntime-node session
  * on the engine's own KV cache with ONNX Runtime's profiler on: the share of its kernel time spent
  * in `GroupQueryAttention` (the baseline: what ONNX Runtime alone costs for the same run), and
- * the time to tokenize a text of that many tokens.
+ * the time to tokenize a text of that many tokens. With BENCH_PREFILL_PEER=1, llama.cpp
+ * (node-llama-cpp, the same model as GGUF, 2 threads, batch 256) prefills the same token ids, up
+ * to BENCH_PREFILL_PEER_MAX tokens (default 4096: it is much slower here under load).
  * Figures are from one run each; it is a benchmark, not a test: it asserts nothing.
  */
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -20,6 +22,7 @@ import { Engine } from '../../main/engine/generate/engine.ts';
 import { BACKEND_KINDS } from '../../main/engine/model/backend.ts';
 import { defaultModelPath } from '../../main/default-model.ts';
 import { MODEL_FILE } from '../../main/engine/model/bundle.ts';
+import { STORIES_GGUF } from '../helpers/paths.ts';
 
 const SIZES = (process.env.BENCH_PREFILL_SIZES ?? '1024,4096,16384').split(',').map(Number);
 const CHUNK = 256;
@@ -107,4 +110,24 @@ try {
   console.log(`tokenizing ${tokens} tokens (${text.length} characters): ${fmt(performance.now() - t0)} ms`);
 } finally {
   await js.dispose();
+}
+
+if (process.env.BENCH_PREFILL_PEER === '1') {
+  const { getLlama } = await import('node-llama-cpp');
+  const llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' as never });
+  const model = await llama.loadModel({ modelPath: STORIES_GGUF });
+  try {
+    for (const n of SIZES.filter((x) => x <= Number(process.env.BENCH_PREFILL_PEER_MAX ?? 4096))) {
+      const ctx = await model.createContext({ contextSize: n + 16, threads: 2, batchSize: CHUNK });
+      const seq = ctx.getSequence();
+      const t0 = performance.now();
+      for await (const _ of seq.evaluate(ids.slice(0, n) as never, { temperature: 0 })) break; // the first token ends the prefill
+      console.log(`llama.cpp  ${String(n).padStart(6)}  ${fmt((n * 1000) / (performance.now() - t0)).padStart(13)} tok/s`);
+      seq.dispose();
+      await ctx.dispose();
+    }
+  } finally {
+    await model.dispose();
+    await llama.dispose();
+  }
 }

@@ -6,7 +6,8 @@
  * of the shifted sequence (the same tokens at their new positions) and greedy decoding from there.
  * On the JS backend the rotated layer-0 keys are also compared with the fresh prefill's: layer 0
  * sees only the token and its position, so there the rotation must reproduce them to float32
- * rounding.
+ * rounding. stories260K pairs dims as interleaved; a synthetic Qwen3 checkpoint (half-split pairs,
+ * partial rotary, a chat template with a system prompt) covers the other layout.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -18,6 +19,7 @@ import type { GenerationEvent } from '../../main/engine/generate/types.ts';
 import type { BackendKind } from '../../main/engine/model/backend.ts';
 import { argmax } from '../helpers/onnx-runner.ts';
 import { STORIES_BIN } from '../helpers/paths.ts';
+import { writeSyntheticCheckpoint } from '../helpers/synthetic-hf.ts';
 
 const cacheDir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-shift-test-'));
 after(() => rmSync(cacheDir, { recursive: true, force: true }));
@@ -109,4 +111,62 @@ for (const backend of ['js', 'native'] as const) {
 test('both backends shift to the same tokens', () => {
   assert.ok(afterShift.js && afterShift.native, 'both backends ran');
   assert.deepEqual(afterShift.native, afterShift.js);
+});
+
+test('half-split pairs and partial rotary (synthetic Qwen3, chat template): the system prompt stays, rotated layer-0 keys equal a fresh prefill\'s, both backends agree', async (t) => {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-shift-hf-'));
+  try {
+    const modelDir = path.join(root, 'qwen3');
+    await writeSyntheticCheckpoint(modelDir, { family: 'qwen3', seed: 5, partialRotary: 0.5 });
+    const messages = [
+      { role: 'system' as const, content: 'You tell short stories.' },
+      { role: 'user' as const, content: 'A story about a cat, please.' },
+      { role: 'assistant' as const, content: 'The cat slept in the sun all day.' },
+      { role: 'user' as const, content: 'And a dog?' },
+    ];
+    const max = 80;
+    const tokensAfter: number[][] = [];
+    for (const backend of ['js', 'native'] as const) {
+      const engine = await Engine.load(modelDir, { cacheDir: path.join(root, 'cache'), backend, maxContext: max });
+      try {
+        assert.equal(engine.manifest.config.rope.layout, 'half');
+        assert.ok(engine.manifest.config.rope.rotaryDim < engine.manifest.config.headDim, 'partial rotary');
+        const prompt = engine.encodeRequest({ messages });
+        const keep = engine.tokenizer.encodeChat(messages.slice(0, 1), { addGenerationPrompt: false }).length;
+        const held = max - 1;
+        const k = held - prompt.length + 1; // the token whose room check shifts
+        let d: GenerationEvent | undefined;
+        for await (const ev of engine.generate({ messages, maxTokens: k + 1, sampler: GREEDY, ignoreEos: true, contextShift: true })) d = ev;
+        assert.ok(d?.type === 'done' && d.reason === 'length', JSON.stringify(d));
+        assert.equal(d.stats.contextShifts, 1);
+        const drop = d.stats.droppedTokens;
+        const all = [...prompt, ...d.tokens];
+        const kept = [...all.slice(0, keep), ...all.slice(keep + drop, held), all[held]];
+        assert.equal(engine.kv.length, kept.length, 'the system prompt kept, the oldest turns dropped');
+        tokensAfter.push(d.tokens);
+        if (backend === 'js') {
+          const fresh = await Engine.load(modelDir, { cacheDir: path.join(root, 'cache'), backend, maxContext: max });
+          try {
+            await fresh.prefill(kept);
+            const c = engine.manifest.config;
+            let maxDiff = 0;
+            for (let h = 0; h < c.numKvHeads; h++) {
+              for (let i = 0; i < kept.length * c.headDim; i++) {
+                maxDiff = Math.max(maxDiff, Math.abs(engine.kv.key(0)[h * engine.kv.capacity * c.headDim + i] - fresh.kv.key(0)[h * fresh.kv.capacity * c.headDim + i]));
+              }
+            }
+            t.diagnostic(`qwen3 (half, partial rotary): kept ${keep} system tokens, dropped ${drop}; layer-0 keys max |diff| ${maxDiff.toExponential(2)}`);
+            assert.ok(maxDiff < 1e-4, `rotated keys differ by ${maxDiff}`);
+          } finally {
+            await fresh.dispose();
+          }
+        }
+      } finally {
+        await engine.dispose();
+      }
+    }
+    assert.deepEqual(tokensAfter[1], tokensAfter[0], 'native = js');
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
 });

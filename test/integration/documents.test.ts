@@ -227,3 +227,27 @@ test('the KV cache budget setting is validated', async () => {
   }
   assert.equal((await call('getSettings', {})).kvCacheBudgetMiB, 1024);
 });
+
+test('rolling window: a message whose reply reserve passes the max context is answered, the context shifting mid-answer', async () => {
+  await call('updateSettings', { maxContext: 256, maxTokens: 64, contextFullPolicy: 'stop' });
+  try {
+    const c = await call('createConversation', {});
+    // A story stories260K goes on with for over 100 tokens (greedy), so it reaches the max context.
+    const text =
+      'Once upon a time, there was a big dog named Max. Max liked to run and jump in the garden. One day, Max saw a cat on the fence. The cat looked at Max and said, "Hello, Max. Do you want to play with me?" ' +
+      'Max was happy. He wagged his tail and said, "Yes, I want to play!" The cat jumped down from the fence and they ran around the garden together. They played all day until the sun went down. ' +
+      'Then the mom called Max to come inside. Max said goodbye to the cat and went home. The next day, Max went to the garden again and';
+    const refused = await call('getBudget', { conversationId: c.id, draft: text });
+    assert.ok(refused.used > 256 - 64 && refused.used < 240, `the message takes ${refused.used} tokens: it fits, its reply reserve does not`);
+    assert.equal(refused.fits, false, 'stop refuses it');
+    await call('updateSettings', { contextFullPolicy: 'rolling-window' });
+    assert.equal((await call('getBudget', { conversationId: c.id, draft: text })).fits, true, 'rolling window takes it');
+    const { done } = await sendAndWait(c.id, text);
+    assert.equal(done.status, 'complete', done.error ?? '');
+    assert.ok(done.stats!.contextShift && done.stats!.contextShift.shifts >= 1, `the answer (${done.stats!.generatedTokens} tokens, ${done.stats!.finishReason}) shifted: ${JSON.stringify(done.stats!.contextShift)}`);
+    assert.ok(done.stats!.contextShift!.droppedTokens > 0);
+    assert.notEqual(done.stats!.finishReason, 'context-full');
+  } finally {
+    await call('updateSettings', { maxContext: 512, maxTokens: 16, contextFullPolicy: 'stop' });
+  }
+});

@@ -52,6 +52,10 @@ for (const backend of ['js', 'native'] as const) {
       assert.ok(again.stats.reusedTokens < 10, `A was dropped too, reused ${again.stats.reusedTokens}`);
       assert.deepEqual(again.tokens, back.tokens);
       assert.ok(engine.savedKvStats.bytes <= one);
+      // Back to B (kept) with room for one: A is kept in its place. (Keeping A once evicted B
+      // before B was taken out, and the removal then dropped A instead.)
+      assert.ok((await ask(engine, B)).stats.reusedTokens >= engine.encodeRequest({ prompt: B }).length - 1, 'B came back');
+      assert.ok((await ask(engine, A + a.text + ' Then')).stats.reusedTokens >= a.promptTokens.length, 'and A was kept for it');
       assert.throws(() => engine.setKvCacheBudget(-1), /KV cache budget.*-1/);
     } finally {
       await engine.dispose();

@@ -2,8 +2,9 @@
  * The generation loop on a stand-in backend that needs no weights (nanochat's mock-model engine
  * tests): the real stories260K tokenizer (a file, not a model) and a backend whose logits follow
  * a script, so every step of `Engine.generate` — prefix reuse, chunked prefill, sample → accept
- * → decode step, EOS, stop strings, max tokens, context-full, cancel, backend failure — is
- * checked against positions and token ids written here.
+ * → decode step, EOS, stop strings, max tokens, context-full, the context shift, cancel, backend
+ * failure — is checked against positions and token ids written here; and where a context shift
+ * cuts (the kept prefix, turn starts).
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';

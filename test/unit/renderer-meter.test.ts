@@ -48,6 +48,9 @@ describe('meterLevel', () => {
 
   it('trusts fits=false from the services', () => {
     assert.equal(meterLevel({ ...budget(1000, 0, 10, 0, 10), fits: false }), 'red');
+    // Rolling window: the prompt fits, the reply reserve passes the max (the answer will shift):
+    // Send works, so amber, not red.
+    assert.equal(meterLevel({ ...budget(512, 0, 450, 20, 128), fits: true }), 'amber');
   });
 });
 

@@ -16,6 +16,8 @@
  *   - `discard(keep, drop, rotation)`: the context shift (llama.cpp's n_discard): positions
  *     [keep, keep+drop) leave, the later rows move down by `drop`, and their keys (stored after
  *     RoPE) are rotated by −drop positions, so they read as if computed at their new positions.
+ *   - `snapshot()` / `restore(data, length)`: a compact copy of the held rows and back (the
+ *     engine keeps these for conversations it switched away from).
  */
 import { ContextOverflowError, InvalidOptionError } from '../errors.ts';
 import { grownCapacity } from './growth.ts';

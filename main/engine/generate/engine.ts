@@ -11,6 +11,8 @@
  *
  * `generate` is an async generator of `GenerationEvent`s:
  *   prefill progress per chunk → token deltas → one `done` with reason and stats.
+ * Out of positions, a generation ends with 'context-full', or, when the request allows it
+ * (`contextShift`), shifts the context and goes on (`makeRoom`, context-shift.ts).
  * A user abort ends with `done { reason: 'cancelled' }`; a prompt that cannot fit throws
  * `ContextOverflowError` before anything is touched.
  *
@@ -407,10 +409,10 @@ export class Engine {
       const n = commonPrefix(s.tokens, prompt);
       if (n > bestLength) [best, bestLength] = [i, n];
     });
-    const chosen = best >= 0 ? this.saved[best] : null;
+    // Taken out first, so keeping the live one cannot evict it.
+    const chosen = best >= 0 ? this.saved.splice(best, 1)[0] : null;
     if ((chosen || live * 2 < this.cachedTokens.length) && this.cachedTokens.length > 0) this.keepLive();
     if (!chosen) return;
-    this.saved.splice(this.saved.indexOf(chosen), 1);
     this.kv.ensure(chosen.tokens.length);
     this.backend.restoreKv(this.kv, chosen.data, chosen.tokens.length);
     this.cachedTokens = chosen.tokens;
