@@ -74,6 +74,11 @@ async function tokenize(body: unknown, res: http.ServerResponse, backend: Comple
 async function detokenize(body: unknown, res: http.ServerResponse, backend: CompletionBackend): Promise<void> {
   const b = parseBody(detokenizeSchema, body);
   loadedModel(backend, b.model);
+  // The caller's ids, checked here so the refusal names the field (the tokenizer would too, but
+  // as a model-side error).
+  const vocabSize = backend.model()?.vocabSize ?? Infinity;
+  const bad = b.tokens.findIndex((id) => id >= vocabSize);
+  if (bad >= 0) throw new ApiError(400, 'invalid_request', `tokens[${bad}]: ${b.tokens[bad]} is not a token id of this model (0 to ${vocabSize - 1})`, 'tokens');
   const content = await backend.detokenize(b.tokens);
   json(res, 200, { content, prompt: content });
 }

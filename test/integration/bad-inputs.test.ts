@@ -59,7 +59,7 @@ type Expected = { cls: typeof ModelLoadError | typeof TokenizerError; code: Engi
 function expectations(m: BadModels): Array<[string, string, Expected]> {
   return [
     ['non-existent path', m.nonExistent, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /does not exist/, file: m.nonExistent, todo: /Check the path, or choose the model again/ }],
-    ['folder that is not a model', m.notAModel, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /not a model/, file: m.notAModel, todo: /expected a llama2\.c \.bin checkpoint, a Hugging Face folder/ }],
+    ['folder that is not a model', m.notAModel, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /not a model/, file: m.notAModel, todo: /expected a llama2\.c \.bin checkpoint, a \.gguf file, a Hugging Face folder/ }],
     ['truncated GGUF file', m.gguf, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /tensor \S+ ends at byte \d+, past the end of the 20000-byte file \(truncated\?\)/, file: m.gguf, todo: /incomplete or damaged: download it again\.$/ }],
     ['truncated checkpoint', m.truncated, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /size mismatch.*truncated/, file: m.truncated, todo: /incomplete or damaged: download it again\.$/ }],
     ['checkpoint shorter than its header', m.shortHeader, { cls: ModelLoadError, code: 'MODEL_LOAD', re: /header/, file: m.shortHeader, todo: /incomplete or damaged: download it again\.$/ }],

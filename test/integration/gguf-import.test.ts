@@ -8,14 +8,14 @@
  * gives the logits of the same weights imported from Hugging Face with `rope_scaling` llama3.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { ModelLoadError } from '../../main/engine/errors.ts';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../../main/engine/generate/types.ts';
-import { resolveModel } from '../../main/engine/model/bundle.ts';
+import { detectSource, resolveModel } from '../../main/engine/model/bundle.ts';
 import { EXTERNAL_DATA_FILE } from '../../main/engine/model/decoder-graph.ts';
 import { expectedWeights, importHuggingFace } from '../../main/engine/model/import-hf.ts';
 import { ggufTensorName, importGguf } from '../../main/engine/model/gguf/import-gguf.ts';
@@ -87,6 +87,24 @@ test('a Qwen3 GGUF with the real tokenizer equals the same weights imported from
   assert.ok(a.promptTokens.length > 20);
   assert.deepEqual(b.promptTokens, a.promptTokens);
   assert.deepEqual(b.tokens, a.tokens);
+});
+
+test('a GGUF file is known by its magic without the .gguf extension (also alone in a folder); one cut inside its header is truncation', async () => {
+  const renamed = path.join(tmp, 'stories-no-extension');
+  copyFileSync(STORIES_GGUF, renamed);
+  assert.deepEqual(await detectSource(renamed), { kind: 'gguf', path: renamed });
+  const folder = path.join(tmp, 'gguf-folder');
+  mkdirSync(folder);
+  copyFileSync(STORIES_GGUF, path.join(folder, 'model.gguf'));
+  assert.deepEqual(await detectSource(folder), { kind: 'gguf', path: path.join(folder, 'model.gguf') });
+  const short = path.join(tmp, 'short.gguf');
+  writeFileSync(short, readFileSync(STORIES_GGUF).subarray(0, 100));
+  await assert.rejects(resolveModel(short, cacheDir), (e: unknown) => {
+    assert.ok(e instanceof ModelLoadError);
+    assert.match(e.message, /header \(metadata and tensor list\) ends at byte \d+, past the end of the 100-byte file \(truncated\?\)/);
+    assert.match(e.message, /download it again\.$/);
+    return true;
+  });
 });
 
 test('an unsupported GGUF architecture is refused naming it', async () => {

@@ -29,6 +29,14 @@ function throwsWith(fn: () => unknown, ...parts: string[]): void {
   });
 }
 
+describe('parseHfConfig: what a refusal tells the user to do', () => {
+  it('a config.json that lacks a field says to download the files again, not to fix the tokenizer', () => {
+    const { vocab_size: _v, ...noVocab } = llama;
+    throwsWith(() => parseHfConfig(noVocab, FILE), 'invalid config.json', 'vocab_size', "The model's config.json is incomplete or not of a supported model: download the model's files again.");
+    assert.throws(() => parseHfConfig(noVocab, FILE), (e: Error) => !e.message.includes('tokenizer that came with'));
+  });
+});
+
 describe('parseHfConfig: sizes and family rules', () => {
   it('maps a Llama config, defaulting head_dim to hidden/heads', () => {
     const expected: ModelConfig = {

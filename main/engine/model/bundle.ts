@@ -11,7 +11,7 @@
  * tokenizer_config.json, manifest.json (`ModelManifest`).
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { EngineError, ModelLoadError } from '../errors.ts';
@@ -79,7 +79,8 @@ export async function detectSource(p: string): Promise<{ kind: SourceKind; path:
     throw new ModelLoadError('not a model: expected a file or a folder, found a device, pipe or socket', p);
   }
   if (st.isFile()) {
-    if (p.toLowerCase().endsWith('.gguf')) return { kind: 'gguf', path: p };
+    // By content first: a GGUF file renamed without its extension is still GGUF.
+    if (p.toLowerCase().endsWith('.gguf') || (await startsWithGgufMagic(p))) return { kind: 'gguf', path: p };
     return { kind: 'llama2c', path: p };
   }
   const entries = await readdir(p).catch((e: Error) => {
@@ -89,10 +90,27 @@ export async function detectSource(p: string): Promise<{ kind: SourceKind; path:
   if (entries.includes('config.json')) return { kind: 'hf', path: p };
   const bins = entries.filter((e) => e.endsWith('.bin') && !/^tok(enizer|\d+)\.bin$/.test(e));
   if (bins.length === 1) return { kind: 'llama2c', path: path.join(p, bins[0]) };
+  const ggufs = entries.filter((e) => e.toLowerCase().endsWith('.gguf'));
+  if (ggufs.length === 1) return { kind: 'gguf', path: path.join(p, ggufs[0]) };
   throw new ModelLoadError(
-    'not a model: expected a llama2.c .bin checkpoint, a Hugging Face folder with config.json, or a Ropewalk bundle',
+    'not a model: expected a llama2.c .bin checkpoint, a .gguf file, a Hugging Face folder with config.json, or a Ropewalk bundle',
     p,
   );
+}
+
+/** Whether a file begins with GGUF's magic ("GGUF", the format's first four bytes). Unreadable: false. */
+async function startsWithGgufMagic(file: string): Promise<boolean> {
+  const fh = await open(file, 'r').catch(() => null);
+  if (!fh) return false;
+  try {
+    const head = Buffer.alloc(4);
+    const { bytesRead } = await fh.read(head, 0, 4, 0);
+    return bytesRead === 4 && head.toString('latin1') === 'GGUF';
+  } catch {
+    return false;
+  } finally {
+    await fh.close();
+  }
 }
 
 /** The source files whose contents identify a model, in a stable order. */

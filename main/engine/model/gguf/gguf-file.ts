@@ -55,6 +55,10 @@ export async function openGguf(file: string): Promise<GgufFile> {
     throw new ModelLoadError(`not a readable GGUF file: ${(e as Error).message}`, file, { cause: e });
   }
   const dataStart = Number(parsed.tensorDataOffset);
+  // The parser reads past a short file's end as zeros: a header that does not fit is truncation.
+  if (dataStart > size) {
+    throw new ModelLoadError(`the GGUF header (metadata and tensor list) ends at byte ${dataStart}, past the end of the ${size}-byte file (truncated?)`, file);
+  }
   const tensors = new Map<string, GgufTensor>();
   for (const info of parsed.tensorInfos) {
     const shape = info.shape.map(Number).reverse();
