@@ -49,6 +49,9 @@ const CODE_EXTENSIONS = new Set(
   'ts tsx js jsx mjs cjs py rb go rs java kt swift c h cc cpp hpp cs php sh bash zsh ps1 sql css scss less json yaml yml toml ini cfg xml lua r m scala hs ex exs erl clj dart vue svelte'.split(' '),
 );
 
+/** Extensions of plain text files (kind 'text'): a non-UTF-8 one is an encoding problem, not an unsupported type. */
+const PLAIN_TEXT_EXTENSIONS = new Set(['txt', 'text', 'log', 'csv', 'tsv', 'rst', 'tex']);
+
 /** The kind of a file from its extension; null for an unknown one (read as text if it is UTF-8). */
 export function documentKind(name: string): DocumentKind | null {
   const ext = path.extname(name).slice(1).toLowerCase();
@@ -102,10 +105,14 @@ function utf8(name: string, bytes: Uint8Array, format: string | null): string {
   }
   if (text.includes('\u0000')) {
     const ext = path.extname(name) || '(no extension)';
+    // A name that promises text (.txt, .md, code…) holds a binary file or another encoding.
+    const promisesText = format !== null || documentKind(name) !== null || PLAIN_TEXT_EXTENSIONS.has(ext.slice(1).toLowerCase());
     throw new DocumentError(
       'DOCUMENT_UNSUPPORTED',
       name,
-      format ? `not a readable ${format} file (not UTF-8 text)` : `unsupported type ${ext}: attach text, Markdown, source code, PDF, .docx or HTML`,
+      promisesText
+        ? `not a readable ${format ?? ext} file: not UTF-8 text (a binary file, or text in another encoding such as Latin-1); save it as UTF-8`
+        : `unsupported type ${ext}: attach text, Markdown, source code, PDF, .docx or HTML`,
     );
   }
   return text.replace(/\r\n?/g, '\n');

@@ -63,6 +63,9 @@ describe('extractDocument', () => {
     assert.equal((await extractDocument('main.rs', enc('fn main() {}'))).kind, 'code');
     assert.equal((await extractDocument('LICENSE', enc('MIT'))).kind, 'text');
     await rejectsWith(extractDocument('photo.png', new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 13])), 'DOCUMENT_UNSUPPORTED', 'photo.png', /unsupported type \.png/);
+    // A name that promises text, holding bytes that are not UTF-8: an encoding problem, said so.
+    await rejectsWith(extractDocument('menu.txt', new Uint8Array([0x63, 0x61, 0x66, 0xe9])), 'DOCUMENT_UNSUPPORTED', 'menu.txt', /not a readable \.txt file: not UTF-8 text .*save it as UTF-8/);
+    await rejectsWith(extractDocument('data.txt', new Uint8Array([1, 0, 2, 0])), 'DOCUMENT_UNSUPPORTED', 'data.txt', /not UTF-8 text \(a binary file/);
     await rejectsWith(extractDocument('empty.txt', enc('  \n ')), 'DOCUMENT_NO_TEXT', 'empty.txt', /no text found/);
   });
 
