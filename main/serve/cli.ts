@@ -27,7 +27,7 @@ async function main(argv: string[]): Promise<void> {
     server = await startServer({ router: services.router, port: opts.port, staticDir: opts.staticDir, completions: services.completions, cors: opts.cors });
   } catch (e) {
     await services.dispose();
-    throw e;
+    throw listenError(e, opts.port);
   }
   // The URL is the first line on stdout: scripts and tests read it.
   process.stdout.write(`${server.url}\n`);
@@ -54,6 +54,14 @@ async function main(argv: string[]): Promise<void> {
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+}
+
+/** A port that cannot be listened on, in words that say what to do (a UsageError: exit 2); other errors as they are. */
+function listenError(e: unknown, port: number | undefined): unknown {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE') return new UsageError(`port ${port} is already in use on 127.0.0.1: choose another with --port N, or --port 0 for any free port`);
+  if (code === 'EACCES') return new UsageError(`port ${port} needs privileges on this system: choose one above 1023, or --port 0 for any free port`);
+  return e;
 }
 
 main(process.argv.slice(2)).catch((e: unknown) => {

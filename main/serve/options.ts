@@ -4,7 +4,7 @@
  * scheme://host[:port], allowed to call /v1 from a browser). Bad options throw
  * `UsageError` with one sentence (the CLI prints it and exits 2).
  */
-import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ORIGIN_RULE, parseOrigin } from '../contract/origin.ts';
 import { projectRoot } from '../default-model.ts';
@@ -60,14 +60,38 @@ function corsOrigin(value: string): string {
   return origin;
 }
 
-/** The data folder exists (or is created) and is writable. @throws UsageError. */
+/** The data folder exists (or is created) and is writable. @throws UsageError naming the folder and the reason. */
 function checkDataDir(dir: string): void {
-  const st = statSync(dir, { throwIfNoEntry: false });
+  const why = (e: unknown) => {
+    const code = (e as NodeJS.ErrnoException).code;
+    const hint = code === 'ENOTDIR' ? ' (a part of the path is a file)' : code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? ' (not writable here)' : '';
+    return new UsageError(`--data ${dir} cannot be used: ${code ?? (e as Error).message}${hint}; choose a writable folder`);
+  };
+  let st;
+  try {
+    st = statSync(dir, { throwIfNoEntry: false });
+  } catch (e) {
+    throw why(e);
+  }
   if (st && !st.isDirectory()) throw new UsageError(`--data ${dir} is not a folder`);
   try {
-    if (!st) mkdirSync(dir, { recursive: true });
+    if (!st) makeFolders(path.resolve(dir));
     accessSync(dir, constants.W_OK);
   } catch (e) {
-    throw new UsageError(`--data ${dir} cannot be used: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw why(e);
   }
+}
+
+/**
+ * Creates `dir` and its missing parents one level at a time. (Node's `mkdirSync(recursive)`
+ * never returns on a path under /proc, where mkdir fails with ENOENT; one level at a time, that
+ * ENOENT is thrown.)
+ */
+function makeFolders(dir: string): void {
+  const missing: string[] = [];
+  for (let d = dir; !existsSync(d); d = path.dirname(d)) {
+    missing.push(d);
+    if (path.dirname(d) === d) break;
+  }
+  for (const d of missing.reverse()) mkdirSync(d);
 }

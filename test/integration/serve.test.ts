@@ -5,6 +5,7 @@
  * line, bad options exit 2 with one line, SIGTERM shuts down cleanly, and after a SIGKILL during
  * a streamed answer the partial answer is in SQLite.
  */
+import net from 'node:net';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
@@ -258,13 +259,22 @@ function exited(child: ChildProcess): Promise<{ code: number | null; signal: Nod
 
 test('CLI: bad options exit 2 with one line on stderr', async () => {
   writeFileSync(path.join(root, 'not-a-folder'), 'x');
+  // A port another program holds.
+  const busy = net.createServer();
+  await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+  const busyPort = (busy.address() as net.AddressInfo).port;
   const cases = [
     [['--port', 'abc'], /--port must be an integer from 0 to 65535, got "abc"/],
     [['--port', '70000'], /--port/],
     [['--data', path.join(root, 'not-a-folder')], /is not a folder/],
+    [['--data', path.join(root, 'not-a-folder', 'below')], /--data .* cannot be used: ENOTDIR \(a part of the path is a file\); choose a writable folder/],
+    // Node's own recursive mkdir never returns here (it spun at 100 % CPU, printing nothing).
+    [['--data', '/proc/ropewalk-no-such/data'], /--data \/proc\/ropewalk-no-such\/data cannot be used: ENOENT; choose a writable folder/],
+    [['--port', String(busyPort), '--data', path.join(root, 'busy-data')], new RegExp(`port ${busyPort} is already in use on 127\\.0\\.0\\.1: choose another with --port N, or --port 0`)],
     [['--bogus'], /unknown option --bogus/],
   ] as const;
   const runs = await Promise.all(cases.map(([args]) => exited(spawnServe([...args]))));
+  busy.close();
   for (const [i, [args, pattern]] of cases.entries()) {
     const r = runs[i];
     assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
