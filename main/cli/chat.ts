@@ -124,7 +124,9 @@ main(process.argv.slice(2)).then(
       process.stderr.write(`error: ${e.message}\n`);
       process.exitCode = 2;
     } else if (e instanceof EngineError) {
-      process.stderr.write(`error: ${e.message}\n`);
+      // The engine says what did not fit; the terminal says what to do about it.
+      const todo = e.code === 'CONTEXT_OVERFLOW' ? '; shorten the prompt or raise --max-context (up to the model\'s trained context)' : '';
+      process.stderr.write(`error: ${e.message}${todo}\n`);
       // Ctrl-C during an import: the shell's convention for SIGINT, as for a cancelled answer.
       process.exitCode = e.code === 'CANCELLED' ? 130 : USAGE_CODES.has(e.code) ? 2 : 1;
     } else {

@@ -122,7 +122,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
   if (parsed.positionals.length === 0) throw new UsageError('a prompt is required, e.g. npm run chat -- "Once upon a time"');
   if (parsed.positionals.length > 1) throw new UsageError(`expected one prompt, got ${parsed.positionals.length} arguments (quote the prompt)`);
   const prompt = parsed.positionals[0];
-  if (prompt.trim().length === 0) throw new UsageError('the prompt is empty');
+  if (prompt.trim().length === 0) throw new UsageError('the prompt is empty: give some text, e.g. npm run chat -- "Once upon a time"');
   const ep = v.ep ?? 'cpu';
   if (ep !== 'cpu' && ep !== 'cuda') throw new UsageError(`--ep must be cpu or cuda, got "${ep}"`);
   const backend = v.backend ?? null;

@@ -187,6 +187,7 @@ test('prompt longer than --max-context exits 2 naming both numbers; a prompt tha
   assert.equal(overBig.stdout, '', 'the prompt is not echoed when it is refused');
   assert.match(line2, /\b8\b/, 'names the max context');
   assert.ok((line2.match(/\d+/g) ?? []).length >= 2, `names both numbers: ${line2}`);
+  assert.match(line2, /; shorten the prompt or raise --max-context/, 'says what to do');
 
   const j = parseJsonRun(fits);
   assert.equal(fits.stderr, '', describeRun(fits));
