@@ -16,7 +16,7 @@ import type http from 'node:http';
 import { z } from 'zod';
 import type { CompletionBackend } from '../services/index.ts';
 import { json, readJson, sendError, toApiError } from './openai.ts';
-import { ApiError, chatMessages, messageSchema } from './openai-request.ts';
+import { ApiError, chatMessages, invalidBody, messageSchema } from './openai-request.ts';
 
 /** Ids accepted by /detokenize at once. */
 const MAX_IDS = 1 << 20;
@@ -100,7 +100,5 @@ function loadedModel(backend: CompletionBackend, model: string | undefined): num
 function parseBody<T extends z.ZodTypeAny>(schema: T, body: unknown): z.infer<T> {
   const parsed = schema.safeParse(body);
   if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const param = issue.path.map(String).join('.') || null;
-  throw new ApiError(400, 'invalid_request', `${param ?? 'body'}: ${issue.message}`, param);
+  throw invalidBody(parsed.error);
 }

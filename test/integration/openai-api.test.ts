@@ -131,6 +131,9 @@ test('unsupported fields are refused with 400 and param; messages as clients sen
   await refused(chat({ logprobs: true }), 400, 'logprobs');
   await refused(chat({}, [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:,' } }] }]), 400, 'messages[0].content[0].type', /only text content parts/);
   await refused(chat({}, [{ role: 'tool', content: 'x', tool_call_id: 'a' }]), 400, 'messages[0].role');
+  // Schema refusals name the field as clients write it, with the reason (not zod's "Invalid input").
+  await refused(chat({ stop: Array.from({ length: 17 }, (_, i) => `s${i}`) }), 400, 'stop', /stop: .*<=16 items/);
+  await refused(chat({}, [{ role: 'user', content: 5 }]), 400, 'messages[0].content', /messages\[0\]\.content: expected string or array or null/);
   const ok = await chat({ n: 1, response_format: { type: 'text' }, logprobs: false, user: 'u' });
   assert.equal(ok.choices.length, 1);
 
