@@ -21,7 +21,9 @@ export function normalizeBaseUrl(value: string): string {
     // reported below
   }
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || url.username || url.password) {
-    throw new RemoteEngineError('config', `the base URL must be an http(s) address such as http://127.0.0.1:8000/v1 (no query, no credentials: the key has its own field), got ${JSON.stringify(value)}`);
+    // A URL with credentials is not quoted back: the message reaches the window and may be logged.
+    const got = url && (url.username || url.password) ? 'a URL with a user name or password in it' : JSON.stringify(value);
+    throw new RemoteEngineError('config', `the base URL must be an http(s) address such as http://127.0.0.1:8000/v1 (no query, no credentials: the key has its own field), got ${got}`);
   }
   return url.href.replace(/\/+$/, '');
 }

@@ -167,6 +167,11 @@ test('a model the server does not have, a server that is not there, and a Ropewa
   await new Promise((r) => closed.close(r));
   await assert.rejects(call(local, 'listRemoteModels', { baseUrl: `http://127.0.0.1:${port}/v1` }), remoteError(/cannot reach the remote engine at http:\/\/127\.0\.0\.1:\d+\/v1 while listing its models \(connection refused: is the server running/));
   await assert.rejects(call(local, 'listRemoteModels', { baseUrl: 'ftp://example/v1' }), remoteError(/the base URL must be an http\(s\) address.*"ftp:\/\/example\/v1"/));
+  await assert.rejects(call(local, 'listRemoteModels', { baseUrl: 'http://me:s3cret@127.0.0.1:1/v1' }), (e: unknown) => {
+    assert.match((e as Error).message, /no credentials: the key has its own field\), got a URL with a user name or password in it/);
+    assert.doesNotMatch((e as Error).message, /s3cret/, 'the password is not quoted back');
+    return true;
+  });
   assert.equal((await call(local, 'getModel', {})).info?.remote?.baseUrl, baseUrl, 'a failed connect keeps the engine that answered');
   // The server's own API as its engine would queue every answer behind itself.
   await assert.rejects(call(remote, 'connectRemote', { baseUrl, model: 'stories260K' }), remoteError(/is this Ropewalk's own API; a remote engine must be another server/));
