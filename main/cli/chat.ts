@@ -54,6 +54,10 @@ async function main(argv: string[]): Promise<number> {
       if (drawn) process.stderr.write('\n');
     });
     if (info.fallbackReason) process.stderr.write(`note: ${info.fallbackReason}\n`);
+    // Allowed, as in the window, with the same caution.
+    if (info.maxContext > info.trainedContext) {
+      process.stderr.write(`note: --max-context ${info.maxContext} is above the model's trained context (${info.trainedContext}): quality drops past it\n`);
+    }
     // Without a chat template the system prompt opens the transcript, as in the window and /v1.
     const system = opts.system ? [{ role: 'system' as const, content: opts.system }] : [];
     const withDocs = documents

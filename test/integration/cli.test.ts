@@ -133,7 +133,8 @@ test('--context-full stop --ignore-eos --max-context 2048 --max-tokens 3000: end
     await cache(),
   );
   const j = parseJsonRun(r);
-  assert.equal(r.stderr, '', describeRun(r));
+  // Allowed past the trained context (512), with the window's caution.
+  assert.equal(r.stderr, "note: --max-context 2048 is above the model's trained context (512): quality drops past it\n", describeRun(r));
   assertJsonShape(j);
   assert.equal(j.finishReason, 'context-full');
   assert.equal(j.stats.maxContext, 2048);
@@ -443,7 +444,7 @@ test('Ctrl-C mid-answer: the partial answer is printed, exit 130, no stack trace
   child.kill('SIGINT');
   const code = await exited;
   assert.equal(code, 130, `stderr: ${stderr}`);
-  assert.equal(stderr, '');
+  assert.equal(stderr, "note: --max-context 8192 is above the model's trained context (512): quality drops past it\n", 'no error, no stack trace');
   assert.ok(stdout.startsWith(PROMPT), 'the prompt is echoed first');
   const answer = stdout.slice(PROMPT.length).trim();
   assert.ok(answer.length > 20, `a partial answer was printed: ${answer.slice(0, 80)}`);
