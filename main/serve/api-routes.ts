@@ -58,6 +58,12 @@ export function routeApi(req: http.IncomingMessage, res: http.ServerResponse, op
       return true;
     }
   }
+  if (req.method === 'OPTIONS' && origin) {
+    // A browser's preflight from an origin that is not allowed: say why, and how to allow one.
+    const how = opts.cors ? `only ${opts.cors} is allowed` : 'CORS is off; start serve with --cors ORIGIN (or set the Local server\'s allowed origin in the app)';
+    sendError(res, new ApiError(403, 'cors_forbidden', `the origin ${JSON.stringify(origin.slice(0, 200))} may not call this API from a browser: ${how}`));
+    return true;
+  }
   if (pathname === '/health') {
     const h = opts.completions.health();
     const body = JSON.stringify(h);

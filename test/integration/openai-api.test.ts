@@ -212,6 +212,8 @@ test('/health, and CORS only for the --cors origin', async () => {
   assert.deepEqual([health.status, JSON.parse(health.body)], [200, { status: 'ok' }]);
   const noCors = await raw('OPTIONS', '/v1/chat/completions', { host: `localhost:${srv.port}`, origin: 'http://localhost:3000', 'access-control-request-method': 'POST' });
   assert.equal(noCors.headers['access-control-allow-origin'], undefined, 'CORS is off by default');
+  assert.equal(noCors.status, 403);
+  assert.match(JSON.parse(noCors.body).error.message, /may not call this API from a browser: CORS is off; start serve with --cors ORIGIN/);
 
   // A second server whose model is not loaded yet, allowing one origin.
   const loading = await startBackend({ dataDir: path.join(root, 'data2'), cacheDir, defaultModel: STORIES_BIN, loadModel: false });
@@ -228,6 +230,9 @@ test('/health, and CORS only for the --cors origin', async () => {
     assert.equal(models.headers['access-control-allow-origin'], 'http://localhost:3000');
     const stranger = await raw('GET', '/v1/models', { host, origin: 'http://evil.example' }, other.port);
     assert.equal(stranger.headers['access-control-allow-origin'], undefined);
+    const strangerPre = await raw('OPTIONS', '/v1/models', { host, origin: 'http://evil.example', 'access-control-request-method': 'GET' }, other.port);
+    assert.equal(strangerPre.status, 403);
+    assert.match(JSON.parse(strangerPre.body).error.message, /only http:\/\/localhost:3000 is allowed/);
   } finally {
     await other.close();
     await loading.dispose();
