@@ -45,7 +45,7 @@ export const USAGE = `usage: npm run chat -- [options] "prompt"
   --max-context N       bound on prompt + generated positions (default: the model's trained context)
   --temperature T       0 = greedy (default ${DEFAULTS.temperature})
   --top-k N             0 = off (default ${DEFAULTS.topK})
-  --top-p P             1 = off (default ${DEFAULTS.topP})
+  --top-p P             1 = off, 0 = only the most likely token (default ${DEFAULTS.topP})
   --min-p P             0 = off (default ${DEFAULTS.minP})
   --repeat-penalty R    1 = off (default ${DEFAULTS.repeatPenalty})
   --seed N              seed for sampling (same seed, same output)
@@ -144,7 +144,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
     sampler: {
       temperature: num('temperature', v.temperature, (n) => n >= 0 && n <= 100, 'a number between 0 and 100') ?? DEFAULTS.temperature,
       topK: int('top-k', v['top-k'], 0) ?? DEFAULTS.topK,
-      topP: num('top-p', v['top-p'], (n) => n > 0 && n <= 1, 'in (0, 1]') ?? DEFAULTS.topP,
+      topP: num('top-p', v['top-p'], (n) => n >= 0 && n <= 1, 'in [0, 1]') ?? DEFAULTS.topP,
       minP: num('min-p', v['min-p'], (n) => n >= 0 && n < 1, 'in [0, 1)') ?? DEFAULTS.minP,
       repetitionPenalty: num('repeat-penalty', v['repeat-penalty'], (n) => n > 0 && n <= 10, 'in (0, 10]') ?? DEFAULTS.repeatPenalty,
       ...(seed !== undefined ? { seed } : {}),

@@ -164,7 +164,6 @@ export function chatMessages(messages: ChatBody['messages']): ChatMessage[] {
 
 /** Sampling and length fields over the app's settings. */
 function generationFields(body: z.infer<z.ZodObject<typeof sampling>>, maxTokens: number | null | undefined, s: Settings): Omit<GenerationRequest, 'prompt' | 'messages'> {
-  const greedyTopP = body.top_p === 0; // OpenAI allows 0: only the most likely token is left
   const seed = body.seed ?? s.seed;
   const presence = body.presence_penalty ?? 0;
   const frequency = body.frequency_penalty ?? 0;
@@ -172,8 +171,8 @@ function generationFields(body: z.infer<z.ZodObject<typeof sampling>>, maxTokens
     maxTokens: maxTokens ?? s.maxTokens,
     sampler: {
       temperature: body.temperature ?? s.temperature,
-      topK: greedyTopP ? 1 : (body.top_k ?? s.topK),
-      topP: greedyTopP ? 1 : (body.top_p ?? s.topP),
+      topK: body.top_k ?? s.topK,
+      topP: body.top_p ?? s.topP, // 0: the sampler keeps only the most likely token
       minP: body.min_p ?? s.minP,
       repetitionPenalty: body.repeat_penalty ?? s.repetitionPenalty,
       ...(presence ? { presencePenalty: presence } : {}),

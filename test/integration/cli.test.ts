@@ -223,7 +223,7 @@ test('--seed: same seed → same tokens at temperature 1; different seeds → di
 
 test('--max-tokens 5: exactly 5 tokens, "length"; streamed text equals the JSON text; sampling options accepted', async () => {
   const dir = await cache();
-  const [json, plain, sampled] = await runBatch(
+  const [json, plain, sampled, nucleus0] = await runBatch(
     [
       ['--max-tokens', '5', '--temperature', '0', '--json', PROMPT],
       ['--max-tokens', '5', '--temperature', '0', PROMPT],
@@ -231,9 +231,12 @@ test('--max-tokens 5: exactly 5 tokens, "length"; streamed text equals the JSON 
         '--max-tokens', '5', '--ignore-eos', '--temperature', '0.7', '--top-k', '10', '--top-p', '0.9',
         '--min-p', '0.1', '--repeat-penalty', '1.3', '--seed', '7', '--ep', 'cpu', '--json', PROMPT,
       ],
+      // --top-p 0, as /v1 takes top_p 0: only the most likely token, whatever the temperature.
+      ['--max-tokens', '5', '--temperature', '1.5', '--top-p', '0', '--seed', '3', '--json', PROMPT],
     ],
     dir,
   );
+  assert.deepEqual(parseJsonRun(nucleus0).tokens, parseJsonRun(json).tokens, '--top-p 0 decodes greedily');
   const j = parseJsonRun(json);
   assert.equal(j.tokens.length, 5);
   assert.equal(j.finishReason, 'length');
@@ -301,7 +304,7 @@ test('bad options and prompts: one-line error, exit 2, no stack trace, nothing o
     [['--temperature', '0x10'], /--temperature/], // Number('0x10') is 16: decimal only
     [['--top-p', 'Infinity'], /--top-p/],
     [['--top-k', 'abc'], /--top-k/],
-    [['--top-p', '0'], /--top-p/],
+    [['--top-p', '-0.5'], /--top-p/],
     [['--top-p', '1.5'], /--top-p/],
     [['--min-p', '1'], /--min-p/],
     [['--repeat-penalty', '0'], /--repeat-penalty/],

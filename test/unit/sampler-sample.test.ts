@@ -90,6 +90,8 @@ describe('Sampler', () => {
     assert.ok(c85[1] > 0 && c85[2] > 0 && c85[3] > 0);
     const c10 = histogram(new Sampler({ ...off, topP: 0.1, seed: 11 }), logits, 500);
     assert.equal(c10[3], 500, 'a tiny p keeps only the best token');
+    const c0 = histogram(new Sampler({ ...off, topP: 0, seed: 11 }), logits, 500);
+    assert.equal(c0[3], 500, 'p = 0 (OpenAI allows it) keeps only the best token');
   });
 
   it('min-p keeps tokens with prob ≥ minP × top prob', () => {
@@ -226,7 +228,7 @@ describe('validateSamplerOptions', () => {
       [{ temperature: '1' }, 'temperature', '"1"'],
       [{ topK: 2.5 }, 'topK', '2.5'],
       [{ topK: -1 }, 'topK', '-1'],
-      [{ topP: 0 }, 'topP', '0'],
+      [{ topP: -0.1 }, 'topP', '-0.1'],
       [{ topP: 1.01 }, 'topP', '1.01'],
       [{ minP: 1 }, 'minP', '1'],
       [{ minP: -0.2 }, 'minP', '-0.2'],

@@ -60,7 +60,7 @@ function isNumber(v: unknown): v is number {
 /**
  * Checks every option and returns a clean copy (no extra fields).
  * @throws InvalidOptionError naming the option and quoting its value when: temperature is not a
- *   finite number ≥ 0; topK is not an integer ≥ 0; topP is not in (0, 1]; minP is not in
+ *   finite number ≥ 0; topK is not an integer ≥ 0; topP is not in [0, 1]; minP is not in
  *   [0, 1); repetitionPenalty is not a finite number > 0; presencePenalty or frequencyPenalty is
  *   present and not in [−2, 2]; seed is present and not a safe integer.
  */
@@ -75,8 +75,8 @@ export function validateSamplerOptions(o: SamplerOptions): SamplerOptions {
   if (!Number.isInteger(topK) || topK < 0) {
     throw new InvalidOptionError('topK', `expected an integer ≥ 0 (0 = off), got ${quote(topK)}`);
   }
-  if (!isNumber(topP) || topP <= 0 || topP > 1) {
-    throw new InvalidOptionError('topP', `expected a number in (0, 1] (1 = off), got ${quote(topP)}`);
+  if (!isNumber(topP) || topP < 0 || topP > 1) {
+    throw new InvalidOptionError('topP', `expected a number in [0, 1] (1 = off, 0 = only the most likely token), got ${quote(topP)}`);
   }
   if (!isNumber(minP) || minP < 0 || minP >= 1) {
     throw new InvalidOptionError('minP', `expected a number in [0, 1) (0 = off), got ${quote(minP)}`);
@@ -93,7 +93,9 @@ export function validateSamplerOptions(o: SamplerOptions): SamplerOptions {
   if (seed !== undefined && !Number.isSafeInteger(seed)) {
     throw new InvalidOptionError('seed', `expected a safe integer, got ${quote(seed)}`);
   }
-  const clean: SamplerOptions = { temperature, topK, topP, minP, repetitionPenalty };
+  // topP 0 (OpenAI allows it): the smallest nucleus, the most likely token alone; the same as
+  // topK 1 with the nucleus off, which is how it runs.
+  const clean: SamplerOptions = topP === 0 ? { temperature, topK: 1, topP: 1, minP, repetitionPenalty } : { temperature, topK, topP, minP, repetitionPenalty };
   if (presencePenalty) clean.presencePenalty = presencePenalty;
   if (frequencyPenalty) clean.frequencyPenalty = frequencyPenalty;
   if (seed !== undefined) clean.seed = seed;
