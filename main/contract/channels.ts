@@ -57,7 +57,7 @@ export const settingsPatchSchema = z
     maxTokens: z.number().int().min(1).max(1 << 20),
     temperature: z.number().min(0).max(100),
     topK: z.number().int().min(0).max(1 << 20),
-    topP: z.number().gt(0).max(1),
+    topP: z.number().min(0).max(1), // 0: the most likely token alone (the sampler's rule)
     minP: z.number().min(0).lt(1),
     repetitionPenalty: z.number().gt(0).max(10),
     seed: z.number().int().min(0).max(2 ** 32 - 1).nullable(),

@@ -59,7 +59,7 @@ const FIELDS: NumberFieldSpec[] = [
   },
   { key: 'temperature', label: 'Temperature', hint: '0 picks the likeliest token.', parse: numberIn(0, 100), step: '0.05' },
   { key: 'topK', label: 'Top-k', hint: '0 turns it off.', parse: numberIn(0, 1 << 20, { integer: true }), step: '1' },
-  { key: 'topP', label: 'Top-p', hint: '1 turns it off.', parse: numberIn(0, 1, { minOpen: true }), step: '0.01' },
+  { key: 'topP', label: 'Top-p', hint: '1 turns it off; 0 keeps only the most likely token.', parse: numberIn(0, 1), step: '0.01' },
   { key: 'minP', label: 'Min-p', hint: '0 turns it off.', parse: numberIn(0, 1, { maxOpen: true }), step: '0.01' },
   { key: 'repetitionPenalty', label: 'Repetition penalty', hint: '1 turns it off.', parse: numberIn(0, 10, { minOpen: true }), step: '0.05' },
   { key: 'seed', label: 'Seed', hint: 'Empty: a new random seed per answer.', parse: numberIn(0, 2 ** 32 - 1, { integer: true, nullable: true }), step: '1', placeholder: 'Random' },

@@ -33,3 +33,10 @@ test('lowering the max context re-derives a default max tokens; a chosen one is 
   );
   assert.deepEqual([settings.get().maxContext, settings.get().maxTokens], [128, 100], 'a refused change changes nothing');
 });
+
+test('top-p takes 0 in the settings as in the CLI and /v1 (the sampler keeps the most likely token alone); below 0 is refused', async () => {
+  const { settingsPatchSchema } = await import('../../main/contract/channels.ts');
+  assert.equal(settingsPatchSchema.safeParse({ topP: 0 }).success, true);
+  assert.equal(settingsPatchSchema.safeParse({ topP: -0.1 }).success, false);
+  assert.equal(settingsPatchSchema.safeParse({ topP: 1.01 }).success, false);
+});
