@@ -183,9 +183,11 @@ export class BudgetService {
 
   /**
    * A cheap estimate while an answer streams: `base` (counted when it started) with the
-   * history grown by the tokens generated so far and the latest draft's count. No worker call.
+   * history grown by the tokens generated so far and the latest draft's count. No worker call,
+   * no database read: `shifts` is the streaming answer's own (its request's `contextShift`,
+   * resolved from the policy when it started).
    */
-  estimate(base: ContextBudget, generatedTokens: number): ContextBudget {
+  estimate(base: ContextBudget, generatedTokens: number, shifts: boolean): ContextBudget {
     const d = this.drafts.get(base.conversationId ?? '');
     const draft = d?.tokens ?? base.draft;
     return assemble(base.conversationId, base.maxContext, base.reserve, base.system, base.documents, base.history + generatedTokens, draft, {
@@ -193,7 +195,7 @@ export class BudgetService {
       kv: base.kv,
       outOfContext: base.outOfContext,
       estimated: base.estimated,
-    }, this.policyOf(base.conversationId) === 'rolling-window');
+    }, shifts);
   }
 
   /** The draft (text and attached documents) last counted for a conversation (empty if none). */

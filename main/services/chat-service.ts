@@ -321,7 +321,7 @@ export class ChatService {
       saver.maybeSave(deltas.text);
       if (generated === budgetReportedAt) return;
       budgetReportedAt = generated;
-      emit('budgetChanged', this.deps.budget.estimate(budget, generated));
+      emit('budgetChanged', this.deps.budget.estimate(budget, generated, request.contextShift === true));
     }, BUDGET_INTERVAL_MS);
 
     let end: StreamEnd;

@@ -207,9 +207,7 @@ export class KvCache {
    *   keep + drop ≤ length, or the rotation does not fit the head size; nothing changes.
    */
   discard(keep: number, drop: number, rotation: KeyRotation): void {
-    if (!Number.isInteger(keep) || !Number.isInteger(drop) || keep < 0 || drop < 1 || keep + drop > this.len) {
-      throw new InvalidOptionError('context shift', `cannot drop [${keep}, ${keep + drop}) of ${this.len} positions`);
-    }
+    this.checkDiscard(keep, drop);
     const R = rotation.rotaryDim;
     if (!Number.isInteger(R) || R <= 0 || R % 2 !== 0 || R > this.headDim || rotation.cos.length !== R / 2 || rotation.sin.length !== R / 2) {
       throw new InvalidOptionError('context shift', `a rotation of ${R} dims with ${rotation.cos.length} angles does not fit head size ${this.headDim}`);
@@ -221,6 +219,16 @@ export class KvCache {
       }
     }
     this.len -= drop;
+  }
+
+  /**
+   * The range rule of `discard`, for a backend that moves its own memory first.
+   * @throws InvalidOptionError unless keep, drop are integers, keep ≥ 0, drop ≥ 1, keep + drop ≤ length.
+   */
+  checkDiscard(keep: number, drop: number): void {
+    if (!Number.isInteger(keep) || !Number.isInteger(drop) || keep < 0 || drop < 1 || keep + drop > this.len) {
+      throw new InvalidOptionError('context shift', `cannot drop [${keep}, ${keep + drop}) of ${this.len} positions`);
+    }
   }
 
   /** Moves each head's rows [keep + drop, length) down by `drop`, rotating them when asked. */
@@ -259,12 +267,20 @@ export class KvCache {
       throw new InvalidOptionError('restore length', `expected an integer in [0, ${this.cap}], got ${length}`);
     }
     if (this.hostBuffers) {
-      if (!data || data.length !== this.snapshotFloats(length)) {
-        throw new InvalidOptionError('KV copy', `${length} positions take ${this.snapshotFloats(length)} floats, got ${data?.length ?? 'none'}`);
-      }
+      this.checkSnapshot(data, length);
       this.eachHead(length, (buf, at, compact) => buf.set(data.subarray(compact, compact + length * this.headDim), at));
     }
     this.len = length;
+  }
+
+  /**
+   * The size rule of a `snapshot` of `length` positions, for a backend that copies its own memory.
+   * @throws InvalidOptionError when `data` is missing or not snapshotFloats(length) floats.
+   */
+  checkSnapshot(data: Float32Array | null, length: number): asserts data is Float32Array {
+    if (!data || data.length !== this.snapshotFloats(length)) {
+      throw new InvalidOptionError('KV copy', `${length} positions take ${this.snapshotFloats(length)} floats, got ${data?.length ?? 'none'}`);
+    }
   }
 
   /** Calls fn(buffer, offset of head h's row 0, offset in a compact snapshot of `length` rows) for every layer, key/value and head. */

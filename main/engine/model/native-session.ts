@@ -8,7 +8,7 @@
  * that the KvCache's capacity changed, it tells the addon, which reallocates and copies the held
  * rows once. The KvCache itself holds no buffers for this backend (`kvOnHost` is false).
  */
-import { InvalidOptionError, ModelLoadError, SessionRunError, firstLine } from '../errors.ts';
+import { ModelLoadError, SessionRunError, firstLine } from '../errors.ts';
 import type { KeyRotation, KvCache } from '../cache/kv-cache.ts';
 import type { DecoderBackend, ExecutionProvider, SessionInfo } from './backend.ts';
 import * as io from './io-names.ts';
@@ -96,9 +96,7 @@ export class NativeDecoderSession implements DecoderBackend {
 
   /** See DecoderBackend.shift: the addon moves and rotates its own KV blocks, then the KvCache counts. */
   shift(kv: KvCache, keep: number, drop: number, rotation: KeyRotation): void {
-    if (!Number.isInteger(keep) || !Number.isInteger(drop) || keep < 0 || drop < 1 || keep + drop > kv.length) {
-      throw new InvalidOptionError('context shift', `cannot drop [${keep}, ${keep + drop}) of ${kv.length} positions`);
-    }
+    kv.checkDiscard(keep, drop); // before the addon moves anything
     try {
       this.decoder.shift(keep, drop, kv.length, rotation.cos, rotation.sin, rotation.interleaved, rotation.rotaryDim);
     } catch (e) {
@@ -120,9 +118,7 @@ export class NativeDecoderSession implements DecoderBackend {
 
   /** See DecoderBackend.restoreKv: the addon's blocks are grown to kv.capacity first, then filled. */
   restoreKv(kv: KvCache, data: Float32Array, length: number): void {
-    if (data.length !== kv.snapshotFloats(length)) {
-      throw new InvalidOptionError('KV copy', `${length} positions take ${kv.snapshotFloats(length)} floats, got ${data.length}`);
-    }
+    kv.checkSnapshot(data, length); // before the addon copies anything
     try {
       if (this.decoder.capacity !== kv.capacity) this.decoder.resize(kv.capacity, 0);
       this.decoder.copyIn(length, data);
