@@ -43,6 +43,15 @@ async function shutdown(exitCode: number): Promise<void> {
   process.exit(exitCode);
 }
 
+/** Answers a request whose work is synchronous: its value as a result, or what it threw. */
+function reply(id: number, compute: () => unknown): void {
+  try {
+    send({ type: 'result', id, value: compute() });
+  } catch (e) {
+    fail(id, e);
+  }
+}
+
 async function handle(msg: HostToWorker): Promise<void> {
   switch (msg.type) {
     case 'load': {
@@ -85,59 +94,31 @@ async function handle(msg: HostToWorker): Promise<void> {
       running.get(msg.id)?.abort();
       return;
     case 'count':
-      try {
-        send({ type: 'result', id: msg.id, value: requireEngine().encodeRequest(msg.request).length });
-      } catch (e) {
-        fail(msg.id, e);
-      }
-      return;
+      return reply(msg.id, () => requireEngine().encodeRequest(msg.request).length);
     case 'countEach':
-      try {
+      return reply(msg.id, () => {
         const t = requireEngine().tokenizer;
-        send({ type: 'result', id: msg.id, value: msg.texts.map((text) => t.encode(text, { addBos: false, parseSpecial: false }).length) });
-      } catch (e) {
-        fail(msg.id, e);
-      }
-      return;
+        return msg.texts.map((text) => t.encode(text, { addBos: false, parseSpecial: false }).length);
+      });
     case 'tokenize':
-      try {
+      return reply(msg.id, () => {
         const e = requireEngine();
         const r = msg.request;
-        const ids = 'messages' in r ? e.encodeRequest({ messages: r.messages }) : e.tokenizer.encode(r.text, { addBos: r.addSpecial && e.tokenizer.addBos, parseSpecial: r.parseSpecial });
-        send({ type: 'result', id: msg.id, value: ids });
-      } catch (e) {
-        fail(msg.id, e);
-      }
-      return;
+        return 'messages' in r ? e.encodeRequest({ messages: r.messages }) : e.tokenizer.encode(r.text, { addBos: r.addSpecial && e.tokenizer.addBos, parseSpecial: r.parseSpecial });
+      });
     case 'renderChat':
-      try {
-        send({ type: 'result', id: msg.id, value: requireEngine().tokenizer.renderChat(msg.messages) });
-      } catch (e) {
-        fail(msg.id, e);
-      }
-      return;
+      return reply(msg.id, () => requireEngine().tokenizer.renderChat(msg.messages));
     case 'detokenize':
-      try {
-        send({ type: 'result', id: msg.id, value: requireEngine().tokenizer.decode(msg.ids) });
-      } catch (e) {
-        fail(msg.id, e);
-      }
-      return;
+      return reply(msg.id, () => requireEngine().tokenizer.decode(msg.ids));
     case 'stats':
-      try {
+      return reply(msg.id, () => {
         const e = requireEngine();
-        send({ type: 'result', id: msg.id, value: { rope: e.rope.stats, kv: e.kv.stats } satisfies EngineCacheStats });
-      } catch (e) {
-        fail(msg.id, e);
-      }
-      return;
+        return { rope: e.rope.stats, kv: e.kv.stats } satisfies EngineCacheStats;
+      });
     case 'reset':
-      try {
+      return reply(msg.id, () => {
         requireEngine().reset();
-        send({ type: 'result', id: msg.id, value: null });
-      } catch (e) {
-        fail(msg.id, e);
-      }
-      return;
+        return null;
+      });
   }
 }
