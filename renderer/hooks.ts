@@ -4,6 +4,7 @@
  * requires to avoid re-render loops).
  */
 import { createContext, useContext } from 'react';
+import type { ContextFullPolicy } from '../main/contract/types.ts';
 import { useStore } from 'zustand';
 import type { BudgetState } from './stores/budget.ts';
 import type { ChatState } from './stores/chat.ts';
@@ -29,3 +30,10 @@ export const useModel = <T,>(selector: (s: ModelStoreState) => T): T => useStore
 export const useSettings = <T,>(selector: (s: SettingsState) => T): T => useStore(useStores().settings, selector);
 export const useNotices = <T,>(selector: (s: NoticesState) => T): T => useStore(useStores().notices, selector);
 export const useUi = <T,>(selector: (s: UiState) => T): T => useStore(useStores().ui, selector);
+
+/** The open chat's id and its own context-full policy (null: none of its own, the setting applies). */
+export function useOpenChatPolicy(): { conversationId: string | null; own: ContextFullPolicy | null } {
+  const conversationId = useChat((s) => s.conversationId);
+  const own = useConversations((s) => s.items.find((c) => c.id === conversationId)?.contextFullPolicy ?? null);
+  return { conversationId, own };
+}

@@ -9,7 +9,7 @@
  */
 import { useEffect, useRef, type KeyboardEvent } from 'react';
 import type { ContextFullPolicy } from '../../main/contract/types.ts';
-import { useBudget, useChat, useConversations, useSettings, useStores, useUi } from '../hooks.ts';
+import { useBudget, useChat, useOpenChatPolicy, useSettings, useStores, useUi } from '../hooks.ts';
 import { ariaKeysOf, withKeys } from '../lib/shortcuts.ts';
 import { IS_MAC } from '../window-effects.ts';
 import { refusalReason } from '../lib/meter.ts';
@@ -122,8 +122,7 @@ function RefusalActions() {
   const stores = useStores();
   const maxTokens = useSettings((s) => s.settings?.maxTokens ?? 0);
   const setting = useSettings((s) => s.settings?.contextFullPolicy ?? 'stop');
-  const conversationId = useChat((s) => s.conversationId);
-  const own = useConversations((s) => s.items.find((c) => c.id === conversationId)?.contextFullPolicy ?? null);
+  const { conversationId, own } = useOpenChatPolicy();
   const policy = own ?? setting;
   // A policy chosen here applies to this chat (its own policy); with no chat yet, to the setting.
   const apply = (p: ContextFullPolicy) =>

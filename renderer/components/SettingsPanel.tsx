@@ -6,7 +6,7 @@
  */
 import { useEffect, useRef, useState, type ReactNode } from 'react';
 import type { ContextFullPolicy, Settings } from '../../main/contract/types.ts';
-import { useChat, useConversations, useModel, useSettings, useStores } from '../hooks.ts';
+import { useModel, useOpenChatPolicy, useSettings, useStores } from '../hooks.ts';
 import type { SettingsPatch } from '../stores/settings.ts';
 import { parseDecimal, type Parsed, type RangeOptions } from '../lib/numbers.ts';
 import { LocalServerSection } from './LocalServerSection.tsx';
@@ -141,8 +141,7 @@ const POLICY_LABELS: Record<ContextFullPolicy, string> = {
 /** The open chat's own context-full policy: "as the setting" (none of its own) or one of the three. */
 function ChatPolicyField({ fallback }: { fallback: ContextFullPolicy }) {
   const stores = useStores();
-  const conversationId = useChat((s) => s.conversationId);
-  const own = useConversations((s) => s.items.find((c) => c.id === conversationId)?.contextFullPolicy ?? null);
+  const { conversationId, own } = useOpenChatPolicy();
   if (conversationId === null) return null;
   return (
     <Field id="setting-chat-policy" label="This chat, when full" hint="Overrides the setting above for the open chat only.">
