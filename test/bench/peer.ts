@@ -115,7 +115,7 @@ try {
     const theirs = await llamaCpp(file);
     console.log(`${f.padEnd(6)}  ropewalk    ${fmt(ours.prefill)}        ${fmt(ours.decode)}       ${fmt(ours.bundleBytes / 2 ** 20)}    ${fmt(ours.weightBytes / 2 ** 20)}`);
     console.log(`${f.padEnd(6)}  llama.cpp   ${fmt(theirs.prefill)}        ${fmt(theirs.decode)}       ${fmt(statSync(file).size / 2 ** 20)}  (GGUF)`);
-    console.log(`${f.padEnd(6)}  ratio       ${fmt(ours.prefill / theirs.prefill)}        ${fmt(ours.decode / theirs.decode)}`);
+    console.log(`${f.padEnd(6)}  ratio       ${(ours.prefill / theirs.prefill).toFixed(2).padStart(6)}         ${(ours.decode / theirs.decode).toFixed(2).padStart(6)}`);
     rmSync(file);
   }
 } finally {

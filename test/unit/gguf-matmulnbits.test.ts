@@ -90,13 +90,22 @@ test('round-to-nearest q4/q8 of float32 weights: every weight within half a step
   }
 });
 
+/** A weight block's stored values (as llama.cpp's dot products read them, zero point applied) and its half scale. */
+type BlockReader = { bytes: number; values: (v: DataView, o: number) => number[] };
+const BLOCKS: Record<'q8_0' | 'q4_0', BlockReader> = {
+  // block_q8_0: fp16 d, 32 × int8.
+  q8_0: { bytes: 34, values: (v, o) => Array.from({ length: 32 }, (_, e) => v.getInt8(o + 2 + e)) },
+  // block_q4_0: fp16 d, 16 bytes; element e < 16 is byte e's low nibble, e ≥ 16 byte e − 16's high one; value q − 8.
+  q4_0: { bytes: 18, values: (v, o) => Array.from({ length: 32 }, (_, e) => (e < 16 ? v.getUint8(o + 2 + e) & 15 : v.getUint8(o + 2 + e - 16) >> 4) - 8) },
+};
+
 /**
- * llama.cpp's Q8_0 matmul, from ggml's definitions: each 32-block of x becomes a `block_q8_0`
- * (`quantize_row_q8_0_ref`: d = max|x| / 127 stored as an IEEE half, q = round(x / d)), and
- * `ggml_vec_dot_q8_0_q8_0` sums fp16(d_x) · d_w · Σ q_x · q_w over blocks. Here in float64 from
- * the weight's stored int8 values and half scales.
+ * llama.cpp's matmul for Q8_0 and Q4_0 weights, from ggml's definitions: each 32-block of x becomes
+ * a `block_q8_0` (`quantize_row_q8_0_ref`: d = max|x| / 127 stored as an IEEE half, q = round(x / d)),
+ * and `ggml_vec_dot_q8_0_q8_0` / `ggml_vec_dot_q4_0_q8_0` sum fp16(d_x) · d_w · Σ q_x · q_w over
+ * blocks. Here in float64 from the weight's stored values and half scales.
  */
-function llamaCppQ8_0(raw: Uint8Array, n: number, k: number, x: Float32Array, m: number): Float64Array {
+function llamaCppMatMul(block: BlockReader, raw: Uint8Array, n: number, k: number, x: Float32Array, m: number): Float64Array {
   const v = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
   const y = new Float64Array(m * n);
   for (let r = 0; r < m; r++) {
@@ -108,9 +117,10 @@ function llamaCppQ8_0(raw: Uint8Array, n: number, k: number, x: Float32Array, m:
       const qx = Array.from(xs, (t) => Math.round(Math.fround(t * id)));
       const dx = halfToFloat(floatToHalf(d));
       for (let j = 0; j < n; j++) {
-        const o = (j * (k / 32) + b) * 34;
+        const o = (j * (k / 32) + b) * block.bytes;
+        const qw = block.values(v, o);
         let dot = 0;
-        for (let e = 0; e < 32; e++) dot += qx[e] * v.getInt8(o + 2 + e);
+        for (let e = 0; e < 32; e++) dot += qx[e] * qw[e];
         y[r * n + j] += dx * halfToFloat(v.getUint16(o, true)) * dot;
       }
     }
@@ -118,26 +128,30 @@ function llamaCppQ8_0(raw: Uint8Array, n: number, k: number, x: Float32Array, m:
   return y;
 }
 
-test('Q8_0 blocks multiply as llama.cpp\'s Q8_0 dot product: activations quantized per 32 with half-precision scales', async (t) => {
-  const g = await openGguf(path.join(GGUF_DIR, 'quant-blocks.gguf'));
-  try {
-    const info = g.tensors.get('blocks.q8_0')!;
-    const raw = await g.readRaw(info);
-    const w = quantizedFromGguf(g.typeOf(info), raw, info.shape)!;
-    const [n, k] = w.shape;
-    const m = 2;
-    const x = Float32Array.from({ length: m * k }, (_, i) => Math.sin(i * 1.37) * (1 + (i % 7)) * 0.1);
-    const want = llamaCppQ8_0(raw, n, k, x, m);
-    const scale = want.reduce((a, t) => Math.max(a, Math.abs(t)), 0);
-    const relErr = (y: Float32Array) => y.reduce((a, t, i) => Math.max(a, Math.abs(t - want[i])), 0) / scale;
-    const ours = relErr(await kernelMatMul(w, x, m));
-    // The same blocks labelled as import-time round-to-nearest (no llama.cpp counterpart): level 4
-    // with the kernel's own float32 activation scales.
-    const float32Scales = relErr(await kernelMatMul({ ...w, format: 'rtn' }, x, m));
-    t.diagnostic(`max |y − llama.cpp| / max |y|: ${ours.toExponential(2)}; with float32 activation scales ${float32Scales.toExponential(2)}`);
-    assert.ok(ours < 2e-6, `${ours}`);
-    assert.ok(float32Scales > 10 * ours, 'the half scales are what makes the difference');
-  } finally {
-    await g.close();
-  }
-});
+for (const type of ['q8_0', 'q4_0'] as const) {
+  test(`${type} blocks multiply as llama.cpp's ${type} × q8_0 dot product: activations quantized per 32 with half-precision scales`, async (t) => {
+    const g = await openGguf(path.join(GGUF_DIR, 'quant-blocks.gguf'));
+    try {
+      const info = g.tensors.get(`blocks.${type}`)!;
+      const raw = await g.readRaw(info);
+      const w = quantizedFromGguf(g.typeOf(info), raw, info.shape)!;
+      const [n, k] = w.shape;
+      const m = 2;
+      const x = Float32Array.from({ length: m * k }, (_, i) => Math.sin(i * 1.37) * (1 + (i % 7)) * 0.1);
+      const want = llamaCppMatMul(BLOCKS[type], raw, n, k, x, m);
+      const scale = want.reduce((a, t) => Math.max(a, Math.abs(t)), 0);
+      const relErr = (y: Float32Array) => y.reduce((a, t, i) => Math.max(a, Math.abs(t - want[i])), 0) / scale;
+      const ours = relErr(await kernelMatMul(w, x, m));
+      // The same blocks labelled as import-time round-to-nearest (no llama.cpp counterpart): level 4
+      // with the kernel's own float32 activation scales; and level 0 (float32 activations).
+      const float32Scales = relErr(await kernelMatMul({ ...w, format: 'rtn' }, x, m));
+      const float32Activations = relErr(await kernelMatMul(w, x, m, 0));
+      t.diagnostic(`max |y − llama.cpp| / max |y|: ${ours.toExponential(2)}; with float32 activation scales ${float32Scales.toExponential(2)}; with float32 activations ${float32Activations.toExponential(2)}`);
+      assert.ok(ours < 2e-6, `${ours}`);
+      assert.ok(float32Scales > 10 * ours, 'the half scales are what makes the difference');
+      assert.ok(float32Activations > 10 * ours, 'int8 activations are what llama.cpp computes');
+    } finally {
+      await g.close();
+    }
+  });
+}

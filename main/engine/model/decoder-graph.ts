@@ -35,8 +35,7 @@ export const EXTERNAL_DATA_FILE = 'model.onnx.data';
  * @param opts.accuracyLevel MatMulNBits `accuracy_level` for every quantized weight: 0 computes
  *   in float32 on dequantized blocks; 4 quantizes activations to int8 per block first (llama.cpp
  *   does the same in its quantized dot products). Default: per weight, `activationQuantization`
- *   (4 for 8-bit blocks, with llama.cpp's half-precision activation scales where its format has
- *   them; 0 for 4-bit).
+ *   (4, with llama.cpp's half-precision activation scales where its format has them).
  * @returns the serialized model and its external data segments.
  * @throws ModelLoadError when a weight is missing, has the wrong shape, or is quantized where
  *   the graph needs float32 (norms, biases, the embedding).

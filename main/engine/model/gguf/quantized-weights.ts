@@ -40,25 +40,29 @@ import {
  *     `block_q8_1` store it (`quantize_row_q8_0`: d = fp16(max|x| / 127), q = round(x · 127 / max|x|)):
  *     the graph multiplies each block by fp16(d) / d first, which leaves q and turns the kernel's
  *     float32 scale into fp16(d).
- * By format (llama.cpp's `vec_dot_type` of each):
- *   Q8_0, Q5_0 (Q8_0 activations), Q5_1 (Q8_1): level 4 with half scales. Level 0 is ~30× slower
- *     for 8-bit blocks on ONNX Runtime 1.30's CPU kernel ([1, 1024] × [1024, 3072]: 87 vs 2.9 ms).
- *     Greedy agreement with llama.cpp on stories260K-q8_0.gguf over 10 prompts (200 tokens each,
- *     scratch measurement 2026-12-01): mean 98 tokens with half scales, 76 without, 108 at level
- *     0; "Once upon a time": 200 / 128 / 200. llama.cpp against its own exact F32 dequantization
- *     of that file: the same 108, so its activation rounding, not ours, bounds the agreement.
- *   Q6_K, Q5_K (Q8_K: one float32 scale per 256), rtn (no llama.cpp counterpart): level 4.
- *   4-bit (Q4_0, Q4_1, Q4_K, rtn): level 0, which agrees better with llama.cpp's Q4_0
- *     (stories260K-q4_0.gguf, 10 prompts: mean 113 tokens at level 0, 83 at level 4 with half
- *     scales, 63 without; "Once upon a time": 150 / 74 / 111) but decodes slower: the decoder
- *     graph at Qwen3-0.6B's 28 layers takes 71 ms per step at level 0 against 43.5 at level 4
- *     (1 thread, quiet machine; llama.cpp decodes that Q4_0 file at 36.8 tok/s there).
+ * Every quantized weight runs at level 4 (int8 activations, as llama.cpp's CPU dot products); level 0
+ * is ~30× slower for 8-bit blocks on ONNX Runtime 1.30's CPU kernel ([1, 1024] × [1024, 3072]: 87
+ * vs 2.9 ms) and 1.6× slower for 4-bit (Qwen3-0.6B's 28-layer decode step: 71 vs 43.5 ms).
+ * Half scales where llama.cpp's activation blocks are 32 wide with an fp16 scale (its `vec_dot_type`):
+ *   Q8_0, Q5_0, Q4_0 (`block_q8_0`), Q5_1 (`block_q8_1`).
+ *   Q6_K, Q5_K (`block_q8_K`: one float32 scale per 256) and rtn (no llama.cpp counterpart): the
+ *   kernel's float32 scale per block.
+ *   Q4_1, Q4_K: 4-bit blocks with float zero points, which ONNX Runtime 1.30's CPU kernel computes
+ *   in float32 at any level (measured 2e-7 of the exact product on quant-blocks.gguf), so their
+ *   activations are not quantized and not rescaled (rescaling would only add fp16 rounding).
+ * Not emulated: Q5_1/Q5_K's offset term Σ_block(x)·b uses float32 sums, llama.cpp's m · s uses
+ * s = fp16(d · Σq) of the int8 activations (the main reason Q5_1 agrees least).
+ * Measured (stories260K fixtures; llama.cpp with a float32 KV cache and flash attention off, so
+ * its attention computes in float32 as ours does): every quantized matmul alone matches llama.cpp
+ * to 6e-6 in log-probabilities, against 2–7e-2 at level 0; whole models stay that close until the
+ * first activation whose rounding is a near tie (float32 summation order differs), after which
+ * the two int8 roundings part as two independent ones would. Greedy agreement over 10 prompts
+ * (200 tokens each): mean 156 tokens on Q8_0, 148 on Q4_0, 82 on Q5_1 (level 0: 89 on Q4_0).
  */
-export function activationQuantization(w: Pick<QuantizedWeight, 'bits' | 'blockSize' | 'format'>): { accuracyLevel: 0 | 4; halfScales: boolean } {
-  if (w.bits === 4) return { accuracyLevel: 0, halfScales: false };
+export function activationQuantization(w: Pick<QuantizedWeight, 'bits' | 'blockSize' | 'format'>): { accuracyLevel: 4; halfScales: boolean } {
   return { accuracyLevel: 4, halfScales: w.blockSize === 32 && HALF_SCALE_FORMATS.has(w.format) };
 }
-const HALF_SCALE_FORMATS = new Set(['Q8_0', 'Q5_0', 'Q5_1']);
+const HALF_SCALE_FORMATS = new Set(['Q8_0', 'Q5_0', 'Q5_1', 'Q4_0']);
 
 /** Canonical names of the weights that go through MatMul (Linear layers and the classifier). */
 export function isLinearWeight(name: string): boolean {
