@@ -218,11 +218,12 @@ export function matMulNBitsGraph(w: QuantizedWeight, accuracyLevel?: number): Bu
 
 /**
  * The quantized matmuls of one graph: each weight's accuracy level and activation scaling
- * (`activationQuantization`, or every weight at `accuracyLevel` when given), with the half-scale
- * rescaling of an input built once however many weights read it (q, k and v share theirs).
+ * (`activationQuantization`, or every weight at `accuracyLevel` when given). What an input's
+ * activations need (their 32-blocks' scales, the half-scale rescaling, the block sums for block
+ * offsets) is built once however many weights read it (q, k and v share theirs).
  */
 class QuantizedMatMul {
-  private readonly halfScaled = new Map<string, string>();
+  private readonly built = new Map<string, string>();
   constructor(
     private readonly g: OnnxGraphBuilder,
     private readonly accuracyLevel?: number,
@@ -232,29 +233,68 @@ class QuantizedMatMul {
   apply(input: string, name: string, w: QuantizedWeight): string {
     const policy = activationQuantization(w);
     const level = this.accuracyLevel ?? policy.accuracyLevel;
-    const x = level === 4 && policy.halfScales ? this.halfScales(input) : input;
-    return matMulNBits(this.g, x, name, w, level);
+    const llamaCppBlocks = level === 4 && policy.halfScales;
+    const x = llamaCppBlocks ? this.halfScales(input) : input;
+    const kBlocks = w.shape[1] / w.blockSize;
+    const sums = w.blockOffsets ? (llamaCppBlocks ? this.q8_1Sums(input, kBlocks) : this.blockSums(input, kBlocks, w.blockSize)) : null;
+    return matMulNBits(this.g, x, name, w, level, sums);
+  }
+
+  /** `make()` once per key. */
+  private once(key: string, make: () => string): string {
+    let out = this.built.get(key);
+    if (!out) this.built.set(key, (out = make()));
+    return out;
+  }
+
+  /** x as 32-blocks [R, 32] and their scales d = max|x_block| / 127 [R, 1] (as llama.cpp's `quantize_row_q8_0`). */
+  private blocks32(input: string): { blocks: string; amax: string; d: string } {
+    const g = this.g;
+    const blocks = this.once(`${input}/blocks32`, () => g.op('Reshape', [input, g.int64([-1, 32])]));
+    const amax = this.once(`${input}/amax`, () => g.op('ReduceMax', [g.op('Abs', [blocks]), g.int64([-1])], { keepdims: 1 }));
+    const d = this.once(`${input}/d`, () => g.op('Div', [amax, this.constant('q8_127', 127)]));
+    return { blocks, amax, d };
   }
 
   /**
-   * x with each 32-block multiplied by fp16(d) / d, d = max|x_block| / 127 (1 for an all-zero
-   * block): quantizing the result per block (accuracy level 4) gives the same int8 values as
-   * quantizing x, with scale fp16(d) instead of d, as llama.cpp's `quantize_row_q8_0` stores it.
-   * 10 small ops per input; measured 0.65 ms per decode step for Qwen3-0.6B's 28 × 4 inputs
-   * (2 threads, on the loaded shared machine).
+   * x with each 32-block multiplied by fp16(d) / d (1 for an all-zero block): quantizing the
+   * result per block (accuracy level 4) gives the same int8 values as quantizing x, with scale
+   * fp16(d) instead of d, as llama.cpp's `quantize_row_q8_0` stores it. 10 small ops per input;
+   * measured 0.65 ms per decode step for Qwen3-0.6B's 28 × 4 inputs (2 threads, loaded machine).
    */
   private halfScales(input: string): string {
-    const known = this.halfScaled.get(input);
-    if (known) return known;
-    const g = this.g;
-    const blocks = g.op('Reshape', [input, g.int64([-1, 32])]);
-    const amax = g.op('ReduceMax', [g.op('Abs', [blocks]), g.int64([-1])], { keepdims: 1 });
-    const d = g.op('Mul', [amax, this.constant('q8_inv127', 1 / 127)]);
-    const half = g.op('Cast', [g.op('Cast', [d], { to: FLOAT16 })], { to: DataType.FLOAT });
-    const factor = g.op('Div', [half, g.op('Max', [d, this.constant('q8_tiny', 1e-30)])]);
-    const out = g.op('Reshape', [g.op('Mul', [blocks, factor]), g.op('Shape', [input])]);
-    this.halfScaled.set(input, out);
-    return out;
+    return this.once(`${input}/half`, () => {
+      const g = this.g;
+      const { blocks, d } = this.blocks32(input);
+      const half = g.op('Cast', [g.op('Cast', [d], { to: FLOAT16 })], { to: DataType.FLOAT });
+      const factor = g.op('Div', [half, g.op('Max', [d, this.constant('q8_tiny', 1e-30)])]);
+      return g.op('Reshape', [g.op('Mul', [blocks, factor]), g.op('Shape', [input])]);
+    });
+  }
+
+  /**
+   * Per-block sums of x [M, K/32] as llama.cpp's `block_q8_1` holds them for the offset term of its
+   * Q4_1/Q5_1 dot products (`quantize_row_q8_1`: s = fp16(d · Σ round(x / d)), d = max|x| / 127;
+   * the dot adds m · s): the sum of the int8 activations, not of x.
+   */
+  private q8_1Sums(input: string, kBlocks: number): string {
+    return this.once(`${input}/q8_1sums`, () => {
+      const g = this.g;
+      const { blocks, amax, d } = this.blocks32(input);
+      const id = g.op('Div', [this.constant('q8_127', 127), g.op('Max', [amax, this.constant('q8_tiny', 1e-30)])]);
+      const sumQ = g.op('ReduceSum', [g.op('Round', [g.op('Mul', [blocks, id])]), g.int64([-1])], { keepdims: 1 });
+      const s = g.op('Cast', [g.op('Cast', [g.op('Mul', [d, sumQ])], { to: FLOAT16 })], { to: DataType.FLOAT });
+      return g.op('Reshape', [s, g.int64([-1, kBlocks])]);
+    });
+  }
+
+  /** Per-block sums of x in float32 [M, K/bs]. */
+  private blockSums(input: string, kBlocks: number, blockSize: number): string {
+    return this.once(`${input}/sums${blockSize}`, () => {
+      const g = this.g;
+      const blocks = g.op('Reshape', [input, g.int64([-1, kBlocks, blockSize])]);
+      return g.op('ReduceSum', [blocks, g.int64([-1])], { keepdims: 0 });
+    });
   }
 
   private constant(name: string, value: number): string {
@@ -265,8 +305,11 @@ class QuantizedMatMul {
 /** ONNX TensorProto.DataType FLOAT16 (Cast's `to`). */
 const FLOAT16 = 10;
 
-/** y = x · Wᵀ for a quantized W [N, K] (`com.microsoft.MatMulNBits`: B, scales, zero points as initializers). */
-function matMulNBits(g: OnnxGraphBuilder, input: string, name: string, w: QuantizedWeight, accuracyLevel: number): string {
+/**
+ * y = x · Wᵀ for a quantized W [N, K] (`com.microsoft.MatMulNBits`: B, scales, zero points as
+ * initializers), plus `blockSums` [M, K/bs] · offsetsᵀ when W has block offsets.
+ */
+function matMulNBits(g: OnnxGraphBuilder, input: string, name: string, w: QuantizedWeight, accuracyLevel: number, blockSums: string | null): string {
   const [n, k] = w.shape;
   const kBlocks = k / w.blockSize;
   const b = blocksInitializer(g, name, w);
@@ -276,11 +319,10 @@ function matMulNBits(g: OnnxGraphBuilder, input: string, name: string, w: Quanti
   else if (w.zeroPoints) inputs.push(g.externalTensor(`${name}.zp`, [w.zeroPoints.length], DataType.UINT8, w.zeroPoints));
   const y = g.op('MatMulNBits', inputs, { K: k, N: n, bits: w.bits, block_size: w.blockSize, accuracy_level: accuracyLevel }, 'com.microsoft');
   if (!w.blockOffsets) return y;
+  if (!blockSums) throw new Error(`${name}: block offsets need the input's block sums`);
   // Per-block offsets: y += (Σ of x over each block) · offsetsᵀ, [M, K/bs] · [K/bs, N].
-  const blocks = g.op('Reshape', [input, g.int64([-1, kBlocks, w.blockSize])]);
-  const sums = g.op('ReduceSum', [blocks, g.int64([-1])], { keepdims: 0 });
   const offsetsT = g.weight(`${name}.offsets.T`, [kBlocks, n], transpose(w.blockOffsets, n, kBlocks));
-  return g.op('Add', [y, g.op('MatMul', [sums, offsetsT])]);
+  return g.op('Add', [y, g.op('MatMul', [blockSums, offsetsT])]);
 }
 
 /** The uint8 blocks [N, K/bs, bs·bits/8] of a quantized weight, registered once per weight (shared by Gather and MatMul). */

@@ -7,12 +7,11 @@
  *   Q4_0 → 4-bit, block 32: q as stored (nibbles repacked), zp 8        exact
  *   Q5_0 → 8-bit, block 32: q = 5-bit value, zp 16                      exact
  *   Q6_K → 8-bit, block 16: q = 6-bit value, scale d·sc, zp 32          exact
- *   Q4_1, Q4_K → 4-bit, block 32: y = d·q + b becomes scale d and a float zero point −b/d. Not
- *     bit-exact: −b/d and (q − zp)·d round once each in float32, so each weight moves by a few
- *     ulps of |b| (measured in gguf-matmulnbits.test.ts).
- *   Q5_1, Q5_K → 8-bit, block 32, zero point 0, scale d, and the offset b kept apart as
- *     `blockOffsets` (ONNX Runtime 1.30's CPU kernel takes float zero points only for 4 bits):
- *     the graph adds Σ_block(x)·b, so the weights are exact (only the summation order differs).
+ *   Q4_1, Q4_K → 4-bit, Q5_1, Q5_K → 8-bit, block 32: y = d·q + b as zero point 0, scale d and the
+ *     offset b kept apart as `blockOffsets`; the graph adds Σ_block(x)·b, so the weights are exact
+ *     (only the summation order differs). Not a float zero point −b/d: ONNX Runtime 1.30's CPU
+ *     kernel takes those only for 4 bits and then computes in float32 at any accuracy level,
+ *     40× slower than with integer zero points ([1, 1024] × [1024, 3072], 1 thread: 9.6 vs 0.23 ms).
  * Other types (F32/F16/BF16) are not mapped: the importer dequantizes them to float32.
  *
  * Activations (`activationQuantization`): llama.cpp's CPU dot products quantize the activations
@@ -44,25 +43,24 @@ import {
  * is ~30× slower for 8-bit blocks on ONNX Runtime 1.30's CPU kernel ([1, 1024] × [1024, 3072]: 87
  * vs 2.9 ms) and 1.6× slower for 4-bit (Qwen3-0.6B's 28-layer decode step: 71 vs 43.5 ms).
  * Half scales where llama.cpp's activation blocks are 32 wide with an fp16 scale (its `vec_dot_type`):
- *   Q8_0, Q5_0, Q4_0 (`block_q8_0`), Q5_1 (`block_q8_1`).
- *   Q6_K, Q5_K (`block_q8_K`: one float32 scale per 256) and rtn (no llama.cpp counterpart): the
+ *   Q8_0, Q5_0, Q4_0 (`block_q8_0`), Q5_1, Q4_1 (`block_q8_1`).
+ *   Q6_K, Q5_K, Q4_K (`block_q8_K`: one float32 scale per 256) and rtn (no llama.cpp counterpart): the
  *   kernel's float32 scale per block.
- *   Q4_1, Q4_K: 4-bit blocks with float zero points, which ONNX Runtime 1.30's CPU kernel computes
- *   in float32 at any level (measured 2e-7 of the exact product on quant-blocks.gguf), so their
- *   activations are not quantized and not rescaled (rescaling would only add fp16 rounding).
- * Not emulated: Q5_1/Q5_K's offset term Σ_block(x)·b uses float32 sums, llama.cpp's m · s uses
- * s = fp16(d · Σq) of the int8 activations (the main reason Q5_1 agrees least).
+ * Block offsets (Q4_1, Q5_1) multiply llama.cpp's `block_q8_1` sums s = fp16(d · Σq) of the int8
+ * activations, built in the graph (Q4_K, Q5_K: float32 sums of x; llama.cpp's Q8_K `bsums` are per
+ * 16 under one float32 scale per 256, which MatMulNBits' per-block scales cannot express).
  * Measured (stories260K fixtures; llama.cpp with a float32 KV cache and flash attention off, so
  * its attention computes in float32 as ours does): every quantized matmul alone matches llama.cpp
  * to 6e-6 in log-probabilities, against 2–7e-2 at level 0; whole models stay that close until the
  * first activation whose rounding is a near tie (float32 summation order differs), after which
  * the two int8 roundings part as two independent ones would. Greedy agreement over 10 prompts
- * (200 tokens each): mean 156 tokens on Q8_0, 148 on Q4_0, 82 on Q5_1 (level 0: 89 on Q4_0).
+ * (200 tokens each): mean 156 tokens on Q8_0, 148 on Q4_0, 155 on Q5_1 (level 0: 89 on Q4_0; Q5_1
+ * with float32 block sums: 82).
  */
 export function activationQuantization(w: Pick<QuantizedWeight, 'bits' | 'blockSize' | 'format'>): { accuracyLevel: 4; halfScales: boolean } {
   return { accuracyLevel: 4, halfScales: w.blockSize === 32 && HALF_SCALE_FORMATS.has(w.format) };
 }
-const HALF_SCALE_FORMATS = new Set(['Q8_0', 'Q5_0', 'Q5_1', 'Q4_0']);
+const HALF_SCALE_FORMATS = new Set(['Q8_0', 'Q5_0', 'Q5_1', 'Q4_0', 'Q4_1']);
 
 /** Canonical names of the weights that go through MatMul (Linear layers and the classifier). */
 export function isLinearWeight(name: string): boolean {
@@ -71,11 +69,10 @@ export function isLinearWeight(name: string): boolean {
 
 const f32 = Math.fround;
 
-/** Collects blocks of one weight: q values (one per element, unpacked), a scale and a zero point per block. */
+/** Collects blocks of one weight: q values (one per element, unpacked), a scale and (when set) an offset per block. */
 class BlockWriter {
   readonly q: Uint8Array;
   readonly scales: Float32Array;
-  readonly zp: Float32Array;
   offsets: Float32Array | null = null;
   constructor(
     readonly n: number,
@@ -84,20 +81,6 @@ class BlockWriter {
   ) {
     this.q = new Uint8Array(n * k);
     this.scales = new Float32Array((n * k) / blockSize);
-    this.zp = new Float32Array((n * k) / blockSize);
-  }
-
-  /** Block `b` (in element order) as value = scale·q + bias, for q written into `q` by the caller. */
-  affine(b: number, scale: number, bias: number): void {
-    if (scale !== 0) {
-      this.scales[b] = scale;
-      this.zp[b] = f32(-bias / scale);
-    } else {
-      // Every value is `bias`: q = 0, zp = −1, scale = bias.
-      this.q.fill(0, b * this.blockSize, (b + 1) * this.blockSize);
-      this.scales[b] = bias;
-      this.zp[b] = -1;
-    }
   }
 
   /** Block `b` as value = scale·q + offset, the offset applied apart (see `QuantizedTensor.blockOffsets`). */
@@ -107,16 +90,11 @@ class BlockWriter {
     this.offsets[b] = offset;
   }
 
-  /**
-   * The MatMulNBits tensor. `intZp`: null = float zero points; a number = every block's zero point
-   * (uint8, or none when it is the default).
-   */
-  build(bits: 4 | 8, format: string, intZp: number | null): QuantizedTensor {
+  /** The MatMulNBits tensor, `zp` every block's integer zero point (none stored when it is MatMulNBits' default). */
+  build(bits: 4 | 8, format: string, zp: number): QuantizedTensor {
     const { n, k, blockSize } = this;
     const data = bits === 8 ? this.q : packNibbles(this.q);
-    let zeroPoints: Uint8Array | Float32Array | null = this.zp;
-    const def = bits === 4 ? 8 : 128;
-    if (intZp !== null) zeroPoints = intZp === def ? null : uint8ZeroPoints(intZp, n, k / blockSize, bits);
+    const zeroPoints = zp === (bits === 4 ? 8 : 128) ? null : uint8ZeroPoints(zp, n, k / blockSize, bits);
     return { shape: [n, k], bits, blockSize, data, scales: this.scales, zeroPoints, format, ...(this.offsets ? { blockOffsets: this.offsets } : {}) };
   }
 }
@@ -165,10 +143,10 @@ export function quantizedFromGguf(type: GgmlType, raw: Uint8Array, shape: number
           w.q[b * 32 + j] = raw[qs + j] & 15;
           w.q[b * 32 + j + 16] = raw[qs + j] >> 4;
         }
-        if (hasMin) w.affine(b, half(o), half(o + 2));
+        if (hasMin) w.withOffset(b, half(o), half(o + 2));
         else w.scales[b] = half(o);
       }
-      return w.build(4, type.name, hasMin ? null : 8);
+      return w.build(4, type.name, hasMin ? 0 : 8);
     }
     case GGML.Q5_0:
     case GGML.Q5_1: {
@@ -207,11 +185,10 @@ export function quantizedFromGguf(type: GgmlType, raw: Uint8Array, shape: number
             if (five && (raw[qh + l] >> sub) & 1) q += 16;
             w.q[b * 32 + l] = q;
           }
-          if (five) w.withOffset(b, f32(d * s), -f32(dmin * mn));
-          else w.affine(b, f32(d * s), -f32(dmin * mn));
+          w.withOffset(b, f32(d * s), -f32(dmin * mn));
         }
       }
-      return w.build(five ? 8 : 4, type.name, five ? 0 : null);
+      return w.build(five ? 8 : 4, type.name, 0);
     }
     case GGML.Q6_K: {
       const w = new BlockWriter(n, k, 16);
