@@ -8,8 +8,9 @@
  * they agree to ~1e-6 in log-probabilities until the first activation whose rounding is a near tie
  * (float32 summation orders differ); from then on the two roundings part like independent ones and
  * where the tokens part depends on the next near tie of the top two logits. One prompt's count is
- * therefore a draw (Q4_0 "Once upon a time": 74; Q8_0 over the ten: 13–200); the mean over ten measures the
- * agreement. For scale, llama.cpp (default settings) on each quantized file against llama.cpp on
+ * therefore a draw (Q4_0 "Once upon a time": 74; Q8_0 over the ten: 13–200); the mean over ten
+ * measures the agreement.
+ * For scale, llama.cpp (default settings) on each quantized file against llama.cpp on
  * the file's exact F32 dequantization, the same ten prompts: mean 108.5 / 113.5 / 72.2 tokens
  * (Q8_0 / Q4_0 / Q5_1; scratch measurement 2026-12-01).
  *
