@@ -157,7 +157,11 @@ export interface ModelInfo {
   vocabSize: number;
   backend: BackendPreference;
   executionProvider: 'cpu' | 'cuda';
-  /** Why the preferred backend or execution provider is not the one in use, if so. */
+  /**
+   * What differs from what was asked, one line (shown under the model facts): why the preferred
+   * backend or execution provider is not the one in use, why a chosen quantization does not
+   * apply (an already-quantized GGUF keeps its blocks); or null.
+   */
   fallbackReason: string | null;
   hasChatTemplate: boolean;
   /** Weight storage: formats with counts ("q4 (Q4_0) ×35, float32 ×13"), bundle size on disk, resident weight bytes. */

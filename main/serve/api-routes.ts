@@ -2,7 +2,8 @@
  * What every Ropewalk HTTP server on 127.0.0.1 shares for the API (`serve` mode's server and the
  * desktop app's "Local server"):
  * - the Host check against DNS rebinding: `127.0.0.1`, `localhost` and `[::1]` with the server's
- *   own port are accepted, every other Host is refused (under /v1 as an OpenAI-style JSON error);
+ *   own port are accepted, every other Host is refused (under /v1 as an OpenAI-style JSON error;
+ *   a missing, empty, doubled or malformed one is answered before routing, local-http.ts);
  * - CORS: off unless one origin is allowed (`--cors ORIGIN`); then that origin, and only it, gets
  *   `Access-Control-Allow-Origin` and its preflights are answered;
  * - `GET /health`: 200 `{ status: 'ok' }` when a model is loaded, 503 `{ status: 'loading' }`

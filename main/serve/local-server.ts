@@ -4,11 +4,12 @@
  * stopped as the settings change. Nothing else is served (no window files, no WebSocket: other
  * paths get a JSON 404). A port that cannot be taken is reported in the state, never thrown.
  */
-import http from 'node:http';
+import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { LocalServerState, Settings } from '../contract/types.ts';
 import type { CompletionBackend, LocalServerControl } from '../services/index.ts';
 import { routeApi } from './api-routes.ts';
+import { createLocalHttpServer } from './local-http.ts';
 import { sendError } from './openai.ts';
 import { ApiError } from './openai-request.ts';
 import { HOST } from './server.ts';
@@ -54,7 +55,7 @@ export class LocalApiServer implements LocalServerControl {
 
   private async start(port: number, cors: string | null): Promise<LocalServerState> {
     let bound = 0;
-    const server = http.createServer((req, res) => {
+    const server = createLocalHttpServer(() => bound, (req, res) => {
       if (!routeApi(req, res, { port: () => bound, completions: this.completions, cors })) {
         sendError(res, new ApiError(404, 'not_found', `no endpoint ${(req.url ?? '').split('?')[0].slice(0, 100)}; the API is under /v1`));
       }

@@ -86,7 +86,12 @@ export async function handleOpenAi(req: http.IncomingMessage, res: http.ServerRe
 /** A JSON error response in OpenAI's shape. */
 export function sendError(res: http.ServerResponse, err: ApiError): void {
   for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
-  json(res, err.status, { error: { message: err.message, type: err.status >= 500 ? 'server_error' : 'invalid_request_error', param: err.param, code: err.code } });
+  json(res, err.status, errorJson(err));
+}
+
+/** The body of every API error: `{ error: { message, type, param, code } }` (OpenAI's shape). */
+export function errorJson(err: ApiError): { error: { message: string; type: string; param: string | null; code: string } } {
+  return { error: { message: err.message, type: err.status >= 500 ? 'server_error' : 'invalid_request_error', param: err.param, code: err.code } };
 }
 
 /** A model as `/v1/models` lists it; `max_model_len` as vLLM says it (the max context), so another Ropewalk knows the bound. */

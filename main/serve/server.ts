@@ -11,7 +11,8 @@
  *   openai.ts), with CORS for the one `cors` origin if given.
  * - Requests whose Host is not this server (127.0.0.1, localhost or [::1] with its port: DNS
  *   rebinding) and upgrades whose Origin is not the page's own origin (another web page) are
- *   refused, so only the page served here drives it.
+ *   refused, so only the page served here drives it. A missing, empty, doubled or malformed Host,
+ *   and a request Node cannot parse, get the API's JSON 400 on any path (local-http.ts).
  */
 import { createReadStream } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
@@ -24,6 +25,7 @@ import { WS_PATH } from '../contract/wire.ts';
 import { MAX_DOCUMENT_BYTES } from '../contract/channels.ts';
 import { toRouterError, type Router } from '../router.ts';
 import { isOwnHost, routeApi } from './api-routes.ts';
+import { createLocalHttpServer } from './local-http.ts';
 import type { CompletionBackend } from './openai.ts';
 import { contentTypeOf, resolveStaticPath } from '../static-files.ts';
 
@@ -68,7 +70,7 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
   const hostOk = (h: string | undefined) => isOwnHost(h, port);
   const api = opts.completions ? { port: () => port, completions: opts.completions, cors: opts.cors } : null;
 
-  const server = http.createServer((req, res) => {
+  const server = createLocalHttpServer(() => port, (req, res) => {
     if (api && routeApi(req, res, api)) return;
     void serveStatic(req, res, staticRoot, port, hostOk(req.headers.host)).catch(() => {
       if (!res.headersSent) send(res, 500, 'internal error\n', port);

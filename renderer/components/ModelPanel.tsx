@@ -111,7 +111,7 @@ export function ModelPanel() {
           <option value="q8">Quantize to 8 bits (q8)</option>
           <option value="q4">Quantize to 4 bits (q4)</option>
         </select>
-        <p className="field-hint">Quantizing applies to float weights (Hugging Face, llama2.c): about ¼ or ⅛ of their memory, imported once into a bundle of its own.</p>
+        <p className="field-hint">Quantizing applies to float weights (Hugging Face, llama2.c, F32/F16/BF16 GGUF; a quantized GGUF keeps its own blocks): about ¼ or ⅛ of their memory, imported once into a bundle of its own.</p>
         {info?.remote && <p className="field-hint">Opening a model here goes back to this computer's engine.</p>}
         {opening && (
           <p className="field-hint" role="status">

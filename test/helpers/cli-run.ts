@@ -104,6 +104,7 @@ export interface ChatJson {
     rope: { capacity: number; rowsComputed: number; growths: number; bytes: number };
     kv: { capacity: number; growths: number; bytes: number };
   };
+  model: { name: string; weights: { formats: string; bundleBytes: number; residentBytes: number } };
 }
 
 /** A successful `--json` run: exit 0, stdout is exactly one JSON object (one line). */

@@ -26,7 +26,7 @@ import {
   runChat,
   type ChatJson,
 } from '../helpers/cli-run.ts';
-import { PROJECT_ROOT, STORIES_BIN } from '../helpers/paths.ts';
+import { GGUF_DIR, PROJECT_ROOT, STORIES_BIN, STORIES_GGUF } from '../helpers/paths.ts';
 import { FINGERPRINTS_DIR } from '../../main/engine/model/bundle.ts';
 
 /** llama2.c run.c, greedy, prompt "Once upon a time" (from ../shared/models/stories260K/README.md). */
@@ -389,6 +389,28 @@ test('second start with the same cache folder is served from the cache', async (
   assert.equal((await stat(manifest)).mtimeMs, before1.mtimeMs, 'manifest.json not rewritten');
   assert.equal((await stat(path.join(dir, bundles[0], 'model.onnx.data'))).mtimeMs, data.mtimeMs, 'weights not rewritten');
   assert.deepEqual(second.tokens, first.tokens);
+});
+
+test('--quantize q4 on a Q4_0 GGUF: one note line on stderr, its blocks as stored (no second bundle); on the F32 GGUF it applies, no note', async () => {
+  const dir = await cache();
+  const q4File = path.join(GGUF_DIR, 'stories260K-q4_0.gguf');
+  const args = ['--json', '--max-tokens', '8', '--temperature', '0', '--model', q4File];
+  const plainRun = await runChat([...args, PROMPT], dir);
+  const plain = parseJsonRun(plainRun);
+  assert.equal(plainRun.stderr, '', describeRun(plainRun));
+  const askedRun = await runChat([...args, '--quantize', 'q4', PROMPT], dir);
+  const asked = parseJsonRun(askedRun);
+  assert.deepEqual(askedRun.stderr.split('\n').filter((l) => l !== ''), [
+    'note: q4 quantization ignored: stories260K-q4_0.gguf is already quantized (Q4_0); its blocks are used as stored',
+  ], describeRun(askedRun));
+  assert.equal(asked.model.weights.formats, plain.model.weights.formats);
+  assert.deepEqual(asked.tokens, plain.tokens);
+  assert.equal((await bundleFolders(dir)).length, 1, 'the bundle as stored serves both runs');
+
+  // A float GGUF is dequantized to float32 at import, so --quantize does apply to it.
+  const floatRun = await runChat(['--json', '--max-tokens', '8', '--quantize', 'q8', '--model', STORIES_GGUF, PROMPT], dir);
+  assert.equal(parseJsonRun(floatRun).model.weights.formats, 'float32 ×16, q8 (rtn) ×32');
+  assert.equal(floatRun.stderr, '', describeRun(floatRun));
 });
 
 test('concurrent first starts on an empty cache all succeed and leave one bundle (in-process form)', async () => {

@@ -144,6 +144,34 @@ test('--quantize q4/q8 imports a float checkpoint as round-to-nearest MatMulNBit
   }
 });
 
+test('quantize on an already-quantized GGUF (or a bundle) is ignored with a note naming its types (the bundle as stored); on the F32 GGUF it applies', async () => {
+  for (const [file, quantize, types] of [['q4_0', 'q4', 'Q4_0'], ['q8_0', 'q4', 'Q8_0'], ['q5_1', 'q8', 'Q5_1']] as const) {
+    const src = path.join(GGUF_DIR, `stories260K-${file}.gguf`);
+    const asStored = await resolveModel(src, cacheDir);
+    assert.equal(asStored.note, null);
+    const note = `${quantize} quantization ignored: stories260K-${file}.gguf is already quantized (${types}); its blocks are used as stored`;
+    // Twice: the first start of the request, then the one its fingerprint record serves.
+    for (let start = 0; start < 2; start++) {
+      const asked = await resolveModel(src, cacheDir, undefined, { quantize });
+      assert.equal(asked.dir, asStored.dir, `${file} --quantize ${quantize}: the bundle as stored, not a re-quantized copy`);
+      assert.equal(asked.note, note);
+    }
+  }
+  // A bundle folder was imported already: the same rule, the same kind of note.
+  const bundle = await resolveModel(STORIES_GGUF, cacheDir);
+  const reopened = await resolveModel(bundle.dir, cacheDir, undefined, { quantize: 'q8' });
+  assert.equal(reopened.dir, bundle.dir);
+  assert.equal(reopened.note, `q8 quantization ignored: ${path.basename(bundle.dir)} is a Ropewalk bundle, imported already; its weights are used as stored`);
+  const engine = await Engine.load(path.join(GGUF_DIR, 'stories260K-q4_0.gguf'), { cacheDir, quantize: 'q8' });
+  assert.equal(engine.info.fallbackReason, 'q8 quantization ignored: stories260K-q4_0.gguf is already quantized (Q4_0); its blocks are used as stored');
+  await engine.dispose();
+  const float = await Engine.load(STORIES_GGUF, { cacheDir, quantize: 'q4' });
+  assert.equal(float.info.fallbackReason, null);
+  // q, k, v, o, gate, up per layer (down's K = 172 is no multiple of 32), the embedding and the untied classifier.
+  assert.equal(float.info.weights.formats, 'float32 ×16, q4 (rtn) ×32');
+  await float.dispose();
+});
+
 /**
  * Llama 3.1's `apply_scaling` (Meta's reference code; transformers `_compute_llama3_parameters`)
  * as per-pair divisors of the plain inverse frequencies θ^(−2i/R): 1 for wavelengths under

@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import net from 'node:net';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -53,6 +54,34 @@ function raw(method: string, urlPath: string, headers: Record<string, string> = 
     });
     req.on('error', reject);
     req.end();
+  });
+}
+
+/**
+ * `request` written as it is on a new TCP connection (no client library fixes a bad header on
+ * the way); resolves with the response once the server closes the connection, so a response
+ * that keeps the connection open fails on the timeout.
+ */
+function rawSocket(request: string, port = srv.port, timeoutMs = 5_000): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(request, 'latin1'));
+    socket.setEncoding('latin1');
+    socket.on('data', (d: string) => (text += d));
+    socket.on('error', reject);
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`the server kept the connection open ${timeoutMs} ms; got ${JSON.stringify(text)}`));
+    }, timeoutMs);
+    socket.on('end', () => {
+      clearTimeout(timer);
+      const split = text.indexOf('\r\n\r\n');
+      const [statusLine, ...lines] = text.slice(0, split).split('\r\n');
+      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      let body = text.slice(split + 4);
+      if (headers['transfer-encoding'] === 'chunked') body = body.replace(/([0-9a-f]+)\r\n([\s\S]*?)\r\n/gi, '$2');
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body: Buffer.from(body, 'latin1').toString('utf8') });
+    });
   });
 }
 
@@ -168,6 +197,36 @@ test('Host: 127.0.0.1, localhost and [::1] with the port accepted; any other ref
   assert.equal(page.status, 403);
 });
 
+test('a Host header that is empty, missing, doubled or malformed: 400 with the JSON error quoting it, and Connection: close (raw socket)', async () => {
+  const port = srv.port;
+  const cases: [string, string, string][] = [
+    // [what, the request's header lines, what the message must say]
+    ['empty', 'Host:\r\n', 'the Host header is empty'],
+    ['blank', 'Host:   \r\n', 'the Host header is empty'],
+    ['missing', '', 'no Host header'],
+    ['doubled', `Host: 127.0.0.1:${port}\r\nHost: evil.example\r\n`, `2 Host headers ("127.0.0.1:${port}", "evil.example")`],
+    ['a space inside', 'Host: a b\r\n', 'malformed Host header "a b"'],
+    ['a control character', 'Host: \x01\r\n', 'malformed Host header "\\u0001"'],
+  ];
+  for (const path of ['/v1/models', '/']) {
+    for (const [what, hostLines, says] of cases) {
+      const r = await rawSocket(`GET ${path} HTTP/1.1\r\n${hostLines}Accept: application/json\r\n\r\n`);
+      const label = `${what} Host on ${path}: ${r.status} ${JSON.stringify(r.headers)} ${r.body}`;
+      assert.equal(r.status, 400, label);
+      assert.match(r.headers['content-type'] ?? '', /^application\/json/, label);
+      assert.equal(r.headers.connection, 'close', label);
+      const error = JSON.parse(r.body).error;
+      assert.deepEqual([error.type, error.code, error.param], ['invalid_request_error', 'invalid_host', null], label);
+      assert.ok(error.message.includes(says), `${label}\nexpected the message to include ${says}`);
+      assert.ok(error.message.includes(`127.0.0.1:${port}`), `${label}\nexpected the message to say what to send`);
+    }
+  }
+  // The same connection handling answers a good request as before.
+  const ok = await rawSocket(`GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`);
+  assert.equal(ok.status, 200, ok.body);
+  assert.equal(JSON.parse(ok.body).data[0].id, MODEL);
+});
+
 test('a queue, not 429: concurrent requests, one right after an aborted stream, and a client that leaves while queued', async () => {
   const long = { model: MODEL, messages: story(), max_tokens: 300, temperature: 1, seed: 1, ...({ ignore_eos: true } as object) };
   const answers = await Promise.all([0, 1, 2].map(() => client.chat.completions.create({ ...GREEDY, messages: story(), max_tokens: 8 })));
@@ -251,6 +310,9 @@ test('the Local server: a taken port is reported in its state, not thrown; it re
     const port = Number(new URL(running.baseUrl!).port);
     const health = await raw('GET', '/health', { host: `localhost:${port}` }, port);
     assert.equal(health.status, 200);
+    // The desktop app's server shares the Host rule and its JSON error.
+    const empty = await rawSocket('GET /health HTTP/1.1\r\nHost:\r\n\r\n', port);
+    assert.deepEqual([empty.status, empty.headers.connection, JSON.parse(empty.body).error.code], [400, 'close', 'invalid_host'], empty.body);
   } finally {
     await local.close();
   }

@@ -19,7 +19,7 @@ import { CRASH_MESSAGE } from '../../main/services/chat-service.ts';
 import { startBackend, type Backend as Services } from '../../main/backend.ts';
 import { DB_FILE } from '../../main/services/store.ts';
 import { makeBadModels, removeBadModels, type BadModels } from '../helpers/bad-models.ts';
-import { STORIES_BIN, STORIES_DIR } from '../helpers/paths.ts';
+import { GGUF_DIR, STORIES_BIN, STORIES_DIR } from '../helpers/paths.ts';
 import { nextEvent, record, sleep } from '../helpers/router-events.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-services-test-'));
@@ -344,6 +344,16 @@ test('openModel with quantize: the float checkpoint loads as 8-bit blocks, remem
   const plain = await call('openModel', { path: STORIES_BIN });
   assert.doesNotMatch(plain.info?.weights.formats ?? '', /q8/);
   assert.equal(s.store.getSettings()['model.quantize'], undefined);
+});
+
+test('openModel with quantize on an already-quantized GGUF: its blocks as stored, and the model panel gets the same note as the CLI', async () => {
+  const m = await call('openModel', { path: path.join(GGUF_DIR, 'stories260K-q8_0.gguf'), quantize: 'q4' });
+  assert.equal(m.status, 'ready', String(m.error));
+  assert.equal(m.info?.fallbackReason, 'q4 quantization ignored: stories260K-q8_0.gguf is already quantized (Q8_0); its blocks are used as stored');
+  assert.match(m.info?.weights.formats ?? '', /q8 \(Q8_0\)/);
+  assert.doesNotMatch(m.info?.weights.formats ?? '', /rtn/);
+  const plain = await call('openModel', { path: STORIES_BIN });
+  assert.equal(plain.info?.fallbackReason, null);
 });
 
 test('regenerate and edit keep the earlier versions as branches; selectBranch switches, and the budget follows the path', async () => {

@@ -79,7 +79,11 @@ export interface ModelInfo {
   vocabSize: number;
   backend: BackendKind;
   executionProvider: ExecutionProvider;
-  /** Why the requested backend or execution provider is not the one in use (one line), or null. */
+  /**
+   * What differs from what was asked, in one line for the CLI's stderr and the model panel: why
+   * the requested backend or execution provider is not the one in use, and why a requested
+   * quantization does not apply (`ResolvedBundle.note`); or null.
+   */
   fallbackReason: string | null;
   hasChatTemplate: boolean;
   bundleDir: string;
@@ -104,8 +108,16 @@ export interface EngineParts {
   bundleDir: string;
   /** Why `backend` is not the kind that was asked for, if so. */
   backendNote?: string | null;
+  /** What of the load request did not apply to the model (`ResolvedBundle.note`), if anything. */
+  importNote?: string | null;
   /** How the weights are stored (default: unknown, zeros). */
   weights?: ModelWeightsInfo;
+}
+
+/** Notes (null: none) joined into the one line `ModelInfo.fallbackReason` holds, or null when there are none. */
+function oneLine(...notes: (string | null)[]): string | null {
+  const said = notes.filter((n): n is string => n !== null);
+  return said.length ? said.join('; ') : null;
 }
 
 /** Validates a KV cache budget (bytes, a non-negative integer). @throws InvalidOptionError quoting it. */
@@ -138,6 +150,7 @@ export class Engine {
   readonly kv: KvCache;
   private readonly backend: DecoderBackend;
   private readonly backendNote: string | null;
+  private readonly importNote: string | null;
   private readonly prefillChunk: number;
   private readonly bundleDir: string;
   private readonly weightsInfo: ModelWeightsInfo;
@@ -167,6 +180,7 @@ export class Engine {
     this.tokenizer = parts.tokenizer;
     this.backend = parts.backend;
     this.backendNote = parts.backendNote ?? null;
+    this.importNote = parts.importNote ?? null;
     this.bundleDir = parts.bundleDir;
     this.weightsInfo = parts.weights ?? { formats: '', bundleBytes: 0, residentBytes: 0 };
     this.maxContext = opts.maxContext ?? c.trainedContext;
@@ -214,7 +228,7 @@ export class Engine {
     });
     const opened = await openDecoderBackend(bundle.modelPath, m.config, opts.backend, opts.executionProvider ?? 'cpu');
     try {
-      return new Engine({ manifest: m, tokenizer, backend: opened.backend, bundleDir: bundle.dir, backendNote: opened.note, weights }, opts);
+      return new Engine({ manifest: m, tokenizer, backend: opened.backend, bundleDir: bundle.dir, backendNote: opened.note, importNote: bundle.note, weights }, opts);
     } catch (e) {
       await opened.backend.dispose();
       throw e;
@@ -224,8 +238,7 @@ export class Engine {
   /** The backend and execution provider in use, and why they differ from the request (one line). */
   get sessionInfo(): SessionInfo {
     const b = this.backend.info;
-    const reasons = [this.backendNote, b.fallbackReason].filter((r): r is string => r !== null);
-    return { backend: b.backend, executionProvider: b.executionProvider, fallbackReason: reasons.length ? reasons.join('; ') : null };
+    return { backend: b.backend, executionProvider: b.executionProvider, fallbackReason: oneLine(this.backendNote, b.fallbackReason) };
   }
 
   get info(): ModelInfo {
@@ -239,7 +252,7 @@ export class Engine {
       vocabSize: c.vocabSize,
       backend: s.backend,
       executionProvider: s.executionProvider,
-      fallbackReason: s.fallbackReason,
+      fallbackReason: oneLine(this.importNote, s.fallbackReason),
       hasChatTemplate: this.manifest.chatTemplate !== null,
       bundleDir: this.bundleDir,
       weights: this.weightsInfo,

@@ -18,7 +18,7 @@ import { EngineError, ModelLoadError } from '../errors.ts';
 import { hashFiles } from './content-hash.ts';
 import { fingerprintFiles } from './source-fingerprint.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from './decoder-graph.ts';
-import { importGguf } from './gguf/import-gguf.ts';
+import { ggufQuantizedTypes, importGguf } from './gguf/import-gguf.ts';
 import { quantizeLinearWeights } from './gguf/quantized-weights.ts';
 import { hfSourceFiles, openHuggingFace, parseJson } from './import-hf.ts';
 import { importLlama2c, llama2cSourceFiles } from './import-llama2c.ts';
@@ -41,6 +41,12 @@ export interface LoadedBundle {
   manifest: ModelManifest;
   tokenizerJson: unknown;
   tokenizerConfig: Record<string, unknown>;
+}
+
+/** A bundle as `resolveModel` gives it: with what the user should hear about how the source was taken. */
+export interface ResolvedBundle extends LoadedBundle {
+  /** One line when part of the request does not apply (`quantizeIgnored`), else null. */
+  note: string | null;
 }
 
 export type SourceKind = 'llama2c' | 'hf' | 'gguf' | 'bundle';
@@ -123,8 +129,9 @@ async function sourceFiles(kind: SourceKind, p: string): Promise<string[]> {
  * Resolves a model source to a bundle folder, importing and caching it when needed.
  * @param source llama2.c checkpoint (file, or folder with one), Hugging Face folder, or bundle folder.
  * @param cacheDir where imported bundles live (default `defaultCacheDir()`).
- * @param opts.quantize quantize float Linear weights at import (a separate cached bundle).
- * @returns the loaded bundle.
+ * @param opts.quantize quantize float Linear weights at import (a separate cached bundle). Ignored,
+ *   with a `note`, for a source whose weights are quantized already (`quantizeIgnored`).
+ * @returns the loaded bundle, and the note.
  * @throws ModelLoadError / TokenizerError for bad sources (nothing is left half-written in the cache).
  */
 export async function resolveModel(
@@ -132,7 +139,7 @@ export async function resolveModel(
   cacheDir = defaultCacheDir(),
   onProgress?: ImportProgress,
   opts: { quantize?: QuantizeOption; signal?: AbortSignal } = {},
-): Promise<LoadedBundle> {
+): Promise<ResolvedBundle> {
   const { quantize, signal } = opts;
   try {
     return await resolveModelUnchecked(source, cacheDir, onProgress, quantize, signal);
@@ -150,16 +157,19 @@ async function resolveModelUnchecked(
   onProgress?: ImportProgress,
   quantize?: QuantizeOption,
   signal?: AbortSignal,
-): Promise<LoadedBundle> {
+): Promise<ResolvedBundle> {
   const src = await detectSource(path.resolve(source));
-  if (src.kind === 'bundle') return loadBundle(src.path);
+  const note = quantize ? await quantizeIgnored(src, quantize) : null;
+  // Ignored means the bundle as stored (its cache key too), not a copy that differs in name only.
+  if (note) quantize = undefined;
+  if (src.kind === 'bundle') return { ...(await loadBundle(src.path)), note };
   const files = await sourceFiles(src.kind, src.path);
   const salt = `${FINGERPRINT_SALT}:${quantize ?? 'as-stored'}`;
   const before = await fingerprintFiles(files, salt);
   const known = await bundleByFingerprint(cacheDir, before.key);
   if (known) {
     onProgress?.({ phase: 'cached', fraction: 1 });
-    return known;
+    return { ...known, note };
   }
   onProgress?.({ phase: 'hash', fraction: 0 });
   const sourceHash = await hashFiles(files, signal);
@@ -171,7 +181,24 @@ async function resolveModelUnchecked(
   // Remember the fingerprint only if no file changed while we read them and none is racy.
   const after = await fingerprintFiles(files, salt);
   if (after.key === before.key && after.settled) await recordFingerprint(cacheDir, before.key, key);
-  return bundle;
+  return { ...bundle, note };
+}
+
+/**
+ * Why `quantize` cannot apply to a source, in one line for the CLI's stderr and the model panel,
+ * or null when it applies. It applies to float weights only: llama2.c and Hugging Face sources,
+ * and a GGUF file of F32/F16/BF16 tensors (dequantized to float32 at import, then quantized).
+ * A GGUF file with quantized tensors keeps its own blocks (requantizing them would only add a
+ * second rounding; llama.cpp loads such a file as it is), and a bundle was imported
+ * already.
+ * @throws ModelLoadError for a GGUF file whose header cannot be read.
+ */
+async function quantizeIgnored(src: { kind: SourceKind; path: string }, quantize: QuantizeOption): Promise<string | null> {
+  const name = path.basename(src.path);
+  if (src.kind === 'bundle') return `${quantize} quantization ignored: ${name} is a Ropewalk bundle, imported already; its weights are used as stored`;
+  if (src.kind !== 'gguf') return null;
+  const types = await ggufQuantizedTypes(src.path);
+  return types.length ? `${quantize} quantization ignored: ${name} is already quantized (${types.join(', ')}); its blocks are used as stored` : null;
 }
 
 /**

@@ -23,6 +23,7 @@ import { hashFiles } from '../content-hash.ts';
 import { expectedWeights, HF_LIMITS } from '../import-hf.ts';
 import type { Architecture, BundleWeights, ImportedModel, ModelConfig, RopeConfig } from '../manifest.ts';
 import { openGguf, type GgufFile, type GgufTensor } from './gguf-file.ts';
+import { ggmlTypeName } from './quants.ts';
 import { ggufTokenizer } from './gguf-tokenizer.ts';
 import { isGatherable } from '../decoder-graph.ts';
 import { isLinearWeight, quantizedFromGguf } from './quantized-weights.ts';
@@ -136,6 +137,29 @@ async function readFrequencyFactors(g: GgufFile, rope: RopeConfig): Promise<void
   const bad = factors.findIndex((f) => !(f > 0) || !Number.isFinite(f));
   if (bad >= 0) throw new ModelLoadError(`tensor rope_freqs.weight[${bad}] = ${factors[bad]} is not a finite number > 0`, g.file);
   rope.frequencyFactors = factors;
+}
+
+/** ggml types that hold plain numbers, not quantized blocks (ggml.h `enum ggml_type`). */
+const UNQUANTIZED_TYPES = new Set(['F32', 'F16', 'BF16', 'F64', 'I8', 'I16', 'I32', 'I64']);
+
+/**
+ * The quantized ggml types a GGUF file stores tensors in, the most used first (`['Q4_0']`;
+ * `['Q4_K', 'Q6_K']` for a Q4_K_M file), or `[]` for a float file (F32/F16/BF16 only). Reads
+ * the header, not the tensor data. Types are named as ggml names them, supported or not.
+ * @throws ModelLoadError for an unreadable or malformed file (as `openGguf`).
+ */
+export async function ggufQuantizedTypes(file: string): Promise<string[]> {
+  const g = await openGguf(file);
+  try {
+    const counts = new Map<string, number>();
+    for (const t of g.tensors.values()) {
+      const name = ggmlTypeName(t.typeId);
+      if (!UNQUANTIZED_TYPES.has(name)) counts.set(name, (counts.get(name) ?? 0) + 1);
+    }
+    return [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([name]) => name);
+  } finally {
+    await g.close();
+  }
 }
 
 /**

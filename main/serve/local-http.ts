@@ -1,0 +1,97 @@
+/**
+ * The HTTP server under both Ropewalk listeners on 127.0.0.1 (`serve` mode's server and the
+ * desktop app's Local server): requests reach their handler only with one well-formed Host
+ * header, and whatever is wrong with the request line or headers is answered as the API answers
+ * its other errors, `{ error: { message, type, param, code } }` (openai.ts), never with Node's
+ * own empty 400.
+ *
+ * - Host (RFC 9112 §3.2: exactly one, `host[:port]`): missing, empty, doubled or malformed is a
+ *   400 `invalid_host` that quotes the value and says what to send, with `Connection: close`.
+ *   A well-formed Host that names another server is the listener's business (`isOwnHost`: 403).
+ * - A request Node's parser refuses (a control character in a header, a bad request line, headers
+ *   over Node's limit, a request too slow to arrive): the same JSON body on the socket, 400
+ *   (`invalid_host` when the refused line is the Host header, else `invalid_request`), 431 or
+ *   408, then the connection closes. As Node's own handler, only on a connection that has not
+ *   been answered yet: a second response written into the first would corrupt it.
+ */
+import http from 'node:http';
+import type { Duplex } from 'node:stream';
+import { errorJson, sendError } from './openai.ts';
+import { ApiError } from './openai-request.ts';
+
+/** `host[:port]` as RFC 3986 writes an authority's host: an IP literal in brackets, or letters, digits and the characters a reg-name allows. */
+const HOST_SYNTAX = /^(?:\[[0-9a-f:.]+\]|[a-z0-9\-._~!$&'()*+,;=%]+)(?::\d{1,5})?$/i;
+
+/** A value for a message: JSON-quoted (control characters escaped), at most 100 characters of it. */
+const quote = (v: string) => JSON.stringify(v.slice(0, 100));
+
+/** What to send instead, for every Host error. */
+const sendInstead = (port: number) => `send Host: 127.0.0.1:${port} (or localhost:${port})`;
+
+/**
+ * Why a request's Host header names no server, as the 400 to answer (`invalid_host`, quoting the
+ * value), or null when there is exactly one and it is `host[:port]`.
+ * @param rawHeaders the request's header names and values as received (Node keeps only the first
+ *   Host in `headers`, so a second one is seen here only).
+ * @param port the listener's port, for the message.
+ */
+export function malformedHost(rawHeaders: string[], port: number): ApiError | null {
+  const values: string[] = [];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) if (rawHeaders[i].toLowerCase() === 'host') values.push(rawHeaders[i + 1].trim());
+  const invalid = (why: string) => new ApiError(400, 'invalid_host', `${why}; ${sendInstead(port)}`, null, { Connection: 'close' });
+  if (values.length === 0) return invalid('no Host header');
+  if (values.length > 1) return invalid(`${values.length} Host headers (${values.map(quote).join(', ')}); HTTP allows one`);
+  if (values[0] === '') return invalid('the Host header is empty');
+  if (!HOST_SYNTAX.test(values[0])) return invalid(`malformed Host header ${quote(values[0])}: expected host[:port]`);
+  return null;
+}
+
+/**
+ * The error for a request Node's parser refused (`clientError`): status and code by Node's error
+ * code, naming the header line the parser stopped in (`rawPacket` at `bytesParsed`).
+ */
+function parseError(err: Error & { code?: string; reason?: string; rawPacket?: Buffer; bytesParsed?: number }, port: number): ApiError {
+  if (err.code === 'HPE_HEADER_OVERFLOW') return new ApiError(431, 'headers_too_large', 'the request headers are larger than this server accepts');
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return new ApiError(408, 'request_timeout', 'the request did not arrive in time');
+  const reason = err.reason ?? err.message;
+  const packet = err.rawPacket?.toString('latin1') ?? '';
+  const at = Math.min(err.bytesParsed ?? 0, packet.length);
+  const end = packet.indexOf('\r\n', at);
+  const line = packet.slice(packet.lastIndexOf('\n', at - 1) + 1, end === -1 ? undefined : end);
+  const colon = line.indexOf(':');
+  if (colon > 0 && line.slice(0, colon).trim().toLowerCase() === 'host') {
+    return new ApiError(400, 'invalid_host', `malformed Host header ${quote(line.slice(colon + 1).trim())} (${reason}); ${sendInstead(port)}`);
+  }
+  return new ApiError(400, 'invalid_request', `malformed HTTP request (${reason})${line ? ` at ${quote(line)}` : ''}`);
+}
+
+/** Writes `err` as a whole HTTP response on a socket that has no request object, then closes it. */
+function answerOnSocket(socket: Duplex, err: ApiError): void {
+  const body = JSON.stringify(errorJson(err));
+  socket.end(
+    `HTTP/1.1 ${err.status} ${http.STATUS_CODES[err.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
+  );
+}
+
+/**
+ * An HTTP server whose `handler` sees only requests with one well-formed Host (see the top of
+ * this file for what the others get). Listen on 127.0.0.1 as before.
+ * @param port the port it listens on, once known (for the messages).
+ */
+export function createLocalHttpServer(port: () => number, handler: http.RequestListener): http.Server {
+  // Node answers a missing Host itself (an empty 400) unless told not to; malformedHost does.
+  const server = http.createServer({ requireHostHeader: false }, (req, res) => {
+    const bad = malformedHost(req.rawHeaders, port());
+    if (bad) sendError(res, bad);
+    else handler(req, res);
+  });
+  server.on('clientError', (err: Error & { code?: string }, socket: Duplex & { bytesWritten?: number }) => {
+    // Node's own rule: a reset needs no answer, and an answered connection gets none (it would
+    // land inside the earlier response).
+    if (err.code === 'ECONNRESET' || !socket.writable || (socket.bytesWritten ?? 0) > 0) socket.destroy();
+    else answerOnSocket(socket, parseError(err, port()));
+  });
+  return server;
+}
