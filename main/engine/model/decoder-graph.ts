@@ -316,8 +316,7 @@ function matMulNBits(g: OnnxGraphBuilder, input: string, name: string, w: Quanti
   const b = blocksInitializer(g, name, w);
   const scales = g.weight(`${name}.scales`, [n * kBlocks], scalesData(w));
   const inputs = [input, b, scales];
-  if (w.zeroPoints instanceof Float32Array) inputs.push(g.weight(`${name}.zp`, [n * kBlocks], w.zeroPoints));
-  else if (w.zeroPoints) inputs.push(g.externalTensor(`${name}.zp`, [w.zeroPoints.length], DataType.UINT8, w.zeroPoints));
+  if (w.zeroPoints) inputs.push(g.externalTensor(`${name}.zp`, [w.zeroPoints.length], DataType.UINT8, w.zeroPoints));
   const y = g.op('MatMulNBits', inputs, { K: k, N: n, bits: w.bits, block_size: w.blockSize, accuracy_level: accuracyLevel }, 'com.microsoft');
   if (!w.blockOffsets) return y;
   if (!blockSums) throw new Error(`${name}: block offsets need the input's block sums`);
@@ -334,9 +333,9 @@ function blocksInitializer(g: OnnxGraphBuilder, name: string, w: QuantizedWeight
   return b;
 }
 
-/** True when `GatherBlockQuantized` can read these blocks: integer zero points, no block offsets. */
+/** True when `GatherBlockQuantized` can read these blocks: no block offsets. */
 export function isGatherable(w: QuantizedWeight): boolean {
-  return !(w.zeroPoints instanceof Float32Array) && !w.blockOffsets;
+  return !w.blockOffsets;
 }
 
 /**
