@@ -183,7 +183,10 @@ test('keyboard: Escape stops an answer before its first token and focus returns 
   await setSetting('Temperature', '0');
 
   // Settings that stay consistent: a warning past the trained context (512), refusals at the field.
-  await page.getByText("Above the model's trained context (512)", { exact: false }).waitFor();
+  await page
+    .locator('#setting-maxContext-error')
+    .getByText("Max context 4,096 is above the model's trained context (512): answers lose quality past it; 512 or less keeps them at full quality.", { exact: true })
+    .waitFor();
   const maxTokens = page.getByLabel('Max new tokens', { exact: true });
   for (const [typed, why] of [['5000', 'Must be less than the max context (4,096)'], ['1e3', '"1e3" is not a decimal number.']]) {
     await maxTokens.fill(typed);
