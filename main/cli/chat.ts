@@ -9,6 +9,7 @@
  * user turn before the question (main/cli/documents.ts); the parts used with `--fit relevant`
  * are listed on stderr.
  */
+import { maxContextCaution } from '../contract/context-caution.ts';
 import { defaultModelPath } from '../default-model.ts';
 import { EngineHost } from '../engine-host/host.ts';
 import { EngineError } from '../engine/errors.ts';
@@ -54,10 +55,9 @@ async function main(argv: string[]): Promise<number> {
       if (drawn) process.stderr.write('\n');
     });
     if (info.fallbackReason) process.stderr.write(`note: ${info.fallbackReason}\n`);
-    // Allowed, as in the window, with the same caution.
-    if (info.maxContext > info.trainedContext) {
-      process.stderr.write(`note: --max-context ${info.maxContext} is above the model's trained context (${info.trainedContext}): quality drops past it\n`);
-    }
+    // Allowed, as in the window, with the same caution (one rule: main/contract/context-caution.ts).
+    const caution = maxContextCaution(info.maxContext, info.trainedContext);
+    if (caution) process.stderr.write(`note: ${caution}\n`);
     // Without a chat template the system prompt opens the transcript, as in the window and /v1.
     const system = opts.system ? [{ role: 'system' as const, content: opts.system }] : [];
     const withDocs = documents

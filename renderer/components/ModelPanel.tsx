@@ -1,14 +1,15 @@
 /**
  * The model panel: name, architecture, trained context, weight formats with the bundle's size on
- * disk and the weights' resident bytes, execution provider in use (and why the
- * preferred one is not, if so), load status and progress, and "Open model…": a path field and a
- * weights choice (as stored, or a float model's Linear weights quantized to 8 or 4 bits, as the
- * CLI's `--quantize q8|q4`) that call `openModel({ path, quantize })` (a native file dialog may
+ * disk and the weights' resident bytes, execution provider in use (and why the preferred one is
+ * not, if so), load status and progress (the phase in the CLI's words: main/contract/load-phase.ts),
+ * and "Open model…": a path field and a weights choice (as stored, or a float model's Linear
+ * weights quantized to 8 or 4 bits, as the CLI's `--quantize q8|q4`) that call `openModel({ path, quantize })` (a native file dialog may
  * come later in the Electron shell), and the "Remote engine" source (RemoteEngineForm). With a
  * remote engine the card shows its server, how the meter counts, and how the API key is kept,
  * instead of weights and backends.
  */
 import { useState, type FormEvent } from 'react';
+import { loadPhaseWords } from '../../main/contract/load-phase.ts';
 import type { QuantizeOption } from '../../main/contract/types.ts';
 import { useShallow } from 'zustand/react/shallow';
 import { useModel, useStores } from '../hooks.ts';
@@ -86,7 +87,7 @@ export function ModelPanel() {
         {info?.fallbackReason && <p className="ep-note">{info.fallbackReason}</p>}
         {model?.status === 'loading' && model.progress && (
           <div className="model-progress">
-            <span>{model.progress.phase}</span>
+            <span className="model-phase">{loadPhaseWords(model.progress.phase)}</span>
             <progress aria-label="Model loading" max={1} value={model.progress.fraction} />
           </div>
         )}

@@ -5,6 +5,7 @@
  * again) and saved on its own shortly after typing stops, or at once on blur / Enter.
  */
 import { useEffect, useRef, useState, type ReactNode } from 'react';
+import { maxContextCaution } from '../../main/contract/context-caution.ts';
 import type { ContextFullPolicy, Settings } from '../../main/contract/types.ts';
 import { useModel, useOpenChatPolicy, useSettings, useStores } from '../hooks.ts';
 import type { SettingsPatch } from '../stores/settings.ts';
@@ -43,10 +44,7 @@ const FIELDS: NumberFieldSpec[] = [
     hint: 'Bound on prompt + answer positions (tokens).',
     parse: numberIn(16, 1 << 20, { integer: true }),
     step: '1',
-    warn: (v, { trainedContext }) =>
-      trainedContext !== null && v > trainedContext
-        ? `Above the model's trained context (${trainedContext.toLocaleString('en-US')}): answers lose quality past it.`
-        : null,
+    warn: (v, { trainedContext }) => maxContextCaution(v, trainedContext),
   },
   {
     key: 'maxTokens',

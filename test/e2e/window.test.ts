@@ -6,8 +6,8 @@
  * Ctrl+K / Ctrl+B / Ctrl+, / Ctrl+N; tooltips and the list in Settings name them; the panel
  * choice survives a reload), and the dark theme, whose text contrast is measured (WCAG AA) on
  * the main surfaces in both themes, and the model panel opening a float checkpoint quantized to
- * 8 bits. Screenshots at 1280×800 and 420×800, light and dark, are
- * saved under test/artifacts/.
+ * 8 bits (its load phases shown in words, as the CLI says them). Screenshots at 1280×800 and
+ * 420×800, light and dark, are saved under test/artifacts/.
  */
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -183,7 +183,10 @@ test('keyboard: Escape stops an answer before its first token and focus returns 
   await setSetting('Temperature', '0');
 
   // Settings that stay consistent: a warning past the trained context (512), refusals at the field.
-  await page.getByText("Above the model's trained context (512)", { exact: false }).waitFor();
+  await page
+    .locator('#setting-maxContext-error')
+    .getByText("Max context 4,096 is above the model's trained context (512): answers lose quality past it; 512 or less keeps them at full quality.", { exact: true })
+    .waitFor();
   const maxTokens = page.getByLabel('Max new tokens', { exact: true });
   for (const [typed, why] of [['5000', 'Must be less than the max context (4,096)'], ['1e3', '"1e3" is not a decimal number.']]) {
     await maxTokens.fill(typed);
@@ -268,12 +271,24 @@ test('model panel: a float checkpoint opened with "Quantize to 8 bits" loads as 
   await page.getByText('ready', { exact: true }).waitFor({ timeout: 60_000 });
   await page.getByLabel('Model path').fill(STORIES_BIN);
   await page.getByLabel('Weights', { exact: true }).selectOption('q8');
+  // Every phase the panel shows while loading, in words (main/contract/load-phase.ts), as the CLI says them.
+  // (A string: tsx would wrap a named function in a __name helper the page does not have.)
+  await page.evaluate(`{
+    window.seenPhases = [];
+    new MutationObserver(() => {
+      for (const el of document.querySelectorAll('.model-phase')) if (window.seenPhases.at(-1) !== el.textContent) window.seenPhases.push(el.textContent);
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  }`);
   await page.getByRole('button', { name: 'Open model…' }).click();
   const weights = page.locator('.model-weights');
   await until('the model panel lists 8-bit blocks', async () => /q8 \(rtn\)/.test((await weights.textContent()) ?? ''), 60_000).catch(async (e: Error) => {
     throw new Error(`${e.message}; the panel says: ${JSON.stringify(await page.locator('.model-card').innerText())}`);
   });
   await page.getByText('ready', { exact: true }).waitFor({ timeout: 60_000 });
+  const phases = (await page.evaluate('window.seenPhases')) as string[];
+  assert.ok(phases.length > 0, 'the panel showed the load progress');
+  const WORDS = ['starting the engine', 'hashing the model files', 'reading the model', 'building the graph', 'writing weights', 'found in the model cache'];
+  for (const p of phases) assert.ok(WORDS.includes(p), `phase shown in words: ${JSON.stringify(p)} (all: ${JSON.stringify(phases)})`);
   await page.close();
   assert.deepEqual(pageErrors, []);
 });

@@ -134,7 +134,7 @@ test('--context-full stop --ignore-eos --max-context 2048 --max-tokens 3000: end
   );
   const j = parseJsonRun(r);
   // Allowed past the trained context (512), with the window's caution.
-  assert.equal(r.stderr, "note: --max-context 2048 is above the model's trained context (512): quality drops past it\n", describeRun(r));
+  assert.equal(r.stderr, "note: Max context 2,048 is above the model's trained context (512): answers lose quality past it; 512 or less keeps them at full quality.\n", describeRun(r));
   assertJsonShape(j);
   assert.equal(j.finishReason, 'context-full');
   assert.equal(j.stats.maxContext, 2048);
@@ -469,7 +469,7 @@ test('Ctrl-C mid-answer: the partial answer is printed, exit 130, no stack trace
   child.kill('SIGINT');
   const code = await exited;
   assert.equal(code, 130, `stderr: ${stderr}`);
-  assert.equal(stderr, "note: --max-context 8192 is above the model's trained context (512): quality drops past it\n", 'no error, no stack trace');
+  assert.equal(stderr, "note: Max context 8,192 is above the model's trained context (512): answers lose quality past it; 512 or less keeps them at full quality.\n", 'no error, no stack trace');
   assert.ok(stdout.startsWith(PROMPT), 'the prompt is echoed first');
   const answer = stdout.slice(PROMPT.length).trim();
   assert.ok(answer.length > 20, `a partial answer was printed: ${answer.slice(0, 80)}`);

@@ -10,5 +10,5 @@ test('progress lines name the phase and, while writing, the share, bytes and sec
     'importing the model: writing weights 42% (0.9 of 2.2 GB, about 6 s left)',
   );
   assert.equal(formatLoadProgress('write', 0), 'importing the model: writing weights');
-  assert.equal(formatLoadProgress('restart', 0), 'importing the model: restart');
+  assert.equal(formatLoadProgress('unpack', 0), 'importing the model: unpack', 'a phase without words is shown as it is');
 });

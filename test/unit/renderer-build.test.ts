@@ -1,8 +1,8 @@
 /**
  * The window's build and layering: `buildRenderer` writes app.js, app.css and index.html (relative
  * URLs, the CSP meta tag, no inline script or style), production-minified; and the renderer's
- * sources import from main/ only types, except the dependency-free names.ts and wire.ts, and
- * nothing from Node.
+ * sources import from main/ only types, except the dependency-free contract modules (names.ts,
+ * wire.ts, origin.ts, context-caution.ts, load-phase.ts, which import only types themselves), and nothing from Node.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -56,9 +56,11 @@ function sources(dir: string): string[] {
 describe('renderer layering', () => {
   const files = sources('renderer').filter((f) => f !== path.join('renderer', 'build.ts'));
 
-  it('imports from main/ only as types, except the dependency-free contract names, wire path and origin rule', () => {
+  it('imports from main/ only as types, except the dependency-free contract names, wire path, origin rule, context caution and load phase words', () => {
     assert.ok(files.length > 15, `scanned ${files.length} files`);
-    const runtimeAllowed = new Set(['main/contract/names.ts', 'main/contract/wire.ts', 'main/contract/origin.ts']);
+    const runtimeAllowed = new Set(['main/contract/names.ts', 'main/contract/wire.ts', 'main/contract/origin.ts', 'main/contract/context-caution.ts', 'main/contract/load-phase.ts']);
+    // What the window bundles from main/ at run time must itself import only types (no zod, no Node).
+    for (const allowed of runtimeAllowed) assert.doesNotMatch(readFileSync(path.join(PROJECT_ROOT, allowed), 'utf8'), /^\s*import\s+(?!type\s)/m, `${allowed} imports more than types`);
     const offenders: string[] = [];
     for (const file of files) {
       const code = readFileSync(path.join(PROJECT_ROOT, file), 'utf8');
