@@ -15,11 +15,12 @@ import { after, test } from 'node:test';
 import { ModelLoadError } from '../../main/engine/errors.ts';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../../main/engine/generate/types.ts';
-import { detectSource, resolveModel } from '../../main/engine/model/bundle.ts';
+import { detectSource, resolveModel, writeBundle } from '../../main/engine/model/bundle.ts';
 import { EXTERNAL_DATA_FILE } from '../../main/engine/model/decoder-graph.ts';
 import { expectedWeights, importHuggingFace } from '../../main/engine/model/import-hf.ts';
-import { ggufTensorName, importGguf } from '../../main/engine/model/gguf/import-gguf.ts';
-import { weightValues, type ModelConfig } from '../../main/engine/model/manifest.ts';
+import { openGguf } from '../../main/engine/model/gguf/gguf-file.ts';
+import { ggufTensorName, importGguf, openGgufModel } from '../../main/engine/model/gguf/import-gguf.ts';
+import { openedFromMemory, weightValues, type ModelConfig } from '../../main/engine/model/manifest.ts';
 import { maxAbsDiff, OnnxRunner } from '../helpers/onnx-runner.ts';
 import { writeGguf, type GgufTensorSpec } from '../helpers/gguf-writer.ts';
 import { GGUF_DIR, STORIES_BIN, STORIES_GGUF } from '../helpers/paths.ts';
@@ -251,5 +252,38 @@ test('a Llama 3.1-style GGUF (rope_freqs.weight) gives the logits of the Hugging
     assert.ok(unscaled > 100 * Math.max(worst, 1e-7), `without rope_freqs the logits differ (${unscaled} vs ${worst})`);
   } finally {
     for (const r of runners) await r.dispose();
+  }
+});
+
+test('GGUF float tensors are read in chunks while the bundle is written: every type in chunks that straddle blocks equals the whole read, and the streamed bundle equals the in-memory one byte for byte', async () => {
+  const g = await openGguf(path.join(GGUF_DIR, 'quant-blocks.gguf'));
+  try {
+    for (const t of g.tensors.values()) {
+      const whole = await g.readFloat32(t);
+      for (const elements of [37, 256, 1000, whole.length]) {
+        const parts: number[] = [];
+        for await (const chunk of g.float32Chunks(t, elements)) parts.push(...chunk);
+        assert.deepEqual(Float32Array.from(parts), whole, `${t.name} in chunks of ${elements}`);
+      }
+    }
+  } finally {
+    await g.close();
+  }
+  // F32 (every tensor float) and Q5_1 (its embedding's blocks carry offsets: gathered from float32).
+  for (const file of [STORIES_GGUF, path.join(GGUF_DIR, 'stories260K-q5_1.gguf')]) {
+    const opened = await openGgufModel(file);
+    const streamedDir = path.join(tmp, `streamed-${path.basename(file)}`);
+    try {
+      const embed = opened.weights.get('model.embed_tokens.weight')!;
+      assert.ok(!('data' in embed), 'the float embedding is read when written, not at open');
+      await writeBundle(opened, streamedDir);
+    } finally {
+      await opened.close();
+    }
+    const inMemoryDir = path.join(tmp, `in-memory-${path.basename(file)}`);
+    await writeBundle(openedFromMemory(await importGguf(file)), inMemoryDir);
+    for (const f of [EXTERNAL_DATA_FILE, 'model.onnx']) {
+      assert.ok(readFileSync(path.join(streamedDir, f)).equals(readFileSync(path.join(inMemoryDir, f))), `${path.basename(file)}: ${f} differs`);
+    }
   }
 });

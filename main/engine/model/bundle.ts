@@ -18,7 +18,7 @@ import { EngineError, ModelLoadError } from '../errors.ts';
 import { hashFiles } from './content-hash.ts';
 import { fingerprintFiles } from './source-fingerprint.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from './decoder-graph.ts';
-import { ggufQuantizedTypes, importGguf } from './gguf/import-gguf.ts';
+import { ggufQuantizedTypes, openGgufModel } from './gguf/import-gguf.ts';
 import { quantizeLinearWeights } from './gguf/quantized-weights.ts';
 import { hfSourceFiles, openHuggingFace, parseJson } from './import-hf.ts';
 import { importLlama2c, llama2cSourceFiles } from './import-llama2c.ts';
@@ -205,8 +205,8 @@ async function quantizeIgnored(src: { kind: SourceKind; path: string }, quantize
  * Imports a source (its content hash already known) into the bundle folder `dir`. A Hugging Face
  * folder streams: each weight is read in chunks from its safetensors file while the bundle is
  * written (converted to float32, or quantized for `--quantize`, chunk by chunk), and its
- * tokenizer.json is copied. llama2.c and GGUF sources are read into memory first (they are small
- * or already quantized), and quantized, if asked, as they are written.
+ * tokenizer.json is copied. A GGUF file streams its float tensors the same way (its quantized
+ * blocks are converted in memory first); a llama2.c checkpoint (small) is read into memory.
  */
 async function importInto(
   src: { kind: SourceKind; path: string },
@@ -219,7 +219,8 @@ async function importInto(
   onProgress?.({ phase: 'import', fraction: 0 });
   const imported: OpenedModel =
     src.kind === 'hf' ? await openHuggingFace(src.path, { sourceHash })
-    : openedFromMemory(src.kind === 'gguf' ? await importGguf(src.path, { sourceHash }) : await importLlama2c(src.path));
+    : src.kind === 'gguf' ? await openGgufModel(src.path, { sourceHash })
+    : openedFromMemory(await importLlama2c(src.path));
   if (quantize) imported.weights = quantizeLinearWeights(imported.weights, quantize === 'q4' ? 4 : 8);
   try {
     imported.manifest.source = { kind: src.kind, path: src.path, sha256: sourceHash };

@@ -36,6 +36,12 @@ export interface GgufFile {
   readRaw(t: GgufTensor): Promise<Uint8Array>;
   /** Its values as float32 (exact dequantization). @throws as `readRaw`. */
   readFloat32(t: GgufTensor): Promise<Float32Array>;
+  /**
+   * Its values as float32 in consecutive chunks of `elements` (the last one shorter), each read
+   * and dequantized on demand (the blocks that hold the chunk, one read each), so memory holds a
+   * chunk, not the tensor; a chunk is valid until the next is asked for. @throws as `readRaw`.
+   */
+  float32Chunks(t: GgufTensor, elements: number): AsyncIterable<Float32Array>;
   close(): Promise<void>;
 }
 
@@ -99,6 +105,23 @@ export async function openGguf(file: string): Promise<GgufFile> {
     async readFloat32(t) {
       const type = typeOf(t);
       return dequantize(type, await readRaw(t), t.shape.reduce((a, b) => a * b, 1));
+    },
+    async *float32Chunks(t, elements) {
+      const type = typeOf(t);
+      const total = t.shape.reduce((a, b) => a * b, 1);
+      const step = Math.max(1, Math.floor(elements));
+      // Whole blocks around each chunk: ⌈step / blockSize⌉ + 1 of them at most.
+      const buf = new Uint8Array((Math.ceil(step / type.blockSize) + 1) * type.blockBytes);
+      for (let start = 0; start < total; start += step) {
+        const end = Math.min(total, start + step);
+        const b0 = Math.floor(start / type.blockSize);
+        const b1 = Math.ceil(end / type.blockSize);
+        const bytes = (b1 - b0) * type.blockBytes;
+        const { bytesRead } = await fh.read(buf, 0, bytes, t.offset + b0 * type.blockBytes);
+        if (bytesRead !== bytes) throw new ModelLoadError(`tensor ${t.name}: read ${bytesRead} of ${bytes} bytes at element ${start}`, file);
+        const values = dequantize(type, buf.subarray(0, bytes), (b1 - b0) * type.blockSize);
+        yield values.subarray(start - b0 * type.blockSize, end - b0 * type.blockSize);
+      }
     },
     close: () => fh.close(),
   };

@@ -13,15 +13,27 @@
  * Weights: linear weights of types that `quantized-weights.ts` maps to MatMulNBits stay
  * quantized when `opts.quantized` is on (the default); everything else is dequantized to float32
  * exactly. A quantized embedding stays quantized too (gathered from its blocks, and a tied
- * classifier multiplies by them), unless its blocks need float zero points or offsets: then it is
- * gathered from float32 and the tied classifier gets the blocks as `lm_head.weight`. One tensor is
- * read at a time, by offset.
+ * classifier multiplies by them), unless its blocks need offsets: then it is gathered from float32
+ * and the tied classifier gets the blocks as `lm_head.weight`. Tensors are read by offset; float
+ * ones in chunks while the bundle is written (`openGgufModel`).
  */
 import path from 'node:path';
 import { ModelLoadError } from '../../errors.ts';
 import { hashFiles } from '../content-hash.ts';
 import { expectedWeights, HF_LIMITS } from '../import-hf.ts';
-import type { Architecture, BundleWeights, ImportedModel, ModelConfig, RopeConfig } from '../manifest.ts';
+import {
+  isQuantized,
+  weightValues,
+  type Architecture,
+  type BundleWeights,
+  type ImportedModel,
+  type LazyTensor32,
+  type ModelConfig,
+  type OpenedModel,
+  type QuantizedTensor,
+  type RopeConfig,
+  type WeightSource,
+} from '../manifest.ts';
 import { openGguf, type GgufFile, type GgufTensor } from './gguf-file.ts';
 import { ggmlTypeName } from './quants.ts';
 import { ggufTokenizer } from './gguf-tokenizer.ts';
@@ -163,13 +175,17 @@ export async function ggufQuantizedTypes(file: string): Promise<string[]> {
 }
 
 /**
- * Imports a GGUF file.
+ * Opens a GGUF file as a model to write into a bundle, the file kept open until `close()`:
+ * hyper-parameters, tokenizer and quantized linear weights are read now (the blocks converted to
+ * MatMulNBits layout in memory, about the file's own size), float weights (F32/F16/BF16 tensors,
+ * norms, an embedding that cannot be gathered) are read by offset in chunks while the bundle is
+ * written, so an F16 or F32 file is never held in memory whole, let alone as float32.
  * @param opts.quantized keep linear weights quantized (MatMulNBits) where their type maps; default true.
  * @param opts.sourceHash the caller's content hash of the file, when it has one.
  * @throws ModelLoadError naming the file (and tensor) for anything missing, malformed or
  *   unsupported; UnsupportedTensorTypeError for a tensor type that cannot be read.
  */
-export async function importGguf(file: string, opts: { quantized?: boolean; sourceHash?: string } = {}): Promise<ImportedModel> {
+export async function openGgufModel(file: string, opts: { quantized?: boolean; sourceHash?: string } = {}): Promise<OpenedModel> {
   const abs = path.resolve(file);
   const g = await openGguf(abs);
   try {
@@ -189,18 +205,20 @@ export async function importGguf(file: string, opts: { quantized?: boolean; sour
       g.typeOf(t); // unsupported types fail before any data is read
       tensors.set(name, t);
     }
-    const weights: BundleWeights = new Map();
+    const weights = new Map<string, WeightSource | QuantizedTensor>();
     const quantized = opts.quantized !== false;
     const embedName = 'model.embed_tokens.weight';
+    /** A float32 view of a tensor, read when the bundle is written. */
+    const lazy = (t: GgufTensor): LazyTensor32 => ({ shape: t.shape, load: () => g.readFloat32(t), chunks: (elements) => g.float32Chunks(t, elements) });
     for (const [name, t] of tensors) {
       const q = quantized && (isLinearWeight(name) || name === embedName) ? quantizedFromGguf(g.typeOf(t), await g.readRaw(t), t.shape) : null;
       if (q && name === embedName && !isGatherable(q)) {
         // Blocks GatherBlockQuantized cannot read: gather from a float32 copy; a tied classifier
         // still multiplies by the file's blocks.
-        weights.set(name, { shape: t.shape, data: await g.readFloat32(t) });
+        weights.set(name, lazy(t));
         if (config.tiedEmbeddings) weights.set('lm_head.weight', q);
       } else {
-        weights.set(name, q ?? { shape: t.shape, data: await g.readFloat32(t) });
+        weights.set(name, q ?? lazy(t));
       }
     }
     const sha256 = opts.sourceHash ?? (await hashFiles([abs]));
@@ -217,10 +235,30 @@ export async function importGguf(file: string, opts: { quantized?: boolean; sour
         dtype: 'float32',
       },
       weights,
-      tokenizerJson: tok.tokenizerJson,
+      tokenizer: { json: tok.tokenizerJson },
       tokenizerConfig: tok.tokenizerConfig,
+      close: () => g.close(),
     };
-  } finally {
+  } catch (e) {
     await g.close();
+    throw e;
   }
 }
+
+/**
+ * Imports a GGUF file into memory (`openGgufModel` with every weight read): for tests and tools;
+ * the bundle builder streams through `openGgufModel`.
+ * @throws as `openGgufModel`.
+ */
+export async function importGguf(file: string, opts: { quantized?: boolean; sourceHash?: string } = {}): Promise<ImportedModel> {
+  const opened = await openGgufModel(file, opts);
+  try {
+    const weights: BundleWeights = new Map();
+    for (const [name, w] of opened.weights) weights.set(name, isQuantized(w) ? (w as QuantizedTensor) : { shape: w.shape, data: await weightValues(w) });
+    const { tokenizer, close: _close, weights: _w, ...rest } = opened;
+    return { ...rest, weights, tokenizerJson: (tokenizer as { json: unknown }).json };
+  } finally {
+    await opened.close();
+  }
+}
+
