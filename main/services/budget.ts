@@ -6,9 +6,10 @@
  *   draft     = count([system, ...history, user: draft]) − system − history   (0 for no draft)
  *   documents = count(the prompt as fed) − count(the same without documents)
  *   reserve = maxTokens; used = system + documents + history + draft; total = used + reserve;
- *   fits    = total ≤ maxContext; under the rolling-window policy also used < maxContext: the
- *             answer then shifts the context when it reaches the max context (the engine's
- *             context shift), so only the prompt must fit, not the reserve.
+ *   fits    = total ≤ maxContext; under the rolling-window and truncate-middle policies also
+ *             used < maxContext: the answer then shifts the context when it reaches the max
+ *             context (the engine's context shift, context-policy.ts's SHIFT_KEEP), so only the
+ *             prompt must fit, not the reserve.
  * The prompt as fed comes from `DocumentService.assemble`, which the answer uses too, after the
  * context-full policy has left out the oldest exchanges (`outOfContext`; see context-policy.ts).
  *
@@ -21,7 +22,7 @@ import type { ContextBudget, ContextFullPolicy, Message } from '../contract/type
 import type { ChatEngine } from '../engine-host/chat-engine.ts';
 import type { ChatMessage } from '../engine/generate/types.ts';
 import type { AssembledPrompt, DocumentService, Draft } from './documents.ts';
-import { keptHistory } from './context-policy.ts';
+import { keptHistory, SHIFT_KEEP } from './context-policy.ts';
 import type { ModelService } from './model-service.ts';
 import type { SettingsService } from './settings.ts';
 import type { ConversationStore } from './store.ts';
@@ -177,7 +178,7 @@ export class BudgetService {
       kv: { capacity: caches.kv.capacity, bytes: caches.kv.bytes },
       outOfContext: dropped.map((m) => m.id),
       estimated: this.engine.countAccuracy === 'estimate',
-    }, policy === 'rolling-window');
+    }, SHIFT_KEEP[policy] !== false);
     return { budget, prompt };
   }
 
@@ -254,7 +255,7 @@ function assemble(
   history: number,
   draft: number,
   caches: Pick<ContextBudget, 'rope' | 'kv' | 'outOfContext' | 'estimated'>,
-  /** The answer may shift the context (rolling window): only the prompt must fit. */
+  /** The answer may shift the context (rolling window, truncate middle): only the prompt must fit. */
   shifts: boolean,
 ): ContextBudget {
   const used = system + documents + history + draft;

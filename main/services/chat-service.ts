@@ -25,6 +25,7 @@ import type { GenerationEvent, GenerationRequest } from '../engine/generate/type
 import { DeltaBatcher, finalState, PeriodicSaver, type DoneEvent, type StreamEnd } from './answer-stream.ts';
 import type { BudgetService } from './budget.ts';
 import type { AssembledPrompt, Draft } from './documents.ts';
+import { SHIFT_KEEP } from './context-policy.ts';
 import { EngineQueue } from './engine-queue.ts';
 import { firstLine, ServiceError } from './errors.ts';
 import type { Emit } from './events.ts';
@@ -291,9 +292,10 @@ export class ChatService {
     return {
       messages: prompt.messages,
       maxTokens: s.maxTokens,
-      // Rolling window mid-answer (the chat's own policy, else the setting): at the max context
-      // the engine shifts instead of stopping.
-      contextShift: this.deps.budget.policyOf(conversationId) === 'rolling-window',
+      // The policy mid-answer (the chat's own, else the setting's): at the max context the engine
+      // shifts instead of stopping, keeping the system prompt (rolling window) or the system
+      // prompt and the first exchange (truncate middle); 'stop' ends with context-full.
+      contextShift: SHIFT_KEEP[this.deps.budget.policyOf(conversationId)],
       kvCacheBudgetBytes: s.kvCacheBudgetMiB * 2 ** 20,
       sampler: {
         temperature: s.temperature,
@@ -321,7 +323,7 @@ export class ChatService {
       saver.maybeSave(deltas.text);
       if (generated === budgetReportedAt) return;
       budgetReportedAt = generated;
-      emit('budgetChanged', this.deps.budget.estimate(budget, generated, request.contextShift === true));
+      emit('budgetChanged', this.deps.budget.estimate(budget, generated, Boolean(request.contextShift)));
     }, BUDGET_INTERVAL_MS);
 
     let end: StreamEnd;

@@ -5,6 +5,9 @@
  *   - 'truncate-middle': keep the first exchange (the first user turn, with its documents, and
  *     its answer) and drop the oldest exchanges after it.
  *   - 'rolling-window': drop the oldest exchanges.
+ * The same rule goes on mid-answer (`SHIFT_KEEP`, the engine's context shift): an answer that
+ * reaches the max context drops the oldest turns after the system prompt (rolling window) or
+ * after the first exchange (truncate middle) and goes on; under 'stop' it ends (context-full).
  * The system prompt is never dropped (it is not part of the history), and neither is the
  * exchange being answered (the last one when there is no draft). An exchange is a user message
  * and the messages after it up to the next user message.
@@ -14,6 +17,18 @@
  * dropping more never makes a prompt longer.
  */
 import type { ContextFullPolicy, Message } from '../contract/types.ts';
+import type { GenerationRequest } from '../engine/generate/types.ts';
+
+/**
+ * The engine's `contextShift` for a policy: what an answer that reaches the max context keeps
+ * when it shifts (true: the system prompt; 'first-exchange': the system prompt and the first
+ * exchange, or as true while the first exchange is the one being answered), false: it ends.
+ */
+export const SHIFT_KEEP: Readonly<Record<ContextFullPolicy, NonNullable<GenerationRequest['contextShift']>>> = {
+  stop: false,
+  'truncate-middle': 'first-exchange',
+  'rolling-window': true,
+};
 
 /** The history as the prompt holds it, and the messages left out (in order). */
 export interface KeptHistory {

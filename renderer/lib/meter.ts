@@ -87,8 +87,8 @@ export function formatBytes(bytes: number): string {
 /**
  * Why Send refuses, or null when the next message fits. One sentence, for the composer:
  * "This message needs 600 tokens with the reply reserve, but the max context is 512."
- * The services' `fits` decides (under the rolling-window policy the reserve may pass the max
- * context: the answer shifts the context when it gets there).
+ * The services' `fits` decides (under the rolling-window and truncate-middle policies the reserve
+ * may pass the max context: the answer shifts the context when it gets there).
  */
 export function refusalReason(b: Pick<MeterInput, 'maxContext' | 'draft' | 'total' | 'fits'>): string | null {
   if (b.fits) return null;

@@ -1,5 +1,6 @@
 /**
- * The context shift mid-answer (GenerationRequest.contextShift, the rolling-window policy) on the
+ * The context shift mid-answer (GenerationRequest.contextShift: the rolling-window policy, and
+ * 'first-exchange', the truncate-middle one, which keeps the first exchange too) on the
  * real stories260K model, on both backends: generation runs past the max context, the cache is
  * shifted (BOS kept, the oldest tokens dropped, the rest's keys rotated by the shift), and the
  * greedy tokens after the shift are checked against an oracle that never shifted: a fresh prefill
@@ -111,6 +112,54 @@ for (const backend of ['js', 'native'] as const) {
 test('both backends shift to the same tokens', () => {
   assert.ok(afterShift.js && afterShift.native, 'both backends ran');
   assert.deepEqual(afterShift.native, afterShift.js);
+});
+
+const truncateMiddleAfter: number[][] = [];
+
+for (const backend of ['js', 'native'] as const) {
+  test(`${backend}: contextShift "first-exchange" (truncate middle) keeps the first exchange at the start of the cache; the tokens after the shift agree with a fresh prefill`, async (t) => {
+    const engine = await Engine.load(STORIES_BIN, { cacheDir, backend, maxContext: MAX_CONTEXT });
+    try {
+      const messages = [
+        { role: 'user' as const, content: 'Once upon a time, there was a little girl named Lily.' },
+        { role: 'assistant' as const, content: ' She liked to play with her red ball in the park.' },
+        { role: 'user' as const, content: 'One day, Lily saw a big dog.' },
+      ];
+      const prompt = engine.encodeRequest({ messages });
+      const keep = engine.tokenizer.encodeChat(messages.slice(0, 2), { addGenerationPrompt: false }).length;
+      assert.deepEqual(prompt.slice(0, keep), engine.tokenizer.encodeChat(messages.slice(0, 2), { addGenerationPrompt: false }), 'the first exchange is a prefix of the prompt');
+      const held = MAX_CONTEXT - 1;
+      const maxTokens = held - prompt.length + 1 + 40; // one shift, then 40 tokens
+      let d: GenerationEvent | undefined;
+      for await (const ev of engine.generate({ messages, maxTokens, sampler: GREEDY, ignoreEos: true, contextShift: 'first-exchange' })) d = ev;
+      assert.ok(d?.type === 'done' && d.reason === 'length', JSON.stringify(d?.type === 'done' ? d.stats : d));
+      assert.equal(d.stats.contextShifts, 1);
+      const drop = d.stats.droppedTokens;
+      const all = [...prompt, ...d.tokens];
+      const shifted = [...all.slice(0, keep), ...all.slice(keep + drop, held)];
+      const after = d.tokens.slice(held - prompt.length);
+      assert.equal(d.stats.contextUsed, shifted.length + after.length - 1);
+      // A follow-up on the first exchange is served from the cache: the shift left it at the start.
+      let f: GenerationEvent | undefined;
+      for await (const ev of engine.generate({ messages: [...messages.slice(0, 2), { role: 'user', content: 'Where did Lily go?' }], maxTokens: 1, sampler: GREEDY })) f = ev;
+      assert.ok(f?.type === 'done');
+      assert.ok(f.stats.reusedTokens >= keep, `the follow-up reused ${f.stats.reusedTokens} tokens, the first exchange has ${keep}`);
+      // The oracle: the shifted sequence plus the token fed right after the shift, prefilled afresh.
+      const expected = await freshGreedy(engine, [...shifted, after[0]], after.length - 1);
+      let agree = 0;
+      while (agree < expected.length && expected[agree] === after[agree + 1]) agree++;
+      t.diagnostic(`${backend}: kept ${keep} (the first exchange), dropped ${drop}; follow-up reused ${f.stats.reusedTokens}; ${agree} of ${expected.length} greedy tokens after the shift agree with the fresh prefill`);
+      assert.ok(agree >= AGREE_AT_LEAST, `only ${agree} tokens agree`);
+      truncateMiddleAfter.push(after);
+    } finally {
+      await engine.dispose();
+    }
+  });
+}
+
+test('truncate middle: both backends shift to the same tokens', () => {
+  assert.equal(truncateMiddleAfter.length, 2, 'both backends ran');
+  assert.deepEqual(truncateMiddleAfter[1], truncateMiddleAfter[0]);
 });
 
 test('half-split pairs and partial rotary (synthetic Qwen3, chat template): the system prompt stays, rotated layer-0 keys equal a fresh prefill\'s, both backends agree', async (t) => {

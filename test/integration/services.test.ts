@@ -4,6 +4,7 @@
  * time, cancel mid-answer, the growing answer visible in SQLite from a second connection, a
  * killed worker restarted with the conversation intact, a corrupt model refused while the old
  * one keeps answering, the context budget (a draft that cannot fit is refused with CONTEXT_FULL),
+ * the truncate-middle policy mid-answer (the context shifts, the first exchange kept),
  * settings checks, regenerate and edit, and the data surviving a restart.
  */
 import assert from 'node:assert/strict';
@@ -409,6 +410,67 @@ test('importConversation: an exported conversation comes back with its messages 
   assert.equal(again.title, 'Imported');
   assert.deepEqual(again.messages.map((m) => [m.role, m.content, m.stats]), [['user', 'Hi', null], ['assistant', 'Hello there', stats]]);
   await assert.rejects(call('importConversation', { title: 'x', messages: [{ role: 'robot', content: 'x', status: 'complete', stats: null, error: null }] } as never), rejectsWith('INVALID_REQUEST'));
+});
+
+test('truncate middle mid-answer: a long answer shifts instead of ending, the first exchange stays at the start of the KV cache (the next answer reuses it)', async (t) => {
+  await call('updateSettings', { maxContext: 128, maxTokens: 16, temperature: 0, repetitionPenalty: 0.1, seed: null, contextFullPolicy: 'truncate-middle' });
+  try {
+    const c = await call('createConversation', {});
+    const first = (await sendAndWait(c.id, 'Once upon a time, there was a little girl named Lily.')).done;
+    assert.equal(first.status, 'complete', first.error ?? '');
+    assert.equal(first.stats!.contextShift, undefined, 'the first answer fits');
+    // BOS, the first question and its answer, as the next prompts hold them.
+    const firstExchange = (await call('getBudget', { conversationId: c.id, draft: '' })).used;
+    await call('updateSettings', { maxTokens: 100 });
+    const question = 'What did Lily do the next day?';
+    const b = await call('getBudget', { conversationId: c.id, draft: question });
+    assert.ok(b.total > 128 && b.used < 128, `the reply reserve passes the max context: ${JSON.stringify(b)}`);
+    assert.equal(b.fits, true, 'truncate middle takes it: the answer will shift');
+    const long = (await sendAndWait(c.id, question)).done;
+    assert.equal(long.status, 'complete', long.error ?? '');
+    const st = long.stats!;
+    assert.equal(st.finishReason, 'length', 'the answer went on to max tokens instead of ending at context-full');
+    assert.equal(st.generatedTokens, 100);
+    assert.ok(st.promptTokens + st.generatedTokens > 128, `${st.promptTokens} + ${st.generatedTokens} positions`);
+    assert.ok(st.contextShift && st.contextShift.shifts >= 1 && st.contextShift.droppedTokens > 0, `the stats report the shift: ${JSON.stringify(st.contextShift)}`);
+    // Each shift drops only what came after the first exchange (the second question, then the answer's oldest tokens).
+    assert.ok(st.contextShift.droppedTokens <= st.promptTokens + st.generatedTokens - firstExchange, `dropped ${st.contextShift.droppedTokens}`);
+
+    // The next prompt (truncate middle leaves the long exchange out) starts with the first exchange,
+    // and the engine serves it from the KV cache: the shift left those tokens at its start.
+    await call('updateSettings', { maxTokens: 8 });
+    const after = await call('getBudget', { conversationId: c.id, draft: 'Where did she go?' });
+    assert.equal(after.outOfContext.length, 2, 'the long exchange is left out of the next prompt');
+    const next = (await sendAndWait(c.id, 'Where did she go?')).done;
+    assert.equal(next.status, 'complete', next.error ?? '');
+    t.diagnostic(`first exchange ${firstExchange} tokens; the long answer: prompt ${st.promptTokens}, ${st.contextShift.shifts} shift(s), ${st.contextShift.droppedTokens} dropped; the next answer reused ${next.stats!.reusedTokens} of ${next.stats!.promptTokens}`);
+    assert.ok(next.stats!.reusedTokens >= firstExchange, `reused ${next.stats!.reusedTokens} tokens, the first exchange has ${firstExchange}`);
+  } finally {
+    await call('updateSettings', { maxContext: 512, maxTokens: 16, temperature: 0.8, repetitionPenalty: 1, contextFullPolicy: 'stop' });
+  }
+});
+
+test('truncate middle mid-answer, the first answer running long (no turn after the first exchange): it shifts as rolling window does', async () => {
+  await call('updateSettings', { maxContext: 128, maxTokens: 100, temperature: 0, repetitionPenalty: 0.1, seed: null, contextFullPolicy: 'truncate-middle' });
+  try {
+    const question = 'Once upon a time, there was a big dog named Max. Max liked to run and jump in the garden.';
+    const answers: Message[] = [];
+    for (const policy of ['truncate-middle', 'rolling-window'] as const) {
+      const c = await call('createConversation', {});
+      await call('setConversationPolicy', { id: c.id, policy });
+      const { done } = await sendAndWait(c.id, question);
+      assert.equal(done.status, 'complete', done.error ?? '');
+      answers.push(done);
+    }
+    const [truncated, rolled] = answers.map((m) => m.stats!);
+    assert.equal(truncated.finishReason, 'length', 'the answer went on instead of ending at context-full');
+    assert.ok(truncated.contextShift && truncated.contextShift.shifts >= 1, JSON.stringify(truncated));
+    // The same kept prefix (BOS: no system prompt) and so the same cuts and the same greedy text.
+    assert.deepEqual(truncated.contextShift, rolled.contextShift);
+    assert.equal(answers[0].content, answers[1].content);
+  } finally {
+    await call('updateSettings', { maxContext: 512, maxTokens: 16, temperature: 0.8, repetitionPenalty: 1, contextFullPolicy: 'stop' });
+  }
 });
 
 test('rename, search and delete (cascade) through the router; the data survives a restart', async () => {

@@ -4,7 +4,8 @@
  * a script, so every step of `Engine.generate` — prefix reuse, chunked prefill, sample → accept
  * → decode step, EOS, stop strings, max tokens, context-full, the context shift, cancel, backend
  * failure — is checked against positions and token ids written here; and where a context shift
- * cuts (the kept prefix, turn starts).
+ * cuts (the kept prefix — the system prompt, or the first exchange under truncate middle — and
+ * the turn starts).
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -233,5 +234,58 @@ describe('where a context shift cuts', () => {
     assert.deepEqual(plan, { keep, drop: secondUser - keep }, 'the first exchange leaves, the system prompt stays');
     const raw = new ContextShifter(tokenizer, promptIds, null).next(41);
     assert.deepEqual(raw, { keep: 1, drop: 20 }, 'a raw prompt keeps BOS');
+  });
+
+  it("ContextShifter 'first-exchange' (truncate middle) keeps everything before the second user turn and drops the oldest turns after it", () => {
+    const messages = [
+      { role: 'system' as const, content: 'You are a storyteller.' },
+      { role: 'user' as const, content: 'Tell me about a cat.' },
+      { role: 'assistant' as const, content: ' The cat sat on the mat.' },
+      { role: 'user' as const, content: 'And the dog in the big green garden?' },
+      { role: 'assistant' as const, content: ' The dog ran and ran after the red ball all day long.' },
+      { role: 'user' as const, content: 'And the bird?' },
+    ];
+    const prompt = tokenizer.encodeChat(messages);
+    const end = (n: number) => tokenizer.encodeChat(messages.slice(0, n), { addGenerationPrompt: false }).length;
+    const keep = end(3); // system, first question, its answer
+    const third = end(5); // the second exchange ends where the third user turn starts
+    assert.deepEqual(prompt.slice(0, third), tokenizer.encodeChat(messages.slice(0, 5), { addGenerationPrompt: false }), 'the transcript grows by prefixes');
+    const length = keep + 2 * (third - keep) - 1;
+    const shifter = new ContextShifter(tokenizer, prompt, messages, 'first-exchange');
+    assert.deepEqual(shifter.next(length), { keep, drop: third - keep }, 'the second exchange leaves, the system prompt and the first exchange stay');
+    // The next shift keeps the same prefix: the answer's oldest tokens go, token-exact (no turn start left).
+    assert.deepEqual(shifter.next(length), { keep, drop: Math.floor((length - keep) / 2) });
+    assert.equal(shifter.shifts, 2);
+    // Rolling window on the same conversation keeps the system prompt only.
+    assert.equal(new ContextShifter(tokenizer, prompt, messages, 'system').next(length)?.keep, end(1));
+    // A leading assistant message is an exchange of its own (as context-policy.ts's `exchanges`).
+    const leading = [{ role: 'assistant' as const, content: ' Hello.' }, ...messages.slice(1, 4)];
+    const leadingPrompt = tokenizer.encodeChat(leading);
+    const leadingEnd = tokenizer.encodeChat(leading.slice(0, 1), { addGenerationPrompt: false }).length;
+    assert.equal(new ContextShifter(tokenizer, leadingPrompt, leading, 'first-exchange').next(leadingPrompt.length + 20)?.keep, leadingEnd);
+  });
+
+  it("ContextShifter 'first-exchange' falls back to the rolling window's prefix while the first exchange is the one being answered (and for a raw prompt)", () => {
+    // The first answer runs long: there is no turn after the first exchange to drop, so the shift
+    // keeps what rolling window keeps (the answer goes on instead of ending at context-full).
+    const withSystem = [
+      { role: 'system' as const, content: 'You are a storyteller.' },
+      { role: 'user' as const, content: 'Tell me a long story about a cat and a dog.' },
+    ];
+    const prompt = tokenizer.encodeChat(withSystem);
+    const system = tokenizer.encodeChat(withSystem.slice(0, 1), { addGenerationPrompt: false }).length;
+    const length = prompt.length + 40;
+    const first = new ContextShifter(tokenizer, prompt, withSystem, 'first-exchange').next(length);
+    assert.deepEqual(first, new ContextShifter(tokenizer, prompt, withSystem, 'system').next(length));
+    assert.equal(first?.keep, system, 'the system prompt stays');
+    const bare = withSystem.slice(1);
+    const barePrompt = tokenizer.encodeChat(bare);
+    assert.equal(new ContextShifter(tokenizer, barePrompt, bare, 'first-exchange').next(barePrompt.length + 40)?.keep, 1, 'no system prompt: BOS');
+    assert.deepEqual(new ContextShifter(tokenizer, promptIds, null, 'first-exchange').next(41), { keep: 1, drop: 20 }, 'a raw prompt keeps BOS');
+  });
+
+  it('a contextShift that is not true, false or "first-exchange" is refused, quoting it', async () => {
+    const { engine } = scripted();
+    await assert.rejects(collect(engine, { contextShift: 'middle' as never }), /invalid context shift: "middle" is not true, false or "first-exchange"/);
   });
 });

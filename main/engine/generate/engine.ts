@@ -12,7 +12,8 @@
  * `generate` is an async generator of `GenerationEvent`s:
  *   prefill progress per chunk → token deltas → one `done` with reason and stats.
  * Out of positions, a generation ends with 'context-full', or, when the request allows it
- * (`contextShift`), shifts the context and goes on (`makeRoom`, context-shift.ts).
+ * (`contextShift`), shifts the context and goes on (`makeRoom`, context-shift.ts), keeping the
+ * prefix the request names (the system prompt, or the system prompt and the first exchange).
  * A user abort ends with `done { reason: 'cancelled' }`; a prompt that cannot fit throws
  * `ContextOverflowError` before anything is touched.
  *
@@ -368,7 +369,8 @@ export class Engine {
   }
 
   /**
-   * Out of positions: with `contextShift` requested, shifts the context (the kept prefix stays,
+   * Out of positions: with `contextShift` requested, shifts the context (the kept prefix — the
+   * system prompt, or with 'first-exchange' everything before the second user turn — stays,
    * the oldest turns after it leave the KV cache, the rest's keys are rotated by the shift) and
    * returns true; otherwise (or when nothing can be dropped) ends `gen` with 'context-full'.
    * The RoPE cache is untouched: the kept tokens now sit at positions it already has.
@@ -391,12 +393,15 @@ export class Engine {
     if (!Number.isInteger(req.maxTokens) || req.maxTokens < 1) {
       throw new InvalidOptionError('max tokens', `${req.maxTokens} is not a positive integer`);
     }
+    if (req.contextShift !== undefined && req.contextShift !== true && req.contextShift !== false && req.contextShift !== 'first-exchange') {
+      throw new InvalidOptionError('context shift', `${JSON.stringify(req.contextShift)} is not true, false or "first-exchange"`);
+    }
     const sampler = new Sampler(validateSamplerOptions(req.sampler), this.samplerScratch);
     const prompt = this.encodeRequest(req, this.maxContext);
     if (prompt.length > this.maxContext) throw new ContextOverflowError(prompt.length, this.maxContext, 'the prompt');
     if (this.busy) throw new InvalidOptionError('request', 'the engine is already generating');
     this.busy = true;
-    const shifter = req.contextShift ? new ContextShifter(this.tokenizer, prompt, req.messages ?? null) : null;
+    const shifter = req.contextShift ? new ContextShifter(this.tokenizer, prompt, req.messages ?? null, req.contextShift === 'first-exchange' ? 'first-exchange' : 'system') : null;
     return new Generation(req, prompt, sampler, this.tokenizer, shifter);
   }
 

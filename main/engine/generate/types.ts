@@ -23,12 +23,16 @@ export interface GenerationRequest {
   /** Keep generating past the end-of-sequence token. */
   ignoreEos?: boolean;
   /**
-   * When generation reaches the max context: false (default) ends with 'context-full'; true
-   * shifts the context and goes on (the rolling-window policy mid-answer): the oldest turns after
-   * the system prompt (or after BOS) leave the KV cache, the rest's keys are rotated to their new
-   * positions, and decoding continues without a new prefill (llama.cpp's context shift).
+   * When generation reaches the max context: false (default) ends with 'context-full'; otherwise
+   * it shifts the context and goes on: the oldest turns after a kept prefix leave the KV cache,
+   * the rest's keys are rotated to their new positions, and decoding continues without a new
+   * prefill (llama.cpp's context shift; context-shift.ts). The kept prefix:
+   *   - true: the system prompt's tokens, or BOS alone (the rolling-window policy mid-answer);
+   *   - 'first-exchange': the system prompt and the first exchange, i.e. everything before the
+   *     second user turn (the truncate-middle policy mid-answer); as true when no whole turn lies
+   *     after the first exchange (it is the one being answered) or the prompt is raw.
    */
-  contextShift?: boolean;
+  contextShift?: boolean | 'first-exchange';
   /**
    * Memory for the KV caches of earlier sequences (conversations the engine switched away from),
    * bytes; in effect from this request on (absent: the engine's current budget, 1 GiB at load).
