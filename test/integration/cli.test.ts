@@ -327,6 +327,9 @@ test('bad options and prompts: one-line error, exit 2, no stack trace, nothing o
     [['--max-context', 'many'], /--max-context/],
     [['--frobnicate'], /--frobnicate/],
     [['--model', ''], /--model/],
+    [['--context-full', 'middle'], /^error: --context-full must be stop or rolling-window, got "middle"$/],
+    // A policy of the window's (main/contract/types.ts) that a single prompt cannot use, and why.
+    [['--context-full', 'truncate-middle'], /^error: --context-full truncate-middle keeps the first exchange of a conversation and drops the turns after it, but npm run chat answers a single prompt: there is no first exchange to keep; use rolling-window or stop$/],
   ];
   const prompts: Array<[string[], RegExp]> = [
     [[''], /prompt/],
