@@ -121,8 +121,10 @@ export interface Tensor32 {
  * value[n, k] = (q[n, k] − zp[n, b]) · scale[n, b] with b = ⌊k / blockSize⌋.
  *   data        uint8 [N, K/blockSize, blockSize·bits/8]; 4-bit: element 2i in the low nibble
  *   scales      float32 [N · K/blockSize]
- *   zeroPoints  null (the default 8 for 4-bit, 128 for 8-bit), uint8 (one per block, 4-bit ones
- *               packed two a byte per row, low nibble first), or float32 [N · K/blockSize]
+ *   zeroPoints  null (the default 8 for 4-bit, 128 for 8-bit) or uint8 (one per block, 4-bit ones
+ *               packed two a byte per row, low nibble first). Never float: ONNX Runtime 1.30's CPU
+ *               kernel runs float zero points on its float32 path, 40× slower; a per-block min
+ *               goes to `blockOffsets` instead.
  * `format` names where the blocks came from (`Q4_0`, `Q6_K`, … or `rtn` for import-time
  * round-to-nearest).
  */
@@ -132,11 +134,12 @@ export interface QuantizedTensor {
   blockSize: number;
   data: Uint8Array;
   scales: Float32Array;
-  zeroPoints: Uint8Array | Float32Array | null;
+  zeroPoints: Uint8Array | null;
   /**
    * float32 [N · K/blockSize] added to every value of its block (formats with a per-block min,
-   * y = d·q + m, in 8 bits, where the kernel has no float zero points): the graph adds
-   * Σ_block(x) · offset, which equals adding the offset to each weight.
+   * y = d·q + m): the graph adds Σ_block(x) · offset, which equals adding the offset to each
+   * weight (llama.cpp's Q4_1/Q5_1 dot products take Σ_block(x) from the int8 activations: see
+   * `activationQuantization`).
    */
   blockOffsets?: Float32Array;
   format: string;
