@@ -10,6 +10,7 @@
  * are listed on stderr.
  */
 import { maxContextCaution } from '../contract/context-caution.ts';
+import { contextShiftNote } from '../contract/context-full.ts';
 import { defaultModelPath } from '../default-model.ts';
 import { EngineHost } from '../engine-host/host.ts';
 import { EngineError } from '../engine/errors.ts';
@@ -104,9 +105,9 @@ async function main(argv: string[]): Promise<number> {
       );
     } else {
       process.stdout.write('\n');
-      if (done.stats.contextShifts > 0) {
-        process.stderr.write(`note: the max context was reached; the context was shifted ${done.stats.contextShifts}× (${done.stats.droppedTokens} of the oldest tokens dropped)\n`);
-      }
+      // The window's words for it too (main/contract/context-full.ts).
+      const shifted = contextShiftNote({ shifts: done.stats.contextShifts, droppedTokens: done.stats.droppedTokens });
+      if (shifted) process.stderr.write(`note: ${shifted}\n`);
     }
     if (done.reason === 'error') {
       process.stderr.write(`error: ${done.error?.message ?? 'generation failed'}\n`);

@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 // growth.ts, not engine.ts: the CLI's main thread must not load ONNX Runtime (the worker does).
 import { MAX_CONTEXT_LIMIT } from '../engine/cache/growth.ts';
 import type { BackendKind, ExecutionProvider } from '../engine/model/backend.ts';
-import { QUANTIZE_OPTIONS, type QuantizeOption } from '../contract/types.ts';
+import { CONTEXT_FULL_POLICIES, QUANTIZE_OPTIONS, type ContextFullPolicy, type QuantizeOption } from '../contract/types.ts';
 import type { SamplerOptions } from '../engine/sampling/sampler.ts';
 
 /** A bad command line: the CLI prints its one-line message and exits with code 2. */
@@ -35,6 +35,12 @@ export interface ChatOptions {
   contextShift: boolean;
 }
 
+/**
+ * The contract's context-full policies a single prompt can use. Truncate the middle keeps a
+ * conversation's first exchange; `npm run chat` answers one prompt, which has none to keep.
+ */
+const CLI_CONTEXT_FULL = CONTEXT_FULL_POLICIES.filter((p): p is Exclude<ContextFullPolicy, 'truncate-middle'> => p !== 'truncate-middle');
+
 /** Defaults; the sampler's only affect sampling, so `--temperature 0` alone is pure greedy. */
 export const DEFAULTS = { maxTokens: 256, temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1 } as const;
 
@@ -58,7 +64,8 @@ export const USAGE = `usage: npm run chat -- [options] "prompt"
   --attach FILE         attach a document (repeatable): text, Markdown, code, PDF, .docx, HTML
   --fit relevant        when the documents do not fit, use their parts most relevant to the question
   --context-full P      at the max context: rolling-window (default: drop the oldest tokens after the
-                        system prompt and go on, without a new prefill) or stop (finish reason context-full)
+                        system prompt and go on, without a new prefill) or stop (finish reason context-full);
+                        the window's truncate-middle needs a conversation (a first exchange to keep)
   --json                print one JSON object at the end instead of streaming text`;
 
 function int(name: string, v: string | undefined, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
@@ -135,7 +142,12 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
   if (v.fit !== undefined && !v.attach?.length) throw new UsageError('--fit relevant needs a document (--attach FILE)');
   for (const f of v.attach ?? []) if (f.trim() === '') throw new UsageError('--attach needs a file path');
   const contextFull = v['context-full'] ?? 'rolling-window';
-  if (contextFull !== 'rolling-window' && contextFull !== 'stop') throw new UsageError(`--context-full must be rolling-window or stop, got "${contextFull}"`);
+  if (contextFull === 'truncate-middle') {
+    throw new UsageError(
+      '--context-full truncate-middle keeps the first exchange of a conversation and drops the turns after it, but npm run chat answers a single prompt: there is no first exchange to keep; use rolling-window or stop',
+    );
+  }
+  if (!CLI_CONTEXT_FULL.some((p) => p === contextFull)) throw new UsageError(`--context-full must be ${CLI_CONTEXT_FULL.join(' or ')}, got "${contextFull}"`);
   return {
     model: v.model ?? null,
     prompt,

@@ -3,13 +3,15 @@
  * the built renderer and the router (WebSocket) on 127.0.0.1, with the same services as the
  * desktop app, plus `/health` and the OpenAI-compatible `/v1` (see openai.ts).
  *
- * The first line printed to stdout is the URL (`http://127.0.0.1:PORT/`); notes go to stderr.
+ * The first line printed to stdout is the URL (`http://127.0.0.1:PORT/`); notes go to stderr (the
+ * model's ready line, then, once, the caution when the max context is above the trained context).
  * Exit codes: 0 after SIGINT/SIGTERM (answer stopped and kept, worker stopped, database closed),
  * 1 when the server cannot start (port taken, unreadable database), 2 for a bad option (one line
  * on stderr).
  */
 import { statSync } from 'node:fs';
 import path from 'node:path';
+import { maxContextCaution } from '../contract/context-caution.ts';
 import { firstLine } from '../services/errors.ts';
 import { startBackend } from '../backend.ts';
 import { parseServeOptions, USAGE, UsageError } from './options.ts';
@@ -38,7 +40,13 @@ async function main(argv: string[]): Promise<void> {
   void services.models.start().then(() => {
     const s = services.models.state;
     if (s.error) process.stderr.write(`model: ${s.error}\n`);
-    else if (s.info) process.stderr.write(`model: ${s.info.name} ready (${s.info.executionProvider}, max context ${s.info.maxContext})\n`);
+    else if (s.info) {
+      process.stderr.write(`model: ${s.info.name} ready (${s.info.executionProvider}, max context ${s.info.maxContext})\n`);
+      // The chat CLI's caution (main/contract/context-caution.ts), once: with the ready line, not on reloads
+      // (the window that changes the max context shows it at the field).
+      const caution = maxContextCaution(s.info.maxContext, s.info.trainedContext);
+      if (caution) process.stderr.write(`note: ${caution}\n`);
+    }
   });
 
   let stopping = false;

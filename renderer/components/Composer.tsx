@@ -8,6 +8,7 @@
  * budget, so a settings change updates it at once.
  */
 import { useEffect, useRef, type KeyboardEvent } from 'react';
+import { CONTEXT_FULL_WORDS } from '../../main/contract/context-full.ts';
 import type { ContextFullPolicy } from '../../main/contract/types.ts';
 import { useBudget, useChat, useOpenChatPolicy, useSettings, useStores, useUi } from '../hooks.ts';
 import { ariaKeysOf, withKeys } from '../lib/shortcuts.ts';
@@ -135,11 +136,11 @@ function RefusalActions() {
       </button>
       {policy === 'stop' && (
         <>
-          <button type="button" className="btn" onClick={() => apply('rolling-window')}>
+          <button type="button" className="btn" title={CONTEXT_FULL_WORDS['rolling-window'].hint} onClick={() => apply('rolling-window')}>
             Use a rolling window
           </button>
-          <button type="button" className="btn" onClick={() => apply('truncate-middle')}>
-            Truncate the middle
+          <button type="button" className="btn" title={CONTEXT_FULL_WORDS['truncate-middle'].hint} onClick={() => apply('truncate-middle')}>
+            {CONTEXT_FULL_WORDS['truncate-middle'].label}
           </button>
         </>
       )}

@@ -8,6 +8,7 @@
  * "not in context".
  */
 import { memo, useEffect, useRef, useState, type KeyboardEvent } from 'react';
+import { contextShiftNote } from '../../main/contract/context-full.ts';
 import type { AnswerStats, Message } from '../../main/contract/types.ts';
 import { formatTokens } from '../lib/meter.ts';
 import { useStores } from '../hooks.ts';
@@ -232,13 +233,19 @@ function Stats({ stats }: { stats: AnswerStats }) {
     );
   }
   const tokPerSec = stats.decodeTokensPerSec.toFixed(stats.decodeTokensPerSec >= 100 ? 0 : 1);
+  // The chip is a short label; the sentence (the CLI's words too) is its tooltip and the stats' last line.
+  const shiftNote = contextShiftNote(stats.contextShift);
   return (
     <span className="stats" title={statsTitle(stats)}>
       <span>TTFT {formatTokens(stats.ttftMs)} ms</span>
       <span>{tokPerSec} tok/s</span>
       <span>{formatTokens(stats.generatedTokens)} tokens</span>
       {stats.reusedTokens > 0 && <span className="stats-reused">{formatTokens(stats.reusedTokens)} reused</span>}
-      {stats.contextShift && <span className="stats-shifted">context shifted: {formatTokens(stats.contextShift.droppedTokens)} oldest tokens dropped</span>}
+      {shiftNote && (
+        <span className="stats-shifted" title={shiftNote}>
+          context shifted
+        </span>
+      )}
       <span className={`finish finish-${stats.finishReason}`}>{stats.finishReason}</span>
       {stats.documentParts && stats.documentParts.length > 0 && <span className="stats-parts">Used: {stats.documentParts.join('; ')}</span>}
     </span>
@@ -256,6 +263,7 @@ function statsTitle(s: AnswerStats): string {
     `Prefill: ${s.prefillTokensPerSec.toFixed(1)} tokens/s`,
     `Prompt tokens: ${formatTokens(s.promptTokens)} (${formatTokens(s.reusedTokens)} reused from the cache)`,
     `Generated tokens: ${formatTokens(s.generatedTokens)}`,
-    ...(s.contextShift ? [`Context shifts at the max context: ${s.contextShift.shifts} (${formatTokens(s.contextShift.droppedTokens)} tokens dropped)`] : []),
-  ].join('\n');
+  ]
+    .concat(contextShiftNote(s.contextShift) ?? [])
+    .join('\n');
 }

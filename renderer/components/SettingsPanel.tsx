@@ -6,6 +6,7 @@
  */
 import { useEffect, useRef, useState, type ReactNode } from 'react';
 import { maxContextCaution } from '../../main/contract/context-caution.ts';
+import { CONTEXT_FULL_WORDS } from '../../main/contract/context-full.ts';
 import type { ContextFullPolicy, Settings } from '../../main/contract/types.ts';
 import { useModel, useOpenChatPolicy, useSettings, useStores } from '../hooks.ts';
 import type { SettingsPatch } from '../stores/settings.ts';
@@ -97,19 +98,18 @@ export function SettingsPanel() {
         ))}
       </div>
       <SystemPromptField value={settings.systemPrompt} onSave={(systemPrompt) => save({ systemPrompt })} />
-      <Field
-        id="setting-context-full"
-        label="When the context is full"
-        hint="Truncate the middle keeps the first exchange and its documents; a rolling window drops the oldest. The system prompt always stays."
-      >
+      {/* The chosen policy's hint, from the one table of the policies' words (main/contract/context-full.ts). */}
+      <Field id="setting-context-full" label="When the context is full" hint={CONTEXT_FULL_WORDS[settings.contextFullPolicy].hint}>
         <select
           id="setting-context-full"
           value={settings.contextFullPolicy}
           onChange={(e) => void save({ contextFullPolicy: e.target.value as Settings['contextFullPolicy'] })}
         >
-          <option value="stop">Stop: refuse the next message</option>
-          <option value="truncate-middle">Truncate the middle</option>
-          <option value="rolling-window">Rolling window</option>
+          {POLICIES.map((p) => (
+            <option key={p} value={p} title={CONTEXT_FULL_WORDS[p].hint}>
+              {CONTEXT_FULL_WORDS[p].label}
+            </option>
+          ))}
         </select>
       </Field>
       <ChatPolicyField fallback={settings.contextFullPolicy} />
@@ -130,11 +130,8 @@ export function SettingsPanel() {
   );
 }
 
-const POLICY_LABELS: Record<ContextFullPolicy, string> = {
-  stop: 'Stop',
-  'truncate-middle': 'Truncate the middle',
-  'rolling-window': 'Rolling window',
-};
+/** The policies in the menus' order (the table's keys: stop, truncate the middle, rolling window). */
+const POLICIES = Object.keys(CONTEXT_FULL_WORDS) as ContextFullPolicy[];
 
 /** The open chat's own context-full policy: "as the setting" (none of its own) or one of the three. */
 function ChatPolicyField({ fallback }: { fallback: ContextFullPolicy }) {
@@ -142,16 +139,20 @@ function ChatPolicyField({ fallback }: { fallback: ContextFullPolicy }) {
   const { conversationId, own } = useOpenChatPolicy();
   if (conversationId === null) return null;
   return (
-    <Field id="setting-chat-policy" label="This chat, when full" hint="Overrides the setting above for the open chat only.">
+    <Field
+      id="setting-chat-policy"
+      label="This chat, when full"
+      hint={own ? `${CONTEXT_FULL_WORDS[own].hint} (This chat only.)` : 'Overrides the setting above for the open chat only.'}
+    >
       <select
         id="setting-chat-policy"
         value={own ?? ''}
         onChange={(e) => void stores.conversations.getState().setPolicy(conversationId, (e.target.value || null) as ContextFullPolicy | null)}
       >
-        <option value="">As the setting ({POLICY_LABELS[fallback]})</option>
-        {(Object.keys(POLICY_LABELS) as ContextFullPolicy[]).map((p) => (
-          <option key={p} value={p}>
-            {POLICY_LABELS[p]}
+        <option value="">As the setting ({CONTEXT_FULL_WORDS[fallback].label})</option>
+        {POLICIES.map((p) => (
+          <option key={p} value={p} title={CONTEXT_FULL_WORDS[p].hint}>
+            {CONTEXT_FULL_WORDS[p].label}
           </option>
         ))}
       </select>

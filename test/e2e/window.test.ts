@@ -6,7 +6,8 @@
  * Ctrl+K / Ctrl+B / Ctrl+, / Ctrl+N; tooltips and the list in Settings name them; the panel
  * choice survives a reload), and the dark theme, whose text contrast is measured (WCAG AA) on
  * the main surfaces in both themes, and the model panel opening a float checkpoint quantized to
- * 8 bits (its load phases shown in words, as the CLI says them). Screenshots at 1280×800 and
+ * 8 bits (its load phases shown in words, as the CLI says them), and a full context in words (a
+ * shifted answer's stats in the CLI's sentence, each context-full policy's hint). Screenshots at 1280×800 and
  * 420×800, light and dark, are saved under test/artifacts/.
  */
 import assert from 'node:assert/strict';
@@ -16,16 +17,32 @@ import type { Page } from 'playwright-core';
 import { luminance, parseCssColor, textContrast } from '../helpers/contrast.ts';
 import { ARTIFACTS, startE2eApp, until, type E2eApp } from '../helpers/e2e-app.ts';
 import { STORIES_BIN } from '../helpers/paths.ts';
+import type { AnswerStats } from '../../main/contract/types.ts';
 
 // Greedy stories260K repeats this for ~2,000 tokens: an answer long enough to stop.
 const LONG_PROMPT = 'Mom said no. Mom said no. Mom said no.';
 const SEEDED_ANSWER = 'Once upon a time there was a **little** dog.\n\n```js\nconst dog = "Spot";\n```\n\nThe end.';
+
+const SHIFTED_STATS: AnswerStats = {
+  finishReason: 'length',
+  promptTokens: 40,
+  generatedTokens: 2000,
+  reusedTokens: 0,
+  ttftMs: 12,
+  prefillTokensPerSec: 900,
+  decodeTokensPerSec: 300,
+  contextShift: { shifts: 3, droppedTokens: 1536 },
+};
 
 let app: E2eApp;
 const pageErrors: string[] = [];
 
 before(async () => {
   app = await startE2eApp((store) => {
+    // An answer that went on past the max context (seeded first, so "A seeded chat" stays the newest).
+    const shifted = store.createConversation('A shifted answer');
+    store.appendMessage(shifted.id, { role: 'user', content: 'Tell me a long story', status: 'complete' });
+    store.appendMessage(shifted.id, { role: 'assistant', content: 'Once upon a time, and on and on.', status: 'complete', stats: SHIFTED_STATS });
     // The JS backend: the native one writes the long answer below at ~1,000 tokens/s, done
     // before a click on Stop can land mid-stream.
     store.setSettings({ 'settings.backend': 'js' });
@@ -248,6 +265,41 @@ test('keyboard: Escape stops an answer before its first token and focus returns 
   assert.equal(await panel.count(), 0, 'closed after a reload');
   await page.keyboard.press('Control+,');
   await panel.waitFor();
+  await page.close();
+  assert.deepEqual(pageErrors, []);
+});
+
+test('a full context in words: a shifted answer says so in the CLI\'s sentence; Settings says what each policy does mid-answer', async () => {
+  const page = await openPage(1280);
+  await page.getByRole('navigation', { name: 'Conversations' }).getByRole('link', { name: /A shifted answer/ }).click();
+  // The chip is a short label; its tooltip and the stats tooltip's last line are the CLI's note (main/contract/context-full.ts).
+  const sentence = 'The max context was reached; the context was shifted 3 times and the answer went on (1,536 earlier tokens dropped).';
+  const chip = page.locator('.msg-assistant .stats-shifted');
+  await chip.waitFor();
+  assert.equal(await chip.textContent(), 'context shifted');
+  assert.equal(await chip.getAttribute('title'), sentence);
+  const statsTitle = (await page.locator('.msg-assistant .stats').getAttribute('title')) ?? '';
+  assert.equal(statsTitle.split('\n').at(-1), sentence, statsTitle);
+
+  // The chosen policy's hint under "When the context is full", and the open chat's own one.
+  const hintOf = (id: string) => page.locator('.field', { has: page.locator(`#${id}`) }).locator('.field-hint');
+  const policy = page.getByLabel('When the context is full', { exact: true });
+  const hints: Record<string, string> = {
+    'truncate-middle':
+      'Keeps the system prompt and the first exchange with its documents; leaves out the oldest exchanges after it. An answer that reaches the max context goes on: the first exchange is kept and the oldest turns after it are dropped.',
+    'rolling-window': 'Keeps the system prompt; leaves out the oldest exchanges. An answer that reaches the max context goes on: the oldest turns are dropped.',
+    stop: 'Leaves nothing out: Send refuses a message that does not fit, and an answer that reaches the max context ends there.',
+  };
+  for (const [value, hint] of Object.entries(hints)) {
+    await policy.selectOption(value);
+    await until(`the hint for ${value}`, async () => (await hintOf('setting-context-full').textContent()) === hint, 10_000).catch(async (e: Error) => {
+      throw new Error(`${e.message}; the hint reads ${JSON.stringify(await hintOf('setting-context-full').textContent())}`);
+    });
+  }
+  assert.deepEqual(await policy.locator('option').allTextContents(), ['Stop', 'Truncate the middle', 'Rolling window']);
+  await page.getByLabel('This chat, when full', { exact: true }).selectOption('truncate-middle');
+  await until('the chat policy hint', async () => (await hintOf('setting-chat-policy').textContent()) === `${hints['truncate-middle']} (This chat only.)`, 10_000);
+  await page.getByLabel('This chat, when full', { exact: true }).selectOption('');
   await page.close();
   assert.deepEqual(pageErrors, []);
 });

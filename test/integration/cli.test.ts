@@ -162,14 +162,16 @@ test('greedy story ends where llama2.c run.c ends it: at BOS (id 1), the TinySto
   assert.equal(j.stats.contextUsed, j.promptTokens.length + j.tokens.length);
 });
 
-test('prompt longer than --max-context exits 2 naming both numbers; a prompt that exactly fits ends context-full (stop) or shifts (default)', async () => {
+test('prompt longer than --max-context exits 2 naming both numbers; a prompt that exactly fits ends context-full (stop) or shifts (default, with a note)', async () => {
   const dir = await cache();
-  const [fits, over, overBig, shifts] = await runBatch(
+  const shiftArgs = ['--ignore-eos', '--max-context', '64', '--max-tokens', '150', '--temperature', '0'];
+  const [fits, over, overBig, shifts, shiftsText] = await runBatch(
     [
       ['--context-full', 'stop', '--max-context', '5', '--temperature', '0', '--json', PROMPT],
       ['--max-context', '4', '--json', PROMPT], // 5 prompt tokens
       ['--max-context', '8', PROMPT.repeat(4)],
-      ['--ignore-eos', '--max-context', '64', '--max-tokens', '150', '--temperature', '0', '--json', PROMPT],
+      [...shiftArgs, '--json', PROMPT],
+      [...shiftArgs, PROMPT],
     ],
     dir,
   );
@@ -207,6 +209,14 @@ test('prompt longer than --max-context exits 2 naming both numbers; a prompt tha
   assert.ok(s.stats.droppedTokens >= 150 - 64, `dropped ${s.stats.droppedTokens}`);
   assert.equal(s.stats.contextUsed, s.promptTokens.length + 149 - s.stats.droppedTokens, 'all but the last token fed, minus what the shifts dropped');
   assert.ok(s.text.startsWith(REFERENCE.slice(0, 40)), 'greedy text before the first shift is unchanged');
+  // Streamed as text, the same answer, and one note that says so in the window's words (main/contract/context-full.ts).
+  assert.equal(shiftsText.code, 0, describeRun(shiftsText));
+  assert.equal(shiftsText.stdout, `${PROMPT}${s.text}\n`);
+  assert.equal(
+    shiftsText.stderr,
+    `note: The max context was reached; the context was shifted ${s.stats.contextShifts} times and the answer went on (${s.stats.droppedTokens} earlier tokens dropped).\n`,
+    describeRun(shiftsText),
+  );
 });
 
 test('--seed: same seed → same tokens at temperature 1; different seeds → different tokens', async () => {
@@ -317,6 +327,9 @@ test('bad options and prompts: one-line error, exit 2, no stack trace, nothing o
     [['--max-context', 'many'], /--max-context/],
     [['--frobnicate'], /--frobnicate/],
     [['--model', ''], /--model/],
+    [['--context-full', 'middle'], /^error: --context-full must be stop or rolling-window, got "middle"$/],
+    // A policy of the window's (main/contract/types.ts) that a single prompt cannot use, and why.
+    [['--context-full', 'truncate-middle'], /^error: --context-full truncate-middle keeps the first exchange of a conversation and drops the turns after it, but npm run chat answers a single prompt: there is no first exchange to keep; use rolling-window or stop$/],
   ];
   const prompts: Array<[string[], RegExp]> = [
     [[''], /prompt/],

@@ -2,8 +2,9 @@
  * `serve` mode: the real services behind the HTTP + WebSocket server on 127.0.0.1. Static files
  * with the CSP, no directory traversal, the wire protocol (calls, errors for bad frames, events
  * to every client), Origin and Host checks; and the CLI as a user runs it: the URL is the first
- * line, bad options exit 2 with one line, SIGTERM shuts down cleanly, and after a SIGKILL during
- * a streamed answer the partial answer is in SQLite.
+ * line, bad options exit 2 with one line, SIGTERM shuts down cleanly, a max context above the
+ * trained context gets the chat CLI's caution once, and after a SIGKILL during a streamed answer
+ * the partial answer is in SQLite.
  */
 import net from 'node:net';
 import assert from 'node:assert/strict';
@@ -20,7 +21,7 @@ import { WebSocket } from 'ws';
 import type { ServerFrame } from '../../main/contract/wire.ts';
 import { startServer, type RunningServer } from '../../main/serve/server.ts';
 import { startBackend, type Backend as Services } from '../../main/backend.ts';
-import { DB_FILE } from '../../main/services/store.ts';
+import { ConversationStore, DB_FILE } from '../../main/services/store.ts';
 import { PROJECT_ROOT, STORIES_BIN } from '../helpers/paths.ts';
 import { sleep } from '../helpers/router-events.ts';
 
@@ -302,6 +303,32 @@ test('CLI: the first line is the URL; the page is served; SIGTERM shuts down cle
   assert.ok(existsSync(path.join(data, DB_FILE)));
 });
 
+test('CLI: a max context above the trained context (1,024 > 512): the ready line, then the chat CLI\'s caution once, on stderr', async () => {
+  const data = path.join(root, 'caution-data');
+  mkdirSync(data, { recursive: true });
+  const store = new ConversationStore(data);
+  store.setSettings({ 'settings.maxContext': 1024 });
+  store.close();
+  const child = spawnServe(['--port', '0', '--data', data, '--static', staticDir]);
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const done = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  try {
+    await firstLine(child);
+    const end = Date.now() + 60_000;
+    while (!/^model: /m.test(stderr) && Date.now() < end) await sleep(50);
+    await sleep(200); // a note, if any, follows the ready line in the same tick
+  } finally {
+    child.kill('SIGTERM');
+  }
+  assert.equal(await done, 0, stderr);
+  const lines = stderr.trimEnd().split('\n');
+  const ready = lines.findIndex((l) => l.startsWith('model: '));
+  assert.equal(lines[ready], 'model: stories260K ready (cpu, max context 1024)', stderr);
+  assert.equal(lines[ready + 1], "note: Max context 1,024 is above the model's trained context (512): answers lose quality past it; 512 or less keeps them at full quality.", stderr);
+  assert.equal(lines.filter((l) => l.includes('above the model')).length, 1, `once: ${stderr}`);
+});
+
 test('CLI: killed (SIGKILL) while an answer streams, the partial answer is in SQLite', async () => {
   const data = path.join(root, 'kill-data');
   const child = spawnServe(['--port', '0', '--data', data, '--static', staticDir]);
@@ -327,7 +354,10 @@ test('CLI: killed (SIGKILL) while an answer streams, the partial answer is in SQ
   } finally {
     child.kill('SIGKILL');
   }
-  assert.equal((await done).signal, 'SIGKILL');
+  const killed = await done;
+  assert.equal(killed.signal, 'SIGKILL');
+  assert.match(killed.stderr, /^model: stories260K ready \(cpu, max context 512\)$/m);
+  assert.doesNotMatch(killed.stderr, /above the model's trained context/, 'no caution at the trained context, nor after the reload to 16,384 (said at start only)');
   const db = new Database(path.join(data, DB_FILE), { readonly: true });
   try {
     const row = db.prepare('SELECT role, content, status FROM messages WHERE id = ?').get(messageId) as { role: string; content: string; status: string };

@@ -1,6 +1,8 @@
 /**
  * `npm run chat` option parsing (main/cli/options.ts): `--quantize` takes the contract's choices
- * (q4, q8) and refuses anything else with a usage error quoting the value.
+ * (q4, q8) and refuses anything else with a usage error quoting the value; `--context-full` takes
+ * the contract's policies a single prompt can use (stop, rolling-window) and refuses
+ * truncate-middle saying why.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -17,5 +19,25 @@ test('--quantize: q4 or q8, absent = as stored; anything else is a usage error q
   assert.equal(quantizeOf(['--quantize=q8']), 'q8');
   for (const bad of ['q3', 'Q4', '']) {
     assert.throws(() => quantizeOf(['--quantize', bad]), (e: unknown) => e instanceof UsageError && e.message === `--quantize must be q4 or q8, got "${bad}"`);
+  }
+});
+
+test('--context-full: rolling-window (default) shifts, stop does not; truncate-middle is refused with the reason; others quote the value', () => {
+  const shiftOf = (argv: string[]) => {
+    const o = parseChatOptions([...argv, 'Once upon a time']);
+    return o === 'help' ? undefined : o.contextShift;
+  };
+  assert.equal(shiftOf([]), true);
+  assert.equal(shiftOf(['--context-full', 'rolling-window']), true);
+  assert.equal(shiftOf(['--context-full=stop']), false);
+  assert.throws(
+    () => shiftOf(['--context-full', 'truncate-middle']),
+    (e: unknown) =>
+      e instanceof UsageError &&
+      e.message ===
+        '--context-full truncate-middle keeps the first exchange of a conversation and drops the turns after it, but npm run chat answers a single prompt: there is no first exchange to keep; use rolling-window or stop',
+  );
+  for (const bad of ['Stop', 'truncate', '']) {
+    assert.throws(() => shiftOf(['--context-full', bad]), (e: unknown) => e instanceof UsageError && e.message === `--context-full must be stop or rolling-window, got "${bad}"`);
   }
 });
