@@ -223,17 +223,61 @@ export class EngineHost implements ChatEngine {
   }
 }
 
+/** The engine workers alive in this process (every host's), for `exitProcess`. */
+const liveWorkers = new Set<Worker>();
+/** Each stopping worker's exit, so a second stop waits for the first instead of sending another shutdown. */
+const stopping = new WeakMap<Worker, Promise<void>>();
+
 /**
  * Asks a worker to stop at its next safe point and waits for it to exit; `terminate()` is the
  * last resort after `graceMs` (a worker stuck in a native call would otherwise never exit).
+ * `graceMs` null: no last resort. Stopping a worker that is already stopping waits for that stop.
  */
-async function stopWorker(w: Worker, exitCode: number, graceMs = 15_000): Promise<void> {
-  if (w.threadId === -1) return; // already exited
-  const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
-  w.postMessage({ type: 'shutdown', id: 0, exitCode } satisfies HostToWorker);
-  const timer = setTimeout(() => void w.terminate(), graceMs);
-  await exited;
+function stopWorker(w: Worker, exitCode: number, graceMs: number | null = 15_000): Promise<void> {
+  if (w.threadId === -1) return Promise.resolve(); // already exited
+  let exit = stopping.get(w);
+  if (!exit) {
+    exit = new Promise<void>((resolve) => w.once('exit', () => resolve()));
+    stopping.set(w, exit);
+    w.postMessage({ type: 'shutdown', id: 0, exitCode } satisfies HostToWorker);
+    if (graceMs !== null) {
+      const timer = setTimeout(() => void w.terminate(), graceMs);
+      void exit.then(() => clearTimeout(timer));
+    }
+  }
+  return exit;
+}
+
+/**
+ * Ends the process with `code`, never while an engine worker is inside ONNX Runtime. Exiting
+ * (`process.exit`, Electron's quit) tears down the worker threads with the process, and a worker
+ * torn down in the middle of a native run aborts the whole process (exit 134, "terminate called
+ * after throwing an instance of 'Napi::Error'"), so every engine worker is first stopped at its
+ * next safe point (its runs cancelled, its model disposed), as `dispose` does, and then the
+ * process exits. The rule for a second Ctrl-C or SIGTERM (`serve`: the first one's shutdown
+ * stores the answer and closes the database; this one does not wait for those).
+ *
+ * A worker still inside one native call after `graceMs` (a long prefill step of a large model)
+ * cannot be stopped safely; the process then ends the way the kernel ends it, without running
+ * any exit handler or native finalizer: by `signal` with its default action (the listeners are
+ * removed first; a shell reports 128 + the signal's number, 130 for SIGINT), SIGKILL when no
+ * signal is given.
+ * @param code the exit status, e.g. 130 for a second SIGINT.
+ * @param signal the signal that asked for the exit, re-raised when the grace runs out; null: SIGKILL then.
+ * @param graceMs how long to wait for the workers to reach a safe point (ms).
+ */
+export async function exitProcess(code: number, signal: NodeJS.Signals | null, graceMs = 3000): Promise<never> {
+  let timer: NodeJS.Timeout | undefined;
+  const stopped = await Promise.race([
+    Promise.all([...liveWorkers].map((w) => stopWorker(w, 0, null))).then(() => true),
+    new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), graceMs))),
+  ]);
   clearTimeout(timer);
+  if (!stopped) {
+    if (signal) process.removeAllListeners(signal);
+    process.kill(process.pid, signal ?? 'SIGKILL');
+  }
+  return process.exit(code);
 }
 
 /** Starts the engine worker. */
@@ -242,7 +286,10 @@ function startEngineWorker(url: URL): Worker {
   // some processes (measured: a segfault while creating stories260K's session when the process
   // had a 16 kB command-line argument, e.g. a long `npm run chat` prompt; fine with 8 MiB).
   // Thread stacks are reserved, not committed, so a generous bound costs nothing.
-  return workerThread(url, { resourceLimits: { stackSizeMb: 64 } });
+  const w = workerThread(url, { resourceLimits: { stackSizeMb: 64 } });
+  liveWorkers.add(w);
+  w.once('exit', () => liveWorkers.delete(w));
+  return w;
 }
 
 type DistributiveOmit<T, K extends keyof any> = T extends unknown ? Omit<T, K> : never;

@@ -6,6 +6,7 @@
  * The first line printed to stdout is the URL (`http://127.0.0.1:PORT/`); notes go to stderr (the
  * model's ready line, then, once, the caution when the max context is above the trained context).
  * Exit codes: 0 after SIGINT/SIGTERM (answer stopped and kept, worker stopped, database closed),
+ * 130 after a second one (at once, once the engine worker is at a safe point: exitProcess),
  * 1 when the server cannot start (port taken, unreadable database), 2 for a bad option (one line
  * on stderr).
  */
@@ -14,6 +15,7 @@ import path from 'node:path';
 import { maxContextCaution } from '../contract/context-caution.ts';
 import { firstLine } from '../services/errors.ts';
 import { startBackend } from '../backend.ts';
+import { exitProcess } from '../engine-host/host.ts';
 import { parseServeOptions, USAGE, UsageError } from './options.ts';
 import { startServer } from './server.ts';
 
@@ -50,14 +52,18 @@ async function main(argv: string[]): Promise<void> {
   });
 
   let stopping = false;
+  let exitCode = 0;
   const stop = (signal: NodeJS.Signals) => {
-    if (stopping) process.exit(130);
+    // A second signal: out now, without waiting for the answer to be stored or the database to
+    // close, but never while the engine worker is inside ONNX Runtime (that aborted: exit 134).
+    // The first signal's shutdown may still finish first: it exits with 130 too.
+    if (stopping) return void exitProcess((exitCode = 130), signal);
     stopping = true;
     process.stderr.write(`${signal}: shutting down\n`);
     void (async () => {
       await server.close();
       await services.dispose();
-      process.exit(0);
+      process.exit(exitCode);
     })();
   };
   process.on('SIGINT', stop);
