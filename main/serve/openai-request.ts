@@ -34,6 +34,20 @@ export class ApiError extends Error {
 }
 
 /**
+ * A field's path as clients write it: `['messages', 0, 'content']` → `messages[0].content`; the
+ * body itself (`[]`) → null. The one spelling of `param` for /v1 and /tokenize.
+ */
+export function fieldName(path: readonly PropertyKey[]): string | null {
+  return path.reduce<string>((acc, k) => (typeof k === 'number' ? `${acc}[${k}]` : acc ? `${acc}.${String(k)}` : String(k)), '') || null;
+}
+
+/** A 400 `invalid_request` for the field at `path`: `param` names it and the message starts with it (`tokens[0]: …`). */
+export function invalidField(path: readonly PropertyKey[], reason: string): ApiError {
+  const param = fieldName(path);
+  return new ApiError(400, 'invalid_request', `${param ?? 'body'}: ${reason}`, param);
+}
+
+/**
  * A 400 for a body that fails its schema: the first issue, with its field written as clients
  * write it (`messages[0].content`) and its most specific reason (of a union, the branch that
  * matched the value's type: "stop: Too big: expected array to have <=16 items", not "Invalid
@@ -41,8 +55,7 @@ export class ApiError extends Error {
  */
 export function invalidBody(error: z.ZodError): ApiError {
   const { path, message } = specific(error.issues[0]);
-  const param = path.reduce<string>((acc, k) => (typeof k === 'number' ? `${acc}[${k}]` : acc ? `${acc}.${String(k)}` : String(k)), '') || null;
-  return new ApiError(400, 'invalid_request', `${param ?? 'body'}: ${message}`, param);
+  return invalidField(path, message);
 }
 
 /** An issue's path and message; a union's from its branch that is not a type mismatch, else the types it takes. */
@@ -184,18 +197,23 @@ function generationFields(body: z.infer<z.ZodObject<typeof sampling>>, maxTokens
   };
 }
 
-/** A `/v1/chat/completions` body. @throws ApiError 400 with `param`. */
+const EMPTY_PROMPT = 'the prompt is empty; give some text';
+
+/** A `/v1/chat/completions` body. @throws ApiError 400 with `param` (every message empty: the last one's content). */
 export function parseChatRequest(body: unknown, s: Settings): ParsedRequest {
   const b = parse(chatSchema, body);
+  const messages = chatMessages(b.messages);
+  // The engine refuses it too, but without the field: named here, the last message's content.
+  if (messages.every((m) => m.content === '')) throw invalidField(['messages', messages.length - 1, 'content'], EMPTY_PROMPT);
   return {
-    request: { messages: chatMessages(b.messages), ...generationFields(b, b.max_completion_tokens ?? b.max_tokens, s) },
+    request: { messages, ...generationFields(b, b.max_completion_tokens ?? b.max_tokens, s) },
     model: b.model,
     stream: b.stream === true,
     includeUsage: b.stream_options?.include_usage === true,
   };
 }
 
-/** A `/v1/completions` body (a raw prompt, for base models). @throws ApiError 400 with `param`. */
+/** A `/v1/completions` body (a raw prompt, for base models). @throws ApiError 400 with `param` (an empty prompt: `prompt`). */
 export function parseCompletionRequest(body: unknown, s: Settings): ParsedRequest {
   const b = parse(completionSchema, body);
   let prompt = b.prompt;
@@ -203,6 +221,7 @@ export function parseCompletionRequest(body: unknown, s: Settings): ParsedReques
     if (prompt.length !== 1 || typeof prompt[0] !== 'string') throw new ApiError(400, 'invalid_request', 'prompt: give one string (several prompts and token-id prompts are not supported)', 'prompt');
     prompt = prompt[0];
   }
+  if (prompt === '') throw invalidField(['prompt'], EMPTY_PROMPT);
   return {
     request: { prompt: prompt as string, ...generationFields(b, b.max_tokens, s) },
     model: b.model,

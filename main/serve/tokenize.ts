@@ -16,7 +16,7 @@ import type http from 'node:http';
 import { z } from 'zod';
 import type { CompletionBackend } from '../services/index.ts';
 import { json, readJson, sendError, toApiError } from './openai.ts';
-import { ApiError, chatMessages, invalidBody, messageSchema } from './openai-request.ts';
+import { ApiError, chatMessages, invalidBody, invalidField, messageSchema } from './openai-request.ts';
 
 /** Ids accepted by /detokenize at once. */
 const MAX_IDS = 1 << 20;
@@ -78,7 +78,7 @@ async function detokenize(body: unknown, res: http.ServerResponse, backend: Comp
   // as a model-side error).
   const vocabSize = backend.model()?.vocabSize ?? Infinity;
   const bad = b.tokens.findIndex((id) => id >= vocabSize);
-  if (bad >= 0) throw new ApiError(400, 'invalid_request', `tokens[${bad}]: ${b.tokens[bad]} is not a token id of this model (0 to ${vocabSize - 1})`, 'tokens');
+  if (bad >= 0) throw invalidField(['tokens', bad], `${b.tokens[bad]} is not a token id of this model (0 to ${vocabSize - 1})`);
   const content = await backend.detokenize(b.tokens);
   json(res, 200, { content, prompt: content });
 }

@@ -227,6 +227,34 @@ test('a Host header that is empty, missing, doubled or malformed: 400 with the J
   assert.equal(JSON.parse(ok.body).data[0].id, MODEL);
 });
 
+test('an empty prompt is refused with param naming the field, messages[0].content or prompt (was param null)', async () => {
+  const chat = (messages: unknown) => client.chat.completions.create({ ...GREEDY, max_tokens: 4, messages } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+  await refused(chat([{ role: 'user', content: '' }]), 400, 'messages[0].content', /^400 messages\[0\]\.content: the prompt is empty/);
+  await refused(chat([{ role: 'user', content: [{ type: 'text', text: '' }] }]), 400, 'messages[0].content', /the prompt is empty/);
+  await refused(chat([{ role: 'system', content: '' }, { role: 'user', content: '' }]), 400, 'messages[1].content', /the prompt is empty/);
+  const complete = (prompt: unknown) => client.completions.create({ ...GREEDY, max_tokens: 4, prompt } as OpenAI.CompletionCreateParamsNonStreaming);
+  await refused(complete(''), 400, 'prompt', /^400 prompt: the prompt is empty/);
+  await refused(complete(['']), 400, 'prompt', /the prompt is empty/);
+  // One empty message among others is a prompt.
+  const ok = await chat([{ role: 'system', content: '' }, ...story()]);
+  assert.equal(ok.choices.length, 1);
+});
+
+test('/detokenize: an id past the vocabulary (512) or negative is refused with param tokens[i] (512 said "tokens")', async () => {
+  const detokenize = async (tokens: number[]) => {
+    const res = await fetch(`http://127.0.0.1:${srv.port}/detokenize`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ tokens }) });
+    return { status: res.status, error: ((await res.json()) as { error: { message: string; param: string | null; code: string } }).error };
+  };
+  const past = await detokenize([512]);
+  assert.deepEqual([past.status, past.error.param, past.error.code], [400, 'tokens[0]', 'invalid_request'], past.error.message);
+  assert.equal(past.error.message, 'tokens[0]: 512 is not a token id of this model (0 to 511)');
+  const negative = await detokenize([-1]);
+  assert.deepEqual([negative.status, negative.error.param, negative.error.code], [400, 'tokens[0]', 'invalid_request'], negative.error.message);
+  assert.match(negative.error.message, /^tokens\[0\]: /);
+  const third = await detokenize([1, 2, 600]);
+  assert.equal(third.error.param, 'tokens[2]');
+});
+
 test('a queue, not 429: concurrent requests, one right after an aborted stream, and a client that leaves while queued', async () => {
   const long = { model: MODEL, messages: story(), max_tokens: 300, temperature: 1, seed: 1, ...({ ignore_eos: true } as object) };
   const answers = await Promise.all([0, 1, 2].map(() => client.chat.completions.create({ ...GREEDY, messages: story(), max_tokens: 8 })));

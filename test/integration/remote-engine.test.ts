@@ -91,7 +91,7 @@ test("serve's /tokenize and /detokenize answer llama.cpp's and vLLM's shapes wit
   assert.deepEqual((await post(`${root}/detokenize`, { tokens: ids })).json, { content: text, prompt: text });
   const unknownId = await post(`${root}/detokenize`, { tokens: [ids[0], 99_999] });
   assert.equal(unknownId.status, 400);
-  assert.deepEqual(unknownId.json.error, { message: 'tokens[1]: 99999 is not a token id of this model (0 to 511)', type: 'invalid_request_error', param: 'tokens', code: 'invalid_request' });
+  assert.deepEqual(unknownId.json.error, { message: 'tokens[1]: 99999 is not a token id of this model (0 to 511)', type: 'invalid_request_error', param: 'tokens[1]', code: 'invalid_request' });
   const wrongModel = await post(`${root}/tokenize`, { model: 'gpt-4', prompt: text });
   assert.deepEqual([wrongModel.status, (wrongModel.json.error as { param: string }).param], [404, 'model']);
   const both = await post(`${root}/tokenize`, { content: text, prompt: text });
