@@ -32,6 +32,11 @@ export function isOwnHost(host: string | undefined, port: number): boolean {
   return h === `127.0.0.1:${port}` || h === `localhost:${port}` || h === `[::1]:${port}`;
 }
 
+/** The 403 for a request naming another server (its Host, or the authority of an absolute-form target), saying what to use. */
+export function forbiddenHost(host: string | undefined, port: number): ApiError {
+  return new ApiError(403, 'forbidden_host', `wrong Host ${JSON.stringify(String(host ?? '').slice(0, 100))}; use http://127.0.0.1:${port}/v1 or http://localhost:${port}/v1`);
+}
+
 /**
  * Answers `/health`, the tokenizer paths and `/v1/*` requests; returns false for any other path (the caller serves it).
  * Never throws.
@@ -42,7 +47,7 @@ export function routeApi(req: http.IncomingMessage, res: http.ServerResponse, op
   const port = opts.port();
   res.setHeader('X-Ropewalk-Instance', opts.completions.instanceId);
   if (!isOwnHost(req.headers.host, port)) {
-    sendError(res, new ApiError(403, 'forbidden_host', `wrong Host ${JSON.stringify(String(req.headers.host ?? '').slice(0, 100))}; use http://127.0.0.1:${port}/v1 or http://localhost:${port}/v1`));
+    sendError(res, forbiddenHost(req.headers.host, port));
     return true;
   }
   const origin = req.headers.origin;

@@ -8,6 +8,12 @@
  * - Host (RFC 9112 §3.2: exactly one, `host[:port]`): missing, empty, doubled or malformed is a
  *   400 `invalid_host` that quotes the value and says what to send, with `Connection: close`.
  *   A well-formed Host that names another server is the listener's business (`isOwnHost`: 403).
+ * - An absolute-form request target (RFC 9112 §3.2.2: `GET http://127.0.0.1:PORT/v1/models`,
+ *   which a server must accept): its authority takes the Host's place, as that section says. One
+ *   that names this server (`isOwnHost`) is routed by its path, as if sent in origin form (the
+ *   handler sees `url` = path and query, `host` = the authority); another server's is the 403
+ *   `forbidden_host` a foreign Host gets under /v1, on every path; a target that is neither a
+ *   path nor an `http://` URL (`*`, other schemes) is a 400 `invalid_request` quoting it.
  * - A request Node's parser refuses (a control character in a header, a bad request line, headers
  *   over Node's limit, a request too slow to arrive): the same JSON body on the socket, 400
  *   (`invalid_host` when the refused line is the Host header, else `invalid_request`), 431 or
@@ -18,6 +24,7 @@ import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { errorJson, sendError } from './openai.ts';
 import { ApiError } from './openai-request.ts';
+import { forbiddenHost, isOwnHost } from './api-routes.ts';
 
 /** `host[:port]` as RFC 3986 writes an authority's host: an IP literal in brackets, or letters, digits and the characters a reg-name allows. */
 const HOST_SYNTAX = /^(?:\[[0-9a-f:.]+\]|[a-z0-9\-._~!$&'()*+,;=%]+)(?::\d{1,5})?$/i;
@@ -43,6 +50,31 @@ export function malformedHost(rawHeaders: string[], port: number): ApiError | nu
   if (values.length > 1) return invalid(`${values.length} Host headers (${values.map(quote).join(', ')}); HTTP allows one`);
   if (values[0] === '') return invalid('the Host header is empty');
   if (!HOST_SYNTAX.test(values[0])) return invalid(`malformed Host header ${quote(values[0])}: expected host[:port]`);
+  return null;
+}
+
+/**
+ * For an absolute-form request target naming this server, rewrites the request to its origin
+ * form (`url` = path and query, `host` = the target's authority) and returns null; otherwise the
+ * error to answer: 403 `forbidden_host` for another server, 400 `invalid_request` for a target
+ * that is not an `http://` URL. A target in origin form (`/…`) is left as it is (null).
+ * @param port the listener's port, for the own-host check and the messages.
+ */
+export function absoluteTarget(req: http.IncomingMessage, port: number): ApiError | null {
+  const target = req.url ?? '';
+  if (target.startsWith('/')) return null;
+  let url: URL | null = null;
+  try {
+    url = new URL(target);
+  } catch {
+    // not a URL: answered below
+  }
+  if (!url || url.protocol !== 'http:' || url.username || url.password) {
+    return new ApiError(400, 'invalid_request', `request target ${quote(target)} is neither a path nor an http:// URL of this server; send a path, e.g. GET /v1/models`);
+  }
+  if (!isOwnHost(url.host, port)) return forbiddenHost(url.host, port);
+  req.url = `${url.pathname}${url.search}`;
+  req.headers.host = url.host;
   return null;
 }
 
@@ -76,14 +108,15 @@ function answerOnSocket(socket: Duplex, err: ApiError): void {
 }
 
 /**
- * An HTTP server whose `handler` sees only requests with one well-formed Host (see the top of
- * this file for what the others get). Listen on 127.0.0.1 as before.
+ * An HTTP server whose `handler` sees only requests with one well-formed Host and an origin-form
+ * target (an absolute-form one for this server is rewritten to it; see the top of this file for
+ * what the others get). Listen on 127.0.0.1 as before.
  * @param port the port it listens on, once known (for the messages).
  */
 export function createLocalHttpServer(port: () => number, handler: http.RequestListener): http.Server {
   // Node answers a missing Host itself (an empty 400) unless told not to; malformedHost does.
   const server = http.createServer({ requireHostHeader: false }, (req, res) => {
-    const bad = malformedHost(req.rawHeaders, port());
+    const bad = malformedHost(req.rawHeaders, port()) ?? absoluteTarget(req, port());
     if (bad) sendError(res, bad);
     else handler(req, res);
   });

@@ -255,6 +255,35 @@ test('/detokenize: an id past the vocabulary (512) or negative is refused with p
   assert.equal(third.error.param, 'tokens[2]');
 });
 
+test('an absolute-form request target (RFC 9112 §3.2.2) for this server is routed by its path; for another server, 403 forbidden_host (raw socket)', async () => {
+  const port = srv.port;
+  const send = (target: string, host = `127.0.0.1:${port}`) => rawSocket(`GET ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+  for (const authority of [`127.0.0.1:${port}`, `localhost:${port}`, `LOCALHOST:${port}`, `[::1]:${port}`]) {
+    const models = await send(`http://${authority}/v1/models`);
+    assert.equal(models.status, 200, `${authority}: ${models.body}`);
+    assert.equal(JSON.parse(models.body).data[0].id, MODEL);
+  }
+  const health = await send(`http://localhost:${port}/health?x=1`);
+  assert.deepEqual([health.status, JSON.parse(health.body)], [200, { status: 'ok' }]);
+  // The target's authority takes the Host's place (the RFC: the server ignores the Host then).
+  const hostIgnored = await send(`http://127.0.0.1:${port}/v1/models`, 'evil.example');
+  assert.equal(hostIgnored.status, 200, hostIgnored.body);
+  const page = await send(`http://127.0.0.1:${port}/`);
+  assert.equal(page.status, 200, 'the page too');
+  for (const [target, named] of [[`http://evil.example:${port}/v1/models`, `evil.example:${port}`], [`http://127.0.0.1:${port + 1}/v1/models`, `127.0.0.1:${port + 1}`], [`http://evil.example/`, 'evil.example']]) {
+    const r = await send(target);
+    assert.equal(r.status, 403, `${target}: ${r.body}`);
+    assert.match(r.headers['content-type'] ?? '', /^application\/json/);
+    assert.deepEqual(JSON.parse(r.body).error, { message: `wrong Host "${named}"; use http://127.0.0.1:${port}/v1 or http://localhost:${port}/v1`, type: 'invalid_request_error', param: null, code: 'forbidden_host' });
+  }
+  for (const target of ['*', `https://127.0.0.1:${port}/v1/models`, `ftp://127.0.0.1:${port}/`]) {
+    const r = await send(target);
+    assert.equal(r.status, 400, `${target}: ${r.body}`);
+    assert.equal(JSON.parse(r.body).error.code, 'invalid_request');
+    assert.ok(JSON.parse(r.body).error.message.includes(JSON.stringify(target)), r.body);
+  }
+});
+
 test('a queue, not 429: concurrent requests, one right after an aborted stream, and a client that leaves while queued', async () => {
   const long = { model: MODEL, messages: story(), max_tokens: 300, temperature: 1, seed: 1, ...({ ignore_eos: true } as object) };
   const answers = await Promise.all([0, 1, 2].map(() => client.chat.completions.create({ ...GREEDY, messages: story(), max_tokens: 8 })));
