@@ -6,7 +6,8 @@
  * The first line printed to stdout is the URL (`http://127.0.0.1:PORT/`); notes go to stderr (the
  * model's ready line, then, once, the caution when the max context is above the trained context).
  * Exit codes: 0 after SIGINT/SIGTERM (answer stopped and kept, worker stopped, database closed),
- * 130 after a second one (at once, once the engine worker is at a safe point: exitProcess),
+ * 130 after a second one (at once, once the engine worker is at a safe point: exitProcess; ended
+ * by that signal instead when one native run outlasts 3 s),
  * 1 when the server cannot start (port taken, unreadable database), 2 for a bad option (one line
  * on stderr).
  */
