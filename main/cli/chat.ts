@@ -64,7 +64,7 @@ async function main(argv: string[]): Promise<number> {
     // Without a chat template the system prompt opens the transcript, as in the window and /v1.
     const system = opts.system ? [{ role: 'system' as const, content: opts.system }] : [];
     const withDocs = documents
-      ? await documents.documentPrompt(host, system, opts.prompt, docs, { relevant: opts.fitRelevant, room: info.maxContext - opts.maxTokens, maxContext: info.maxContext, reserve: opts.maxTokens })
+      ? await documents.documentPrompt(host, system, opts.prompt, docs, { relevant: opts.fitRelevant, room: info.maxContext - opts.maxTokens, maxContext: info.maxContext, trainedContext: info.trainedContext, reserve: opts.maxTokens })
       : null;
     if (withDocs?.documentParts && !opts.json) process.stderr.write(`using the relevant parts: ${withDocs.documentParts.join('; ')}\n`);
     const request: GenerationRequest = {

@@ -3,7 +3,7 @@
  * `contextShiftNote` words an answer's context shift (`npm run chat`'s `note:` line on stderr and
  * the window's stats tooltip under the answer), `contextFullNote` an answer that ended at the max
  * context and what to do about it, `promptTooLongRemedy` what to do about a prompt that does not
- * fit (both name the remedies in the caller's terms, `CLI_CONTEXT_REMEDIES` for `npm run chat`,
+ * fit, `raiseUpToTrained` the larger max context alone (all three name the remedies in the caller's terms, `CLI_CONTEXT_REMEDIES` for `npm run chat`,
  * and suggest a larger max context only up to the model's trained context, past which answers lose
  * quality: context-caution.ts), and `CONTEXT_FULL_WORDS` labels and explains the
  * three context-full policies (the window's Settings and the refusal line's buttons; the README's
@@ -49,10 +49,11 @@ export const CLI_CONTEXT_REMEDIES: ContextRemedies = {
 const knownTrained = (t: number | null | undefined): t is number => typeof t === 'number' && t > 0;
 
 /**
- * `raise` with its bound ("… (up to the model's trained context, 512)"), or null when the max
- * context is already at or past the trained context: more would cost quality, not help.
+ * `raise` with its bound ("raise --max-context (up to the model's trained context, 512)"), without
+ * one when the trained context is unknown (null), or null when the max context is already at or
+ * past the trained context: more would cost quality, not help.
  */
-function raiseUpToTrained(maxContext: number, trainedContext: number | null | undefined, remedies: ContextRemedies): string | null {
+export function raiseUpToTrained(maxContext: number, trainedContext: number | null | undefined, remedies: ContextRemedies): string | null {
   if (!knownTrained(trainedContext)) return remedies.raise;
   return maxContext < trainedContext ? `${remedies.raise} (up to the model's trained context, ${count(trainedContext)})` : null;
 }

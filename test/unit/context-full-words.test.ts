@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CLI_CONTEXT_REMEDIES, CONTEXT_FULL_WORDS, contextFullNote, contextShiftNote, promptTooLongRemedy } from '../../main/contract/context-full.ts';
+import { CLI_CONTEXT_REMEDIES, CONTEXT_FULL_WORDS, contextFullNote, contextShiftNote, promptTooLongRemedy, raiseUpToTrained } from '../../main/contract/context-full.ts';
 import { CONTEXT_FULL_POLICIES } from '../../main/contract/types.ts';
 
 test('contextShiftNote: one sentence with how many shifts and how many tokens left, thousands separated', () => {
@@ -94,9 +94,11 @@ test('contextFullNote: nothing to say for any other end of an answer', () => {
   }
 });
 
-test('promptTooLongRemedy: raise the max context only while it is below the trained context', () => {
+test('promptTooLongRemedy and raiseUpToTrained: raise the max context only while it is below the trained context', () => {
   assert.equal(promptTooLongRemedy(8, 512, CLI_CONTEXT_REMEDIES), "shorten the prompt or raise --max-context (up to the model's trained context, 512)");
   assert.equal(promptTooLongRemedy(8, null, CLI_CONTEXT_REMEDIES), 'shorten the prompt or raise --max-context');
   assert.equal(promptTooLongRemedy(512, 512, CLI_CONTEXT_REMEDIES), "shorten the prompt (the max context is already the model's trained context, 512; past it answers lose quality)");
+  assert.equal(raiseUpToTrained(256, 512, CLI_CONTEXT_REMEDIES), "raise --max-context (up to the model's trained context, 512)");
+  assert.equal(raiseUpToTrained(512, 512, CLI_CONTEXT_REMEDIES), null);
   assert.equal(promptTooLongRemedy(600, 512, CLI_CONTEXT_REMEDIES), "shorten the prompt (the max context is already above the model's trained context, 512; past it answers lose quality)");
 });
