@@ -7,10 +7,12 @@
  * nothing in the model cache). Errors are one line on stderr; no stack trace reaches the user.
  * Import progress goes to stderr on a terminal only. With `--attach`, the documents go into the
  * user turn before the question (main/cli/documents.ts); the parts used with `--fit relevant`
- * are listed on stderr.
+ * are listed on stderr. In text mode an answer that shifted the context, or that ended at the max
+ * context, gets one `note:` line on stderr in the window's words (main/contract/context-full.ts);
+ * `--json` carries the same in `finishReason` and `stats`.
  */
 import { maxContextCaution } from '../contract/context-caution.ts';
-import { contextShiftNote } from '../contract/context-full.ts';
+import { CLI_CONTEXT_REMEDIES, contextFullNote, contextShiftNote, promptTooLongRemedy } from '../contract/context-full.ts';
 import { defaultModelPath } from '../default-model.ts';
 import { EngineHost } from '../engine-host/host.ts';
 import { EngineError } from '../engine/errors.ts';
@@ -62,7 +64,7 @@ async function main(argv: string[]): Promise<number> {
     // Without a chat template the system prompt opens the transcript, as in the window and /v1.
     const system = opts.system ? [{ role: 'system' as const, content: opts.system }] : [];
     const withDocs = documents
-      ? await documents.documentPrompt(host, system, opts.prompt, docs, { relevant: opts.fitRelevant, room: info.maxContext - opts.maxTokens, maxContext: info.maxContext, reserve: opts.maxTokens })
+      ? await documents.documentPrompt(host, system, opts.prompt, docs, { relevant: opts.fitRelevant, room: info.maxContext - opts.maxTokens, maxContext: info.maxContext, trainedContext: info.trainedContext, reserve: opts.maxTokens })
       : null;
     if (withDocs?.documentParts && !opts.json) process.stderr.write(`using the relevant parts: ${withDocs.documentParts.join('; ')}\n`);
     const request: GenerationRequest = {
@@ -81,13 +83,21 @@ async function main(argv: string[]): Promise<number> {
     // A completion continues the prompt, so it is echoed first, but only once the engine has
     // accepted it: a usage error (prompt longer than the max context) leaves stdout empty.
     let echo = !opts.json && !info.hasChatTemplate && !withDocs && !system.length;
-    for await (const ev of host.generate(request, { signal: ac.signal })) {
-      if (echo) {
-        process.stdout.write(opts.prompt);
-        echo = false;
+    try {
+      for await (const ev of host.generate(request, { signal: ac.signal })) {
+        if (echo) {
+          process.stdout.write(opts.prompt);
+          echo = false;
+        }
+        if (ev.type === 'token' && !opts.json) process.stdout.write(ev.text);
+        if (ev.type === 'done') done = ev;
       }
-      if (ev.type === 'token' && !opts.json) process.stdout.write(ev.text);
-      if (ev.type === 'done') done = ev;
+    } catch (e) {
+      // The engine says what did not fit; the terminal says what to do, knowing the model's trained context.
+      if (e instanceof EngineError && e.code === 'CONTEXT_OVERFLOW') {
+        throw new UsageError(`${e.message}; ${promptTooLongRemedy(info.maxContext, info.trainedContext, CLI_CONTEXT_REMEDIES)}`);
+      }
+      throw e;
     }
     if (!done) throw new EngineError('SESSION_RUN', 'generation ended without a result');
     if (opts.json) {
@@ -108,6 +118,11 @@ async function main(argv: string[]): Promise<number> {
       // The window's words for it too (main/contract/context-full.ts).
       const shifted = contextShiftNote({ shifts: done.stats.contextShifts, droppedTokens: done.stats.droppedTokens });
       if (shifted) process.stderr.write(`note: ${shifted}\n`);
+      const full = contextFullNote(
+        { reason: done.reason, shifting: opts.contextShift, maxContext: info.maxContext, trainedContext: info.trainedContext },
+        CLI_CONTEXT_REMEDIES,
+      );
+      if (full) process.stderr.write(`note: ${full}\n`);
     }
     if (done.reason === 'error') {
       process.stderr.write(`error: ${done.error?.message ?? 'generation failed'}\n`);
@@ -129,8 +144,8 @@ main(process.argv.slice(2)).then(
       process.stderr.write(`error: ${e.message}\n`);
       process.exitCode = 2;
     } else if (e instanceof EngineError) {
-      // The engine says what did not fit; the terminal says what to do about it.
-      const todo = e.code === 'CONTEXT_OVERFLOW' ? '; shorten the prompt or raise --max-context (up to the model\'s trained context)' : '';
+      // An overflow before the model said its trained context (main adds the remedy once it has).
+      const todo = e.code === 'CONTEXT_OVERFLOW' ? `; ${promptTooLongRemedy(Number.POSITIVE_INFINITY, null, CLI_CONTEXT_REMEDIES)}` : '';
       process.stderr.write(`error: ${e.message}${todo}\n`);
       // Ctrl-C during an import: the shell's convention for SIGINT, as for a cancelled answer.
       process.exitCode = e.code === 'CANCELLED' ? 130 : USAGE_CODES.has(e.code) ? 2 : 1;

@@ -11,6 +11,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { CLI_CONTEXT_REMEDIES, raiseUpToTrained } from '../contract/context-full.ts';
 import type { ChatMessage } from '../engine/generate/types.ts';
 import { ChunkCache, fitDocuments, type AttachedText, type TokenCounter } from '../documents/assemble.ts';
 import { DocumentError } from '../documents/errors.ts';
@@ -59,7 +60,7 @@ export async function documentPrompt(
   system: ChatMessage[],
   question: string,
   docs: readonly ExtractedDocument[],
-  opts: { relevant: boolean; room: number; maxContext: number; reserve: number },
+  opts: { relevant: boolean; room: number; maxContext: number; trainedContext: number | null; reserve: number },
 ): Promise<DocumentPrompt> {
   const attachments: AttachedText[] = docs.map((d) => ({ key: d.hash, name: d.name, text: d.text, parts: d.parts, fit: opts.relevant ? 'relevant' : 'whole' }));
   const render = (body: (a: AttachedText) => string, only = attachments): ChatMessage[] => [
@@ -69,7 +70,8 @@ export async function documentPrompt(
   const fitted = await fitDocuments({ counter, render: (body) => render(body), attachments, question, room: opts.room, cache: new ChunkCache() });
   const total = await counter.countTokens({ messages: fitted.messages });
   if (total > opts.room) {
-    const hint = opts.relevant ? 'even the relevant parts do not fit beside the question' : 'use --fit relevant, raise --max-context or lower --max-tokens';
+    const raise = raiseUpToTrained(opts.maxContext, opts.trainedContext, CLI_CONTEXT_REMEDIES);
+    const hint = opts.relevant ? 'even the relevant parts do not fit beside the question' : raise ? `use --fit relevant, ${raise} or lower --max-tokens` : 'use --fit relevant or lower --max-tokens';
     throw new UsageError(
       `the documents do not fit: the prompt needs ${total} tokens plus ${opts.reserve} reserved for the answer (--max-tokens), ${total + opts.reserve} > max context ${opts.maxContext}; ${hint}`,
     );

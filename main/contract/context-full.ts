@@ -1,7 +1,11 @@
 /**
  * The words for what happens when the context is full, one place for the CLI and the window:
  * `contextShiftNote` words an answer's context shift (`npm run chat`'s `note:` line on stderr and
- * the window's stats tooltip under the answer), and `CONTEXT_FULL_WORDS` labels and explains the
+ * the window's stats tooltip under the answer), `contextFullNote` an answer that ended at the max
+ * context and what to do about it, `promptTooLongRemedy` what to do about a prompt that does not
+ * fit, `raiseUpToTrained` the larger max context alone (all three name the remedies in the caller's terms, `CLI_CONTEXT_REMEDIES` for `npm run chat`,
+ * and suggest a larger max context only up to the model's trained context, past which answers lose
+ * quality: context-caution.ts), and `CONTEXT_FULL_WORDS` labels and explains the
  * three context-full policies (the window's Settings and the refusal line's buttons; the README's
  * policy table says the same at more length). Imports only types, so the renderer bundles it as is.
  */
@@ -25,6 +29,80 @@ export function contextShiftNote(shift: AnswerStats['contextShift'] | undefined)
   const times = shift.shifts === 1 ? 'once' : `${count(shift.shifts)} times`;
   const tokens = `${count(shift.droppedTokens)} earlier ${shift.droppedTokens === 1 ? 'token' : 'tokens'}`;
   return `The max context was reached; the context was shifted ${times} and the answer went on (${tokens} dropped).`;
+}
+
+/**
+ * The remedies as a surface names them: `raise` a larger max context, `rollingWindow` switch to
+ * the rolling-window policy. Each is a verb phrase that fits after "to let it go on, ".
+ */
+export interface ContextRemedies {
+  raise: string;
+  rollingWindow: string;
+}
+
+/** `npm run chat`'s options. */
+export const CLI_CONTEXT_REMEDIES: ContextRemedies = {
+  raise: 'raise --max-context',
+  rollingWindow: 'use --context-full rolling-window',
+};
+
+const knownTrained = (t: number | null | undefined): t is number => typeof t === 'number' && t > 0;
+
+/**
+ * `raise` with its bound ("raise --max-context (up to the model's trained context, 512)"), without
+ * one when the trained context is unknown (null), or null when the max context is already at or
+ * past the trained context: more would cost quality, not help.
+ */
+export function raiseUpToTrained(maxContext: number, trainedContext: number | null | undefined, remedies: ContextRemedies): string | null {
+  if (!knownTrained(trainedContext)) return remedies.raise;
+  return maxContext < trainedContext ? `${remedies.raise} (up to the model's trained context, ${count(trainedContext)})` : null;
+}
+
+/** "the model's trained context" or "above the model's trained context, 512", for a max context at or past it. */
+const pastTrained = (maxContext: number, trainedContext: number) =>
+  maxContext === trainedContext ? "the model's trained context" : `above the model's trained context, ${count(trainedContext)}`;
+
+/**
+ * The one sentence for an answer that ended because the max context was reached (finish reason
+ * 'context-full'), or null for any other end. `shifting`: the policy shifts the context (rolling
+ * window, truncate the middle), so reaching the max context means no shift was possible: fewer
+ * than 2 positions lie after the start a shift keeps (context-shift.ts `planShift`). Positions are
+ * tokens (prompt + answer); `trainedContext` may be unknown (null).
+ * e.g. stop at 32 of a 512-trained model → "The answer stopped at the max context (32 positions);
+ * to let it go on, raise --max-context (up to the model's trained context, 512) or use
+ * --context-full rolling-window."
+ */
+export function contextFullNote(
+  end: { reason: string; shifting: boolean; maxContext: number; trainedContext: number | null | undefined },
+  remedies: ContextRemedies,
+): string | null {
+  if (end.reason !== 'context-full') return null;
+  const raise = raiseUpToTrained(end.maxContext, end.trainedContext, remedies);
+  const at = `${count(end.maxContext)} positions${raise === null ? `, ${pastTrained(end.maxContext, end.trainedContext as number)}` : ''}`;
+  if (end.shifting) {
+    return (
+      `The max context (${at}) was reached and is too small to shift the context: a shift keeps the start (the system prompt, or BOS) ` +
+      `and needs at least 2 positions after it to drop; ${raise ?? 'shorten the system prompt'}.`
+    );
+  }
+  return raise === null
+    ? `The answer stopped at the max context (${at}); to let it go on, ${remedies.rollingWindow} (a max context past the trained context costs quality).`
+    : `The answer stopped at the max context (${at}); to let it go on, ${raise} or ${remedies.rollingWindow}.`;
+}
+
+/**
+ * What to do about a prompt that needs more positions than `maxContext`: shorten it, or raise the
+ * max context while it is below the model's trained context (unknown: null).
+ * e.g. (8, 512) → "shorten the prompt or raise --max-context (up to the model's trained context,
+ * 512)"; (512, 512) → "shorten the prompt (the max context is already the model's trained context,
+ * 512; past it answers lose quality)".
+ */
+export function promptTooLongRemedy(maxContext: number, trainedContext: number | null | undefined, remedies: ContextRemedies): string {
+  const raise = raiseUpToTrained(maxContext, trainedContext, remedies);
+  if (raise !== null) return `shorten the prompt or ${raise}`;
+  const t = trainedContext as number;
+  const trained = maxContext === t ? `the model's trained context, ${count(t)}` : pastTrained(maxContext, t);
+  return `shorten the prompt (the max context is already ${trained}; past it answers lose quality)`;
 }
 
 /**

@@ -49,6 +49,10 @@ test('--attach: documents in the prompt with their token counts, errors naming t
   const big = file('big.md', Array.from({ length: 40 }, (_, i) => `# Part ${i}\n\n${i === 17 ? 'The zebra ran to the river.' : `Lily and Tom played with ball number ${i} in the park.`}`).join('\n\n'));
   const line = assertOneLineError(await runChat(['--max-tokens', '20', '--attach', big, 'Where did the zebra run?'], cache), 2, /the documents do not fit/);
   assert.match(line, /needs \d+ tokens plus 20 reserved .* > max context 512; use --fit relevant/);
+  // 512 is stories260K's trained context: a larger max context is not the advice (it costs quality).
+  assert.match(line, /; use --fit relevant or lower --max-tokens$/);
+  const below = assertOneLineError(await runChat(['--max-tokens', '20', '--max-context', '256', '--attach', big, 'Where did the zebra run?'], cache), 2, /> max context 256; /);
+  assert.match(below, /; use --fit relevant, raise --max-context \(up to the model's trained context, 512\) or lower --max-tokens$/);
   const fit = parseJsonRun(await runChat(['--temperature', '0', '--max-tokens', '20', '--json', '--fit', 'relevant', '--attach', big, 'Where did the zebra run?'], cache)) as DocJson;
   assert.ok(fit.documentParts!.some((p) => p.startsWith('big.md: § Part 17, chunk ')), fit.documentParts!.join('; '));
   assert.ok(fit.promptTokens.length + 20 <= 512, `${fit.promptTokens.length} prompt tokens`);

@@ -190,7 +190,7 @@ test('prompt longer than --max-context exits 2 naming both numbers; a prompt tha
   assert.equal(overBig.stdout, '', 'the prompt is not echoed when it is refused');
   assert.match(line2, /\b8\b/, 'names the max context');
   assert.ok((line2.match(/\d+/g) ?? []).length >= 2, `names both numbers: ${line2}`);
-  assert.match(line2, /; shorten the prompt or raise --max-context/, 'says what to do');
+  assert.match(line2, /; shorten the prompt or raise --max-context \(up to the model's trained context, 512\)$/, 'says what to do');
 
   const j = parseJsonRun(fits);
   assert.equal(fits.stderr, '', describeRun(fits));
@@ -217,6 +217,53 @@ test('prompt longer than --max-context exits 2 naming both numbers; a prompt tha
     `note: The max context was reached; the context was shifted ${s.stats.contextShifts} times and the answer went on (${s.stats.droppedTokens} earlier tokens dropped).\n`,
     describeRun(shiftsText),
   );
+});
+
+test('an answer cut at the max context: one note on stderr in text mode saying what to do (raise --max-context below the trained context, the rolling window at it; too small to shift); none with --json', async () => {
+  const dir = await cache();
+  const [stop32, stop512, tiny, tinyJson] = await runBatch(
+    [
+      ['--context-full', 'stop', '--max-context', '32', '--max-tokens', '100', '--temperature', '0', PROMPT],
+      ['--context-full', 'stop', '--max-context', '512', '--ignore-eos', '--max-tokens', '600', '--temperature', '0', PROMPT],
+      ['--max-context', '2', '--max-tokens', '20', 'Once'],
+      ['--max-context', '2', '--max-tokens', '20', '--json', 'Once'],
+    ],
+    dir,
+  );
+  // Once a cut answer with exit 0 and nothing on stderr: the reason showed only with --json.
+  assert.equal(stop32.code, 0, describeRun(stop32));
+  assert.ok(stop32.stdout.startsWith(`${PROMPT}${REFERENCE.slice(0, 40)}`), describeRun(stop32));
+  assert.equal(
+    stop32.stderr,
+    "note: The answer stopped at the max context (32 positions); to let it go on, raise --max-context (up to the model's trained context, 512) or use --context-full rolling-window.\n",
+    describeRun(stop32),
+  );
+  // At the trained context, raising it is not the advice.
+  assert.equal(stop512.code, 0, describeRun(stop512));
+  assert.equal(
+    stop512.stderr,
+    "note: The answer stopped at the max context (512 positions, the model's trained context); to let it go on, use --context-full rolling-window (a max context past the trained context costs quality).\n",
+    describeRun(stop512),
+  );
+  // The default rolling window with no room to shift: once an empty answer and silence.
+  const j = parseJsonRun(tinyJson);
+  assert.equal(j.finishReason, 'context-full');
+  assert.equal(j.stats.contextShifts, 0);
+  assert.equal(tinyJson.stderr, '', 'the JSON carries the reason; no note');
+  assert.equal(tiny.code, 0, describeRun(tiny));
+  assert.equal(tiny.stdout, 'Once\n');
+  assert.equal(
+    tiny.stderr,
+    "note: The max context (2 positions) was reached and is too small to shift the context: a shift keeps the start (the system prompt, or BOS) and needs at least 2 positions after it to drop; raise --max-context (up to the model's trained context, 512).\n",
+    describeRun(tiny),
+  );
+});
+
+test('a prompt longer than a max context at the trained context: "shorten the prompt", not "raise --max-context"', async () => {
+  const [atTrained] = await runBatch([[PROMPT.repeat(200)]], await cache());
+  const line = assertOneLineError(atTrained, 2, /but the max context is 512; /);
+  assert.match(line, /; shorten the prompt \(the max context is already the model's trained context, 512; past it answers lose quality\)$/);
+  assert.doesNotMatch(line, /raise/);
 });
 
 test('--seed: same seed → same tokens at temperature 1; different seeds → different tokens', async () => {

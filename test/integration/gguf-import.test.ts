@@ -102,10 +102,79 @@ test('a GGUF file is known by its magic without the .gguf extension (also alone 
   writeFileSync(short, readFileSync(STORIES_GGUF).subarray(0, 100));
   await assert.rejects(resolveModel(short, cacheDir), (e: unknown) => {
     assert.ok(e instanceof ModelLoadError);
-    assert.match(e.message, /header \(metadata and tensor list\) ends at byte \d+, past the end of the 100-byte file \(truncated\?\)/);
+    assert.match(e.message, /^the 100-byte file ends inside its GGUF header, in the metadata \(/);
     assert.match(e.message, /download it again\.$/);
     return true;
   });
+});
+
+/** The error `resolveModel` gives for `bytes` written as a .gguf file (one line, advice included), less the file's path it names. */
+async function ggufRefusal(name: string, bytes: Uint8Array): Promise<string> {
+  const file = path.join(tmp, name);
+  writeFileSync(file, bytes);
+  let message = '';
+  await assert.rejects(resolveModel(file, cacheDir), (e: unknown) => {
+    assert.ok(e instanceof ModelLoadError, String(e));
+    message = e.message;
+    return true;
+  });
+  assert.ok(!message.includes('\n'), message);
+  assert.ok(message.includes(` (${file})`), `names the file: ${message}`);
+  return message.replace(` (${file})`, '');
+}
+
+// The parser reads zeros past a short file's end, so where it says the header ends is made up:
+// this once said "ends at byte 5984" for a cut at 1,000 bytes and "9984" for one at 7,000 (the
+// q4_0 file's metadata ends at 11,439, its tensor list at 14,244, its tensor data starts at 14,272).
+test('a GGUF cut inside its header says where (metadata, tensor list, before the data) and quotes only real byte numbers', async () => {
+  const q4 = readFileSync(path.join(GGUF_DIR, 'stories260K-q4_0.gguf'));
+  const incomplete = /: it is truncated[^.]*\. The file is incomplete or damaged: download it again\.$/;
+  for (const cut of [1000, 7000, 11_438]) {
+    const m = await ggufRefusal(`cut-${cut}.gguf`, q4.subarray(0, cut));
+    assert.match(m, new RegExp(`^the ${cut}-byte file ends inside its GGUF header, in the metadata \\(20 entries, then 48 tensors\\)`), m);
+    assert.match(m, incomplete, m);
+    assert.deepEqual(m.match(/\d{4,}/g), [String(cut)], `no byte number but the file's size: ${m}`);
+  }
+  const inList = await ggufRefusal('cut-12000.gguf', q4.subarray(0, 12_000));
+  assert.match(inList, /^the 12000-byte file ends inside its GGUF header, in the list of its 48 tensors \(after the metadata, which ends at byte 11439\)/);
+  assert.match(inList, incomplete);
+  const beforeData = await ggufRefusal('cut-14250.gguf', q4.subarray(0, 14_250));
+  assert.match(beforeData, /^the 14250-byte file ends after its GGUF header, before its tensor data, which starts at byte 14272: it is truncated\./);
+  assert.match(beforeData, incomplete);
+});
+
+test('a GGUF shorter than the 24-byte fixed header (magic, version, two counts) is truncated, not "version 0"', async () => {
+  const q4 = readFileSync(path.join(GGUF_DIR, 'stories260K-q4_0.gguf'));
+  for (const cut of [0, 4, 23]) {
+    const m = await ggufRefusal(`cut-${cut}.gguf`, q4.subarray(0, cut));
+    assert.match(m, new RegExp(`^the file is ${cut} bytes, shorter than the 24-byte fixed GGUF header \\(magic, version, tensor count, metadata count\\): it is truncated\\. `), m);
+    assert.match(m, /The file is incomplete or damaged: download it again\.$/, m);
+  }
+  // Not GGUF at all is still said so (a short file whose first bytes are not the magic).
+  assert.match(await ggufRefusal('short-text.gguf', new TextEncoder().encode('hello')), /not starting with GGUF magic number/);
+});
+
+test('one byte flipped in a GGUF header: "the GGUF header is damaged" naming the implausible count or length, and advice to download it again', async () => {
+  const q4 = readFileSync(path.join(GGUF_DIR, 'stories260K-q4_0.gguf'));
+  const flipped = (at: number) => {
+    const b = new Uint8Array(q4);
+    b[at] ^= 0xff;
+    return b;
+  };
+  const damaged = /The file is incomplete or damaged: download it again\.$/;
+  // Byte 8: the tensor count, 48 → 207; the parser then reads tensor data as tensor infos.
+  const count = await ggufRefusal('flip-8.gguf', flipped(8));
+  assert.match(count, /^the GGUF header is damaged: a key or tensor name claims to be 12494444469795422208 bytes long, more than the whole 370752-byte file\. /, count);
+  assert.match(count, damaged);
+  // Byte 24: the first key's length, 20 → 235, so the key swallows its value's type.
+  const key = await ggufRefusal('flip-24.gguf', flipped(24));
+  assert.match(key, /^the GGUF header is damaged: a metadata value has type 1006632960, not a GGUF type \(0 to 12\)\. /, key);
+  assert.match(key, damaged);
+  // Byte 23: the top byte of the metadata count, 20 → 2^64 − 2^56 + 20, far more entries than the file could hold.
+  const kv = await ggufRefusal('flip-23.gguf', flipped(23));
+  assert.match(kv, /^the GGUF header is damaged: it declares 18374686479671623700 metadata entries, more than a 370752-byte file can hold\. /, kv);
+  assert.match(kv, damaged);
+  for (const m of [count, key, kv]) assert.doesNotMatch(m, /Choose a complete model|exceeds maximum allowed/, m);
 });
 
 test('an unsupported GGUF architecture is refused naming it', async () => {

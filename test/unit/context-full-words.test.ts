@@ -1,12 +1,13 @@
 /**
  * The words for the context-full policies (main/contract/context-full.ts): the one sentence for a
  * context shift, shared by `npm run chat` (a `note:` line) and the window (the answer's stats
- * tooltip), and the table of the three policies' labels and hints the window shows (Settings, the
+ * tooltip), the sentence for an answer that ended at the max context and the remedy for a prompt
+ * that does not fit (a larger max context only below the trained context), and the table of the three policies' labels and hints the window shows (Settings, the
  * refusal line's buttons). Checked as the user reads them.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CONTEXT_FULL_WORDS, contextShiftNote } from '../../main/contract/context-full.ts';
+import { CLI_CONTEXT_REMEDIES, CONTEXT_FULL_WORDS, contextFullNote, contextShiftNote, promptTooLongRemedy, raiseUpToTrained } from '../../main/contract/context-full.ts';
 import { CONTEXT_FULL_POLICIES } from '../../main/contract/types.ts';
 
 test('contextShiftNote: one sentence with how many shifts and how many tokens left, thousands separated', () => {
@@ -51,4 +52,53 @@ test('CONTEXT_FULL_WORDS: each hint says what happens mid-answer, as the README 
     CONTEXT_FULL_WORDS.stop.hint,
     'Leaves nothing out: Send refuses a message that does not fit, and an answer that reaches the max context ends there.',
   );
+});
+
+test('contextFullNote: an answer that stopped at the max context says so and what to do, raising only up to the trained context', () => {
+  const stop = { reason: 'context-full', shifting: false, trainedContext: 512 } as const;
+  assert.equal(
+    contextFullNote({ ...stop, maxContext: 32 }, CLI_CONTEXT_REMEDIES),
+    "The answer stopped at the max context (32 positions); to let it go on, raise --max-context (up to the model's trained context, 512) or use --context-full rolling-window.",
+  );
+  assert.equal(
+    contextFullNote({ ...stop, maxContext: 512 }, CLI_CONTEXT_REMEDIES),
+    "The answer stopped at the max context (512 positions, the model's trained context); to let it go on, use --context-full rolling-window (a max context past the trained context costs quality).",
+  );
+  assert.equal(
+    contextFullNote({ ...stop, maxContext: 2048 }, CLI_CONTEXT_REMEDIES),
+    "The answer stopped at the max context (2,048 positions, above the model's trained context, 512); to let it go on, use --context-full rolling-window (a max context past the trained context costs quality).",
+  );
+  // Before a model says its trained context, raising is the advice, without a bound.
+  assert.equal(
+    contextFullNote({ ...stop, maxContext: 32, trainedContext: null }, CLI_CONTEXT_REMEDIES),
+    'The answer stopped at the max context (32 positions); to let it go on, raise --max-context or use --context-full rolling-window.',
+  );
+});
+
+test('contextFullNote: a rolling window that could not shift says the max context is too small to shift', () => {
+  const shifting = { reason: 'context-full', shifting: true, trainedContext: 512 } as const;
+  assert.equal(
+    contextFullNote({ ...shifting, maxContext: 2 }, CLI_CONTEXT_REMEDIES),
+    "The max context (2 positions) was reached and is too small to shift the context: a shift keeps the start (the system prompt, or BOS) and needs at least 2 positions after it to drop; raise --max-context (up to the model's trained context, 512).",
+  );
+  // At the trained context only a long system prompt leaves nothing to drop.
+  assert.equal(
+    contextFullNote({ ...shifting, maxContext: 512 }, CLI_CONTEXT_REMEDIES),
+    "The max context (512 positions, the model's trained context) was reached and is too small to shift the context: a shift keeps the start (the system prompt, or BOS) and needs at least 2 positions after it to drop; shorten the system prompt.",
+  );
+});
+
+test('contextFullNote: nothing to say for any other end of an answer', () => {
+  for (const reason of ['stop', 'length', 'cancelled', 'error']) {
+    assert.equal(contextFullNote({ reason, shifting: false, maxContext: 32, trainedContext: 512 }, CLI_CONTEXT_REMEDIES), null);
+  }
+});
+
+test('promptTooLongRemedy and raiseUpToTrained: raise the max context only while it is below the trained context', () => {
+  assert.equal(promptTooLongRemedy(8, 512, CLI_CONTEXT_REMEDIES), "shorten the prompt or raise --max-context (up to the model's trained context, 512)");
+  assert.equal(promptTooLongRemedy(8, null, CLI_CONTEXT_REMEDIES), 'shorten the prompt or raise --max-context');
+  assert.equal(promptTooLongRemedy(512, 512, CLI_CONTEXT_REMEDIES), "shorten the prompt (the max context is already the model's trained context, 512; past it answers lose quality)");
+  assert.equal(raiseUpToTrained(256, 512, CLI_CONTEXT_REMEDIES), "raise --max-context (up to the model's trained context, 512)");
+  assert.equal(raiseUpToTrained(512, 512, CLI_CONTEXT_REMEDIES), null);
+  assert.equal(promptTooLongRemedy(600, 512, CLI_CONTEXT_REMEDIES), "shorten the prompt (the max context is already above the model's trained context, 512; past it answers lose quality)");
 });
