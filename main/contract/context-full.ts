@@ -3,9 +3,11 @@
  * `contextShiftNote` words an answer's context shift (`npm run chat`'s `note:` line on stderr and
  * the window's stats tooltip under the answer), `contextFullNote` an answer that ended at the max
  * context and what to do about it, `promptTooLongRemedy` what to do about a prompt that does not
- * fit, `raiseUpToTrained` the larger max context alone (all three name the remedies in the caller's terms, `CLI_CONTEXT_REMEDIES` for `npm run chat`,
- * and suggest a larger max context only up to the model's trained context, past which answers lose
- * quality: context-caution.ts), and `CONTEXT_FULL_WORDS` labels and explains the
+ * fit, `raiseUpToTrained` the larger max context alone (all three name the remedies in the caller's
+ * terms, `CLI_CONTEXT_REMEDIES` for `npm run chat`, `WINDOW_CONTEXT_REMEDIES` for the window's
+ * Settings, and suggest a larger max context only up to the model's trained context, past which
+ * answers lose quality: context-caution.ts; `trainedContextReached` says why not, `raiseToFit` the
+ * window's documents offer's target), and `CONTEXT_FULL_WORDS` labels and explains the
  * three context-full policies (the window's Settings and the refusal line's buttons; the README's
  * policy table says the same at more length). Imports only types, so the renderer bundles it as is.
  */
@@ -46,6 +48,12 @@ export const CLI_CONTEXT_REMEDIES: ContextRemedies = {
   rollingWindow: 'use --context-full rolling-window',
 };
 
+/** The window's Settings fields, as SettingsPanel labels them ("Max context", "When the context is full"). */
+export const WINDOW_CONTEXT_REMEDIES: ContextRemedies = {
+  raise: 'raise Max context in Settings',
+  rollingWindow: 'set When the context is full to Rolling window in Settings',
+};
+
 const knownTrained = (t: number | null | undefined): t is number => typeof t === 'number' && t > 0;
 
 /**
@@ -61,6 +69,29 @@ export function raiseUpToTrained(maxContext: number, trainedContext: number | nu
 /** "the model's trained context" or "above the model's trained context, 512", for a max context at or past it. */
 const pastTrained = (maxContext: number, trainedContext: number) =>
   maxContext === trainedContext ? "the model's trained context" : `above the model's trained context, ${count(trainedContext)}`;
+
+/**
+ * Why a larger max context is not suggested, for a max context at or past the (known) trained
+ * context: (512, 512) → "the max context is already the model's trained context, 512; past it
+ * answers lose quality"; (4096, 2048) → "… already above the model's trained context, 2,048; …".
+ */
+export function trainedContextReached(maxContext: number, trainedContext: number): string {
+  const trained = maxContext === trainedContext ? `the model's trained context, ${count(trainedContext)}` : pastTrained(maxContext, trainedContext);
+  return `the max context is already ${trained}; past it answers lose quality`;
+}
+
+/**
+ * The max context to offer when `total` positions (prompt + reply reserve, tokens) do not fit
+ * `maxContext`: the next power of two ≥ total, offered only while raiseUpToTrained would suggest a
+ * larger max context (below the trained context) and only up to the trained context; null when
+ * nothing is offered. An unknown trained context (null) bounds nothing.
+ * e.g. (300, 256, 512) → 512; (600, 256, 512) → null (1,024 is past 512); (600, 512, 512) → null.
+ */
+export function raiseToFit(total: number, maxContext: number, trainedContext: number | null | undefined): number | null {
+  if (raiseUpToTrained(maxContext, trainedContext, CLI_CONTEXT_REMEDIES) === null) return null;
+  const target = 2 ** Math.ceil(Math.log2(Math.max(1, total)));
+  return knownTrained(trainedContext) && target > trainedContext ? null : target;
+}
 
 /**
  * The one sentence for an answer that ended because the max context was reached (finish reason
@@ -100,9 +131,7 @@ export function contextFullNote(
 export function promptTooLongRemedy(maxContext: number, trainedContext: number | null | undefined, remedies: ContextRemedies): string {
   const raise = raiseUpToTrained(maxContext, trainedContext, remedies);
   if (raise !== null) return `shorten the prompt or ${raise}`;
-  const t = trainedContext as number;
-  const trained = maxContext === t ? `the model's trained context, ${count(t)}` : pastTrained(maxContext, t);
-  return `shorten the prompt (the max context is already ${trained}; past it answers lose quality)`;
+  return `shorten the prompt (${trainedContextReached(maxContext, trainedContext as number)})`;
 }
 
 /**

@@ -19,6 +19,7 @@
  *
  * Errors are `ServiceError`s (codes in each method's docstring) or the engine's `EngineError`s.
  */
+import { raiseUpToTrained, trainedContextReached, WINDOW_CONTEXT_REMEDIES } from '../contract/context-full.ts';
 import type { ContextBudget, Conversation, Message } from '../contract/types.ts';
 import type { ChatEngine } from '../engine-host/chat-engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
@@ -112,7 +113,7 @@ export class ChatService {
       const { store, budget } = this.deps;
       const conv = store.getConversation(conversationId);
       const { budget: counted, prompt } = await budget.prepare(conversationId, content, conv.messages, documents);
-      assertFits(counted, 'this message');
+      assertFits(counted, 'this message', this.deps.models.trainedContext);
       const appended = store.appendMessage(conversationId, { role: 'user', content, status: 'complete' });
       store.attachDocuments(appended.id, documents);
       const userMessage = documents.length ? store.getMessage(appended.id) : appended;
@@ -136,7 +137,7 @@ export class ChatService {
         throw new ServiceError('NOTHING_TO_REGENERATE', 'there is no answer to regenerate: the conversation does not end with a message of yours');
       }
       const { budget: counted, prompt } = await this.deps.budget.prepare(conversationId, '', history);
-      assertFits(counted, 'the conversation');
+      assertFits(counted, 'the conversation', this.deps.models.trainedContext);
       if (history !== messages) this.deps.store.leavePath(conversationId, last.id); // kept as a branch
       const assistantMessage = this.begin(answer, conversationId, prompt, counted);
       return { assistantMessage: this.deps.store.getMessage(assistantMessage.id) };
@@ -158,7 +159,7 @@ export class ChatService {
       // The edited message keeps the documents it carries.
       const documents = (messages[i].documents ?? []).map((d) => ({ id: d.id, fit: d.fit }));
       const { budget: counted, prompt } = await budget.prepare(conversationId, content, before, documents);
-      assertFits(counted, 'this message');
+      assertFits(counted, 'this message', this.deps.models.trainedContext);
       store.leavePath(conversationId, messageId); // the earlier version and its answers stay, as a branch
       const written = store.appendMessage(conversationId, { role: 'user', content, status: 'complete' });
       if (documents.length > 0) store.attachDocuments(written.id, documents);
@@ -399,13 +400,21 @@ function afterSend(b: ContextBudget): ContextBudget {
   return { ...b, history: b.history + b.draft, draft: 0 };
 }
 
-/** @throws ServiceError CONTEXT_FULL with the numbers when the budget does not fit. */
-function assertFits(b: ContextBudget, what: string): void {
+/**
+ * @param trainedContext the loaded model's trained context (positions), undefined when unknown: a
+ *   larger max context is suggested only below it (context-full.ts `raiseUpToTrained`).
+ * @throws ServiceError CONTEXT_FULL with the numbers and what to do when the budget does not fit.
+ */
+function assertFits(b: ContextBudget, what: string, trainedContext: number | undefined): void {
   if (b.fits) return;
+  const raise = raiseUpToTrained(b.maxContext, trainedContext, WINDOW_CONTEXT_REMEDIES);
+  const todo =
+    raise === null
+      ? `shorten it, lower max tokens, or start a new conversation (${trainedContextReached(b.maxContext, trainedContext as number)})`
+      : `shorten it, lower max tokens, ${raise}, or start a new conversation`;
   const parts = [b.system ? `the system prompt (${b.system})` : '', b.documents ? `the documents (${b.documents})` : '', b.history ? `the history (${b.history})` : '', b.draft ? `this message (${b.draft})` : ''].filter(Boolean);
   throw new ServiceError(
     'CONTEXT_FULL',
-    `${what} does not fit: ${parts.join(' + ') || 'the prompt'} = ${b.used} tokens, plus ${b.reserve} reserved for the answer, makes ${b.total}, over the max context of ${b.maxContext}; ` +
-      'shorten it, lower max tokens, raise the max context, or start a new conversation',
+    `${what} does not fit: ${parts.join(' + ') || 'the prompt'} = ${b.used} tokens, plus ${b.reserve} reserved for the answer, makes ${b.total}, over the max context of ${b.maxContext}; ${todo}`,
   );
 }

@@ -6,6 +6,7 @@
  */
 import { useRef } from 'react';
 import { useShallow } from 'zustand/react/shallow';
+import { raiseToFit } from '../../main/contract/context-full.ts';
 import type { ContextBudget, DocumentInfo } from '../../main/contract/types.ts';
 import { useBudget, useChat, useModel, useStores } from '../hooks.ts';
 import { formatTokens } from '../lib/meter.ts';
@@ -70,7 +71,8 @@ export function Attachments() {
 
 /**
  * When the draft's documents do not fit: by how much, and what to do. Raising the max context is
- * offered up to the model's trained context (past it, the model has never seen such positions).
+ * offered only below the model's trained context and up to it (past it, the model has never seen
+ * such positions): the CLI's rule, context-full.ts `raiseToFit`.
  */
 export function NotFitOffer({ budget }: { budget: ContextBudget }) {
   const stores = useStores();
@@ -78,7 +80,8 @@ export function NotFitOffer({ budget }: { budget: ContextBudget }) {
   const trained = useModel((s) => s.model?.info?.trainedContext ?? 0);
   if (attachments.length === 0 || budget.fits || budget.documents === 0) return null;
   const over = budget.total - budget.maxContext;
-  const raiseTo = 2 ** Math.ceil(Math.log2(budget.total));
+  // Before the model's info arrives (trained 0) nothing is offered: the bound is not known yet.
+  const raiseTo = trained > 0 ? raiseToFit(budget.total, budget.maxContext, trained) : null;
   const allRelevant = attachments.every((a) => a.fit === 'relevant');
   return (
     <div className="not-fit" role="group" aria-label="The documents do not fit">
@@ -87,7 +90,7 @@ export function NotFitOffer({ budget }: { budget: ContextBudget }) {
         {formatTokens(budget.maxContext)}.
       </p>
       <div className="not-fit-actions">
-        {raiseTo <= trained && (
+        {raiseTo !== null && (
           <button type="button" className="btn" onClick={() => void stores.settings.getState().update({ maxContext: raiseTo })}>
             Raise max context to {formatTokens(raiseTo)}
           </button>
@@ -101,7 +104,7 @@ export function NotFitOffer({ budget }: { budget: ContextBudget }) {
           Cancel
         </button>
       </div>
-      {raiseTo > trained && trained > 0 && <p className="not-fit-note">The model was trained on {formatTokens(trained)} positions; a larger max context is not offered.</p>}
+      {raiseTo === null && trained > 0 && <p className="not-fit-note">The model was trained on {formatTokens(trained)} positions; a larger max context is not offered.</p>}
     </div>
   );
 }

@@ -119,6 +119,9 @@ test('attach, see chips and the documents segment, ask, follow up with reused to
   const offer = page.getByRole('group', { name: 'The documents do not fit' });
   await offer.waitFor();
   assert.match(await offer.innerText(), /over the max context of 512/);
+  // 512 is stories260K's trained context: a larger max context is not offered (it costs quality).
+  assert.equal(await offer.getByRole('button', { name: /Raise max context/ }).count(), 0, 'no raise at the trained context');
+  assert.match(await offer.innerText(), /The model was trained on 512 positions; a larger max context is not offered\./);
   await offer.getByRole('button', { name: 'Use the relevant parts' }).click();
   await until('the offer is gone', async () => (await offer.count()) === 0);
   const answer = await ask('Where did the zebra run?');

@@ -196,6 +196,28 @@ test('budget: a draft that cannot fit says fits=false and Send refuses it with C
   assert.equal((await call('getSettings', {})).maxTokens, 128, 'a refused change changes nothing');
 });
 
+test('budget: the CONTEXT_FULL refusal suggests raising Max context only below the trained context (512), with the bound', async () => {
+  const c = await call('createConversation', {});
+  const long = 'the cat sat on the mat and looked at the dog. '.repeat(40);
+  // At 512, stories260K's trained context: a larger max context costs quality, so it is not the advice.
+  await assert.rejects(call('sendMessage', { conversationId: c.id, content: long }), (e: unknown) => {
+    assert.ok(e instanceof RouterError && e.code === 'CONTEXT_FULL', String(e));
+    assert.doesNotMatch(e.message, /raise/i);
+    assert.match(e.message, /max context of 512; shorten it, lower max tokens, or start a new conversation \(the max context is already the model's trained context, 512; past it answers lose quality\)$/);
+    return true;
+  });
+  await call('updateSettings', { maxContext: 256 });
+  try {
+    await assert.rejects(
+      call('sendMessage', { conversationId: c.id, content: long }),
+      rejectsWith('CONTEXT_FULL', /max context of 256; shorten it, lower max tokens, raise Max context in Settings \(up to the model's trained context, 512\), or start a new conversation$/),
+    );
+  } finally {
+    await call('updateSettings', { maxContext: 512 });
+  }
+  assert.equal((await call('getConversation', { id: c.id })).messages.length, 0, 'nothing stored');
+});
+
 test('budget: concurrent requests for one conversation are coalesced to the latest draft', async () => {
   const c = await call('createConversation', {});
   const drafts = ['a', 'a b', 'a b c', 'a b c d', 'a b c d e f g h'];

@@ -7,7 +7,17 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CLI_CONTEXT_REMEDIES, CONTEXT_FULL_WORDS, contextFullNote, contextShiftNote, promptTooLongRemedy, raiseUpToTrained } from '../../main/contract/context-full.ts';
+import {
+  CLI_CONTEXT_REMEDIES,
+  CONTEXT_FULL_WORDS,
+  contextFullNote,
+  contextShiftNote,
+  promptTooLongRemedy,
+  raiseToFit,
+  raiseUpToTrained,
+  trainedContextReached,
+  WINDOW_CONTEXT_REMEDIES,
+} from '../../main/contract/context-full.ts';
 import { CONTEXT_FULL_POLICIES } from '../../main/contract/types.ts';
 
 test('contextShiftNote: one sentence with how many shifts and how many tokens left, thousands separated', () => {
@@ -101,4 +111,22 @@ test('promptTooLongRemedy and raiseUpToTrained: raise the max context only while
   assert.equal(raiseUpToTrained(256, 512, CLI_CONTEXT_REMEDIES), "raise --max-context (up to the model's trained context, 512)");
   assert.equal(raiseUpToTrained(512, 512, CLI_CONTEXT_REMEDIES), null);
   assert.equal(promptTooLongRemedy(600, 512, CLI_CONTEXT_REMEDIES), "shorten the prompt (the max context is already above the model's trained context, 512; past it answers lose quality)");
+});
+
+test("the window's words: raise Max context in Settings only below the trained context, else why not", () => {
+  assert.equal(raiseUpToTrained(256, 512, WINDOW_CONTEXT_REMEDIES), "raise Max context in Settings (up to the model's trained context, 512)");
+  assert.equal(raiseUpToTrained(512, 512, WINDOW_CONTEXT_REMEDIES), null);
+  assert.equal(raiseUpToTrained(600, 512, WINDOW_CONTEXT_REMEDIES), null);
+  assert.equal(raiseUpToTrained(256, null, WINDOW_CONTEXT_REMEDIES), 'raise Max context in Settings');
+  assert.equal(trainedContextReached(512, 512), "the max context is already the model's trained context, 512; past it answers lose quality");
+  assert.equal(trainedContextReached(4096, 2048), "the max context is already above the model's trained context, 2,048; past it answers lose quality");
+});
+
+test('raiseToFit: the power of two that fits the total, offered only below the trained context and up to it', () => {
+  assert.equal(raiseToFit(300, 256, 512), 512, 'below the trained context, and 512 holds 300');
+  assert.equal(raiseToFit(512, 256, 512), 512, 'exactly the trained context');
+  assert.equal(raiseToFit(600, 256, 512), null, 'fitting needs 1,024, past the trained context');
+  assert.equal(raiseToFit(600, 512, 512), null, 'at the trained context: nothing larger is offered');
+  assert.equal(raiseToFit(1500, 1024, 512), null, 'above the trained context: nothing larger is offered');
+  assert.equal(raiseToFit(3000, 2048, null), 4096, 'an unknown trained context bounds nothing');
 });
