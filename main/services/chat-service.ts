@@ -410,8 +410,8 @@ function assertFits(b: ContextBudget, what: string, trainedContext: number | und
   const raise = raiseUpToTrained(b.maxContext, trainedContext, WINDOW_CONTEXT_REMEDIES);
   const todo =
     raise === null
-      ? `shorten it, lower max tokens, or start a new conversation (${trainedContextReached(b.maxContext, trainedContext as number)})`
-      : `shorten it, lower max tokens, ${raise}, or start a new conversation`;
+      ? `shorten it, lower Max new tokens, or start a new conversation (${trainedContextReached(b.maxContext, trainedContext as number)})`
+      : `shorten it, lower Max new tokens, ${raise}, or start a new conversation`;
   const parts = [b.system ? `the system prompt (${b.system})` : '', b.documents ? `the documents (${b.documents})` : '', b.history ? `the history (${b.history})` : '', b.draft ? `this message (${b.draft})` : ''].filter(Boolean);
   throw new ServiceError(
     'CONTEXT_FULL',

@@ -203,14 +203,14 @@ test('budget: the CONTEXT_FULL refusal suggests raising Max context only below t
   await assert.rejects(call('sendMessage', { conversationId: c.id, content: long }), (e: unknown) => {
     assert.ok(e instanceof RouterError && e.code === 'CONTEXT_FULL', String(e));
     assert.doesNotMatch(e.message, /raise/i);
-    assert.match(e.message, /max context of 512; shorten it, lower max tokens, or start a new conversation \(the max context is already the model's trained context, 512; past it answers lose quality\)$/);
+    assert.match(e.message, /max context of 512; shorten it, lower Max new tokens, or start a new conversation \(the max context is already the model's trained context, 512; past it answers lose quality\)$/);
     return true;
   });
   await call('updateSettings', { maxContext: 256 });
   try {
     await assert.rejects(
       call('sendMessage', { conversationId: c.id, content: long }),
-      rejectsWith('CONTEXT_FULL', /max context of 256; shorten it, lower max tokens, raise Max context in Settings \(up to the model's trained context, 512\), or start a new conversation$/),
+      rejectsWith('CONTEXT_FULL', /max context of 256; shorten it, lower Max new tokens, raise Max context in Settings \(up to the model's trained context, 512\), or start a new conversation$/),
     );
   } finally {
     await call('updateSettings', { maxContext: 512 });
