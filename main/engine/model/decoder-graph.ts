@@ -19,7 +19,7 @@ import { ModelLoadError } from '../errors.ts';
 import * as io from './io-names.ts';
 import { isQuantized, layerWeight, type ModelConfig, type QuantizedWeight, type WeightSource, type WeightSources } from './manifest.ts';
 import { DataType, OnnxGraphBuilder, type BuiltModel, type SegmentData } from './onnx-builder.ts';
-import { activationQuantization } from './gguf/quantized-weights.ts';
+import { ACCURACY_LEVEL, halfActivationScales } from './gguf/quantized-weights.ts';
 
 /** File name of the external weight data, beside `model.onnx`. */
 export const EXTERNAL_DATA_FILE = 'model.onnx.data';
@@ -32,15 +32,14 @@ export const EXTERNAL_DATA_FILE = 'model.onnx.data';
  *   the data file in chunks when it is written: `writeExternalData`) or quantized
  *   (`QuantizedTensor`, or `LazyQuantizedTensor` quantized while written; run as
  *   `com.microsoft.MatMulNBits`); Linear weights [out, in].
- * @param opts.accuracyLevel MatMulNBits `accuracy_level` for every quantized weight: 0 computes
- *   in float32 on dequantized blocks; 4 quantizes activations to int8 per block first (llama.cpp
- *   does the same in its quantized dot products). Default: per weight, `activationQuantization`
- *   (4, with llama.cpp's half-precision activation scales where its format has them).
+ *   Quantized ones run at accuracy level 4 (int8 activations, as llama.cpp's dot products),
+ *   with llama.cpp's half-precision activation scales where its format has them
+ *   (`halfActivationScales`).
  * @returns the serialized model and its external data segments.
  * @throws ModelLoadError when a weight is missing, has the wrong shape, or is quantized where
  *   the graph needs float32 (norms, biases, the embedding).
  */
-export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, opts: { accuracyLevel?: number } = {}): BuiltModel {
+export function buildDecoderGraph(config: ModelConfig, weights: WeightSources): BuiltModel {
   const c = config;
   const g = new OnnxGraphBuilder(EXTERNAL_DATA_FILE);
   const D = c.hiddenSize;
@@ -49,7 +48,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, o
   const hd = c.headDim;
   const R = c.rope.rotaryDim;
   const get = (name: string, shape: number[]): WeightSource => requireWeight(weights, name, shape);
-  const mm = new QuantizedMatMul(g, opts.accuracyLevel);
+  const mm = new QuantizedMatMul(g);
 
   // 1. inputs
   const inputIds = g.input(io.INPUT_IDS, DataType.INT64, [1, 'T']);
@@ -205,10 +204,10 @@ function requireWeight(weights: WeightSources, name: string, shape: number[]): W
 
 /**
  * A graph `y = x · Wᵀ` (x float32 [M, K] → y [M, N]) over a quantized W, as the decoder graph
- * multiplies it (`accuracyLevel` undefined: the weight's `activationQuantization`), for tests
- * and measurements of the MatMulNBits mapping.
+ * multiplies it (or at another `accuracyLevel`: 0 computes in float32 on dequantized blocks), for
+ * tests and measurements of the MatMulNBits mapping.
  */
-export function matMulNBitsGraph(w: QuantizedWeight, accuracyLevel?: number): BuiltModel {
+export function matMulNBitsGraph(w: QuantizedWeight, accuracyLevel = ACCURACY_LEVEL): BuiltModel {
   const g = new OnnxGraphBuilder(EXTERNAL_DATA_FILE);
   g.input('x', DataType.FLOAT, ['M', w.shape[1]]);
   g.node('Identity', [new QuantizedMatMul(g, accuracyLevel).apply('x', 'w', w)], ['y']);
@@ -217,8 +216,8 @@ export function matMulNBitsGraph(w: QuantizedWeight, accuracyLevel?: number): Bu
 }
 
 /**
- * The quantized matmuls of one graph: each weight's accuracy level and activation scaling
- * (`activationQuantization`, or every weight at `accuracyLevel` when given). What an input's
+ * The quantized matmuls of one graph, at one accuracy level, each weight's activations scaled as
+ * llama.cpp's format for it scales them (`halfActivationScales`, at level 4). What an input's
  * activations need (their 32-blocks' scales, the half-scale rescaling, the block sums for block
  * offsets) is built once however many weights read it (q, k and v share theirs).
  */
@@ -226,18 +225,16 @@ class QuantizedMatMul {
   private readonly built = new Map<string, string>();
   constructor(
     private readonly g: OnnxGraphBuilder,
-    private readonly accuracyLevel?: number,
+    private readonly accuracyLevel = ACCURACY_LEVEL,
   ) {}
 
   /** y = x · Wᵀ, x [..., K] → [..., N]. */
   apply(input: string, name: string, w: QuantizedWeight): string {
-    const policy = activationQuantization(w);
-    const level = this.accuracyLevel ?? policy.accuracyLevel;
-    const llamaCppBlocks = level === 4 && policy.halfScales;
+    const llamaCppBlocks = this.accuracyLevel === 4 && halfActivationScales(w);
     const x = llamaCppBlocks ? this.halfScales(input) : input;
     const kBlocks = w.shape[1] / w.blockSize;
     const sums = w.blockOffsets ? (llamaCppBlocks ? this.q8_1Sums(input, kBlocks) : this.blockSums(input, kBlocks, w.blockSize)) : null;
-    return matMulNBits(this.g, x, name, w, level, sums);
+    return matMulNBits(this.g, x, name, w, this.accuracyLevel, sums);
   }
 
   /** `make()` once per key. */

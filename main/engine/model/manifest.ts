@@ -139,7 +139,7 @@ export interface QuantizedTensor {
    * float32 [N · K/blockSize] added to every value of its block (formats with a per-block min,
    * y = d·q + m): the graph adds Σ_block(x) · offset, which equals adding the offset to each
    * weight (llama.cpp's Q4_1/Q5_1 dot products take Σ_block(x) from the int8 activations: see
-   * `activationQuantization`).
+   * `halfActivationScales`).
    */
   blockOffsets?: Float32Array;
   format: string;

@@ -14,7 +14,7 @@
  *     40× slower than with integer zero points ([1, 1024] × [1024, 3072], 1 thread: 9.6 vs 0.23 ms).
  * Other types (F32/F16/BF16) are not mapped: the importer dequantizes them to float32.
  *
- * Activations (`activationQuantization`): llama.cpp's CPU dot products quantize the activations
+ * Activations (`halfActivationScales`): llama.cpp's CPU dot products quantize the activations
  * too, so a quantized file's logits there differ from its exact dequantization; MatMulNBits'
  * `accuracy_level` 4 does the same, per block of the weight's block size, with float32 scales.
  */
@@ -30,16 +30,18 @@ import {
   type WeightSources,
 } from '../manifest.ts';
 
+/** MatMulNBits' `accuracy_level` for every quantized weight (see `halfActivationScales`). */
+export const ACCURACY_LEVEL = 4;
+
 /**
- * How a quantized weight's MatMulNBits treats its input activations:
- *   accuracyLevel 4: int8 activations, quantized per block of the weight's block size (scale =
- *     max|x| / 127, round to nearest even; measured equal to that within float32 rounding on
- *     ONNX Runtime 1.30's CPU kernel, 4- and 8-bit, M = 1 and 5), 0: float32 on dequantized blocks.
- *   halfScales: make each 32-block's activation scale an IEEE half, as llama.cpp's `block_q8_0` /
- *     `block_q8_1` store it (`quantize_row_q8_0`: d = fp16(max|x| / 127), q = round(x · 127 / max|x|)):
- *     the graph multiplies each block by fp16(d) / d first, which leaves q and turns the kernel's
- *     float32 scale into fp16(d).
- * Every quantized weight runs at level 4 (int8 activations, as llama.cpp's CPU dot products); level 0
+ * Whether a quantized weight's input activations get half-precision block scales, as llama.cpp's
+ * `block_q8_0` / `block_q8_1` store them (`quantize_row_q8_0`: d = fp16(max|x| / 127),
+ * q = round(x · 127 / max|x|)): the graph multiplies each 32-block by fp16(d) / d first, which leaves
+ * q and turns the kernel's float32 scale into fp16(d).
+ * Accuracy level 4: int8 activations, quantized per block of the weight's block size (scale =
+ * max|x| / 127, round to nearest even; measured equal to that within float32 rounding on ONNX
+ * Runtime 1.30's CPU kernel, 4- and 8-bit, M = 1 and 5); level 0 computes in float32 on dequantized
+ * blocks. Every quantized weight runs at level 4 (int8 activations, as llama.cpp's CPU dot products); level 0
  * is ~30× slower for 8-bit blocks on ONNX Runtime 1.30's CPU kernel ([1, 1024] × [1024, 3072]: 87
  * vs 2.9 ms) and 1.6× slower for 4-bit (Qwen3-0.6B's 28-layer decode step: 71 vs 43.5 ms).
  * Half scales where llama.cpp's activation blocks are 32 wide with an fp16 scale (its `vec_dot_type`):
@@ -57,8 +59,8 @@ import {
  * (200 tokens each): mean 156 tokens on Q8_0, 148 on Q4_0, 155 on Q5_1 (level 0: 89 on Q4_0; Q5_1
  * with float32 block sums: 82).
  */
-export function activationQuantization(w: Pick<QuantizedWeight, 'bits' | 'blockSize' | 'format'>): { accuracyLevel: 4; halfScales: boolean } {
-  return { accuracyLevel: 4, halfScales: w.blockSize === 32 && HALF_SCALE_FORMATS.has(w.format) };
+export function halfActivationScales(w: Pick<QuantizedWeight, 'blockSize' | 'format'>): boolean {
+  return w.blockSize === 32 && HALF_SCALE_FORMATS.has(w.format);
 }
 const HALF_SCALE_FORMATS = new Set(['Q8_0', 'Q5_0', 'Q5_1', 'Q4_0', 'Q4_1']);
 
