@@ -11,13 +11,14 @@
  * tokenizer_config.json, manifest.json (`ModelManifest`).
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { EngineError, ModelLoadError } from '../errors.ts';
 import { hashFiles } from './content-hash.ts';
 import { fingerprintFiles } from './source-fingerprint.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from './decoder-graph.ts';
+import { startsWithGgufMagic } from './gguf/gguf-file.ts';
 import { ggufQuantizedTypes, openGgufModel } from './gguf/import-gguf.ts';
 import { quantizeLinearWeights } from './gguf/quantized-weights.ts';
 import { hfSourceFiles, openHuggingFace, parseJson } from './import-hf.ts';
@@ -102,21 +103,6 @@ export async function detectSource(p: string): Promise<{ kind: SourceKind; path:
     'not a model: expected a llama2.c .bin checkpoint, a .gguf file, a Hugging Face folder with config.json, or a Ropewalk bundle',
     p,
   );
-}
-
-/** Whether a file begins with GGUF's magic ("GGUF", the format's first four bytes). Unreadable: false. */
-async function startsWithGgufMagic(file: string): Promise<boolean> {
-  const fh = await open(file, 'r').catch(() => null);
-  if (!fh) return false;
-  try {
-    const head = Buffer.alloc(4);
-    const { bytesRead } = await fh.read(head, 0, 4, 0);
-    return bytesRead === 4 && head.toString('latin1') === 'GGUF';
-  } catch {
-    return false;
-  } finally {
-    await fh.close();
-  }
 }
 
 /** The source files whose contents identify a model, in a stable order. */

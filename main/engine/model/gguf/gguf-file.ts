@@ -137,6 +137,21 @@ export async function openGguf(file: string): Promise<GgufFile> {
 const FIXED_HEADER_BYTES = 24;
 const MAGIC = [0x47, 0x47, 0x55, 0x46]; // "GGUF"
 
+/** Whether a file begins with GGUF's magic ("GGUF", the format's first four bytes). Unreadable: false. */
+export async function startsWithGgufMagic(file: string): Promise<boolean> {
+  const fh = await open(file, 'r').catch(() => null);
+  if (!fh) return false;
+  try {
+    const head = new Uint8Array(MAGIC.length);
+    const { bytesRead } = await fh.read(head, 0, MAGIC.length, 0);
+    return bytesRead === MAGIC.length && MAGIC.every((b, i) => head[i] === b);
+  } catch {
+    return false;
+  } finally {
+    await fh.close();
+  }
+}
+
 /** The fixed header's counts (v2/v3, little-endian), or null for another version or byte order. */
 interface FixedHeader {
   tensors: bigint;
