@@ -32,9 +32,10 @@ import { z } from 'zod';
 import { ModelLoadError } from '../errors.ts';
 import { hashFiles } from './content-hash.ts';
 import {
+  isQuantized,
   layerWeight,
-  weightValues,
   type Architecture,
+  type BundleWeights,
   type ImportedModel,
   type LazyTensor32,
   type ModelConfig,
@@ -471,13 +472,29 @@ export async function hfSourceFiles(folder: string): Promise<string[]> {
  *   unsupported or over `HF_LIMITS`.
  */
 export async function importHuggingFace(folder: string, opts: { sourceHash?: string } = {}): Promise<ImportedModel<ModelWeights>> {
-  const opened = await openHuggingFace(folder, opts);
+  // Every weight of a Hugging Face checkpoint is float32 (`openHuggingFace`'s sources are LazyTensor32).
+  return (await readOpenedModel(await openHuggingFace(folder, opts))) as ImportedModel<ModelWeights>;
+}
+
+/**
+ * An opened model read whole into memory, then closed: lazy float weights loaded, in-memory ones
+ * (float or quantized) as they are, tokenizer.json read and checked when it is a file (which fills
+ * in the manifest's special tokens). The in-memory imports (`importHuggingFace`, `importGguf`) for
+ * tests and tools; the bundle writer streams the opened model instead.
+ * @throws ModelLoadError as the source's reads and checks; for a weight quantized while written
+ *   (`LazyQuantizedTensor`), which has no in-memory form.
+ */
+export async function readOpenedModel(opened: OpenedModel): Promise<ImportedModel> {
   try {
-    const { close: _close, tokenizer, ...rest } = opened;
+    const { close: _close, tokenizer, weights: sources, ...rest } = opened;
     const tokenizerJson = 'file' in tokenizer ? await readJson(tokenizer.file, true) : tokenizer.json;
     if ('file' in tokenizer) Object.assign(rest.manifest, tokenizer.check(tokenizerJson));
-    const weights: ModelWeights = new Map();
-    for (const [name, w] of opened.weights) weights.set(name, { shape: w.shape, data: await weightValues(w) });
+    const weights: BundleWeights = new Map();
+    for (const [name, w] of sources) {
+      if ('data' in w) weights.set(name, w);
+      else if (isQuantized(w)) throw new ModelLoadError(`weight ${name} is quantized while written; it has no in-memory form`);
+      else weights.set(name, { shape: w.shape, data: await w.load() });
+    }
     return { ...rest, weights, tokenizerJson };
   } finally {
     await opened.close();

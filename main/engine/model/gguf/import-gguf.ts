@@ -20,12 +20,9 @@
 import path from 'node:path';
 import { ModelLoadError } from '../../errors.ts';
 import { hashFiles } from '../content-hash.ts';
-import { expectedWeights, HF_LIMITS } from '../import-hf.ts';
+import { expectedWeights, HF_LIMITS, readOpenedModel } from '../import-hf.ts';
 import {
-  isQuantized,
-  weightValues,
   type Architecture,
-  type BundleWeights,
   type ImportedModel,
   type LazyTensor32,
   type ModelConfig,
@@ -251,14 +248,6 @@ export async function openGgufModel(file: string, opts: { quantized?: boolean; s
  * @throws as `openGgufModel`.
  */
 export async function importGguf(file: string, opts: { quantized?: boolean; sourceHash?: string } = {}): Promise<ImportedModel> {
-  const opened = await openGgufModel(file, opts);
-  try {
-    const weights: BundleWeights = new Map();
-    for (const [name, w] of opened.weights) weights.set(name, isQuantized(w) ? (w as QuantizedTensor) : { shape: w.shape, data: await weightValues(w) });
-    const { tokenizer, close: _close, weights: _w, ...rest } = opened;
-    return { ...rest, weights, tokenizerJson: (tokenizer as { json: unknown }).json };
-  } finally {
-    await opened.close();
-  }
+  return readOpenedModel(await openGgufModel(file, opts));
 }
 
