@@ -174,6 +174,18 @@ describe('Engine.generate on a scripted backend', () => {
     assert.equal(done.stats.contextUsed, promptIds.length + answerIds.length - done.stats.droppedTokens);
   });
 
+  it('a prompt that fills the max context: context-full before any token, or with contextShift a shift before the first sample', async () => {
+    const room = promptIds.length;
+    const full = await collect(scripted({ maxContext: room }).engine, {});
+    assert.equal(full.done.reason, 'context-full');
+    assert.deepEqual(full.done.tokens, []);
+    const { engine, backend } = scripted({ maxContext: room });
+    const { done } = await collect(engine, { contextShift: true });
+    assert.equal(done.reason, 'stop');
+    assert.equal(done.text, ' there was a big cat.');
+    assert.deepEqual(backend.shifts[0], { keep: 1, drop: Math.floor((room - 1) / 2), past: room }, 'shifted at the full prompt, before the first token');
+  });
+
   it('a follow-up that extends the sequence prefills only what differs', async () => {
     const { engine, backend } = scripted();
     const first = await collect(engine, {});

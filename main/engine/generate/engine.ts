@@ -346,9 +346,11 @@ export class Engine {
       // The max context bounds prompt + generated positions: a token is sampled only if it has a
       // position (< maxContext), so usage never counts more than the max context. Out of room,
       // the request either ends ('context-full') or shifts the context (`makeRoom`).
+      // Only a prompt that fills the context leaves no room for the first token (checked once
+      // here); after that each step below keeps a free position, shifting before it would not.
       gen.decodeStartedAt = performance.now();
+      if (logits && this.kv.length >= this.maxContext) this.makeRoom(gen);
       while (logits && !gen.finished) {
-        if (this.kv.length >= this.maxContext && !this.makeRoom(gen)) break;
         const token = gen.sampler.sample(logits, this.cachedTokens);
         const delta = gen.accept(token);
         if (delta !== null) yield { type: 'token', id: token, text: delta };
