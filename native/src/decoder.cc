@@ -290,26 +290,26 @@ void Decoder::Shift(int64_t keep, int64_t drop, int64_t length, const float* cos
   }
 }
 
-// One layer's block [2][Hkv][C][headDim]: keys (rotated) then values, rows moved down in order,
-// so a row is read before anything is written over it (destination p - drop < source p).
+// One layer's block [2][Hkv][C][headDim]: in each head, rows [keep+drop, length) move down by
+// `drop` in one memmove (the ranges overlap); then the moved keys are rotated (as KvCache.discard).
 void Decoder::ShiftHost(float* block, int64_t keep, int64_t drop, int64_t length, const float* cos, const float* sin,
                         bool interleaved, int64_t rotaryDim) {
   const int64_t hd = shape_.headDim;
   const int64_t half = rotaryDim / 2;
+  const int64_t rows = length - keep - drop;
   const int64_t perTensor = shape_.numKvHeads * capacity_ * hd;
   for (int kv = 0; kv < 2; kv++) {
     for (int64_t h = 0; h < shape_.numKvHeads; h++) {
-      float* head = block + kv * perTensor + h * capacity_ * hd;
-      for (int64_t p = keep + drop; p < length; p++) {
-        float* dst = head + (p - drop) * hd;
-        std::memmove(dst, head + p * hd, static_cast<size_t>(hd) * sizeof(float));
-        if (kv == 1) continue;
+      float* moved = block + kv * perTensor + h * capacity_ * hd + keep * hd;
+      std::memmove(moved, moved + drop * hd, static_cast<size_t>(rows * hd) * sizeof(float));
+      if (kv == 1) continue;
+      for (float* row = moved; row < moved + rows * hd; row += hd) {
         for (int64_t i = 0; i < half; i++) {
           const int64_t ia = interleaved ? 2 * i : i;
           const int64_t ib = interleaved ? 2 * i + 1 : i + half;
-          const double a = dst[ia], b = dst[ib];
-          dst[ia] = static_cast<float>(a * cos[i] + b * sin[i]);
-          dst[ib] = static_cast<float>(b * cos[i] - a * sin[i]);
+          const double a = row[ia], b = row[ib];
+          row[ia] = static_cast<float>(a * cos[i] + b * sin[i]);
+          row[ib] = static_cast<float>(b * cos[i] - a * sin[i]);
         }
       }
     }
