@@ -248,6 +248,29 @@ describe('where a context shift cuts', () => {
     assert.deepEqual(raw, { keep: 1, drop: 20 }, 'a raw prompt keeps BOS');
   });
 
+  it('ContextShifter encodes the conversation up to each message once, at the first shift only', () => {
+    const messages = [
+      { role: 'system' as const, content: 'You are a storyteller.' },
+      { role: 'user' as const, content: 'Tell me about a cat.' },
+      { role: 'assistant' as const, content: ' The cat sat on the mat.' },
+      { role: 'user' as const, content: 'And the dog?' },
+      { role: 'assistant' as const, content: ' The dog ran after the ball.' },
+      { role: 'user' as const, content: 'And the bird?' },
+    ];
+    const prompt = tokenizer.encodeChat(messages);
+    const encoded: number[] = [];
+    const counting = Object.create(tokenizer) as TextTokenizer;
+    counting.encodeChat = (msgs, opts) => {
+      encoded.push(msgs.length);
+      return tokenizer.encodeChat(msgs, opts);
+    };
+    const shifter = new ContextShifter(counting, prompt, messages, 'first-exchange');
+    assert.ok(shifter.next(prompt.length + 40));
+    assert.deepEqual([...encoded].sort((a, b) => a - b), [1, 2, 3, 4, 5], 'one encoding per message boundary, none twice');
+    shifter.next(prompt.length + 40);
+    assert.equal(encoded.length, 5, 'a later shift encodes nothing');
+  });
+
   it("ContextShifter 'first-exchange' (truncate middle) keeps everything before the second user turn and drops the oldest turns after it", () => {
     const messages = [
       { role: 'system' as const, content: 'You are a storyteller.' },
