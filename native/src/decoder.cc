@@ -147,13 +147,16 @@ void Decoder::FreeKv(void* block) {
 }
 
 // Copies rows [0, rows) of each of the Hkv heads from stride srcCapacity to stride dstCapacity.
-void Decoder::CopyRows(float* dst, int64_t dstCapacity, const float* src, int64_t srcCapacity, int64_t rows) {
+// On CUDA `cudaKind` says which sides are device memory (a cudaMemcpyKind); `what` names the
+// operation in the error.
+void Decoder::CopyRows(float* dst, int64_t dstCapacity, const float* src, int64_t srcCapacity, int64_t rows,
+                       int cudaKind, const char* what) const {
   const size_t rowBytes = static_cast<size_t>(shape_.headDim) * sizeof(float);
   if (rows == 0) return;
   if (onCuda_) {
     int rc = LoadCudaMemcpy2D()(dst, dstCapacity * rowBytes, src, srcCapacity * rowBytes, rows * rowBytes,
-                                static_cast<size_t>(shape_.numKvHeads), kCudaMemcpyDeviceToDevice);
-    if (rc != 0) throw OrtError("cudaMemcpy2D: error " + std::to_string(rc) + " while growing the KV cache");
+                                static_cast<size_t>(shape_.numKvHeads), cudaKind);
+    if (rc != 0) throw OrtError("cudaMemcpy2D: error " + std::to_string(rc) + " while " + what);
     return;
   }
   for (int64_t h = 0; h < shape_.numKvHeads; h++) {
@@ -174,7 +177,8 @@ void Decoder::Resize(int64_t capacity, int64_t keep) {
     for (int64_t l = 0; l < shape_.numLayers && keep > 0; l++) {
       for (int kv = 0; kv < 2; kv++) {
         CopyRows(static_cast<float*>(fresh[l]) + kv * perTensor, capacity,
-                 static_cast<const float*>(blocks_[l]) + kv * oldPerTensor, capacity_, keep);
+                 static_cast<const float*>(blocks_[l]) + kv * oldPerTensor, capacity_, keep, kCudaMemcpyDeviceToDevice,
+                 "growing the KV cache");
       }
     }
     BindBlocks(fresh, capacity);
@@ -236,29 +240,21 @@ void Decoder::Run() {
 void Decoder::CopyOut(int64_t length, float* host) const { CopyHost(true, length, host); }
 void Decoder::CopyIn(int64_t length, const float* host) { CopyHost(false, length, const_cast<float*>(host)); }
 
-// One 2-D copy per layer and key/value: Hkv rows of length*headDim floats, device pitch C*headDim.
+// Per layer and key/value, CopyRows between the block (stride capacity) and the compact host
+// layout (stride length).
 void Decoder::CopyHost(bool out, int64_t length, float* host) const {
   if (length < 0 || length > capacity_) {
     throw std::invalid_argument("KV copy of " + std::to_string(length) + " positions from a cache of capacity " +
                                 std::to_string(capacity_));
   }
-  if (length == 0) return;
-  const size_t rowBytes = static_cast<size_t>(length * shape_.headDim) * sizeof(float);
-  const size_t pitch = static_cast<size_t>(capacity_ * shape_.headDim) * sizeof(float);
+  const int64_t perTensor = shape_.numKvHeads * capacity_ * shape_.headDim;
+  const int64_t compactPerTensor = shape_.numKvHeads * length * shape_.headDim;
   for (int64_t l = 0; l < shape_.numLayers; l++) {
     for (int kv = 0; kv < 2; kv++) {
-      char* device = static_cast<char*>(blocks_[l]) + kv * shape_.numKvHeads * pitch;
-      char* compact = reinterpret_cast<char*>(host) + (l * 2 + kv) * shape_.numKvHeads * rowBytes;
-      if (onCuda_) {
-        int rc = out ? LoadCudaMemcpy2D()(compact, rowBytes, device, pitch, rowBytes, shape_.numKvHeads, kCudaMemcpyDeviceToHost)
-                     : LoadCudaMemcpy2D()(device, pitch, compact, rowBytes, rowBytes, shape_.numKvHeads, kCudaMemcpyHostToDevice);
-        if (rc != 0) throw OrtError("cudaMemcpy2D: error " + std::to_string(rc) + " while copying the KV cache");
-        continue;
-      }
-      for (int64_t h = 0; h < shape_.numKvHeads; h++) {
-        if (out) std::memcpy(compact + h * rowBytes, device + h * pitch, rowBytes);
-        else std::memcpy(device + h * pitch, compact + h * rowBytes, rowBytes);
-      }
+      float* device = static_cast<float*>(blocks_[l]) + kv * perTensor;
+      float* compact = host + (l * 2 + kv) * compactPerTensor;
+      if (out) CopyRows(compact, length, device, capacity_, length, kCudaMemcpyDeviceToHost, "copying the KV cache out");
+      else CopyRows(device, capacity_, compact, length, length, kCudaMemcpyHostToDevice, "copying the KV cache in");
     }
   }
 }
