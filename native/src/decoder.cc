@@ -267,16 +267,19 @@ void Decoder::Shift(int64_t keep, int64_t drop, int64_t length, const float* cos
                                 std::to_string(length) + " positions (capacity " + std::to_string(capacity_) +
                                 ", rotary dims " + std::to_string(rotaryDim) + ") is out of range");
   }
-  const size_t blockFloats = static_cast<size_t>(2 * shape_.numKvHeads * capacity_ * shape_.headDim);
-  for (int64_t l = 0; l < shape_.numLayers; l++) {
-    if (!onCuda_) {
+  if (!onCuda_) {
+    for (int64_t l = 0; l < shape_.numLayers; l++) {
       ShiftHost(static_cast<float*>(blocks_[l]), keep, drop, length, cos, sin, interleaved, rotaryDim);
-      continue;
     }
-    // Rare (once per context shift) and O(capacity): a host round trip keeps one implementation.
-    std::vector<float> host(blockFloats);
-    const size_t bytes = blockFloats * sizeof(float);
-    CudaMemcpy2D copy = LoadCudaMemcpy2D();
+    return;
+  }
+  // Rare (once per context shift) and O(capacity): a host round trip keeps one implementation.
+  // One host block, reused for every layer.
+  const size_t blockFloats = static_cast<size_t>(2 * shape_.numKvHeads * capacity_ * shape_.headDim);
+  const size_t bytes = blockFloats * sizeof(float);
+  std::vector<float> host(blockFloats);
+  const CudaMemcpy2D copy = LoadCudaMemcpy2D();
+  for (int64_t l = 0; l < shape_.numLayers; l++) {
     int rc = copy(host.data(), bytes, blocks_[l], bytes, bytes, 1, kCudaMemcpyDeviceToHost);
     if (rc == 0) {
       ShiftHost(host.data(), keep, drop, length, cos, sin, interleaved, rotaryDim);
