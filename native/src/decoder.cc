@@ -147,13 +147,16 @@ void Decoder::FreeKv(void* block) {
 }
 
 // Copies rows [0, rows) of each of the Hkv heads from stride srcCapacity to stride dstCapacity.
-void Decoder::CopyRows(float* dst, int64_t dstCapacity, const float* src, int64_t srcCapacity, int64_t rows) {
+// On CUDA `cudaKind` says which sides are device memory (a cudaMemcpyKind); `what` names the
+// operation in the error.
+void Decoder::CopyRows(float* dst, int64_t dstCapacity, const float* src, int64_t srcCapacity, int64_t rows,
+                       int cudaKind, const char* what) const {
   const size_t rowBytes = static_cast<size_t>(shape_.headDim) * sizeof(float);
   if (rows == 0) return;
   if (onCuda_) {
     int rc = LoadCudaMemcpy2D()(dst, dstCapacity * rowBytes, src, srcCapacity * rowBytes, rows * rowBytes,
-                                static_cast<size_t>(shape_.numKvHeads), kCudaMemcpyDeviceToDevice);
-    if (rc != 0) throw OrtError("cudaMemcpy2D: error " + std::to_string(rc) + " while growing the KV cache");
+                                static_cast<size_t>(shape_.numKvHeads), cudaKind);
+    if (rc != 0) throw OrtError("cudaMemcpy2D: error " + std::to_string(rc) + " while " + what);
     return;
   }
   for (int64_t h = 0; h < shape_.numKvHeads; h++) {
@@ -174,7 +177,8 @@ void Decoder::Resize(int64_t capacity, int64_t keep) {
     for (int64_t l = 0; l < shape_.numLayers && keep > 0; l++) {
       for (int kv = 0; kv < 2; kv++) {
         CopyRows(static_cast<float*>(fresh[l]) + kv * perTensor, capacity,
-                 static_cast<const float*>(blocks_[l]) + kv * oldPerTensor, capacity_, keep);
+                 static_cast<const float*>(blocks_[l]) + kv * oldPerTensor, capacity_, keep, kCudaMemcpyDeviceToDevice,
+                 "growing the KV cache");
       }
     }
     BindBlocks(fresh, capacity);
@@ -236,29 +240,21 @@ void Decoder::Run() {
 void Decoder::CopyOut(int64_t length, float* host) const { CopyHost(true, length, host); }
 void Decoder::CopyIn(int64_t length, const float* host) { CopyHost(false, length, const_cast<float*>(host)); }
 
-// One 2-D copy per layer and key/value: Hkv rows of length*headDim floats, device pitch C*headDim.
+// Per layer and key/value, CopyRows between the block (stride capacity) and the compact host
+// layout (stride length).
 void Decoder::CopyHost(bool out, int64_t length, float* host) const {
   if (length < 0 || length > capacity_) {
     throw std::invalid_argument("KV copy of " + std::to_string(length) + " positions from a cache of capacity " +
                                 std::to_string(capacity_));
   }
-  if (length == 0) return;
-  const size_t rowBytes = static_cast<size_t>(length * shape_.headDim) * sizeof(float);
-  const size_t pitch = static_cast<size_t>(capacity_ * shape_.headDim) * sizeof(float);
+  const int64_t perTensor = shape_.numKvHeads * capacity_ * shape_.headDim;
+  const int64_t compactPerTensor = shape_.numKvHeads * length * shape_.headDim;
   for (int64_t l = 0; l < shape_.numLayers; l++) {
     for (int kv = 0; kv < 2; kv++) {
-      char* device = static_cast<char*>(blocks_[l]) + kv * shape_.numKvHeads * pitch;
-      char* compact = reinterpret_cast<char*>(host) + (l * 2 + kv) * shape_.numKvHeads * rowBytes;
-      if (onCuda_) {
-        int rc = out ? LoadCudaMemcpy2D()(compact, rowBytes, device, pitch, rowBytes, shape_.numKvHeads, kCudaMemcpyDeviceToHost)
-                     : LoadCudaMemcpy2D()(device, pitch, compact, rowBytes, rowBytes, shape_.numKvHeads, kCudaMemcpyHostToDevice);
-        if (rc != 0) throw OrtError("cudaMemcpy2D: error " + std::to_string(rc) + " while copying the KV cache");
-        continue;
-      }
-      for (int64_t h = 0; h < shape_.numKvHeads; h++) {
-        if (out) std::memcpy(compact + h * rowBytes, device + h * pitch, rowBytes);
-        else std::memcpy(device + h * pitch, compact + h * rowBytes, rowBytes);
-      }
+      float* device = static_cast<float*>(blocks_[l]) + kv * perTensor;
+      float* compact = host + (l * 2 + kv) * compactPerTensor;
+      if (out) CopyRows(compact, length, device, capacity_, length, kCudaMemcpyDeviceToHost, "copying the KV cache out");
+      else CopyRows(device, capacity_, compact, length, length, kCudaMemcpyHostToDevice, "copying the KV cache in");
     }
   }
 }
@@ -271,16 +267,19 @@ void Decoder::Shift(int64_t keep, int64_t drop, int64_t length, const float* cos
                                 std::to_string(length) + " positions (capacity " + std::to_string(capacity_) +
                                 ", rotary dims " + std::to_string(rotaryDim) + ") is out of range");
   }
-  const size_t blockFloats = static_cast<size_t>(2 * shape_.numKvHeads * capacity_ * shape_.headDim);
-  for (int64_t l = 0; l < shape_.numLayers; l++) {
-    if (!onCuda_) {
+  if (!onCuda_) {
+    for (int64_t l = 0; l < shape_.numLayers; l++) {
       ShiftHost(static_cast<float*>(blocks_[l]), keep, drop, length, cos, sin, interleaved, rotaryDim);
-      continue;
     }
-    // Rare (once per context shift) and O(capacity): a host round trip keeps one implementation.
-    std::vector<float> host(blockFloats);
-    const size_t bytes = blockFloats * sizeof(float);
-    CudaMemcpy2D copy = LoadCudaMemcpy2D();
+    return;
+  }
+  // Rare (once per context shift) and O(capacity): a host round trip keeps one implementation.
+  // One host block, reused for every layer.
+  const size_t blockFloats = static_cast<size_t>(2 * shape_.numKvHeads * capacity_ * shape_.headDim);
+  const size_t bytes = blockFloats * sizeof(float);
+  std::vector<float> host(blockFloats);
+  const CudaMemcpy2D copy = LoadCudaMemcpy2D();
+  for (int64_t l = 0; l < shape_.numLayers; l++) {
     int rc = copy(host.data(), bytes, blocks_[l], bytes, bytes, 1, kCudaMemcpyDeviceToHost);
     if (rc == 0) {
       ShiftHost(host.data(), keep, drop, length, cos, sin, interleaved, rotaryDim);
@@ -290,26 +289,26 @@ void Decoder::Shift(int64_t keep, int64_t drop, int64_t length, const float* cos
   }
 }
 
-// One layer's block [2][Hkv][C][headDim]: keys (rotated) then values, rows moved down in order,
-// so a row is read before anything is written over it (destination p - drop < source p).
+// One layer's block [2][Hkv][C][headDim]: in each head, rows [keep+drop, length) move down by
+// `drop` in one memmove (the ranges overlap); then the moved keys are rotated (as KvCache.discard).
 void Decoder::ShiftHost(float* block, int64_t keep, int64_t drop, int64_t length, const float* cos, const float* sin,
                         bool interleaved, int64_t rotaryDim) {
   const int64_t hd = shape_.headDim;
   const int64_t half = rotaryDim / 2;
+  const int64_t rows = length - keep - drop;
   const int64_t perTensor = shape_.numKvHeads * capacity_ * hd;
   for (int kv = 0; kv < 2; kv++) {
     for (int64_t h = 0; h < shape_.numKvHeads; h++) {
-      float* head = block + kv * perTensor + h * capacity_ * hd;
-      for (int64_t p = keep + drop; p < length; p++) {
-        float* dst = head + (p - drop) * hd;
-        std::memmove(dst, head + p * hd, static_cast<size_t>(hd) * sizeof(float));
-        if (kv == 1) continue;
+      float* moved = block + kv * perTensor + h * capacity_ * hd + keep * hd;
+      std::memmove(moved, moved + drop * hd, static_cast<size_t>(rows * hd) * sizeof(float));
+      if (kv == 1) continue;
+      for (float* row = moved; row < moved + rows * hd; row += hd) {
         for (int64_t i = 0; i < half; i++) {
           const int64_t ia = interleaved ? 2 * i : i;
           const int64_t ib = interleaved ? 2 * i + 1 : i + half;
-          const double a = dst[ia], b = dst[ib];
-          dst[ia] = static_cast<float>(a * cos[i] + b * sin[i]);
-          dst[ib] = static_cast<float>(b * cos[i] - a * sin[i]);
+          const double a = row[ia], b = row[ib];
+          row[ia] = static_cast<float>(a * cos[i] + b * sin[i]);
+          row[ib] = static_cast<float>(b * cos[i] - a * sin[i]);
         }
       }
     }

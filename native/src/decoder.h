@@ -101,7 +101,8 @@ class Decoder {
   void FreeKv(void* block);
   void ShiftHost(float* block, int64_t keep, int64_t drop, int64_t length, const float* cos, const float* sin,
                  bool interleaved, int64_t rotaryDim);
-  void CopyRows(float* dst, int64_t dstCapacity, const float* src, int64_t srcCapacity, int64_t rows);
+  void CopyRows(float* dst, int64_t dstCapacity, const float* src, int64_t srcCapacity, int64_t rows, int cudaKind,
+                const char* what) const;
   void BindValue(const char* name, OrtValue* value, bool asOutput);
   OrtValue* Wrap(const OrtMemoryInfo* info, void* data, size_t bytes, const int64_t* dims, size_t rank,
                  ONNXTensorElementDataType type);

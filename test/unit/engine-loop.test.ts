@@ -174,6 +174,18 @@ describe('Engine.generate on a scripted backend', () => {
     assert.equal(done.stats.contextUsed, promptIds.length + answerIds.length - done.stats.droppedTokens);
   });
 
+  it('a prompt that fills the max context: context-full before any token, or with contextShift a shift before the first sample', async () => {
+    const room = promptIds.length;
+    const full = await collect(scripted({ maxContext: room }).engine, {});
+    assert.equal(full.done.reason, 'context-full');
+    assert.deepEqual(full.done.tokens, []);
+    const { engine, backend } = scripted({ maxContext: room });
+    const { done } = await collect(engine, { contextShift: true });
+    assert.equal(done.reason, 'stop');
+    assert.equal(done.text, ' there was a big cat.');
+    assert.deepEqual(backend.shifts[0], { keep: 1, drop: Math.floor((room - 1) / 2), past: room }, 'shifted at the full prompt, before the first token');
+  });
+
   it('a follow-up that extends the sequence prefills only what differs', async () => {
     const { engine, backend } = scripted();
     const first = await collect(engine, {});
@@ -234,6 +246,29 @@ describe('where a context shift cuts', () => {
     assert.deepEqual(plan, { keep, drop: secondUser - keep }, 'the first exchange leaves, the system prompt stays');
     const raw = new ContextShifter(tokenizer, promptIds, null).next(41);
     assert.deepEqual(raw, { keep: 1, drop: 20 }, 'a raw prompt keeps BOS');
+  });
+
+  it('ContextShifter encodes the conversation up to each message once, at the first shift only', () => {
+    const messages = [
+      { role: 'system' as const, content: 'You are a storyteller.' },
+      { role: 'user' as const, content: 'Tell me about a cat.' },
+      { role: 'assistant' as const, content: ' The cat sat on the mat.' },
+      { role: 'user' as const, content: 'And the dog?' },
+      { role: 'assistant' as const, content: ' The dog ran after the ball.' },
+      { role: 'user' as const, content: 'And the bird?' },
+    ];
+    const prompt = tokenizer.encodeChat(messages);
+    const encoded: number[] = [];
+    const counting = Object.create(tokenizer) as TextTokenizer;
+    counting.encodeChat = (msgs, opts) => {
+      encoded.push(msgs.length);
+      return tokenizer.encodeChat(msgs, opts);
+    };
+    const shifter = new ContextShifter(counting, prompt, messages, 'first-exchange');
+    assert.ok(shifter.next(prompt.length + 40));
+    assert.deepEqual([...encoded].sort((a, b) => a - b), [1, 2, 3, 4, 5], 'one encoding per message boundary, none twice');
+    shifter.next(prompt.length + 40);
+    assert.equal(encoded.length, 5, 'a later shift encodes nothing');
   });
 
   it("ContextShifter 'first-exchange' (truncate middle) keeps everything before the second user turn and drops the oldest turns after it", () => {

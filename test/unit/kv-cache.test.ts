@@ -234,4 +234,14 @@ describe('KvCache.discard (context shift)', () => {
     assert.throws(() => kv.discard(0, 0, rotation), InvalidOptionError);
     assert.equal(kv.length, 4);
   });
+
+  it('checkDiscard (what a backend with its own memory calls before moving it) refuses a rotation that does not fit the head, as discard does', () => {
+    const kv = new KvCache({ numLayers: 1, numKvHeads: 1, headDim: 4, maxContext: 8, hostBuffers: false });
+    kv.ensure(4);
+    kv.commit(4);
+    const wide = { cos: new Float32Array(4), sin: new Float32Array(4), rotaryDim: 8, interleaved: true };
+    assert.throws(() => kv.checkDiscard(1, 2, wide), (e) => e instanceof InvalidOptionError && /8 dims with 4 angles does not fit head size 4/.test(e.message));
+    assert.throws(() => kv.discard(1, 2, wide), InvalidOptionError);
+    assert.equal(kv.length, 4);
+  });
 });

@@ -207,11 +207,7 @@ export class KvCache {
    *   keep + drop ≤ length, or the rotation does not fit the head size; nothing changes.
    */
   discard(keep: number, drop: number, rotation: KeyRotation): void {
-    this.checkDiscard(keep, drop);
-    const R = rotation.rotaryDim;
-    if (!Number.isInteger(R) || R <= 0 || R % 2 !== 0 || R > this.headDim || rotation.cos.length !== R / 2 || rotation.sin.length !== R / 2) {
-      throw new InvalidOptionError('context shift', `a rotation of ${R} dims with ${rotation.cos.length} angles does not fit head size ${this.headDim}`);
-    }
+    this.checkDiscard(keep, drop, rotation);
     if (this.hostBuffers) {
       for (let l = 0; l < this.numLayers; l++) {
         this.shiftRows(this.keys[l], keep, drop, rotation);
@@ -222,12 +218,19 @@ export class KvCache {
   }
 
   /**
-   * The range rule of `discard`, for a backend that moves its own memory first.
-   * @throws InvalidOptionError unless keep, drop are integers, keep ≥ 0, drop ≥ 1, keep + drop ≤ length.
+   * The rules of `discard` (range and rotation), for a backend that moves its own memory first:
+   * checked before it moves anything, so a refused shift leaves both the backend and the cache as
+   * they were.
+   * @throws InvalidOptionError unless keep, drop are integers, keep ≥ 0, drop ≥ 1, keep + drop ≤ length,
+   *   and the rotation's rotaryDim R is even, in (0, headDim], with R/2 cos and sin.
    */
-  checkDiscard(keep: number, drop: number): void {
+  checkDiscard(keep: number, drop: number, rotation: KeyRotation): void {
     if (!Number.isInteger(keep) || !Number.isInteger(drop) || keep < 0 || drop < 1 || keep + drop > this.len) {
       throw new InvalidOptionError('context shift', `cannot drop [${keep}, ${keep + drop}) of ${this.len} positions`);
+    }
+    const R = rotation.rotaryDim;
+    if (!Number.isInteger(R) || R <= 0 || R % 2 !== 0 || R > this.headDim || rotation.cos.length !== R / 2 || rotation.sin.length !== R / 2) {
+      throw new InvalidOptionError('context shift', `a rotation of ${R} dims with ${rotation.cos.length} angles does not fit head size ${this.headDim}`);
     }
   }
 

@@ -84,9 +84,16 @@ export class ContextShifter {
     const bos = this.tokenizer.bos !== null && this.prompt[0] === this.tokenizer.bos ? 1 : 0;
     const msgs = this.messages;
     if (!msgs || msgs.length === 0) return { keep: bos, starts: [] };
+    // Each boundary encodes the conversation up to it; memoized, as the system prompt's end and
+    // the first exchange's end are also turn starts.
+    const ends = new Map<number, number>();
     const boundaryAfter = (n: number): number => {
-      const ids = this.tokenizer.encodeChat(msgs.slice(0, n) as ChatMessage[], { addGenerationPrompt: false });
-      return commonPrefix(ids, this.prompt);
+      let end = ends.get(n);
+      if (end === undefined) {
+        const ids = this.tokenizer.encodeChat(msgs.slice(0, n) as ChatMessage[], { addGenerationPrompt: false });
+        ends.set(n, (end = commonPrefix(ids, this.prompt)));
+      }
+      return end;
     };
     const system = msgs[0].role === 'system' ? Math.max(bos, boundaryAfter(1)) : bos;
     const keep = this.rule === 'first-exchange' ? (this.firstExchangeEnd(boundaryAfter) ?? system) : system;

@@ -330,8 +330,7 @@ export class Engine {
       // 1. prefix reuse: the best of the live and the kept KV caches, then its longest common
       // prefix, but always prefill ≥ 1 token for logits.
       if (req.kvCacheBudgetBytes !== undefined) this.setKvCacheBudget(req.kvCacheBudgetBytes);
-      this.switchTo(gen.prompt);
-      const reused = (gen.reusedTokens = this.reuse(gen.prompt));
+      const reused = (gen.reusedTokens = this.reuse(gen.prompt, this.switchTo(gen.prompt)));
       // 2. chunked prefill
       let logits: Float32Array | null = null;
       const prefillStart = performance.now();
@@ -346,9 +345,11 @@ export class Engine {
       // The max context bounds prompt + generated positions: a token is sampled only if it has a
       // position (< maxContext), so usage never counts more than the max context. Out of room,
       // the request either ends ('context-full') or shifts the context (`makeRoom`).
+      // Only a prompt that fills the context leaves no room for the first token (checked once
+      // here); after that each step below keeps a free position, shifting before it would not.
       gen.decodeStartedAt = performance.now();
+      if (logits && this.kv.length >= this.maxContext) this.makeRoom(gen);
       while (logits && !gen.finished) {
-        if (this.kv.length >= this.maxContext && !this.makeRoom(gen)) break;
         const token = gen.sampler.sample(logits, this.cachedTokens);
         const delta = gen.accept(token);
         if (delta !== null) yield { type: 'token', id: token, text: delta };
@@ -418,8 +419,9 @@ export class Engine {
    * Before `prompt` is prefilled: keeps the live KV cache when `prompt` would overwrite most of
    * it (or a kept one serves `prompt` better), and copies back the kept one that shares the
    * longest prefix with `prompt`, when it beats the live cache.
+   * @returns the length of the prefix the (now) live KV cache shares with `prompt`.
    */
-  private switchTo(prompt: readonly number[]): void {
+  private switchTo(prompt: readonly number[]): number {
     const live = commonPrefix(this.cachedTokens, prompt);
     let best = -1;
     let bestLength = live;
@@ -430,10 +432,11 @@ export class Engine {
     // Taken out first, so keeping the live one cannot evict it.
     const chosen = best >= 0 ? this.saved.splice(best, 1)[0] : null;
     if ((chosen || live * 2 < this.cachedTokens.length) && this.cachedTokens.length > 0) this.keepLive();
-    if (!chosen) return;
+    if (!chosen) return live;
     this.kv.ensure(chosen.tokens.length);
     this.backend.restoreKv(this.kv, chosen.data, chosen.tokens.length);
     this.cachedTokens = chosen.tokens;
+    return bestLength;
   }
 
   /** Copies the live KV cache into the kept ones (most recent), replacing a kept prefix of it. */
@@ -453,9 +456,12 @@ export class Engine {
     while (bytes > this.savedBudget) bytes -= this.saved.shift()!.data.byteLength;
   }
 
-  /** Rewinds the KV cache to the longest prefix it shares with `prompt` (< prompt.length). */
-  private reuse(prompt: readonly number[]): number {
-    let reused = commonPrefix(this.cachedTokens, prompt);
+  /**
+   * Rewinds the KV cache to the longest prefix it shares with `prompt`, `common` positions
+   * (switchTo's result), but < prompt.length.
+   */
+  private reuse(prompt: readonly number[], common: number): number {
+    let reused = common;
     if (reused === prompt.length) reused--;
     this.kv.rewindTo(reused);
     this.cachedTokens.length = reused;

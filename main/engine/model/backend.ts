@@ -50,8 +50,9 @@ export interface DecoderBackend {
    * [keep, keep + drop) of the KV cache, moves the later rows down by `drop` and rotates their
    * keys by −drop positions (`rotation`), then `kv.discard`s, so kv.length shrinks by `drop`.
    * Both backends do the same float64 arithmetic, so they hold the same bits afterwards.
-   * @throws InvalidOptionError for a range outside [0, kv.length); SessionRunError when the
-   *   native addon fails (the KvCache is then unchanged).
+   * @throws InvalidOptionError for a range outside [0, kv.length) or a rotation that does not fit
+   *   the head (`KvCache.checkDiscard`, before anything moves); SessionRunError when the native
+   *   addon fails (the KvCache is then unchanged).
    */
   shift(kv: KvCache, keep: number, drop: number, rotation: KeyRotation): void;
   /**

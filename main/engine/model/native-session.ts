@@ -96,7 +96,7 @@ export class NativeDecoderSession implements DecoderBackend {
 
   /** See DecoderBackend.shift: the addon moves and rotates its own KV blocks, then the KvCache counts. */
   shift(kv: KvCache, keep: number, drop: number, rotation: KeyRotation): void {
-    kv.checkDiscard(keep, drop); // before the addon moves anything
+    kv.checkDiscard(keep, drop, rotation); // before the addon moves anything
     try {
       this.decoder.shift(keep, drop, kv.length, rotation.cos, rotation.sin, rotation.interleaved, rotation.rotaryDim);
     } catch (e) {
