@@ -117,10 +117,9 @@ export class BudgetService {
     this.queues.delete(key);
   }
 
-  /** The context-full policy that applies to a conversation: its own, else the setting's. */
+  /** The context-full policy that applies to a conversation: its own, else the setting's (one database read). */
   policyOf(conversationId: string | null): ContextFullPolicy {
-    const own = conversationId !== null && this.store.hasConversation(conversationId) ? this.store.getSummary(conversationId).contextFullPolicy : undefined;
-    return own ?? this.settings.get().contextFullPolicy;
+    return (conversationId !== null ? this.store.conversationPolicy(conversationId) : null) ?? this.settings.get().contextFullPolicy;
   }
 
   /**
@@ -133,11 +132,18 @@ export class BudgetService {
 
   /**
    * The prompt that would be fed (system, history, draft, documents in their turns) and its
-   * budget, from one assembly, so what is counted is what is generated from.
+   * budget, from one assembly, so what is counted is what is generated from; and `contextShift`,
+   * the engine's shift for the policy counted under (SHIFT_KEEP), so the answer uses that policy
+   * without reading it again.
    *   documents = count(prompt) − count(prompt without documents); draft and history exclude them.
    * @throws ServiceError NOT_FOUND, MODEL_NOT_READY.
    */
-  async prepare(conversationId: string | null, draft: string, messages?: readonly Message[], documents: Draft['documents'] = []): Promise<{ budget: ContextBudget; prompt: AssembledPrompt }> {
+  async prepare(
+    conversationId: string | null,
+    draft: string,
+    messages?: readonly Message[],
+    documents: Draft['documents'] = [],
+  ): Promise<{ budget: ContextBudget; prompt: AssembledPrompt; contextShift: (typeof SHIFT_KEEP)[ContextFullPolicy] }> {
     await this.models.ready();
     this.models.assertLoaded();
     const key = conversationId ?? '';
@@ -179,7 +185,7 @@ export class BudgetService {
       outOfContext: dropped.map((m) => m.id),
       estimated: this.engine.countAccuracy === 'estimate',
     }, SHIFT_KEEP[policy] !== false);
-    return { budget, prompt };
+    return { budget, prompt, contextShift: SHIFT_KEEP[policy] };
   }
 
   /**

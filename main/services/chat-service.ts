@@ -26,7 +26,6 @@ import type { GenerationEvent, GenerationRequest } from '../engine/generate/type
 import { DeltaBatcher, finalState, PeriodicSaver, type DoneEvent, type StreamEnd } from './answer-stream.ts';
 import type { BudgetService } from './budget.ts';
 import type { AssembledPrompt, Draft } from './documents.ts';
-import { SHIFT_KEEP } from './context-policy.ts';
 import { EngineQueue } from './engine-queue.ts';
 import { firstLine, ServiceError } from './errors.ts';
 import type { Emit } from './events.ts';
@@ -112,14 +111,14 @@ export class ChatService {
     return this.withClaim(conversationId, async (answer) => {
       const { store, budget } = this.deps;
       const conv = store.getConversation(conversationId);
-      const { budget: counted, prompt } = await budget.prepare(conversationId, content, conv.messages, documents);
+      const { budget: counted, prompt, contextShift } = await budget.prepare(conversationId, content, conv.messages, documents);
       assertFits(counted, 'this message', this.deps.models.trainedContext);
       const appended = store.appendMessage(conversationId, { role: 'user', content, status: 'complete' });
       store.attachDocuments(appended.id, documents);
       const userMessage = documents.length ? store.getMessage(appended.id) : appended;
       store.setAutoTitle(conversationId, content);
       budget.clearDraft(conversationId);
-      const assistantMessage = this.begin(answer, conversationId, prompt, afterSend(counted));
+      const assistantMessage = this.begin(answer, conversationId, prompt, contextShift, afterSend(counted));
       return { userMessage, assistantMessage };
     });
   }
@@ -136,10 +135,10 @@ export class ChatService {
       if (history.length === 0 || history[history.length - 1].role !== 'user') {
         throw new ServiceError('NOTHING_TO_REGENERATE', 'there is no answer to regenerate: the conversation does not end with a message of yours');
       }
-      const { budget: counted, prompt } = await this.deps.budget.prepare(conversationId, '', history);
+      const { budget: counted, prompt, contextShift } = await this.deps.budget.prepare(conversationId, '', history);
       assertFits(counted, 'the conversation', this.deps.models.trainedContext);
       if (history !== messages) this.deps.store.leavePath(conversationId, last.id); // kept as a branch
-      const assistantMessage = this.begin(answer, conversationId, prompt, counted);
+      const assistantMessage = this.begin(answer, conversationId, prompt, contextShift, counted);
       return { assistantMessage: this.deps.store.getMessage(assistantMessage.id) };
     });
   }
@@ -158,14 +157,14 @@ export class ChatService {
       const before = messages.slice(0, i);
       // The edited message keeps the documents it carries.
       const documents = (messages[i].documents ?? []).map((d) => ({ id: d.id, fit: d.fit }));
-      const { budget: counted, prompt } = await budget.prepare(conversationId, content, before, documents);
+      const { budget: counted, prompt, contextShift } = await budget.prepare(conversationId, content, before, documents);
       assertFits(counted, 'this message', this.deps.models.trainedContext);
       store.leavePath(conversationId, messageId); // the earlier version and its answers stay, as a branch
       const written = store.appendMessage(conversationId, { role: 'user', content, status: 'complete' });
       if (documents.length > 0) store.attachDocuments(written.id, documents);
       if (!before.some((m) => m.role === 'user')) store.setAutoTitle(conversationId, content, true);
       budget.clearDraft(conversationId);
-      const assistantMessage = this.begin(answer, conversationId, prompt, afterSend(counted));
+      const assistantMessage = this.begin(answer, conversationId, prompt, contextShift, afterSend(counted));
       return { userMessage: store.getMessage(written.id), assistantMessage };
     });
   }
@@ -278,25 +277,28 @@ export class ChatService {
     }
   }
 
-  /** Stores the empty answer and starts streaming it; `prompt` (assembled with the budget) ends with the user turn. */
-  private begin(answer: ActiveAnswer, conversationId: string, prompt: AssembledPrompt, budget: ContextBudget): Message {
+  /**
+   * Stores the empty answer and starts streaming it; `prompt` (assembled with the budget) ends with
+   * the user turn; `contextShift` is the shift for the policy the budget was counted under.
+   */
+  private begin(answer: ActiveAnswer, conversationId: string, prompt: AssembledPrompt, contextShift: GenerationRequest['contextShift'], budget: ContextBudget): Message {
     const message = this.deps.store.appendMessage(conversationId, { role: 'assistant', content: '', status: 'streaming' });
     answer.messageId = message.id;
     this.deps.emit('budgetChanged', budget);
-    void this.stream(answer, message, this.generationRequest(conversationId, prompt), budget, prompt.documentParts);
+    void this.stream(answer, message, this.generationRequest(prompt, contextShift), budget, prompt.documentParts);
     return message;
   }
 
   /** What the engine is asked for: the assembled prompt (see BudgetService.prepare) under the current settings. */
-  private generationRequest(conversationId: string, prompt: AssembledPrompt): GenerationRequest {
+  private generationRequest(prompt: AssembledPrompt, contextShift: GenerationRequest['contextShift']): GenerationRequest {
     const s = this.deps.settings.get();
     return {
       messages: prompt.messages,
       maxTokens: s.maxTokens,
-      // The policy mid-answer (the chat's own, else the setting's): at the max context the engine
-      // shifts instead of stopping, keeping the system prompt (rolling window) or the system
-      // prompt and the first exchange (truncate middle); 'stop' ends with context-full.
-      contextShift: SHIFT_KEEP[this.deps.budget.policyOf(conversationId)],
+      // The policy mid-answer (the chat's own, else the setting's; resolved by BudgetService.prepare):
+      // at the max context the engine shifts instead of stopping, keeping the system prompt (rolling
+      // window) or the system prompt and the first exchange (truncate middle); 'stop' ends with context-full.
+      contextShift,
       kvCacheBudgetBytes: s.kvCacheBudgetMiB * 2 ** 20,
       sampler: {
         temperature: s.temperature,

@@ -214,6 +214,12 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     },
   };
 
+  /** The engine once any load in progress is done. @throws ServiceError MODEL_NOT_READY when no model is loaded. */
+  const loadedEngine = async (): Promise<EngineSwitch> => {
+    await models.ready();
+    models.assertLoaded();
+    return engine;
+  };
   const completions: CompletionBackend = {
     instanceId,
     model: () => (engine.model ? models.state.info : null),
@@ -224,21 +230,9 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     },
     settings: () => settingsService.get(),
     complete: (request, signal) => chatService.completion(request, signal),
-    tokenize: async (request) => {
-      await models.ready();
-      models.assertLoaded();
-      return engine.tokenize(request);
-    },
-    detokenize: async (ids) => {
-      await models.ready();
-      models.assertLoaded();
-      return engine.detokenize(ids);
-    },
-    renderChat: async (messages) => {
-      await models.ready();
-      models.assertLoaded();
-      return engine.renderChat(messages);
-    },
+    tokenize: async (request) => (await loadedEngine()).tokenize(request),
+    detokenize: async (ids) => (await loadedEngine()).detokenize(ids),
+    renderChat: async (messages) => (await loadedEngine()).renderChat(messages),
   };
   const localServer = opts.localServer?.(completions) ?? null;
   if (localServer) await localServer.apply(settingsService.get());

@@ -256,6 +256,11 @@ export class ConversationStore {
     return { ...toSummary(row), messages: this.messages(id) };
   }
 
+  /** A conversation's own context-full policy; null: none of its own (the setting's), or no such conversation. */
+  conversationPolicy(id: string): ContextFullPolicy | null {
+    return (this.db.prepare(`SELECT context_full_policy FROM conversations WHERE id = ?`).pluck().get(id) as ContextFullPolicy | null | undefined) ?? null;
+  }
+
   /** Whether a conversation exists. */
   hasConversation(id: string): boolean {
     return this.db.prepare(`SELECT 1 FROM conversations WHERE id = ?`).get(id) !== undefined;

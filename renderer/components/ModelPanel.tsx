@@ -15,6 +15,7 @@ import { useShallow } from 'zustand/react/shallow';
 import { useModel, useStores } from '../hooks.ts';
 import { loadErrorOf } from '../stores/model.ts';
 import { formatBytes, formatTokens } from '../lib/meter.ts';
+import { FormStatus } from './FormStatus.tsx';
 import { ChipIcon } from './icons.tsx';
 import { RemoteEngineForm } from './RemoteEngineForm.tsx';
 
@@ -114,16 +115,7 @@ export function ModelPanel() {
         </select>
         <p className="field-hint">Quantizing applies to float weights (Hugging Face, llama2.c, F32/F16/BF16 GGUF; a quantized GGUF keeps its own blocks): about ¼ or ⅛ of their memory, imported once into a bundle of its own.</p>
         {info?.remote && <p className="field-hint">Opening a model here goes back to this computer's engine.</p>}
-        {opening && (
-          <p className="field-hint" role="status">
-            Opening the model…
-          </p>
-        )}
-        {loadError && !opening && (
-          <p className="field-error" role="alert">
-            {loadError}
-          </p>
-        )}
+        <FormStatus busy={opening ? 'Opening the model…' : null} error={loadError} />
       </form>
       <RemoteEngineForm />
     </section>

@@ -9,6 +9,7 @@
 import { useState, type FormEvent } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import { useModel, useStores } from '../hooks.ts';
+import { FormStatus } from './FormStatus.tsx';
 
 export function RemoteEngineForm() {
   const stores = useStores();
@@ -78,16 +79,7 @@ export function RemoteEngineForm() {
       <button type="submit" className="btn btn-primary btn-sm" disabled={busy !== null || !baseUrl.trim() || options.length === 0}>
         Use remote engine
       </button>
-      {busy && (
-        <p className="field-hint" role="status">
-          {busy === 'list' ? 'Asking the server for its models…' : 'Connecting…'}
-        </p>
-      )}
-      {error && !busy && (
-        <p className="field-error" role="alert">
-          {error}
-        </p>
-      )}
+      <FormStatus busy={busy === null ? null : busy === 'list' ? 'Asking the server for its models…' : 'Connecting…'} error={error} />
     </form>
   );
 }

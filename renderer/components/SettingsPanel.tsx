@@ -105,11 +105,7 @@ export function SettingsPanel() {
           value={settings.contextFullPolicy}
           onChange={(e) => void save({ contextFullPolicy: e.target.value as Settings['contextFullPolicy'] })}
         >
-          {POLICIES.map((p) => (
-            <option key={p} value={p} title={CONTEXT_FULL_WORDS[p].hint}>
-              {CONTEXT_FULL_WORDS[p].label}
-            </option>
-          ))}
+          <PolicyOptions />
         </select>
       </Field>
       <ChatPolicyField fallback={settings.contextFullPolicy} />
@@ -133,6 +129,19 @@ export function SettingsPanel() {
 /** The policies in the menus' order (the table's keys: stop, truncate the middle, rolling window). */
 const POLICIES = Object.keys(CONTEXT_FULL_WORDS) as ContextFullPolicy[];
 
+/** One <option> per context-full policy (value: the policy; text: its label; title: its hint), for both policy menus. */
+function PolicyOptions() {
+  return (
+    <>
+      {POLICIES.map((p) => (
+        <option key={p} value={p} title={CONTEXT_FULL_WORDS[p].hint}>
+          {CONTEXT_FULL_WORDS[p].label}
+        </option>
+      ))}
+    </>
+  );
+}
+
 /** The open chat's own context-full policy: "as the setting" (none of its own) or one of the three. */
 function ChatPolicyField({ fallback }: { fallback: ContextFullPolicy }) {
   const stores = useStores();
@@ -150,11 +159,7 @@ function ChatPolicyField({ fallback }: { fallback: ContextFullPolicy }) {
         onChange={(e) => void stores.conversations.getState().setPolicy(conversationId, (e.target.value || null) as ContextFullPolicy | null)}
       >
         <option value="">As the setting ({CONTEXT_FULL_WORDS[fallback].label})</option>
-        {POLICIES.map((p) => (
-          <option key={p} value={p} title={CONTEXT_FULL_WORDS[p].hint}>
-            {CONTEXT_FULL_WORDS[p].label}
-          </option>
-        ))}
+        <PolicyOptions />
       </select>
     </Field>
   );

@@ -77,13 +77,17 @@ test('conversations: create, get, rename, list by last update, delete; unknown i
     assert.equal(own.updatedAt, b.updatedAt, 'a policy is not an update either');
     assert.equal(s.getConversation(b.id).contextFullPolicy, 'truncate-middle');
     assert.equal(s.getConversation(a.id).contextFullPolicy, undefined, 'none of its own: absent');
+    assert.equal(s.conversationPolicy(b.id), 'truncate-middle', 'the one-column read agrees with the summary');
+    assert.equal(s.conversationPolicy(a.id), null);
     assert.equal(s.setConversationPolicy(b.id, null).contextFullPolicy, undefined);
+    assert.equal(s.conversationPolicy(b.id), null);
     s.deleteConversation(b.id);
     assert.deepEqual(s.listConversations().map((c) => c.id), [a.id]);
     const notFound = (e: unknown) => e instanceof ServiceError && e.code === 'NOT_FOUND';
     assert.throws(() => s.getConversation(b.id), notFound);
     assert.throws(() => s.renameConversation(b.id, 'x'), notFound);
     assert.throws(() => s.setConversationPolicy(b.id, 'stop'), notFound);
+    assert.equal(s.conversationPolicy(b.id), null, 'no such conversation: no policy of its own (the setting applies)');
     assert.throws(() => s.deleteConversation(b.id), notFound);
     assert.throws(() => s.appendMessage(b.id, { role: 'user', content: 'x', status: 'complete' }), notFound);
   } finally {
