@@ -146,14 +146,14 @@ async function answerStreamed(
     for (let it = first; !it.done; it = await events.next()) {
       const ev = it.value;
       if (ev.type === 'token' && ev.text) chunk([endpoint.chunkChoice(ev.text, null)]);
-      else if (ev.type === 'done' && ev.reason === 'error') send(errorBody(new ApiError(500, ev.error?.code.toLowerCase() ?? 'generation_error', ev.error?.message ?? 'the generation failed')));
+      else if (ev.type === 'done' && ev.reason === 'error') send(errorJson(new ApiError(500, ev.error?.code.toLowerCase() ?? 'generation_error', ev.error?.message ?? 'the generation failed')));
       else if (ev.type === 'done') {
         chunk([endpoint.chunkChoice('', finishReason(ev.reason))]);
         if (parsed.includeUsage) chunk([], { usage: usage(ev) });
       }
     }
   } catch (e) {
-    send(errorBody(toApiError(e, endpoint.promptParam)));
+    send(errorJson(toApiError(e, endpoint.promptParam)));
   }
   res.end('data: [DONE]\n\n');
 }
@@ -166,10 +166,6 @@ function usage(done: DoneEvent): Record<string, number> {
 
 function finishReason(r: FinishReason): string {
   return r === 'length' || r === 'context-full' ? 'length' : 'stop';
-}
-
-function errorBody(err: ApiError): Record<string, unknown> {
-  return { error: { message: err.message, type: err.status >= 500 ? 'server_error' : 'invalid_request_error', param: err.param, code: err.code } };
 }
 
 /** A service's or the engine's error as the API answers it. */
