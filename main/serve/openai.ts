@@ -94,6 +94,18 @@ export function errorJson(err: ApiError): { error: { message: string; type: stri
   return { error: { message: err.message, type: err.status >= 500 ? 'server_error' : 'invalid_request_error', param: err.param, code: err.code } };
 }
 
+/**
+ * The loaded model, which a request's `model` (when given, non-empty) must name: one rule for /v1
+ * and the tokenizer paths.
+ * @throws ApiError 503 `model_not_ready` (none loaded), 404 `model_not_found` (another `model`, quoted up to 100 characters).
+ */
+export function loadedModel(backend: CompletionBackend, model: string | undefined): ModelInfo {
+  const info = backend.model();
+  if (!info) throw new ApiError(503, 'model_not_ready', 'no model is loaded yet', null, { 'Retry-After': '1' });
+  if (model && model !== info.name) throw new ApiError(404, 'model_not_found', `the loaded model is ${info.name}, not ${model.slice(0, 100)}`, 'model');
+  return info;
+}
+
 /** A model as `/v1/models` lists it; `max_model_len` as vLLM says it (the max context), so another Ropewalk knows the bound. */
 function modelObject(m: ModelInfo): Record<string, unknown> {
   return { id: m.name, object: 'model', created: 0, owned_by: 'ropewalk', max_model_len: m.maxContext };
@@ -102,9 +114,7 @@ function modelObject(m: ModelInfo): Record<string, unknown> {
 async function generate(req: http.IncomingMessage, res: http.ServerResponse, backend: CompletionBackend, endpoint: Endpoint): Promise<void> {
   if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) throw new ApiError(415, 'unsupported_media_type', 'the body must be application/json');
   const parsed = endpoint.parse(await readJson(req), backend.settings());
-  const info = backend.model();
-  if (!info) throw new ApiError(503, 'model_not_ready', 'no model is loaded yet', null, { 'Retry-After': '1' });
-  if (parsed.model && parsed.model !== info.name) throw new ApiError(404, 'model_not_found', `the loaded model is ${info.name}, not ${parsed.model}`, 'model');
+  const info = loadedModel(backend, parsed.model);
 
   const ac = new AbortController();
   res.on('close', () => ac.abort()); // the client went away (or the response ended: harmless)
