@@ -112,7 +112,6 @@ function modelObject(m: ModelInfo): Record<string, unknown> {
 }
 
 async function generate(req: http.IncomingMessage, res: http.ServerResponse, backend: CompletionBackend, endpoint: Endpoint): Promise<void> {
-  if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) throw new ApiError(415, 'unsupported_media_type', 'the body must be application/json');
   const parsed = endpoint.parse(await readJson(req), backend.settings());
   const info = loadedModel(backend, parsed.model);
 
@@ -197,7 +196,13 @@ export function toApiError(e: unknown, promptParam: string): ApiError {
   return new ApiError(500, 'internal', firstLine(e));
 }
 
+/**
+ * A POST's JSON body (at most MAX_BODY_BYTES), for /v1 and the tokenizer paths.
+ * @throws ApiError 415 when it is not `application/json` (a page elsewhere cannot send that
+ *   without a CORS preflight), 413 when too large, 400 `invalid_json`.
+ */
 export async function readJson(req: http.IncomingMessage): Promise<unknown> {
+  if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) throw new ApiError(415, 'unsupported_media_type', 'the body must be application/json');
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const c of req as AsyncIterable<Buffer>) {
