@@ -78,9 +78,17 @@ export async function handleOpenAi(req: http.IncomingMessage, res: http.ServerRe
     if (req.method !== 'POST') throw new ApiError(405, 'method_not_allowed', 'use POST');
     return await generate(req, res, backend, endpoint);
   } catch (e) {
-    if (res.headersSent || res.destroyed) return void res.end();
-    sendError(res, e instanceof ApiError ? e : toApiError(e, 'messages'));
+    answerError(res, e, 'messages');
   }
+}
+
+/**
+ * Answers a handler's failure as the API's JSON error (`toApiError`; an overflow blamed on
+ * `promptParam`), or ends the response when one has already begun.
+ */
+export function answerError(res: http.ServerResponse, e: unknown, promptParam: string): void {
+  if (res.headersSent || res.destroyed) return void res.end();
+  sendError(res, toApiError(e, promptParam));
 }
 
 /** A JSON error response in OpenAI's shape. */
@@ -178,7 +186,7 @@ function finishReason(r: FinishReason): string {
 }
 
 /** A service's or the engine's error as the API answers it. */
-export function toApiError(e: unknown, promptParam: string): ApiError {
+function toApiError(e: unknown, promptParam: string): ApiError {
   if (e instanceof ApiError) return e;
   // Engine errors cross the worker boundary as EngineError with their code (not their subclass).
   if (e instanceof EngineError && e.code === 'CONTEXT_OVERFLOW') return new ApiError(400, 'context_length_exceeded', e.message, promptParam);

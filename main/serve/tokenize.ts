@@ -15,7 +15,7 @@
 import type http from 'node:http';
 import { z } from 'zod';
 import type { CompletionBackend } from '../services/index.ts';
-import { json, loadedModel, readJson, sendError, toApiError } from './openai.ts';
+import { answerError, json, loadedModel, readJson } from './openai.ts';
 import { ApiError, chatMessages, invalidBody, invalidField, messageSchema } from './openai-request.ts';
 
 /** Ids accepted by /detokenize at once. */
@@ -53,8 +53,7 @@ export function routeTokenize(pathname: string, req: http.IncomingMessage, res: 
       else if (pathname === '/detokenize') await detokenize(body, res, backend);
       else await applyTemplate(body, res, backend);
     } catch (e) {
-      if (res.headersSent || res.destroyed) return void res.end();
-      sendError(res, toApiError(e, pathname === '/tokenize' ? 'content' : pathname === '/detokenize' ? 'tokens' : 'messages'));
+      answerError(res, e, pathname === '/tokenize' ? 'content' : pathname === '/detokenize' ? 'tokens' : 'messages');
     }
   })();
   return true;
