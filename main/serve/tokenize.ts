@@ -16,7 +16,7 @@ import type http from 'node:http';
 import { z } from 'zod';
 import type { CompletionBackend } from '../services/index.ts';
 import { answerError, json, loadedModel, readJson } from './openai.ts';
-import { ApiError, chatMessages, invalidBody, invalidField, messageSchema } from './openai-request.ts';
+import { ApiError, chatMessages, invalidField, messageSchema, parseBody } from './openai-request.ts';
 
 /** Ids accepted by /detokenize at once. */
 const MAX_IDS = 1 << 20;
@@ -84,10 +84,4 @@ async function applyTemplate(body: unknown, res: http.ServerResponse, backend: C
   const b = parseBody(applyTemplateSchema, body);
   loadedModel(backend, b.model);
   json(res, 200, { prompt: await backend.renderChat(chatMessages(b.messages)) });
-}
-
-function parseBody<T extends z.ZodTypeAny>(schema: T, body: unknown): z.infer<T> {
-  const parsed = schema.safeParse(body);
-  if (parsed.success) return parsed.data;
-  throw invalidBody(parsed.error);
 }
