@@ -144,9 +144,8 @@ main(process.argv.slice(2)).then(
       process.stderr.write(`error: ${e.message}\n`);
       process.exitCode = 2;
     } else if (e instanceof EngineError) {
-      // An overflow before the model said its trained context (main adds the remedy once it has).
-      const todo = e.code === 'CONTEXT_OVERFLOW' ? `; ${promptTooLongRemedy(Number.POSITIVE_INFINITY, null, CLI_CONTEXT_REMEDIES)}` : '';
-      process.stderr.write(`error: ${e.message}${todo}\n`);
+      // (A CONTEXT_OVERFLOW comes only from generate, where main turns it into a UsageError with its remedy.)
+      process.stderr.write(`error: ${e.message}\n`);
       // Ctrl-C during an import: the shell's convention for SIGINT, as for a cancelled answer.
       process.exitCode = e.code === 'CANCELLED' ? 130 : USAGE_CODES.has(e.code) ? 2 : 1;
     } else {

@@ -136,7 +136,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
   if (backend !== null && backend !== 'native' && backend !== 'js') throw new UsageError(`--backend must be native or js, got "${backend}"`);
   if (v.model !== undefined && v.model.trim() === '') throw new UsageError('--model needs a path');
   const quantize = v.quantize === undefined ? null : QUANTIZE_OPTIONS.find((q) => q === v.quantize);
-  if (quantize === undefined) throw new UsageError(`--quantize must be q4 or q8, got "${v.quantize}"`);
+  if (quantize === undefined) throw new UsageError(`--quantize must be ${QUANTIZE_OPTIONS.join(' or ')}, got "${v.quantize}"`);
   const seed = int('seed', v.seed, 0, 2 ** 32 - 1);
   if (v.fit !== undefined && v.fit !== 'relevant') throw new UsageError(`--fit must be relevant, got "${v.fit}"`);
   if (v.fit !== undefined && !v.attach?.length) throw new UsageError('--fit relevant needs a document (--attach FILE)');

@@ -232,7 +232,11 @@ export class RemoteEngine implements ChatEngine {
 
   /** Reads one event's JSON into `run`; returns its text. @throws RemoteEngineError for an error event or bad JSON. */
   private takeChunk(data: string, chat: boolean, run: Run): string {
-    let j: { choices?: { delta?: { content?: unknown }; text?: unknown; finish_reason?: unknown }[]; usage?: unknown; error?: { message?: unknown } };
+    let j: {
+      choices?: { delta?: { content?: unknown }; message?: { content?: unknown }; text?: unknown; finish_reason?: unknown }[];
+      usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } | null;
+      error?: { message?: unknown };
+    };
     try {
       j = JSON.parse(data);
     } catch {
@@ -242,9 +246,9 @@ export class RemoteEngine implements ChatEngine {
       const said = typeof j.error.message === 'string' ? j.error.message.split('\n')[0].slice(0, 200) : 'no reason given';
       throw new RemoteEngineError('server', `the remote engine failed mid-answer (${said}); the partial answer is kept, send again to retry`);
     }
-    const usage = j.usage as { prompt_tokens?: unknown; completion_tokens?: unknown } | null | undefined;
+    const usage = j.usage;
     if (usage && typeof usage.prompt_tokens === 'number' && typeof usage.completion_tokens === 'number') run.usage = { prompt: usage.prompt_tokens, completion: usage.completion_tokens };
-    const c = j.choices?.[0] as { delta?: { content?: unknown }; message?: { content?: unknown }; text?: unknown; finish_reason?: unknown } | undefined;
+    const c = j.choices?.[0];
     if (typeof c?.finish_reason === 'string') run.finish = c.finish_reason;
     const piece = chat ? (c?.delta ?? c?.message)?.content : c?.text;
     if (typeof piece !== 'string' || piece === '') return '';

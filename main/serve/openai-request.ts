@@ -53,7 +53,7 @@ export function invalidField(path: readonly PropertyKey[], reason: string): ApiE
  * matched the value's type: "stop: Too big: expected array to have <=16 items", not "Invalid
  * input"). One rule for /v1 and /tokenize.
  */
-export function invalidBody(error: z.ZodError): ApiError {
+function invalidBody(error: z.ZodError): ApiError {
   const { path, message } = specific(error.issues[0]);
   return invalidField(path, message);
 }
@@ -146,11 +146,23 @@ function refuseUnsupported(body: Record<string, unknown>): void {
 }
 
 function parse<T extends z.ZodTypeAny>(schema: T, body: unknown): z.infer<T> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError(400, 'invalid_request', 'the body must be a JSON object');
-  refuseUnsupported(body as Record<string, unknown>);
+  if (isJsonObject(body)) refuseUnsupported(body);
+  return parseBody(schema, body);
+}
+
+/**
+ * A JSON body by `schema`, one rule for /v1 and the tokenizer paths.
+ * @throws ApiError 400 `invalid_request`: "the body must be a JSON object", or the first schema issue (invalidBody).
+ */
+export function parseBody<T extends z.ZodTypeAny>(schema: T, body: unknown): z.infer<T> {
+  if (!isJsonObject(body)) throw new ApiError(400, 'invalid_request', 'the body must be a JSON object');
   const parsed = schema.safeParse(body);
   if (!parsed.success) throw invalidBody(parsed.error);
   return parsed.data;
+}
+
+function isJsonObject(body: unknown): body is Record<string, unknown> {
+  return typeof body === 'object' && body !== null && !Array.isArray(body);
 }
 
 /** The chat messages as the engine takes them. @throws ApiError 400 naming the message at fault. */

@@ -78,9 +78,17 @@ export async function handleOpenAi(req: http.IncomingMessage, res: http.ServerRe
     if (req.method !== 'POST') throw new ApiError(405, 'method_not_allowed', 'use POST');
     return await generate(req, res, backend, endpoint);
   } catch (e) {
-    if (res.headersSent || res.destroyed) return void res.end();
-    sendError(res, e instanceof ApiError ? e : toApiError(e, 'messages'));
+    answerError(res, e, 'messages');
   }
+}
+
+/**
+ * Answers a handler's failure as the API's JSON error (`toApiError`; an overflow blamed on
+ * `promptParam`), or ends the response when one has already begun.
+ */
+export function answerError(res: http.ServerResponse, e: unknown, promptParam: string): void {
+  if (res.headersSent || res.destroyed) return void res.end();
+  sendError(res, toApiError(e, promptParam));
 }
 
 /** A JSON error response in OpenAI's shape. */
@@ -94,17 +102,26 @@ export function errorJson(err: ApiError): { error: { message: string; type: stri
   return { error: { message: err.message, type: err.status >= 500 ? 'server_error' : 'invalid_request_error', param: err.param, code: err.code } };
 }
 
+/**
+ * The loaded model, which a request's `model` (when given, non-empty) must name: one rule for /v1
+ * and the tokenizer paths.
+ * @throws ApiError 503 `model_not_ready` (none loaded), 404 `model_not_found` (another `model`, quoted up to 100 characters).
+ */
+export function loadedModel(backend: CompletionBackend, model: string | undefined): ModelInfo {
+  const info = backend.model();
+  if (!info) throw new ApiError(503, 'model_not_ready', 'no model is loaded yet', null, { 'Retry-After': '1' });
+  if (model && model !== info.name) throw new ApiError(404, 'model_not_found', `the loaded model is ${info.name}, not ${model.slice(0, 100)}`, 'model');
+  return info;
+}
+
 /** A model as `/v1/models` lists it; `max_model_len` as vLLM says it (the max context), so another Ropewalk knows the bound. */
 function modelObject(m: ModelInfo): Record<string, unknown> {
   return { id: m.name, object: 'model', created: 0, owned_by: 'ropewalk', max_model_len: m.maxContext };
 }
 
 async function generate(req: http.IncomingMessage, res: http.ServerResponse, backend: CompletionBackend, endpoint: Endpoint): Promise<void> {
-  if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) throw new ApiError(415, 'unsupported_media_type', 'the body must be application/json');
   const parsed = endpoint.parse(await readJson(req), backend.settings());
-  const info = backend.model();
-  if (!info) throw new ApiError(503, 'model_not_ready', 'no model is loaded yet', null, { 'Retry-After': '1' });
-  if (parsed.model && parsed.model !== info.name) throw new ApiError(404, 'model_not_found', `the loaded model is ${info.name}, not ${parsed.model}`, 'model');
+  const info = loadedModel(backend, parsed.model);
 
   const ac = new AbortController();
   res.on('close', () => ac.abort()); // the client went away (or the response ended: harmless)
@@ -146,14 +163,14 @@ async function answerStreamed(
     for (let it = first; !it.done; it = await events.next()) {
       const ev = it.value;
       if (ev.type === 'token' && ev.text) chunk([endpoint.chunkChoice(ev.text, null)]);
-      else if (ev.type === 'done' && ev.reason === 'error') send(errorBody(new ApiError(500, ev.error?.code.toLowerCase() ?? 'generation_error', ev.error?.message ?? 'the generation failed')));
+      else if (ev.type === 'done' && ev.reason === 'error') send(errorJson(new ApiError(500, ev.error?.code.toLowerCase() ?? 'generation_error', ev.error?.message ?? 'the generation failed')));
       else if (ev.type === 'done') {
         chunk([endpoint.chunkChoice('', finishReason(ev.reason))]);
         if (parsed.includeUsage) chunk([], { usage: usage(ev) });
       }
     }
   } catch (e) {
-    send(errorBody(toApiError(e, endpoint.promptParam)));
+    send(errorJson(toApiError(e, endpoint.promptParam)));
   }
   res.end('data: [DONE]\n\n');
 }
@@ -168,12 +185,8 @@ function finishReason(r: FinishReason): string {
   return r === 'length' || r === 'context-full' ? 'length' : 'stop';
 }
 
-function errorBody(err: ApiError): Record<string, unknown> {
-  return { error: { message: err.message, type: err.status >= 500 ? 'server_error' : 'invalid_request_error', param: err.param, code: err.code } };
-}
-
 /** A service's or the engine's error as the API answers it. */
-export function toApiError(e: unknown, promptParam: string): ApiError {
+function toApiError(e: unknown, promptParam: string): ApiError {
   if (e instanceof ApiError) return e;
   // Engine errors cross the worker boundary as EngineError with their code (not their subclass).
   if (e instanceof EngineError && e.code === 'CONTEXT_OVERFLOW') return new ApiError(400, 'context_length_exceeded', e.message, promptParam);
@@ -191,7 +204,13 @@ export function toApiError(e: unknown, promptParam: string): ApiError {
   return new ApiError(500, 'internal', firstLine(e));
 }
 
+/**
+ * A POST's JSON body (at most MAX_BODY_BYTES), for /v1 and the tokenizer paths.
+ * @throws ApiError 415 when it is not `application/json` (a page elsewhere cannot send that
+ *   without a CORS preflight), 413 when too large, 400 `invalid_json`.
+ */
 export async function readJson(req: http.IncomingMessage): Promise<unknown> {
+  if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) throw new ApiError(415, 'unsupported_media_type', 'the body must be application/json');
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const c of req as AsyncIterable<Buffer>) {

@@ -10,13 +10,13 @@
  *   detokenize: { tokens, model? } → { content } (llama.cpp) with `prompt` (vLLM) beside it
  * Special tokens' text in `prompt` stays text, as in a completion's prompt; in `content` it is
  * parsed unless `parse_special: false`, as llama.cpp does. Errors are
- * OpenAI-style JSON (`param` names the field); a `model` that is not the loaded one is a 404.
+ * OpenAI-style JSON (`param` names the field); a `model` that is not the loaded one is a 404 (openai.ts loadedModel, as under /v1).
  */
 import type http from 'node:http';
 import { z } from 'zod';
 import type { CompletionBackend } from '../services/index.ts';
-import { json, readJson, sendError, toApiError } from './openai.ts';
-import { ApiError, chatMessages, invalidBody, invalidField, messageSchema } from './openai-request.ts';
+import { answerError, json, loadedModel, readJson } from './openai.ts';
+import { ApiError, chatMessages, invalidField, messageSchema, parseBody } from './openai-request.ts';
 
 /** Ids accepted by /detokenize at once. */
 const MAX_IDS = 1 << 20;
@@ -48,14 +48,12 @@ export function routeTokenize(pathname: string, req: http.IncomingMessage, res: 
   void (async () => {
     try {
       if (req.method !== 'POST') throw new ApiError(405, 'method_not_allowed', 'use POST');
-      if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) throw new ApiError(415, 'unsupported_media_type', 'the body must be application/json');
       const body = await readJson(req);
       if (pathname === '/tokenize') await tokenize(body, res, backend);
       else if (pathname === '/detokenize') await detokenize(body, res, backend);
       else await applyTemplate(body, res, backend);
     } catch (e) {
-      if (res.headersSent || res.destroyed) return void res.end();
-      sendError(res, toApiError(e, pathname === '/tokenize' ? 'content' : pathname === '/detokenize' ? 'tokens' : 'messages'));
+      answerError(res, e, pathname === '/tokenize' ? 'content' : pathname === '/detokenize' ? 'tokens' : 'messages');
     }
   })();
   return true;
@@ -65,7 +63,7 @@ async function tokenize(body: unknown, res: http.ServerResponse, backend: Comple
   const b = parseBody(tokenizeSchema, body);
   const given = [b.content, b.prompt, b.messages].filter((x) => x !== undefined).length;
   if (given !== 1) throw new ApiError(400, 'invalid_request', 'give exactly one of content (llama.cpp), prompt or messages (vLLM)', 'content');
-  const maxContext = loadedModel(backend, b.model);
+  const { maxContext } = loadedModel(backend, b.model);
   if (b.content !== undefined) return json(res, 200, { tokens: await backend.tokenize({ text: b.content, addSpecial: b.add_special ?? false, parseSpecial: b.parse_special ?? true }) });
   const tokens = b.prompt !== undefined ? await backend.tokenize({ text: b.prompt, addSpecial: b.add_special_tokens ?? true, parseSpecial: false }) : await backend.tokenize({ messages: chatMessages(b.messages!) });
   json(res, 200, { tokens, count: tokens.length, max_model_len: maxContext });
@@ -73,10 +71,9 @@ async function tokenize(body: unknown, res: http.ServerResponse, backend: Comple
 
 async function detokenize(body: unknown, res: http.ServerResponse, backend: CompletionBackend): Promise<void> {
   const b = parseBody(detokenizeSchema, body);
-  loadedModel(backend, b.model);
   // The caller's ids, checked here so the refusal names the field (the tokenizer would too, but
   // as a model-side error).
-  const vocabSize = backend.model()?.vocabSize ?? Infinity;
+  const { vocabSize } = loadedModel(backend, b.model);
   const bad = b.tokens.findIndex((id) => id >= vocabSize);
   if (bad >= 0) throw invalidField(['tokens', bad], `${b.tokens[bad]} is not a token id of this model (0 to ${vocabSize - 1})`);
   const content = await backend.detokenize(b.tokens);
@@ -87,18 +84,4 @@ async function applyTemplate(body: unknown, res: http.ServerResponse, backend: C
   const b = parseBody(applyTemplateSchema, body);
   loadedModel(backend, b.model);
   json(res, 200, { prompt: await backend.renderChat(chatMessages(b.messages)) });
-}
-
-/** The loaded model's max context. @throws ApiError 503 (none loaded), 404 (another `model`). */
-function loadedModel(backend: CompletionBackend, model: string | undefined): number {
-  const info = backend.model();
-  if (!info) throw new ApiError(503, 'model_not_ready', 'no model is loaded yet', null, { 'Retry-After': '1' });
-  if (model !== undefined && model !== info.name) throw new ApiError(404, 'model_not_found', `the loaded model is ${info.name}, not ${model.slice(0, 100)}`, 'model');
-  return info.maxContext;
-}
-
-function parseBody<T extends z.ZodTypeAny>(schema: T, body: unknown): z.infer<T> {
-  const parsed = schema.safeParse(body);
-  if (parsed.success) return parsed.data;
-  throw invalidBody(parsed.error);
 }
