@@ -5,8 +5,9 @@
  * `pretest` (npm test), and by `npm run build:native`. Steps:
  *   1. ONNX Runtime's C API headers: $ROPEWALK_ORT_INCLUDE, else /usr/include/onnxruntime (apt
  *      install libonnxruntime-dev on Debian trixie or later), else native/.deps (extracted from
- *      trixie's libonnxruntime-dev 1.21 .deb, downloaded once from $DEBIAN_MIRROR or
- *      deb.debian.org and checked against its SHA-256 from the trixie Packages index).
+ *      trixie's libonnxruntime-dev 1.21 .deb, downloaded once from $DEBIAN_MIRROR or else the
+ *      Debian mirror this machine's apt already uses (its sources lists), and checked against its
+ *      SHA-256 from the trixie Packages index). No host is named here: the mirror is the machine's.
  *   2. cmake-js compile (Node-API headers from npm's node-api-headers and node-addon-api; CMake
  *      and a C++17 compiler on the PATH). Skipped when the addon is newer than every source.
  * When a step fails it prints one line and exits 0: the engine then runs on the JS backend and
@@ -14,7 +15,7 @@
  */
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -36,7 +37,7 @@ async function ortHeaders() {
   if (process.platform !== 'linux' || process.arch !== 'x64') {
     throw new StepError(`no onnxruntime_c_api.h; set ROPEWALK_ORT_INCLUDE to ONNX Runtime's include folder (${process.platform}-${process.arch})`);
   }
-  const mirror = (process.env.DEBIAN_MIRROR ?? 'http://deb.debian.org/debian').replace(/\/$/, '');
+  const mirror = (process.env.DEBIAN_MIRROR ?? aptMirror()).replace(/\/$/, '');
   const url = `${mirror}/${DEB.path}`;
   let bytes;
   try {
@@ -61,6 +62,26 @@ async function ortHeaders() {
   const dir = path.join(DEPS, 'usr/include/onnxruntime');
   if (!existsSync(path.join(dir, 'onnxruntime_c_api.h'))) throw new StepError(`${DEB.path} held no onnxruntime_c_api.h`);
   return dir;
+}
+
+/** The main Debian archive URI in this machine's apt sources (deb822 `URIs:` or one-line `deb`), not
+ *  the security archive. Throws StepError when none is configured (then set DEBIAN_MIRROR). */
+function aptMirror() {
+  const files = ['/etc/apt/sources.list'];
+  try {
+    for (const f of readdirSync('/etc/apt/sources.list.d').sort()) {
+      if (f.endsWith('.sources') || f.endsWith('.list')) files.push(path.join('/etc/apt/sources.list.d', f));
+    }
+  } catch { /* no sources.list.d */ }
+  for (const f of files) {
+    let text;
+    try { text = readFileSync(f, 'utf8'); } catch { continue; }
+    for (const line of text.split('\n')) {
+      const m = line.match(/^\s*(?:URIs:|deb(?:\s+\[[^\]]*\])?)\s+(https?:\/\/\S+?\/debian)\/?(?:\s|$)/);
+      if (m) return m[1];
+    }
+  }
+  throw new StepError('no Debian mirror in this machine\'s apt sources; set DEBIAN_MIRROR to one');
 }
 
 function newestSource() {

@@ -1,4 +1,4 @@
-// One decoder session and its KV cache, bound once with IoBinding (ARCHITECTURE.md "KV cache").
+// One decoder session and its KV cache, bound once with IoBinding (docs/ARCHITECTURE.md "KV cache").
 //
 // Graph contract (main/engine/model/io-names.ts): input_ids int64 [1, T], rope_cos/rope_sin
 // float32 [T, R/2], seqlens_k int32 [1] = P+T-1, total_seq_len int32 [] = P+T,

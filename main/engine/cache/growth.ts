@@ -1,5 +1,5 @@
 /**
- * The growth rule the RoPE cache and the KV cache share (ARCHITECTURE.md, "RoPE cache" and
+ * The growth rule the RoPE cache and the KV cache share (docs/ARCHITECTURE.md, "RoPE cache" and
  * "KV cache"): positions [0, end) with end = P + T (past + new, never T alone) must fit; a miss
  * grows to the next power of two, bounded by the configured max context; past it is a typed
  * overflow raised before anything changes.

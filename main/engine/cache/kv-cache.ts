@@ -4,7 +4,7 @@
  * (h·capacity + p)·headDim + d). This is the past_key/past_value layout of ONNX Runtime's
  * com.microsoft.GroupQueryAttention with past and present bound to one buffer: the graph
  * appends positions [P, P+T) in place, then the engine `commit(T)`s.
- * Contract (same discipline as the RoPE cache, ARCHITECTURE.md "KV cache"):
+ * Contract (same discipline as the RoPE cache, docs/ARCHITECTURE.md "KV cache"):
  *   - `ensure(P + T)` before every run: ContextOverflowError past maxContext with nothing
  *     changed; on a miss grow to min(nextPow2(end), maxContext), copying each head's first
  *     `length` rows to the new stride. A warm step does no work.

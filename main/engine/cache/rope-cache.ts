@@ -1,6 +1,6 @@
 /**
  * The RoPE cache: cos/sin tables for positions [0, capacity), grown lazily and bounded by the
- * configured max context (ARCHITECTURE.md "RoPE cache"). Contract:
+ * configured max context (docs/ARCHITECTURE.md "RoPE cache"). Contract:
  *   - `ensure(P + T)` before every run. It checks the END position (P + T), never T alone
  *     (seed bug 1), throws ContextOverflowError past maxContext without changing anything, and
  *     on a miss grows to min(nextPow2(end), maxContext), computing only the new rows.

@@ -1,5 +1,5 @@
 /**
- * The one interface the engine runs a decoder through (ARCHITECTURE.md, "Processes": "Backend
+ * The one interface the engine runs a decoder through (docs/ARCHITECTURE.md, "Processes": "Backend
  * interface"), and the choice between its two implementations:
  *   - `js`: onnxruntime-node's JS API (session.ts). Portable, the oracle; the KV cache lives in
  *     the KvCache's host buffers, fed as past_* without a copy; a step fetches only the new rows

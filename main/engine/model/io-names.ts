@@ -1,6 +1,6 @@
 /**
  * Every ONNX input and output name of the decoder graph, in one place (graph contract,
- * ARCHITECTURE.md "Graph contract"). One decoder step, batch 1, T new tokens, P = past length:
+ * docs/ARCHITECTURE.md "Graph contract"). One decoder step, batch 1, T new tokens, P = past length:
  *   input_ids        int64   [1, T]
  *   rope_cos         float32 [T, R/2]   RoPE cache rows for positions P … P+T−1
  *   rope_sin         float32 [T, R/2]
