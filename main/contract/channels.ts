@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { CONTEXT_FULL_POLICIES, QUANTIZE_OPTIONS } from './types.ts';
 import { ORIGIN_RULE, parseOrigin } from './origin.ts';
+import { MAX_DOCUMENT_BYTES } from './limits.ts';
 import type {
   ContextBudget,
   Conversation,
@@ -29,8 +30,7 @@ const id = z.string().min(1).max(64);
 const text = z.string().max(1_000_000);
 /** Documents attached to a message, in order, each whole or cut to the relevant parts when it does not fit. */
 const attachedDocuments = z.array(z.object({ id, fit: z.enum(['whole', 'relevant']) }).strict()).max(16);
-/** Largest file accepted as a document, bytes (16 MiB: far above a document that fits any max context). */
-export const MAX_DOCUMENT_BYTES = 16 * 1024 * 1024;
+export { MAX_DOCUMENT_BYTES };
 /** Base64 of a file one byte over the limit: it reaches the service and gets the error naming the limit. */
 const MAX_ATTACHMENT_BASE64 = Math.ceil((MAX_DOCUMENT_BYTES + 1) / 3) * 4;
 

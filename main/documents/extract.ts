@@ -16,8 +16,8 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { Parser } from 'htmlparser2';
-import { MAX_DOCUMENT_BYTES } from '../contract/channels.ts';
-import { firstLine } from '../services/errors.ts';
+import { MAX_DOCUMENT_BYTES } from '../contract/limits.ts';
+import { firstLine } from '../engine/errors.ts';
 import { DocumentError } from './errors.ts';
 
 export { MAX_DOCUMENT_BYTES };

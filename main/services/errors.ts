@@ -30,7 +30,5 @@ export class ServiceError extends Error {
   }
 }
 
-/** The first line of an error's message (or of `String(e)`), for one-sentence reports. */
-export function firstLine(e: unknown): string {
-  return e instanceof Error ? e.message.split('\n')[0] : String(e);
-}
+/** The first line of an error's message (one definition, the engine's: main/engine/errors.ts). */
+export { firstLine } from '../engine/errors.ts';

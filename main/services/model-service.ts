@@ -19,6 +19,7 @@
  *   answered. `open(path)` goes back to a local model.
  */
 import { QUANTIZE_OPTIONS, type ModelInfo, type ModelState, type QuantizeOption, type RemoteModelEntry } from '../contract/types.ts';
+import type { QuantizeOption as EngineQuantizeOption } from '../engine/model/bundle.ts';
 import type { EngineHost } from '../engine-host/host.ts';
 import { normalizeBaseUrl } from '../remote/http.ts';
 import { listRemoteModels, RemoteEngine, type RemoteConfig } from '../remote/remote-engine.ts';
@@ -29,6 +30,10 @@ import type { ModelInfo as EngineModelInfo } from '../engine/generate/engine.ts'
 import { firstLine, ServiceError } from './errors.ts';
 import type { Emit } from './events.ts';
 import type { ConversationStore } from './store.ts';
+
+/** The wire's quantize choices are the engine's, both ways (a compile-time check; fails to type-check if they part). */
+const SAME_QUANTIZE_OPTIONS: [QuantizeOption, EngineQuantizeOption] extends [EngineQuantizeOption, QuantizeOption] ? true : never = true;
+void SAME_QUANTIZE_OPTIONS;
 
 export type { Emit };
 

@@ -1,5 +1,5 @@
 /**
- * Layering, checked on the sources: a table of which folder may not import which (the engine
+ * Layering, checked on the sources: an allow-list per layer of what it may import (the engine
  * nothing above it; the services no transport; the renderer only the contract); only app/
  * imports Electron; the pure app modules the tests load stay Electron-free; the preload imports
  * only electron, the bridge and the dependency-free contract names (no zod, no Node).
@@ -40,24 +40,39 @@ function sourceFiles(dir: string): string[] {
 const isElectron = (s: string) => s === ELECTRON || s.startsWith(`${ELECTRON}/`);
 
 /**
- * Import rules between the project's own folders: files under `from` may not import a module
- * under any of `never` (a folder ends with '/', else a file), or, with `only`, any project module
- * outside `only` (packages are not checked by `only`).
+ * Import rules between the project's own modules, as allow-lists (VS Code's `code-layering` rule):
+ * each layer names the project modules its files may import (a folder ends with '/', else a
+ * file); anything else fails, and a source file under main/, app/, renderer/ or native/ that no
+ * layer covers fails too. Packages are not checked here (electron and the preload: below).
+ * The most specific `from` wins (a file is judged by the longest matching prefix).
  */
 interface LayerRule {
   from: string;
-  never?: string[];
-  only?: string[];
+  may: string[];
 }
 
 const LAYERS: LayerRule[] = [
-  { from: 'main/engine/', never: ['main/services/', 'main/serve/', 'main/engine-host/', 'main/remote/', 'main/cli/', 'main/router.ts', 'main/backend.ts', 'app/', 'renderer/'] },
-  { from: 'main/documents/', never: ['main/engine-host/', 'main/serve/', 'main/cli/', 'main/router.ts', 'main/backend.ts', 'app/', 'renderer/'] },
-  // A remote engine is an engine: it may use the engine's types and tokenizer, nothing above.
-  { from: 'main/remote/', never: ['main/services/', 'main/serve/', 'main/cli/', 'main/router.ts', 'main/backend.ts', 'app/', 'renderer/'] },
-  { from: 'main/services/', never: ['main/serve/', 'main/cli/', 'main/router.ts', 'main/backend.ts', 'app/', 'renderer/'] },
-  { from: 'main/contract/', never: ['main/engine/', 'main/engine-host/', 'main/services/', 'main/serve/', 'main/cli/', 'main/router.ts', 'main/backend.ts', 'app/', 'renderer/'] },
-  { from: 'renderer/', only: ['renderer/', 'main/contract/'] },
+  // The contract is the bottom: plain types, zod schemas, names; it imports nothing of ours.
+  { from: 'main/contract/', may: ['main/contract/'] },
+  // The engine: token ids in, token ids out; nothing above it, not even the wire.
+  { from: 'main/engine/', may: ['main/engine/'] },
+  { from: 'main/worker-thread.ts', may: [] },
+  { from: 'main/default-model.ts', may: [] },
+  { from: 'main/static-files.ts', may: [] },
+  { from: 'main/engine-host/', may: ['main/engine-host/', 'main/engine/', 'main/worker-thread.ts'] },
+  // A remote engine is an engine: it may use the engine's types and tokenizer, and the host's ChatEngine.
+  { from: 'main/remote/', may: ['main/remote/', 'main/engine/', 'main/engine-host/'] },
+  // Documents run in a worker too: the engine's tokenizer and errors, and the dependency-free limits.
+  { from: 'main/documents/', may: ['main/documents/', 'main/engine/', 'main/worker-thread.ts', 'main/contract/limits.ts'] },
+  { from: 'main/services/', may: ['main/services/', 'main/contract/', 'main/engine/', 'main/engine-host/', 'main/remote/', 'main/documents/', 'main/default-model.ts'] },
+  // The composition root and the transports over it.
+  { from: 'main/router.ts', may: ['main/contract/', 'main/services/', 'main/engine/', 'main/documents/'] },
+  { from: 'main/backend.ts', may: ['main/router.ts', 'main/services/', 'main/serve/local-server.ts'] },
+  { from: 'main/serve/', may: ['main/serve/', 'main/backend.ts', 'main/router.ts', 'main/contract/', 'main/services/', 'main/engine/', 'main/engine-host/', 'main/default-model.ts', 'main/static-files.ts'] },
+  { from: 'main/cli/', may: ['main/cli/', 'main/contract/', 'main/engine/', 'main/engine-host/', 'main/documents/', 'main/default-model.ts'] },
+  { from: 'app/', may: ['app/', 'main/backend.ts', 'main/router.ts', 'main/contract/', 'main/services/', 'main/static-files.ts'] },
+  { from: 'renderer/', may: ['renderer/', 'main/contract/'] },
+  { from: 'native/', may: ['native/'] },
 ];
 
 /** `file`'s imports of project modules, as paths from the project root. */
@@ -67,24 +82,32 @@ function projectImports(file: string, code: string): string[] {
     .map((s) => path.posix.normalize(path.posix.join(path.posix.dirname(file), s)));
 }
 
-/** "file imports target" for every import that breaks a rule. */
+const under = (p: string, prefix: string) => (prefix.endsWith('/') ? p.startsWith(prefix) : p === prefix);
+
+/** The rule that judges `file`: the one with the longest `from` that covers it. */
+function ruleFor(file: string, rules: LayerRule[]): LayerRule | undefined {
+  return rules.filter((r) => under(file, r.from)).sort((a, b) => b.from.length - a.from.length)[0];
+}
+
+/** "file imports target" for every import no rule allows, and "file: no layer" for files no rule covers. */
 function layerViolations(files: { file: string; code: string }[], rules: LayerRule[]): string[] {
   const out: string[] = [];
-  const under = (p: string, prefix: string) => (prefix.endsWith('/') ? p.startsWith(prefix) : p === prefix);
   for (const { file, code } of files) {
-    for (const rule of rules.filter((r) => file.startsWith(r.from))) {
-      for (const target of projectImports(file, code)) {
-        const forbidden = rule.never?.some((n) => under(target, n)) || (rule.only && !rule.only.some((o) => under(target, o)));
-        if (forbidden) out.push(`${file} imports ${target}`);
-      }
+    const rule = ruleFor(file, rules);
+    if (!rule) {
+      out.push(`${file}: no layer`);
+      continue;
+    }
+    for (const target of projectImports(file, code)) {
+      if (!rule.may.some((m) => under(target, m))) out.push(`${file} imports ${target}`);
     }
   }
   return out;
 }
 
 describe('layering', () => {
-  it('follows the folder table: engine < services < transports; renderer sees only the contract', () => {
-    const files = ['main', 'renderer'].flatMap(sourceFiles).map((f) => ({ file: f.split(path.sep).join('/'), code: readFileSync(path.join(PROJECT_ROOT, f), 'utf8') }));
+  it('every file under main/, app/, renderer/, native/ imports only what its layer allows', () => {
+    const files = ['main', 'app', 'renderer', 'native'].flatMap(sourceFiles).map((f) => ({ file: f.split(path.sep).join('/'), code: readFileSync(path.join(PROJECT_ROOT, f), 'utf8') }));
     assert.ok(files.filter((f) => f.file.startsWith('main/engine/')).length > 10 && files.filter((f) => f.file.startsWith('renderer/')).length > 10, `scanned ${files.length} files`);
     assert.deepEqual(layerViolations(files, LAYERS), []);
   });
@@ -94,12 +117,18 @@ describe('layering', () => {
       { file: 'main/engine/generate/x.ts', code: "import { ChatService } from '../../services/chat-service.ts';" },
       { file: 'main/services/x.ts', code: "import { RouterError } from '../router.ts';\nimport type { CompletionBackend } from '../serve/openai.ts';" },
       { file: 'renderer/stores/x.ts', code: "import { Engine } from '../../main/engine/generate/engine.ts';\nimport type { Message } from '../../main/contract/types.ts';" },
+      { file: 'main/engine/model/x.ts', code: "import type { QuantizeOption } from '../../contract/types.ts';" },
+      { file: 'main/documents/x.ts', code: "import { firstLine } from '../services/errors.ts';\nimport { MAX_DOCUMENT_BYTES } from '../contract/limits.ts';" },
+      { file: 'main/new-loose-file.ts', code: '' },
     ];
     assert.deepEqual(layerViolations(bad, LAYERS), [
       'main/engine/generate/x.ts imports main/services/chat-service.ts',
       'main/services/x.ts imports main/router.ts',
       'main/services/x.ts imports main/serve/openai.ts',
       'renderer/stores/x.ts imports main/engine/generate/engine.ts',
+      'main/engine/model/x.ts imports main/contract/types.ts',
+      'main/documents/x.ts imports main/services/errors.ts',
+      'main/new-loose-file.ts: no layer',
     ]);
   });
 

@@ -102,8 +102,12 @@ describe('renderer WebSocket client', () => {
     s.push('answerDelta', { conversationId: 'c1', messageId: 'm1', text: 'lo', generatedTokens: 2 });
     await until(() => seen.length === 2, 'two deltas');
     off();
+    // One socket delivers in order: once a later event reaches a second listener, '!' has been delivered too.
+    const later: string[] = [];
+    api.on('answerDelta', (e) => later.push(e.text));
     s.push('answerDelta', { conversationId: 'c1', messageId: 'm1', text: '!', generatedTokens: 3 });
-    await sleep(30);
+    s.push('answerDelta', { conversationId: 'c1', messageId: 'm1', text: '?', generatedTokens: 4 });
+    await until(() => later.length === 2, 'both later deltas at the second listener');
     assert.deepEqual(seen, ['Hel', 'lo']);
   });
 

@@ -69,7 +69,12 @@ describe('Sampler', () => {
     const seqB = draws(2);
     const same = seqA.filter((t, i) => t === seqB[i]).length;
     assert.ok(same < 20, `seeds 1 and 2 agree on ${same} of 200 uniform draws over 100 tokens (expect ~2)`);
-    assert.notEqual(new Sampler(off).seed, undefined);
+    // Without a seed, each sampler draws its own, and that seed replays its sequence.
+    const a = new Sampler(off);
+    const b = new Sampler(off);
+    assert.notEqual(a.seed, b.seed, 'two unseeded samplers drew the same seed');
+    const unseeded = Array.from({ length: 200 }, () => a.sample(uniform, []));
+    assert.deepEqual(draws(a.seed), unseeded);
   });
 
   it('temperature 1 without filters samples the softmax distribution', () => {

@@ -25,7 +25,6 @@ import { hfSourceFiles, openHuggingFace, parseJson } from './import-hf.ts';
 import { importLlama2c, llama2cSourceFiles } from './import-llama2c.ts';
 import { openedFromMemory, summarizeWeights, type ModelManifest, type OpenedModel } from './manifest.ts';
 import { writeExternalData } from './onnx-builder.ts';
-import type { QuantizeOption } from '../../contract/types.ts';
 
 /** Bumped whenever the graph or bundle layout changes, so cached imports are rebuilt. */
 export const BUNDLE_BUILDER_VERSION = 8;
@@ -53,7 +52,10 @@ export interface ResolvedBundle extends LoadedBundle {
 export type SourceKind = 'llama2c' | 'hf' | 'gguf' | 'bundle';
 
 /** `--quantize`: round-to-nearest 4- or 8-bit blocks for the Linear weights of a float source (defined with the contract, which the window also speaks). */
-export type { QuantizeOption };
+/** `--quantize`'s choices: linear weights as 4- or 8-bit round-to-nearest blocks (MatMulNBits). The engine owns
+ *  this; the contract's wire type of the same name is checked against it in main/services/model-service.ts. */
+export type QuantizeOption = 'q4' | 'q8';
+export const QUANTIZE_OPTIONS = ['q4', 'q8'] as const satisfies readonly QuantizeOption[];
 
 /**
  * Progress of `resolveModel`, for UIs: phase and a fraction in [0, 1]; while the weights are
