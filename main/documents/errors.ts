@@ -4,6 +4,8 @@
  * Thrown by extraction and by the document service; nothing is stored when one is thrown.
  */
 
+import { CodedError } from '../common/errors.ts';
+
 export type DocumentErrorCode =
   | 'DOCUMENT_NO_TEXT'
   | 'DOCUMENT_ENCRYPTED'
@@ -13,13 +15,12 @@ export type DocumentErrorCode =
   | 'DOCUMENT_UNREADABLE';
 
 /** An attachment that cannot be used; `file` is its name as given, `message` names it too. */
-export class DocumentError extends Error {
+export class DocumentError extends CodedError<DocumentErrorCode> {
   constructor(
-    readonly code: DocumentErrorCode,
+    code: DocumentErrorCode,
     readonly file: string,
     reason: string,
   ) {
-    super(`${file}: ${reason}`);
-    this.name = 'DocumentError';
+    super(code, `${file}: ${reason}`);
   }
 }

@@ -5,7 +5,7 @@
  * more than parsing it). Same result and same `DocumentError`s as `extractDocument`.
  */
 import type { Worker } from 'node:worker_threads';
-import { firstLine } from '../engine/errors.ts';
+import { firstLine } from '../common/errors.ts';
 import { workerThread } from '../worker-thread.ts';
 import { DocumentError, type DocumentErrorCode } from './errors.ts';
 import { extractDocument, type ExtractedDocument, type ExtractProgress, MAX_DOCUMENT_BYTES } from './extract.ts';

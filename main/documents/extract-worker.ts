@@ -4,7 +4,7 @@
  * `{ type: 'error', code, file, message }` (a DocumentError's fields). One file per worker.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { firstLine } from '../engine/errors.ts';
+import { firstLine } from '../common/errors.ts';
 import { DocumentError } from './errors.ts';
 import { extractDocument } from './extract.ts';
 

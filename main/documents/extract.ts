@@ -17,7 +17,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { Parser } from 'htmlparser2';
 import { MAX_DOCUMENT_BYTES } from '../contract/limits.ts';
-import { firstLine } from '../engine/errors.ts';
+import { firstLine } from '../common/errors.ts';
 import { DocumentError } from './errors.ts';
 
 export { MAX_DOCUMENT_BYTES };

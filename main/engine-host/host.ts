@@ -43,7 +43,7 @@ export class EngineHost implements ChatEngine {
   }
 
   private async ensureWorker(): Promise<Worker> {
-    if (this.disposed) throw new EngineError('WORKER_CRASHED', 'the engine host has been shut down');
+    if (this.disposed) throw new WorkerCrashedError('the engine host has been shut down');
     if (this.worker) return this.worker;
     // Source runs (tsx) load worker.ts; the bundled app loads the compiled worker.js beside this file.
     const ext = import.meta.url.endsWith('.ts') ? 'ts' : 'js';

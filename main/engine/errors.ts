@@ -5,7 +5,10 @@
  * engine code.
  */
 
+import { CodedError } from '../common/errors.ts';
 import { withLoadAdvice } from './load-advice.ts';
+
+export { firstLine } from '../common/errors.ts';
 
 export type EngineErrorCode =
   | 'MODEL_LOAD'
@@ -19,12 +22,9 @@ export type EngineErrorCode =
   | 'REMOTE';
 
 /** Base class: `code` identifies the failure kind, `message` is one sentence for the user. */
-export class EngineError extends Error {
-  readonly code: EngineErrorCode;
+export class EngineError extends CodedError<EngineErrorCode> {
   constructor(code: EngineErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-    this.name = new.target.name;
+    super(code, message, options);
   }
 
   /** Plain object for structured clone across worker / IPC boundaries. */
@@ -42,6 +42,14 @@ export class ModelLoadError extends EngineError {
   constructor(message: string, file?: string, options?: { cause?: unknown }) {
     super('MODEL_LOAD', withLoadAdvice(message, file), options);
     this.file = file;
+  }
+}
+
+/** The native addon is not available here (not built, cannot be loaded, no runtime library); `reason` is one
+ *  line. The engine then runs on the JS backend and says why; it never reaches the user as a failure. */
+export class NativeUnavailableError extends EngineError {
+  constructor(readonly reason: string) {
+    super('MODEL_LOAD', reason);
   }
 }
 
@@ -117,7 +125,7 @@ export interface SerializedEngineError {
 
 /** Rebuilds a typed error from its serialized form (worker → host). Unknown codes stay EngineError. */
 export function deserializeEngineError(e: SerializedEngineError): EngineError {
-  const err = new EngineError(e.code, e.message);
+  const err = e.code === 'WORKER_CRASHED' ? new WorkerCrashedError(e.message) : new EngineError(e.code, e.message);
   err.name = e.name;
   return err;
 }
@@ -129,7 +137,3 @@ export function toEngineError(e: unknown, fallback: EngineErrorCode = 'SESSION_R
   return new EngineError(fallback, message, { cause: e });
 }
 
-/** The first line of an error's message (ONNX Runtime's are multi-line): one sentence for a typed error. */
-export function firstLine(e: unknown): string {
-  return (e instanceof Error ? e.message : String(e)).split('\n')[0];
-}

@@ -27,6 +27,7 @@ import { DeltaBatcher, finalState, PeriodicSaver, type DoneEvent, type StreamEnd
 import type { BudgetService } from './budget.ts';
 import type { AssembledPrompt, Draft } from './documents.ts';
 import { EngineQueue } from './engine-queue.ts';
+import { WorkerCrashedError } from '../engine/errors.ts';
 import { firstLine, ServiceError } from './errors.ts';
 import type { Emit } from './events.ts';
 import type { ModelService } from './model-service.ts';
@@ -393,7 +394,7 @@ export class ChatService {
 }
 
 function isCrash(e: unknown): boolean {
-  return (e as { code?: unknown }).code === 'WORKER_CRASHED';
+  return e instanceof WorkerCrashedError;
 }
 
 /** The budget right after a send: the message is now history, the composer is empty. */

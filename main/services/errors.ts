@@ -6,6 +6,8 @@
  * transport's error type.
  */
 
+import { CodedError } from '../common/errors.ts';
+
 export type ServiceErrorCode =
   | 'NOT_FOUND'
   | 'BUSY'
@@ -20,15 +22,11 @@ export type ServiceErrorCode =
   | 'QUEUE_FULL';
 
 /** A request the services refuse or cannot carry out; `message` quotes the bad value or the numbers. */
-export class ServiceError extends Error {
-  constructor(
-    readonly code: ServiceErrorCode,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'ServiceError';
+export class ServiceError extends CodedError<ServiceErrorCode> {
+  constructor(code: ServiceErrorCode, message: string) {
+    super(code, message);
   }
 }
 
-/** The first line of an error's message (one definition, the engine's: main/engine/errors.ts). */
-export { firstLine } from '../engine/errors.ts';
+/** The first line of an error's message (one definition for the project: main/common/errors.ts). */
+export { firstLine } from '../common/errors.ts';

@@ -52,25 +52,27 @@ interface LayerRule {
 }
 
 const LAYERS: LayerRule[] = [
-  // The contract is the bottom: plain types, zod schemas, names; it imports nothing of ours.
+  // The common base (typed error base, firstLine) lies below every layer and imports nothing of ours.
+  { from: 'main/common/', may: [] },
+  // The contract is the bottom of the wire: plain types, zod schemas, names; nothing else of ours.
   { from: 'main/contract/', may: ['main/contract/'] },
   // The engine: token ids in, token ids out; nothing above it, not even the wire.
-  { from: 'main/engine/', may: ['main/engine/'] },
-  { from: 'main/worker-thread.ts', may: [] },
-  { from: 'main/default-model.ts', may: [] },
-  { from: 'main/static-files.ts', may: [] },
-  { from: 'main/engine-host/', may: ['main/engine-host/', 'main/engine/', 'main/worker-thread.ts'] },
+  { from: 'main/engine/', may: ['main/common/', 'main/engine/'] },
+  { from: 'main/worker-thread.ts', may: ['main/common/'] },
+  { from: 'main/default-model.ts', may: ['main/common/'] },
+  { from: 'main/static-files.ts', may: ['main/common/'] },
+  { from: 'main/engine-host/', may: ['main/common/', 'main/engine-host/', 'main/engine/', 'main/worker-thread.ts'] },
   // A remote engine is an engine: it may use the engine's types and tokenizer, and the host's ChatEngine.
-  { from: 'main/remote/', may: ['main/remote/', 'main/engine/', 'main/engine-host/'] },
+  { from: 'main/remote/', may: ['main/common/', 'main/remote/', 'main/engine/', 'main/engine-host/'] },
   // Documents run in a worker too: the engine's tokenizer and errors, and the dependency-free limits.
-  { from: 'main/documents/', may: ['main/documents/', 'main/engine/', 'main/worker-thread.ts', 'main/contract/limits.ts'] },
-  { from: 'main/services/', may: ['main/services/', 'main/contract/', 'main/engine/', 'main/engine-host/', 'main/remote/', 'main/documents/', 'main/default-model.ts'] },
+  { from: 'main/documents/', may: ['main/common/', 'main/documents/', 'main/engine/', 'main/worker-thread.ts', 'main/contract/limits.ts'] },
+  { from: 'main/services/', may: ['main/common/', 'main/services/', 'main/contract/', 'main/engine/', 'main/engine-host/', 'main/remote/', 'main/documents/', 'main/default-model.ts'] },
   // The composition root and the transports over it.
-  { from: 'main/router.ts', may: ['main/contract/', 'main/services/', 'main/engine/', 'main/documents/'] },
-  { from: 'main/backend.ts', may: ['main/router.ts', 'main/services/', 'main/serve/local-server.ts'] },
-  { from: 'main/serve/', may: ['main/serve/', 'main/backend.ts', 'main/router.ts', 'main/contract/', 'main/services/', 'main/engine/', 'main/engine-host/', 'main/default-model.ts', 'main/static-files.ts'] },
-  { from: 'main/cli/', may: ['main/cli/', 'main/contract/', 'main/engine/', 'main/engine-host/', 'main/documents/', 'main/default-model.ts'] },
-  { from: 'app/', may: ['app/', 'main/backend.ts', 'main/router.ts', 'main/contract/', 'main/services/', 'main/static-files.ts'] },
+  { from: 'main/router.ts', may: ['main/common/', 'main/contract/', 'main/services/', 'main/engine/', 'main/documents/'] },
+  { from: 'main/backend.ts', may: ['main/common/', 'main/router.ts', 'main/services/', 'main/serve/local-server.ts'] },
+  { from: 'main/serve/', may: ['main/common/', 'main/serve/', 'main/backend.ts', 'main/router.ts', 'main/contract/', 'main/services/', 'main/engine/', 'main/engine-host/', 'main/default-model.ts', 'main/static-files.ts'] },
+  { from: 'main/cli/', may: ['main/common/', 'main/cli/', 'main/contract/', 'main/engine/', 'main/engine-host/', 'main/documents/', 'main/default-model.ts'] },
+  { from: 'app/', may: ['main/common/', 'app/', 'main/backend.ts', 'main/router.ts', 'main/contract/', 'main/services/', 'main/static-files.ts'] },
   { from: 'renderer/', may: ['renderer/', 'main/contract/'] },
   { from: 'native/', may: ['native/'] },
 ];

@@ -316,7 +316,7 @@ function matMulNBits(g: OnnxGraphBuilder, input: string, name: string, w: Quanti
   if (w.zeroPoints) inputs.push(g.externalTensor(`${name}.zp`, [w.zeroPoints.length], DataType.UINT8, w.zeroPoints));
   const y = g.op('MatMulNBits', inputs, { K: k, N: n, bits: w.bits, block_size: w.blockSize, accuracy_level: accuracyLevel }, 'com.microsoft');
   if (!w.blockOffsets) return y;
-  if (!blockSums) throw new Error(`${name}: block offsets need the input's block sums`);
+  if (!blockSums) throw new ModelLoadError(`weight ${name}: its block offsets need the input's block sums, which this graph did not build`);
   // Per-block offsets: y += (Σ of x over each block) · offsetsᵀ, [M, K/bs] · [K/bs, N].
   const offsetsT = g.weight(`${name}.offsets.T`, [kBlocks, n], transpose(w.blockOffsets, n, kBlocks));
   return g.op('Add', [y, g.op('MatMul', [blockSums, offsetsT])]);

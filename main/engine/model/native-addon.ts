@@ -7,7 +7,7 @@
  * It makes the addon dlopen the libonnxruntime of onnxruntime-node, the library that package's
  * own binding loads, so one process holds one ONNX Runtime whichever backend runs.
  */
-import { firstLine } from '../errors.ts';
+import { firstLine, NativeUnavailableError } from '../errors.ts';
 import { existsSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -141,7 +141,7 @@ function findUpwards(rel: string, from: string): string | null {
 /**
  * The ONNX Runtime shared library onnxruntime-node's binding loads (same folder as
  * onnxruntime_binding.node, which it requires as bin/napi-v6/<platform>/<arch>/).
- * @throws Error naming the folder when it holds none.
+ * @throws NativeUnavailableError naming the folder when it holds none.
  */
 function onnxRuntimeLibrary(require: NodeJS.Require): string {
   // In a packaged app the package resolves inside app.asar; its libraries lie unpacked beside it.
@@ -149,6 +149,6 @@ function onnxRuntimeLibrary(require: NodeJS.Require): string {
   const dir = path.join(pkg, 'bin', 'napi-v6', process.platform, process.arch);
   const names = existsSync(dir) ? readdirSync(dir) : [];
   const lib = names.find((n) => /^libonnxruntime\.so\.\d+$/.test(n) || /^libonnxruntime\.\d+\.dylib$/.test(n) || n === 'onnxruntime.dll');
-  if (!lib) throw new Error(`no ONNX Runtime library in ${dir}`);
+  if (!lib) throw new NativeUnavailableError(`no ONNX Runtime library in ${dir}`);
   return path.join(dir, lib);
 }

@@ -8,20 +8,14 @@
  * that the KvCache's capacity changed, it tells the addon, which reallocates and copies the held
  * rows once. The KvCache itself holds no buffers for this backend (`kvOnHost` is false).
  */
-import { ModelLoadError, SessionRunError, firstLine } from '../errors.ts';
+import { ModelLoadError, NativeUnavailableError, SessionRunError, firstLine } from '../errors.ts';
 import type { KeyRotation, KvCache } from '../cache/kv-cache.ts';
 import type { DecoderBackend, ExecutionProvider, SessionInfo } from './backend.ts';
 import * as io from './io-names.ts';
 import type { ModelConfig } from './manifest.ts';
 import { loadNativeAddon, type NativeDecoder } from './native-addon.ts';
 
-/** The addon is not available here (not built, or cannot be loaded); `reason` is one line. */
-export class NativeUnavailableError extends Error {
-  constructor(readonly reason: string) {
-    super(reason);
-    this.name = 'NativeUnavailableError';
-  }
-}
+export { NativeUnavailableError } from '../errors.ts';
 
 /** `DecoderBackend` over the native/ addon. */
 export class NativeDecoderSession implements DecoderBackend {
