@@ -8,7 +8,7 @@
  * its error as `{ code, message }` (RouterError codes as they are, anything else `INTERNAL`).
  */
 import type { MethodName } from '../main/contract/names.ts';
-import { toRouterError } from '../main/router.ts';
+import { toRouterError } from '../main/composition/router.ts';
 import type { IpcResult } from './bridge.ts';
 import { isPayloadWithinLimits } from './security.ts';
 

@@ -9,7 +9,7 @@
  */
 import { ipcMain, type BrowserWindow, type IpcMainInvokeEvent } from 'electron';
 import { channelOf, EVENT_CHANNEL, METHOD_NAMES } from '../main/contract/names.ts';
-import type { Router } from '../main/router.ts';
+import type { Router } from '../main/composition/router.ts';
 import type { IpcEventMessage } from './bridge.ts';
 import { createInvokeHandler, type CallableRouter } from './ipc-dispatch.ts';
 import { DisposableStore, toDisposable, type Disposable } from './lifecycle.ts';

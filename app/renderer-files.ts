@@ -1,14 +1,14 @@
 /**
  * Maps `app://ropewalk/<path>` requests to files under the renderer folder (`dist/renderer`).
  * Pure (node:path only) so plain Node tests can check it; app/scheme.ts reads the file. The path
- * rules are `main/static-files.ts`'s, shared with `serve` mode.
+ * rules are `main/common/static-files.ts`'s, shared with `serve` mode.
  *
  * Contract: a request resolves to a file strictly inside `rootDir`, or is refused. Refused: another
  * scheme or host (403), a path that does not decode or holds NUL or a backslash (400), any `..`
  * segment after percent-decoding (403), anything that resolves outside the root (403). `/` is
  * `index.html`. The query and hash are ignored.
  */
-import { contentTypeOf, resolveStaticPath, type StaticLookup } from '../main/static-files.ts';
+import { contentTypeOf, resolveStaticPath, type StaticLookup } from '../main/common/static-files.ts';
 import { APP_HOST, APP_SCHEME } from './security.ts';
 
 export type RendererFileLookup = StaticLookup | { ok: false; status: 403 | 400; reason: string };

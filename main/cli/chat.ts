@@ -13,7 +13,7 @@
  */
 import { maxContextCaution } from '../contract/context-caution.ts';
 import { CLI_CONTEXT_REMEDIES, contextFullNote, contextShiftNote, promptTooLongRemedy } from '../contract/context-full.ts';
-import { defaultModelPath } from '../default-model.ts';
+import { defaultModelPath } from '../common/default-model.ts';
 import { EngineHost } from '../engine-host/host.ts';
 import { EngineError } from '../engine/errors.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';

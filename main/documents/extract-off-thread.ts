@@ -6,7 +6,7 @@
  */
 import type { Worker } from 'node:worker_threads';
 import { firstLine } from '../common/errors.ts';
-import { workerThread } from '../worker-thread.ts';
+import { workerThread } from '../common/worker-thread.ts';
 import { DocumentError, type DocumentErrorCode } from './errors.ts';
 import { extractDocument, type ExtractedDocument, type ExtractProgress, MAX_DOCUMENT_BYTES } from './extract.ts';
 

@@ -10,7 +10,7 @@
  */
 import type { Worker } from 'node:worker_threads';
 import type { ChatEngine } from './chat-engine.ts';
-import { workerThread } from '../worker-thread.ts';
+import { workerThread } from '../common/worker-thread.ts';
 import { deserializeEngineError, EngineError, WorkerCrashedError } from '../engine/errors.ts';
 import type { ModelInfo } from '../engine/generate/engine.ts';
 import type { ChatMessage, GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';

@@ -15,7 +15,7 @@ import { statSync } from 'node:fs';
 import path from 'node:path';
 import { maxContextCaution } from '../contract/context-caution.ts';
 import { firstLine } from '../services/errors.ts';
-import { startBackend } from '../backend.ts';
+import { startBackend } from '../composition/start-backend.ts';
 import { exitProcess } from '../engine-host/host.ts';
 import { parseServeOptions, USAGE, UsageError } from './options.ts';
 import { startServer } from './server.ts';

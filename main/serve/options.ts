@@ -7,7 +7,7 @@
 import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ORIGIN_RULE, parseOrigin } from '../contract/origin.ts';
-import { projectRoot } from '../default-model.ts';
+import { projectRoot } from '../common/default-model.ts';
 import { userDataDir } from './user-data.ts';
 
 export const USAGE = `usage: npm run serve -- [--port N] [--data DIR] [--static DIR] [--cors ORIGIN]

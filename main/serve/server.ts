@@ -23,11 +23,11 @@ import { WebSocket, WebSocketServer } from 'ws';
 import type { ServerFrame, WireCall } from '../contract/wire.ts';
 import { WS_PATH } from '../contract/wire.ts';
 import { MAX_DOCUMENT_BYTES } from '../contract/channels.ts';
-import { toRouterError, type Router } from '../router.ts';
+import { toRouterError, type Router } from '../composition/router.ts';
 import { isOwnHost, routeApi } from './api-routes.ts';
 import { createLocalHttpServer } from './local-http.ts';
 import type { CompletionBackend } from './openai.ts';
-import { contentTypeOf, resolveStaticPath } from '../static-files.ts';
+import { contentTypeOf, resolveStaticPath } from '../common/static-files.ts';
 
 export const HOST = '127.0.0.1';
 

@@ -1,6 +1,6 @@
 /**
  * The services and the handler of every contract method: what the Electron shell (app/, over
- * ipcMain) and `serve` mode (over a WebSocket) both expose through a `Router` (main/backend.ts
+ * ipcMain) and `serve` mode (over a WebSocket) both expose through a `Router` (main/composition/start-backend.ts
  * puts them together). Plain Node: nothing here imports electron, a transport or the router.
  *
  * `startServices` opens the store (marking answers a dead process left 'streaming' as errors),
@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Handlers } from '../contract/channels.ts';
 import type { LocalServerState, ModelInfo, Settings } from '../contract/types.ts';
-import { defaultModelPath } from '../default-model.ts';
+import { defaultModelPath } from '../common/default-model.ts';
 import { EngineHost } from '../engine-host/host.ts';
 import type { TokenizeRequest } from '../engine-host/protocol.ts';
 import type { ChatMessage, GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';

@@ -21,7 +21,7 @@ import { buildDecoderGraph, EXTERNAL_DATA_FILE } from '../../main/engine/model/d
 import { writeExternalData } from '../../main/engine/model/onnx-builder.ts';
 import type { ModelConfig, ModelWeights } from '../../main/engine/model/manifest.ts';
 import { NativeDecoderSession } from '../../main/engine/model/native-session.ts';
-import { DecoderSession } from '../../main/engine/model/session.ts';
+import { DecoderSession } from '../../main/engine/model/js-session.ts';
 
 export interface BackendRow {
   backend: BackendKind;

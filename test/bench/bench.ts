@@ -27,13 +27,13 @@ import { resolveModel } from '../../main/engine/model/bundle.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from '../../main/engine/model/decoder-graph.ts';
 import { writeExternalData } from '../../main/engine/model/onnx-builder.ts';
 import { layerWeight, type ModelConfig, type ModelWeights } from '../../main/engine/model/manifest.ts';
-import { DecoderSession, type KvOutputs } from '../../main/engine/model/session.ts';
+import { DecoderSession, type KvOutputs } from '../../main/engine/model/js-session.ts';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import { hashFiles } from '../../main/engine/model/content-hash.ts';
 import { expectedWeights, hfSourceFiles, parseHfConfig } from '../../main/engine/model/import-hf.ts';
 import { RACY_WINDOW_MS } from '../../main/engine/model/source-fingerprint.ts';
 import { writeSyntheticCheckpoint, type SyntheticSpec } from '../helpers/synthetic-hf.ts';
-import { defaultModelPath } from '../../main/default-model.ts';
+import { defaultModelPath } from '../../main/common/default-model.ts';
 import { backendRows, storiesDecodeRates } from './backend-steps.ts';
 
 const LENGTHS = (process.env.BENCH_LENGTHS ?? '256,2048,8192,32768').split(',').map(Number);

@@ -20,7 +20,7 @@ import { performance } from 'node:perf_hooks';
 import * as ort from 'onnxruntime-node';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import { BACKEND_KINDS } from '../../main/engine/model/backend.ts';
-import { defaultModelPath } from '../../main/default-model.ts';
+import { defaultModelPath } from '../../main/common/default-model.ts';
 import { MODEL_FILE } from '../../main/engine/model/bundle.ts';
 import { STORIES_GGUF } from '../helpers/paths.ts';
 

@@ -5,7 +5,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { startBackend, type Backend } from '../../main/backend.ts';
+import { startBackend, type Backend } from '../../main/composition/start-backend.ts';
 import { startServer, type RunningServer } from '../../main/serve/server.ts';
 import { STORIES_BIN } from './paths.ts';
 

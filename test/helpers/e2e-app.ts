@@ -68,11 +68,5 @@ export async function startE2eApp(seed?: (store: ConversationStore) => void): Pr
   };
 }
 
-/** Polls `probe` until it returns true (Playwright's own waits, without DOM types in Node). */
-export async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** Polls `probe` until it returns true (Playwright's own waits, without DOM types in Node): test/helpers/until.ts. */
+export { until } from './until.ts';

@@ -14,7 +14,7 @@ import { writeExternalData } from '../../main/engine/model/onnx-builder.ts';
 import type { ModelConfig, WeightSources } from '../../main/engine/model/manifest.ts';
 import type { BackendKind, DecoderBackend } from '../../main/engine/model/backend.ts';
 import { NativeDecoderSession } from '../../main/engine/model/native-session.ts';
-import { DecoderSession } from '../../main/engine/model/session.ts';
+import { DecoderSession } from '../../main/engine/model/js-session.ts';
 
 export class OnnxRunner {
   readonly rope: RopeCache;

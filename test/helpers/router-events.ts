@@ -1,6 +1,6 @@
 /** Waiting for and recording the events a `Router` pushes (services tests). */
 import type { EventName, EventTypes } from '../../main/contract/channels.ts';
-import type { Router } from '../../main/router.ts';
+import type { Router } from '../../main/composition/router.ts';
 
 export interface Recorded {
   event: EventName;

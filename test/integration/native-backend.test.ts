@@ -17,7 +17,7 @@ import type { DecoderBackend } from '../../main/engine/model/backend.ts';
 import { resolveModel, type LoadedBundle } from '../../main/engine/model/bundle.ts';
 import { loadNativeAddon } from '../../main/engine/model/native-addon.ts';
 import { NativeDecoderSession } from '../../main/engine/model/native-session.ts';
-import { DecoderSession } from '../../main/engine/model/session.ts';
+import { DecoderSession } from '../../main/engine/model/js-session.ts';
 import { argmax } from '../helpers/onnx-runner.ts';
 import { STORIES_BIN } from '../helpers/paths.ts';
 

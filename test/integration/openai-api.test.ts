@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import OpenAI from 'openai';
-import { startBackend, type Backend } from '../../main/backend.ts';
+import { startBackend, type Backend } from '../../main/composition/start-backend.ts';
 import { LocalApiServer } from '../../main/serve/local-server.ts';
 import { startServer, type RunningServer } from '../../main/serve/server.ts';
 import { STORIES_BIN } from '../helpers/paths.ts';

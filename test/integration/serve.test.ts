@@ -20,10 +20,11 @@ import Database from 'better-sqlite3';
 import { WebSocket } from 'ws';
 import type { ServerFrame } from '../../main/contract/wire.ts';
 import { startServer, type RunningServer } from '../../main/serve/server.ts';
-import { startBackend, type Backend as Services } from '../../main/backend.ts';
+import { startBackend, type Backend as Services } from '../../main/composition/start-backend.ts';
 import { ConversationStore, DB_FILE } from '../../main/services/store.ts';
 import { PROJECT_ROOT, STORIES_BIN } from '../helpers/paths.ts';
 import { sleep } from '../helpers/router-events.ts';
+import { until } from '../helpers/until.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-serve-test-'));
 const staticDir = path.join(root, 'static');
@@ -349,7 +350,14 @@ test('CLI: killed (SIGKILL) while an answer streams, the partial answer is in SQ
     assert.ok(sent.ok, JSON.stringify(sent));
     messageId = (sent as { value: { assistantMessage: { id: string } } }).value.assistantMessage.id;
     await c.waitFor((f) => f.kind === 'event' && f.event === 'answerDelta');
-    await sleep(1500);
+    // Kill once the periodic save has put text in SQLite (a second connection sees it), not after a guessed time.
+    const reader = new Database(path.join(data, DB_FILE), { readonly: true });
+    try {
+      const read = reader.prepare('SELECT content FROM messages WHERE id = ?');
+      await until('the streaming answer has text in SQLite', () => ((read.get(messageId) as { content: string } | undefined)?.content.length ?? 0) > 0, 20_000);
+    } finally {
+      reader.close();
+    }
     assert.ok(!c.frames.some((f) => f.kind === 'event' && f.event === 'answerDone'), 'still streaming when killed');
   } finally {
     child.kill('SIGKILL');

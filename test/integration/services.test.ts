@@ -15,13 +15,14 @@ import { after, before, test } from 'node:test';
 import Database from 'better-sqlite3';
 import type { ContextBudget, Conversation, Message, ModelState, Settings } from '../../main/contract/types.ts';
 import type { RequestOf, ResponseOf, MethodName } from '../../main/contract/channels.ts';
-import { RouterError } from '../../main/router.ts';
+import { RouterError } from '../../main/composition/router.ts';
 import { CRASH_MESSAGE } from '../../main/services/chat-service.ts';
-import { startBackend, type Backend as Services } from '../../main/backend.ts';
+import { startBackend, type Backend as Services } from '../../main/composition/start-backend.ts';
 import { DB_FILE } from '../../main/services/store.ts';
 import { makeBadModels, removeBadModels, type BadModels } from '../helpers/bad-models.ts';
 import { GGUF_DIR, STORIES_BIN, STORIES_DIR } from '../helpers/paths.ts';
 import { nextEvent, record, sleep } from '../helpers/router-events.ts';
+import { until } from '../helpers/until.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-services-test-'));
 const dataDir = path.join(root, 'data');
@@ -244,11 +245,15 @@ test('persistence: a streaming answer is in SQLite as it grows (second connectio
   await assert.rejects(call('updateSettings', { maxContext: 32768 }), rejectsWith('BUSY'), 'no reload under a running answer');
   await assert.rejects(call('openModel', { path: STORIES_BIN }), rejectsWith('BUSY'));
   assert.equal((await call('updateSettings', { topK: 41 })).topK, 41, 'settings that need no reload still change');
-  await sleep(1600);
+  // The periodic save (about every second): wait until a second connection sees the growing text.
   const reader = new Database(path.join(dataDir, DB_FILE), { readonly: true });
   let row: { content: string; status: string } | undefined;
   try {
-    row = reader.prepare('SELECT content, status FROM messages WHERE id = ?').get(assistantMessage.id) as typeof row;
+    const read = reader.prepare('SELECT content, status FROM messages WHERE id = ?');
+    await until('the streaming answer has text in SQLite', () => {
+      row = read.get(assistantMessage.id) as typeof row;
+      return (row?.content.length ?? 0) > 0;
+    }, 10_000);
   } finally {
     reader.close();
   }
@@ -269,7 +274,8 @@ test('a killed worker ends the answer as an error with its text kept; the conver
   const done = nextEvent(s.router, 'answerDone', (d) => d.conversationId === longChat.id);
   await call('sendMessage', { conversationId: longChat.id, content: 'The next day' });
   await firstDelta;
-  await sleep(200);
+  // A second delta: some text has streamed before the kill.
+  await nextEvent(s.router, 'answerDelta', (d) => d.conversationId === longChat.id);
   const crashes = s.host.crashes;
   await s.host.killWorker();
   const msg = (await done).message;

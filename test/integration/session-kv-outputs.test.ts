@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { KvCache } from '../../main/engine/cache/kv-cache.ts';
 import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
 import { readLlama2cCheckpoint } from '../../main/engine/model/import-llama2c.ts';
-import type { DecoderSession, KvOutputs } from '../../main/engine/model/session.ts';
+import type { DecoderSession, KvOutputs } from '../../main/engine/model/js-session.ts';
 import { argmax, OnnxRunner } from '../helpers/onnx-runner.ts';
 import { STORIES_BIN } from '../helpers/paths.ts';
 

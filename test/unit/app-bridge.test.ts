@@ -10,7 +10,7 @@ import { createInvokeHandler } from '../../app/ipc-dispatch.ts';
 import { DisposableStore, toDisposable } from '../../app/lifecycle.ts';
 import { channelOf, EVENT_NAMES, METHOD_NAMES } from '../../main/contract/names.ts';
 import { ContextOverflowError } from '../../main/engine/errors.ts';
-import { Router, RouterError, type Handlers } from '../../main/router.ts';
+import { Router, RouterError, type Handlers } from '../../main/composition/router.ts';
 
 /** A fake ipcRenderer: records invokes, answers from `answer`, delivers pushed messages. */
 function fakeIpc(answer: (channel: string, request: unknown) => unknown = () => ({ ok: true, value: null })) {

@@ -2,14 +2,14 @@
  * electron-builder.yml, checked without packaging (packaging downloads Electron): it passes
  * electron-builder's own schema, builds the targets the issue names, keeps native code outside the
  * asar, ships only dist/ and package.json, and copies the embedded model to where
- * main/default-model.ts looks in a packaged app.
+ * main/common/default-model.ts looks in a packaged app.
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { defaultModelPath } from '../../main/default-model.ts';
+import { defaultModelPath } from '../../main/common/default-model.ts';
 import { addonCandidates, NATIVE_ADDON_FILE, PACKAGED_ADDON_FILE, unpackedPath } from '../../main/engine/model/native-addon.ts';
 import { PROJECT_ROOT } from '../helpers/paths.ts';
 
@@ -71,7 +71,7 @@ describe('electron-builder.yml', () => {
       assert.ok(model.filter.includes(file), file);
       assert.ok(existsSync(path.resolve(PROJECT_ROOT, model.from, file)), `${model.from}/${file} exists`);
     }
-    // main/default-model.ts, packaged: process.resourcesPath/models/stories260K/stories260K.bin.
+    // main/common/default-model.ts, packaged: process.resourcesPath/models/stories260K/stories260K.bin.
     const resources = path.resolve(PROJECT_ROOT, model.from, '..', '..');
     const proc = process as { resourcesPath?: string };
     const saved = { resources: proc.resourcesPath, env: process.env.ROPEWALK_DEFAULT_MODEL };

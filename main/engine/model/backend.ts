@@ -1,7 +1,7 @@
 /**
  * The one interface the engine runs a decoder through (docs/ARCHITECTURE.md, "Processes": "Backend
  * interface"), and the choice between its two implementations:
- *   - `js`: onnxruntime-node's JS API (session.ts). Portable, the oracle; the KV cache lives in
+ *   - `js`: onnxruntime-node's JS API (js-session.ts). Portable, the oracle; the KV cache lives in
  *     the KvCache's host buffers, fed as past_* without a copy; a step fetches only the new rows
  *     and writes them there, while ONNX Runtime copies the held rows into its own present_*
  *     (O(context) memcpy per step, nothing proportional to the capacity reaches JavaScript).

@@ -144,7 +144,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources): 
     );
     g.output(io.presentKey(i), DataType.FLOAT, [1, Hkv, 'C', hd]);
     g.output(io.presentValue(i), DataType.FLOAT, [1, Hkv, 'C', hd]);
-    // The new rows alone, for backends that write the KV cache themselves (session.ts 'rows').
+    // The new rows alone, for backends that write the KV cache themselves (js-session.ts 'rows').
     g.node('Identity', [k], [io.newKey(i)]);
     g.node('Identity', [v], [io.newValue(i)]);
     g.output(io.newKey(i), DataType.FLOAT, [1, 'T', Hkv * hd]);

@@ -6,7 +6,7 @@
 import type { BackendKind, DecoderBackend, ExecutionProvider } from './backend.ts';
 import type { ModelConfig } from './manifest.ts';
 import { NativeDecoderSession, NativeUnavailableError } from './native-session.ts';
-import { DecoderSession } from './session.ts';
+import { DecoderSession } from './js-session.ts';
 
 /** A backend and, when it is not the one asked for, why (one line). */
 export interface OpenedBackend {

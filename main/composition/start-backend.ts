@@ -5,8 +5,8 @@
  * (main/serve/local-server.ts). Everything else is the services' own (main/services/index.ts).
  */
 import { Router } from './router.ts';
-import { LocalApiServer } from './serve/local-server.ts';
-import { startServices, type Services, type StartServicesOptions } from './services/index.ts';
+import { LocalApiServer } from '../serve/local-server.ts';
+import { startServices, type Services, type StartServicesOptions } from '../services/index.ts';
 
 export interface Backend extends Services {
   router: Router;

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** Project root: the folder holding package.json (this file is main/default-model.ts or dist/main/…). */
+/** Project root: the folder holding package.json (this file is main/common/default-model.ts or dist/main/…). */
 export function projectRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 5; i++) {

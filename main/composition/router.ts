@@ -6,13 +6,13 @@
  * `EngineError` keep their codes). Events come from the services' `EventHub` and go to every
  * subscriber.
  */
-import type { EventName, EventTypes, Handlers } from './contract/channels.ts';
-import { isMethodName, requestSchemas } from './contract/channels.ts';
-import type { WireError } from './contract/types.ts';
-import { DocumentError } from './documents/errors.ts';
-import { EngineError } from './engine/errors.ts';
-import { ServiceError, firstLine } from './services/errors.ts';
-import { EventHub, type EventListener } from './services/events.ts';
+import type { EventName, EventTypes, Handlers } from '../contract/channels.ts';
+import { isMethodName, requestSchemas } from '../contract/channels.ts';
+import type { WireError } from '../contract/types.ts';
+import { DocumentError } from '../documents/errors.ts';
+import { EngineError } from '../engine/errors.ts';
+import { ServiceError, firstLine } from '../services/errors.ts';
+import { EventHub, type EventListener } from '../services/events.ts';
 
 export { firstLine };
 export type { Handlers, EventListener };
