@@ -11,6 +11,7 @@
 import type { EventTypes, RopewalkApi } from '../../main/contract/channels.ts';
 import { METHOD_NAMES, type EventName, type MethodName } from '../../main/contract/names.ts';
 import type { ServerFrame, WireCall } from '../../main/contract/wire.ts';
+import { platformTimers, type Timers } from './debounce.ts';
 import { ApiError } from './errors.ts';
 
 /** The part of a WebSocket this client uses (browser WebSocket and `ws` both fit). */
@@ -31,6 +32,8 @@ export interface WsClientOptions {
   /** First reconnect delay, doubled per failed attempt up to maxDelayMs. */
   initialDelayMs?: number;
   maxDelayMs?: number;
+  /** The reconnect timer's clock (the platform's by default; tests drive it by hand). */
+  timers?: Timers;
 }
 
 /** The contract plus what only this transport has: connection status and closing. */
@@ -52,6 +55,7 @@ interface PendingCall {
 export function createWsApi(url: string, createSocket: (url: string) => SocketLike, options: WsClientOptions = {}): WsApi {
   const initialDelayMs = options.initialDelayMs ?? 250;
   const maxDelayMs = options.maxDelayMs ?? 5000;
+  const timers = options.timers ?? platformTimers;
   const pending = new Map<number, PendingCall>();
   const listeners = new Map<EventName, Set<(data: never) => void>>();
   const statusListeners = new Set<(status: ConnectionStatus) => void>();
@@ -59,7 +63,7 @@ export function createWsApi(url: string, createSocket: (url: string) => SocketLi
   let socket: SocketLike | null = null;
   let status: ConnectionStatus = 'connecting';
   let attempt = 0;
-  let reconnectTimer: ReturnType<typeof setTimeout> | null = null;
+  let reconnectTimer: unknown = null;
   let closedByUs = false;
 
   function setStatus(next: ConnectionStatus): void {
@@ -109,7 +113,7 @@ export function createWsApi(url: string, createSocket: (url: string) => SocketLi
     setStatus('reconnecting');
     const delay = Math.min(maxDelayMs, initialDelayMs * 2 ** attempt);
     attempt++;
-    reconnectTimer = setTimeout(() => {
+    reconnectTimer = timers.set(() => {
       reconnectTimer = null;
       if (!closedByUs) connect();
     }, delay);
@@ -173,7 +177,7 @@ export function createWsApi(url: string, createSocket: (url: string) => SocketLi
     },
     close(): void {
       closedByUs = true;
-      if (reconnectTimer) clearTimeout(reconnectTimer);
+      if (reconnectTimer !== null) timers.clear(reconnectTimer);
       reconnectTimer = null;
       for (const [id, c] of pending) {
         pending.delete(id);

@@ -5,6 +5,7 @@
  * while an answer streams) are applied at once, keeping this window's draft count, because the
  * services do not know what this window is typing.
  */
+import { Debouncer, platformTimers, type Timers } from '../lib/debounce.ts';
 import { createStore, type StoreApi } from 'zustand/vanilla';
 import type { RopewalkApi } from '../../main/contract/channels.ts';
 import type { ContextBudget, DocumentFit } from '../../main/contract/types.ts';
@@ -51,21 +52,17 @@ export function createBudgetStore(
   notices: NoticesStore,
   context: () => BudgetContext,
   debounceMs = 150,
+  timers: Timers = platformTimers,
 ): BudgetStore {
-  let timer: ReturnType<typeof setTimeout> | null = null;
+  const debounce = new Debouncer(debounceMs, timers);
   let seq = 0;
   let inFlight = 0;
   // The last error reported, so a failing getBudget does not re-raise the banner per keystroke.
   let lastErrorCode: string | null = null;
 
   const store = createStore<BudgetState>()((set, get) => {
-    function cancelTimer(): void {
-      if (timer !== null) clearTimeout(timer);
-      timer = null;
-    }
-
     async function refresh(): Promise<ContextBudget | null> {
-      cancelTimer();
+      debounce.cancel();
       const { conversationId, draft, documents, empty } = context();
       const key = draftKey(draft, documents);
       const mine = ++seq;
@@ -89,7 +86,7 @@ export function createBudgetStore(
         return null;
       } finally {
         inFlight--;
-        set({ stale: timer !== null || inFlight > 0 });
+        set({ stale: debounce.pending || inFlight > 0 });
       }
     }
 
@@ -98,12 +95,8 @@ export function createBudgetStore(
       draftFor: null,
       stale: false,
       schedule() {
-        cancelTimer();
         set({ stale: true });
-        timer = setTimeout(() => {
-          timer = null;
-          void refresh();
-        }, debounceMs);
+        debounce.schedule(() => void refresh());
       },
       refresh,
       async ensureFresh() {
@@ -135,7 +128,7 @@ export function createBudgetStore(
         if (get().draftFor !== key) get().schedule();
       },
       dispose() {
-        cancelTimer();
+        debounce.cancel();
         seq++;
       },
     };

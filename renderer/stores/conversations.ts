@@ -4,6 +4,7 @@
  * select / rename / delete. New chat while the open chat is still empty keeps that one. Selecting
  * opens the conversation in the chat store; which one is open lives there, not here.
  */
+import { Debouncer, platformTimers, type Timers } from '../lib/debounce.ts';
 import { createStore, type StoreApi } from 'zustand/vanilla';
 import type { RopewalkApi } from '../../main/contract/channels.ts';
 import type { ContextFullPolicy, ConversationSummary } from '../../main/contract/types.ts';
@@ -54,9 +55,10 @@ export function createConversationsStore(
   notices: NoticesStore,
   chat: () => ChatStore,
   debounceMs = 150,
+  timers: Timers = platformTimers,
 ): ConversationsStore {
   const report = (e: unknown) => notices.getState().report(e);
-  let timer: ReturnType<typeof setTimeout> | null = null;
+  const debounce = new Debouncer(debounceMs, timers);
   let seq = 0;
   let creating = false; // one createConversation at a time (a double click makes one chat)
   // When each summary was last upserted (a logical clock), so a list call that started before
@@ -89,11 +91,7 @@ export function createConversationsStore(
       load: list,
       setSearch(text) {
         set({ search: text });
-        if (timer !== null) clearTimeout(timer);
-        timer = setTimeout(() => {
-          timer = null;
-          void list();
-        }, debounceMs);
+        debounce.schedule(() => void list());
       },
       async select(id) {
         if (chat().getState().conversationId === id) return;
@@ -184,8 +182,7 @@ export function createConversationsStore(
         set({ items: [...items, clean].sort(byRecent) });
       },
       dispose() {
-        if (timer !== null) clearTimeout(timer);
-        timer = null;
+        debounce.cancel();
       },
     };
   });

@@ -4,6 +4,7 @@
  * recent conversation (or none, or the one the user opened meanwhile). No DOM here: the frame scheduler is injected, so tests drive the
  * whole thing under Node with a fake api and a manual scheduler.
  */
+import type { Timers } from '../lib/debounce.ts';
 import type { RopewalkApi } from '../../main/contract/channels.ts';
 import type { FrameScheduler } from '../lib/stream-buffer.ts';
 import { createBudgetStore, type BudgetStore } from './budget.ts';
@@ -37,6 +38,8 @@ export interface StoreOptions {
   frames: FrameScheduler;
   /** Quiet period before getBudget / listConversations({ search }) (ms). */
   debounceMs?: number;
+  /** The debouncers' timers (the platform's by default; tests pass hand-driven ones). */
+  timers?: Timers;
   /** The window's width (CSS px) at start, for the layout (default 1280). */
   width?: number;
   /** Where layout and theme choices are remembered (localStorage in the window; none in tests). */
@@ -65,6 +68,7 @@ export function createStores(api: RopewalkApi, options: StoreOptions): Stores {
       };
     },
     debounceMs,
+    options.timers,
   );
   chat = createChatStore({
     api,
@@ -74,7 +78,7 @@ export function createStores(api: RopewalkApi, options: StoreOptions): Stores {
     onCreated: (c) => conversations.getState().upsert(c),
     storage: options.storage,
   });
-  conversations = createConversationsStore(api, notices, () => chat, debounceMs);
+  conversations = createConversationsStore(api, notices, () => chat, debounceMs, options.timers);
   const settings = createSettingsStore(api, notices, refreshBudget);
   const model = createModelStore(api, notices, refreshBudget);
   const ui = createUiStore({ width: options.width ?? 1280, storage: options.storage });

@@ -7,19 +7,20 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { createStores } from '../../renderer/stores/index.ts';
-import { FakeApi, ManualFrames, settle } from './renderer-fakes.ts';
+import { FakeApi, ManualFrames, ManualTimers, settle } from './renderer-fakes.ts';
 
 const file = (name: string, text: string) => ({ name, arrayBuffer: async () => new TextEncoder().encode(text).buffer as ArrayBuffer });
 
 it('attach, count, send with the message, refuse a bad file, use the relevant parts, open, switch chats', async () => {
   const fake = new FakeApi();
-  const stores = createStores(fake.asApi(), { frames: new ManualFrames(), debounceMs: 5 });
+  const timers = new ManualTimers();
+  const stores = createStores(fake.asApi(), { frames: new ManualFrames(), timers, debounceMs: 5 });
   await stores.start();
   await settle();
   const chat = () => stores.chat.getState();
 
   await chat().attachFiles([file('a.md', 'alpha text'), file('empty.txt', '')]);
-  await new Promise((r) => setTimeout(r, 20));
+  timers.runDue(); // the budget's debounced recount, if the attach scheduled one
   await settle();
   assert.deepEqual(chat().attachments.map((a) => [a.name, a.tokens]), [['a.md', 10]]);
   assert.deepEqual(chat().attaching, []);

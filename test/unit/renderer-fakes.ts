@@ -3,6 +3,7 @@
  * and the services in memory behind the RopewalkApi contract (one token per character, every
  * call recorded, failures and early events on demand). Not a test file itself.
  */
+import type { Timers } from '../../renderer/lib/debounce.ts';
 import { DEFAULT_SETTINGS } from '../../main/services/settings.ts';
 import type { EventTypes, RequestOf, ResponseOf, RopewalkApi } from '../../main/contract/channels.ts';
 import type { EventName, MethodName } from '../../main/contract/names.ts';
@@ -13,6 +14,27 @@ import type { FrameScheduler } from '../../renderer/lib/stream-buffer.ts';
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Lets pending promise callbacks run. */
 export const settle = () => sleep(0);
+
+/** Timers that fire only when the test says so: `runDue()` runs every timer set so far (their quiet periods have passed). */
+export class ManualTimers implements Timers {
+  private next = 1;
+  readonly queued = new Map<number, () => void>();
+  set(callback: () => void): number {
+    const id = this.next++;
+    this.queued.set(id, callback);
+    return id;
+  }
+  clear(handle: unknown): void {
+    this.queued.delete(handle as number);
+  }
+  /** Fires the timers waiting now (each debouncer's last call), in the order they were set. */
+  runDue(): number {
+    const due = [...this.queued.values()];
+    this.queued.clear();
+    for (const cb of due) cb();
+    return due.length;
+  }
+}
 
 /** A scheduler whose frames run only when the test says so (`tick`). */
 export class ManualFrames implements FrameScheduler {

@@ -11,16 +11,17 @@ import type { Message } from '../../main/contract/types.ts';
 import { isGenerating } from '../../renderer/stores/chat.ts';
 import { createStores, type Stores } from '../../renderer/stores/index.ts';
 import { loadErrorOf } from '../../renderer/stores/model.ts';
-import { FakeApi, ManualFrames, settle, sleep } from './renderer-fakes.ts';
+import { FakeApi, ManualFrames, ManualTimers, settle } from './renderer-fakes.ts';
 
-async function boot(setup?: (fake: FakeApi) => void): Promise<{ fake: FakeApi; frames: ManualFrames; stores: Stores }> {
+async function boot(setup?: (fake: FakeApi) => void): Promise<{ fake: FakeApi; frames: ManualFrames; timers: ManualTimers; stores: Stores }> {
   const fake = new FakeApi();
   setup?.(fake);
   const frames = new ManualFrames();
-  const stores = createStores(fake.asApi(), { frames, debounceMs: 5 });
+  const timers = new ManualTimers();
+  const stores = createStores(fake.asApi(), { frames, timers, debounceMs: 5 });
   await stores.start();
   await settle();
-  return { fake, frames, stores };
+  return { fake, frames, timers, stores };
 }
 
 const done = (message: Message, content: string, status: Message['status'] = 'complete'): Message => ({
@@ -250,11 +251,12 @@ describe('renderer stores: answers', () => {
 
 describe('renderer stores: budget', () => {
   it('asks getBudget once after typing stops, with the draft', async () => {
-    const { fake, stores } = await boot((f) => void f.addConversation('chat'));
+    const { fake, timers, stores } = await boot((f) => void f.addConversation('chat'));
     const before = fake.count('getBudget');
     for (const text of ['h', 'he', 'hel', 'hell', 'hello']) stores.chat.getState().setDraft(text);
     assert.equal(stores.budget.getState().stale, true);
-    await sleep(30);
+    assert.equal(timers.runDue(), 1, 'one debounced call waits');
+    await settle();
     assert.equal(fake.count('getBudget') - before, 1);
     assert.equal((fake.calls.at(-1)?.[1] as { draft: string }).draft, 'hello');
     const b = stores.budget.getState().budget!;
@@ -264,10 +266,11 @@ describe('renderer stores: budget', () => {
   });
 
   it('applies budgetChanged events of the open conversation, keeping this window’s draft', async () => {
-    const { fake, stores } = await boot((f) => void f.addConversation('chat'));
+    const { fake, timers, stores } = await boot((f) => void f.addConversation('chat'));
     const id = stores.chat.getState().conversationId!;
     stores.chat.getState().setDraft('abc');
-    await sleep(30);
+    assert.equal(timers.runDue(), 1, 'one debounced call waits');
+    await settle();
     const event = { ...fake.budgetOf(id, ''), history: 100, used: 100, total: 356 };
     stores.budget.getState().apply(event);
     const b = stores.budget.getState().budget!;
@@ -371,7 +374,7 @@ describe('renderer stores: budget', () => {
 
 describe('renderer stores: conversations', () => {
   it('new chat creates and opens it; rename and search by title', async () => {
-    const { fake, stores } = await boot((f) => void f.addConversation('Cooking', [['user', 'pasta?']]));
+    const { fake, timers, stores } = await boot((f) => void f.addConversation('Cooking', [['user', 'pasta?']]));
     await stores.conversations.getState().create();
     const created = stores.chat.getState().conversationId!;
     assert.equal(stores.conversations.getState().items[0].id, created);
@@ -379,7 +382,8 @@ describe('renderer stores: conversations', () => {
     assert.equal(stores.conversations.getState().items.find((c) => c.id === created)?.title, 'Gardening');
     stores.conversations.getState().setSearch('cook');
     assert.equal(stores.conversations.getState().search, 'cook');
-    await sleep(30);
+    assert.equal(timers.runDue(), 1, 'one debounced call waits');
+    await settle();
     assert.deepEqual(fake.calls.filter(([m]) => m === 'listConversations').at(-1)?.[1], { search: 'cook' });
     assert.deepEqual(stores.conversations.getState().items.map((c) => c.title), ['Cooking']);
   });

@@ -10,6 +10,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import type { WireCall } from '../../main/contract/wire.ts';
 import { ApiError } from '../../renderer/lib/errors.ts';
 import { createWsApi, type ConnectionStatus, type SocketLike, type WsApi } from '../../renderer/lib/ws-client.ts';
+import { ManualTimers } from './renderer-fakes.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -133,13 +134,22 @@ describe('renderer WebSocket client', () => {
     const s = await server(() => ({ ok: true, value: 1 }));
     const port = new URL(s.url).port;
     await s.close();
-    const api = client(s.url);
+    const timers = new ManualTimers();
+    const api = createWsApi(s.url, (u) => new WebSocket(u) as unknown as SocketLike, { initialDelayMs: 10, maxDelayMs: 40, timers });
+    clients.push(api);
     const queued = api.getSettings({});
-    await sleep(60);
-    assert.equal(api.status, 'reconnecting');
+    // Each refused connection schedules the next attempt: run three of them by hand, no sleeping.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      await until(() => timers.queued.size === 1, `reconnect ${attempt + 1} scheduled`);
+      assert.equal(api.status, 'reconnecting');
+      timers.runDue();
+    }
+    await until(() => timers.queued.size === 1, 'the fourth reconnect scheduled');
     const wss = new WebSocketServer({ host: '127.0.0.1', port: Number(port) });
     servers.push({ close: () => new Promise((r) => wss.close(() => r())) });
     wss.on('connection', (ws) => ws.on('message', (d) => ws.send(JSON.stringify({ kind: 'result', id: (JSON.parse(String(d)) as WireCall).id, ok: true, value: 'late' }))));
+    await new Promise((r) => wss.once('listening', r));
+    timers.runDue();
     assert.equal(await queued, 'late');
   });
 
