@@ -1,16 +1,18 @@
 /**
- * The engine host: the main-thread API over the engine worker (worker_threads). Services, the
- * CLI and `serve` mode talk to this, never to the engine directly.
+ * The engine host: the main-thread API over the engine, which runs in a child process of its own
+ * (or, on request, a worker thread: channel.ts says why a process). Services, the CLI and `serve`
+ * mode talk to this, never to the engine directly. "Worker" below means the engine's process or
+ * thread, whichever it is.
  *
  * - `load` resolves/imports a model in the worker; a failed load leaves the previous model loaded.
  * - `generate` streams the worker's `GenerationEvent`s; aborting the signal cancels in the worker
  *   and the stream ends with `done { reason: 'cancelled' }`.
- * - If the worker dies (native crash, OOM, terminate), every pending call fails with
- *   `WorkerCrashedError`, and the next call starts a fresh worker and reloads the last model.
+ * - If the worker dies (a segfault or abort in native code, an out-of-memory kill, SIGKILL, exit),
+ *   every pending call fails with `WorkerCrashedError`, and the next call starts a fresh worker and
+ *   reloads the last model; this process, the window and the services go on.
  */
-import type { Worker } from 'node:worker_threads';
 import type { ChatEngine } from './chat-engine.ts';
-import { workerThread } from '../common/worker-thread.ts';
+import { processChannel, threadChannel, type EngineChannel, type EngineIsolation } from './channel.ts';
 import { deserializeEngineError, EngineError, WorkerCrashedError } from '../engine/errors.ts';
 import type { ModelInfo } from '../engine/generate/engine.ts';
 import type { ChatMessage, GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
@@ -28,7 +30,7 @@ type Listener = (m: WorkerToHost) => void;
 export class EngineHost implements ChatEngine {
   /** The worker counts with the model's own tokenizer. */
   readonly countAccuracy = 'exact' as const;
-  private worker: Worker | null = null;
+  private worker: EngineChannel | null = null;
   private nextId = 1;
   private readonly listeners = new Map<number, { onMessage: Listener; onCrash: (e: EngineError) => void }>();
   private lastLoad: { source: string; options: LoadOptions } | null = null;
@@ -36,19 +38,30 @@ export class EngineHost implements ChatEngine {
   private disposed = false;
   /** Number of times a worker died unexpectedly (for tests and diagnostics). */
   crashes = 0;
+  /** Where the engine runs: 'process' (default: a native crash ends only the engine) or 'thread'. */
+  readonly isolation: EngineIsolation;
+
+  constructor(options: { isolation?: EngineIsolation } = {}) {
+    this.isolation = options.isolation ?? 'process';
+  }
+
+  /** The engine process's id (null in a thread, or before the first call starts it). For tests and diagnostics. */
+  get enginePid(): number | null {
+    return this.worker?.pid ?? null;
+  }
 
   /** The model loaded in the worker, or null. */
   get model(): ModelInfo | null {
     return this.loaded;
   }
 
-  private async ensureWorker(): Promise<Worker> {
+  private async ensureWorker(): Promise<EngineChannel> {
     if (this.disposed) throw new WorkerCrashedError('the engine host has been shut down');
     if (this.worker) return this.worker;
     // Source runs (tsx) load worker.ts; the bundled app loads the compiled worker.js beside this file.
     const ext = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
-    const w = startEngineWorker(new URL(`./worker.${ext}`, import.meta.url));
-    w.on('message', (m: WorkerToHost) => this.listeners.get(m.id)?.onMessage(m));
+    const w = startEngineWorker(new URL(`./worker.${ext}`, import.meta.url), this.isolation);
+    w.onMessage((m: WorkerToHost) => this.listeners.get(m.id)?.onMessage(m));
     const onDeath = (why: string) => {
       if (this.worker !== w) return;
       this.worker = null;
@@ -59,8 +72,7 @@ export class EngineHost implements ChatEngine {
       for (const l of [...this.listeners.values()]) l.onCrash(err);
       this.listeners.clear();
     };
-    w.on('error', (e) => onDeath(e.message));
-    w.on('exit', (code) => onDeath(`exit code ${code}`));
+    w.onDeath(onDeath);
     this.worker = w;
     if (this.lastLoad) {
       // Restarted after a crash: bring the last model back before anything else runs.
@@ -71,10 +83,10 @@ export class EngineHost implements ChatEngine {
   }
 
   /** Sends one request and resolves with its `loaded`/`result` reply. */
-  private call(msg: DistributiveOmit<HostToWorker, 'id'>, worker?: Worker, onProgress?: LoadProgress, signal?: AbortSignal): Promise<unknown> {
+  private call(msg: DistributiveOmit<HostToWorker, 'id'>, worker?: EngineChannel, onProgress?: LoadProgress, signal?: AbortSignal): Promise<unknown> {
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
-      const cancel = () => this.worker?.postMessage({ type: 'cancel', id } satisfies HostToWorker);
+      const cancel = () => this.worker?.post({ type: 'cancel', id } satisfies HostToWorker);
       signal?.addEventListener('abort', cancel, { once: true });
       this.listeners.set(id, {
         onMessage: (m) => {
@@ -90,7 +102,7 @@ export class EngineHost implements ChatEngine {
         },
         onCrash: reject,
       });
-      const send = (w: Worker) => w.postMessage({ ...msg, id } as HostToWorker);
+      const send = (w: EngineChannel) => w.post({ ...msg, id } as HostToWorker);
       if (worker) send(worker);
       else this.ensureWorker().then(send, reject);
     });
@@ -185,9 +197,9 @@ export class EngineHost implements ChatEngine {
         notify();
       },
     });
-    const onAbort = () => worker.postMessage({ type: 'cancel', id } satisfies HostToWorker);
+    const onAbort = () => worker.post({ type: 'cancel', id } satisfies HostToWorker);
     opts.signal?.addEventListener('abort', onAbort, { once: true });
-    worker.postMessage({ type: 'generate', id, request } satisfies HostToWorker);
+    worker.post({ type: 'generate', id, request } satisfies HostToWorker);
     if (opts.signal?.aborted) onAbort();
     try {
       while (true) {
@@ -198,7 +210,7 @@ export class EngineHost implements ChatEngine {
       }
     } finally {
       opts.signal?.removeEventListener('abort', onAbort);
-      if (!finished && !failure) worker.postMessage({ type: 'cancel', id } satisfies HostToWorker);
+      if (!finished && !failure) worker.post({ type: 'cancel', id } satisfies HostToWorker);
       this.listeners.delete(id);
     }
   }
@@ -223,25 +235,25 @@ export class EngineHost implements ChatEngine {
   }
 }
 
-/** The engine workers alive in this process (every host's), for `exitProcess`. */
-const liveWorkers = new Set<Worker>();
+/** The engine workers alive (every host's in this process), for `exitProcess`. */
+const liveWorkers = new Set<EngineChannel>();
 /** Each stopping worker's exit, so a second stop waits for the first instead of sending another shutdown. */
-const stopping = new WeakMap<Worker, Promise<void>>();
+const stopping = new WeakMap<EngineChannel, Promise<void>>();
 
 /**
  * Asks a worker to stop at its next safe point and waits for it to exit; `terminate()` is the
  * last resort after `graceMs` (a worker stuck in a native call would otherwise never exit).
  * `graceMs` null: no last resort. Stopping a worker that is already stopping waits for that stop.
  */
-function stopWorker(w: Worker, exitCode: number, graceMs: number | null = 15_000): Promise<void> {
-  if (w.threadId === -1) return Promise.resolve(); // already exited
+function stopWorker(w: EngineChannel, exitCode: number, graceMs: number | null = 15_000): Promise<void> {
+  if (w.ended) return Promise.resolve();
   let exit = stopping.get(w);
   if (!exit) {
-    exit = new Promise<void>((resolve) => w.once('exit', () => resolve()));
+    exit = w.whenEnded;
     stopping.set(w, exit);
-    w.postMessage({ type: 'shutdown', id: 0, exitCode } satisfies HostToWorker);
+    w.post({ type: 'shutdown', id: 0, exitCode } satisfies HostToWorker);
     if (graceMs !== null) {
-      const timer = setTimeout(() => void w.terminate(), graceMs);
+      const timer = setTimeout(() => w.kill(), graceMs);
       void exit.then(() => clearTimeout(timer));
     }
   }
@@ -280,15 +292,11 @@ export async function exitProcess(code: number, signal: NodeJS.Signals | null, g
   return process.exit(code);
 }
 
-/** Starts the engine worker. */
-function startEngineWorker(url: URL): Worker {
-  // ONNX Runtime's session creation needs more native stack than a worker's default 4 MiB in
-  // some processes (measured: a segfault while creating stories260K's session when the process
-  // had a 16 kB command-line argument, e.g. a long `npm run chat` prompt; fine with 8 MiB).
-  // Thread stacks are reserved, not committed, so a generous bound costs nothing.
-  const w = workerThread(url, { resourceLimits: { stackSizeMb: 64 } });
+/** Starts the engine worker: its own process, or a thread of this one. */
+function startEngineWorker(url: URL, isolation: EngineIsolation): EngineChannel {
+  const w = isolation === 'process' ? processChannel(url) : threadChannel(url);
   liveWorkers.add(w);
-  w.once('exit', () => liveWorkers.delete(w));
+  void w.whenEnded.then(() => liveWorkers.delete(w));
   return w;
 }
 

@@ -1,14 +1,15 @@
 /**
  * The engine worker: owns one `Engine` and serves the host's requests (protocol.ts). Inference
  * runs here so the host's event loop (window, IPC, terminal) stays free during prefill and decode.
+ * It runs as the engine's own child process (the default) or as a worker thread (channel.ts); when
+ * the host's process goes away, a child process stops too.
  */
-import { parentPort } from 'node:worker_threads';
+import { enginePort } from './channel.ts';
 import { EngineError, toEngineError } from '../engine/errors.ts';
 import { Engine } from '../engine/generate/engine.ts';
 import type { EngineCacheStats, HostToWorker, WorkerToHost } from './protocol.ts';
 
-if (!parentPort) throw new Error('engine worker must run in a worker thread');
-const port = parentPort;
+const port = enginePort();
 let engine: Engine | null = null;
 const running = new Map<number, AbortController>();
 /** Every request being handled; shutdown waits for them so no native call is in flight. */
@@ -16,7 +17,7 @@ const inflight = new Set<Promise<void>>();
 let stopping = false;
 
 const send = (m: WorkerToHost) => {
-  if (!stopping) port.postMessage(m);
+  if (!stopping) port.post(m);
 };
 const fail = (id: number, e: unknown) => send({ type: 'error', id, error: toEngineError(e).toJSON() });
 
@@ -25,7 +26,8 @@ function requireEngine(): Engine {
   return engine;
 }
 
-port.on('message', (msg: HostToWorker) => {
+port.onHostGone(() => void shutdown(0));
+port.onMessage((msg: HostToWorker) => {
   if (msg.type === 'shutdown') {
     void shutdown(msg.exitCode);
     return;

@@ -14,6 +14,7 @@
  *     [1, Hkv, capacity, hd] buffers each step, which V8 then collects.
  * Figures are medians over repeated steps. It is a benchmark, not a test: it asserts nothing.
  */
+import { isolationCost } from './engine-isolation.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { execFile, spawn } from 'node:child_process';
 import { mkdir, readFile, stat, symlink } from 'node:fs/promises';
@@ -494,7 +495,19 @@ function printTable(head: string[], rows: string[][]): void {
   for (const r of rows) console.log(line(r));
 }
 
-const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'kv,loop,start,import').split(','));
+const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'kv,loop,start,import,isolation').split(','));
+
+/** The engine's own process against a worker thread, on the host's side (engine-isolation.ts). */
+async function isolationSection(model: string, cacheDir: string): Promise<void> {
+  const rows = await isolationCost(model, cacheDir);
+  console.log('\nengine isolation (host side: token events received), medians of 5 interleaved rounds, 64 tokens after a 250-token prompt');
+  printTable(['isolation', 'TTFT', 'decode tok/s'], rows.map((r) => [r.isolation, `${r.ttftMs.toFixed(1)} ms`, r.decodeTokPerSec.toFixed(1)]));
+  const [thread, proc] = rows;
+  summary.push(
+    ['engine process / thread: TTFT', `${(proc.ttftMs / thread.ttftMs).toFixed(3)}×`, '≤ 1.01×'],
+    ['engine process / thread: decode tok/s', `${(proc.decodeTokPerSec / thread.decodeTokPerSec).toFixed(3)}×`, '≥ 0.99×'],
+  );
+}
 
 async function main(): Promise<void> {
   if (SECTIONS.has('kv')) await kvSteps();
@@ -505,6 +518,7 @@ async function main(): Promise<void> {
     const cacheDir = path.join(root, 'cache');
     if (SECTIONS.has('loop')) await loopVsPlain(model, cacheDir);
     if (SECTIONS.has('start')) await startFromSource(model, cacheDir);
+    if (SECTIONS.has('isolation')) await isolationSection(model, cacheDir);
     if (SECTIONS.has('import')) {
       let importModel = model;
       if (process.env.BENCH_IMPORT_MODEL === 'qwen3-0.6b') {
