@@ -61,7 +61,11 @@ export class EngineHost implements ChatEngine {
     // Source runs (tsx) load worker.ts; the bundled app loads the compiled worker.js beside this file.
     const ext = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
     const w = startEngineWorker(new URL(`./worker.${ext}`, import.meta.url), this.isolation);
-    w.onMessage((m: WorkerToHost) => this.listeners.get(m.id)?.onMessage(m));
+    const dispatch = (m: WorkerToHost): void => {
+      if (m.type === 'batch') m.messages.forEach(dispatch);
+      else this.listeners.get(m.id)?.onMessage(m);
+    };
+    w.onMessage(dispatch);
     const onDeath = (why: string) => {
       if (this.worker !== w) return;
       this.worker = null;

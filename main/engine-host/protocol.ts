@@ -56,4 +56,6 @@ export type WorkerToHost =
   | { type: 'loaded'; id: number; info: ModelInfo }
   | { type: 'event'; id: number; event: GenerationEvent }
   | { type: 'result'; id: number; value: unknown }
-  | { type: 'error'; id: number; error: SerializedEngineError };
+  | { type: 'error'; id: number; error: SerializedEngineError }
+  /** Several messages in one (token events coalesced by the worker, in order); `id` is 0. */
+  | { type: 'batch'; id: 0; messages: WorkerToHost[] };

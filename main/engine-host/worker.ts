@@ -16,8 +16,32 @@ const running = new Map<number, AbortController>();
 const inflight = new Set<Promise<void>>();
 let stopping = false;
 
-const send = (m: WorkerToHost) => {
-  if (!stopping) port.post(m);
+/**
+ * Outgoing messages. A token event may wait up to COALESCE_MS and leave with the ones after it as
+ * one `batch` message: a message across the process boundary costs its serialization and a write,
+ * and a small model decodes a token in well under a millisecond. Everything else (the first token
+ * of an answer, for TTFT; done, errors, results, progress) leaves at once, after what waits, so the
+ * order is kept. The services batch the text for the window every 16 ms anyway.
+ */
+const COALESCE_MS = 2;
+const outbox: WorkerToHost[] = [];
+let lastFlush = 0;
+let flushTimer: ReturnType<typeof setTimeout> | null = null;
+
+function flush(): void {
+  if (flushTimer) clearTimeout(flushTimer);
+  flushTimer = null;
+  lastFlush = performance.now();
+  if (outbox.length === 0 || stopping) return;
+  const messages = outbox.splice(0);
+  port.post(messages.length === 1 ? messages[0] : { type: 'batch', id: 0, messages });
+}
+
+const send = (m: WorkerToHost, mayWait = false) => {
+  if (stopping) return;
+  outbox.push(m);
+  if (!mayWait || performance.now() - lastFlush >= COALESCE_MS) flush();
+  else flushTimer ??= setTimeout(flush, COALESCE_MS);
 };
 const fail = (id: number, e: unknown) => send({ type: 'error', id, error: toEngineError(e).toJSON() });
 
@@ -82,8 +106,10 @@ async function handle(msg: HostToWorker): Promise<void> {
       const ac = new AbortController();
       running.set(msg.id, ac);
       try {
+        let first = true;
         for await (const event of requireEngine().generate(msg.request, { signal: ac.signal })) {
-          send({ type: 'event', id: msg.id, event });
+          send({ type: 'event', id: msg.id, event }, event.type === 'token' && !first);
+          if (event.type === 'token') first = false;
         }
       } catch (e) {
         fail(msg.id, e);
