@@ -15,20 +15,20 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Lets pending promise callbacks run. */
 export const settle = () => sleep(0);
 
-/** Timers that fire only when the test says so: `runDue()` runs every timer set so far (their quiet periods have passed). */
-export class ManualTimers implements Timers {
+/** Callbacks queued by handle that run only when the test says so: the one rule behind ManualTimers and ManualFrames. */
+class ManualQueue {
   private next = 1;
   readonly queued = new Map<number, () => void>();
-  set(callback: () => void): number {
+  add(callback: () => void): number {
     const id = this.next++;
     this.queued.set(id, callback);
     return id;
   }
-  clear(handle: unknown): void {
+  remove(handle: unknown): void {
     this.queued.delete(handle as number);
   }
-  /** Fires the timers waiting now (each debouncer's last call), in the order they were set. */
-  runDue(): number {
+  /** Runs what is queued now, in the order it was queued (what those callbacks queue waits for the next run); returns how many ran. */
+  runAll(): number {
     const due = [...this.queued.values()];
     this.queued.clear();
     for (const cb of due) cb();
@@ -36,26 +36,34 @@ export class ManualTimers implements Timers {
   }
 }
 
+/** Timers that fire only when the test says so: `runDue()` runs every timer set so far (their quiet periods have passed). */
+export class ManualTimers extends ManualQueue implements Timers {
+  set(callback: () => void): number {
+    return this.add(callback);
+  }
+  clear(handle: unknown): void {
+    this.remove(handle);
+  }
+  /** Fires the timers waiting now (each debouncer's last call), in the order they were set. */
+  runDue(): number {
+    return this.runAll();
+  }
+}
+
 /** A scheduler whose frames run only when the test says so (`tick`). */
-export class ManualFrames implements FrameScheduler {
-  private next = 1;
-  readonly queued = new Map<number, () => void>();
+export class ManualFrames extends ManualQueue implements FrameScheduler {
   /** How many frames were asked for. */
   requests = 0;
   request(cb: () => void): number {
     this.requests++;
-    const id = this.next++;
-    this.queued.set(id, cb);
-    return id;
+    return this.add(cb);
   }
   cancel(handle: unknown): void {
-    this.queued.delete(handle as number);
+    this.remove(handle);
   }
   /** Runs the frames queued now. */
   tick(): void {
-    const due = [...this.queued.values()];
-    this.queued.clear();
-    for (const cb of due) cb();
+    this.runAll();
   }
 }
 
