@@ -31,6 +31,7 @@ import { MAX_CONTEXT_LIMIT } from '../cache/growth.ts';
 import { KvCache } from '../cache/kv-cache.ts';
 import { RopeCache } from '../cache/rope-cache.ts';
 import type { BackendKind, DecoderBackend, ExecutionProvider, SessionInfo } from '../model/backend.ts';
+import { engineGraphTarget } from '../model/graph-target.ts';
 import { resolveModel, type ImportProgress, type QuantizeOption } from '../model/bundle.ts';
 import type { ModelManifest } from '../model/manifest.ts';
 import { availableMemory, bundleBytes, checkMemory, estimateMemory } from '../model/memory.ts';
@@ -208,7 +209,8 @@ export class Engine {
     if (opts.backend !== undefined && opts.backend !== 'native' && opts.backend !== 'js') {
       throw new InvalidOptionError('backend', `expected native or js, got ${String(opts.backend)}`);
     }
-    const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress, { quantize: opts.quantize, signal: opts.signal });
+    const target = engineGraphTarget(opts.executionProvider);
+    const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress, { quantize: opts.quantize, signal: opts.signal, target });
     const m = bundle.manifest;
     const maxContext = opts.maxContext ?? m.config.trainedContext;
     const estimate = await estimateMemory(m, bundle.dir, maxContext);
