@@ -42,7 +42,7 @@ export const EXTERNAL_DATA_FILE = 'model.onnx.data';
  *   `com.microsoft.MatMulNBits`); Linear weights [out, in].
  *   Quantized ones run at accuracy level 4 (int8 activations, as llama.cpp's dot products),
  *   with llama.cpp's half-precision activation scales where its format has them
- *   (`halfActivationScales`).
+ *   (`halfActivationScales`), in a float32 graph; at level 0 with float16 scales in a float16 one.
  * @param target the EP and dtype the graph is for (`CPU_TARGET`: the graph every bundle had before
  *   targets, byte for byte).
  * @returns the serialized model and its external data segments.
@@ -58,7 +58,9 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   const hd = c.headDim;
   const R = c.rope.rotaryDim;
   const get = (name: string, shape: number[]): WeightSource => requireWeight(weights, name, shape);
-  const mm = new QuantizedMatMul(g, ACCURACY_LEVEL, target);
+  // A float16 graph multiplies float16 activations by the dequantized blocks (accuracy level 0),
+  // as ONNX Runtime's CUDA MatMulNBits does; llama.cpp's int8 activations are a CPU float32 affair.
+  const mm = new QuantizedMatMul(g, target.dtype === 'float16' ? 0 : ACCURACY_LEVEL, target);
   const F = floatType(target);
   const half = target.dtype === 'float16';
   const float = (name: string, dims: number[], data: SegmentData) => floatWeight(g, target, name, dims, data);

@@ -56,12 +56,14 @@ export function targetKey(t: GraphTarget): string {
 }
 
 /**
- * The graph target the engine loads for a requested EP today. cuda still gets the CPU graph:
- * its float16 graph is built and checked against CUDA's kernels (test/unit/graph-kernels.test.ts),
- * but the engine's KV cache (KvCache, the native addon) holds float32 rows, and a CUDA session
- * that cannot start falls back to the CPU EP, where float16 arithmetic has no kernels. Both
- * change with issue 16 items 3 and 4 (float16 KV; the EP chosen before the bundle).
+ * The graph target the engine loads for a requested EP and, when asked, dtype. Without a dtype,
+ * cpu and webgpu get their float32 graphs and cuda still gets the CPU graph: a CUDA session that
+ * cannot start falls back to the CPU EP (session.ts), where a float16 graph runs, but slower and
+ * less exactly than the float32 one; the CUDA float16 graph is loaded with `dtype` 'float16' (and
+ * is the default once the EP is chosen before the bundle is resolved, issue 16 item 3).
+ * @throws InvalidOptionError as `graphTarget`.
  */
-export function engineGraphTarget(ep: ExecutionProvider = 'cpu'): GraphTarget {
+export function engineGraphTarget(ep: ExecutionProvider = 'cpu', dtype?: GraphDtype): GraphTarget {
+  if (dtype !== undefined) return graphTarget(ep, dtype);
   return ep === 'webgpu' ? graphTarget('webgpu') : CPU_TARGET;
 }
