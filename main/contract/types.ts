@@ -156,7 +156,7 @@ export interface ModelInfo {
   maxContext: number;
   vocabSize: number;
   backend: BackendPreference;
-  executionProvider: 'cpu' | 'cuda';
+  executionProvider: 'cpu' | 'webgpu' | 'cuda';
   /**
    * What differs from what was asked, one line (shown under the model facts): why the preferred
    * backend or execution provider is not the one in use, why a chosen quantization does not

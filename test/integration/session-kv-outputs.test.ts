@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { KvCache } from '../../main/engine/cache/kv-cache.ts';
+import { KvCache, type KvBuffer } from '../../main/engine/cache/kv-cache.ts';
 import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
 import { readLlama2cCheckpoint } from '../../main/engine/model/import-llama2c.ts';
 import type { DecoderSession, KvOutputs } from '../../main/engine/model/js-session.ts';
@@ -45,7 +45,7 @@ test("'rows' and 'in-place' KV outputs give the same logits and KV cache", async
     assert.equal(a.length, b.length);
     assert.equal(a.capacity, b.capacity);
     assert.ok(a.stats.growths >= 2, 'the run crossed at least one KV growth');
-    const held = (buf: Float32Array, cap: number) => {
+    const held = (buf: KvBuffer, cap: number) => {
       const out: number[] = [];
       for (let h = 0; h < config.numKvHeads; h++) out.push(...buf.subarray(h * cap * config.headDim, (h * cap + a.length) * config.headDim));
       return out;

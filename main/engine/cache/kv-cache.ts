@@ -1,5 +1,6 @@
 /**
- * The KV cache, host-side: per layer one key and one value Float32Array laid out
+ * The KV cache, host-side: per layer one key and one value buffer (float32: Float32Array; or
+ * float16, the KV dtype of a float16 graph: Uint16Array of float16 bits) laid out
  * [1, numKvHeads, capacity, headDim] (BNSH: head h, position p, dim d at
  * (h·capacity + p)·headDim + d). This is the past_key/past_value layout of ONNX Runtime's
  * com.microsoft.GroupQueryAttention with past and present bound to one buffer: the graph
@@ -17,10 +18,23 @@
  *     [keep, keep+drop) leave, the later rows move down by `drop`, and their keys (stored after
  *     RoPE) are rotated by −drop positions, so they read as if computed at their new positions.
  *   - `snapshot()` / `restore(data, length)`: a compact copy of the held rows and back (the
- *     engine keeps these for conversations it switched away from).
+ *     engine keeps these for conversations it switched away from), float32 whatever the dtype
+ *     (float16 values convert exactly to float32 and back).
  */
 import { ContextOverflowError, InvalidOptionError } from '../errors.ts';
+import { floatToHalf, halfToFloat } from '../model/gguf/quants.ts';
 import { grownCapacity } from './growth.ts';
+
+/** Element type of the KV rows: the graph's KV dtype (graph-target.ts). */
+export type KvDtype = 'float32' | 'float16';
+
+/** One layer's key or value buffer: float32 values, or float16 bits. */
+export type KvBuffer = Float32Array | Uint16Array;
+
+/** Bytes per KV element of a dtype. */
+export function kvElementBytes(dtype: KvDtype): number {
+  return dtype === 'float16' ? 2 : 4;
+}
 
 /** Sizes of a KV cache. All positive integers. */
 export interface KvCacheOptions {
@@ -35,6 +49,8 @@ export interface KvCacheOptions {
    * (length, capacity, growths, bytes the backend holds) and `key`/`value` throw. Default true.
    */
   hostBuffers?: boolean;
+  /** Element type of the rows (default float32); float16 for a float16 graph. */
+  dtype?: KvDtype;
 }
 
 /**
@@ -63,7 +79,7 @@ export interface KvCacheStats {
   maxContext: number;
 }
 
-/** Per-layer key/value buffers [1, numKvHeads, capacity, headDim] float32, lazily grown. */
+/** Per-layer key/value buffers [1, numKvHeads, capacity, headDim] (float32 or float16), lazily grown. */
 export class KvCache {
   readonly numLayers: number;
   readonly numKvHeads: number;
@@ -71,15 +87,17 @@ export class KvCache {
   readonly maxContext: number;
   /** Whether `key`/`value` buffers exist here (see KvCacheOptions.hostBuffers). */
   readonly hostBuffers: boolean;
-  private keys: Float32Array[];
-  private values: Float32Array[];
+  readonly dtype: KvDtype;
+  private keys: KvBuffer[];
+  private values: KvBuffer[];
   private cap = 0;
   private len = 0;
   private growthCount = 0;
   private dims: readonly [1, number, number, number];
 
   /**
-   * @throws InvalidOptionError (quoting the value) when a size is not a positive integer.
+   * @throws InvalidOptionError (quoting the value) when a size is not a positive integer or the
+   *   dtype is neither float32 nor float16.
    */
   constructor(opts: KvCacheOptions) {
     for (const key of ['numLayers', 'numKvHeads', 'headDim', 'maxContext'] as const) {
@@ -93,9 +111,16 @@ export class KvCache {
     this.headDim = opts.headDim;
     this.maxContext = opts.maxContext;
     this.hostBuffers = opts.hostBuffers ?? true;
-    this.keys = Array.from({ length: this.numLayers }, () => new Float32Array(0));
-    this.values = Array.from({ length: this.numLayers }, () => new Float32Array(0));
+    const dtype = opts.dtype ?? 'float32';
+    if (dtype !== 'float32' && dtype !== 'float16') throw new InvalidOptionError('KV dtype', `expected float32 or float16, got ${JSON.stringify(dtype)}`);
+    this.dtype = dtype;
+    this.keys = Array.from({ length: this.numLayers }, () => this.alloc(0));
+    this.values = Array.from({ length: this.numLayers }, () => this.alloc(0));
     this.dims = [1, this.numKvHeads, 0, this.headDim];
+  }
+
+  private alloc(n: number): KvBuffer {
+    return this.dtype === 'float16' ? new Uint16Array(n) : new Float32Array(n);
   }
 
   /** Tokens held (P): positions [0, length) are valid. */
@@ -119,7 +144,7 @@ export class KvCache {
       capacity: this.cap,
       length: this.len,
       growths: this.growthCount,
-      bytes: this.cap * this.numKvHeads * this.headDim * 4 * 2 * this.numLayers,
+      bytes: this.cap * this.numKvHeads * this.headDim * kvElementBytes(this.dtype) * 2 * this.numLayers,
       maxContext: this.maxContext,
     };
   }
@@ -144,8 +169,8 @@ export class KvCache {
   /** New buffers at newCap rows per head, holding the first `length` rows of the old ones. */
   private reallocate(newCap: number): void {
     // Allocate everything before touching state: if allocation throws, the cache is unchanged.
-    const keys = this.keys.map(() => new Float32Array(this.numKvHeads * newCap * this.headDim));
-    const values = this.values.map(() => new Float32Array(this.numKvHeads * newCap * this.headDim));
+    const keys = this.keys.map(() => this.alloc(this.numKvHeads * newCap * this.headDim));
+    const values = this.values.map(() => this.alloc(this.numKvHeads * newCap * this.headDim));
     for (let l = 0; l < this.numLayers; l++) {
       this.copyHeads(this.keys[l], keys[l], newCap);
       this.copyHeads(this.values[l], values[l], newCap);
@@ -155,13 +180,13 @@ export class KvCache {
   }
 
   /** Copies rows [0, length) of every head from stride `cap` to stride `newCap`. */
-  private copyHeads(from: Float32Array, to: Float32Array, newCap: number): void {
+  private copyHeads(from: KvBuffer, to: KvBuffer, newCap: number): void {
     const hd = this.headDim;
     const n = this.len * hd;
     if (n === 0) return;
     for (let h = 0; h < this.numKvHeads; h++) {
       const src = h * this.cap * hd;
-      to.set(from.subarray(src, src + n), h * newCap * hd);
+      (to as Float32Array).set(from.subarray(src, src + n), h * newCap * hd);
     }
   }
 
@@ -201,7 +226,8 @@ export class KvCache {
    * Context shift: drops positions [keep, keep + drop) and moves [keep + drop, length) down to
    * [keep, length − drop). With host buffers the rows of every layer and head move here and the
    * moved keys are rotated by `rotation` (math in float64, stored as float32: the same
-   * arithmetic as the native addon's shift, so both backends hold the same bits); without, the
+   * arithmetic as the native addon's shift, so both backends hold the same bits; float16 rows
+   * are rounded to float16 once, from the float64 result); without, the
    * backend has moved its own memory and only the length changes. O(layers × heads × length).
    * @throws InvalidOptionError when keep/drop are not integers with keep ≥ 0, drop ≥ 1 and
    *   keep + drop ≤ length, or the rotation does not fit the head size; nothing changes.
@@ -235,7 +261,7 @@ export class KvCache {
   }
 
   /** Moves each head's rows [keep + drop, length) down by `drop`, rotating them when asked. */
-  private shiftRows(buf: Float32Array, keep: number, drop: number, rotation: KeyRotation | null): void {
+  private shiftRows(buf: KvBuffer, keep: number, drop: number, rotation: KeyRotation | null): void {
     const hd = this.headDim;
     for (let h = 0; h < this.numKvHeads; h++) {
       const head = h * this.cap * hd;
@@ -255,7 +281,11 @@ export class KvCache {
    */
   snapshot(): Float32Array {
     const out = new Float32Array(this.snapshotFloats(this.len));
-    this.eachHead(this.len, (buf, at, compact) => out.set(buf.subarray(at, at + this.len * this.headDim), compact));
+    const n = this.len * this.headDim;
+    this.eachHead(this.len, (buf, at, compact) => {
+      if (buf instanceof Float32Array) out.set(buf.subarray(at, at + n), compact);
+      else for (let j = 0; j < n; j++) out[compact + j] = halfToFloat(buf[at + j]);
+    });
     return out;
   }
 
@@ -271,7 +301,11 @@ export class KvCache {
     }
     if (this.hostBuffers) {
       this.checkSnapshot(data, length);
-      this.eachHead(length, (buf, at, compact) => buf.set(data.subarray(compact, compact + length * this.headDim), at));
+      const n = length * this.headDim;
+      this.eachHead(length, (buf, at, compact) => {
+        if (buf instanceof Float32Array) buf.set(data.subarray(compact, compact + n), at);
+        else for (let j = 0; j < n; j++) buf[at + j] = floatToHalf(data[compact + j]);
+      });
     }
     this.len = length;
   }
@@ -287,7 +321,7 @@ export class KvCache {
   }
 
   /** Calls fn(buffer, offset of head h's row 0, offset in a compact snapshot of `length` rows) for every layer, key/value and head. */
-  private eachHead(length: number, fn: (buf: Float32Array, at: number, compact: number) => void): void {
+  private eachHead(length: number, fn: (buf: KvBuffer, at: number, compact: number) => void): void {
     if (!this.hostBuffers) this.checkLayer(0);
     const hd = this.headDim;
     for (let l = 0; l < this.numLayers; l++) {
@@ -303,16 +337,16 @@ export class KvCache {
   }
 
   /**
-   * Layer's key buffer [1, numKvHeads, capacity, headDim] float32 (BNSH). Replaced on growth:
+   * Layer's key buffer [1, numKvHeads, capacity, headDim] in `dtype` (BNSH). Replaced on growth:
    * fetch it again after `ensure`.
    * @throws InvalidOptionError when layer is not in [0, numLayers).
    */
-  key(layer: number): Float32Array {
+  key(layer: number): KvBuffer {
     return this.keys[this.checkLayer(layer)];
   }
 
   /** Layer's value buffer, same layout and validity as `key`. */
-  value(layer: number): Float32Array {
+  value(layer: number): KvBuffer {
     return this.values[this.checkLayer(layer)];
   }
 
@@ -327,8 +361,9 @@ export class KvCache {
   }
 }
 
-/** Rotates `rows` consecutive key rows of `hd` floats starting at `at` (see KeyRotation). */
-function rotateRows(buf: Float32Array, at: number, rows: number, hd: number, r: KeyRotation): void {
+/** Rotates `rows` consecutive key rows of `hd` elements starting at `at` (see KeyRotation). */
+function rotateRows(buf: KvBuffer, at: number, rows: number, hd: number, r: KeyRotation): void {
+  if (buf instanceof Uint16Array) return rotateHalfRows(buf, at, rows, hd, r);
   const half = r.rotaryDim / 2;
   const { cos, sin, interleaved } = r;
   for (let t = 0; t < rows; t++) {
@@ -340,6 +375,23 @@ function rotateRows(buf: Float32Array, at: number, rows: number, hd: number, r: 
       const b = buf[ib];
       buf[ia] = a * cos[i] + b * sin[i];
       buf[ib] = b * cos[i] - a * sin[i];
+    }
+  }
+}
+
+/** `rotateRows` on float16 bits: each pair read as float32, rotated in float64, rounded to float16 once. */
+function rotateHalfRows(buf: Uint16Array, at: number, rows: number, hd: number, r: KeyRotation): void {
+  const half = r.rotaryDim / 2;
+  const { cos, sin, interleaved } = r;
+  for (let t = 0; t < rows; t++) {
+    const row = at + t * hd;
+    for (let i = 0; i < half; i++) {
+      const ia = row + (interleaved ? 2 * i : i);
+      const ib = row + (interleaved ? 2 * i + 1 : i + half);
+      const a = halfToFloat(buf[ia]);
+      const b = halfToFloat(buf[ib]);
+      buf[ia] = floatToHalf(a * cos[i] + b * sin[i]);
+      buf[ib] = floatToHalf(b * cos[i] - a * sin[i]);
     }
   }
 }

@@ -31,6 +31,7 @@ import { MAX_CONTEXT_LIMIT } from '../cache/growth.ts';
 import { KvCache } from '../cache/kv-cache.ts';
 import { RopeCache } from '../cache/rope-cache.ts';
 import type { BackendKind, DecoderBackend, ExecutionProvider, SessionInfo } from '../model/backend.ts';
+import { engineGraphTarget, type GraphDtype } from '../model/graph-target.ts';
 import { resolveModel, type ImportProgress, type QuantizeOption } from '../model/bundle.ts';
 import type { ModelManifest } from '../model/manifest.ts';
 import { availableMemory, bundleBytes, checkMemory, estimateMemory } from '../model/memory.ts';
@@ -54,6 +55,12 @@ export interface EngineOptions {
   /** Bound on positions (prompt + generated); default: the model's trained context. */
   maxContext?: number;
   executionProvider?: ExecutionProvider;
+  /**
+   * Activation and KV-cache dtype of the graph to load (graph-target.ts `engineGraphTarget`):
+   * default float32 (cuda: the CPU graph, for now); 'float16' loads the float16 graph, on the cpu
+   * EP too (ONNX Runtime casts its float16 nodes without CPU kernels to float32 itself).
+   */
+  graphDtype?: GraphDtype;
   /** Decoder backend (default 'native'; falls back to 'js' with a note when the addon cannot load). */
   backend?: BackendKind;
   /** Memory for kept KV caches of earlier sequences, bytes (default DEFAULT_KV_CACHE_BUDGET_BYTES). */
@@ -193,6 +200,7 @@ export class Engine {
       headDim: c.headDim,
       maxContext: this.maxContext,
       hostBuffers: this.backend.kvOnHost,
+      dtype: parts.manifest.dtype === 'float16' ? 'float16' : 'float32',
     });
     this.samplerScratch = new SamplerScratch(c.vocabSize);
   }
@@ -208,7 +216,8 @@ export class Engine {
     if (opts.backend !== undefined && opts.backend !== 'native' && opts.backend !== 'js') {
       throw new InvalidOptionError('backend', `expected native or js, got ${String(opts.backend)}`);
     }
-    const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress, { quantize: opts.quantize, signal: opts.signal });
+    const target = engineGraphTarget(opts.executionProvider, opts.graphDtype);
+    const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress, { quantize: opts.quantize, signal: opts.signal, target });
     const m = bundle.manifest;
     const maxContext = opts.maxContext ?? m.config.trainedContext;
     const estimate = await estimateMemory(m, bundle.dir, maxContext);
@@ -227,7 +236,7 @@ export class Engine {
       exactVocab: m.source.kind === 'llama2c',
       chatTemplate: m.chatTemplate,
     });
-    const opened = await openDecoderBackend(bundle.modelPath, m.config, opts.backend, opts.executionProvider ?? 'cpu');
+    const opened = await openDecoderBackend(bundle.modelPath, m.config, opts.backend, opts.executionProvider ?? 'cpu', m.dtype);
     try {
       return new Engine({ manifest: m, tokenizer, backend: opened.backend, bundleDir: bundle.dir, backendNote: opened.note, importNote: bundle.note, weights }, opts);
     } catch (e) {

@@ -13,7 +13,7 @@
  */
 import type { KeyRotation, KvCache } from '../cache/kv-cache.ts';
 
-export type ExecutionProvider = 'cpu' | 'cuda';
+export type ExecutionProvider = 'cpu' | 'webgpu' | 'cuda';
 export type BackendKind = 'js' | 'native';
 export const BACKEND_KINDS: readonly BackendKind[] = ['native', 'js'];
 

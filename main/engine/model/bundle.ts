@@ -2,7 +2,9 @@
  * Model bundles on disk, and `resolveModel`, which turns whatever the user points at (a llama2.c
  * checkpoint, a Hugging Face folder, a GGUF file, or a bundle) into a bundle folder, importing at most once:
  * imports are cached under `<cacheDir>/<key>/`, where key = SHA-256 of the source files'
- * contents and the graph builder's version, so the second start of the same model skips import.
+ * contents, the graph builder's version and the graph target (`graph-target.ts`: one graph per
+ * execution provider and dtype; the CPU target adds nothing, so CPU keys are as before), so the
+ * second start of the same model skips import.
  * A start does not re-hash the content either: `<cacheDir>/fingerprints/<fingerprint>` maps the
  * source files' stat identity (`source-fingerprint.ts`: path, inode, size, mtime, ctime) to the
  * key, and the content is hashed only on import or when that fingerprint changes.
@@ -25,6 +27,7 @@ import { hfSourceFiles, openHuggingFace, parseJson } from './import-hf.ts';
 import { importLlama2c, llama2cSourceFiles } from './import-llama2c.ts';
 import { openedFromMemory, summarizeWeights, type ModelManifest, type OpenedModel } from './manifest.ts';
 import { writeExternalData } from './onnx-builder.ts';
+import { CPU_TARGET, targetKey, type GraphTarget } from './graph-target.ts';
 
 /** Bumped whenever the graph or bundle layout changes, so cached imports are rebuilt. */
 export const BUNDLE_BUILDER_VERSION = 8;
@@ -119,6 +122,8 @@ async function sourceFiles(kind: SourceKind, p: string): Promise<string[]> {
  * @param cacheDir where imported bundles live (default `defaultCacheDir()`).
  * @param opts.quantize quantize float Linear weights at import (a separate cached bundle). Ignored,
  *   with a `note`, for a source whose weights are quantized already (`quantizeIgnored`).
+ * @param opts.target the graph target to build for (default `CPU_TARGET`); a bundle folder is
+ *   used as it is, whatever it was built for.
  * @returns the loaded bundle, and the note.
  * @throws ModelLoadError / TokenizerError for bad sources (nothing is left half-written in the cache).
  */
@@ -126,11 +131,11 @@ export async function resolveModel(
   source: string,
   cacheDir = defaultCacheDir(),
   onProgress?: ImportProgress,
-  opts: { quantize?: QuantizeOption; signal?: AbortSignal } = {},
+  opts: { quantize?: QuantizeOption; signal?: AbortSignal; target?: GraphTarget } = {},
 ): Promise<ResolvedBundle> {
-  const { quantize, signal } = opts;
+  const { quantize, signal, target = CPU_TARGET } = opts;
   try {
-    return await resolveModelUnchecked(source, cacheDir, onProgress, quantize, signal);
+    return await resolveModelUnchecked(source, cacheDir, onProgress, quantize, signal, target);
   } catch (e) {
     if (signal?.aborted) throw cancelled(e);
     // File-system surprises (EIO on /proc files, EACCES, …) are load errors too, in one sentence.
@@ -142,9 +147,10 @@ export async function resolveModel(
 async function resolveModelUnchecked(
   source: string,
   cacheDir: string,
-  onProgress?: ImportProgress,
-  quantize?: QuantizeOption,
-  signal?: AbortSignal,
+  onProgress: ImportProgress | undefined,
+  quantize: QuantizeOption | undefined,
+  signal: AbortSignal | undefined,
+  target: GraphTarget,
 ): Promise<ResolvedBundle> {
   const src = await detectSource(path.resolve(source));
   const note = quantize ? await quantizeIgnored(src, quantize) : null;
@@ -152,7 +158,7 @@ async function resolveModelUnchecked(
   if (note) quantize = undefined;
   if (src.kind === 'bundle') return { ...(await loadBundle(src.path)), note };
   const files = await sourceFiles(src.kind, src.path);
-  const salt = `${FINGERPRINT_SALT}:${quantize ?? 'as-stored'}`;
+  const salt = `${FINGERPRINT_SALT}:${quantize ?? 'as-stored'}${targetKey(target)}`;
   const before = await fingerprintFiles(files, salt);
   const known = await bundleByFingerprint(cacheDir, before.key);
   if (known) {
@@ -161,11 +167,11 @@ async function resolveModelUnchecked(
   }
   onProgress?.({ phase: 'hash', fraction: 0 });
   const sourceHash = await hashFiles(files, signal);
-  const key = createHash('sha256').update(`${sourceHash}:${BUNDLE_BUILDER_VERSION}${quantize ? `:${quantize}` : ''}`).digest('hex').slice(0, 32);
+  const key = createHash('sha256').update(`${sourceHash}:${BUNDLE_BUILDER_VERSION}${quantize ? `:${quantize}` : ''}${targetKey(target)}`).digest('hex').slice(0, 32);
   const dir = path.join(cacheDir, key);
   let bundle = await loadBundle(dir).catch(() => null);
   if (bundle) onProgress?.({ phase: 'cached', fraction: 1 });
-  else bundle = await importInto(src, sourceHash, dir, quantize, onProgress, signal);
+  else bundle = await importInto(src, sourceHash, dir, quantize, target, onProgress, signal);
   // Remember the fingerprint only if no file changed while we read them and none is racy.
   const after = await fingerprintFiles(files, salt);
   if (after.key === before.key && after.settled) await recordFingerprint(cacheDir, before.key, key);
@@ -201,6 +207,7 @@ async function importInto(
   sourceHash: string,
   dir: string,
   quantize: QuantizeOption | undefined,
+  target: GraphTarget,
   onProgress?: ImportProgress,
   signal?: AbortSignal,
 ): Promise<LoadedBundle> {
@@ -212,7 +219,7 @@ async function importInto(
   if (quantize) imported.weights = quantizeLinearWeights(imported.weights, quantize === 'q4' ? 4 : 8);
   try {
     imported.manifest.source = { kind: src.kind, path: src.path, sha256: sourceHash };
-    return await writeBundle(imported, dir, onProgress, signal);
+    return await writeBundle(imported, dir, onProgress, signal, target);
   } finally {
     await imported.close();
   }
@@ -262,6 +269,8 @@ async function recordFingerprint(cacheDir: string, fingerprint: string, key: str
  * removes the temp folder: the cache never holds half a bundle.
  * @returns the bundle as `loadBundle` would read it (the tokenizer parsed once, here).
  * @param signal cancels between chunks.
+ * @param target the graph target (default `CPU_TARGET`); other targets are recorded in the
+ *   manifest (`graphTarget`, and `dtype` float16 for a float16 graph).
  * @throws ModelLoadError on a weight/shape problem or a write failure; EngineError('CANCELLED')
  *   when `signal` aborts.
  */
@@ -270,9 +279,11 @@ export async function writeBundle(
   dir: string,
   onProgress?: ImportProgress,
   signal?: AbortSignal,
+  target: GraphTarget = CPU_TARGET,
 ): Promise<LoadedBundle> {
   onProgress?.({ phase: 'build', fraction: 0 });
-  const built = buildDecoderGraph(model.manifest.config, model.weights);
+  const built = buildDecoderGraph(model.manifest.config, model.weights, target);
+  if (targetKey(target)) Object.assign(model.manifest, { dtype: target.dtype, graphTarget: { ...target } });
   model.manifest.weights = summarizeWeights(model.weights);
   const tmp = `${dir}.tmp-${randomUUID()}`;
   await mkdir(tmp, { recursive: true });

@@ -18,7 +18,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { InvalidOptionError, ModelLoadError, SessionRunError, firstLine } from '../errors.ts';
-import type { KeyRotation, KvCache } from '../cache/kv-cache.ts';
+import type { KeyRotation, KvBuffer, KvCache } from '../cache/kv-cache.ts';
 import * as io from './io-names.ts';
 import type { DecoderBackend, ExecutionProvider, SessionInfo } from './backend.ts';
 import type { ModelConfig } from './manifest.ts';
@@ -48,7 +48,11 @@ export class DecoderSession implements DecoderBackend {
   /** 'rows' fetches: logits and new_key_* / new_value_* [1, T, Hkv·headDim], rebuilt when T changes. */
   private readonly rowFetches: Record<string, ort.Tensor>;
   /** Layer 0's key buffer the KV entries wrap (a growth replaces it). */
-  private boundKey0: Float32Array | null = null;
+  private boundKey0: KvBuffer | null = null;
+  /** Element type of the bound KV tensors and new rows (the KvCache's dtype). */
+  private kvType: 'float32' | 'float16' = 'float32';
+  /** The graph's past_key_0 element type as ONNX Runtime reports it, when it does. */
+  private readonly graphKvType: string | null;
   /** T of the bound input_ids / rope_cos / rope_sin tensors (rebuilt only when T changes). */
   private boundT = 0;
   private readonly seqlensK = new Int32Array(1);
@@ -56,6 +60,8 @@ export class DecoderSession implements DecoderBackend {
 
   private constructor(session: ort.InferenceSession, config: ModelConfig, info: SessionInfo) {
     this.session = session;
+    const meta = (session as { inputMetadata?: readonly { name: string; type?: string }[] }).inputMetadata;
+    this.graphKvType = meta?.find?.((m) => m.name === io.pastKey(0))?.type ?? null;
     this.config = config;
     this.info = info;
     this.logits = new ort.Tensor('float32', new Float32Array(config.vocabSize), [1, config.vocabSize]);
@@ -146,22 +152,29 @@ export class DecoderSession implements DecoderBackend {
   private writeRows(kv: KvCache, P: number, T: number): void {
     const c = this.config;
     for (let i = 0; i < c.numLayers; i++) {
-      scatterRows(this.rowFetches[io.newKey(i)].data as Float32Array, kv.key(i), P, T, c.numKvHeads, c.headDim, kv.capacity);
-      scatterRows(this.rowFetches[io.newValue(i)].data as Float32Array, kv.value(i), P, T, c.numKvHeads, c.headDim, kv.capacity);
+      scatterRows(this.rowFetches[io.newKey(i)].data as KvBuffer, kv.key(i), P, T, c.numKvHeads, c.headDim, kv.capacity);
+      scatterRows(this.rowFetches[io.newValue(i)].data as KvBuffer, kv.value(i), P, T, c.numKvHeads, c.headDim, kv.capacity);
     }
   }
 
   /**
    * Wraps the KV cache buffers as tensors fed as past_* and fetched as present_* (the same
-   * tensor, so GroupQueryAttention appends in place). Rebuilt only when the cache reallocated.
+   * tensor, so GroupQueryAttention appends in place), as float32 or float16 (the KvCache's
+   * dtype, which must be the graph's). Rebuilt only when the cache reallocated.
+   * @throws InvalidOptionError when the KvCache's dtype is not the graph's KV dtype.
    */
   private bindKv(kv: KvCache): void {
     if (this.boundKey0 === kv.key(0)) return;
     const c = this.config;
+    const type = kv.dtype === 'float16' ? 'float16' : 'float32';
+    if (this.graphKvType !== null && this.graphKvType !== type) {
+      throw new InvalidOptionError('KV cache dtype', `the graph's ${io.pastKey(0)} is ${this.graphKvType}, the KV cache holds ${type}`);
+    }
+    this.kvType = type;
     const dims = [1, c.numKvHeads, kv.capacity, c.headDim];
     for (let i = 0; i < c.numLayers; i++) {
-      const k = new ort.Tensor('float32', kv.key(i), dims);
-      const v = new ort.Tensor('float32', kv.value(i), dims);
+      const k = new ort.Tensor(type, kv.key(i), dims);
+      const v = new ort.Tensor(type, kv.value(i), dims);
       this.feeds[io.pastKey(i)] = this.fetches[io.presentKey(i)] = k;
       this.feeds[io.pastValue(i)] = this.fetches[io.presentValue(i)] = v;
     }
@@ -181,9 +194,10 @@ export class DecoderSession implements DecoderBackend {
     this.feeds[io.ROPE_COS] = new ort.Tensor('float32', new Float32Array(T * half), [T, half]);
     this.feeds[io.ROPE_SIN] = new ort.Tensor('float32', new Float32Array(T * half), [T, half]);
     const width = c.numKvHeads * c.headDim;
+    const rows = () => (this.kvType === 'float16' ? new ort.Tensor('float16', new Uint16Array(T * width), [1, T, width]) : new ort.Tensor('float32', new Float32Array(T * width), [1, T, width]));
     for (let i = 0; i < c.numLayers; i++) {
-      this.rowFetches[io.newKey(i)] = new ort.Tensor('float32', new Float32Array(T * width), [1, T, width]);
-      this.rowFetches[io.newValue(i)] = new ort.Tensor('float32', new Float32Array(T * width), [1, T, width]);
+      this.rowFetches[io.newKey(i)] = rows();
+      this.rowFetches[io.newValue(i)] = rows();
     }
     this.boundT = T;
   }
@@ -213,7 +227,7 @@ export class DecoderSession implements DecoderBackend {
  * Writes rows [1, T, H·hd] (token-major) into a KV buffer [1, H, C, hd] (head-major, BNSH) at
  * positions P … P+T−1. A plain loop, so a decode step allocates no views.
  */
-function scatterRows(src: Float32Array, dst: Float32Array, P: number, T: number, H: number, hd: number, C: number): void {
+function scatterRows(src: KvBuffer, dst: KvBuffer, P: number, T: number, H: number, hd: number, C: number): void {
   for (let t = 0; t < T; t++) {
     for (let h = 0; h < H; h++) {
       const from = (t * H + h) * hd;

@@ -89,8 +89,13 @@ export interface ModelManifest {
   addBos: boolean;
   /** Jinja chat template, when the model has one (stories260K has none: plain completion). */
   chatTemplate: string | null;
-  /** Activations and non-quantized weights. */
-  dtype: 'float32';
+  /** Activations, non-quantized weights and the KV cache. */
+  dtype: 'float32' | 'float16';
+  /**
+   * The execution provider and dtype the graph was built for (graph-target.ts); absent for the
+   * CPU float32 graph, which every bundle had before targets.
+   */
+  graphTarget?: { ep: 'cpu' | 'webgpu' | 'cuda'; dtype: 'float32' | 'float16' };
   /**
    * Storage of each weight as written to the bundle (`float32`, or `q4`/`q8` MatMulNBits blocks
    * with the source format, e.g. `q4 (Q4_0)`), with totals; absent in bundles written before it.

@@ -4,7 +4,8 @@
  *
  * Estimate = weights as stored in the bundle (ONNX Runtime keeps initializers resident in the
  * form they are stored: float32, or MatMulNBits blocks) + the KV cache at the max context
- * (2 × layers × KV heads × head size × max context × 4 bytes; it grows lazily up to there) + the
+ * (`kvBytesPerPosition` × max context: 2 × layers × KV heads × head size × 4 bytes, or 2 for a
+ * float16 graph's KV cache; it grows lazily up to there) + the
  * RoPE cache at the max context (max context × rotary dim × 4 bytes, cos and sin halves).
  * Activations and ONNX Runtime's own arenas come on top and are not counted.
  */
@@ -13,7 +14,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { ModelLoadError } from '../errors.ts';
 import { EXTERNAL_DATA_FILE } from './decoder-graph.ts';
-import type { ModelManifest } from './manifest.ts';
+import type { ModelConfig, ModelManifest } from './manifest.ts';
+import { kvElementBytes, type KvDtype } from '../cache/kv-cache.ts';
+
+/**
+ * Bytes the KV cache takes per position: key and value rows of every layer,
+ * 2 × numLayers × numKvHeads × headDim × (4 for float32, 2 for float16). Qwen3-0.6B's shapes
+ * (28 layers, 8 KV heads of 128): 229,376 float32, 114,688 float16.
+ */
+export function kvBytesPerPosition(c: Pick<ModelConfig, 'numLayers' | 'numKvHeads' | 'headDim'>, dtype: KvDtype = 'float32'): number {
+  return 2 * c.numLayers * c.numKvHeads * c.headDim * kvElementBytes(dtype);
+}
 
 /** Bytes a loaded model needs, by part. */
 export interface MemoryEstimate {
@@ -38,7 +49,7 @@ export async function bundleBytes(dir: string): Promise<number> {
 export async function estimateMemory(manifest: ModelManifest, dir: string, maxContext: number): Promise<MemoryEstimate> {
   const c = manifest.config;
   const weightBytes = manifest.weights?.bytes ?? (await stat(path.join(dir, EXTERNAL_DATA_FILE)).catch(() => ({ size: 0 }))).size;
-  const kvCacheBytes = 2 * c.numLayers * c.numKvHeads * c.headDim * maxContext * 4;
+  const kvCacheBytes = kvBytesPerPosition(c, manifest.dtype === 'float16' ? 'float16' : 'float32') * maxContext;
   const ropeCacheBytes = maxContext * c.rope.rotaryDim * 4;
   return { weightBytes, kvCacheBytes, ropeCacheBytes, totalBytes: weightBytes + kvCacheBytes + ropeCacheBytes };
 }

@@ -51,7 +51,9 @@ export class NativeDecoderSession implements DecoderBackend {
     const logits = new Float32Array(config.vocabSize);
     try {
       const decoder = new status.addon.NativeDecoder(modelPath, {
-        executionProvider: ep,
+        // The addon opens cpu or cuda sessions; a webgpu request runs its graph (float32, all
+        // ops with CPU kernels too) on the CPU EP until the addon opens WebGPU sessions.
+        executionProvider: ep === 'cuda' ? 'cuda' : 'cpu',
         numLayers: config.numLayers,
         numKvHeads: config.numKvHeads,
         headDim: config.headDim,

@@ -1,6 +1,6 @@
 /**
  * A thin builder over the ONNX protobuf (`onnx-proto`): nodes, initializers, graph inputs and
- * outputs, and weights (float32, or uint8 blocks for MatMulNBits) stored as ONNX external data (one data file beside the model,
+ * outputs, and weights (float32, float16, or uint8 blocks for MatMulNBits) stored as ONNX external data (one data file beside the model,
  * each tensor at a 4 KiB-aligned offset). It knows nothing about transformers; see
  * `decoder-graph.ts` for the graph itself.
  *
@@ -13,12 +13,17 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import onnxProto from 'onnx-proto';
 import { ModelLoadError } from '../errors.ts';
+import { floatsToHalves } from './gguf/quants.ts';
 
 const { onnx } = onnxProto;
 type AttrValue = number | number[] | string | { int: number } | { float: number };
 
 /** Bytes per element of the external tensor types. */
-const ELEMENT_BYTES: Record<number, number> = { [onnx.TensorProto.DataType.FLOAT]: 4, [onnx.TensorProto.DataType.UINT8]: 1 };
+const ELEMENT_BYTES: Record<number, number> = {
+  [onnx.TensorProto.DataType.FLOAT]: 4,
+  [onnx.TensorProto.DataType.FLOAT16]: 2,
+  [onnx.TensorProto.DataType.UINT8]: 1,
+};
 
 /** Alignment of each tensor in the external data file (bytes), so ONNX Runtime can mmap it. */
 const EXTERNAL_ALIGN = 4096;
@@ -28,6 +33,7 @@ export type Dim = number | string;
 
 export const DataType = {
   FLOAT: onnx.TensorProto.DataType.FLOAT,
+  FLOAT16: onnx.TensorProto.DataType.FLOAT16,
   UINT8: onnx.TensorProto.DataType.UINT8,
   INT32: onnx.TensorProto.DataType.INT32,
   INT64: onnx.TensorProto.DataType.INT64,
@@ -61,6 +67,27 @@ export interface BuiltModel {
   segments: WeightSegment[];
   /** Total bytes of the external data file. */
   dataBytes: number;
+}
+
+/**
+ * float32 weight data (`SegmentData` of float32 values) as float16 bits, converted when the data
+ * file is written (`floatsToHalves`: round to nearest even), chunk by chunk for streamed data, so
+ * it is never held in memory as both.
+ */
+export function asFloat16(data: SegmentData): SegmentData {
+  const half = (v: ArrayBufferView) => floatsToHalves(v as Float32Array);
+  if (ArrayBuffer.isView(data)) return () => half(data);
+  if (typeof data === 'function') return async () => half(await data());
+  return {
+    async *chunks(maxBytes) {
+      let out = new Uint16Array(0);
+      for await (const part of data.chunks(maxBytes * 2)) {
+        const values = part as Float32Array;
+        if (out.length < values.length) out = new Uint16Array(values.length);
+        yield floatsToHalves(values, out.subarray(0, values.length));
+      }
+    },
+  };
 }
 
 /** Progress of `writeExternalData`: weight bytes written so far, of all the weights' bytes. */
@@ -189,7 +216,7 @@ export class OnnxGraphBuilder {
   }
 
   /**
-   * A weight of any element type (`DataType`: FLOAT or UINT8), its little-endian bytes stored in
+   * A weight of any element type (`DataType`: FLOAT, FLOAT16 or UINT8), its little-endian bytes stored in
    * the external data file (`SegmentData`: in memory, a loader, or chunks).
    */
   externalTensor(name: string, dims: number[], dataType: number, data: SegmentData): string {

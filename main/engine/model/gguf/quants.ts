@@ -89,6 +89,44 @@ export function halfToFloat(h: number): number {
   return halfTable[h & 0xffff];
 }
 
+const f32Bits = new Uint32Array(1);
+const f32View = new Float32Array(f32Bits.buffer);
+
+/**
+ * float32 value → float16 bits, rounded to nearest, ties to even (IEEE 754 binary16, as a
+ * hardware cvt does it): |x| ≥ 65520 → ±Infinity, NaN → a quiet NaN, subnormals kept.
+ */
+export function floatToHalf(x: number): number {
+  f32View[0] = x;
+  const b = f32Bits[0];
+  const sign = (b >>> 16) & 0x8000;
+  const abs = b & 0x7fffffff;
+  if (abs >= 0x7f800000) return sign | (abs > 0x7f800000 ? 0x7e00 : 0x7c00);
+  const e = (abs >>> 23) - 112; // float16 exponent field (127 − 15 = 112)
+  if (e >= 31) return sign | 0x7c00;
+  if (e <= 0) {
+    // Subnormal (or zero): the value in units of 2^-24, rounded half to even.
+    if (e < -10) return sign;
+    const m = (abs & 0x7fffff) | 0x800000;
+    const shift = 14 - e;
+    let h = m >>> shift;
+    const rest = m & ((1 << shift) - 1);
+    const halfway = 1 << (shift - 1);
+    if (rest > halfway || (rest === halfway && h & 1)) h++;
+    return sign | h;
+  }
+  let h = (e << 10) | ((abs >>> 13) & 0x3ff);
+  const rest = abs & 0x1fff;
+  if (rest > 0x1000 || (rest === 0x1000 && h & 1)) h++; // a carry rounds into the exponent (up to Infinity)
+  return sign | h;
+}
+
+/** float32 values → float16 bits (`floatToHalf` each) into `out` (same length), returned. */
+export function floatsToHalves(values: Float32Array, out = new Uint16Array(values.length)): Uint16Array {
+  for (let i = 0; i < values.length; i++) out[i] = floatToHalf(values[i]);
+  return out;
+}
+
 /**
  * Dequantizes `n` elements of `type` from `bytes` (`n / blockSize × blockBytes` bytes).
  * @returns float32 values in storage order (row-major, as the tensor's shape).

@@ -1,0 +1,217 @@
+/**
+ * The quantized side of the decoder graph: `com.microsoft.MatMulNBits` over a weight's blocks
+ * (with llama.cpp's activation arithmetic on float32 CPU/WebGPU graphs: `halfActivationScales`),
+ * and `com.microsoft.GatherBlockQuantized` rows of a quantized embedding, for a graph target
+ * (graph-target.ts): scales, block offsets and outputs in the target's dtype, and on WebGPU no
+ * zero-point input where the blocks use the default (its kernel needs zero points of the
+ * scales' shape, which 4-bit bytes cannot have).
+ */
+import { ModelLoadError } from '../errors.ts';
+import type { QuantizedWeight } from './manifest.ts';
+import { asFloat16, DataType, type OnnxGraphBuilder, type SegmentData } from './onnx-builder.ts';
+import { ACCURACY_LEVEL, halfActivationScales } from './gguf/quantized-weights.ts';
+import { CPU_TARGET, type GraphTarget } from './graph-target.ts';
+
+/** The ONNX element type of a target's activations and float weights. */
+export function floatType(t: GraphTarget): number {
+  return t.dtype === 'float16' ? DataType.FLOAT16 : DataType.FLOAT;
+}
+
+/** A float weight (float32 values as `SegmentData`) stored in the target's dtype. */
+export function floatWeight(g: OnnxGraphBuilder, t: GraphTarget, name: string, dims: number[], data: SegmentData): string {
+  return t.dtype === 'float16' ? g.externalTensor(name, dims, DataType.FLOAT16, asFloat16(data)) : g.weight(name, dims, data);
+}
+
+/** A quantized weight's scales for the data file: its array, or the lazy weight's, asked for when written. */
+function scalesData(w: QuantizedWeight): SegmentData {
+  return 'data' in w ? w.scales : () => w.loadScales();
+}
+
+/**
+ * The quantized matmuls of one graph, at one accuracy level, each weight's activations scaled as
+ * llama.cpp's format for it scales them (`halfActivationScales`, at level 4) in a float32 graph;
+ * a float16 graph (CUDA) has none of that emulation: float16 scales, plain block sums. What an input's
+ * activations need (their 32-blocks' scales, the half-scale rescaling, the block sums for block
+ * offsets) is built once however many weights read it (q, k and v share theirs).
+ */
+export class QuantizedMatMul {
+  private readonly built = new Map<string, string>();
+  constructor(
+    private readonly g: OnnxGraphBuilder,
+    private readonly accuracyLevel = ACCURACY_LEVEL,
+    private readonly target: GraphTarget = CPU_TARGET,
+  ) {}
+
+  /** y = x · Wᵀ, x [..., K] → [..., N]. */
+  apply(input: string, name: string, w: QuantizedWeight): string {
+    const llamaCppBlocks = this.accuracyLevel === 4 && this.target.dtype === 'float32' && halfActivationScales(w);
+    const x = llamaCppBlocks ? this.halfScales(input) : input;
+    const kBlocks = w.shape[1] / w.blockSize;
+    const sums = w.blockOffsets ? (llamaCppBlocks ? this.q8_1Sums(input, kBlocks) : this.blockSums(input, kBlocks, w.blockSize)) : null;
+    return matMulNBits(this.g, this.target, x, name, w, this.accuracyLevel, sums);
+  }
+
+  /** `make()` once per key. */
+  private once(key: string, make: () => string): string {
+    let out = this.built.get(key);
+    if (!out) this.built.set(key, (out = make()));
+    return out;
+  }
+
+  /** x as 32-blocks [R, 32] and their scales d = max|x_block| / 127 [R, 1] (as llama.cpp's `quantize_row_q8_0`). */
+  private blocks32(input: string): { blocks: string; amax: string; d: string } {
+    const g = this.g;
+    const blocks = this.once(`${input}/blocks32`, () => g.op('Reshape', [input, g.int64([-1, 32])]));
+    const amax = this.once(`${input}/amax`, () => g.op('ReduceMax', [g.op('Abs', [blocks]), g.int64([-1])], { keepdims: 1 }));
+    const d = this.once(`${input}/d`, () => g.op('Div', [amax, this.constant('q8_127', 127)]));
+    return { blocks, amax, d };
+  }
+
+  /**
+   * x with each 32-block multiplied by fp16(d) / d (1 for an all-zero block): quantizing the
+   * result per block (accuracy level 4) gives the same int8 values as quantizing x, with scale
+   * fp16(d) instead of d, as llama.cpp's `quantize_row_q8_0` stores it. 10 small ops per input;
+   * measured 2.8 ms of a 34 ms Q4_0 decode step at Qwen3-0.6B's shapes (28 layers × 4 inputs, 1
+   * thread; 31 ms without them).
+   */
+  private halfScales(input: string): string {
+    return this.once(`${input}/half`, () => {
+      const g = this.g;
+      const { blocks, d } = this.blocks32(input);
+      const half = g.op('Cast', [g.op('Cast', [d], { to: FLOAT16 })], { to: DataType.FLOAT });
+      const factor = g.op('Div', [half, g.op('Max', [d, this.constant('q8_tiny', 1e-30)])]);
+      return g.op('Reshape', [g.op('Mul', [blocks, factor]), g.op('Shape', [input])]);
+    });
+  }
+
+  /**
+   * Per-block sums of x [M, K/32] as llama.cpp's `block_q8_1` holds them for the offset term of its
+   * Q4_1/Q5_1 dot products (`quantize_row_q8_1`: s = fp16(d · Σ round(x / d)), d = max|x| / 127;
+   * the dot adds m · s): the sum of the int8 activations, not of x.
+   */
+  private q8_1Sums(input: string, kBlocks: number): string {
+    return this.once(`${input}/q8_1sums`, () => {
+      const g = this.g;
+      const { blocks, amax, d } = this.blocks32(input);
+      const id = g.op('Div', [this.constant('q8_127', 127), g.op('Max', [amax, this.constant('q8_tiny', 1e-30)])]);
+      const sumQ = g.op('ReduceSum', [this.round(g.op('Mul', [blocks, id])), g.int64([-1])], { keepdims: 1 });
+      const s = g.op('Cast', [g.op('Cast', [g.op('Mul', [d, sumQ])], { to: FLOAT16 })], { to: DataType.FLOAT });
+      return g.op('Reshape', [s, g.int64([-1, kBlocks])]);
+    });
+  }
+
+  /**
+   * Round to nearest: ONNX Round (ties to even) where the EP has it; WebGPU has no Round kernel
+   * (ONNX Runtime 1.30 placed all 16 of a Q5_1 stories260K graph's on the CPU, with copies around
+   * them), so there ⌊x + 0.5⌋, which differs from it only at exact .5 ties.
+   */
+  private round(x: string): string {
+    const g = this.g;
+    return this.target.ep === 'webgpu' ? g.op('Floor', [g.op('Add', [x, this.constant('half_0.5', 0.5)])]) : g.op('Round', [x]);
+  }
+
+  /** Per-block sums of x in float32 [M, K/bs]. */
+  private blockSums(input: string, kBlocks: number, blockSize: number): string {
+    return this.once(`${input}/sums${blockSize}`, () => {
+      const g = this.g;
+      const blocks = g.op('Reshape', [input, g.int64([-1, kBlocks, blockSize])]);
+      return g.op('ReduceSum', [blocks, g.int64([-1])], { keepdims: 0 });
+    });
+  }
+
+  private constant(name: string, value: number): string {
+    return this.g.has(name) ? name : this.g.weight(name, [1], new Float32Array([value]));
+  }
+}
+
+/** ONNX TensorProto.DataType FLOAT16 (Cast's `to`). */
+const FLOAT16 = DataType.FLOAT16;
+
+/**
+ * y = x · Wᵀ for a quantized W [N, K] (`com.microsoft.MatMulNBits`: B, scales, zero points as
+ * initializers), plus `blockSums` [M, K/bs] · offsetsᵀ when W has block offsets.
+ */
+function matMulNBits(g: OnnxGraphBuilder, t: GraphTarget, input: string, name: string, w: QuantizedWeight, accuracyLevel: number, blockSums: string | null): string {
+  const [n, k] = w.shape;
+  const kBlocks = k / w.blockSize;
+  const b = blocksInitializer(g, name, w);
+  const scales = floatWeight(g, t, `${name}.scales`, [n * kBlocks], scalesData(w));
+  const inputs = [input, b, scales];
+  if (w.zeroPoints) inputs.push(g.externalTensor(`${name}.zp`, [w.zeroPoints.length], DataType.UINT8, w.zeroPoints));
+  const y = g.op('MatMulNBits', inputs, { K: k, N: n, bits: w.bits, block_size: w.blockSize, accuracy_level: accuracyLevel }, 'com.microsoft');
+  if (!w.blockOffsets) return y;
+  if (!blockSums) throw new ModelLoadError(`weight ${name}: its block offsets need the input's block sums, which this graph did not build`);
+  // Per-block offsets: y += (Σ of x over each block) · offsetsᵀ, [M, K/bs] · [K/bs, N].
+  const offsetsT = floatWeight(g, t, `${name}.offsets.T`, [kBlocks, n], transpose(w.blockOffsets, n, kBlocks));
+  return g.op('Add', [y, g.op('MatMul', [blockSums, offsetsT])]);
+}
+
+/** The uint8 blocks [N, K/bs, bs·bits/8] of a quantized weight, registered once per weight (shared by Gather and MatMul). */
+function blocksInitializer(g: OnnxGraphBuilder, name: string, w: QuantizedWeight): string {
+  const b = `${name}.q${w.bits}`;
+  const data: SegmentData = 'data' in w ? w.data : { chunks: (maxBytes) => w.blockChunks(maxBytes) };
+  if (!g.has(b)) g.externalTensor(b, [w.shape[0], w.shape[1] / w.blockSize, (w.blockSize * w.bits) / 8], DataType.UINT8, data);
+  return b;
+}
+
+/** True when `GatherBlockQuantized` can read these blocks: no block offsets. */
+export function isGatherable(w: QuantizedWeight): boolean {
+  return !w.blockOffsets;
+}
+
+/**
+ * Rows `ids` [1, T] of a quantized [V, D] weight as float32 [1, T, D] (`com.microsoft.
+ * GatherBlockQuantized` over the same blocks MatMulNBits reads: [V, D/bs, bs·bits/8], quantized
+ * along the last axis with one scale and zero point per block).
+ */
+export function gatherBlockQuantized(g: OnnxGraphBuilder, t: GraphTarget, ids: string, name: string, w: QuantizedWeight): string {
+  const [v, d] = w.shape;
+  const kBlocks = d / w.blockSize;
+  const blocks = blocksInitializer(g, name, w);
+  const scales = floatWeight(g, t, `${name}.gather_scales`, [v, kBlocks, 1], scalesData(w));
+  const attrs = { gather_axis: 0, quantize_axis: 2, block_size: w.blockSize, bits: w.bits };
+  if (t.ep === 'webgpu') {
+    // WebGPU reads 4-bit zero points as packed nibbles of the scales' shape; the default ones
+    // (8 for 4 bits, 128 for 8) are what it assumes without the input.
+    if (w.zeroPoints !== null && w.bits === 4) throw new ModelLoadError(`weight ${name}: 4-bit blocks with their own zero points cannot be gathered on WebGPU`);
+    const inputs = [blocks, ids, scales];
+    if (w.zeroPoints !== null) inputs.push(g.externalTensor(`${name}.gather_zp`, [v, kBlocks, 1], DataType.UINT8, w.zeroPoints as Uint8Array));
+    return g.op('Reshape', [g.op('GatherBlockQuantized', inputs, attrs, 'com.microsoft'), g.int64([1, -1, d])]);
+  }
+  const zeroPoints = () => {
+    const zp = new Uint8Array(v * kBlocks);
+    if (w.zeroPoints === null) zp.fill(w.bits === 4 ? 8 : 128);
+    else if (w.bits === 8) zp.set(w.zeroPoints as Uint8Array);
+    else {
+      // MatMulNBits packs 4-bit zero points two a byte per row; here it is one per byte.
+      const perRow = Math.ceil(kBlocks / 2);
+      for (let r = 0; r < v; r++) for (let b = 0; b < kBlocks; b++) zp[r * kBlocks + b] = (w.zeroPoints[r * perRow + (b >> 1)] >> (4 * (b & 1))) & 15;
+    }
+    return zp;
+  };
+  const zpName = g.externalTensor(`${name}.gather_zp`, [v, kBlocks, 1], DataType.UINT8, zeroPoints);
+  const rows = g.op('GatherBlockQuantized', [blocks, ids, scales, zpName], attrs, 'com.microsoft');
+  return g.op('Reshape', [rows, g.int64([1, -1, d])]);
+}
+
+/**
+ * [rows, cols] row-major → [cols, rows] (float32), in 64 × 64 tiles so reads and writes both stay
+ * within a few cache lines (a row-by-row loop strides the output by `rows` floats on every write;
+ * measured on [3072, 1024]: 152 → 123 ms, on the shared 2-core machine). The graph transposes only
+ * small block offsets with it now; the bench's baseline import (every Linear weight transposed,
+ * as bundle builder 5 and older stored them) does the old work with it.
+ */
+export function transpose(a: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(a.length);
+  const B = 64;
+  for (let r0 = 0; r0 < rows; r0 += B) {
+    const r1 = Math.min(r0 + B, rows);
+    for (let c0 = 0; c0 < cols; c0 += B) {
+      const c1 = Math.min(c0 + B, cols);
+      for (let r = r0; r < r1; r++) {
+        for (let c = c0; c < c1; c++) out[c * rows + r] = a[r * cols + c];
+      }
+    }
+  }
+  return out;
+}

@@ -1,0 +1,95 @@
+/**
+ * Every node of every execution provider's decoder graph has a kernel in ONNX Runtime 1.30 for
+ * that EP and its input types (test/fixtures/ort-kernels-1.30.json), checked statically, so a
+ * CUDA graph that could not run is caught on a machine without CUDA. Graphs: stories260K
+ * (llama2.c), its Q4_0 / Q5_1 / Q8_0 GGUF files, and synthetic Hugging Face checkpoints (Qwen3
+ * QK-norm tied, Qwen2 q/k/v bias, Llama untied, and Qwen3 `--quantize q4`), each built for cpu,
+ * webgpu and cuda. Only shapes matter here: weights are never written.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { buildDecoderGraph } from '../../main/engine/model/decoder-graph.ts';
+import { importGguf } from '../../main/engine/model/gguf/import-gguf.ts';
+import { quantizeLinearWeights } from '../../main/engine/model/gguf/quantized-weights.ts';
+import { CPU_TARGET, EXECUTION_PROVIDERS, graphTarget } from '../../main/engine/model/graph-target.ts';
+import { importHuggingFace } from '../../main/engine/model/import-hf.ts';
+import { importLlama2c } from '../../main/engine/model/import-llama2c.ts';
+import type { ModelConfig, WeightSources } from '../../main/engine/model/manifest.ts';
+import { kernelViolations, nodeTypes, opCounts } from '../helpers/graph-kernels.ts';
+import { GGUF_DIR, STORIES_BIN } from '../helpers/paths.ts';
+import { writeSyntheticCheckpoint, type SyntheticSpec } from '../helpers/synthetic-hf.ts';
+
+const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-graph-kernels-'));
+after(() => rmSync(root, { recursive: true, force: true }));
+
+const models: { name: string; config: ModelConfig; weights: WeightSources }[] = [];
+const hf: { name: string; spec: SyntheticSpec; quantize?: 4 }[] = [
+  { name: 'hf qwen3 QK-norm tied', spec: { family: 'qwen3', tied: true } },
+  { name: 'hf qwen2 q/k/v bias', spec: { family: 'qwen2' } },
+  { name: 'hf llama untied', spec: { family: 'llama', tied: false } },
+  { name: 'hf qwen3 --quantize q4', spec: { family: 'qwen3', tied: true }, quantize: 4 },
+];
+
+before(async () => {
+  const stories = await importLlama2c(STORIES_BIN);
+  models.push({ name: 'stories260K', config: stories.manifest.config, weights: stories.weights });
+  for (const q of ['q4_0', 'q5_1', 'q8_0']) {
+    const m = await importGguf(path.join(GGUF_DIR, `stories260K-${q}.gguf`));
+    models.push({ name: `stories260K ${q.toUpperCase()} GGUF`, config: m.manifest.config, weights: m.weights });
+  }
+  for (const c of hf) {
+    const dir = path.join(root, c.name.replace(/\W+/g, '-'));
+    await writeSyntheticCheckpoint(dir, { seed: 3, ...c.spec });
+    const m = await importHuggingFace(dir);
+    models.push({ name: c.name, config: m.manifest.config, weights: c.quantize ? quantizeLinearWeights(m.weights, c.quantize) : m.weights });
+  }
+});
+
+for (const ep of EXECUTION_PROVIDERS) {
+  test(`every node of the ${ep} graph has an ONNX Runtime 1.30 ${ep} kernel for its input types (all models)`, () => {
+    assert.equal(models.length, 8);
+    for (const m of models) {
+      const built = buildDecoderGraph(m.config, m.weights, graphTarget(ep));
+      assert.deepEqual(kernelViolations(built.model, ep), [], `${m.name} on ${ep}`);
+    }
+  });
+}
+
+test('the check catches a graph that cannot run: the float32 CPU graph on CUDA (GroupQueryAttention) and on WebGPU (FusedMatMul, Round)', () => {
+  const stories = models[0];
+  const onCuda = kernelViolations(buildDecoderGraph(stories.config, stories.weights, CPU_TARGET).model, 'cuda');
+  assert.ok(onCuda.some((v) => v.startsWith('GroupQueryAttention (com.microsoft)') && v.includes('float not in [bfloat16, float16]')), onCuda.join('\n'));
+  const onWebgpu = kernelViolations(buildDecoderGraph(stories.config, stories.weights, CPU_TARGET).model, 'webgpu');
+  assert.ok(onWebgpu.some((v) => v.startsWith('FusedMatMul (com.microsoft)') && v.includes('no webgpu kernel')), onWebgpu.join('\n'));
+  const q51 = models.find((m) => m.name.includes('Q5_1'))!;
+  const q51OnWebgpu = kernelViolations(buildDecoderGraph(q51.config, q51.weights, CPU_TARGET).model, 'webgpu');
+  assert.ok(q51OnWebgpu.some((v) => v.startsWith('Round (ai.onnx)')), q51OnWebgpu.join('\n'));
+});
+
+test('the cuda graph is float16 inside, float32 at the edges the engine sees, with no llama.cpp emulation ops', () => {
+  for (const m of models) {
+    const built = buildDecoderGraph(m.config, m.weights, graphTarget('cuda'));
+    const { values } = nodeTypes(built.model);
+    assert.equal(values.get('past_key_0'), 'float16', m.name);
+    assert.equal(values.get('present_value_0'), 'float16', m.name);
+    assert.equal(values.get('new_key_0'), 'float16', m.name);
+    assert.equal(values.get('rope_cos'), 'float', m.name);
+    assert.equal(values.get('logits'), 'float', m.name);
+    const ops = opCounts(built.model);
+    for (const op of ['Round', 'Abs', 'ReduceMax', 'Max']) assert.equal(ops[op], undefined, `${m.name}: ${op} ×${ops[op]} in the cuda graph`);
+  }
+});
+
+test('the webgpu graph is float32 with MatMul on transposed weights, no FusedMatMul; the cpu graph keeps FusedMatMul', () => {
+  for (const m of models) {
+    const webgpu = opCounts(buildDecoderGraph(m.config, m.weights, graphTarget('webgpu')).model);
+    const cpu = opCounts(buildDecoderGraph(m.config, m.weights, CPU_TARGET).model);
+    assert.equal(webgpu.FusedMatMul, undefined, m.name);
+    assert.equal(webgpu.MatMul ?? 0, (cpu.FusedMatMul ?? 0) + (cpu.MatMul ?? 0), m.name);
+    const { values } = nodeTypes(buildDecoderGraph(m.config, m.weights, graphTarget('webgpu')).model);
+    assert.equal(values.get('past_key_0'), 'float', m.name);
+  }
+});
