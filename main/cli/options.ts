@@ -5,8 +5,8 @@
 import { parseArgs } from 'node:util';
 // growth.ts, not engine.ts: the CLI's main thread must not load ONNX Runtime (the worker does).
 import { MAX_CONTEXT_LIMIT } from '../engine/cache/growth.ts';
-import type { BackendKind, ExecutionProvider } from '../engine/model/backend.ts';
-import { CONTEXT_FULL_POLICIES, QUANTIZE_OPTIONS, type ContextFullPolicy, type QuantizeOption } from '../contract/types.ts';
+import type { BackendKind, ExecutionProviderChoice } from '../engine/model/backend.ts';
+import { CONTEXT_FULL_POLICIES, EXECUTION_PROVIDER_PREFERENCES, QUANTIZE_OPTIONS, type ContextFullPolicy, type QuantizeOption } from '../contract/types.ts';
 import type { SamplerOptions } from '../engine/sampling/sampler.ts';
 
 /** A bad command line: the CLI prints its one-line message and exits with code 2. */
@@ -19,7 +19,8 @@ export interface ChatOptions {
   maxContext: number | null;
   sampler: SamplerOptions;
   ignoreEos: boolean;
-  ep: ExecutionProvider;
+  /** auto (default): CUDA, else WebGPU on a GPU, else CPU, each step down said in a `note:` line. */
+  ep: ExecutionProviderChoice;
   /** null: native when the addon loads, else js (the engine says why). */
   backend: BackendKind | null;
   /** Quantize a float model's Linear weights at import. */
@@ -58,7 +59,9 @@ export const USAGE = `usage: npm run chat -- [options] "prompt"
   --ignore-eos          keep generating past the end-of-sequence token
   --stop S              stop when the text reaches S (repeatable)
   --system TEXT         system prompt (chat models only)
-  --ep cpu|cuda         execution provider (default cpu; cuda falls back to cpu with a message)
+  --ep auto|cpu|webgpu|cuda
+                        execution provider (default auto: CUDA, else WebGPU on a GPU, else CPU;
+                        a provider that cannot be used falls back to CPU with a note)
   --backend native|js   decoder backend (default native: the C++ addon; js when it cannot load, with a message)
   --quantize q4|q8      import a float model's linear weights as 4- or 8-bit blocks (round to nearest)
   --attach FILE         attach a document (repeatable): text, Markdown, code, PDF, .docx, HTML
@@ -130,8 +133,8 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
   if (parsed.positionals.length > 1) throw new UsageError(`expected one prompt, got ${parsed.positionals.length} arguments (quote the prompt)`);
   const prompt = parsed.positionals[0];
   if (prompt.trim().length === 0) throw new UsageError('the prompt is empty: give some text, e.g. npm run chat -- "Once upon a time"');
-  const ep = v.ep ?? 'cpu';
-  if (ep !== 'cpu' && ep !== 'cuda') throw new UsageError(`--ep must be cpu or cuda, got "${ep}"`);
+  const ep = EXECUTION_PROVIDER_PREFERENCES.find((p) => p === (v.ep ?? 'auto'));
+  if (ep === undefined) throw new UsageError(`--ep must be ${EXECUTION_PROVIDER_PREFERENCES.join(', ')}, got "${v.ep}"`);
   const backend = v.backend ?? null;
   if (backend !== null && backend !== 'native' && backend !== 'js') throw new UsageError(`--backend must be native or js, got "${backend}"`);
   if (v.model !== undefined && v.model.trim() === '') throw new UsageError('--model needs a path');

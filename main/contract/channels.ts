@@ -7,7 +7,7 @@
  * Platform-free: zod and types only.
  */
 import { z } from 'zod';
-import { CONTEXT_FULL_POLICIES, QUANTIZE_OPTIONS } from './types.ts';
+import { CONTEXT_FULL_POLICIES, EXECUTION_PROVIDER_PREFERENCES, QUANTIZE_OPTIONS } from './types.ts';
 import { ORIGIN_RULE, parseOrigin } from './origin.ts';
 import { MAX_DOCUMENT_BYTES } from './limits.ts';
 import type {
@@ -64,7 +64,7 @@ export const settingsPatchSchema = z
     systemPrompt: z.string().max(100_000),
     contextFullPolicy: z.enum(CONTEXT_FULL_POLICIES),
     kvCacheBudgetMiB: z.number().int().min(0).max(1 << 20),
-    executionProvider: z.enum(['cpu', 'cuda']),
+    executionProvider: z.enum(EXECUTION_PROVIDER_PREFERENCES),
     backend: z.enum(['native', 'js']),
     localServer: z.boolean(),
     localServerPort: z.number().int().min(0).max(65535),

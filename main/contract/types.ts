@@ -21,6 +21,10 @@ export interface AnswerStats {
   ttftMs: number;
   prefillTokensPerSec: number;
   decodeTokensPerSec: number;
+  /** Where ONNX Runtime ran it (absent for a remote engine, and in answers saved before it was kept). */
+  executionProvider?: ExecutionProvider;
+  /** Compute nodes ONNX Runtime placed on its CPU provider, measured once at load; null if unknown. */
+  nodesOnCpu?: number | null;
   /**
    * With "use the relevant parts": the parts of each document the prompt held, e.g.
    * "rope.pdf: page 3 (chunk 5)"; absent when whole documents were used.
@@ -100,7 +104,11 @@ export interface Conversation extends ConversationSummary {
 export type ContextFullPolicy = 'stop' | 'truncate-middle' | 'rolling-window';
 export const CONTEXT_FULL_POLICIES = ['stop', 'truncate-middle', 'rolling-window'] as const satisfies readonly ContextFullPolicy[];
 
-export type ExecutionProviderPreference = 'cpu' | 'cuda';
+/** Where ONNX Runtime runs the model (main/engine/model/backend.ts has the same union). */
+export type ExecutionProvider = 'cpu' | 'webgpu' | 'cuda';
+/** The setting: a provider, or 'auto' (CUDA when it loads, else WebGPU on a GPU adapter, else CPU; each step down says why). */
+export type ExecutionProviderPreference = 'auto' | ExecutionProvider;
+export const EXECUTION_PROVIDER_PREFERENCES = ['auto', 'cpu', 'webgpu', 'cuda'] as const satisfies readonly ExecutionProviderPreference[];
 /**
  * Quantization of a float model's Linear weights (and embedding) at import, as the CLI's
  * `--quantize`: 4- or 8-bit round-to-nearest blocks run as MatMulNBits, cached as a bundle of
@@ -156,7 +164,11 @@ export interface ModelInfo {
   maxContext: number;
   vocabSize: number;
   backend: BackendPreference;
-  executionProvider: 'cpu' | 'webgpu' | 'cuda';
+  executionProvider: ExecutionProvider;
+  /** Compute nodes ONNX Runtime placed on its CPU provider (0: the whole graph on the GPU), measured at load; null if unknown. */
+  nodesOnCpu: number | null;
+  /** The GPU's name where it can be had (CUDA: nvidia-smi; WebGPU on Linux: the Vulkan device); null otherwise. */
+  adapter: string | null;
   /**
    * What differs from what was asked, one line (shown under the model facts): why the preferred
    * backend or execution provider is not the one in use, why a chosen quantization does not

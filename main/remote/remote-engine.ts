@@ -95,6 +95,8 @@ export class RemoteEngine implements ChatEngine {
       vocabSize: 0,
       backend: 'js',
       executionProvider: 'cpu',
+      nodesOnCpu: null,
+      adapter: null,
       fallbackReason: maxContext === null ? `the server does not say its max context; ${UNKNOWN_CONTEXT} is assumed` : null,
       hasChatTemplate: true,
       // Identifies what counts were made with (BudgetService caches them by it).
@@ -266,6 +268,8 @@ export class RemoteEngine implements ChatEngine {
     const decodeSeconds = run.firstAt === null ? 0 : (end - run.firstAt) / 1000;
     const stats: GenerationStats = {
       backend: 'remote',
+      executionProvider: 'remote',
+      nodesOnCpu: null,
       promptTokens,
       generatedTokens: generated,
       reusedTokens: 0,

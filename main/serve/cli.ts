@@ -26,7 +26,7 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${USAGE}\n`);
     return;
   }
-  const services = await startBackend({ dataDir: opts.dataDir, loadModel: false });
+  const services = await startBackend({ dataDir: opts.dataDir, loadModel: false, ...(opts.ep ? { executionProvider: opts.ep } : {}) });
   let server;
   try {
     server = await startServer({ router: services.router, port: opts.port, staticDir: opts.staticDir, completions: services.completions, cors: opts.cors });
@@ -45,6 +45,8 @@ async function main(argv: string[]): Promise<void> {
     if (s.error) process.stderr.write(`model: ${s.error}\n`);
     else if (s.info) {
       process.stderr.write(`model: ${s.info.name} ready (${s.info.executionProvider}, max context ${s.info.maxContext})\n`);
+      // Why the provider (or backend) is not the one asked for, as the chat CLI says it.
+      if (s.info.fallbackReason) process.stderr.write(`note: ${s.info.fallbackReason}\n`);
       // The chat CLI's caution (main/contract/context-caution.ts), once: with the ready line, not on reloads
       // (the window that changes the max context shows it at the field).
       const caution = maxContextCaution(s.info.maxContext, s.info.trainedContext);

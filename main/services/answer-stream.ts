@@ -134,6 +134,7 @@ export function toAnswerStats(reason: AnswerStats['finishReason'], s: Generation
     ttftMs: s.ttftMs,
     prefillTokensPerSec: s.prefillTokensPerSec,
     decodeTokensPerSec: s.decodeTokensPerSec,
+    ...(s.executionProvider !== 'remote' ? { executionProvider: s.executionProvider, nodesOnCpu: s.nodesOnCpu } : {}),
     ...(s.contextShifts > 0 ? { contextShift: { shifts: s.contextShifts, droppedTokens: s.droppedTokens } } : {}),
   };
 }

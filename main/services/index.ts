@@ -39,6 +39,8 @@ export interface StartServicesOptions {
   localServer?: (completions: CompletionBackend) => LocalServerControl;
   /** Encrypts a remote engine's API key at rest (the app's safeStorage); none: the key stays in memory only. */
   secretCipher?: SecretCipher | null;
+  /** Saved as the execution-provider setting before the first load (`serve --ep`). */
+  executionProvider?: Settings['executionProvider'];
 }
 
 /** Starts and stops a local API server as the settings say (implemented by the transport, main/serve). */
@@ -119,13 +121,14 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     cacheDir: opts.cacheDir,
     loadOptions: () => ({
       ...(settings?.userMaxContext !== undefined ? { maxContext: settings.userMaxContext } : {}),
-      executionProvider: settings?.get().executionProvider ?? 'cpu',
+      executionProvider: settings?.get().executionProvider ?? 'auto',
       backend: settings?.get().backend ?? 'native',
     }),
     isGenerating: () => chat?.generating ?? false,
     onLoaded: () => void refreshBudget(),
   });
   settings = new SettingsService(store, models);
+  if (opts.executionProvider !== undefined) settings.presetExecutionProvider(opts.executionProvider);
   const documents = new DocumentService(engine, store);
   const budget = new BudgetService(engine, store, settings, models, documents);
   chat = new ChatService({ engine, store, settings, budget, models, emit });

@@ -291,6 +291,8 @@ export function toContractInfo(i: EngineModelInfo): ModelInfo {
     vocabSize: i.vocabSize,
     backend: i.backend,
     executionProvider: i.executionProvider,
+    nodesOnCpu: i.nodesOnCpu,
+    adapter: i.adapter,
     fallbackReason: i.fallbackReason,
     hasChatTemplate: i.hasChatTemplate,
     weights: { ...i.weights },

@@ -35,7 +35,7 @@ export const DEFAULT_SETTINGS: Omit<Settings, 'maxContext' | 'maxTokens'> = {
   systemPrompt: '',
   contextFullPolicy: 'stop',
   kvCacheBudgetMiB: 1024,
-  executionProvider: 'cpu',
+  executionProvider: 'auto',
   backend: 'native',
   localServer: false,
   localServerPort: DEFAULT_LOCAL_SERVER_PORT,
@@ -94,6 +94,18 @@ export class SettingsService {
     for (const [k, v] of Object.entries(stripUndefined(patch))) values[PREFIX + k] = v;
     this.store.setSettings(values);
     return this.get();
+  }
+
+  /**
+   * Stores the execution provider before the first load, without a reload (`serve --ep`: the
+   * window then shows what the server runs with). @throws ServiceError INVALID_REQUEST for a
+   * value the schema refuses, quoting it.
+   */
+  presetExecutionProvider(ep: Settings['executionProvider']): void {
+    if (!settingsPatchSchema.safeParse({ executionProvider: ep }).success) {
+      throw new ServiceError('INVALID_REQUEST', `invalid settings: execution provider ${JSON.stringify(ep)} is not one of auto, cpu, webgpu, cuda`);
+    }
+    this.store.setSettings({ [`${PREFIX}executionProvider`]: ep });
   }
 
   private stored(): Partial<Settings> {

@@ -1,8 +1,11 @@
 // Node-API surface of the addon (typed by main/engine/model/native-addon.ts):
 //   loadRuntime(libraryPath: string): string        ORT version; once per process
-//   new NativeDecoder(modelPath, { executionProvider: 'cpu'|'cuda', numLayers, numKvHeads,
-//                     headDim, vocabSize, rotaryHalf, logits: Float32Array(vocabSize) })
-//     .executionProvider: 'cpu'|'cuda'    .fallbackReason: string|null
+//   vulkanDevices(): { name: string, type: string }[]   this machine's Vulkan devices (throws without a loader)
+//   new NativeDecoder(modelPath, { executionProvider: 'cpu'|'webgpu'|'cuda', numLayers, numKvHeads,
+//                     headDim, vocabSize, rotaryHalf, logits: Float32Array(vocabSize),
+//                     profilePrefix?: string })
+//     .executionProvider: 'cpu'|'webgpu'|'cuda'    .fallbackReason: string|null
+//     .endProfiling(): string             stops the profiler (profilePrefix given), returns its file
 //     .capacity: number
 //     .resize(capacity, keep): void       grow the KV cache, keeping rows [0, keep)
 //     .run(tokenIds: Int32Array, cos: Float32Array, sin: Float32Array, past: number): Promise<void>
@@ -22,6 +25,7 @@
 
 #include "decoder.h"
 #include "ort_runtime.h"
+#include "vulkan_devices.h"
 
 namespace {
 
@@ -63,6 +67,19 @@ Napi::Value LoadRuntime(const Napi::CallbackInfo& info) {
   return Napi::String::New(info.Env(), Guard(info.Env(), "ORT_LOAD", [&] { return ropewalk::LoadOrt(path); }));
 }
 
+Napi::Value VulkanDevices(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto devices = Guard(env, "ORT_LOAD", [] { return ropewalk::ListVulkanDevices(); });
+  Napi::Array out = Napi::Array::New(env, devices.size());
+  for (size_t i = 0; i < devices.size(); i++) {
+    Napi::Object d = Napi::Object::New(env);
+    d.Set("name", devices[i].name);
+    d.Set("type", devices[i].type);
+    out.Set(static_cast<uint32_t>(i), d);
+  }
+  return out;
+}
+
 class NativeDecoder;
 
 // One step off the JS thread; holds the step's typed arrays so they outlive the run.
@@ -90,6 +107,7 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
                         InstanceMethod<&NativeDecoder::Resize>("resize"), InstanceMethod<&NativeDecoder::Run>("run"),
                         InstanceMethod<&NativeDecoder::Shift>("shift"), InstanceMethod<&NativeDecoder::CopyOut>("copyOut"),
                         InstanceMethod<&NativeDecoder::CopyIn>("copyIn"),
+                        InstanceMethod<&NativeDecoder::EndProfiling>("endProfiling"),
                         InstanceMethod<&NativeDecoder::Dispose>("dispose")});
   }
 
@@ -103,7 +121,10 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
     DecoderShape shape{PositiveInt(o, "numLayers"), PositiveInt(o, "numKvHeads"), PositiveInt(o, "headDim"),
                        PositiveInt(o, "vocabSize"), PositiveInt(o, "rotaryHalf")};
     std::string ep = o.Get("executionProvider").ToString();
-    if (ep != "cpu" && ep != "cuda") ThrowAs(env, "ORT_ARG", "executionProvider must be 'cpu' or 'cuda', got '" + ep + "'");
+    if (ep != "cpu" && ep != "webgpu" && ep != "cuda") {
+      ThrowAs(env, "ORT_ARG", "executionProvider must be 'cpu', 'webgpu' or 'cuda', got '" + ep + "'");
+    }
+    std::string profilePrefix = o.Has("profilePrefix") && !o.Get("profilePrefix").IsUndefined() ? o.Get("profilePrefix").ToString().Utf8Value() : "";
     Napi::Value logits = o.Get("logits");
     if (!logits.IsTypedArray() || logits.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array ||
         logits.As<Napi::Float32Array>().ElementLength() != static_cast<size_t>(shape.vocabSize)) {
@@ -111,7 +132,7 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
     }
     logits_ = Napi::Persistent(logits.As<Napi::Object>());
     float* logitsData = logits.As<Napi::Float32Array>().Data();
-    decoder_ = Guard(env, "ORT_LOAD", [&] { return std::make_unique<Decoder>(modelPath, shape, ep == "cuda", logitsData); });
+    decoder_ = Guard(env, "ORT_LOAD", [&] { return std::make_unique<Decoder>(modelPath, shape, ep, profilePrefix, logitsData); });
   }
 
   Decoder& Live(Napi::Env env) {
@@ -125,7 +146,11 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
 
  private:
   Napi::Value ExecutionProvider(const Napi::CallbackInfo& info) {
-    return Napi::String::New(info.Env(), decoder_ && decoder_->OnCuda() ? "cuda" : "cpu");
+    return Napi::String::New(info.Env(), decoder_ ? decoder_->ExecutionProvider() : "cpu");
+  }
+  Napi::Value EndProfiling(const Napi::CallbackInfo& info) {
+    Decoder& d = Live(info.Env());
+    return Napi::String::New(info.Env(), Guard(info.Env(), "ORT_RUN", [&] { return d.EndProfiling(); }));
   }
   Napi::Value FallbackReason(const Napi::CallbackInfo& info) {
     if (!decoder_ || decoder_->FallbackReason().empty()) return info.Env().Null();
@@ -266,6 +291,7 @@ void RunWorker::OnError(const Napi::Error& e) {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("loadRuntime", Napi::Function::New<LoadRuntime>(env, "loadRuntime"));
+  exports.Set("vulkanDevices", Napi::Function::New<VulkanDevices>(env, "vulkanDevices"));
   exports.Set("NativeDecoder", NativeDecoder::Define(env));
   return exports;
 }

@@ -36,23 +36,24 @@ CudaMemcpy2D LoadCudaMemcpy2D() {
 
 }  // namespace
 
-Decoder::Decoder(const std::string& modelPath, const DecoderShape& shape, bool wantCuda, float* logits)
+Decoder::Decoder(const std::string& modelPath, const DecoderShape& shape, const std::string& ep,
+                 const std::string& profilePrefix, float* logits)
     : shape_(shape), logits_(logits) {
   const OrtApi& api = Ort();
   SharedEnv();  // ORT's default logger, which the CUDA provider options already use, lives in the env
-  if (wantCuda) {
+  if (ep != "cpu") {
     try {
-      OpenSession(modelPath, true);
-      onCuda_ = true;
+      OpenSession(modelPath, ep, profilePrefix);
+      ep_ = ep;
     } catch (const OrtError& e) {
       fallbackReason_ = e.what();
     }
   }
-  if (session_ == nullptr) OpenSession(modelPath, false);
+  if (session_ == nullptr) OpenSession(modelPath, "cpu", profilePrefix);
   try {
     Check(api.CreateIoBinding(session_, &binding_), "CreateIoBinding");
     Check(api.CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeDefault, &hostInfo_), "CreateCpuMemoryInfo");
-    if (onCuda_) {
+    if (OnCuda()) {
       Check(api.CreateMemoryInfo("Cuda", OrtDeviceAllocator, 0, OrtMemTypeDefault, &deviceInfo_), "CreateMemoryInfo");
       Check(api.CreateAllocator(session_, deviceInfo_, &deviceAllocator_), "CreateAllocator");
     }
@@ -88,13 +89,20 @@ void Decoder::Release() {
   if (session_) api.ReleaseSession(session_), session_ = nullptr;
 }
 
-void Decoder::OpenSession(const std::string& modelPath, bool cuda) {
+void Decoder::OpenSession(const std::string& modelPath, const std::string& ep, const std::string& profilePrefix) {
   const OrtApi& api = Ort();
   OrtSessionOptions* rawOptions = nullptr;
   Check(api.CreateSessionOptions(&rawOptions), "CreateSessionOptions");
   Owned<OrtSessionOptions> options(rawOptions, api.ReleaseSessionOptions);
   Check(api.SetSessionGraphOptimizationLevel(options.get(), ORT_ENABLE_ALL), "SetSessionGraphOptimizationLevel");
-  if (cuda) {
+  if (!profilePrefix.empty()) Check(api.EnableProfiling(options.get(), profilePrefix.c_str()), "EnableProfiling");
+  if (ep == "webgpu") {
+    // By name: the runtime onnxruntime-node ships registers "WebGPU" (its own defaults: adapter
+    // chosen by Dawn, device 0). Older runtimes refuse the name, and the caller falls back.
+    Check(api.SessionOptionsAppendExecutionProvider(options.get(), "WebGPU", nullptr, nullptr, 0),
+          "SessionOptionsAppendExecutionProvider(WebGPU)");
+  }
+  if (ep == "cuda") {
     OrtCUDAProviderOptionsV2* rawCuda = nullptr;
     Check(api.CreateCUDAProviderOptions(&rawCuda), "CreateCUDAProviderOptions");
     Owned<OrtCUDAProviderOptionsV2> cudaOptions(rawCuda, api.ReleaseCUDAProviderOptions);
@@ -104,6 +112,19 @@ void Decoder::OpenSession(const std::string& modelPath, bool cuda) {
           "SessionOptionsAppendExecutionProvider_CUDA_V2");
   }
   Check(api.CreateSession(SharedEnv(), modelPath.c_str(), options.get(), &session_), "CreateSession");
+}
+
+std::string Decoder::EndProfiling() {
+  const OrtApi& api = Ort();
+  OrtAllocator* allocator = nullptr;
+  Check(api.GetAllocatorWithDefaultOptions(&allocator), "GetAllocatorWithDefaultOptions");
+  char* file = nullptr;
+  Check(api.SessionEndProfiling(session_, allocator, &file), "SessionEndProfiling");
+  std::string out = file == nullptr ? "" : file;
+  if (file != nullptr) {
+    if (OrtStatus* status = api.AllocatorFree(allocator, file)) api.ReleaseStatus(status);
+  }
+  return out;
 }
 
 OrtValue* Decoder::Wrap(const OrtMemoryInfo* info, void* data, size_t bytes, const int64_t* dims, size_t rank,
@@ -123,7 +144,7 @@ void Decoder::BindValue(const char* name, OrtValue* value, bool asOutput) {
 }
 
 void* Decoder::AllocKv(size_t bytes) {
-  if (onCuda_) {
+  if (OnCuda()) {
     void* p = nullptr;
     Check(Ort().AllocatorAlloc(deviceAllocator_, bytes, &p), "AllocatorAlloc");
     return p;
@@ -138,7 +159,7 @@ void* Decoder::AllocKv(size_t bytes) {
 
 void Decoder::FreeKv(void* block) {
   if (block == nullptr) return;
-  if (onCuda_) {
+  if (OnCuda()) {
     // Freeing cannot usefully fail; a status would only be leaked.
     if (OrtStatus* status = Ort().AllocatorFree(deviceAllocator_, block)) Ort().ReleaseStatus(status);
   } else {
@@ -153,7 +174,7 @@ void Decoder::CopyRows(float* dst, int64_t dstCapacity, const float* src, int64_
                        int cudaKind, const char* what) const {
   const size_t rowBytes = static_cast<size_t>(shape_.headDim) * sizeof(float);
   if (rows == 0) return;
-  if (onCuda_) {
+  if (OnCuda()) {
     int rc = LoadCudaMemcpy2D()(dst, dstCapacity * rowBytes, src, srcCapacity * rowBytes, rows * rowBytes,
                                 static_cast<size_t>(shape_.numKvHeads), cudaKind);
     if (rc != 0) throw OrtError("cudaMemcpy2D: error " + std::to_string(rc) + " while " + what);
@@ -199,7 +220,7 @@ void Decoder::BindBlocks(const std::vector<void*>& blocks, int64_t capacity) {
   const int64_t perTensor = shape_.numKvHeads * capacity * shape_.headDim;
   const size_t bytes = static_cast<size_t>(perTensor) * sizeof(float);
   const int64_t dims[4] = {1, shape_.numKvHeads, capacity, shape_.headDim};
-  const OrtMemoryInfo* info = onCuda_ ? deviceInfo_ : hostInfo_;
+  const OrtMemoryInfo* info = OnCuda() ? deviceInfo_ : hostInfo_;
   for (int64_t l = 0; l < shape_.numLayers; l++) {
     for (int kv = 0; kv < 2; kv++) {
       float* data = static_cast<float*>(blocks[l]) + kv * perTensor;
@@ -234,7 +255,7 @@ void Decoder::Bind(const int32_t* tokenIds, int64_t count, const float* cos, con
 void Decoder::Run() {
   const OrtApi& api = Ort();
   Check(api.RunWithBinding(session_, nullptr, binding_), "RunWithBinding");
-  if (onCuda_) Check(api.SynchronizeBoundOutputs(binding_), "SynchronizeBoundOutputs");
+  if (OnCuda()) Check(api.SynchronizeBoundOutputs(binding_), "SynchronizeBoundOutputs");
 }
 
 void Decoder::CopyOut(int64_t length, float* host) const { CopyHost(true, length, host); }
@@ -267,7 +288,7 @@ void Decoder::Shift(int64_t keep, int64_t drop, int64_t length, const float* cos
                                 std::to_string(length) + " positions (capacity " + std::to_string(capacity_) +
                                 ", rotary dims " + std::to_string(rotaryDim) + ") is out of range");
   }
-  if (!onCuda_) {
+  if (!OnCuda()) {
     for (int64_t l = 0; l < shape_.numLayers; l++) {
       ShiftHost(static_cast<float*>(blocks_[l]), keep, drop, length, cos, sin, interleaved, rotaryDim);
     }

@@ -9,6 +9,8 @@
 // Memory, by execution provider:
 //   - KV: one block per layer [2][Hkv][C][headDim] float32 (key then value), owned here. CPU:
 //     64-byte aligned host memory. CUDA: device memory from the session's CUDA allocator.
+//     WebGPU: host memory as on CPU (ONNX Runtime copies past in and present out around the
+//     WebGPU nodes; the KV cache in WebGPU buffers is issue 16's item 2, not done).
 //     Resize(C', keep) is the only place the cache moves: once per growth, rows [0, keep) of
 //     each head, as the engine's growth rule (cache/growth.ts) decides.
 //   - logits: the caller's float32 [V] host buffer (a JS Float32Array), bound once; the only
@@ -37,17 +39,24 @@ struct DecoderShape {
 class Decoder {
  public:
   /**
-   * Opens modelPath. wantCuda: append the CUDA provider (options V2); when the append or the
-   * session creation with it fails, falls back to CPU and keeps the reason (FallbackReason()).
+   * Opens modelPath. ep: "cpu", "cuda" (the CUDA provider, options V2) or "webgpu" (the WebGPU
+   * provider by name); when the append or the session creation with it fails, falls back to
+   * CPU and keeps the reason (FallbackReason()). profilePrefix: non-empty turns ONNX Runtime's
+   * profiler on (file `<prefix>_<time>.json`) until EndProfiling().
    * logits: host float32 [vocabSize], must outlive the decoder.
    * @throws OrtError when the model cannot be opened on the CPU either.
    */
-  Decoder(const std::string& modelPath, const DecoderShape& shape, bool wantCuda, float* logits);
+  Decoder(const std::string& modelPath, const DecoderShape& shape, const std::string& ep,
+          const std::string& profilePrefix, float* logits);
   ~Decoder();
   Decoder(const Decoder&) = delete;
   Decoder& operator=(const Decoder&) = delete;
 
-  bool OnCuda() const { return onCuda_; }
+  bool OnCuda() const { return ep_ == "cuda"; }
+  /** The execution provider in use: "cpu", "cuda" or "webgpu". */
+  const std::string& ExecutionProvider() const { return ep_; }
+  /** Stops the profiler and returns the file it wrote. @throws OrtError (e.g. profiling was off). */
+  std::string EndProfiling();
   const std::string& FallbackReason() const { return fallbackReason_; }
   int64_t Capacity() const { return capacity_; }
   int64_t RotaryHalf() const { return shape_.rotaryHalf; }
@@ -94,7 +103,7 @@ class Decoder {
 
  private:
   void CopyHost(bool out, int64_t length, float* host) const;
-  void OpenSession(const std::string& modelPath, bool cuda);
+  void OpenSession(const std::string& modelPath, const std::string& ep, const std::string& profilePrefix);
   void Release();
   void BindBlocks(const std::vector<void*>& blocks, int64_t capacity);
   void* AllocKv(size_t bytes);
@@ -109,7 +118,7 @@ class Decoder {
 
   DecoderShape shape_;
   float* logits_;
-  bool onCuda_ = false;
+  std::string ep_ = "cpu";
   std::string fallbackReason_;
   OrtSession* session_ = nullptr;
   OrtIoBinding* binding_ = nullptr;

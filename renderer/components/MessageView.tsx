@@ -264,6 +264,7 @@ function statsTitle(s: AnswerStats): string {
     `Prompt tokens: ${formatTokens(s.promptTokens)} (${formatTokens(s.reusedTokens)} reused from the cache)`,
     `Generated tokens: ${formatTokens(s.generatedTokens)}`,
   ]
+    .concat(s.executionProvider ? [`Execution provider: ${s.executionProvider}${s.nodesOnCpu != null && s.executionProvider !== 'cpu' ? ` (${formatTokens(s.nodesOnCpu)} nodes on the CPU)` : ''}`] : [])
     .concat(contextShiftNote(s.contextShift) ?? [])
     .join('\n');
 }

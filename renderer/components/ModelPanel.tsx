@@ -1,7 +1,8 @@
 /**
  * The model panel: name, architecture, trained context, weight formats with the bundle's size on
  * disk and the weights' resident bytes, execution provider in use (and why the preferred one is
- * not, if so), load status and progress (the phase in the CLI's words: main/contract/load-phase.ts),
+ * not, if so), the GPU's name where it can be had, the compute nodes ONNX Runtime left on the
+ * CPU (measured at load), load status and progress (the phase in the CLI's words: main/contract/load-phase.ts),
  * and "Open model…": a path field and a weights choice (as stored, or a float model's Linear
  * weights quantized to 8 or 4 bits, as the CLI's `--quantize q8|q4`) that call `openModel({ path, quantize })` (a native file dialog may
  * come later in the Electron shell), and the "Remote engine" source (RemoteEngineForm). With a
@@ -10,7 +11,7 @@
  */
 import { useState, type FormEvent } from 'react';
 import { loadPhaseWords } from '../../main/contract/load-phase.ts';
-import type { QuantizeOption } from '../../main/contract/types.ts';
+import type { ModelInfo, QuantizeOption } from '../../main/contract/types.ts';
 import { useShallow } from 'zustand/react/shallow';
 import { useModel, useStores } from '../hooks.ts';
 import { loadErrorOf } from '../stores/model.ts';
@@ -29,6 +30,15 @@ const KEY_KEPT = {
   encrypted: "kept encrypted by the system's keychain",
   memory: 'kept in memory only, until Ropewalk stops (no keychain here)',
 } as const;
+
+const EP_LABELS: Record<ModelInfo['executionProvider'], string> = { cpu: 'CPU', webgpu: 'WebGPU', cuda: 'CUDA' };
+
+/** The model panel's words for `ModelInfo.nodesOnCpu` (ONNX Runtime's placement, measured at load). */
+export function nodesOnCpuWords(ep: ModelInfo['executionProvider'], n: number | null): string {
+  if (n === null) return 'not measured';
+  if (ep === 'cpu') return `all (${formatTokens(n)})`;
+  return n === 0 ? 'none: the whole graph runs on the GPU' : `${formatTokens(n)} (copies to and from the GPU around them)`;
+}
 
 export function ModelPanel() {
   const stores = useStores();
@@ -79,8 +89,16 @@ export function ModelPanel() {
             </dd>
             <dt>Execution provider</dt>
             <dd>
-              <span className="ep">{info.executionProvider.toUpperCase()}</span>
+              <span className="ep">{EP_LABELS[info.executionProvider]}</span>
             </dd>
+            {info.executionProvider !== 'cpu' && (
+              <>
+                <dt>GPU</dt>
+                <dd className="ep-adapter">{info.adapter ?? 'name not reported by ONNX Runtime'}</dd>
+              </>
+            )}
+            <dt>Nodes on the CPU</dt>
+            <dd className="ep-nodes-on-cpu">{nodesOnCpuWords(info.executionProvider, info.nodesOnCpu)}</dd>
             <dt>Backend</dt>
             <dd className="backend">{info.backend === 'native' ? 'Native' : 'JS'}</dd>
           </dl>

@@ -109,9 +109,11 @@ export function SettingsPanel() {
         </select>
       </Field>
       <ChatPolicyField fallback={settings.contextFullPolicy} />
-      <Field id="setting-ep" label="Execution provider" hint="Preference; the model panel shows the one in use.">
+      <Field id="setting-ep" label="Execution provider" hint="Auto: CUDA, else WebGPU on a GPU, else CPU. The model panel shows the one in use, and why if it differs.">
         <select id="setting-ep" value={settings.executionProvider} onChange={(e) => void save({ executionProvider: e.target.value as Settings['executionProvider'] })}>
+          <option value="auto">Auto</option>
           <option value="cpu">CPU</option>
+          <option value="webgpu">WebGPU (any GPU: Vulkan, Direct3D 12, Metal)</option>
           <option value="cuda">CUDA (NVIDIA GPU)</option>
         </select>
       </Field>

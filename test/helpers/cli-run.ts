@@ -23,15 +23,23 @@ export function freshCacheDir(): Promise<string> {
   return mkdtemp(path.join(os.tmpdir(), 'ropewalk-cli-cache-'));
 }
 
-/** `npm run chat -- ...args` with ROPEWALK_CACHE_DIR = cacheDir; never throws on a non-zero exit. */
-export function runChat(args: string[], cacheDir: string, timeoutMs = 60_000): Promise<ChatRun> {
-  const env: NodeJS.ProcessEnv = { ...process.env, ROPEWALK_CACHE_DIR: cacheDir };
+/**
+ * `npm run chat -- ...args` with ROPEWALK_CACHE_DIR = cacheDir; never throws on a non-zero exit.
+ * Without an `--ep` in `args` the run gets `--ep cpu` (before them; `args` stay as reported):
+ * the default, auto, depends on the machine and says so on stderr (a software Vulkan driver
+ * here), which the tests of other notes would see; the auto tests pass `--ep auto` themselves.
+ * `env` adds to (or with undefined removes from) the child's environment.
+ */
+export function runChat(args: string[], cacheDir: string, timeoutMs = 60_000, extraEnv: NodeJS.ProcessEnv = {}): Promise<ChatRun> {
+  const env: NodeJS.ProcessEnv = { ...process.env, ROPEWALK_CACHE_DIR: cacheDir, ...extraEnv };
+  for (const [k, v] of Object.entries(extraEnv)) if (v === undefined) delete env[k];
+  const pinned = args.some((a) => a === '--ep' || a.startsWith('--ep=')) ? [] : ['--ep', 'cpu'];
   delete env.ROPEWALK_DEFAULT_MODEL;
   delete env.NODE_TEST_CONTEXT; // the child is the CLI, not a test file
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'main/cli/chat.ts', ...args],
+      ['--import', 'tsx', 'main/cli/chat.ts', ...pinned, ...args],
       { cwd: PROJECT_ROOT, env, timeout: timeoutMs, maxBuffer: 64 << 20, encoding: 'utf8' },
       (err, stdout, stderr) => {
         const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : null) : 0;
@@ -94,6 +102,8 @@ export interface ChatJson {
   finishReason: 'stop' | 'length' | 'context-full' | 'cancelled' | 'error';
   stats: {
     backend: 'native' | 'js';
+    executionProvider: 'cpu' | 'webgpu' | 'cuda';
+    nodesOnCpu: number | null;
     ttftMs: number;
     prefillTokensPerSec: number;
     decodeTokensPerSec: number;

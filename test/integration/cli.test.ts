@@ -509,7 +509,7 @@ test('Ctrl-C mid-answer: the partial answer is printed, exit 130, no stack trace
   await runBatch([['--max-tokens', '1', PROMPT]], dir); // import first, so the run below starts fast
   const env: NodeJS.ProcessEnv = { ...process.env, ROPEWALK_CACHE_DIR: dir };
   delete env.NODE_TEST_CONTEXT;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'main/cli/chat.ts', '--ignore-eos', '--max-context', '8192', '--max-tokens', '8000', '--temperature', '0', PROMPT], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'main/cli/chat.ts', '--ep', 'cpu', '--ignore-eos', '--max-context', '8192', '--max-tokens', '8000', '--temperature', '0', PROMPT], {
     cwd: PROJECT_ROOT,
     env,
   });

@@ -67,7 +67,7 @@ interface RunCall {
 
 /** Logits that put all mass on `next(last token fed)`; EOS for tokens the script does not know. */
 class ScriptedBackend implements DecoderBackend {
-  readonly info: SessionInfo = { backend: 'native', executionProvider: 'cpu', fallbackReason: null };
+  readonly info: SessionInfo = { backend: 'native', executionProvider: 'cpu', fallbackReason: null, nodesOnCpu: null };
   readonly kvOnHost = false;
   readonly calls: RunCall[] = [];
   readonly shifts: { keep: number; drop: number; past: number }[] = [];

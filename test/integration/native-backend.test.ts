@@ -63,11 +63,15 @@ test('greedy decoding: native logits equal the JS backend through the KV growths
   const js = await DecoderSession.create(bundle.modelPath, c);
   const native = await NativeDecoderSession.create(bundle.modelPath, c);
   try {
-    assert.deepEqual(native.info, { backend: 'native', executionProvider: 'cpu', fallbackReason: null });
+    // nodesOnCpu: unknown until the first (profiled) run.
+    assert.deepEqual(native.info, { backend: 'native', executionProvider: 'cpu', fallbackReason: null, nodesOnCpu: null });
     const prompt = [1, 403, 407, 261, 378]; // BOS + a prefill chunk of 5
     const a = await greedy(js, prompt, 62);
     const b = await greedy(native, prompt, 62);
     assert.deepEqual(b.tokens, a.tokens);
+    // Both backends' profiles count the same CPU session: every compute node on the CPU.
+    assert.ok(typeof js.info.nodesOnCpu === 'number' && js.info.nodesOnCpu > 0, String(js.info.nodesOnCpu));
+    assert.equal(native.info.nodesOnCpu, js.info.nodesOnCpu);
     assert.equal(b.kv.stats.growths, 5, 'capacity 0 → 8 → 16 → 32 → 64 → 128 was not taken');
     for (let s = 0; s < a.logits.length; s++) {
       let worst = 0;

@@ -118,6 +118,8 @@ test('PeriodicSaver: writes when due and changed; a failed write is retried', ()
 
 const STATS: GenerationStats = {
   backend: 'js',
+  executionProvider: 'cpu',
+  nodesOnCpu: 48,
   promptTokens: 5,
   generatedTokens: 3,
   reusedTokens: 0,

@@ -81,7 +81,7 @@ export class FakeApi {
   settings: Settings = { ...FAKE_SETTINGS };
   model: ModelState = {
     status: 'ready',
-    info: { name: 'stories260K', architecture: 'llama', trainedContext: 512, maxContext: 512, vocabSize: 512, backend: 'native', executionProvider: 'cpu', fallbackReason: null, hasChatTemplate: false, weights: { formats: 'float32 ×48', bundleBytes: 1_236_992, residentBytes: 1_171_200 } },
+    info: { name: 'stories260K', architecture: 'llama', trainedContext: 512, maxContext: 512, vocabSize: 512, backend: 'native', executionProvider: 'cpu', nodesOnCpu: null, adapter: null, fallbackReason: null, hasChatTemplate: false, weights: { formats: 'float32 ×48', bundleBytes: 1_236_992, residentBytes: 1_171_200 } },
     progress: null,
     error: null,
   };

@@ -30,7 +30,8 @@ import { ContextOverflowError, InvalidOptionError } from '../errors.ts';
 import { MAX_CONTEXT_LIMIT } from '../cache/growth.ts';
 import { KvCache } from '../cache/kv-cache.ts';
 import { RopeCache } from '../cache/rope-cache.ts';
-import type { BackendKind, DecoderBackend, ExecutionProvider, SessionInfo } from '../model/backend.ts';
+import type { BackendKind, DecoderBackend, ExecutionProvider, ExecutionProviderChoice, SessionInfo } from '../model/backend.ts';
+import { chooseExecutionProvider, parseExecutionProvider, type ProviderProbe } from '../model/ep-choice.ts';
 import { engineGraphTarget, type GraphDtype } from '../model/graph-target.ts';
 import { resolveModel, type ImportProgress, type QuantizeOption } from '../model/bundle.ts';
 import type { ModelManifest } from '../model/manifest.ts';
@@ -54,7 +55,10 @@ interface SavedKv {
 export interface EngineOptions {
   /** Bound on positions (prompt + generated); default: the model's trained context. */
   maxContext?: number;
-  executionProvider?: ExecutionProvider;
+  /** Execution provider, or 'auto' (model/ep-choice.ts); default 'cpu' here, 'auto' in the CLI, window and serve. */
+  executionProvider?: ExecutionProviderChoice;
+  /** How 'auto', 'webgpu' and 'cuda' look at the machine (tests inject one; default: this machine). */
+  providerProbe?: ProviderProbe;
   /**
    * Activation and KV-cache dtype of the graph to load (graph-target.ts `engineGraphTarget`):
    * default float32 (cuda: the CPU graph, for now); 'float16' loads the float16 graph, on the cpu
@@ -87,6 +91,10 @@ export interface ModelInfo {
   vocabSize: number;
   backend: BackendKind;
   executionProvider: ExecutionProvider;
+  /** Compute nodes ONNX Runtime placed on its CPU provider (SessionInfo.nodesOnCpu), measured at load; null if unknown. */
+  nodesOnCpu: number | null;
+  /** The GPU's name where it can be had (CUDA: nvidia-smi; WebGPU: the Vulkan device, ep-choice.ts), else null. */
+  adapter: string | null;
   /**
    * What differs from what was asked, in one line for the CLI's stderr and the model panel: why
    * the requested backend or execution provider is not the one in use, and why a requested
@@ -118,6 +126,8 @@ export interface EngineParts {
   backendNote?: string | null;
   /** What of the load request did not apply to the model (`ResolvedBundle.note`), if anything. */
   importNote?: string | null;
+  /** The GPU's name (ModelInfo.adapter), if known. */
+  adapter?: string | null;
   /** How the weights are stored (default: unknown, zeros). */
   weights?: ModelWeightsInfo;
 }
@@ -159,6 +169,7 @@ export class Engine {
   private readonly backend: DecoderBackend;
   private readonly backendNote: string | null;
   private readonly importNote: string | null;
+  private readonly adapter: string | null;
   private readonly prefillChunk: number;
   private readonly bundleDir: string;
   private readonly weightsInfo: ModelWeightsInfo;
@@ -189,6 +200,7 @@ export class Engine {
     this.backend = parts.backend;
     this.backendNote = parts.backendNote ?? null;
     this.importNote = parts.importNote ?? null;
+    this.adapter = parts.adapter ?? null;
     this.bundleDir = parts.bundleDir;
     this.weightsInfo = parts.weights ?? { formats: '', bundleBytes: 0, residentBytes: 0 };
     this.maxContext = opts.maxContext ?? c.trainedContext;
@@ -216,7 +228,9 @@ export class Engine {
     if (opts.backend !== undefined && opts.backend !== 'native' && opts.backend !== 'js') {
       throw new InvalidOptionError('backend', `expected native or js, got ${String(opts.backend)}`);
     }
-    const target = engineGraphTarget(opts.executionProvider, opts.graphDtype);
+    // The provider first: each has its own graph, so the bundle is resolved for it.
+    const provider = await chooseExecutionProvider(parseExecutionProvider(opts.executionProvider ?? 'cpu'), opts.providerProbe);
+    const target = engineGraphTarget(provider.ep, opts.graphDtype);
     const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress, { quantize: opts.quantize, signal: opts.signal, target });
     const m = bundle.manifest;
     const maxContext = opts.maxContext ?? m.config.trainedContext;
@@ -236,19 +250,34 @@ export class Engine {
       exactVocab: m.source.kind === 'llama2c',
       chatTemplate: m.chatTemplate,
     });
-    const opened = await openDecoderBackend(bundle.modelPath, m.config, opts.backend, opts.executionProvider ?? 'cpu', m.dtype);
+    const opened = await openDecoderBackend(bundle.modelPath, m.config, opts.backend, provider.ep, m.dtype);
+    const adapter = opened.backend.info.executionProvider === provider.ep ? provider.adapter : null;
     try {
-      return new Engine({ manifest: m, tokenizer, backend: opened.backend, bundleDir: bundle.dir, backendNote: opened.note, importNote: bundle.note, weights }, opts);
+      const backendNote = oneLine(provider.note, opened.note);
+      const engine = new Engine({ manifest: m, tokenizer, backend: opened.backend, bundleDir: bundle.dir, backendNote, importNote: bundle.note, weights, adapter }, opts);
+      await engine.warmUp();
+      return engine;
     } catch (e) {
       await opened.backend.dispose();
       throw e;
     }
   }
 
+  /**
+   * Runs one token (BOS, else id 0) at position 0 and forgets it, so that the backend's first,
+   * profiled run (model/placement.ts) happens at load: `nodesOnCpu` is known before the first
+   * answer, whose TTFT then holds no one-time setup (WebGPU compiles its shaders on first use).
+   * @throws SessionRunError when the backend cannot run the model.
+   */
+  async warmUp(): Promise<void> {
+    await this.prefill([this.manifest.specialTokens.bos ?? 0]);
+    this.reset();
+  }
+
   /** The backend and execution provider in use, and why they differ from the request (one line). */
   get sessionInfo(): SessionInfo {
     const b = this.backend.info;
-    return { backend: b.backend, executionProvider: b.executionProvider, fallbackReason: oneLine(this.backendNote, b.fallbackReason) };
+    return { backend: b.backend, executionProvider: b.executionProvider, fallbackReason: oneLine(this.backendNote, b.fallbackReason), nodesOnCpu: b.nodesOnCpu };
   }
 
   get info(): ModelInfo {
@@ -262,6 +291,8 @@ export class Engine {
       vocabSize: c.vocabSize,
       backend: s.backend,
       executionProvider: s.executionProvider,
+      nodesOnCpu: s.nodesOnCpu,
+      adapter: this.adapter,
       fallbackReason: oneLine(this.importNote, s.fallbackReason),
       hasChatTemplate: this.manifest.chatTemplate !== null,
       bundleDir: this.bundleDir,
@@ -491,6 +522,8 @@ export class Engine {
       backend: this.backend.info.backend,
       promptTokens: gen.prompt.length,
       generatedTokens: n,
+      executionProvider: this.backend.info.executionProvider,
+      nodesOnCpu: this.backend.info.nodesOnCpu,
       reusedTokens: gen.reusedTokens,
       prefilledTokens: gen.prefilledTokens,
       ttftMs: round(gen.ttftMs),

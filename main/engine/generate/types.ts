@@ -2,7 +2,7 @@
  * What a generation is asked for and what it streams back. Plain data only: these types cross
  * the worker boundary and IPC as they are (structured clone / JSON).
  */
-import type { BackendKind } from '../model/backend.ts';
+import type { BackendKind, ExecutionProvider } from '../model/backend.ts';
 import type { SamplerOptions } from '../sampling/sampler.ts';
 
 export interface ChatMessage {
@@ -52,6 +52,10 @@ export interface CacheStats {
 export interface GenerationStats {
   /** The decoder backend that ran it ('remote': an OpenAI-compatible server, main/remote/). */
   backend: BackendKind | 'remote';
+  /** Where ONNX Runtime ran it ('remote': the server's own business). */
+  executionProvider: ExecutionProvider | 'remote';
+  /** Compute nodes ONNX Runtime placed on its CPU provider, measured once at load (model/placement.ts); null if unknown or remote. */
+  nodesOnCpu: number | null;
   promptTokens: number;
   generatedTokens: number;
   /** Prompt tokens served from the KV cache (prefix reuse) rather than prefilled. */

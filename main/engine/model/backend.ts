@@ -13,7 +13,11 @@
  */
 import type { KeyRotation, KvCache } from '../cache/kv-cache.ts';
 
+/** Where ONNX Runtime runs the graph (agreed with the graph builder: keep this exact union). */
 export type ExecutionProvider = 'cpu' | 'webgpu' | 'cuda';
+/** What a user may ask for: a provider, or `auto` (ep-choice.ts: CUDA, else a WebGPU GPU, else CPU). */
+export type ExecutionProviderChoice = 'auto' | ExecutionProvider;
+export const EXECUTION_PROVIDER_CHOICES = ['auto', 'cpu', 'webgpu', 'cuda'] as const satisfies readonly ExecutionProviderChoice[];
 export type BackendKind = 'js' | 'native';
 export const BACKEND_KINDS: readonly BackendKind[] = ['native', 'js'];
 
@@ -24,6 +28,12 @@ export interface SessionInfo {
   executionProvider: ExecutionProvider;
   /** Set when the requested backend or provider could not be used, with the reason (one line). */
   fallbackReason: string | null;
+  /**
+   * Compute nodes ONNX Runtime placed on its CPU execution provider (copies between devices not
+   * counted), from its profiler's per-node `provider` over the session's first run
+   * (placement.ts); null before that run, or when the profile could not be read.
+   */
+  nodesOnCpu: number | null;
 }
 
 /** One decoder session. Not re-entrant: one `run` at a time (the engine serializes). */

@@ -13,8 +13,11 @@
  *     every fetched output as a fresh copy, so each step allocates the whole KV cache again and
  *     V8 collects it (4–5 GCs per step, measured in `npm run bench`). Kept for the benchmark.
  *
- * Execution providers: `cpu` (always available) and `cuda` (only where onnxruntime-node's CUDA
- * libraries are installed; when it cannot load, the session falls back to CPU and says why).
+ * Execution providers: `cpu` (always available), `webgpu` (bundled with onnxruntime-node; needs
+ * an adapter) and `cuda` (only where onnxruntime-node's CUDA libraries are installed); the
+ * choice is made before (ep-choice.ts), and when the session still cannot open on it, it falls
+ * back to CPU and says why. The first run is profiled to count the nodes placed on the CPU
+ * (placement.ts). The KV cache stays in host buffers on every provider.
  */
 import * as ort from 'onnxruntime-node';
 import { InvalidOptionError, ModelLoadError, SessionRunError, firstLine } from '../errors.ts';
@@ -22,6 +25,8 @@ import type { KeyRotation, KvBuffer, KvCache } from '../cache/kv-cache.ts';
 import * as io from './io-names.ts';
 import type { DecoderBackend, ExecutionProvider, SessionInfo } from './backend.ts';
 import type { ModelConfig } from './manifest.ts';
+import { ensureWebGpuEnvironment, ortReason } from './ep-choice.ts';
+import { FirstRunProfile } from './placement.ts';
 
 export type { ExecutionProvider, SessionInfo } from './backend.ts';
 
@@ -57,11 +62,13 @@ export class DecoderSession implements DecoderBackend {
   private boundT = 0;
   private readonly seqlensK = new Int32Array(1);
   private readonly totalSeqLen = new Int32Array(1);
+  private readonly profile: FirstRunProfile;
 
-  private constructor(session: ort.InferenceSession, config: ModelConfig, info: SessionInfo) {
+  private constructor(session: ort.InferenceSession, config: ModelConfig, info: SessionInfo, profile: FirstRunProfile) {
     this.session = session;
     const meta = (session as { inputMetadata?: readonly { name: string; type?: string }[] }).inputMetadata;
     this.graphKvType = meta?.find?.((m) => m.name === io.pastKey(0))?.type ?? null;
+    this.profile = profile;
     this.config = config;
     this.info = info;
     this.logits = new ort.Tensor('float32', new Float32Array(config.vocabSize), [1, config.vocabSize]);
@@ -76,24 +83,30 @@ export class DecoderSession implements DecoderBackend {
    * @throws ModelLoadError when ONNX Runtime cannot load the model at all.
    */
   static async create(modelPath: string, config: ModelConfig, ep: ExecutionProvider = 'cpu'): Promise<DecoderSession> {
+    const profile = await FirstRunProfile.create();
     const options = (provider: ExecutionProvider): ort.InferenceSession.SessionOptions => ({
       executionProviders: [provider],
       graphOptimizationLevel: 'all',
       logSeverityLevel: 3,
+      enableProfiling: true,
+      profileFilePrefix: profile.prefix,
     });
+    const info = (executionProvider: ExecutionProvider, fallbackReason: string | null): SessionInfo => ({ backend: 'js', executionProvider, fallbackReason, nodesOnCpu: null });
     let fallbackReason: string | null = null;
-    if (ep === 'cuda') {
+    if (ep !== 'cpu') {
+      if (ep === 'webgpu') ensureWebGpuEnvironment();
       try {
-        const s = await ort.InferenceSession.create(modelPath, options('cuda'));
-        return new DecoderSession(s, config, { backend: 'js', executionProvider: 'cuda', fallbackReason: null });
+        const s = await ort.InferenceSession.create(modelPath, options(ep));
+        return new DecoderSession(s, config, info(ep, null), profile);
       } catch (e) {
-        fallbackReason = `CUDA execution provider could not be loaded (${firstLine(e)}); using CPU`;
+        fallbackReason = providerFallback(ep, ortReason(e));
       }
     }
     try {
       const s = await ort.InferenceSession.create(modelPath, options('cpu'));
-      return new DecoderSession(s, config, { backend: 'js', executionProvider: 'cpu', fallbackReason });
+      return new DecoderSession(s, config, info('cpu', fallbackReason), profile);
     } catch (e) {
+      await profile.discard();
       throw new ModelLoadError(`ONNX Runtime cannot load the model: ${firstLine(e)}`, modelPath, { cause: e });
     }
   }
@@ -145,6 +158,7 @@ export class DecoderSession implements DecoderBackend {
       throw new SessionRunError(firstLine(e), shapes, { cause: e });
     }
     if (kvOutputs === 'rows') this.writeRows(kv, P, T);
+    if (this.profile.pending) this.info.nodesOnCpu = await this.profile.finish(() => this.session.endProfiling());
     return this.logits.data as Float32Array;
   }
 
@@ -219,8 +233,15 @@ export class DecoderSession implements DecoderBackend {
 
   /** Releases the native session. */
   async dispose(): Promise<void> {
+    if (this.profile.pending) await this.profile.discard();
     await this.session.release();
   }
+}
+
+/** The note for a session that could not open on `ep` and runs on the CPU (both backends say it so). */
+export function providerFallback(ep: ExecutionProvider, reason: string): string {
+  const name = ep === 'cuda' ? 'CUDA' : ep === 'webgpu' ? 'WebGPU' : 'CPU';
+  return `${name} execution provider could not be loaded (${reason}); using CPU`;
 }
 
 /**

@@ -47,7 +47,7 @@ export function unpackedPath(p: string): string {
 
 /** Options of `new NativeDecoder`; sizes are positive integers. */
 export interface NativeDecoderOptions {
-  executionProvider: 'cpu' | 'cuda';
+  executionProvider: 'cpu' | 'webgpu' | 'cuda';
   numLayers: number;
   numKvHeads: number;
   headDim: number;
@@ -56,6 +56,8 @@ export interface NativeDecoderOptions {
   rotaryHalf: number;
   /** float32 [vocabSize], bound once as the logits output; every run overwrites it. */
   logits: Float32Array;
+  /** Turns ONNX Runtime's profiler on, writing `<prefix>_<time>.json`, until `endProfiling()`. */
+  profilePrefix?: string;
 }
 
 /**
@@ -64,8 +66,8 @@ export interface NativeDecoderOptions {
  * 'ORT_ARG' and a one-line message naming the ONNX Runtime call.
  */
 export interface NativeDecoder {
-  readonly executionProvider: 'cpu' | 'cuda';
-  /** Why the requested CUDA provider is not in use (the failing C API call and ORT's words), or null. */
+  readonly executionProvider: 'cpu' | 'webgpu' | 'cuda';
+  /** Why the requested provider is not in use (the failing C API call and ORT's words), or null. */
   readonly fallbackReason: string | null;
   /** Positions the addon's KV blocks hold (0 before the first resize). */
   readonly capacity: number;
@@ -88,6 +90,8 @@ export interface NativeDecoder {
   copyOut(length: number, dst: Float32Array): void;
   /** The reverse of copyOut, into rows [0, length) (capacity ≥ length). */
   copyIn(length: number, src: Float32Array): void;
+  /** Stops the profiler (`profilePrefix` given) and returns the file it wrote. */
+  endProfiling(): string;
   /** Releases the session and the KV memory; later calls throw. */
   dispose(): void;
 }
@@ -97,6 +101,11 @@ export interface NativeAddon {
   /** dlopens ONNX Runtime at `libraryPath` (once per process); returns its version. */
   loadRuntime(libraryPath: string): string;
   NativeDecoder: new (modelPath: string, options: NativeDecoderOptions) => NativeDecoder;
+  /**
+   * This machine's Vulkan devices (name, VkPhysicalDeviceType shortened); [] when the loader
+   * finds no driver. Absent from an addon built before it. @throws Error without a Vulkan loader.
+   */
+  vulkanDevices?(): { name: string; type: string }[];
 }
 
 export type NativeAddonStatus =

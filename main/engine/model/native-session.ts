@@ -1,7 +1,8 @@
 /**
  * The native backend (`DecoderBackend` over the native/ addon): one ONNX Runtime session whose
- * KV cache lives in addon memory (host, or CUDA device memory), bound with IoBinding so past and
- * present are the same buffers. Per run the addon binds the token ids, wraps the RoPE rows (no
+ * KV cache lives in addon memory (host, or CUDA device memory; on WebGPU host memory that ONNX
+ * Runtime copies to and from the device around the graph), bound with IoBinding so past and
+ * present are the same buffers. Its first run is profiled (placement.ts). Per run the addon binds the token ids, wraps the RoPE rows (no
  * copy) and writes the last position's logits into one Float32Array reused for every run.
  *
  * Growth stays the engine's rule (cache/growth.ts, applied by KvCache.ensure): when `run` sees
@@ -14,6 +15,9 @@ import type { DecoderBackend, ExecutionProvider, SessionInfo } from './backend.t
 import * as io from './io-names.ts';
 import type { ModelConfig } from './manifest.ts';
 import { loadNativeAddon, type NativeDecoder } from './native-addon.ts';
+import { ensureWebGpuEnvironment } from './ep-choice.ts';
+import { FirstRunProfile } from './placement.ts';
+import { providerFallback } from './js-session.ts';
 
 export { NativeUnavailableError } from '../errors.ts';
 
@@ -26,16 +30,19 @@ export class NativeDecoderSession implements DecoderBackend {
   private readonly logits: Float32Array;
   /** input_ids of a decode step, reused (prefill chunks get their own). */
   private readonly oneToken = new Int32Array(1);
+  private readonly profile: FirstRunProfile;
 
-  private constructor(decoder: NativeDecoder, config: ModelConfig, logits: Float32Array) {
+  private constructor(decoder: NativeDecoder, config: ModelConfig, logits: Float32Array, ep: ExecutionProvider, profile: FirstRunProfile) {
     this.decoder = decoder;
     this.config = config;
     this.logits = logits;
+    this.profile = profile;
     const fallback = decoder.fallbackReason;
     this.info = {
       backend: 'native',
       executionProvider: decoder.executionProvider,
-      fallbackReason: fallback === null ? null : `CUDA execution provider could not be loaded (${fallback}); using CPU`,
+      fallbackReason: fallback === null ? null : providerFallback(ep, fallback),
+      nodesOnCpu: null,
     };
   }
 
@@ -49,6 +56,8 @@ export class NativeDecoderSession implements DecoderBackend {
     const status = loadNativeAddon();
     if (!status.available) throw new NativeUnavailableError(status.reason);
     const logits = new Float32Array(config.vocabSize);
+    if (ep === 'webgpu') ensureWebGpuEnvironment();
+    const profile = await FirstRunProfile.create();
     try {
       const decoder = new status.addon.NativeDecoder(modelPath, {
         // The addon opens cpu or cuda sessions; a webgpu request runs its graph (float32, all
@@ -60,9 +69,11 @@ export class NativeDecoderSession implements DecoderBackend {
         vocabSize: config.vocabSize,
         rotaryHalf: config.rope.rotaryDim / 2,
         logits,
+        profilePrefix: profile.prefix,
       });
-      return new NativeDecoderSession(decoder, config, logits);
+      return new NativeDecoderSession(decoder, config, logits, ep, profile);
     } catch (e) {
+      await profile.discard();
       throw new ModelLoadError(`ONNX Runtime cannot load the model: ${firstLine(e)}`, modelPath, { cause: e });
     }
   }
@@ -78,6 +89,7 @@ export class NativeDecoderSession implements DecoderBackend {
       // Rows past the old capacity never existed (a KvCache told it holds more, as the bench does).
       if (this.decoder.capacity !== kv.capacity) this.decoder.resize(kv.capacity, Math.min(P, this.decoder.capacity));
       await this.decoder.run(ids, cos, sin, P);
+      if (this.profile.pending) this.info.nodesOnCpu = await this.profile.finish(() => this.decoder.endProfiling());
     } catch (e) {
       const half = this.config.rope.rotaryDim / 2;
       throw new SessionRunError(firstLine(e), {
@@ -125,6 +137,7 @@ export class NativeDecoderSession implements DecoderBackend {
   }
 
   async dispose(): Promise<void> {
+    if (this.profile.pending) await this.profile.discard();
     this.decoder.dispose();
   }
 }
