@@ -139,7 +139,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources): 
       'GroupQueryAttention',
       [q, k, v, pk, pv, seqlensK, totalSeqLen],
       [g.tmp('attn'), io.presentKey(i), io.presentValue(i)],
-      { num_heads: Hq, kv_num_heads: Hkv, scale: { float: 1 / Math.sqrt(hd) }, do_rotary: 0 },
+      { num_heads: Hq, kv_num_heads: Hkv, scale: { float: 1 / Math.sqrt(hd) }, do_rotary: 0, ...localWindow(c, i) },
       'com.microsoft',
     );
     g.output(io.presentKey(i), DataType.FLOAT, [1, Hkv, 'C', hd]);
@@ -328,6 +328,20 @@ function blocksInitializer(g: OnnxGraphBuilder, name: string, w: QuantizedWeight
   const data: SegmentData = 'data' in w ? w.data : { chunks: (maxBytes) => w.blockChunks(maxBytes) };
   if (!g.has(b)) g.externalTensor(b, [w.shape[0], w.shape[1] / w.blockSize, (w.blockSize * w.bits) / 8], DataType.UINT8, data);
   return b;
+}
+
+/**
+ * GroupQueryAttention's `local_window_size` for layer `i` of a sliding-window model: W itself,
+ * the keys a query sees including its own (measured on ONNX Runtime 1.30's CPU kernel against the
+ * reference's window mask, test/integration/sliding-window.test.ts: W − 1 is off by one key from
+ * position W on); none for a full-attention layer. @throws ModelLoadError for a window under 2
+ * (never tested on the kernel; no real model has one).
+ */
+export function localWindow(c: ModelConfig, i: number): { local_window_size?: number } {
+  const w = c.slidingWindow?.[i] ?? 0;
+  if (w === 0) return {};
+  if (!Number.isInteger(w) || w < 2) throw new ModelLoadError(`layer ${i}'s sliding window ${w} is not supported: a window must hold at least 2 tokens`);
+  return { local_window_size: w };
 }
 
 /** True when `GatherBlockQuantized` can read these blocks: no block offsets. */
