@@ -10,6 +10,9 @@
  * [3072, 1024] at 4.0 ms against 4.0 ms for MatMul over a pre-transposed copy, and 92 against
  * 94 ms for 256 rows), so import copies every float32 weight as it is, never transposing it.
  *
+ * Sliding-window layers (`config.slidingWindow`, Mistral) set GroupQueryAttention's
+ * `local_window_size` (`localWindow`); the KV cache layout is the same.
+ *
  * Per layer (Touvron et al. 2023, "LLaMA"; Qwen2/3 add q/k/v bias and per-head q/k RMSNorm):
  *   h = RMSNorm(x); q,k,v = h·Wqᵀ, h·Wkᵀ, h·Wvᵀ (+b); [Qwen3] q,k = RMSNorm_head(q,k)
  *   q,k = RoPE(q,k) on the first R dims of each head, in the model's pair layout

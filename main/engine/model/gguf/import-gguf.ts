@@ -9,6 +9,8 @@
  * manifest says `interleaved` for `llama` and `half` for qwen: no permutation is needed.
  * Llama 3.1 files carry their llama3 RoPE scaling as `rope_freqs.weight`, per-pair divisors of
  * the inverse frequencies: they become `config.rope.frequencyFactors`.
+ * `{arch}.attention.sliding_window` (llama.cpp's n_swa; 0 = none) windows every layer
+ * (`config.slidingWindow`); a per-layer pattern key is refused.
  *
  * Weights: linear weights of types that `quantized-weights.ts` maps to MatMulNBits stay
  * quantized when `opts.quantized` is on (the default); everything else is dequantized to float32
