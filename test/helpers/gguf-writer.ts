@@ -26,6 +26,17 @@ export interface GgufTensorSpec {
   type: 'F32' | 'Q8_0' | 'Q4_0';
 }
 
+/** A tensor written as given bytes of any ggml type (`typeId` as ggml.h numbers it), e.g. blocks made elsewhere. */
+export interface GgufRawTensorSpec {
+  name: string;
+  /** Row-major shape (outermost first). */
+  shape: number[];
+  typeId: number;
+  bytes: Uint8Array;
+}
+
+const isRaw = (t: GgufTensorSpec | GgufRawTensorSpec): t is GgufRawTensorSpec => 'bytes' in t;
+
 const ALIGN = 32;
 const TYPE_ID = { F32: 0, Q4_0: 2, Q8_0: 8 } as const;
 
@@ -111,7 +122,7 @@ export function encodeTensor(t: GgufTensorSpec): Buffer {
 }
 
 /** Writes a GGUF v3 file with these metadata and tensors (in order). */
-export function writeGguf(file: string, metadata: Record<string, GgufValue>, tensors: GgufTensorSpec[]): void {
+export function writeGguf(file: string, metadata: Record<string, GgufValue>, tensors: (GgufTensorSpec | GgufRawTensorSpec)[]): void {
   const head = new Bytes();
   head.push(Buffer.from('GGUF', 'latin1'));
   head.u32(3);
@@ -121,7 +132,8 @@ export function writeGguf(file: string, metadata: Record<string, GgufValue>, ten
     head.str(k);
     writeValue(head, v);
   }
-  const bytesOf = (t: GgufTensorSpec) => {
+  const bytesOf = (t: GgufTensorSpec | GgufRawTensorSpec) => {
+    if (isRaw(t)) return t.bytes.byteLength;
     const n = t.shape.reduce((a, b) => a * b, 1);
     return t.type === 'F32' ? n * 4 : (n / 32) * (t.type === 'Q8_0' ? 34 : 18);
   };
@@ -130,7 +142,7 @@ export function writeGguf(file: string, metadata: Record<string, GgufValue>, ten
     head.str(t.name);
     head.u32(t.shape.length);
     for (const d of [...t.shape].reverse()) head.u64(d);
-    head.u32(TYPE_ID[t.type]);
+    head.u32(isRaw(t) ? t.typeId : TYPE_ID[t.type]);
     head.u64(offset);
     offset += Math.ceil(bytesOf(t) / ALIGN) * ALIGN;
   });
@@ -140,7 +152,7 @@ export function writeGguf(file: string, metadata: Record<string, GgufValue>, ten
     writeSync(fd, h);
     writeSync(fd, Buffer.alloc((ALIGN - (h.length % ALIGN)) % ALIGN));
     for (const t of tensors) {
-      const e = encodeTensor(t);
+      const e = isRaw(t) ? t.bytes : encodeTensor(t);
       writeSync(fd, e);
       writeSync(fd, Buffer.alloc((ALIGN - (e.length % ALIGN)) % ALIGN));
     }

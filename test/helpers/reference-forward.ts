@@ -36,6 +36,9 @@
  *   - `dynamic` (`_compute_dynamic_ntk_parameters`; "Dynamically Scaled RoPE", /u/emozilla):
  *     base' = base·((factor·L/orig) − (factor − 1))^(R/(R − 2)). This project's convention:
  *     evaluated once, with L = maxContext; when L ≤ orig the plain base is used.
+ * - Sliding window (Beltagy et al. 2020, "Longformer"; Jiang et al. 2023, "Mistral 7B"): with a
+ *   window W on a layer, the query at position i attends to positions max(0, i − W + 1) … i only
+ *   (transformers `sliding_window_overlay`: kv_idx > q_idx − W).
  * - Attention: Vaswani et al. 2017, causal scaled dot-product softmax(q·k / sqrt(headDim)) v;
  *   grouped-query attention (Ainslie et al. 2023, "GQA"): query head h reads kv head
  *   floor(h / (numHeads / numKvHeads)) (transformers `repeat_kv`; run.c `h / kv_mul`).
@@ -351,6 +354,29 @@ export class ReferenceModel {
     this.capacity = cap;
   }
 
+  /**
+   * A context shift on the cache, as llama.cpp's (and the engine's) is defined: positions
+   * [keep, keep + drop) leave, the rows after them move down by `drop`, and their keys (stored
+   * rotated at their old positions) turn by −drop·θ_i (RoPE's rotations compose: R(p − drop) =
+   * R(−drop)·R(p)); values move as they are; the next token goes at the new end.
+   */
+  shift(keep: number, drop: number): void {
+    const { numKvHeads, headDim, rope } = this.config;
+    const half = rope.rotaryDim / 2;
+    const cos = Array.from({ length: half }, (_, i) => Math.cos(drop * this.invFreq[i]));
+    const sin = Array.from({ length: half }, (_, i) => -Math.sin(drop * this.invFreq[i]));
+    for (let l = 0; l < this.layers.length; l++) {
+      const K = this.kCache[l];
+      const Vc = this.vCache[l];
+      for (let r = keep + drop; r < this.pos; r++) {
+        K.copyWithin((r - drop) * this.kvDim, r * this.kvDim, (r + 1) * this.kvDim);
+        Vc.copyWithin((r - drop) * this.kvDim, r * this.kvDim, (r + 1) * this.kvDim);
+        for (let h = 0; h < numKvHeads; h++) rotateHeadInPlace(K, (r - drop) * this.kvDim + h * headDim, cos, sin, rope.layout);
+      }
+    }
+    this.pos -= drop;
+  }
+
   /** Logits [V] of the last of `tokens`, processed at positions position … position+T−1. */
   forward(tokens: number[]): Float64Array {
     const T = tokens.length;
@@ -410,14 +436,16 @@ export class ReferenceModel {
       // 2) causal attention, o_proj, residual.
       for (let t = 0; t < T; t++) {
         const q = qs[t];
-        const last = P + t; // attends to positions 0 … last
+        const last = P + t; // attends to positions first … last
+        const window = c.slidingWindow?.[l] ?? 0;
+        const first = window > 0 ? Math.max(0, last - window + 1) : 0;
         const att = new Float64Array(qDim);
         const scores = new Float64Array(last + 1);
         for (let hh = 0; hh < numHeads; hh++) {
           const kvh = Math.floor(hh / group);
           const qo = hh * headDim;
           let max = -Infinity;
-          for (let j = 0; j <= last; j++) {
+          for (let j = first; j <= last; j++) {
             const ko = j * kvDim + kvh * headDim;
             let dot = 0;
             for (let d = 0; d < headDim; d++) dot += q[qo + d] * K[ko + d];
@@ -425,11 +453,11 @@ export class ReferenceModel {
             if (scores[j] > max) max = scores[j];
           }
           let sum = 0;
-          for (let j = 0; j <= last; j++) {
+          for (let j = first; j <= last; j++) {
             scores[j] = Math.exp(scores[j] - max);
             sum += scores[j];
           }
-          for (let j = 0; j <= last; j++) {
+          for (let j = first; j <= last; j++) {
             const p = scores[j] / sum;
             const vo = j * kvDim + kvh * headDim;
             for (let d = 0; d < headDim; d++) att[qo + d] += p * Vc[vo + d];

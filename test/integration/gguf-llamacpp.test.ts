@@ -26,12 +26,12 @@ import { after, before, test } from 'node:test';
 import { getLlama, type Llama } from 'node-llama-cpp';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import type { GenerationEvent } from '../../main/engine/generate/types.ts';
+import { agreement, GREEDY, llamaCppGreedy, PROMPTS, ropewalkGreedy, teacherForcedDistances } from '../helpers/llamacpp-oracle.ts';
 import { resolveModel } from '../../main/engine/model/bundle.ts';
 import { TextTokenizer } from '../../main/engine/tokenizer/tokenizer.ts';
 import { GGUF_DIR, STORIES_GGUF } from '../helpers/paths.ts';
 import { qwen3TokenizerMetadata, randomWeights, writeModelGguf } from '../helpers/synthetic-gguf.ts';
 
-const GREEDY = { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1 };
 const N = 200;
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-llamacpp-'));
 let llama: Llama;
@@ -43,65 +43,6 @@ after(async () => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
-/** The ten prompts (fixed before the agreement was measured on them). */
-const PROMPTS = [
-  'Once upon a time', 'Lily and Tom went to the park', 'The little dog was sad', 'One day, a girl named Sue',
-  'Tim had a big red ball', 'There was a cat who liked to', 'Mom said', 'The sun was shining and',
-  'Ben wanted to fly', 'A bird sat on a tree',
-];
-
-/**
- * llama.cpp's greedy tokens after each of `prompts` (token ids), with a float32 KV cache and
- * flash attention off (see the file's comment). One thread: llama.cpp's spinning threads crawl
- * on a loaded 2-core machine.
- */
-async function llamaCppGreedy(file: string, prompts: number[][], n: number): Promise<number[][]> {
-  const model = await llama.loadModel({ modelPath: file });
-  try {
-    const all: number[][] = [];
-    for (const prompt of prompts) {
-      const ctx = await model.createContext({
-        contextSize: 512, threads: 1, flashAttention: false, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32',
-      });
-      const out: number[] = [];
-      for await (const t of ctx.getSequence().evaluate(prompt as never, { temperature: 0 })) {
-        out.push(t as number);
-        if (out.length >= n) break;
-      }
-      await ctx.dispose();
-      all.push(out);
-    }
-    return all;
-  } finally {
-    await model.dispose();
-  }
-}
-
-/** Ropewalk's greedy answers to `prompts` from one load of `file`. */
-async function ropewalkGreedy(file: string, prompts: string[], n: number) {
-  const engine = await Engine.load(file, { cacheDir: path.join(tmp, 'cache') });
-  try {
-    const all: Extract<GenerationEvent, { type: 'done' }>[] = [];
-    for (const prompt of prompts) {
-      let done: Extract<GenerationEvent, { type: 'done' }> | null = null;
-      for await (const ev of engine.generate({ prompt, maxTokens: n, sampler: GREEDY, ignoreEos: true })) {
-        if (ev.type === 'done') done = ev;
-      }
-      assert.ok(done && done.tokens.length === n, `generation ended early: ${JSON.stringify(done)}`);
-      all.push(done);
-    }
-    return all;
-  } finally {
-    await engine.dispose();
-  }
-}
-
-/** Tokens until the first difference (n when none). */
-function agreement(ours: number[], theirs: number[], n: number): number {
-  const firstDiff = ours.findIndex((tok, i) => tok !== theirs[i]);
-  return firstDiff === -1 ? n : firstDiff;
-}
-
 for (const [name, file, meanAtLeast] of [
   ['F32', STORIES_GGUF, 190],
   ['Q8_0', path.join(GGUF_DIR, 'stories260K-q8_0.gguf'), 150],
@@ -109,8 +50,8 @@ for (const [name, file, meanAtLeast] of [
   ['Q5_1', path.join(GGUF_DIR, 'stories260K-q5_1.gguf'), 20],
 ] as const) {
   test(`stories260K ${name}: same prompt ids as llama.cpp, greedy agreement over ${PROMPTS.length} prompts ≥ ${meanAtLeast} tokens on average`, async (t) => {
-    const ours = await ropewalkGreedy(file, PROMPTS, N);
-    const theirs = await llamaCppGreedy(file, ours.map((d) => d.promptTokens), N);
+    const ours = await ropewalkGreedy(file, PROMPTS, N, path.join(tmp, 'cache'));
+    const theirs = await llamaCppGreedy(llama, file, ours.map((d) => d.promptTokens), N);
     const model = await llama.loadModel({ modelPath: file, vocabOnly: true });
     PROMPTS.forEach((p, i) => assert.deepEqual(ours[i].promptTokens, [model.tokens.bos, ...model.tokenize(p)], p));
     await model.dispose();
@@ -121,39 +62,11 @@ for (const [name, file, meanAtLeast] of [
   });
 }
 
-/** max over llama.cpp's next 7 most likely tokens of |(ours[t] − ours[top]) − (log p_t − log p_top)|. */
-function logProbDistance(logits: Float32Array, probs: [number, number][]): number {
-  const [top, pTop] = probs[0];
-  return probs.slice(1, 8).reduce((d, [tok, p]) => Math.max(d, Math.abs(logits[tok] - logits[top] - (Math.log(p) - Math.log(pTop)))), 0);
-}
-
 test('Q8_0, Q4_0 and Q5_1 compute llama.cpp\'s int8 activations: teacher-forced along its 16 greedy tokens, log-probabilities match to 1e-4 at most steps', async (t) => {
   const STEPS = 16;
   for (const kind of ['q8_0', 'q4_0', 'q5_1']) {
     const file = path.join(GGUF_DIR, `stories260K-${kind}.gguf`);
-    const model = await llama.loadModel({ modelPath: file });
-    const ctx = await model.createContext({
-      contextSize: 512, threads: 1, flashAttention: false, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32',
-    });
-    const prompt = [model.tokens.bos as number, ...(model.tokenize('Once upon a time') as number[])];
-    const steps: { token: number; probs: [number, number][] }[] = [];
-    for await (const out of ctx.getSequence().evaluateWithMetadata(prompt as never, { probabilities: true }, { temperature: 0 })) {
-      steps.push({ token: out.token as number, probs: [...out.probabilities.entries()].slice(0, 8) as [number, number][] });
-      if (steps.length >= STEPS) break;
-    }
-    await ctx.dispose();
-    await model.dispose();
-    const engine = await Engine.load(file, { cacheDir: path.join(tmp, 'cache') });
-    const distances: number[] = [];
-    try {
-      let logits = await engine.prefill(prompt);
-      for (const step of steps) {
-        distances.push(logProbDistance(logits, step.probs));
-        logits = await engine.decodeStep(step.token);
-      }
-    } finally {
-      await engine.dispose();
-    }
+    const distances = await teacherForcedDistances(llama, file, 'Once upon a time', STEPS, path.join(tmp, 'cache'));
     const close = distances.filter((d) => d < 1e-4).length;
     t.diagnostic(`${kind}: ${close} of ${STEPS} steps within 1e-4; distances ${distances.map((d) => d.toExponential(1)).join(' ')}`);
     // A step further off is a near tie in one int8 rounding (float32 summation orders differ);
@@ -184,7 +97,7 @@ test('a Qwen3 GGUF (half RoPE layout, q/k norms, tied embedding) agrees with lla
     let done: Extract<GenerationEvent, { type: 'done' }> | null = null;
     for await (const ev of engine.generate({ prompt: 'The quick brown fox', maxTokens: 16, sampler: GREEDY, ignoreEos: true })) if (ev.type === 'done') done = ev;
     await engine.dispose();
-    const [theirs] = await llamaCppGreedy(file, [done!.promptTokens], 16);
+    const [theirs] = await llamaCppGreedy(llama, file, [done!.promptTokens], 16);
     const agree = agreement(done!.tokens, theirs, 16);
     t.diagnostic(`Qwen3 ${type}: agrees with llama.cpp for ${agree} of 16 tokens`);
     // Q8_0: llama.cpp quantizes activations to 8 bits in its dot products, and random weights

@@ -17,6 +17,7 @@ import type { QuantizedTensor } from '../../main/engine/model/manifest.ts';
 import { matMulNBitsGraph } from '../../main/engine/model/decoder-graph.ts';
 import { writeExternalData } from '../../main/engine/model/onnx-builder.ts';
 import { GGUF_DIR } from '../helpers/paths.ts';
+import { LOWBIT_BLOCKS, LOWBIT_BLOCKS_F32, LOWBIT_TYPES } from '../fixtures/make-lowbit-blocks.ts';
 import { floatToHalf } from '../helpers/gguf-writer.ts';
 import { halfToFloat } from '../../main/engine/model/gguf/quants.ts';
 
@@ -64,6 +65,26 @@ test('GGUF blocks through MatMulNBits: Q8_0, Q4_0, Q5_0, Q6_K, Q5_1, Q5_K, Q4_1,
     }
   } finally {
     await g.close();
+  }
+});
+
+test('low-bit GGUF blocks through MatMulNBits: Q2_K, Q3_K (4-bit, block 16), IQ4_NL, IQ4_XS, MXFP4 (8-bit, block 32) exact against llama.cpp', async (t) => {
+  const q = await openGguf(LOWBIT_BLOCKS);
+  const ref = await openGguf(LOWBIT_BLOCKS_F32);
+  try {
+    for (const name of Object.keys(LOWBIT_TYPES)) {
+      const info = q.tensors.get(`blocks.${name}.weight`)!;
+      const w = quantizedFromGguf(q.typeOf(info), await q.readRaw(info), info.shape);
+      assert.ok(w, `${name} maps to MatMulNBits`);
+      const want = await ref.readFloat32(ref.tensors.get(`blocks.${name}.weight`)!);
+      const got = await kernelDequant(w);
+      const maxErr = want.reduce((a, r, i) => Math.max(a, Math.abs(got[i] - r)), 0);
+      t.diagnostic(`${name}: ${w.bits}-bit block ${w.blockSize}${w.blockOffsets ? ' + block offsets' : ''}, max |error| ${maxErr.toExponential(2)}`);
+      assert.equal(maxErr, 0, `${name} is exact`);
+    }
+  } finally {
+    await q.close();
+    await ref.close();
   }
 });
 

@@ -14,6 +14,9 @@
  * written) under MatMul; a float16 target (CUDA) stores float weights and runs activations and
  * the KV cache in float16, casting the RoPE rows in and the logits out.
  *
+ * Sliding-window layers (`config.slidingWindow`, Mistral) set GroupQueryAttention's
+ * `local_window_size` (`localWindow`); the KV cache layout is the same.
+ *
  * Per layer (Touvron et al. 2023, "LLaMA"; Qwen2/3 add q/k/v bias and per-head q/k RMSNorm):
  *   h = RMSNorm(x); q,k,v = h·Wqᵀ, h·Wkᵀ, h·Wvᵀ (+b); [Qwen3] q,k = RMSNorm_head(q,k)
  *   q,k = RoPE(q,k) on the first R dims of each head, in the model's pair layout
@@ -159,7 +162,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
       'GroupQueryAttention',
       [q, k, v, pk, pv, seqlensK, totalSeqLen],
       [g.tmp('attn'), io.presentKey(i), io.presentValue(i)],
-      { num_heads: Hq, kv_num_heads: Hkv, scale: { float: 1 / Math.sqrt(hd) }, do_rotary: 0 },
+      { num_heads: Hq, kv_num_heads: Hkv, scale: { float: 1 / Math.sqrt(hd) }, do_rotary: 0, ...localWindow(c, i) },
       'com.microsoft',
     );
     g.output(io.presentKey(i), F, [1, Hkv, 'C', hd]);
@@ -239,5 +242,19 @@ export function matMulNBitsGraph(w: QuantizedWeight, accuracyLevel = ACCURACY_LE
   g.node('Identity', [new QuantizedMatMul(g, accuracyLevel).apply('x', 'w', w)], ['y']);
   g.output('y', DataType.FLOAT, ['M', w.shape[0]]);
   return g.build('matmulnbits', { '': 18, 'com.microsoft': 1 }, 'MatMulNBits probe');
+}
+
+/**
+ * GroupQueryAttention's `local_window_size` for layer `i` of a sliding-window model: W itself,
+ * the keys a query sees including its own (measured on ONNX Runtime 1.30's CPU kernel against the
+ * reference's window mask, test/integration/sliding-window.test.ts: W − 1 is off by one key from
+ * position W on); none for a full-attention layer. @throws ModelLoadError for a window under 2
+ * (never tested on the kernel; no real model has one).
+ */
+export function localWindow(c: ModelConfig, i: number): { local_window_size?: number } {
+  const w = c.slidingWindow?.[i] ?? 0;
+  if (w === 0) return {};
+  if (!Number.isInteger(w) || w < 2) throw new ModelLoadError(`layer ${i}'s sliding window ${w} is not supported: a window must hold at least 2 tokens`);
+  return { local_window_size: w };
 }
 

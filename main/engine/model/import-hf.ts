@@ -19,11 +19,12 @@
  * never held while the weights are written, and the engine gets that one parse instead of
  * reading the bundle's copy again.
  *
- * Deliberately ignored: `sliding_window` / `use_sliding_window` / `max_window_layers` (attention
- * is always full causal, which equals sliding-window attention only up to the window length:
- * Mistral v0.1 beyond 4,096 tokens will differ from the reference), yarn's DeepSeek-only
- * `mscale` fields, and tensors the graph does not use (`rotary_emb.inv_freq`, a duplicate
- * `lm_head.weight` in a tied checkpoint).
+ * Sliding window (`parseSlidingWindow`): `sliding_window` with, as transformers reads them,
+ * `use_sliding_window` / `max_window_layers` (Qwen2, Qwen3) or `layer_types`, becomes
+ * `ModelConfig.slidingWindow` per layer; one that cannot be mapped is refused, never dropped.
+ * Deliberately ignored: yarn's DeepSeek-only `mscale` fields, a `sliding_window` in a `llama`
+ * config (LlamaConfig has none; transformers ignores it too), and tensors the graph does not use
+ * (`rotary_emb.inv_freq`, a duplicate `lm_head.weight` in a tied checkpoint).
  */
 import { constants } from 'node:fs';
 import { access, readdir, readFile } from 'node:fs/promises';
@@ -88,6 +89,8 @@ const ConfigSchema = z.object({
   rope_theta: positive, partial_rotary_factor: fraction, rope_scaling: RopeSchema.nullish(), rope_parameters: RopeSchema.nullish(),
   max_position_embeddings: posInt.optional(),
   bos_token_id: tokenId.nullish(), eos_token_id: z.union([tokenId, z.array(tokenId)]).nullish(),
+  sliding_window: z.number().int().nullish(), use_sliding_window: z.boolean().nullish(),
+  max_window_layers: z.number().int().nonnegative().nullish(), layer_types: z.array(z.string()).nullish(),
 });
 type HfConfig = z.infer<typeof ConfigSchema>;
 
@@ -146,6 +149,8 @@ export function parseHfConfig(json: unknown, file: string): ModelConfig {
     rope: parseRope(c, headDim, trainedContext, fail),
     trainedContext,
   };
+  const slidingWindow = parseSlidingWindow(c, fail);
+  if (slidingWindow) config.slidingWindow = slidingWindow;
   let total = 0;
   for (const [name, shape] of expectedWeights(config)) {
     const n = shape.reduce((a, b) => a * b, 1);
@@ -159,6 +164,36 @@ export function parseHfConfig(json: unknown, file: string): ModelConfig {
 }
 
 /** RoPE from `rope_parameters` (transformers ≥ 5) merged over `rope_scaling`, then top-level fields. */
+/**
+ * The per-layer window (`ModelConfig.slidingWindow`), as transformers decides it: Mistral's
+ * `sliding_window` (null: none) windows every layer; Qwen2/Qwen3 window only with
+ * `use_sliding_window`, and then the layers from `max_window_layers` on (`Qwen2Config`:
+ * "sliding_attention" if i ≥ max_window_layers); an explicit `layer_types` ("sliding_attention" /
+ * "full_attention" per layer) decides over both. Llama: none. null when no layer is windowed.
+ * @throws (via `fail`) for a window under 2, a `layer_types` of the wrong length or with another
+ *   kind of layer, or sliding layers without a window.
+ */
+function parseSlidingWindow(c: HfConfig, fail: (m: string) => never): number[] | null {
+  if (c.model_type === 'llama') return null;
+  const qwen = c.model_type === 'qwen2' || c.model_type === 'qwen3';
+  const window = qwen && !c.use_sliding_window ? null : (c.sliding_window ?? null);
+  const n = c.num_hidden_layers;
+  let sliding: boolean[];
+  if (c.layer_types) {
+    if (c.layer_types.length !== n) fail(`layer_types has ${c.layer_types.length} entries for ${n} layers`);
+    const other = c.layer_types.find((t) => t !== 'sliding_attention' && t !== 'full_attention');
+    if (other !== undefined) fail(`layer_types ${JSON.stringify(other)} is not supported; supported: sliding_attention, full_attention`);
+    sliding = c.layer_types.map((t) => t === 'sliding_attention');
+    if (window === null && sliding.some(Boolean)) fail('layer_types names sliding_attention layers but the config has no sliding_window');
+  } else {
+    const from = qwen ? (c.max_window_layers ?? 0) : 0;
+    sliding = Array.from({ length: n }, (_, i) => window !== null && i >= from);
+  }
+  if (window === null || !sliding.some(Boolean)) return null;
+  if (window < 2) fail(`sliding_window ${window} is not supported: a window must hold at least 2 tokens`);
+  return sliding.map((s) => (s ? window : 0));
+}
+
 function parseRope(c: HfConfig, headDim: number, trainedContext: number, fail: (m: string) => never): RopeConfig {
   const rp = c.rope_scaling || c.rope_parameters ? { ...c.rope_scaling, ...c.rope_parameters } : undefined;
   const theta = c.rope_theta ?? rp?.rope_theta ?? 10000;

@@ -70,6 +70,14 @@ export interface ModelConfig {
   rope: RopeConfig;
   /** Context length the model was trained with (`max_position_embeddings` / llama2.c seq_len). */
   trainedContext: number;
+  /**
+   * Sliding-window attention, per layer [numLayers]: W > 0 lets a query at position i see the
+   * keys at positions i − W + 1 … i (W tokens, itself included: transformers' `sliding_window`
+   * mask kv > q − W; llama.cpp's `n_swa`, masked when q − kv ≥ W); 0 = full causal attention.
+   * Positions are those of the tokens in the KV cache (after a context shift, its slots).
+   * Absent: every layer full (llama2.c, Llama, and models without a window).
+   */
+  slidingWindow?: number[];
 }
 
 export interface SpecialTokens {

@@ -9,6 +9,8 @@
  * manifest says `interleaved` for `llama` and `half` for qwen: no permutation is needed.
  * Llama 3.1 files carry their llama3 RoPE scaling as `rope_freqs.weight`, per-pair divisors of
  * the inverse frequencies: they become `config.rope.frequencyFactors`.
+ * `{arch}.attention.sliding_window` (llama.cpp's n_swa; 0 = none) windows every layer
+ * (`config.slidingWindow`); a per-layer pattern key is refused.
  *
  * Weights: linear weights of types that `quantized-weights.ts` maps to MatMulNBits stay
  * quantized when `opts.quantized` is on (the default); everything else is dequantized to float32
@@ -111,11 +113,21 @@ export function ggufConfig(g: GgufFile): ModelConfig {
       };
     } else fail(`unsupported GGUF rope.scaling.type ${JSON.stringify(scalingType)}; supported: none, linear, yarn`);
   }
+  const numLayers = int('block_count', HF_LIMITS.numLayers);
+  // Sliding window (llama.cpp's n_swa: a query sees the W tokens up to itself), on every layer:
+  // a per-layer pattern (`sliding_window_pattern`, Gemma's and gpt-oss's way) is refused rather
+  // than guessed.
+  // 0 is llama.cpp's "no window".
+  const window = Number(meta[`${arch}.attention.sliding_window`] ?? 0) === 0 ? undefined : meta[`${arch}.attention.sliding_window`];
+  const pattern = Object.keys(meta).find((k) => k.startsWith(`${arch}.attention.sliding_window_`));
+  if (window !== undefined && pattern) fail(`GGUF metadata ${pattern} (a per-layer sliding-window pattern) is not supported`);
+  const slidingWindow = window === undefined ? undefined : Array<number>(numLayers).fill(int('attention.sliding_window', HF_LIMITS.maxPositionEmbeddings));
+  if (slidingWindow && slidingWindow[0] < 2) fail(`GGUF metadata ${arch}.attention.sliding_window = 1 is not supported: a window must hold at least 2 tokens`);
   return {
     architecture: arch as Architecture,
     hiddenSize,
     intermediateSize: int('feed_forward_length', HF_LIMITS.intermediateSize),
-    numLayers: int('block_count', HF_LIMITS.numLayers),
+    numLayers,
     numHeads,
     numKvHeads,
     headDim,
@@ -126,6 +138,7 @@ export function ggufConfig(g: GgufFile): ModelConfig {
     qkNorm: g.tensors.has('blk.0.attn_q_norm.weight'),
     rope,
     trainedContext,
+    ...(slidingWindow ? { slidingWindow } : {}),
   };
 }
 

@@ -12,13 +12,22 @@
  *     (only the summation order differs). Not a float zero point −b/d: ONNX Runtime 1.30's CPU
  *     kernel takes those only for 4 bits and then computes in float32 at any accuracy level,
  *     40× slower than with integer zero points ([1, 1024] × [1024, 3072], 1 thread: 9.6 vs 0.23 ms).
+ *   Q3_K → 4-bit, block 16: q = 3-bit value (low 2 bits | 3rd bit · 4), scale d·(sc − 32), zp 4   exact
+ *   Q2_K → 4-bit, block 16: q = 2-bit value, scale d·sc, offset −dmin·mn (block offsets, as Q4_K)  exact
+ *   IQ4_NL, IQ4_XS, MXFP4 → 8-bit, block 32: q = level + 128, zp 128, scale d (IQ4_NL), d·(sc − 32)
+ *     (IQ4_XS), 2^(e − 128) (MXFP4)                                                                exact
+ *     Their 16 levels are integers (IQ4: −127…113; MXFP4: E2M1 doubled, −12…12) but not evenly
+ *     spaced, and MatMulNBits has no lookup table: as 4-bit blocks they would need a dequantizing
+ *     Gather to float32 in the graph (the whole weight per step). 8-bit blocks hold every level
+ *     exactly and run on the int8 kernel, at twice the 4-bit size (9 bits per weight with the
+ *     float32 scale, against the file's 4.25–4.5).
  * Other types (F32/F16/BF16) are not mapped: the importer dequantizes them to float32.
  *
  * Activations (`halfActivationScales`): llama.cpp's CPU dot products quantize the activations
  * too, so a quantized file's logits there differ from its exact dequantization; MatMulNBits'
  * `accuracy_level` 4 does the same, per block of the weight's block size, with float32 scales.
  */
-import { GGML, halfToFloat, type GgmlType } from './quants.ts';
+import { forEachK16, forEachLevel32, GGML, halfToFloat, type GgmlType } from './quants.ts';
 import {
   isQuantized,
   weightChunks,
@@ -45,9 +54,9 @@ export const ACCURACY_LEVEL = 4;
  * is ~30× slower for 8-bit blocks on ONNX Runtime 1.30's CPU kernel ([1, 1024] × [1024, 3072]: 87
  * vs 2.9 ms) and 1.6× slower for 4-bit (Qwen3-0.6B's 28-layer decode step: 71 vs 43.5 ms).
  * Half scales where llama.cpp's activation blocks are 32 wide with an fp16 scale (its `vec_dot_type`):
- *   Q8_0, Q5_0, Q4_0 (`block_q8_0`), Q5_1, Q4_1 (`block_q8_1`).
- *   Q6_K, Q5_K, Q4_K (`block_q8_K`: one float32 scale per 256) and rtn (no llama.cpp counterpart): the
- *   kernel's float32 scale per block.
+ *   Q8_0, Q5_0, Q4_0, IQ4_NL, MXFP4 (`block_q8_0`), Q5_1, Q4_1 (`block_q8_1`).
+ *   Q6_K, Q5_K, Q4_K, Q3_K, Q2_K, IQ4_XS (`block_q8_K`: one float32 scale per 256) and rtn (no
+ *   llama.cpp counterpart): the kernel's float32 scale per block.
  * Block offsets (Q4_1, Q5_1) multiply llama.cpp's `block_q8_1` sums s = fp16(d · Σq) of the int8
  * activations, built in the graph (Q4_K, Q5_K: float32 sums of x; llama.cpp's Q8_K `bsums` are per
  * 16 under one float32 scale per 256, which MatMulNBits' per-block scales cannot express).
@@ -62,7 +71,7 @@ export const ACCURACY_LEVEL = 4;
 export function halfActivationScales(w: Pick<QuantizedWeight, 'blockSize' | 'format'>): boolean {
   return w.blockSize === 32 && HALF_SCALE_FORMATS.has(w.format);
 }
-const HALF_SCALE_FORMATS = new Set(['Q8_0', 'Q5_0', 'Q5_1', 'Q4_0', 'Q4_1']);
+const HALF_SCALE_FORMATS = new Set(['Q8_0', 'Q5_0', 'Q5_1', 'Q4_0', 'Q4_1', 'IQ4_NL', 'MXFP4']);
 
 /** Canonical names of the weights that go through MatMul (Linear layers and the classifier). */
 export function isLinearWeight(name: string): boolean {
@@ -213,6 +222,33 @@ export function quantizedFromGguf(type: GgmlType, raw: Uint8Array, shape: number
         }
       }
       return w.build(8, 'Q6_K', 32);
+    }
+    case GGML.Q2_K:
+    case GGML.Q3_K: {
+      const q2 = type.id === GGML.Q2_K;
+      const w = new BlockWriter(n, k, 16);
+      for (let sb = 0; sb < blocks; sb++) {
+        forEachK16(type.id, raw, v, sb * type.blockBytes, (e, scale, min, q) => {
+          const i = sb * 256 + e;
+          w.q[i] = q2 ? q : q + 4;
+          if (q2) w.withOffset(i >> 4, scale, -min);
+          else w.scales[i >> 4] = scale;
+        });
+      }
+      return w.build(4, type.name, q2 ? 0 : 4);
+    }
+    case GGML.IQ4_NL:
+    case GGML.IQ4_XS:
+    case GGML.MXFP4: {
+      const w = new BlockWriter(n, k, 32);
+      for (let b = 0; b < blocks; b++) {
+        forEachLevel32(type.id, raw, v, b * type.blockBytes, (e, scale, level) => {
+          const i = b * type.blockSize + e;
+          w.q[i] = level + 128;
+          w.scales[i >> 5] = scale;
+        });
+      }
+      return w.build(8, type.name, 128);
     }
     default:
       return null;

@@ -19,12 +19,37 @@
  *   Q5_K 256: as Q4_K plus qh[32] (5th bits) before q[128]
  *   Q6_K 256: ql[128], qh[64], int8 scales[16], d (last); 16 sub-blocks of 16:
  *             y = (d·sc)·(q − 32)
+ *   Q2_K 256: scales[16] (low nibble scale, high nibble min), q[64] (2 bits, 4 per byte), d, dmin;
+ *             16 sub-blocks of 16: y = (d·sc)·q − (dmin·mn)
+ *   Q3_K 256: hmask[32] (3rd bits), q[64] (low 2 bits), scales[12] (16 × 6-bit, packed), d;
+ *             16 sub-blocks of 16: y = (d·(sc − 32))·(q − 4·!hbit)
+ *   IQ4_NL 32: d, q[16] nibbles indexing KVALUES_IQ4NL     y = d·kv[q]
+ *   IQ4_XS 256: d, scales_h uint16 (high 2 bits), scales_l[4] (low 4 bits), q[128]; 8 sub-blocks
+ *             of 32: y = (d·(sc − 32))·kv[q]
+ *   MXFP4 32: e (E8M0 exponent), q[16] nibbles indexing KVALUES_MXFP4 (E2M1 values doubled);
+ *             y = kv[q]·2^(e − 128) (ggml `GGML_E8M0_TO_FP32_HALF`: the halved scale undoes the doubling)
+ * The sub-block order of Q2_K and Q3_K: per 128 elements, 32 bytes of q hold 4 shifts (0, 2, 4,
+ * 6 bits) × 32 elements, each 32 split in two sub-blocks of 16 (ggml `dequantize_row_q2_K`/`q3_K`).
  */
 
 /** Type ids as GGUF stores them (ggml.h `enum ggml_type`). */
 export const GGML = {
-  F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q5_0: 6, Q5_1: 7, Q8_0: 8, Q4_K: 12, Q5_K: 13, Q6_K: 14, BF16: 30,
+  F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q5_0: 6, Q5_1: 7, Q8_0: 8, Q2_K: 10, Q3_K: 11, Q4_K: 12, Q5_K: 13, Q6_K: 14,
+  IQ4_NL: 20, IQ4_XS: 23, BF16: 30, MXFP4: 39,
 } as const;
+
+/** IQ4_NL / IQ4_XS's 16 non-linear levels (ggml-common.h `kvalues_iq4nl`): integers, times the block's scale. */
+export const KVALUES_IQ4NL = Int8Array.from([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113]);
+/** MXFP4's E2M1 values (0, 0.5, 1, 1.5, 2, 3, 4, 6 and negatives) doubled to integers (ggml-common.h `kvalues_mxfp4`). */
+export const KVALUES_MXFP4 = Int8Array.from([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12]);
+
+/**
+ * An E8M0 exponent byte as float32 2^(e − 128), half the OCP scale 2^(e − 127) (ggml
+ * `GGML_E8M0_TO_FP32_HALF`: e < 2 gives the subnormals 2^-128, 2^-127; e = 255 gives 2^127, not NaN).
+ */
+export function e8m0Half(e: number): number {
+  return 2 ** ((e & 255) - 128);
+}
 
 /** One supported tensor type. */
 export interface GgmlType {
@@ -49,14 +74,19 @@ const TYPES: GgmlType[] = [
   { id: GGML.Q4_K, name: 'Q4_K', blockSize: QK_K, blockBytes: 144 },
   { id: GGML.Q5_K, name: 'Q5_K', blockSize: QK_K, blockBytes: 176 },
   { id: GGML.Q6_K, name: 'Q6_K', blockSize: QK_K, blockBytes: 210 },
+  { id: GGML.Q2_K, name: 'Q2_K', blockSize: QK_K, blockBytes: 84 },
+  { id: GGML.Q3_K, name: 'Q3_K', blockSize: QK_K, blockBytes: 110 },
+  { id: GGML.IQ4_NL, name: 'IQ4_NL', blockSize: 32, blockBytes: 18 },
+  { id: GGML.IQ4_XS, name: 'IQ4_XS', blockSize: QK_K, blockBytes: 136 },
+  { id: GGML.MXFP4, name: 'MXFP4', blockSize: 32, blockBytes: 17 },
 ];
 const BY_ID = new Map(TYPES.map((t) => [t.id, t]));
 
 /** Names of ggml types this file does not dequantize, for error messages. */
 const OTHER_NAMES: Record<number, string> = {
-  9: 'Q8_1', 10: 'Q2_K', 11: 'Q3_K', 15: 'Q8_K', 16: 'IQ2_XXS', 17: 'IQ2_XS', 18: 'IQ3_XXS', 19: 'IQ1_S', 20: 'IQ4_NL',
-  21: 'IQ3_S', 22: 'IQ2_S', 23: 'IQ4_XS', 24: 'I8', 25: 'I16', 26: 'I32', 27: 'I64', 28: 'F64', 29: 'IQ1_M', 34: 'TQ1_0',
-  35: 'TQ2_0', 39: 'MXFP4',
+  9: 'Q8_1', 15: 'Q8_K', 16: 'IQ2_XXS', 17: 'IQ2_XS', 18: 'IQ3_XXS', 19: 'IQ1_S',
+  21: 'IQ3_S', 22: 'IQ2_S', 24: 'I8', 25: 'I16', 26: 'I32', 27: 'I64', 28: 'F64', 29: 'IQ1_M', 34: 'TQ1_0',
+  35: 'TQ2_0',
 };
 
 /** The supported type with this id, or undefined. */
@@ -254,10 +284,101 @@ export function dequantize(type: GgmlType, bytes: Uint8Array, n: number): Float3
         }
       }
       break;
+    case GGML.Q2_K:
+    case GGML.Q3_K:
+      for (let b = 0; b < blocks; b++) {
+        const o = b * type.blockBytes;
+        forEachK16(type.id, bytes, v, o, (e, scale, min, q) => {
+          y[b * QK_K + e] = f32(scale * q) - min;
+        });
+      }
+      break;
+    case GGML.IQ4_NL:
+    case GGML.MXFP4:
+    case GGML.IQ4_XS:
+      for (let b = 0; b < blocks; b++) {
+        forEachLevel32(type.id, bytes, v, b * type.blockBytes, (e, scale, level) => {
+          y[b * type.blockSize + e] = scale * level;
+        });
+      }
+      break;
     default:
       throw new RangeError(`no dequantization for ${type.name}`);
   }
   return y;
+}
+
+/**
+ * The 16 sub-blocks of 16 of one Q2_K or Q3_K super-block at byte `o`, element by element:
+ * `visit(e, scale, min, q)` with e the element's index in the super-block (0..255), scale and min
+ * float32 (min 0 for Q3_K), q the integer value (Q2_K: 0..3; Q3_K: −4..3) so that y = f32(scale·q) − min.
+ * Shared by the dequantization and the MatMulNBits mapping, which need the same unpacking.
+ */
+export function forEachK16(
+  typeId: number,
+  bytes: Uint8Array,
+  v: DataView,
+  o: number,
+  visit: (e: number, scale: number, min: number, q: number) => void,
+): void {
+  const q2 = typeId === GGML.Q2_K;
+  const d = halfTable[v.getUint16(o + (q2 ? 80 : 108), true)];
+  const dmin = q2 ? halfTable[v.getUint16(o + 82, true)] : 0;
+  const qs = o + (q2 ? 16 : 32);
+  for (let n = 0; n < 2; n++) {
+    for (let j = 0; j < 4; j++) {
+      const shift = 2 * j;
+      for (let h = 0; h < 2; h++) {
+        const is = 8 * n + 2 * j + h;
+        let scale: number;
+        let min = 0;
+        if (q2) {
+          const sc = bytes[o + is];
+          scale = f32(d * (sc & 15));
+          min = f32(dmin * (sc >> 4));
+        } else {
+          scale = f32(d * (q3Scale(bytes, o + 96, is) - 32));
+        }
+        for (let l = 16 * h; l < 16 * h + 16; l++) {
+          let q = (bytes[qs + 32 * n + l] >> shift) & 3;
+          if (!q2 && !((bytes[o + l] >> (4 * n + j)) & 1)) q -= 4;
+          visit(128 * n + 32 * j + l, scale, min, q);
+        }
+      }
+    }
+  }
+}
+
+/** Q3_K sub-block `is`'s 6-bit scale from the 12 packed bytes at `o`: low 4 bits in bytes 0..7, high 2 in bytes 8..11. */
+function q3Scale(b: Uint8Array, o: number, is: number): number {
+  const lo = is < 8 ? b[o + is] & 15 : b[o + is - 8] >> 4;
+  const hi = (b[o + 8 + (is & 3)] >> (2 * (is >> 2))) & 3;
+  return lo | (hi << 4);
+}
+
+/**
+ * One IQ4_NL / MXFP4 block of 32 or IQ4_XS super-block of 256 at byte `o`, element by element:
+ * `visit(e, scale, level)` with e the element's index in the block, scale float32 and level the
+ * table's integer, so that y = scale·level (exact in float32: level has at most 7 significant bits).
+ * Shared by the dequantization and the MatMulNBits mapping.
+ */
+export function forEachLevel32(typeId: number, bytes: Uint8Array, v: DataView, o: number, visit: (e: number, scale: number, level: number) => void): void {
+  const subBlock = (e0: number, scale: number, qs: number, table: Int8Array) => {
+    for (let j = 0; j < 16; j++) {
+      visit(e0 + j, scale, table[bytes[qs + j] & 15]);
+      visit(e0 + j + 16, scale, table[bytes[qs + j] >> 4]);
+    }
+  };
+  if (typeId === GGML.IQ4_NL) subBlock(0, halfTable[v.getUint16(o, true)], o + 2, KVALUES_IQ4NL);
+  else if (typeId === GGML.MXFP4) subBlock(0, e8m0Half(bytes[o]), o + 1, KVALUES_MXFP4);
+  else {
+    const d = halfTable[v.getUint16(o, true)];
+    const high = v.getUint16(o + 2, true);
+    for (let ib = 0; ib < 8; ib++) {
+      const ls = ((bytes[o + 4 + (ib >> 1)] >> (4 * (ib & 1))) & 15) | (((high >> (2 * ib)) & 3) << 4);
+      subBlock(32 * ib, f32(d * (ls - 32)), o + 8 + 16 * ib, KVALUES_IQ4NL);
+    }
+  }
 }
 
 /** Q4_K/Q5_K sub-block j's 6-bit scale and min from the 12 packed bytes at `o` (ggml `get_scale_min_k4`). */
