@@ -120,6 +120,8 @@ const STATS: GenerationStats = {
   backend: 'js',
   promptTokens: 5,
   generatedTokens: 3,
+  reasoningTokens: 0,
+  reasoningMs: 0,
   reusedTokens: 0,
   prefilledTokens: 5,
   ttftMs: 12,
@@ -133,7 +135,7 @@ const STATS: GenerationStats = {
   kv: { capacity: 16, growths: 1, bytes: 1 },
 };
 const done = (reason: DoneEvent['reason'], text: string, error?: DoneEvent['error']): { done: DoneEvent } => ({
-  done: { type: 'done', reason, text, promptTokens: [1], tokens: [2, 3, 4], stats: STATS, ...(error ? { error } : {}) },
+  done: { type: 'done', reason, text, reasoning: '', promptTokens: [1], tokens: [2, 3, 4], stats: STATS, ...(error ? { error } : {}) },
 });
 
 test('finalState: complete, cancelled, engine error, thrown failure', () => {
