@@ -42,6 +42,8 @@ const answerStatsSchema = z
     finishReason: z.enum(['stop', 'length', 'context-full', 'cancelled', 'error']),
     promptTokens: count,
     generatedTokens: count,
+    reasoningTokens: count.optional(),
+    reasoningMs: rate.optional(),
     reusedTokens: count,
     ttftMs: rate,
     prefillTokensPerSec: rate,
@@ -141,6 +143,7 @@ export const requestSchemas = {
             .object({
               role: z.enum(['system', 'user', 'assistant']),
               content: text,
+              reasoning: text.optional(),
               status: z.enum(['complete', 'cancelled', 'error']),
               stats: answerStatsSchema.nullable(),
               error: z.string().max(10_000).nullable(),
@@ -188,7 +191,8 @@ export type Handlers = { [M in MethodName]: (request: RequestOf<M>) => Promise<R
 /** Events the services push to every window. */
 export interface EventTypes {
   /** New answer text (batched: at most one per ~16 ms per answer). */
-  answerDelta: { conversationId: string; messageId: string; text: string; generatedTokens: number };
+  /** `text`: the answer's new text; `reasoning`: the reasoning's (absent: none in this delta). */
+  answerDelta: { conversationId: string; messageId: string; text: string; reasoning?: string; generatedTokens: number };
   /** The answer waits for the engine (an API request is being answered); `ahead`: requests before it. */
   answerWaiting: { conversationId: string; messageId: string; ahead: number };
   /** Prompt prefill progress of an answer. */

@@ -16,6 +16,10 @@ export interface AnswerStats {
   finishReason: FinishReason;
   promptTokens: number;
   generatedTokens: number;
+  /** Of `generatedTokens`, those of the reasoning; absent: no reasoning. */
+  reasoningTokens?: number;
+  /** How long the model reasoned (first decode step to the end of the reasoning), ms; absent: no reasoning. */
+  reasoningMs?: number;
   reusedTokens: number;
   /** Time to first token, ms. */
   ttftMs: number;
@@ -60,7 +64,10 @@ export interface Message {
   id: string;
   conversationId: string;
   role: Role;
+  /** The answer (an assistant message's reasoning is apart, in `reasoning`). */
   content: string;
+  /** An assistant message's reasoning (a reasoning model's thinking before the answer); absent: none. */
+  reasoning?: string;
   status: MessageStatus;
   /** Assistant messages that finished (or were stopped): their stats. */
   stats: AnswerStats | null;
@@ -86,6 +93,8 @@ export interface ConversationSummary {
   match?: string;
   /** This conversation's own context-full policy; absent: the `contextFullPolicy` setting applies. */
   contextFullPolicy?: ContextFullPolicy;
+  /** This conversation's Think toggle (`enable_thinking` for a template that reads it); absent: the template's default. */
+  thinking?: boolean;
 }
 
 export interface Conversation extends ConversationSummary {
