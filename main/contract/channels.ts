@@ -95,6 +95,8 @@ export const requestSchemas = {
   renameConversation: z.object({ id, title: z.string().trim().min(1).max(200) }).strict(),
   /** This conversation's own context-full policy; null: follow the setting. */
   setConversationPolicy: z.object({ id, policy: z.enum(CONTEXT_FULL_POLICIES).nullable() }).strict(),
+  /** A chat's Think toggle: `enable_thinking` for a template that reads it; null: the template's default. */
+  setConversationThinking: z.object({ id, thinking: z.boolean().nullable() }).strict(),
   deleteConversation: z.object({ id }).strict(),
   /** Appends a user message and starts the answer; tokens follow as `answerDelta` events. */
   sendMessage: z
@@ -162,6 +164,7 @@ export interface ResponseTypes extends Record<MethodName, unknown> {
   getConversation: Conversation;
   renameConversation: ConversationSummary;
   setConversationPolicy: ConversationSummary;
+  setConversationThinking: ConversationSummary;
   deleteConversation: null;
   sendMessage: { userMessage: Message; assistantMessage: Message };
   stopGeneration: null;

@@ -173,6 +173,8 @@ export interface ModelInfo {
    */
   fallbackReason: string | null;
   hasChatTemplate: boolean;
+  /** The chat template reads `enable_thinking` (Qwen3): the window offers a chat's Think toggle. Absent: false. */
+  thinkingToggle?: boolean;
   /** Weight storage: formats with counts ("q4 (Q4_0) ×35, float32 ×13"), bundle size on disk, resident weight bytes. */
   weights: { formats: string; bundleBytes: number; residentBytes: number };
   /** Set when a remote engine answers (then backend, execution provider and weights mean nothing). */

@@ -288,6 +288,7 @@ export function toContractInfo(i: EngineModelInfo): ModelInfo {
     executionProvider: i.executionProvider,
     fallbackReason: i.fallbackReason,
     hasChatTemplate: i.hasChatTemplate,
+    ...(i.thinkingToggle ? { thinkingToggle: true } : {}),
     weights: { ...i.weights },
   };
 }

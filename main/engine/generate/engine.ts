@@ -90,6 +90,8 @@ export interface ModelInfo {
    */
   fallbackReason: string | null;
   hasChatTemplate: boolean;
+  /** The chat template reads `enable_thinking` (Qwen3's), so `GenerationRequest.enableThinking` changes the prompt. */
+  thinkingToggle?: boolean;
   bundleDir: string;
   /** How the weights are stored: formats with counts, the bundle's size on disk, resident weight bytes. */
   weights: ModelWeightsInfo;
@@ -261,6 +263,7 @@ export class Engine {
       executionProvider: s.executionProvider,
       fallbackReason: oneLine(this.importNote, s.fallbackReason),
       hasChatTemplate: this.manifest.chatTemplate !== null,
+      thinkingToggle: this.tokenizer.chatTemplate?.includes('enable_thinking') ?? false,
       bundleDir: this.bundleDir,
       weights: this.weightsInfo,
     };
