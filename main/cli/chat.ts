@@ -9,7 +9,10 @@
  * user turn before the question (main/cli/documents.ts); the parts used with `--fit relevant`
  * are listed on stderr. In text mode an answer that shifted the context, or that ended at the max
  * context, gets one `note:` line on stderr in the window's words (main/contract/context-full.ts);
- * `--json` carries the same in `finishReason` and `stats`.
+ * `--json` carries the same in `finishReason` and `stats`. A reasoning model's thinking goes to
+ * stderr, framed as Ollama's CLI does ("Thinking..." … "...done thinking.", dimmed on a terminal:
+ * thinking.ts), so stdout is the answer alone; `--json` has it in `reasoning` (`text`: the answer).
+ * `--think` / `--no-think` pass `enable_thinking` to a template that reads it (Qwen3).
  */
 import { maxContextCaution } from '../contract/context-caution.ts';
 import { CLI_CONTEXT_REMEDIES, contextFullNote, contextShiftNote, promptTooLongRemedy } from '../contract/context-full.ts';
@@ -20,6 +23,7 @@ import type { GenerationEvent, GenerationRequest } from '../engine/generate/type
 import { DocumentError } from '../documents/errors.ts';
 import { parseChatOptions, USAGE, UsageError } from './options.ts';
 import { formatLoadProgress } from './progress.ts';
+import { ThinkingPrinter } from './thinking.ts';
 
 const USAGE_CODES = new Set(['INVALID_OPTION', 'CONTEXT_OVERFLOW']);
 
@@ -73,6 +77,7 @@ async function main(argv: string[]): Promise<number> {
       ignoreEos: opts.ignoreEos,
       stop: opts.stop,
       contextShift: opts.contextShift,
+      ...(opts.thinking !== null ? { enableThinking: opts.thinking } : {}),
       ...(withDocs
         ? { messages: withDocs.messages }
         : info.hasChatTemplate || system.length
@@ -83,15 +88,17 @@ async function main(argv: string[]): Promise<number> {
     // A completion continues the prompt, so it is echoed first, but only once the engine has
     // accepted it: a usage error (prompt longer than the max context) leaves stdout empty.
     let echo = !opts.json && !info.hasChatTemplate && !withDocs && !system.length;
+    const thinking = new ThinkingPrinter((t) => process.stderr.write(t), process.stderr.isTTY === true);
     try {
       for await (const ev of host.generate(request, { signal: ac.signal })) {
         if (echo) {
           process.stdout.write(opts.prompt);
           echo = false;
         }
-        if (ev.type === 'token' && !opts.json) process.stdout.write(ev.text);
+        if (ev.type === 'token' && !opts.json && !thinking.take(ev.part, ev.text)) process.stdout.write(ev.text);
         if (ev.type === 'done') done = ev;
       }
+      thinking.end();
     } catch (e) {
       // The engine says what did not fit; the terminal says what to do, knowing the model's trained context.
       if (e instanceof EngineError && e.code === 'CONTEXT_OVERFLOW') {
@@ -104,6 +111,7 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(
         `${JSON.stringify({
           text: done.text,
+          reasoning: done.reasoning,
           promptTokens: done.promptTokens,
           tokens: done.tokens,
           finishReason: done.reason,

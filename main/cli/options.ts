@@ -34,6 +34,8 @@ export interface ChatOptions {
   fitRelevant: boolean;
   /** `--context-full rolling-window` (default): shift the context at the max context; `stop`: end there. */
   contextShift: boolean;
+  /** `--think` / `--no-think`: `enable_thinking` for a template that reads it; null: the template's default. */
+  thinking: boolean | null;
 }
 
 /**
@@ -69,7 +71,9 @@ export const USAGE = `usage: npm run chat -- [options] "prompt"
   --context-full P      at the max context: rolling-window (default: drop the oldest tokens after the
                         system prompt and go on, without a new prefill) or stop (finish reason context-full);
                         the window's truncate-middle needs a conversation (a first exchange to keep)
-  --json                print one JSON object at the end instead of streaming text`;
+  --think, --no-think   let a reasoning model (Qwen3) think first, or not (default: the model's template);
+                        its thinking goes to stderr, the answer to stdout
+  --json                print one JSON object at the end instead of streaming text (reasoning apart in "reasoning")`;
 
 function int(name: string, v: string | undefined, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
   if (v === undefined) return undefined;
@@ -120,6 +124,8 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
         attach: { type: 'string', multiple: true },
         fit: { type: 'string' },
         'context-full': { type: 'string' },
+        think: { type: 'boolean' },
+        'no-think': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -150,6 +156,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
       '--context-full truncate-middle keeps the first exchange of a conversation and drops the turns after it, but npm run chat answers a single prompt: there is no first exchange to keep; use rolling-window or stop',
     );
   }
+  if (v.think && v['no-think']) throw new UsageError('give one of --think and --no-think');
   if (!CLI_CONTEXT_FULL.some((p) => p === contextFull)) throw new UsageError(`--context-full must be ${CLI_CONTEXT_FULL.join(' or ')}, got "${contextFull}"`);
   return {
     model: v.model ?? null,
@@ -174,5 +181,6 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
     attach: v.attach ?? [],
     fitRelevant: v.fit === 'relevant',
     contextShift: contextFull === 'rolling-window',
+    thinking: v.think ? true : v['no-think'] ? false : null,
   };
 }

@@ -42,6 +42,8 @@ const answerStatsSchema = z
     finishReason: z.enum(['stop', 'length', 'context-full', 'cancelled', 'error']),
     promptTokens: count,
     generatedTokens: count,
+    reasoningTokens: count.optional(),
+    reasoningMs: rate.optional(),
     reusedTokens: count,
     ttftMs: rate,
     prefillTokensPerSec: rate,
@@ -93,6 +95,8 @@ export const requestSchemas = {
   renameConversation: z.object({ id, title: z.string().trim().min(1).max(200) }).strict(),
   /** This conversation's own context-full policy; null: follow the setting. */
   setConversationPolicy: z.object({ id, policy: z.enum(CONTEXT_FULL_POLICIES).nullable() }).strict(),
+  /** A chat's Think toggle: `enable_thinking` for a template that reads it; null: the template's default. */
+  setConversationThinking: z.object({ id, thinking: z.boolean().nullable() }).strict(),
   deleteConversation: z.object({ id }).strict(),
   /** Appends a user message and starts the answer; tokens follow as `answerDelta` events. */
   sendMessage: z
@@ -141,6 +145,7 @@ export const requestSchemas = {
             .object({
               role: z.enum(['system', 'user', 'assistant']),
               content: text,
+              reasoning: text.optional(),
               status: z.enum(['complete', 'cancelled', 'error']),
               stats: answerStatsSchema.nullable(),
               error: z.string().max(10_000).nullable(),
@@ -159,6 +164,7 @@ export interface ResponseTypes extends Record<MethodName, unknown> {
   getConversation: Conversation;
   renameConversation: ConversationSummary;
   setConversationPolicy: ConversationSummary;
+  setConversationThinking: ConversationSummary;
   deleteConversation: null;
   sendMessage: { userMessage: Message; assistantMessage: Message };
   stopGeneration: null;
@@ -188,7 +194,8 @@ export type Handlers = { [M in MethodName]: (request: RequestOf<M>) => Promise<R
 /** Events the services push to every window. */
 export interface EventTypes {
   /** New answer text (batched: at most one per ~16 ms per answer). */
-  answerDelta: { conversationId: string; messageId: string; text: string; generatedTokens: number };
+  /** `text`: the answer's new text; `reasoning`: the reasoning's (absent: none in this delta). */
+  answerDelta: { conversationId: string; messageId: string; text: string; reasoning?: string; generatedTokens: number };
   /** The answer waits for the engine (an API request is being answered); `ahead`: requests before it. */
   answerWaiting: { conversationId: string; messageId: string; ahead: number };
   /** Prompt prefill progress of an answer. */

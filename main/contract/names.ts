@@ -8,6 +8,7 @@ export const METHOD_NAMES = [
   'getConversation',
   'renameConversation',
   'setConversationPolicy',
+  'setConversationThinking',
   'deleteConversation',
   'sendMessage',
   'stopGeneration',

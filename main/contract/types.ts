@@ -16,6 +16,10 @@ export interface AnswerStats {
   finishReason: FinishReason;
   promptTokens: number;
   generatedTokens: number;
+  /** Of `generatedTokens`, those of the reasoning; absent: no reasoning. */
+  reasoningTokens?: number;
+  /** How long the model reasoned (first decode step to the end of the reasoning), ms; absent: no reasoning. */
+  reasoningMs?: number;
   reusedTokens: number;
   /** Time to first token, ms. */
   ttftMs: number;
@@ -64,7 +68,10 @@ export interface Message {
   id: string;
   conversationId: string;
   role: Role;
+  /** The answer (an assistant message's reasoning is apart, in `reasoning`). */
   content: string;
+  /** An assistant message's reasoning (a reasoning model's thinking before the answer); absent: none. */
+  reasoning?: string;
   status: MessageStatus;
   /** Assistant messages that finished (or were stopped): their stats. */
   stats: AnswerStats | null;
@@ -90,6 +97,8 @@ export interface ConversationSummary {
   match?: string;
   /** This conversation's own context-full policy; absent: the `contextFullPolicy` setting applies. */
   contextFullPolicy?: ContextFullPolicy;
+  /** This conversation's Think toggle (`enable_thinking` for a template that reads it); absent: the template's default. */
+  thinking?: boolean;
 }
 
 export interface Conversation extends ConversationSummary {
@@ -176,6 +185,8 @@ export interface ModelInfo {
    */
   fallbackReason: string | null;
   hasChatTemplate: boolean;
+  /** The chat template reads `enable_thinking` (Qwen3): the window offers a chat's Think toggle. Absent: false. */
+  thinkingToggle?: boolean;
   /** Weight storage: formats with counts ("q4 (Q4_0) ×35, float32 ×13"), bundle size on disk, resident weight bytes. */
   weights: { formats: string; bundleBytes: number; residentBytes: number };
   /** Set when a remote engine answers (then backend, execution provider and weights mean nothing). */

@@ -8,7 +8,9 @@
  *   estimate).
  * - `generate` POSTs `/v1/chat/completions` (messages) or `/v1/completions` (prompt) with
  *   `stream: true` and `stream_options.include_usage`, and turns the Server-Sent Events into the
- *   engine's events: one `token` per content chunk (id 0: a server sends text, not ids), then
+ *   engine's events: one `token` per content chunk (id 0: a server sends text, not ids), its
+ *   `reasoning_content` (vLLM, llama.cpp's server; `reasoning` in newer vLLM and Ollama) as
+ *   reasoning deltas before the chunk's content, then
  *   `done` (a server that ignores `stream` and answers with one JSON body gives one chunk). Aborting the signal aborts the HTTP request (the server sees the connection close
  *   and stops) and ends with done{reason:'cancelled'} and the text so far. A stream that ends
  *   before the answer did (no finish_reason, no `[DONE]`), or carries an error object, ends with
@@ -21,7 +23,8 @@ import { performance } from 'node:perf_hooks';
 import type { ChatEngine, CountAccuracy } from '../engine-host/chat-engine.ts';
 import type { EngineCacheStats } from '../engine-host/protocol.ts';
 import type { ModelInfo } from '../engine/generate/engine.ts';
-import type { FinishReason, GenerationEvent, GenerationRequest, GenerationStats } from '../engine/generate/types.ts';
+import type { PartDelta } from '../engine/generate/reasoning.ts';
+import type { ChatMessage, FinishReason, GenerationEvent, GenerationRequest, GenerationStats } from '../engine/generate/types.ts';
 import { RemoteEngineError } from './errors.ts';
 import { normalizeBaseUrl, RemoteServer } from './http.ts';
 import { chooseCounter, type CountMethod, type TokenCounter } from './token-counter.ts';
@@ -174,7 +177,7 @@ export class RemoteEngine implements ChatEngine {
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     if (opts.signal?.aborted) ac.abort();
     const chat = request.messages !== undefined;
-    const run: Run = { text: '', chunks: 0, firstAt: null, finish: null, usage: null };
+    const run: Run = { text: '', reasoning: '', chunks: 0, reasoningChunks: 0, firstAt: null, reasoningEndAt: null, finish: null, usage: null };
     try {
       let res: Response;
       try {
@@ -193,8 +196,7 @@ export class RemoteEngine implements ChatEngine {
             ended = 'done';
             break;
           }
-          const piece = this.takeChunk(data, chat, run);
-          if (piece) yield { type: 'token', id: 0, text: piece };
+          for (const d of this.takeChunk(data, chat, run)) yield { type: 'token', id: 0, text: d.text, part: d.part };
         }
       } catch (e) {
         if (ac.signal.aborted) return yield await this.done(request, run, started, 'cancelled');
@@ -215,7 +217,9 @@ export class RemoteEngine implements ChatEngine {
     const s = r.sampler;
     return {
       model: this.modelId,
-      ...(r.messages !== undefined ? { messages: r.messages } : { prompt: r.prompt }),
+      ...(r.messages !== undefined ? { messages: r.messages.map(wireMessage) } : { prompt: r.prompt }),
+      // vLLM's and llama.cpp's servers pass these to the chat template.
+      ...(r.enableThinking !== undefined ? { chat_template_kwargs: { enable_thinking: r.enableThinking } } : {}),
       stream: true,
       stream_options: { include_usage: true },
       max_tokens: r.maxTokens,
@@ -232,11 +236,11 @@ export class RemoteEngine implements ChatEngine {
     };
   }
 
-  /** Reads one event's JSON into `run`; returns its text. @throws RemoteEngineError for an error event or bad JSON. */
-  private takeChunk(data: string, chat: boolean, run: Run): string {
+  /** Reads one event's JSON into `run`; returns its reasoning and content text. @throws RemoteEngineError for an error event or bad JSON. */
+  private takeChunk(data: string, chat: boolean, run: Run): PartDelta[] {
     let j: {
-      choices?: { delta?: { content?: unknown }; message?: { content?: unknown }; text?: unknown; finish_reason?: unknown }[];
-      usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } | null;
+      choices?: { delta?: WireParts; message?: WireParts; text?: unknown; finish_reason?: unknown }[];
+      usage?: { prompt_tokens?: unknown; completion_tokens?: unknown; completion_tokens_details?: { reasoning_tokens?: unknown } | null } | null;
       error?: { message?: unknown };
     };
     try {
@@ -249,15 +253,31 @@ export class RemoteEngine implements ChatEngine {
       throw new RemoteEngineError('server', `the remote engine failed mid-answer (${said}); the partial answer is kept, send again to retry`);
     }
     const usage = j.usage;
-    if (usage && typeof usage.prompt_tokens === 'number' && typeof usage.completion_tokens === 'number') run.usage = { prompt: usage.prompt_tokens, completion: usage.completion_tokens };
+    if (usage && typeof usage.prompt_tokens === 'number' && typeof usage.completion_tokens === 'number') {
+      const r = usage.completion_tokens_details?.reasoning_tokens;
+      run.usage = { prompt: usage.prompt_tokens, completion: usage.completion_tokens, reasoning: typeof r === 'number' ? r : null };
+    }
     const c = j.choices?.[0];
     if (typeof c?.finish_reason === 'string') run.finish = c.finish_reason;
-    const piece = chat ? (c?.delta ?? c?.message)?.content : c?.text;
-    if (typeof piece !== 'string' || piece === '') return '';
-    run.firstAt ??= performance.now();
-    run.chunks++;
-    run.text += piece;
-    return piece;
+    const parts = chat ? (c?.delta ?? c?.message) : undefined;
+    const out: PartDelta[] = [];
+    const thought = parts?.reasoning_content ?? parts?.reasoning;
+    if (typeof thought === 'string' && thought !== '') {
+      out.push({ part: 'reasoning', text: thought });
+      run.reasoning += thought;
+      run.reasoningChunks++;
+      run.reasoningEndAt = performance.now();
+    }
+    const piece = chat ? parts?.content : c?.text;
+    if (typeof piece === 'string' && piece !== '') {
+      out.push({ part: 'content', text: piece });
+      run.text += piece;
+    }
+    if (out.length) {
+      run.firstAt ??= performance.now();
+      run.chunks++;
+    }
+    return out;
   }
 
   private async done(request: GenerationRequest, run: Run, started: number, reason: FinishReason, failure: string | null = null): Promise<GenerationEvent> {
@@ -272,6 +292,8 @@ export class RemoteEngine implements ChatEngine {
       nodesOnCpu: null,
       promptTokens,
       generatedTokens: generated,
+      reasoningTokens: run.usage?.reasoning ?? run.reasoningChunks,
+      reasoningMs: run.reasoningEndAt !== null && run.firstAt !== null ? run.reasoningEndAt - run.firstAt : 0,
       reusedTokens: 0,
       prefilledTokens: run.firstAt === null ? 0 : promptTokens,
       ttftMs,
@@ -284,18 +306,35 @@ export class RemoteEngine implements ChatEngine {
       rope: { capacity: 0, growths: 0, bytes: 0, rowsComputed: 0 },
       kv: { capacity: 0, growths: 0, bytes: 0 },
     };
-    return { type: 'done', reason, text: run.text, promptTokens: [], tokens: [], stats, ...(failure ? { error: { code: 'REMOTE', message: failure } } : {}) };
+    return { type: 'done', reason, text: run.text, reasoning: run.reasoning, promptTokens: [], tokens: [], stats, ...(failure ? { error: { code: 'REMOTE', message: failure } } : {}) };
   }
 }
 
 /** What a streamed answer has brought so far. */
 interface Run {
   text: string;
-  /** Content chunks (≈ tokens: servers send one token per chunk, held-back stop text aside). */
+  reasoning: string;
+  /** Chunks with text (≈ tokens: servers send one token per chunk, held-back stop text aside). */
   chunks: number;
+  /** Chunks with reasoning text (the reasoning tokens when the usage does not say). */
+  reasoningChunks: number;
   firstAt: number | null;
+  /** When the last reasoning chunk came, ms (performance.now()). */
+  reasoningEndAt: number | null;
   finish: string | null;
-  usage: { prompt: number; completion: number } | null;
+  usage: { prompt: number; completion: number; reasoning: number | null } | null;
+}
+
+/** A chunk's delta (or a whole answer's message) as servers send it. */
+interface WireParts {
+  content?: unknown;
+  reasoning_content?: unknown;
+  reasoning?: unknown;
+}
+
+/** A chat message in the request: an assistant's reasoning as `reasoning_content` (what llama.cpp's server and vLLM read). */
+function wireMessage(m: ChatMessage): Record<string, string> {
+  return { role: m.role, content: m.content, ...(m.reasoning ? { reasoning_content: m.reasoning } : {}) };
 }
 
 /** OpenAI's finish_reason → the engine's ('length' is the only one that is not a stop). */

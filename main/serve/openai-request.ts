@@ -7,7 +7,9 @@
  * max_tokens, max_completion_tokens, temperature, top_p in [0, 1] (0 = only the most likely
  * token), top_k, min_p, repeat_penalty (llama.cpp's names), presence_penalty and
  * frequency_penalty in [−2, 2], seed (any safe integer; −1 = random), stop (≤ 16 strings),
- * ignore_eos (llama.cpp's),
+ * ignore_eos (llama.cpp's), an assistant message's reasoning_content (its reasoning, which the
+ * chat template gets where it reads it; vLLM's and llama.cpp's name), chat_template_kwargs
+ * { enable_thinking } (vLLM's and llama.cpp's; other keys are refused),
  * stream, stream_options.include_usage, n = 1, response_format { type: 'text' }, logprobs false,
  * and fields that change nothing here (user, metadata, store, service_tier, name).
  * Refused with 400 and `param` naming the field, never silently ignored: n > 1, tools,
@@ -78,6 +80,7 @@ const message = z
   .object({
     role: z.string(),
     content: z.union([z.string(), z.array(textPart), z.null()]).optional(),
+    reasoning_content: z.string().nullish(),
   })
   .passthrough();
 
@@ -102,7 +105,14 @@ const sampling = {
 /** One chat message as the API takes it (roles and content parts are checked by `chatMessages`). */
 export const messageSchema = message;
 
-const chatSchema = z.object({ ...sampling, messages: z.array(message).min(1), max_completion_tokens: z.number().int().min(1).max(1 << 20).nullish() }).passthrough();
+const chatSchema = z
+  .object({
+    ...sampling,
+    messages: z.array(message).min(1),
+    max_completion_tokens: z.number().int().min(1).max(1 << 20).nullish(),
+    chat_template_kwargs: z.object({ enable_thinking: z.boolean().optional() }).strict().nullish(),
+  })
+  .passthrough();
 const completionSchema = z.object({ ...sampling, prompt: z.union([z.string(), z.array(z.unknown())]) }).passthrough();
 
 export type ChatBody = z.infer<typeof chatSchema>;
@@ -174,17 +184,22 @@ export function chatMessages(messages: ChatBody['messages']): ChatMessage[] {
     }
     if (m.content === null || m.content === undefined) {
       if (role !== 'assistant') throw new ApiError(400, 'invalid_request', `messages[${i}].content: only an assistant message may have no content`, `messages[${i}].content`);
-      return { role, content: '' };
+      return { role, content: '', ...reasoningOf(m) };
     }
-    if (typeof m.content === 'string') return { role, content: m.content };
+    if (typeof m.content === 'string') return { role, content: m.content, ...reasoningOf(m) };
     const text = m.content.map((part, j) => {
       if (part.type !== 'text' || typeof part.text !== 'string') {
         throw new ApiError(400, 'invalid_request', `messages[${i}].content[${j}]: only text content parts are supported, not ${JSON.stringify(part.type).slice(0, 40)}`, `messages[${i}].content[${j}].type`);
       }
       return part.text;
     });
-    return { role, content: text.join('') };
+    return { role, content: text.join(''), ...reasoningOf(m) };
   });
+}
+
+/** An assistant message's `reasoning_content` as the engine's `reasoning` (absent: none). */
+function reasoningOf(m: ChatBody['messages'][number]): { reasoning?: string } {
+  return m.role === 'assistant' && m.reasoning_content ? { reasoning: m.reasoning_content } : {};
 }
 
 /** Sampling and length fields over the app's settings. */
@@ -218,7 +233,11 @@ export function parseChatRequest(body: unknown, s: Settings): ParsedRequest {
   // The engine refuses it too, but without the field: named here, the last message's content.
   if (messages.every((m) => m.content === '')) throw invalidField(['messages', messages.length - 1, 'content'], EMPTY_PROMPT);
   return {
-    request: { messages, ...generationFields(b, b.max_completion_tokens ?? b.max_tokens, s) },
+    request: {
+      messages,
+      ...generationFields(b, b.max_completion_tokens ?? b.max_tokens, s),
+      ...(typeof b.chat_template_kwargs?.enable_thinking === 'boolean' ? { enableThinking: b.chat_template_kwargs.enable_thinking } : {}),
+    },
     model: b.model,
     stream: b.stream === true,
     includeUsage: b.stream_options?.include_usage === true,

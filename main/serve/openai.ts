@@ -6,7 +6,9 @@
  *                                      Events of `chat.completion.chunk`s, then `data: [DONE]`
  *   POST /v1/completions             → a `text_completion` for a raw prompt (streamed the same way)
  * With `stream_options.include_usage`, a last chunk with `choices: []` and `usage` comes before
- * `[DONE]`. Requests wait their turn in the engine's queue, shared with the window (past its
+ * `[DONE]`. A reasoning model's thinking is apart from the answer, as vLLM and llama.cpp's server
+ * return it: `message.reasoning_content` / `delta.reasoning_content` (absent without any),
+ * `content` the answer only, `usage.completion_tokens_details.reasoning_tokens`. Requests wait their turn in the engine's queue, shared with the window (past its
  * bound: 503 with Retry-After); a client that disconnects, queued or answered, is dropped.
  * Errors are `{ error: { message, type, param, code } }`; what the fields mean and which are
  * refused is in openai-request.ts. A POST must be `application/json` (a page elsewhere cannot send
@@ -16,6 +18,7 @@ import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
 import type { ModelInfo } from '../contract/types.ts';
 import { EngineError } from '../engine/errors.ts';
+import type { ReplyPart } from '../engine/generate/reasoning.ts';
 import type { FinishReason, GenerationEvent } from '../engine/generate/types.ts';
 import { firstLine, ServiceError } from '../services/errors.ts';
 import type { CompletionBackend } from '../services/index.ts';
@@ -35,10 +38,10 @@ interface Endpoint {
   object: string;
   chunkObject: string;
   parse: typeof parseChatRequest;
-  /** The `choices[0]` of a whole answer. */
-  choice(text: string, finish: string): Record<string, unknown>;
-  /** The `choices[0]` of a chunk; `text` null for the opening chunk. */
-  chunkChoice(text: string | null, finish: string | null): Record<string, unknown>;
+  /** The `choices[0]` of a whole answer (`reasoning` '' when none). */
+  choice(text: string, finish: string, reasoning: string): Record<string, unknown>;
+  /** The `choices[0]` of a chunk; `text` null for the opening chunk; `part` where the text goes. */
+  chunkChoice(text: string | null, finish: string | null, part?: ReplyPart): Record<string, unknown>;
 }
 
 const CHAT: Endpoint = {
@@ -47,8 +50,8 @@ const CHAT: Endpoint = {
   object: 'chat.completion',
   chunkObject: 'chat.completion.chunk',
   parse: parseChatRequest,
-  choice: (text, finish) => ({ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finish }),
-  chunkChoice: (text, finish) => ({ index: 0, delta: text === null ? { role: 'assistant', content: '' } : finish ? {} : { content: text }, logprobs: null, finish_reason: finish }),
+  choice: (text, finish, reasoning) => ({ index: 0, message: { role: 'assistant', content: text, ...(reasoning ? { reasoning_content: reasoning } : {}) }, logprobs: null, finish_reason: finish }),
+  chunkChoice: (text, finish, part = 'content') => ({ index: 0, delta: text === null ? { role: 'assistant', content: '' } : finish ? {} : part === 'reasoning' ? { reasoning_content: text } : { content: text }, logprobs: null, finish_reason: finish }),
 };
 
 const COMPLETION: Endpoint = {
@@ -57,6 +60,7 @@ const COMPLETION: Endpoint = {
   object: 'text_completion',
   chunkObject: 'text_completion',
   parse: parseCompletionRequest,
+  // A raw prompt's reply is all content (the engine splits chat replies only).
   choice: (text, finish) => ({ index: 0, text, logprobs: null, finish_reason: finish }),
   chunkChoice: (text, finish) => ({ index: 0, text: text ?? '', logprobs: null, finish_reason: finish }),
 };
@@ -144,7 +148,7 @@ async function answerWhole(res: http.ServerResponse, events: AsyncGenerator<Gene
   for (let it = first; !it.done; it = await events.next()) if (it.value.type === 'done') done = it.value;
   if (!done) throw new ApiError(500, 'no_result', 'the generation ended without a result');
   if (done.reason === 'error') throw new ApiError(500, done.error?.code.toLowerCase() ?? 'generation_error', done.error?.message ?? 'the generation failed');
-  json(res, 200, { ...meta, object: endpoint.object, choices: [endpoint.choice(done.text, finishReason(done.reason))], usage: usage(done) });
+  json(res, 200, { ...meta, object: endpoint.object, choices: [endpoint.choice(done.text, finishReason(done.reason), done.reasoning)], usage: usage(done) });
 }
 
 async function answerStreamed(
@@ -162,7 +166,7 @@ async function answerStreamed(
   try {
     for (let it = first; !it.done; it = await events.next()) {
       const ev = it.value;
-      if (ev.type === 'token' && ev.text) chunk([endpoint.chunkChoice(ev.text, null)]);
+      if (ev.type === 'token' && ev.text) chunk([endpoint.chunkChoice(ev.text, null, ev.part)]);
       else if (ev.type === 'done' && ev.reason === 'error') send(errorJson(new ApiError(500, ev.error?.code.toLowerCase() ?? 'generation_error', ev.error?.message ?? 'the generation failed')));
       else if (ev.type === 'done') {
         chunk([endpoint.chunkChoice('', finishReason(ev.reason))]);
@@ -175,10 +179,10 @@ async function answerStreamed(
   res.end('data: [DONE]\n\n');
 }
 
-/** Token counts of what the model was fed and generated (prompt + completion ≤ the max context). */
-function usage(done: DoneEvent): Record<string, number> {
-  const { promptTokens, generatedTokens } = done.stats;
-  return { prompt_tokens: promptTokens, completion_tokens: generatedTokens, total_tokens: promptTokens + generatedTokens };
+/** Token counts of what the model was fed and generated (prompt + completion ≤ the max context; completion includes the reasoning). */
+function usage(done: DoneEvent): Record<string, unknown> {
+  const { promptTokens, generatedTokens, reasoningTokens } = done.stats;
+  return { prompt_tokens: promptTokens, completion_tokens: generatedTokens, total_tokens: promptTokens + generatedTokens, completion_tokens_details: { reasoning_tokens: reasoningTokens } };
 }
 
 function finishReason(r: FinishReason): string {

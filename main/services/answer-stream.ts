@@ -1,16 +1,17 @@
 /**
  * The parts an answer's stream is made of, each small enough to test alone:
- * - `DeltaBatcher`: token text in, `answerDelta` events out, at most one per `intervalMs`
+ * - `DeltaBatcher`: token text (answer or reasoning) in, `answerDelta` events out, at most one per `intervalMs`
  *   (a window repaints per frame; one event per token costs more than it shows);
  * - `PeriodicSaver`: writes the growing text to SQLite when it changed and the last write is old
  *   enough, so a killed process loses at most about a second of an answer;
  * - `finalState`: how the stream ended (the engine's `done`, or a failure) → the stored message's
- *   content, status, stats and error.
+ *   content, reasoning, status, stats and error.
  * Times are ms from an injected clock (`performance.now()` by default); the batcher's timer comes
  * from an injected scheduler (Node's timers by default), so tests drive both without waiting.
  */
 import { performance } from 'node:perf_hooks';
 import type { AnswerStats, Message } from '../contract/types.ts';
+import type { ReplyPart } from '../engine/generate/reasoning.ts';
 import type { GenerationEvent, GenerationStats } from '../engine/generate/types.ts';
 
 export type Clock = () => number;
@@ -31,15 +32,21 @@ export const realScheduler: Scheduler = {
   cancel: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
 
-/** Batches token text into deltas spaced at least `intervalMs` apart; `sent` + pending = all text pushed. */
+/**
+ * Batches token text into deltas spaced at least `intervalMs` apart, the answer's and the
+ * reasoning's apart; `sent` + pending = all answer text pushed (`sentReasoning` likewise).
+ */
 export class DeltaBatcher {
   private sentText = '';
   private pending = '';
+  private sentThought = '';
+  private pendingThought = '';
   private lastSend = -Infinity;
   private timer: unknown = null;
 
   constructor(
-    private readonly send: (delta: string) => void,
+    /** Gets the answer's and the reasoning's new text (either may be ''). */
+    private readonly send: (delta: string, reasoning: string) => void,
     private readonly intervalMs: number,
     private readonly scheduler: Scheduler = realScheduler,
   ) {}
@@ -49,15 +56,26 @@ export class DeltaBatcher {
     return this.sentText;
   }
 
-  /** All text pushed so far (sent and waiting). */
+  /** All answer text pushed so far (sent and waiting). */
   get text(): string {
     return this.sentText + this.pending;
   }
 
-  /** Adds text; it goes out at once if the last delta is `intervalMs` old, else when it is. */
-  push(text: string): void {
+  /** Reasoning text already sent in deltas. */
+  get sentReasoning(): string {
+    return this.sentThought;
+  }
+
+  /** All reasoning text pushed so far (sent and waiting). */
+  get reasoning(): string {
+    return this.sentThought + this.pendingThought;
+  }
+
+  /** Adds text of `part`; it goes out at once if the last delta is `intervalMs` old, else when it is. */
+  push(text: string, part: ReplyPart = 'content'): void {
     if (!text) return;
-    this.pending += text;
+    if (part === 'reasoning') this.pendingThought += text;
+    else this.pending += text;
     if (this.timer !== null) return;
     const delay = Math.max(0, this.lastSend + this.intervalMs - this.scheduler.now());
     this.timer = this.scheduler.after(delay, () => this.flush());
@@ -67,12 +85,13 @@ export class DeltaBatcher {
   flush(): void {
     if (this.timer !== null) this.scheduler.cancel(this.timer);
     this.timer = null;
-    if (!this.pending) return;
-    const delta = this.pending;
+    if (!this.pending && !this.pendingThought) return;
+    const [delta, thought] = [this.pending, this.pendingThought];
     this.sentText += delta;
-    this.pending = '';
+    this.sentThought += thought;
+    this.pending = this.pendingThought = '';
     this.lastSend = this.scheduler.now();
-    this.send(delta);
+    this.send(delta, thought);
   }
 }
 
@@ -111,17 +130,19 @@ export type DoneEvent = Extract<GenerationEvent, { type: 'done' }>;
 export type StreamEnd = { done: DoneEvent } | { failure: { message: string; crashed: boolean } } | { stoppedWhileWaiting: true };
 
 /**
- * The stored state of an answer that has ended. The text is the engine's final text, or what was
- * streamed when that is longer (a failure after some deltas keeps them).
+ * The stored state of an answer that has ended. The text (answer and reasoning each) is the
+ * engine's final text, or what was streamed when that is longer (a failure after some deltas
+ * keeps them).
  */
-export function finalState(end: StreamEnd, streamed: string): Pick<Message, 'content' | 'status' | 'stats' | 'error'> {
-  if ('failure' in end) return { content: streamed, status: 'error', stats: null, error: end.failure.message };
-  if ('stoppedWhileWaiting' in end) return { content: streamed, status: 'cancelled', stats: null, error: null };
+export function finalState(end: StreamEnd, streamed: string, streamedReasoning = ''): Pick<Message, 'content' | 'reasoning' | 'status' | 'stats' | 'error'> {
+  if ('failure' in end) return { content: streamed, reasoning: streamedReasoning, status: 'error', stats: null, error: end.failure.message };
+  if ('stoppedWhileWaiting' in end) return { content: streamed, reasoning: streamedReasoning, status: 'cancelled', stats: null, error: null };
   const { done } = end;
   const content = done.text.length >= streamed.length ? done.text : streamed;
+  const reasoning = done.reasoning.length >= streamedReasoning.length ? done.reasoning : streamedReasoning;
   const stats = toAnswerStats(done.reason, done.stats);
-  if (done.reason === 'error') return { content, status: 'error', stats, error: done.error?.message ?? 'the answer failed' };
-  return { content, status: done.reason === 'cancelled' ? 'cancelled' : 'complete', stats, error: null };
+  if (done.reason === 'error') return { content, reasoning, status: 'error', stats, error: done.error?.message ?? 'the answer failed' };
+  return { content, reasoning, status: done.reason === 'cancelled' ? 'cancelled' : 'complete', stats, error: null };
 }
 
 /** The per-answer stats the window shows, from the engine's GenerationStats. */
@@ -130,6 +151,7 @@ export function toAnswerStats(reason: AnswerStats['finishReason'], s: Generation
     finishReason: reason,
     promptTokens: s.promptTokens,
     generatedTokens: s.generatedTokens,
+    ...(s.reasoningTokens > 0 ? { reasoningTokens: s.reasoningTokens, reasoningMs: s.reasoningMs } : {}),
     reusedTokens: s.reusedTokens,
     ttftMs: s.ttftMs,
     prefillTokensPerSec: s.prefillTokensPerSec,

@@ -32,6 +32,8 @@ import type { ConversationStore } from './store.ts';
  * their status; an error answer with no text is skipped). Consecutive messages of one role (a
  * user message whose answer failed, then another) are joined with a newline, so chat templates
  * that require alternating roles accept the history; a transcript renders the same text.
+ * An answer's reasoning goes along apart (`reasoning`): the chat template decides what of it the
+ * model sees (chat-template.ts: Qwen3's drops earlier turns' reasoning; others never see it).
  * `userText` gives a user message's turn text (the documents it carries, then its content).
  */
 export function historyMessages(messages: readonly Message[], userText: (m: Message) => string = (m) => m.content): ChatMessage[] {
@@ -42,7 +44,7 @@ export function historyMessages(messages: readonly Message[], userText: (m: Mess
     const content = m.role === 'user' ? userText(m) : m.content;
     const last = out[out.length - 1];
     if (last && last.role === m.role) last.content += (m.role === 'user' ? '\n' : '') + content;
-    else out.push({ role: m.role, content });
+    else out.push({ role: m.role, content, ...(m.role === 'assistant' && m.reasoning ? { reasoning: m.reasoning } : {}) });
   }
   return out;
 }

@@ -182,8 +182,10 @@ export class ChatService {
   withStreamedText(conv: Conversation): Conversation {
     const answer = this.windowAnswer();
     const streamed = answer?.deltas?.sent ?? '';
-    if (!answer || answer.conversationId !== conv.id || !answer.messageId || !streamed) return conv;
-    return { ...conv, messages: conv.messages.map((m) => (m.id === answer.messageId && streamed.length > m.content.length ? { ...m, content: streamed } : m)) };
+    const thought = answer?.deltas?.sentReasoning ?? '';
+    if (!answer || answer.conversationId !== conv.id || !answer.messageId || !(streamed || thought)) return conv;
+    const fresher = (m: Message) => streamed.length > m.content.length || thought.length > (m.reasoning ?? '').length;
+    return { ...conv, messages: conv.messages.map((m) => (m.id === answer.messageId && fresher(m) ? { ...m, content: streamed, ...(thought ? { reasoning: thought } : {}) } : m)) };
   }
 
   /**
@@ -286,15 +288,19 @@ export class ChatService {
     const message = this.deps.store.appendMessage(conversationId, { role: 'assistant', content: '', status: 'streaming' });
     answer.messageId = message.id;
     this.deps.emit('budgetChanged', budget);
-    void this.stream(answer, message, this.generationRequest(prompt, contextShift), budget, prompt.documentParts);
+    void this.stream(answer, message, this.generationRequest(prompt, contextShift, this.deps.store.conversationThinking(conversationId)), budget, prompt.documentParts);
     return message;
   }
 
-  /** What the engine is asked for: the assembled prompt (see BudgetService.prepare) under the current settings. */
-  private generationRequest(prompt: AssembledPrompt, contextShift: GenerationRequest['contextShift']): GenerationRequest {
+  /**
+   * What the engine is asked for: the assembled prompt (see BudgetService.prepare) under the
+   * current settings, and the conversation's Think toggle (null: the template's default).
+   */
+  private generationRequest(prompt: AssembledPrompt, contextShift: GenerationRequest['contextShift'], thinking: boolean | null): GenerationRequest {
     const s = this.deps.settings.get();
     return {
       messages: prompt.messages,
+      ...(thinking !== null ? { enableThinking: thinking } : {}),
       maxTokens: s.maxTokens,
       // The policy mid-answer (the chat's own, else the setting's; resolved by BudgetService.prepare):
       // at the max context the engine shifts instead of stopping, keeping the system prompt (rolling
@@ -318,13 +324,17 @@ export class ChatService {
     const conversationId = message.conversationId;
     const messageId = message.id;
     let generated = 0;
-    const deltas = new DeltaBatcher((text) => emit('answerDelta', { conversationId, messageId, text, generatedTokens: generated }), DELTA_INTERVAL_MS);
+    const deltas = new DeltaBatcher(
+      (text, reasoning) => emit('answerDelta', { conversationId, messageId, text, ...(reasoning ? { reasoning } : {}), generatedTokens: generated }),
+      DELTA_INTERVAL_MS,
+    );
     answer.deltas = deltas;
     // The saver is asked on every budget tick, so "due" is half a tick early to keep the 1 s bound.
-    const saver = new PeriodicSaver((text) => store.updateMessage(messageId, { content: text }), PERSIST_INTERVAL_MS - BUDGET_INTERVAL_MS / 2);
+    // Both texts only grow, so their joined lengths' change is a change of either.
+    const saver = new PeriodicSaver(() => store.updateMessage(messageId, { content: deltas.text, reasoning: deltas.reasoning }), PERSIST_INTERVAL_MS - BUDGET_INTERVAL_MS / 2);
     let budgetReportedAt = 0; // begin() sent the budget with 0 generated tokens
     const ticker = setInterval(() => {
-      saver.maybeSave(deltas.text);
+      saver.maybeSave(`${deltas.reasoning.length}:${deltas.text.length}`);
       if (generated === budgetReportedAt) return;
       budgetReportedAt = generated;
       emit('budgetChanged', this.deps.budget.estimate(budget, generated, Boolean(request.contextShift)));
@@ -343,7 +353,7 @@ export class ChatService {
       clearInterval(ticker);
     }
     deltas.flush();
-    const state = finalState(end, deltas.sent);
+    const state = finalState(end, deltas.sent, deltas.sentReasoning);
     if (state.stats && documentParts) state.stats = { ...state.stats, documentParts };
     const final = this.storeFinal(message, state);
     this.release(answer);
@@ -363,7 +373,7 @@ export class ChatService {
         this.deps.emit('answerPrefill', { conversationId: message.conversationId, messageId: message.id, processed: ev.processed, total: ev.total });
       } else if (ev.type === 'token') {
         if (ev.id >= 0) countToken();
-        deltas.push(ev.text);
+        deltas.push(ev.text, ev.part);
       } else {
         return ev;
       }

@@ -167,6 +167,11 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
       void refreshBudget();
       return s;
     },
+    setConversationThinking: async ({ id, thinking }) => {
+      const s = store.setConversationThinking(id, thinking);
+      listChanged();
+      return s;
+    },
     deleteConversation: async ({ id }) => {
       store.getSummary(id);
       await chatService.stop(id);

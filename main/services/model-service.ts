@@ -295,6 +295,7 @@ export function toContractInfo(i: EngineModelInfo): ModelInfo {
     adapter: i.adapter,
     fallbackReason: i.fallbackReason,
     hasChatTemplate: i.hasChatTemplate,
+    ...(i.thinkingToggle ? { thinkingToggle: true } : {}),
     weights: { ...i.weights },
   };
 }

@@ -91,6 +91,10 @@ const MIGRATIONS: readonly string[] = [
   // A conversation's own context-full policy; NULL: the setting's.
   `ALTER TABLE conversations ADD COLUMN context_full_policy TEXT
      CHECK (context_full_policy IS NULL OR context_full_policy IN ('stop', 'truncate-middle', 'rolling-window'));`,
+  // An assistant message's reasoning (a reasoning model's <think> block), apart from its content
+  // (NULL: none), and a conversation's Think toggle (NULL: the chat template's default).
+  `ALTER TABLE messages ADD COLUMN reasoning TEXT;
+   ALTER TABLE conversations ADD COLUMN thinking INTEGER CHECK (thinking IS NULL OR thinking IN (0, 1));`,
 ];
 
 interface ConversationRow {
@@ -100,6 +104,7 @@ interface ConversationRow {
   created_at: number;
   updated_at: number;
   context_full_policy: ContextFullPolicy | null;
+  thinking: 0 | 1 | null;
 }
 
 interface MessageRow {
@@ -114,6 +119,7 @@ interface MessageRow {
   created_at: number;
   parent_id: string | null;
   on_path: 0 | 1;
+  reasoning: string | null;
 }
 
 interface DocumentRow {
@@ -144,6 +150,8 @@ export interface Attachment {
 /** What may change on a message after it was appended. */
 export interface MessagePatch {
   content?: string;
+  /** The reasoning ('' or null: none). */
+  reasoning?: string | null;
   status?: MessageStatus;
   stats?: AnswerStats | null;
   error?: string | null;
@@ -228,7 +236,7 @@ export class ConversationStore {
   createConversation(title?: string): Conversation {
     const now = this.stamp();
     const t = title?.trim();
-    const row: ConversationRow = { id: randomUUID(), title: t || DEFAULT_TITLE, title_source: t ? 'user' : 'default', created_at: now, updated_at: now, context_full_policy: null };
+    const row: ConversationRow = { id: randomUUID(), title: t || DEFAULT_TITLE, title_source: t ? 'user' : 'default', created_at: now, updated_at: now, context_full_policy: null, thinking: null };
     this.db
       .prepare(`INSERT INTO conversations (id, title, title_source, created_at, updated_at) VALUES (@id, @title, @title_source, @created_at, @updated_at)`)
       .run(row);
@@ -236,7 +244,7 @@ export class ConversationStore {
   }
 
   /** Creates a conversation holding `messages` in order (an import), in one transaction. */
-  importConversation(title: string, messages: ReadonlyArray<{ role: Role; content: string; status: MessageStatus; stats: AnswerStats | null; error: string | null }>): Conversation {
+  importConversation(title: string, messages: ReadonlyArray<{ role: Role; content: string; reasoning?: string; status: MessageStatus; stats: AnswerStats | null; error: string | null }>): Conversation {
     return this.db.transaction((): Conversation => {
       const c = this.createConversation(title);
       this.db.prepare(`UPDATE conversations SET title_source = 'user' WHERE id = ?`).run(c.id);
@@ -259,6 +267,22 @@ export class ConversationStore {
   /** A conversation's own context-full policy; null: none of its own (the setting's), or no such conversation. */
   conversationPolicy(id: string): ContextFullPolicy | null {
     return (this.db.prepare(`SELECT context_full_policy FROM conversations WHERE id = ?`).pluck().get(id) as ContextFullPolicy | null | undefined) ?? null;
+  }
+
+  /** A conversation's Think toggle; null: not set (the template's default), or no such conversation. */
+  conversationThinking(id: string): boolean | null {
+    const v = this.db.prepare(`SELECT thinking FROM conversations WHERE id = ?`).pluck().get(id) as 0 | 1 | null | undefined;
+    return v === 1 ? true : v === 0 ? false : null;
+  }
+
+  /**
+   * Sets a conversation's Think toggle (null: the template's default); its place in the list
+   * stays. @throws ServiceError NOT_FOUND.
+   */
+  setConversationThinking(id: string, thinking: boolean | null): ConversationSummary {
+    const r = this.db.prepare(`UPDATE conversations SET thinking = ? WHERE id = ?`).run(thinking === null ? null : thinking ? 1 : 0, id);
+    if (r.changes === 0) throw notFound('conversation', id);
+    return this.getSummary(id);
   }
 
   /** Whether a conversation exists. */
@@ -377,7 +401,7 @@ export class ConversationStore {
    * Appends a message at the end of a conversation's path and marks the conversation updated.
    * @throws ServiceError NOT_FOUND for an unknown conversation.
    */
-  appendMessage(conversationId: string, m: { role: Role; content: string; status: MessageStatus; stats?: AnswerStats | null; error?: string | null }): Message {
+  appendMessage(conversationId: string, m: { role: Role; content: string; reasoning?: string; status: MessageStatus; stats?: AnswerStats | null; error?: string | null }): Message {
     return this.db.transaction((): Message => {
       this.conversationRow(conversationId);
       const { next } = this.db.prepare(`SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM messages WHERE conversation_id = ?`).get(conversationId) as { next: number };
@@ -395,11 +419,12 @@ export class ConversationStore {
         created_at: now,
         parent_id: parent ?? null,
         on_path: 1,
+        reasoning: m.reasoning || null,
       };
       this.db
         .prepare(
-          `INSERT INTO messages (id, conversation_id, seq, role, content, status, stats, error, created_at, parent_id, on_path)
-           VALUES (@id, @conversation_id, @seq, @role, @content, @status, @stats, @error, @created_at, @parent_id, @on_path)`,
+          `INSERT INTO messages (id, conversation_id, seq, role, content, status, stats, error, created_at, parent_id, on_path, reasoning)
+           VALUES (@id, @conversation_id, @seq, @role, @content, @status, @stats, @error, @created_at, @parent_id, @on_path, @reasoning)`,
         )
         .run(row);
       this.touch(conversationId, now);
@@ -488,7 +513,7 @@ export class ConversationStore {
   }
 
   /**
-   * Changes a message's content, status, stats or error. A message deleted meanwhile (its
+   * Changes a message's content, reasoning, status, stats or error. A message deleted meanwhile (its
    * conversation removed while an answer streamed) is ignored. @returns whether a row changed.
    */
   updateMessage(id: string, patch: MessagePatch): boolean {
@@ -496,6 +521,7 @@ export class ConversationStore {
     const sets: string[] = [];
     const values: Record<string, unknown> = { id };
     if (patch.content !== undefined) (sets.push('content = @content'), (values.content = patch.content));
+    if (patch.reasoning !== undefined) (sets.push('reasoning = @reasoning'), (values.reasoning = patch.reasoning || null));
     if (patch.status !== undefined) (sets.push('status = @status'), (values.status = patch.status));
     if (patch.stats !== undefined) (sets.push('stats = @stats'), (values.stats = patch.stats ? JSON.stringify(patch.stats) : null));
     if (patch.error !== undefined) (sets.push('error = @error'), (values.error = patch.error));
@@ -648,6 +674,7 @@ function notFound(what: string, id: string): ServiceError {
 function toSummary(r: ConversationRow): ConversationSummary {
   const summary: ConversationSummary = { id: r.id, title: r.title, createdAt: r.created_at, updatedAt: r.updated_at };
   if (r.context_full_policy) summary.contextFullPolicy = r.context_full_policy;
+  if (r.thinking !== null && r.thinking !== undefined) summary.thinking = r.thinking === 1;
   return summary;
 }
 
@@ -671,6 +698,7 @@ function toMessage(r: MessageRow, documents: DocumentInfo[] = []): Message {
     conversationId: r.conversation_id,
     role: r.role,
     content: r.content,
+    ...(r.reasoning ? { reasoning: r.reasoning } : {}),
     status: r.status,
     stats: r.stats ? (JSON.parse(r.stats) as AnswerStats) : null,
     error: r.error,

@@ -5,7 +5,8 @@
  * message will not fit, the reason is shown with what can be done (for documents: raise the max
  * context, use the relevant parts, cancel; else: a new chat, a context-full policy, a shorter
  * reply reserve), and Send refuses without calling the services. The line follows the live
- * budget, so a settings change updates it at once.
+ * budget, so a settings change updates it at once. For a model whose template reads
+ * `enable_thinking`, the open chat's Think toggle sits beside the meter.
  */
 import { useEffect, useRef, type KeyboardEvent } from 'react';
 import { CONTEXT_FULL_WORDS } from '../../main/contract/context-full.ts';
@@ -18,6 +19,7 @@ import { isGenerating } from '../stores/chat.ts';
 import { ContextMeter } from './ContextMeter.tsx';
 import { Attachments, NotFitOffer, useOwnBudget } from './Documents.tsx';
 import { SendIcon, StopIcon } from './icons.tsx';
+import { ThinkToggle } from './Thinking.tsx';
 
 export function Composer() {
   const stores = useStores();
@@ -84,6 +86,7 @@ export function Composer() {
         <Attachments />
         <div className="composer-bar">
           <ContextMeter />
+          <ThinkToggle />
           <span className="composer-hint">
             <kbd>Enter</kbd> to send · <kbd>Shift</kbd>+<kbd>Enter</kbd> for a new line
           </span>

@@ -1,9 +1,10 @@
 /**
  * One message. User messages: plain text (whitespace kept) with Copy and Edit (an inline editor
  * that resends with `editMessage`, dropping what followed). Assistant messages: Markdown, a live
- * line while streaming ("Reading prompt n/total", tokens so far), then the answer's stats (TTFT,
+ * line while streaming ("Reading prompt n/total", tokens so far), a reasoning model's thinking in
+ * a collapsible block above the answer (Thinking.tsx), then the answer's stats (TTFT,
  * tokens/s, tokens reused from the KV cache, finish reason, the document parts used), its error
- * if any, Copy, and Regenerate on the last answer. User messages show their documents as chips
+ * if any, Copy (the answer alone), and Regenerate on the last answer. User messages show their documents as chips
  * and can be deleted with their answer; a message the context-full policy leaves out is marked
  * "not in context".
  */
@@ -18,6 +19,7 @@ import { Collapsible } from './Collapsible.tsx';
 import { DocumentChip } from './Documents.tsx';
 import { Markdown } from './Markdown.tsx';
 import { PencilIcon, RefreshIcon } from './icons.tsx';
+import { ThinkingBlock } from './Thinking.tsx';
 
 export interface MessageViewProps {
   message: Message;
@@ -126,14 +128,15 @@ function AssistantMessage({ message, live, isLastAnswer, generating }: Omit<Mess
   const streaming = message.status === 'streaming';
   return (
     <article className={`msg msg-assistant${streaming ? ' streaming' : ''}`} aria-label="Answer" aria-busy={streaming}>
+      {message.reasoning && <ThinkingBlock id={message.id} reasoning={message.reasoning} thinking={streaming && !message.content} stats={message.stats} />}
       {message.content ? (
         <Collapsible text={message.content} enabled={!streaming}>
           <Markdown text={message.content} />
         </Collapsible>
       ) : streaming ? null : (
-        <p className="msg-empty">(no text)</p>
+        <p className="msg-empty">{message.reasoning ? '(no answer after the thinking)' : '(no text)'}</p>
       )}
-      {streaming && <LiveLine live={live} hasText={message.content.length > 0} />}
+      {streaming && <LiveLine live={live} hasText={message.content.length > 0 || Boolean(message.reasoning)} />}
       {message.status === 'error' && (
         <p className="msg-error" role="note">
           {message.error ?? 'The answer failed.'}

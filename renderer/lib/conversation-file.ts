@@ -2,7 +2,9 @@
  * A conversation as a file: export to Markdown (for reading) or JSON (for keeping; it imports
  * back), with the settings it was answered under and each answer's stats; and the JSON read back
  * for import. The JSON format is `{ format: "ropewalk.conversation", version: 1, title, createdAt,
- * exportedAt, model, settings, messages: [{ role, content, status, stats, error, createdAt }] }`.
+ * exportedAt, model, settings, messages: [{ role, content, reasoning?, status, stats, error, createdAt }] }`
+ * (`reasoning`: an answer's thinking, apart from its content). Markdown shows the thinking as a
+ * quoted block before the answer ("> **Thinking** …").
  * Pure: strings in, strings out; `ConversationFileError` quotes what is wrong with a file.
  */
 import type { AnswerStats, Conversation, Message, Settings } from '../../main/contract/types.ts';
@@ -13,7 +15,7 @@ export const FILE_VERSION = 1;
 /** What an import needs: the title and the messages in order. */
 export interface ImportedConversation {
   title: string;
-  messages: Array<Pick<Message, 'role' | 'content' | 'stats' | 'error'> & { status: Exclude<Message['status'], 'streaming'> }>;
+  messages: Array<Pick<Message, 'role' | 'content' | 'reasoning' | 'stats' | 'error'> & { status: Exclude<Message['status'], 'streaming'> }>;
 }
 
 export class ConversationFileError extends Error {
@@ -42,7 +44,7 @@ export function conversationToJson(conversation: Conversation, ctx: ExportContex
       exportedAt: ctx.now,
       model: ctx.model,
       settings: ctx.settings,
-      messages: conversation.messages.map(({ role, content, status, stats, error, createdAt }) => ({ role, content, status, stats, error, createdAt })),
+      messages: conversation.messages.map(({ role, content, reasoning, status, stats, error, createdAt }) => ({ role, content, ...(reasoning ? { reasoning } : {}), status, stats, error, createdAt })),
     },
     null,
     2,
@@ -60,11 +62,19 @@ export function conversationToMarkdown(conversation: Conversation, ctx: ExportCo
   lines.push(`_${facts.join(' · ')}_`, '');
   if (ctx.settings?.systemPrompt) lines.push('## System', '', ctx.settings.systemPrompt, '');
   for (const m of conversation.messages) {
-    lines.push(m.role === 'user' ? '## You' : m.role === 'assistant' ? '## Assistant' : '## System', '', m.content, '');
+    lines.push(m.role === 'user' ? '## You' : m.role === 'assistant' ? '## Assistant' : '## System', '');
+    if (m.reasoning) lines.push(quoted(m.reasoning, m.stats), '');
+    lines.push(m.content, '');
     if (m.stats) lines.push(`_${statsLine(m.stats)}_`, '');
     if (m.error) lines.push(`_Error: ${m.error}_`, '');
   }
   return `${lines.join('\n').trimEnd()}\n`;
+}
+
+/** An answer's thinking as a Markdown block quote, headed with its tokens and time when known. */
+function quoted(reasoning: string, stats: AnswerStats | null): string {
+  const facts = stats?.reasoningTokens ? ` (${stats.reasoningTokens} tokens, ${((stats.reasoningMs ?? 0) / 1000).toFixed(1)} s)` : '';
+  return [`**Thinking**${facts}`, '', ...reasoning.split('\n')].map((l) => (l ? `> ${l}` : '>')).join('\n');
 }
 
 function statsLine(s: AnswerStats): string {
@@ -102,6 +112,7 @@ export function parseConversationFile(text: string): ImportedConversation {
     return {
       role: m.role as Message['role'],
       content: m.content,
+      ...(typeof m.reasoning === 'string' && m.reasoning ? { reasoning: m.reasoning } : {}),
       status: status === 'streaming' ? 'error' : status,
       stats: m.stats && typeof m.stats === 'object' ? (m.stats as AnswerStats) : null,
       error: typeof m.error === 'string' ? m.error : status === 'streaming' ? 'interrupted before it was exported' : null,

@@ -19,7 +19,7 @@
  * Kept entries belong to the open conversation; the store calls `clear()` when it switches.
  */
 import type { Message } from '../../main/contract/types.ts';
-import type { StreamChunk } from './stream-buffer.ts';
+import { mergeChunk, withChunk, type StreamChunk } from './stream-buffer.ts';
 
 /** A message once the early events are applied, and its streamed token count if it streams on. */
 export interface ClaimedAnswer {
@@ -36,7 +36,7 @@ export interface ClaimedAnswer {
  */
 export function applyEarly(message: Message, text: StreamChunk | undefined, done: Message | undefined): ClaimedAnswer {
   if (done) return { message: done, generatedTokens: null };
-  const merged = text ? { ...message, content: message.content + text.text } : message;
+  const merged = text ? withChunk(message, text) : message;
   if (merged.status !== 'streaming') return { message: merged, generatedTokens: null };
   return { message: merged, generatedTokens: text?.generatedTokens ?? 0 };
 }
@@ -48,12 +48,8 @@ export class EarlyArrivals {
   /** Keeps a frame's text for a message not known yet (appends to what was kept before). */
   keepText(messageId: string, chunk: StreamChunk): void {
     const kept = this.text.get(messageId);
-    if (kept) {
-      kept.text += chunk.text;
-      kept.generatedTokens = chunk.generatedTokens;
-    } else {
-      this.text.set(messageId, { ...chunk });
-    }
+    if (kept) mergeChunk(kept, chunk);
+    else this.text.set(messageId, { ...chunk });
   }
 
   /** Keeps the final message of an answer not known yet; its kept text is no longer needed. */

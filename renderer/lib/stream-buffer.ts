@@ -3,8 +3,10 @@
  * buffer and asks the scheduler for one frame; when the frame runs, everything buffered since the
  * last commit is handed to `commit` in one call, so the store changes at most once per frame no
  * matter how many deltas arrived. The scheduler is injected (requestAnimationFrame in the window,
- * a manual fake in tests), so this module touches no DOM.
+ * a manual fake in tests), so this module touches no DOM. A reasoning model's thinking streams
+ * beside the answer (`reasoning`), batched the same way and appended to its own field (`withChunk`).
  */
+import type { Message } from '../../main/contract/types.ts';
 
 /** Something that runs a callback at the next frame, and can cancel it. */
 export interface FrameScheduler {
@@ -15,8 +17,10 @@ export interface FrameScheduler {
 /** What accumulated for one message since the last commit. */
 export interface StreamChunk {
   conversationId: string;
-  /** Text to append, in arrival order. */
+  /** Answer text to append, in arrival order. */
   text: string;
+  /** Reasoning text to append, in arrival order ('' when none). */
+  reasoning: string;
   /** The latest generated-token count reported for the message. */
   generatedTokens: number;
 }
@@ -33,15 +37,11 @@ export class StreamBuffer {
     private readonly commit: CommitFn,
   ) {}
 
-  /** Buffers a delta of a message; schedules one commit if none is scheduled. */
-  push(conversationId: string, messageId: string, text: string, generatedTokens: number): void {
+  /** Buffers a delta of a message (answer text, and reasoning text); schedules one commit if none is scheduled. */
+  push(conversationId: string, messageId: string, text: string, generatedTokens: number, reasoning = ''): void {
     const chunk = this.pending.get(messageId);
-    if (chunk) {
-      chunk.text += text;
-      chunk.generatedTokens = Math.max(chunk.generatedTokens, generatedTokens);
-    } else {
-      this.pending.set(messageId, { conversationId, text, generatedTokens });
-    }
+    if (chunk) mergeChunk(chunk, { text, reasoning, generatedTokens });
+    else this.pending.set(messageId, { conversationId, text, reasoning, generatedTokens });
     if (!this.scheduled) {
       this.scheduled = true;
       this.handle = this.scheduler.request(() => this.runFrame());
@@ -85,6 +85,18 @@ export class StreamBuffer {
     this.scheduled = false;
     this.handle = null;
   }
+}
+
+/** Appends `next` to `into` (texts in order; the larger token count, since counts only grow). */
+export function mergeChunk(into: StreamChunk, next: Pick<StreamChunk, 'text' | 'reasoning' | 'generatedTokens'>): void {
+  into.text += next.text;
+  into.reasoning += next.reasoning;
+  into.generatedTokens = Math.max(into.generatedTokens, next.generatedTokens);
+}
+
+/** `m` with a chunk's text appended: the answer to `content`, the reasoning to `reasoning`. */
+export function withChunk(m: Message, chunk: Pick<StreamChunk, 'text' | 'reasoning'>): Message {
+  return { ...m, content: m.content + chunk.text, ...(chunk.reasoning ? { reasoning: (m.reasoning ?? '') + chunk.reasoning } : {}) };
 }
 
 /** The window's scheduler: one requestAnimationFrame per commit. */

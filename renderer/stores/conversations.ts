@@ -25,6 +25,8 @@ export interface ConversationsState {
   rename(id: string, title: string): Promise<boolean>;
   /** Sets a conversation's own context-full policy (null: the setting's); the budget follows. */
   setPolicy(id: string, policy: ContextFullPolicy | null): Promise<boolean>;
+  /** Sets a conversation's Think toggle (null: the template's default). */
+  setThinking(id: string, thinking: boolean | null): Promise<boolean>;
   /** Imports a conversation from an exported JSON file's text and opens it; false (and a notice) when it cannot. */
   importFile(text: string): Promise<boolean>;
   /** Deletes; if it was open, opens the most recent remaining one (or none). */
@@ -41,13 +43,14 @@ export type ConversationsStore = StoreApi<ConversationsState>;
 export const byRecent = (a: ConversationSummary, b: ConversationSummary) => b.updatedAt - a.updatedAt || b.createdAt - a.createdAt;
 
 /** A summary without the fields a caller's object may carry beyond it (a whole Conversation). */
-const summaryOf = ({ id, title, createdAt, updatedAt, match, contextFullPolicy }: ConversationSummary): ConversationSummary => ({
+const summaryOf = ({ id, title, createdAt, updatedAt, match, contextFullPolicy, thinking }: ConversationSummary): ConversationSummary => ({
   id,
   title,
   createdAt,
   updatedAt,
   ...(match === undefined ? {} : { match }),
   ...(contextFullPolicy === undefined ? {} : { contextFullPolicy }),
+  ...(thinking === undefined ? {} : { thinking }),
 });
 
 export function createConversationsStore(
@@ -81,6 +84,17 @@ export function createConversationsStore(
         if (!search) chat().getState().keepDraftsOf(get().items.map((c) => c.id));
       } catch (e) {
         report(e);
+      }
+    }
+
+    /** Applies a call that answers with the changed summary; false (and a notice) when it fails. */
+    async function changed(call: () => Promise<ConversationSummary>): Promise<boolean> {
+      try {
+        get().upsert(await call());
+        return true;
+      } catch (e) {
+        report(e);
+        return false;
       }
     }
 
@@ -144,13 +158,10 @@ export function createConversationsStore(
         }
       },
       async setPolicy(id, policy) {
-        try {
-          get().upsert(await api.setConversationPolicy({ id, policy }));
-          return true;
-        } catch (e) {
-          report(e);
-          return false;
-        }
+        return changed(() => api.setConversationPolicy({ id, policy }));
+      },
+      async setThinking(id, thinking) {
+        return changed(() => api.setConversationThinking({ id, thinking }));
       },
       async remove(id) {
         try {

@@ -25,8 +25,11 @@ export interface E2eApp {
   close(): Promise<void>;
 }
 
-/** Builds the renderer, starts serve mode (seeded by `seed` before it opens the database) and Chromium. */
-export async function startE2eApp(seed?: (store: ConversationStore) => void): Promise<E2eApp> {
+/**
+ * Builds the renderer, starts serve mode (seeded by `seed` before it opens the database; `env`
+ * added to its environment, e.g. ROPEWALK_DEFAULT_MODEL) and Chromium.
+ */
+export async function startE2eApp(seed?: (store: ConversationStore) => void, env: Record<string, string> = {}): Promise<E2eApp> {
   assert.ok(existsSync(CHROMIUM), `Debian's chromium is needed at ${CHROMIUM} (apt-get install chromium)`);
   const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-e2e-'));
   const dataDir = path.join(root, 'data');
@@ -39,7 +42,7 @@ export async function startE2eApp(seed?: (store: ConversationStore) => void): Pr
   }
   const server: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'main/serve/cli.ts', '--port', '0', '--data', dataDir], {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, ROPEWALK_CACHE_DIR: path.join(root, 'cache') },
+    env: { ...process.env, ROPEWALK_CACHE_DIR: path.join(root, 'cache'), ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const firstLine = await new Promise<string>((resolve, reject) => {

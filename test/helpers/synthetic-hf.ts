@@ -47,6 +47,8 @@ export interface SyntheticSpec {
   maxPositionEmbeddings?: number;
   /** Merged last into config.json; a key set to undefined is removed. */
   configOverrides?: Record<string, unknown>;
+  /** Replaces a weight's random values (same shape, row-major) when it returns an array. */
+  weights?: (name: string, shape: number[]) => Float32Array | undefined;
 }
 
 /** Number of ids in the real Qwen3 tokenizer (151,643 BPE tokens + 26 added, ids 0…151,668). */
@@ -152,10 +154,12 @@ export async function writeSyntheticCheckpoint(dir: string, spec: SyntheticSpec)
   const rand = mulberry32(spec.seed ?? 1);
   const tensors: Record<string, TensorToWrite> = {};
   const mat = (name: string, shape: number[]) => {
-    tensors[name] = { dtype, shape, data: gaussian(rand, shape.reduce((a, b) => a * b, 1), 0, 0.02) };
+    const random = gaussian(rand, shape.reduce((a, b) => a * b, 1), 0, 0.02);
+    tensors[name] = { dtype, shape, data: spec.weights?.(name, shape) ?? random };
   };
   const norm = (name: string, n: number) => {
-    tensors[name] = { dtype, shape: [n], data: gaussian(rand, n, 1, 0.02) };
+    const random = gaussian(rand, n, 1, 0.02);
+    tensors[name] = { dtype, shape: [n], data: spec.weights?.(name, [n]) ?? random };
   };
   const q = heads * d.headDim;
   const kv = d.kvHeads * d.headDim;

@@ -61,6 +61,25 @@ test('DeltaBatcher: the first text goes out at once, later text waits out the in
   assert.equal(sent.length, 3, 'a flush cancels the pending timer');
 });
 
+test('DeltaBatcher: reasoning and answer text batch together but stay apart', () => {
+  const clock = new ManualScheduler();
+  const sent: [string, string][] = [];
+  const b = new DeltaBatcher((d, r) => sent.push([d, r]), 16, clock);
+  b.push('Let me', 'reasoning');
+  clock.advance(0);
+  b.push(' see.', 'reasoning');
+  b.push('Hello', 'content');
+  clock.advance(16);
+  assert.deepEqual(sent, [['', 'Let me'], ['Hello', ' see.']]);
+  assert.deepEqual([b.sent, b.sentReasoning, b.text, b.reasoning], ['Hello', 'Let me see.', 'Hello', 'Let me see.']);
+});
+
+test("finalState: the reasoning is the engine's, or what was streamed when longer", () => {
+  const withReasoning = { done: { ...done('stop', 'Answer').done, reasoning: 'Thought' } };
+  assert.deepEqual([finalState(withReasoning, 'Ans', 'Tho').reasoning, finalState(withReasoning, 'Ans', 'Tho').content], ['Thought', 'Answer']);
+  assert.equal(finalState({ failure: { message: 'x', crashed: false } }, '', 'Half a thou').reasoning, 'Half a thou');
+});
+
 test('DeltaBatcher: tokens at random times (0–40 ms apart) → deltas at least 16 ms apart, each token out within 16 ms, no text lost', () => {
   const random = mulberry32(9);
   for (let run = 0; run < 20; run++) {
@@ -122,6 +141,8 @@ const STATS: GenerationStats = {
   nodesOnCpu: 48,
   promptTokens: 5,
   generatedTokens: 3,
+  reasoningTokens: 0,
+  reasoningMs: 0,
   reusedTokens: 0,
   prefilledTokens: 5,
   ttftMs: 12,
@@ -135,7 +156,7 @@ const STATS: GenerationStats = {
   kv: { capacity: 16, growths: 1, bytes: 1 },
 };
 const done = (reason: DoneEvent['reason'], text: string, error?: DoneEvent['error']): { done: DoneEvent } => ({
-  done: { type: 'done', reason, text, promptTokens: [1], tokens: [2, 3, 4], stats: STATS, ...(error ? { error } : {}) },
+  done: { type: 'done', reason, text, reasoning: '', promptTokens: [1], tokens: [2, 3, 4], stats: STATS, ...(error ? { error } : {}) },
 });
 
 test('finalState: complete, cancelled, engine error, thrown failure', () => {
@@ -147,5 +168,5 @@ test('finalState: complete, cancelled, engine error, thrown failure', () => {
   const failed = finalState(done('error', 'Once', { code: 'SESSION_RUN', message: 'ONNX Runtime run failed' }), 'Once');
   assert.deepEqual([failed.status, failed.error, failed.content], ['error', 'ONNX Runtime run failed', 'Once']);
   const crashed = finalState({ failure: { message: 'the engine stopped', crashed: true } }, 'Once up');
-  assert.deepEqual(crashed, { content: 'Once up', status: 'error', stats: null, error: 'the engine stopped' });
+  assert.deepEqual(crashed, { content: 'Once up', reasoning: '', status: 'error', stats: null, error: 'the engine stopped' });
 });

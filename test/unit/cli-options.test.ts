@@ -41,3 +41,12 @@ test('--context-full: rolling-window (default) shifts, stop does not; truncate-m
     assert.throws(() => shiftOf(['--context-full', bad]), (e: unknown) => e instanceof UsageError && e.message === `--context-full must be stop or rolling-window, got "${bad}"`);
   }
 });
+
+test('--think / --no-think: enable_thinking on or off, absent = the template default; both is a usage error', () => {
+  const thinkingOf = (argv: string[]) => {
+    const o = parseChatOptions([...argv, 'Why?']);
+    return o === 'help' ? undefined : o.thinking;
+  };
+  assert.deepEqual([thinkingOf([]), thinkingOf(['--think']), thinkingOf(['--no-think'])], [null, true, false]);
+  assert.throws(() => thinkingOf(['--think', '--no-think']), (e: unknown) => e instanceof UsageError && /one of --think and --no-think/.test(e.message));
+});

@@ -44,6 +44,17 @@ describe('conversation files', () => {
     assert.match(md, /## You\n\nWhat is \$x\^2\$\?\n\n## Assistant\n\nA square.\n\n_40 tokens · TTFT 42 ms · 55.5 tok\/s · stop_\n/);
   });
 
+  it("an answer's thinking: kept apart in JSON and read back; a quoted block before the answer in Markdown", () => {
+    const thought = { ...stats, reasoningTokens: 12, reasoningMs: 1500 };
+    const c: Conversation = {
+      ...conversation,
+      messages: [{ id: 'm4', conversationId: 'c1', role: 'assistant', content: 'Four.', reasoning: 'Two and two.\n\nSo four.', status: 'complete', stats: thought, error: null, createdAt: 4 }],
+    };
+    const back = parseConversationFile(conversationToJson(c, ctx));
+    assert.deepEqual(back.messages, [{ role: 'assistant', content: 'Four.', reasoning: 'Two and two.\n\nSo four.', status: 'complete', stats: thought, error: null }]);
+    assert.match(conversationToMarkdown(c, ctx), /## Assistant\n\n> \*\*Thinking\*\* \(12 tokens, 1\.5 s\)\n>\n> Two and two\.\n>\n> So four\.\n\nFour\.\n/);
+  });
+
   it('refuses what is not an export, with the reason', () => {
     assert.throws(() => parseConversationFile('not json'), /the file is not JSON/);
     assert.throws(() => parseConversationFile('{"format":"other"}'), /not a Ropewalk conversation export \(format "other"\)/);

@@ -18,7 +18,7 @@ const answer = (id: string, content: string, status: Message['status'] = 'stream
   error: null,
   createdAt: 1,
 });
-const chunk = (text: string, generatedTokens: number) => ({ conversationId: 'c1', text, generatedTokens });
+const chunk = (text: string, generatedTokens: number, reasoning = '') => ({ conversationId: 'c1', text, reasoning, generatedTokens });
 
 describe('applyEarly', () => {
   it('appends kept text to a streaming message and reports its token count', () => {

@@ -166,6 +166,14 @@ export class FakeApi {
       const { messages: _m, ...summary } = c;
       return structuredClone(summary);
     },
+    setConversationThinking: ({ id, thinking }) => {
+      const c = this.conversations.get(id);
+      if (!c) throw new ApiError('NOT_FOUND', `no conversation ${id}`);
+      if (thinking !== null) c.thinking = thinking;
+      else delete c.thinking;
+      const { messages: _m, ...summary } = c;
+      return structuredClone(summary);
+    },
     deleteConversation: ({ id }) => {
       this.conversations.delete(id);
       return null;

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { StreamBuffer, type StreamChunk } from '../../renderer/lib/stream-buffer.ts';
+import { StreamBuffer, withChunk, type StreamChunk } from '../../renderer/lib/stream-buffer.ts';
 import { ManualFrames } from './renderer-fakes.ts';
 
 
@@ -24,9 +24,23 @@ describe('StreamBuffer', () => {
     assert.equal(frames.requests, 1, 'one frame asked for four deltas');
     frames.tick();
     assert.equal(commits.length, 1);
-    assert.deepEqual(commits[0].get('m1'), { conversationId: 'c1', text: 'Once upon a time', generatedTokens: 1 });
+    assert.deepEqual(commits[0].get('m1'), { conversationId: 'c1', text: 'Once upon a time', reasoning: '', generatedTokens: 1 });
     frames.tick();
     assert.equal(commits.length, 1, 'an idle frame commits nothing');
+  });
+
+  it('batches reasoning beside the answer, each in order, and appends each to its own field', () => {
+    const { frames, commits, buffer } = setup();
+    buffer.push('c1', 'm1', '', 1, 'Let me');
+    buffer.push('c1', 'm1', '', 2, ' think');
+    buffer.push('c1', 'm1', 'Hello', 3);
+    frames.tick();
+    const chunk = commits[0].get('m1')!;
+    assert.deepEqual([chunk.text, chunk.reasoning, chunk.generatedTokens], ['Hello', 'Let me think', 3]);
+    const m = { id: 'm1', conversationId: 'c1', role: 'assistant' as const, content: 'Hi', reasoning: 'Hmm. ', status: 'streaming' as const, stats: null, error: null, createdAt: 0 };
+    assert.deepEqual([withChunk(m, chunk).content, withChunk(m, chunk).reasoning], ['HiHello', 'Hmm. Let me think']);
+    const { reasoning: _r, ...plain } = m;
+    assert.equal('reasoning' in withChunk(plain, { text: 'x', reasoning: '' }), false, 'no reasoning field without reasoning');
   });
 
   it('keeps the highest token count and separates messages', () => {

@@ -11,6 +11,8 @@
  *
  * `generate` is an async generator of `GenerationEvent`s:
  *   prefill progress per chunk → token deltas → one `done` with reason and stats.
+ * A chat reply of a reasoning model (markers from its template and vocabulary, reasoning.ts) is
+ * split into reasoning and content: each token delta says its part, `done` has both texts.
  * Out of positions, a generation ends with 'context-full', or, when the request allows it
  * (`contextShift`), shifts the context and goes on (`makeRoom`, context-shift.ts), keeping the
  * prefix the request names (the system prompt, or the system prompt and the first exchange).
@@ -41,6 +43,7 @@ import { Sampler, SamplerScratch, validateSamplerOptions } from '../sampling/sam
 import { TextTokenizer } from '../tokenizer/tokenizer.ts';
 import { commonPrefix, ContextShifter } from './context-shift.ts';
 import { Generation } from './generation.ts';
+import { promptOpensReasoning, reasoningMarkers, type PartDelta, type ReasoningMarkers, type ReplyPart } from './reasoning.ts';
 import type { GenerationEvent, GenerationRequest, GenerationStats } from './types.ts';
 
 /** Default memory for the KV caches of earlier sequences: 1 GiB. */
@@ -102,6 +105,8 @@ export interface ModelInfo {
    */
   fallbackReason: string | null;
   hasChatTemplate: boolean;
+  /** The chat template reads `enable_thinking` (Qwen3's), so `GenerationRequest.enableThinking` changes the prompt. */
+  thinkingToggle?: boolean;
   bundleDir: string;
   /** How the weights are stored: formats with counts, the bundle's size on disk, resident weight bytes. */
   weights: ModelWeightsInfo;
@@ -177,6 +182,8 @@ export class Engine {
   private readonly samplerScratch: SamplerScratch;
   /** Token ids whose keys/values are in the KV cache, in order (length == kv.length). */
   private cachedTokens: number[] = [];
+  /** The model's reasoning markers (null: it does not reason; replies are all content). */
+  readonly reasoningMarkers: ReasoningMarkers | null;
   /** decodeStep's input [1], reused so a warm step allocates nothing here. */
   private readonly oneToken = [0];
   private busy = false;
@@ -215,6 +222,7 @@ export class Engine {
       dtype: parts.manifest.dtype === 'float16' ? 'float16' : 'float32',
     });
     this.samplerScratch = new SamplerScratch(c.vocabSize);
+    this.reasoningMarkers = reasoningMarkers(this.tokenizer);
   }
 
   /**
@@ -295,6 +303,7 @@ export class Engine {
       adapter: this.adapter,
       fallbackReason: oneLine(this.importNote, s.fallbackReason),
       hasChatTemplate: this.manifest.chatTemplate !== null,
+      thinkingToggle: this.tokenizer.chatTemplate?.includes('enable_thinking') ?? false,
       bundleDir: this.bundleDir,
       weights: this.weightsInfo,
     };
@@ -305,7 +314,7 @@ export class Engine {
    * With `maxTokens`, a prompt far over it is refused after counting only part of it.
    * @throws ContextOverflowError (past `maxTokens`), InvalidOptionError for an empty prompt or a request with neither/both prompt forms.
    */
-  encodeRequest(req: Pick<GenerationRequest, 'prompt' | 'messages'>, maxTokens?: number): number[] {
+  encodeRequest(req: Pick<GenerationRequest, 'prompt' | 'messages' | 'enableThinking'>, maxTokens?: number): number[] {
     if ((req.prompt === undefined) === (req.messages === undefined)) {
       throw new InvalidOptionError('request', 'give exactly one of prompt and messages');
     }
@@ -316,7 +325,7 @@ export class Engine {
     }
     if (req.messages!.every((m) => m.content.length === 0)) throw new InvalidOptionError('prompt', 'the prompt is empty');
     // The chat template (or, without one, the transcript) as the model will see it.
-    return this.tokenizer.encodeChat(req.messages!, { maxTokens });
+    return this.tokenizer.encodeChat(req.messages!, { maxTokens, enableThinking: req.enableThinking });
   }
 
   /** Forgets the KV cache contents (keeps its buffers) and the kept KV caches of earlier sequences. */
@@ -391,15 +400,14 @@ export class Engine {
       if (logits && this.kv.length >= this.maxContext) this.makeRoom(gen);
       while (logits && !gen.finished) {
         const token = gen.sampler.sample(logits, this.cachedTokens);
-        const delta = gen.accept(token);
-        if (delta !== null) yield { type: 'token', id: token, text: delta };
+        const deltas = gen.accept(token);
+        if (deltas !== null) yield* tokenEvents(token, deltas, gen.part);
         if (gen.finished) break;
         if (this.kv.length + 1 >= this.maxContext && !this.makeRoom(gen)) break;
         if (!this.cancelled(gen, signal)) logits = await this.decodeStep(token);
       }
       // 4. what the stream decoder still holds
-      const tail = gen.flush();
-      if (tail) yield { type: 'token', id: -1, text: tail };
+      for (const d of gen.flush()) yield { type: 'token', id: -1, text: d.text, part: d.part };
     } catch (e) {
       // A failed run may have left partial rows past kv.length; they are ignored (length unchanged).
       gen.fail(e);
@@ -443,7 +451,19 @@ export class Engine {
     if (this.busy) throw new InvalidOptionError('request', 'the engine is already generating');
     this.busy = true;
     const shifter = req.contextShift ? new ContextShifter(this.tokenizer, prompt, req.messages ?? null, req.contextShift === 'first-exchange' ? 'first-exchange' : 'system') : null;
-    return new Generation(req, prompt, sampler, this.tokenizer, shifter);
+    return new Generation(req, prompt, sampler, this.tokenizer, shifter, this.replyReasoning(req, prompt));
+  }
+
+  /**
+   * How a chat reply of this model reasons: its markers, and whether the prompt (its last
+   * tokens, special ones spelled out) already opened the block. Null for a raw prompt or a
+   * model without markers: the reply is all content.
+   */
+  private replyReasoning(req: GenerationRequest, prompt: number[]): { markers: ReasoningMarkers; openInPrompt: boolean } | null {
+    const markers = this.reasoningMarkers;
+    if (!markers || req.messages === undefined) return null;
+    const tail = this.tokenizer.decode(prompt.slice(-REASONING_TAIL_TOKENS), { skipSpecial: false });
+    return { markers, openInPrompt: promptOpensReasoning(tail, markers) };
   }
 
   /**
@@ -524,6 +544,8 @@ export class Engine {
       generatedTokens: n,
       executionProvider: this.backend.info.executionProvider,
       nodesOnCpu: this.backend.info.nodesOnCpu,
+      reasoningTokens: gen.reasoningTokens,
+      reasoningMs: gen.reasoningEndedAt && gen.decodeStartedAt ? round(gen.reasoningEndedAt - gen.decodeStartedAt) : 0,
       reusedTokens: gen.reusedTokens,
       prefilledTokens: gen.prefilledTokens,
       ttftMs: round(gen.ttftMs),
@@ -537,13 +559,26 @@ export class Engine {
       kv: pick(this.kv.stats, ['capacity', 'growths', 'bytes']),
     };
     const reason = gen.reason ?? 'length';
-    return { type: 'done', reason, text: gen.text, promptTokens: gen.prompt, tokens: gen.tokens, stats, ...(gen.error ? { error: gen.error } : {}) };
+    return { type: 'done', reason, text: gen.text, reasoning: gen.reasoning, promptTokens: gen.prompt, tokens: gen.tokens, stats, ...(gen.error ? { error: gen.error } : {}) };
   }
 
   /** Releases the backend. */
   async dispose(): Promise<void> {
     await this.backend.dispose();
   }
+}
+
+/** Prompt tokens read for an opening marker at its end (Qwen3's `<think>\n\n</think>\n\n` is 4). */
+const REASONING_TAIL_TOKENS = 8;
+
+/**
+ * The events of one accepted token: one per part its text falls in (the token's id on the first,
+ * −1 on a second, so tokens are counted once), or one empty delta in the current part while its
+ * text is held back (consumers count tokens by these).
+ */
+function* tokenEvents(id: number, deltas: PartDelta[], part: ReplyPart): Generator<GenerationEvent> {
+  if (deltas.length === 0) yield { type: 'token', id, text: '', part };
+  for (let i = 0; i < deltas.length; i++) yield { type: 'token', id: i === 0 ? id : -1, text: deltas[i]!.text, part: deltas[i]!.part };
 }
 
 function round(x: number): number {

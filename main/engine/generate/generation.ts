@@ -1,7 +1,8 @@
 /**
  * One generation's own state, apart from the model's: the sampler, the end-of-sequence ids, the
- * stop strings, the text streamed so far, the finish reason and the clock readings that become
- * the stats. The engine's loop hands each sampled token to `accept` and asks `finished`; this
+ * stop strings, the reasoning splitter, the text streamed so far, the finish reason and the clock
+ * readings that become the stats. Text flows token → stream decoder → stop strings → reasoning
+ * splitter (reasoning.ts), so a stop string applies to the whole reply. The engine's loop hands each sampled token to `accept` and asks `finished`; this
  * class never touches the backend or the caches.
  */
 import { performance } from 'node:perf_hooks';
@@ -10,6 +11,7 @@ import { Sampler } from '../sampling/sampler.ts';
 import { StreamDecoder } from '../tokenizer/stream-decoder.ts';
 import type { TextTokenizer } from '../tokenizer/tokenizer.ts';
 import type { ContextShifter } from './context-shift.ts';
+import { ReasoningSplitter, type PartDelta, type ReasoningMarkers } from './reasoning.ts';
 import { StopStrings } from './stop-strings.ts';
 import type { FinishReason, GenerationRequest } from './types.ts';
 
@@ -31,27 +33,51 @@ export class Generation {
   ttftMs = 0;
   prefillMs = 0;
   decodeStartedAt = 0;
+  /** Generated tokens inside the reasoning block, closing marker included. */
+  reasoningTokens = 0;
+  /** When the last of those was accepted, ms (performance.now()); 0: none. */
+  reasoningEndedAt = 0;
   private readonly maxTokens: number;
+  private readonly parts: ReasoningSplitter;
   private readonly eos: Set<number>;
   private readonly stops: StopStrings;
   private readonly decoder: StreamDecoder;
 
   /**
    * `req` has been validated; `prompt` is its token ids; `shifter` plans the context shifts when
-   * the request allows them (else null: out of room ends with 'context-full').
+   * the request allows them (else null: out of room ends with 'context-full'); `reasoning`: the
+   * model's markers and whether the prompt opened the block (null: the reply is all content).
    */
-  constructor(req: GenerationRequest, prompt: number[], sampler: Sampler, tokenizer: TextTokenizer, readonly shifter: ContextShifter | null = null) {
+  constructor(
+    req: GenerationRequest,
+    prompt: number[],
+    sampler: Sampler,
+    tokenizer: TextTokenizer,
+    readonly shifter: ContextShifter | null = null,
+    reasoning: { markers: ReasoningMarkers; openInPrompt: boolean } | null = null,
+  ) {
     this.prompt = prompt;
     this.sampler = sampler;
     this.maxTokens = req.maxTokens;
     this.eos = new Set(req.ignoreEos ? [] : tokenizer.eos);
     this.stops = new StopStrings(req.stop);
     this.decoder = new StreamDecoder(tokenizer, prompt);
+    this.parts = new ReasoningSplitter(reasoning?.markers ?? null, reasoning?.openInPrompt ?? false);
   }
 
-  /** The answer's text so far: every emitted delta, joined (never taken back). */
+  /** The answer's text so far: every emitted content delta, joined (never taken back). */
   get text(): string {
-    return this.stops.emitted;
+    return this.parts.content;
+  }
+
+  /** The reasoning so far: every emitted reasoning delta, joined. */
+  get reasoning(): string {
+    return this.parts.reasoning;
+  }
+
+  /** The part the reply is in now (the part of a token whose text is all held back). */
+  get part(): PartDelta['part'] {
+    return this.parts.part;
   }
 
   get finished(): boolean {
@@ -72,11 +98,13 @@ export class Generation {
 
   /**
    * Takes one sampled token. EOS ends with 'stop' and emits nothing (null). Otherwise the token
-   * joins the answer and the text that is safe to show is returned ('' while UTF-8 is incomplete
-   * or the text could still start a stop string); a completed stop string ends with 'stop' (the
-   * text stops where it starts); reaching maxTokens ends with 'length'.
+   * joins the reply and the text that is safe to show is returned, split into its parts ([] while
+   * UTF-8 is incomplete or the text could still start a stop string or a marker); a completed
+   * stop string ends with 'stop' (the text stops where it starts); reaching maxTokens ends with
+   * 'length'. A token read while the reasoning block is open, or that closes it, counts as a
+   * reasoning token.
    */
-  accept(token: number): string | null {
+  accept(token: number): PartDelta[] | null {
     if (this.eos.has(token)) {
       this.finish('stop');
       return null;
@@ -84,17 +112,27 @@ export class Generation {
     this.tokens.push(token);
     if (this.tokens.length === 1) this.ttftMs = performance.now() - this.startedAt;
     const step = this.stops.push(this.decoder.push(token));
+    const wasClosed = this.parts.closed;
+    const deltas = this.parts.push(step.text);
+    if (!wasClosed && this.parts.reasoned) {
+      this.reasoningTokens = this.tokens.length;
+      this.reasoningEndedAt = performance.now();
+    }
     if (step.stopped) this.finish('stop');
     else if (this.tokens.length >= this.maxTokens) this.finish('length');
-    return step.text;
+    return deltas;
   }
 
   /**
    * The end of the stream: the text the stream decoder and the stop strings still hold ('' after
    * a stop string). A stop string completed by it ends the generation with 'stop' after all.
    */
-  flush(): string {
-    if (this.stops.stopped) return '';
+  flush(): PartDelta[] {
+    const text = this.stops.stopped ? '' : this.flushStops();
+    return [...this.parts.push(text), ...this.parts.flush()];
+  }
+
+  private flushStops(): string {
     const step = this.stops.push(this.decoder.flush());
     if (step.stopped) this.reason = 'stop';
     return step.text + this.stops.flush();

@@ -4,10 +4,18 @@
  */
 import type { BackendKind, ExecutionProvider } from '../model/backend.ts';
 import type { SamplerOptions } from '../sampling/sampler.ts';
+import type { ReplyPart } from './reasoning.ts';
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';
+  /** The answer (for an assistant message, without its reasoning). */
   content: string;
+  /**
+   * An assistant message's reasoning, kept apart. It reaches the chat template as
+   * `reasoning_content` only when the template reads that variable (Qwen3's, which itself drops
+   * it from earlier turns); other templates get the content alone.
+   */
+  reasoning?: string;
 }
 
 export interface GenerationRequest {
@@ -20,6 +28,11 @@ export interface GenerationRequest {
   sampler: SamplerOptions;
   /** Generation ends when the text ends with one of these (the stop string is not emitted). */
   stop?: string[];
+  /**
+   * Whether a reasoning model should think first: passed to the chat template as
+   * `enable_thinking` when the template reads it (Qwen3); absent: the template's default.
+   */
+  enableThinking?: boolean;
   /** Keep generating past the end-of-sequence token. */
   ignoreEos?: boolean;
   /**
@@ -62,6 +75,13 @@ export interface GenerationStats {
   reusedTokens: number;
   /** Prompt tokens actually run through prefill (after a cancel, fewer than prompt − reused); prefillTokensPerSec counts these. */
   prefilledTokens: number;
+  /**
+   * Generated tokens inside the model's reasoning block (reasoning.ts), closing marker included;
+   * 0 for a reply without one. Counted in `generatedTokens` too.
+   */
+  reasoningTokens: number;
+  /** Time from the first decode step to the end of the reasoning block (or of the reply, when unclosed), ms; 0 without one. */
+  reasoningMs: number;
   /** Time from the request to the first generated token, ms. */
   ttftMs: number;
   prefillTokensPerSec: number;
@@ -79,11 +99,19 @@ export interface GenerationStats {
 
 export type GenerationEvent =
   | { type: 'prefill'; processed: number; total: number }
-  | { type: 'token'; id: number; text: string }
+  /**
+   * Text of the reply, in the part it belongs to (reasoning.ts). `id` is the generated token, or
+   * −1 for text that is not a new token (the stream's tail; the second part of a token whose text
+   * held the end of the reasoning and the start of the answer): count tokens by `id >= 0`.
+   */
+  | { type: 'token'; id: number; text: string; part: ReplyPart }
   | {
       type: 'done';
       reason: FinishReason;
+      /** The answer: every content delta, joined. */
       text: string;
+      /** The reasoning: every reasoning delta, joined ('' without any). */
+      reasoning: string;
       promptTokens: number[];
       tokens: number[];
       stats: GenerationStats;

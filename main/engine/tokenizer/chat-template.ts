@@ -4,7 +4,10 @@
  * Contract: `renderChatTemplate` renders a model's Jinja chat template (Hugging Face
  * `tokenizer_config.json` `chat_template`) with `@huggingface/jinja`, exactly as transformers'
  * `apply_chat_template(..., tokenize=False)` does: variables `messages`, `add_generation_prompt`,
- * `bos_token`, `eos_token`, plus any `extra` (e.g. `enable_thinking` for Qwen3). A template that
+ * `bos_token`, `eos_token`, plus any `extra` (e.g. `enable_thinking` for Qwen3). An assistant
+ * message's reasoning goes in as `reasoning_content`, and `enableThinking` as `enable_thinking`,
+ * only to a template that reads them (Qwen3's: it drops earlier turns' reasoning itself); any
+ * other template sees the content alone, as vLLM and llama.cpp's server pass them. A template that
  * does not parse, or that fails or calls `raise_exception` while rendering, throws
  * `TokenizerError`. `promptFromMessages` is the fallback for completion models without a
  * template (llama2.c stories260K). Text in, text out: tokenization happens in `tokenizer.ts`.
@@ -18,6 +21,8 @@ export type ChatRole = 'system' | 'user' | 'assistant';
 export interface ChatMessage {
   role: ChatRole;
   content: string;
+  /** An assistant message's reasoning, apart from its content (reasoning.ts). */
+  reasoning?: string;
 }
 
 export interface ChatTemplateOptions {
@@ -25,6 +30,8 @@ export interface ChatTemplateOptions {
   addGenerationPrompt: boolean;
   bosToken?: string;
   eosToken?: string;
+  /** `enable_thinking`, for a template that reads it (absent: the template's default). */
+  enableThinking?: boolean;
   /** Further template variables, e.g. `{ enable_thinking: false }`; they override the above. */
   extra?: Record<string, unknown>;
 }
@@ -60,15 +67,23 @@ export function renderChatTemplate(
   try {
     return compiled.render({
       // Fresh objects: a template may not mutate the caller's messages.
-      messages: messages.map((m) => ({ role: m.role, content: m.content })),
+      messages: messages.map((m) => templateMessage(m, template)),
       add_generation_prompt: opts.addGenerationPrompt,
       bos_token: opts.bosToken ?? '',
       eos_token: opts.eosToken ?? '',
+      ...(opts.enableThinking !== undefined && template.includes('enable_thinking') ? { enable_thinking: opts.enableThinking } : {}),
       ...opts.extra,
     });
   } catch (cause) {
     throw new TokenizerError(`the chat template failed to render: ${messageOf(cause)}`, { cause });
   }
+}
+
+/** A message as the template reads it: reasoning as `reasoning_content` only where the template uses that name. */
+function templateMessage(m: ChatMessage, template: string): Record<string, string> {
+  const out: Record<string, string> = { role: m.role, content: m.content };
+  if (m.reasoning && m.role === 'assistant' && template.includes('reasoning_content')) out.reasoning_content = m.reasoning;
+  return out;
 }
 
 /**

@@ -61,6 +61,8 @@ export interface EncodeChatOptions {
   addGenerationPrompt?: boolean;
   /** Extra template variables, e.g. `{ enable_thinking: false }`. */
   extra?: Record<string, unknown>;
+  /** `enable_thinking`, passed only to a template that reads it (chat-template.ts). */
+  enableThinking?: boolean;
   /** Prepend BOS if the rendered prompt does not start with it; defaults to the model's `addBos`. */
   addBos?: boolean;
   /** As `EncodeOptions.maxTokens`. */
@@ -197,6 +199,7 @@ export class TextTokenizer {
       addGenerationPrompt: opts.addGenerationPrompt ?? true,
       bosToken: this.bosToken ?? undefined,
       eosToken: this.eosToken ?? undefined,
+      enableThinking: opts.enableThinking,
       extra: opts.extra,
     });
   }
@@ -247,6 +250,11 @@ export class TextTokenizer {
       throw new TokenizerError(`token id ${id} is not a token of the tokenizer (${this.file})`);
     }
     return piece;
+  }
+
+  /** The id of the token whose vocab piece is exactly `piece` (e.g. "<think>"), or undefined. */
+  tokenId(piece: string): number | undefined {
+    return this.full.token_to_id(piece) ?? undefined;
   }
 
   /** True when `id` ends generation. */

@@ -6,7 +6,7 @@
  * other conversations are ignored (opening one fetches its current state).
  */
 import type { StoreApi } from 'zustand/vanilla';
-import type { StreamChunk } from '../../lib/stream-buffer.ts';
+import { withChunk, type StreamChunk } from '../../lib/stream-buffer.ts';
 import type { EventTypes } from '../../../main/contract/channels.ts';
 import type { ChatState, LiveAnswer } from '../chat.ts';
 import { type ChatContext, type ChatSlice, withLive } from './context.ts';
@@ -37,7 +37,7 @@ export function commitFrame(store: StoreApi<ChatState>, ctx: ChatContext, chunks
     known.add(m.id);
     if (m.status !== 'streaming') return m;
     live[m.id] = { generatedTokens: chunk.generatedTokens, prefill: null };
-    return { ...m, content: m.content + chunk.text };
+    return withChunk(m, chunk);
   });
   for (const [id, chunk] of chunks) {
     if (!known.has(id) && chunk.conversationId === s.conversationId) ctx.arrivals.keepText(id, chunk);
@@ -50,7 +50,7 @@ export const createStreamSlice: ChatSlice<StreamSlice> = (ctx) => (set, get) => 
 
   onDelta(event) {
     if (event.conversationId !== get().conversationId) return;
-    ctx.buffer.push(event.conversationId, event.messageId, event.text, event.generatedTokens);
+    ctx.buffer.push(event.conversationId, event.messageId, event.text, event.generatedTokens, event.reasoning ?? '');
   },
 
   onWaiting(event) {

@@ -1,0 +1,183 @@
+/**
+ * Reasoning apart from the answer: a reasoning model (Qwen3, the DeepSeek-R1 distills) writes its
+ * thinking between its own markers (`<think>` … `</think>`) before the answer. This module finds
+ * the markers a model uses (`reasoningMarkers`: from its chat template and vocabulary), whether
+ * the rendered prompt already opened the block (`promptOpensReasoning`: R1 distill templates end
+ * the prompt with `<think>\n`, so the model writes only `</think>`), and splits the generated text
+ * stream into reasoning and content (`ReasoningSplitter`), never taking text back:
+ *   - reasoning opens only at the very start of the reply (after whitespace) or in the prompt; a
+ *     reply that does not open with the marker is all content, markers later in it included;
+ *   - a marker split across tokens or text deltas is held back until it is complete or ruled out;
+ *   - an unclosed block (the reply was cut off) is all reasoning;
+ *   - the whitespace around the markers (Qwen3 writes `<think>\n…\n</think>\n\n`) belongs to
+ *     neither part, as vLLM's and llama.cpp's parsers strip it; text inside is kept as written.
+ * So the concatenation of every reasoning delta is `reasoning`, of every content delta `content`.
+ * Text in, text out: the engine feeds it the text that passed the stop strings (generation.ts).
+ */
+import type { TextTokenizer } from '../tokenizer/tokenizer.ts';
+
+/** The two strings a model writes around its reasoning. */
+export interface ReasoningMarkers {
+  open: string;
+  close: string;
+}
+
+/** Which part of the reply a piece of text belongs to. */
+export type ReplyPart = 'reasoning' | 'content';
+
+export interface PartDelta {
+  part: ReplyPart;
+  text: string;
+}
+
+/** Marker pairs known from models' templates (Qwen3, QwQ, DeepSeek-R1 and its distills). */
+const KNOWN_MARKERS: readonly ReasoningMarkers[] = [{ open: '<think>', close: '</think>' }];
+
+/**
+ * The reasoning markers of a model: a known pair whose closing marker its chat template writes or
+ * whose two markers are single tokens of its vocabulary (an R1 distill's template may only strip
+ * them); null for a model that does not reason (stories260K, Llama, Mistral).
+ */
+export function reasoningMarkers(tokenizer: Pick<TextTokenizer, 'chatTemplate' | 'tokenId'>): ReasoningMarkers | null {
+  for (const m of KNOWN_MARKERS) {
+    if (tokenizer.chatTemplate?.includes(m.close)) return m;
+    if (tokenizer.tokenId(m.open) !== undefined && tokenizer.tokenId(m.close) !== undefined) return m;
+  }
+  return null;
+}
+
+/**
+ * True when `promptTail` (the end of the rendered prompt) leaves a reasoning block open: its last
+ * opening marker comes after its last closing one and only whitespace follows it. Qwen3's prompt
+ * with `enable_thinking: false` ends `<think>\n\n</think>\n\n`: closed, so false.
+ */
+export function promptOpensReasoning(promptTail: string, m: ReasoningMarkers): boolean {
+  const open = promptTail.lastIndexOf(m.open);
+  return open >= 0 && open > promptTail.lastIndexOf(m.close) && promptTail.slice(open + m.open.length).trim() === '';
+}
+
+type State = 'start' | 'reasoning' | 'content';
+
+/** Splits a reply's text stream into reasoning and content deltas (see the file comment). */
+export class ReasoningSplitter {
+  /** All reasoning / content text emitted so far. */
+  reasoning = '';
+  content = '';
+  private state: State;
+  /** Text not emitted yet: a possible marker start, or whitespace that may precede a marker. */
+  private held = '';
+  /** Drop leading whitespace of the part now being written (right after a marker). */
+  private trimLead = false;
+  private closedFlag = false;
+
+  /**
+   * `markers`: the model's (null: everything is content). `openInPrompt`: the prompt already
+   * opened the block (`promptOpensReasoning`), so the reply starts inside it.
+   */
+  constructor(private readonly markers: ReasoningMarkers | null, openInPrompt = false) {
+    this.state = markers === null ? 'content' : openInPrompt ? 'reasoning' : 'start';
+    this.trimLead = openInPrompt;
+  }
+
+  /** The part text written now goes to ('content' while it is still undecided at the start). */
+  get part(): ReplyPart {
+    return this.state === 'reasoning' ? 'reasoning' : 'content';
+  }
+
+  /** Whether the reply had a reasoning block (open now or closed). */
+  get reasoned(): boolean {
+    return this.state === 'reasoning' || this.closedFlag;
+  }
+
+  /** Whether the closing marker has been seen. */
+  get closed(): boolean {
+    return this.closedFlag;
+  }
+
+  /** Takes the next text of the reply; returns the deltas that are safe to show now, in order. */
+  push(text: string): PartDelta[] {
+    const out: PartDelta[] = [];
+    this.held += text;
+    if (this.state === 'start') this.decideStart();
+    if (this.state === 'reasoning') this.takeReasoning(out);
+    if (this.state === 'content' && this.held) this.emit(out, 'content', this.takeHeld());
+    return out;
+  }
+
+  /** The end of the reply: whatever is held, in the part it was in (an unclosed block is reasoning). */
+  flush(): PartDelta[] {
+    const out: PartDelta[] = [];
+    const part = this.part;
+    const rest = part === 'reasoning' ? this.takeHeld().trimEnd() : this.takeHeld();
+    this.emit(out, part, rest);
+    return out;
+  }
+
+  /** At the start: open the block on the marker, wait while the text may still become it, else content. */
+  private decideStart(): void {
+    const m = this.markers!;
+    const lead = this.held.trimStart();
+    if (lead.startsWith(m.open)) {
+      this.state = 'reasoning';
+      this.held = lead.slice(m.open.length);
+      this.trimLead = true;
+    } else if (!m.open.startsWith(lead)) {
+      this.state = 'content';
+    }
+  }
+
+  /** Inside the block: emit up to the closing marker (or up to what may start it), then switch to content. */
+  private takeReasoning(out: PartDelta[]): void {
+    const m = this.markers!;
+    const at = this.held.indexOf(m.close);
+    if (at >= 0) {
+      this.emit(out, 'reasoning', this.held.slice(0, at).trimEnd());
+      this.held = this.held.slice(at + m.close.length);
+      this.state = 'content';
+      this.closedFlag = true;
+      this.trimLead = true;
+      return;
+    }
+    const keep = heldTail(this.held, m.close);
+    this.emit(out, 'reasoning', this.held.slice(0, this.held.length - keep));
+    this.held = this.held.slice(this.held.length - keep);
+  }
+
+  private takeHeld(): string {
+    const t = this.held;
+    this.held = '';
+    return t;
+  }
+
+  /** Appends `text` to `part` (leading whitespace dropped right after a marker) and to `out`. */
+  private emit(out: PartDelta[], part: ReplyPart, text: string): void {
+    if (this.trimLead) {
+      text = text.trimStart();
+      if (!text) return;
+      this.trimLead = false;
+    }
+    if (!text) return;
+    if (part === 'reasoning') this.reasoning += text;
+    else this.content += text;
+    const last = out.at(-1);
+    if (last?.part === part) last.text += text;
+    else out.push({ part, text });
+  }
+}
+
+/**
+ * Length of the tail of `text` to hold back inside the block: trailing whitespace followed by a
+ * proper prefix of `close` (possibly empty), because it may turn out to precede the marker.
+ */
+function heldTail(text: string, close: string): number {
+  let n = 0;
+  for (let k = Math.min(close.length - 1, text.length); k > 0; k--) {
+    if (close.startsWith(text.slice(text.length - k))) {
+      n = k;
+      break;
+    }
+  }
+  let i = text.length - n;
+  while (i > 0 && /\s/.test(text[i - 1]!)) i--;
+  return text.length - i;
+}
