@@ -5,6 +5,7 @@
  *   - 20 prompt tokens in two prefill chunks, then 140 greedy tokens (128 past the window): the
  *     logits equal the windowed reference's to float32 rounding at every step and its greedy tokens
  *     are the graph's, while the reference without the window is far off (the window matters here);
+ *   - the same from a GGUF file's `llama.attention.sliding_window` (a synthetic llama GGUF);
  *   - a prefill chunk that itself spans more than the window (the window inside one GQA call);
  *   - a context shift past the window (the backend's own shift of the KV cache: rows dropped,
  *     keys re-rotated) against the reference's shift (test/helpers/reference-forward.ts `shift`):
@@ -21,9 +22,12 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import type { GenerationEvent } from '../../main/engine/generate/types.ts';
+import { importGguf } from '../../main/engine/model/gguf/import-gguf.ts';
 import { importHuggingFace } from '../../main/engine/model/import-hf.ts';
+import type { ModelConfig, ModelWeights } from '../../main/engine/model/manifest.ts';
 import { argmax, maxAbsDiff, OnnxRunner } from '../helpers/onnx-runner.ts';
 import { ReferenceModel } from '../helpers/reference-forward.ts';
+import { randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
 import { writeSyntheticCheckpoint } from '../helpers/synthetic-hf.ts';
 
 const WINDOW = 32;
@@ -39,45 +43,72 @@ after(() => rmSync(root, { recursive: true, force: true }));
 
 const prompt = Array.from({ length: 20 }, (_, i) => (i * 7919 + 13) % 151_000);
 
+/**
+ * Prefills `ids` (two chunks), then `steps` greedy tokens on `backend`, asserting at each step
+ * that the graph's logits equal the windowed reference's (1e-5 of their scale) and its greedy
+ * token is the reference's; returns the worst relative error and how far the reference without
+ * the window is past the window (max |logit difference|, steps where it picks another token).
+ */
+async function greedyAgainstReference(config: ModelConfig, weights: ModelWeights, ids: number[], steps: number, backend: 'js' | 'native') {
+  const runner = await OnnxRunner.create(config, weights, MAX, backend);
+  const ref = new ReferenceModel(config, weights, MAX);
+  const full = new ReferenceModel({ ...config, slidingWindow: undefined }, weights, MAX);
+  try {
+    const cut = Math.floor(ids.length / 2);
+    await runner.forward(ids.slice(0, cut));
+    ref.forward(ids.slice(0, cut));
+    full.forward(ids.slice(0, cut));
+    let onnx = await runner.forward(ids.slice(cut));
+    let expected = ref.forward(ids.slice(cut));
+    let unwindowed = full.forward(ids.slice(cut));
+    let worst = 0;
+    let fullOff = 0;
+    let tokensDiffer = 0;
+    for (let step = 0; step < steps; step++) {
+      const { diff, scale } = maxAbsDiff(onnx, expected);
+      worst = Math.max(worst, diff / Math.max(1, scale));
+      assert.ok(diff <= 1e-5 * Math.max(1, scale), `step ${step}: max |onnx − windowed ref| = ${diff}, scale ${scale}`);
+      const next = argmax(expected);
+      assert.equal(argmax(onnx), next, `step ${step} (position ${ids.length + step}): greedy token differs`);
+      if (ids.length + step >= WINDOW) {
+        fullOff = Math.max(fullOff, maxAbsDiff(unwindowed, expected).diff);
+        if (argmax(unwindowed) !== next) tokensDiffer++;
+      }
+      onnx = await runner.forward([next]);
+      expected = ref.forward([next]);
+      unwindowed = full.forward([next]);
+    }
+    return { worst, fullOff, tokensDiffer };
+  } finally {
+    await runner.dispose();
+  }
+}
+
 for (const backend of ['js', 'native'] as const) {
   test(`${backend}: 140 greedy tokens past a ${WINDOW}-token window equal the windowed reference`, async (t) => {
     const config = model.manifest.config;
     assert.deepEqual(config.slidingWindow, [WINDOW, WINDOW]);
-    const runner = await OnnxRunner.create(config, model.weights, MAX, backend);
-    const ref = new ReferenceModel(config, model.weights, MAX);
-    const full = new ReferenceModel({ ...config, slidingWindow: undefined }, model.weights, MAX);
-    try {
-      await runner.forward(prompt.slice(0, 12));
-      ref.forward(prompt.slice(0, 12));
-      full.forward(prompt.slice(0, 12));
-      let onnx = await runner.forward(prompt.slice(12));
-      let expected = ref.forward(prompt.slice(12));
-      let unwindowed = full.forward(prompt.slice(12));
-      let worst = 0;
-      let fullOff = 0;
-      let tokensDiffer = 0;
-      const STEPS = WINDOW - prompt.length + 140;
-      for (let step = 0; step < STEPS; step++) {
-        const { diff, scale } = maxAbsDiff(onnx, expected);
-        worst = Math.max(worst, diff / Math.max(1, scale));
-        assert.ok(diff <= 1e-5 * Math.max(1, scale), `step ${step}: max |onnx − windowed ref| = ${diff}, scale ${scale}`);
-        const next = argmax(expected);
-        assert.equal(argmax(onnx), next, `step ${step} (position ${prompt.length + step}): greedy token differs`);
-        if (prompt.length + step >= WINDOW) {
-          fullOff = Math.max(fullOff, maxAbsDiff(unwindowed, expected).diff);
-          if (argmax(unwindowed) !== next) tokensDiffer++;
-        }
-        onnx = await runner.forward([next]);
-        expected = ref.forward([next]);
-        unwindowed = full.forward([next]);
-      }
-      t.diagnostic(`${backend}: ${STEPS} steps, worst |onnx − windowed ref| / scale ${worst.toExponential(2)}; past the window the unwindowed reference is up to ${fullOff.toExponential(2)} off and picks another token ${tokensDiffer} times`);
-      assert.ok(fullOff > 1000 * Math.max(worst, 1e-9), 'the window changes the logits far beyond rounding');
-    } finally {
-      await runner.dispose();
-    }
+    const steps = WINDOW - prompt.length + 140;
+    const { worst, fullOff, tokensDiffer } = await greedyAgainstReference(config, model.weights as ModelWeights, prompt, steps, backend);
+    t.diagnostic(`${backend}: ${steps} steps, worst |onnx − windowed ref| / scale ${worst.toExponential(2)}; past the window the unwindowed reference is up to ${fullOff.toExponential(2)} off and picks another token ${tokensDiffer} times`);
+    assert.ok(fullOff > 1000 * Math.max(worst, 1e-9), 'the window changes the logits far beyond rounding');
   });
 }
+
+test('GGUF llama.attention.sliding_window: 100 greedy tokens past the window equal the windowed reference', async (t) => {
+  const config: ModelConfig = {
+    architecture: 'llama', hiddenSize: 64, intermediateSize: 128, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 16, vocabSize: 512,
+    rmsNormEps: 1e-5, tiedEmbeddings: false, attentionBias: false, qkNorm: false, rope: { theta: 10000, rotaryDim: 16, layout: 'interleaved' }, trainedContext: MAX,
+  };
+  const file = path.join(root, 'windowed.gguf');
+  writeModelGguf(file, config, { ...(await storiesTokenizerMetadata()), 'llama.attention.sliding_window': { u32: WINDOW } }, randomWeights(3, 0.1));
+  const imported = await importGguf(file);
+  assert.deepEqual(imported.manifest.config.slidingWindow, [WINDOW, WINDOW]);
+  const ids = Array.from({ length: 20 }, (_, i) => (i * 37 + 5) % 512);
+  const { worst, fullOff, tokensDiffer } = await greedyAgainstReference(imported.manifest.config, imported.weights as ModelWeights, ids, WINDOW - ids.length + 100, 'js');
+  t.diagnostic(`GGUF: worst |onnx − windowed ref| / scale ${worst.toExponential(2)}; unwindowed up to ${fullOff.toExponential(2)} off, another token ${tokensDiffer} times`);
+  assert.ok(fullOff > 1000 * Math.max(worst, 1e-9), 'the window changes the logits far beyond rounding');
+});
 
 test('one prefill chunk longer than the window: logits equal the windowed reference', async () => {
   const config = model.manifest.config;
