@@ -361,37 +361,26 @@ export class KvCache {
   }
 }
 
-/** Rotates `rows` consecutive key rows of `hd` elements starting at `at` (see KeyRotation). */
+/**
+ * Rotates `rows` consecutive key rows of `hd` elements starting at `at` (see KeyRotation), in
+ * float64 from the stored values, each result stored once (rounded to float32, or to float16
+ * for float16 rows).
+ */
 function rotateRows(buf: KvBuffer, at: number, rows: number, hd: number, r: KeyRotation): void {
-  if (buf instanceof Uint16Array) return rotateHalfRows(buf, at, rows, hd, r);
   const half = r.rotaryDim / 2;
   const { cos, sin, interleaved } = r;
+  const bits = buf instanceof Uint16Array;
+  const read = (i: number) => (bits ? halfToFloat(buf[i]) : buf[i]);
+  const write = (i: number, v: number) => (buf[i] = bits ? floatToHalf(v) : v);
   for (let t = 0; t < rows; t++) {
     const row = at + t * hd;
     for (let i = 0; i < half; i++) {
       const ia = row + (interleaved ? 2 * i : i);
       const ib = row + (interleaved ? 2 * i + 1 : i + half);
-      const a = buf[ia];
-      const b = buf[ib];
-      buf[ia] = a * cos[i] + b * sin[i];
-      buf[ib] = b * cos[i] - a * sin[i];
-    }
-  }
-}
-
-/** `rotateRows` on float16 bits: each pair read as float32, rotated in float64, rounded to float16 once. */
-function rotateHalfRows(buf: Uint16Array, at: number, rows: number, hd: number, r: KeyRotation): void {
-  const half = r.rotaryDim / 2;
-  const { cos, sin, interleaved } = r;
-  for (let t = 0; t < rows; t++) {
-    const row = at + t * hd;
-    for (let i = 0; i < half; i++) {
-      const ia = row + (interleaved ? 2 * i : i);
-      const ib = row + (interleaved ? 2 * i + 1 : i + half);
-      const a = halfToFloat(buf[ia]);
-      const b = halfToFloat(buf[ib]);
-      buf[ia] = floatToHalf(a * cos[i] + b * sin[i]);
-      buf[ib] = floatToHalf(b * cos[i] - a * sin[i]);
+      const a = read(ia);
+      const b = read(ib);
+      write(ia, a * cos[i] + b * sin[i]);
+      write(ib, b * cos[i] - a * sin[i]);
     }
   }
 }

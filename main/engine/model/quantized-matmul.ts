@@ -160,9 +160,12 @@ export function isGatherable(w: QuantizedWeight): boolean {
 }
 
 /**
- * Rows `ids` [1, T] of a quantized [V, D] weight as float32 [1, T, D] (`com.microsoft.
- * GatherBlockQuantized` over the same blocks MatMulNBits reads: [V, D/bs, bs·bits/8], quantized
- * along the last axis with one scale and zero point per block).
+ * Rows `ids` [1, T] of a quantized [V, D] weight as [1, T, D] in the target's dtype
+ * (`com.microsoft.GatherBlockQuantized` over the same blocks MatMulNBits reads:
+ * [V, D/bs, bs·bits/8], quantized along the last axis with one scale and zero point per block;
+ * on WebGPU the zero points are left to the kernel's default, see the file comment).
+ * @throws ModelLoadError on WebGPU for 4-bit blocks with their own zero points (none of the
+ *   gatherable formats has them: Q4_0 and rtn use the default 8).
  */
 export function gatherBlockQuantized(g: OnnxGraphBuilder, t: GraphTarget, ids: string, name: string, w: QuantizedWeight): string {
   const [v, d] = w.shape;
