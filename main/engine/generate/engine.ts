@@ -350,7 +350,7 @@ export class Engine {
       gen.decodeStartedAt = performance.now();
       if (logits && this.kv.length >= this.maxContext) this.makeRoom(gen);
       while (logits && !gen.finished) {
-        const token = gen.sampler.sample(logits, this.cachedTokens);
+        const token = gen.sampler.sample(logits, this.cachedTokens, gen.constraint?.mask(logits.length));
         const delta = gen.accept(token);
         if (delta !== null) yield { type: 'token', id: token, text: delta };
         if (gen.finished) break;

@@ -6,12 +6,14 @@
  */
 import { performance } from 'node:perf_hooks';
 import { toEngineError } from '../errors.ts';
+import { JsonConstraint } from '../sampling/json-constraint.ts';
+import { compileSchema, JSON_OBJECT } from '../sampling/json-schema.ts';
 import { Sampler } from '../sampling/sampler.ts';
 import { StreamDecoder } from '../tokenizer/stream-decoder.ts';
 import type { TextTokenizer } from '../tokenizer/tokenizer.ts';
 import type { ContextShifter } from './context-shift.ts';
 import { StopStrings } from './stop-strings.ts';
-import type { FinishReason, GenerationRequest } from './types.ts';
+import type { FinishReason, GenerationRequest, ResponseFormat } from './types.ts';
 
 /** Per-request state of `Engine.generate`. */
 export class Generation {
@@ -35,6 +37,8 @@ export class Generation {
   private readonly eos: Set<number>;
   private readonly stops: StopStrings;
   private readonly decoder: StreamDecoder;
+  /** The response_format's grammar, or null (then no mask is computed or applied). */
+  readonly constraint: JsonConstraint | null;
 
   /**
    * `req` has been validated; `prompt` is its token ids; `shifter` plans the context shifts when
@@ -44,7 +48,8 @@ export class Generation {
     this.prompt = prompt;
     this.sampler = sampler;
     this.maxTokens = req.maxTokens;
-    this.eos = new Set(req.ignoreEos ? [] : tokenizer.eos);
+    this.constraint = req.responseFormat ? constraintFor(req.responseFormat, tokenizer) : null;
+    this.eos = new Set(req.ignoreEos && !this.constraint ? [] : tokenizer.eos);
     this.stops = new StopStrings(req.stop);
     this.decoder = new StreamDecoder(tokenizer, prompt);
   }
@@ -74,17 +79,20 @@ export class Generation {
    * Takes one sampled token. EOS ends with 'stop' and emits nothing (null). Otherwise the token
    * joins the answer and the text that is safe to show is returned ('' while UTF-8 is incomplete
    * or the text could still start a stop string); a completed stop string ends with 'stop' (the
-   * text stops where it starts); reaching maxTokens ends with 'length'.
+   * text stops where it starts), and so does a constrained value that is whole; reaching
+   * maxTokens ends with 'length'.
+   * @throws EngineError('SESSION_RUN') for a token the constraint does not allow.
    */
   accept(token: number): string | null {
     if (this.eos.has(token)) {
       this.finish('stop');
       return null;
     }
+    this.constraint?.accept(token);
     this.tokens.push(token);
     if (this.tokens.length === 1) this.ttftMs = performance.now() - this.startedAt;
     const step = this.stops.push(this.decoder.push(token));
-    if (step.stopped) this.finish('stop');
+    if (step.stopped || this.constraint?.mustEnd) this.finish('stop');
     else if (this.tokens.length >= this.maxTokens) this.finish('length');
     return step.text;
   }
@@ -99,4 +107,13 @@ export class Generation {
     if (step.stopped) this.reason = 'stop';
     return step.text + this.stops.flush();
   }
+}
+
+/**
+ * The constraint of a request's response_format.
+ * @throws UnsupportedSchemaError (InvalidOptionError) for a schema keyword not covered.
+ */
+export function constraintFor(format: ResponseFormat, tokenizer: TextTokenizer): JsonConstraint {
+  const node = format.type === 'json_object' ? JSON_OBJECT : compileSchema(format.schema);
+  return new JsonConstraint(node, tokenizer.tokenBytes(), tokenizer.eos);
 }

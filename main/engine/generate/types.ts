@@ -10,6 +10,12 @@ export interface ChatMessage {
   content: string;
 }
 
+/**
+ * Constrained output (OpenAI's `response_format`): any JSON object, or a value matching a JSON
+ * Schema (what is covered: main/engine/sampling/json-schema.ts).
+ */
+export type ResponseFormat = { type: 'json_object' } | { type: 'json_schema'; schema: unknown };
+
 export interface GenerationRequest {
   /** Raw completion prompt (used as is). Exactly one of `prompt` and `messages`. */
   prompt?: string;
@@ -20,8 +26,10 @@ export interface GenerationRequest {
   sampler: SamplerOptions;
   /** Generation ends when the text ends with one of these (the stop string is not emitted). */
   stop?: string[];
-  /** Keep generating past the end-of-sequence token. */
+  /** Keep generating past the end-of-sequence token (not with `responseFormat`: a whole value ends it). */
   ignoreEos?: boolean;
+  /** Decode only tokens that keep the output a JSON value of this format; it ends once the value is whole. */
+  responseFormat?: ResponseFormat;
   /**
    * When generation reaches the max context: false (default) ends with 'context-full'; otherwise
    * it shifts the context and goes on: the oldest turns after a kept prefix leave the KV cache,
