@@ -33,6 +33,8 @@ export interface ChatOptions {
   fitRelevant: boolean;
   /** `--context-full rolling-window` (default): shift the context at the max context; `stop`: end there. */
   contextShift: boolean;
+  /** `--json-schema FILE`: the answer is JSON matching the schema in FILE (constrained decoding). */
+  jsonSchema: string | null;
 }
 
 /**
@@ -57,6 +59,7 @@ export const USAGE = `usage: npm run chat -- [options] "prompt"
   --seed N              seed for sampling (same seed, same output)
   --ignore-eos          keep generating past the end-of-sequence token
   --stop S              stop when the text reaches S (repeatable)
+  --json-schema FILE    answer with JSON that matches the JSON Schema in FILE (constrained decoding)
   --system TEXT         system prompt (chat models only)
   --ep cpu|cuda         execution provider (default cpu; cuda falls back to cpu with a message)
   --backend native|js   decoder backend (default native: the C++ addon; js when it cannot load, with a message)
@@ -109,6 +112,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
         seed: { type: 'string' },
         'ignore-eos': { type: 'boolean' },
         stop: { type: 'string', multiple: true },
+        'json-schema': { type: 'string' },
         system: { type: 'string' },
         ep: { type: 'string' },
         backend: { type: 'string' },
@@ -141,6 +145,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
   if (v.fit !== undefined && v.fit !== 'relevant') throw new UsageError(`--fit must be relevant, got "${v.fit}"`);
   if (v.fit !== undefined && !v.attach?.length) throw new UsageError('--fit relevant needs a document (--attach FILE)');
   for (const f of v.attach ?? []) if (f.trim() === '') throw new UsageError('--attach needs a file path');
+  if (v['json-schema'] !== undefined && v['json-schema'].trim() === '') throw new UsageError('--json-schema needs a file path');
   const contextFull = v['context-full'] ?? 'rolling-window';
   if (contextFull === 'truncate-middle') {
     throw new UsageError(
@@ -171,5 +176,6 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
     attach: v.attach ?? [],
     fitRelevant: v.fit === 'relevant',
     contextShift: contextFull === 'rolling-window',
+    jsonSchema: v['json-schema'] ?? null,
   };
 }

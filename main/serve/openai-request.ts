@@ -8,16 +8,20 @@
  * token), top_k, min_p, repeat_penalty (llama.cpp's names), presence_penalty and
  * frequency_penalty in [−2, 2], seed (any safe integer; −1 = random), stop (≤ 16 strings),
  * ignore_eos (llama.cpp's),
- * stream, stream_options.include_usage, n = 1, response_format { type: 'text' }, logprobs false,
+ * stream, stream_options.include_usage, n = 1, response_format { type: 'text' | 'json_object' } or
+ * { type: 'json_schema', json_schema: { schema, strict?, name?, description? } } (constrained
+ * decoding; the schema keywords covered are in main/engine/sampling/json-schema.ts, others are
+ * refused naming the keyword, `param: "response_format"`), logprobs false,
  * and fields that change nothing here (user, metadata, store, service_tier, name).
  * Refused with 400 and `param` naming the field, never silently ignored: n > 1, tools,
- * tool_choice, functions, function_call, parallel_tool_calls, response_format other than text,
- * logprobs, top_logprobs, logit_bias, audio, modalities other than text, prediction, echo,
+ * tool_choice, functions, function_call, parallel_tool_calls, logprobs, top_logprobs, logit_bias, audio, modalities other than text, prediction, echo,
  * suffix, best_of > 1, non-text content parts, tool messages, token-id prompts.
  */
 import { z } from 'zod';
 import type { Settings } from '../contract/types.ts';
-import type { ChatMessage, GenerationRequest } from '../engine/generate/types.ts';
+import { UnsupportedSchemaError } from '../engine/errors.ts';
+import type { ChatMessage, GenerationRequest, ResponseFormat } from '../engine/generate/types.ts';
+import { compileSchema } from '../engine/sampling/json-schema.ts';
 
 /** A request the API refuses: HTTP status, OpenAI error code, the field at fault, one sentence. */
 export class ApiError extends Error {
@@ -97,6 +101,12 @@ const sampling = {
   stream_options: z.object({ include_usage: z.boolean().nullish() }).passthrough().nullish(),
   n: z.number().int().min(1).nullish(),
   ignore_eos: z.boolean().nullish(),
+  response_format: z
+    .union([
+      z.object({ type: z.enum(['text', 'json_object']) }).passthrough(),
+      z.object({ type: z.literal('json_schema'), json_schema: z.object({ schema: z.unknown().optional(), name: z.string().optional(), strict: z.boolean().nullish() }).passthrough() }).passthrough(),
+    ])
+    .nullish(),
 };
 
 /** One chat message as the API takes it (roles and content parts are checked by `chatMessages`). */
@@ -125,7 +135,6 @@ const UNSUPPORTED: { field: string; neutral: (v: unknown) => boolean; why: strin
   { field: 'functions', neutral: (v) => Array.isArray(v) && v.length === 0, why: 'function calling is not supported' },
   { field: 'function_call', neutral: (v) => v === 'none', why: 'function calling is not supported' },
   { field: 'parallel_tool_calls', neutral: () => false, why: 'tool calling is not supported' },
-  { field: 'response_format', neutral: (v) => (v as { type?: unknown })?.type === 'text', why: "only response_format { type: 'text' } is supported" },
   { field: 'logprobs', neutral: (v) => v === false || v === 0, why: 'log probabilities are not supported' },
   { field: 'top_logprobs', neutral: (v) => v === 0, why: 'log probabilities are not supported' },
   { field: 'logit_bias', neutral: (v) => typeof v === 'object' && v !== null && Object.keys(v).length === 0, why: 'logit_bias is not supported' },
@@ -206,7 +215,26 @@ function generationFields(body: z.infer<z.ZodObject<typeof sampling>>, maxTokens
     },
     ...(body.stop ? { stop: typeof body.stop === 'string' ? [body.stop] : body.stop } : {}),
     ...(body.ignore_eos ? { ignoreEos: true } : {}),
+    ...responseFormat(body.response_format),
   };
+}
+
+/**
+ * `response_format` as the engine takes it; the schema is compiled here too, so what constrained
+ * decoding does not cover is refused before the request queues.
+ * @throws ApiError 400 `unsupported_parameter`, `param: "response_format"`, naming the keyword.
+ */
+function responseFormat(f: z.infer<typeof sampling.response_format>): { responseFormat?: ResponseFormat } {
+  if (!f || f.type === 'text') return {};
+  if (f.type === 'json_object') return { responseFormat: { type: 'json_object' } };
+  const schema = (f as { json_schema: { schema?: unknown } }).json_schema.schema ?? {};
+  try {
+    compileSchema(schema);
+  } catch (e) {
+    if (e instanceof UnsupportedSchemaError) throw new ApiError(400, 'unsupported_parameter', e.message.replace(/^invalid response_format: /, 'response_format: '), 'response_format');
+    throw e;
+  }
+  return { responseFormat: { type: 'json_schema', schema } };
 }
 
 const EMPTY_PROMPT = 'the prompt is empty; give some text';
