@@ -11,10 +11,11 @@
  * stream, stream_options.include_usage, n = 1, response_format { type: 'text' | 'json_object' } or
  * { type: 'json_schema', json_schema: { schema, strict?, name?, description? } } (constrained
  * decoding; the schema keywords covered are in main/engine/sampling/json-schema.ts, others are
- * refused naming the keyword, `param: "response_format"`), logprobs false,
+ * refused naming the keyword, `param: "response_format"`), logprobs (chat: true/false with
+ * top_logprobs 0–20; completions: 0–20 alternatives) from the raw logits,
  * and fields that change nothing here (user, metadata, store, service_tier, name).
  * Refused with 400 and `param` naming the field, never silently ignored: n > 1, tools,
- * tool_choice, functions, function_call, parallel_tool_calls, logprobs, top_logprobs, logit_bias, audio, modalities other than text, prediction, echo,
+ * tool_choice, functions, function_call, parallel_tool_calls, logit_bias, audio, modalities other than text, prediction, echo,
  * suffix, best_of > 1, non-text content parts, tool messages, token-id prompts.
  */
 import { z } from 'zod';
@@ -22,6 +23,7 @@ import type { Settings } from '../contract/types.ts';
 import { UnsupportedSchemaError } from '../engine/errors.ts';
 import type { ChatMessage, GenerationRequest, ResponseFormat } from '../engine/generate/types.ts';
 import { compileSchema } from '../engine/sampling/json-schema.ts';
+import { MAX_TOP_LOGPROBS } from '../engine/sampling/logprobs.ts';
 
 /** A request the API refuses: HTTP status, OpenAI error code, the field at fault, one sentence. */
 export class ApiError extends Error {
@@ -112,8 +114,11 @@ const sampling = {
 /** One chat message as the API takes it (roles and content parts are checked by `chatMessages`). */
 export const messageSchema = message;
 
-const chatSchema = z.object({ ...sampling, messages: z.array(message).min(1), max_completion_tokens: z.number().int().min(1).max(1 << 20).nullish() }).passthrough();
-const completionSchema = z.object({ ...sampling, prompt: z.union([z.string(), z.array(z.unknown())]) }).passthrough();
+const topLogprobs = z.number().int().min(0).max(MAX_TOP_LOGPROBS);
+const chatSchema = z
+  .object({ ...sampling, messages: z.array(message).min(1), max_completion_tokens: z.number().int().min(1).max(1 << 20).nullish(), logprobs: z.boolean().nullish(), top_logprobs: topLogprobs.nullish() })
+  .passthrough();
+const completionSchema = z.object({ ...sampling, prompt: z.union([z.string(), z.array(z.unknown())]), logprobs: topLogprobs.nullish() }).passthrough();
 
 export type ChatBody = z.infer<typeof chatSchema>;
 export type CompletionBody = z.infer<typeof completionSchema>;
@@ -135,8 +140,6 @@ const UNSUPPORTED: { field: string; neutral: (v: unknown) => boolean; why: strin
   { field: 'functions', neutral: (v) => Array.isArray(v) && v.length === 0, why: 'function calling is not supported' },
   { field: 'function_call', neutral: (v) => v === 'none', why: 'function calling is not supported' },
   { field: 'parallel_tool_calls', neutral: () => false, why: 'tool calling is not supported' },
-  { field: 'logprobs', neutral: (v) => v === false || v === 0, why: 'log probabilities are not supported' },
-  { field: 'top_logprobs', neutral: (v) => v === 0, why: 'log probabilities are not supported' },
   { field: 'logit_bias', neutral: (v) => typeof v === 'object' && v !== null && Object.keys(v).length === 0, why: 'logit_bias is not supported' },
   { field: 'audio', neutral: () => false, why: 'audio output is not supported' },
   { field: 'modalities', neutral: (v) => Array.isArray(v) && v.every((m) => m === 'text'), why: 'only text output is supported' },
@@ -243,10 +246,11 @@ const EMPTY_PROMPT = 'the prompt is empty; give some text';
 export function parseChatRequest(body: unknown, s: Settings): ParsedRequest {
   const b = parse(chatSchema, body);
   const messages = chatMessages(b.messages);
+  if (b.top_logprobs != null && b.logprobs !== true) throw invalidField(['top_logprobs'], 'needs logprobs: true');
   // The engine refuses it too, but without the field: named here, the last message's content.
   if (messages.every((m) => m.content === '')) throw invalidField(['messages', messages.length - 1, 'content'], EMPTY_PROMPT);
   return {
-    request: { messages, ...generationFields(b, b.max_completion_tokens ?? b.max_tokens, s) },
+    request: { messages, ...generationFields(b, b.max_completion_tokens ?? b.max_tokens, s), ...(b.logprobs ? { logprobs: b.top_logprobs ?? 0 } : {}) },
     model: b.model,
     stream: b.stream === true,
     includeUsage: b.stream_options?.include_usage === true,
@@ -263,7 +267,7 @@ export function parseCompletionRequest(body: unknown, s: Settings): ParsedReques
   }
   if (prompt === '') throw invalidField(['prompt'], EMPTY_PROMPT);
   return {
-    request: { prompt: prompt as string, ...generationFields(b, b.max_tokens, s) },
+    request: { prompt: prompt as string, ...generationFields(b, b.max_tokens, s), ...(b.logprobs != null ? { logprobs: b.logprobs } : {}) },
     model: b.model,
     stream: b.stream === true,
     includeUsage: b.stream_options?.include_usage === true,

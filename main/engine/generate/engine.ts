@@ -35,6 +35,7 @@ import { resolveModel, type ImportProgress, type QuantizeOption } from '../model
 import type { ModelManifest } from '../model/manifest.ts';
 import { availableMemory, bundleBytes, checkMemory, estimateMemory } from '../model/memory.ts';
 import { openDecoderBackend } from '../model/open-backend.ts';
+import { tokenLogprob } from '../sampling/logprobs.ts';
 import { Sampler, SamplerScratch, validateSamplerOptions } from '../sampling/sampler.ts';
 import { TextTokenizer } from '../tokenizer/tokenizer.ts';
 import { commonPrefix, ContextShifter } from './context-shift.ts';
@@ -351,8 +352,9 @@ export class Engine {
       if (logits && this.kv.length >= this.maxContext) this.makeRoom(gen);
       while (logits && !gen.finished) {
         const token = gen.sampler.sample(logits, this.cachedTokens, gen.constraint?.mask(logits.length));
-        const delta = gen.accept(token);
-        if (delta !== null) yield { type: 'token', id: token, text: delta };
+        const logprob = gen.topLogprobs === null ? undefined : tokenLogprob(logits, token, gen.topLogprobs, this.tokenizer);
+        const delta = gen.accept(token, logprob);
+        if (delta !== null) yield { type: 'token', id: token, text: delta, ...(logprob ? { logprob } : {}) };
         if (gen.finished) break;
         if (this.kv.length + 1 >= this.maxContext && !this.makeRoom(gen)) break;
         if (!this.cancelled(gen, signal)) logits = await this.decodeStep(token);
@@ -495,7 +497,7 @@ export class Engine {
       kv: pick(this.kv.stats, ['capacity', 'growths', 'bytes']),
     };
     const reason = gen.reason ?? 'length';
-    return { type: 'done', reason, text: gen.text, promptTokens: gen.prompt, tokens: gen.tokens, stats, ...(gen.error ? { error: gen.error } : {}) };
+    return { type: 'done', reason, text: gen.text, promptTokens: gen.prompt, tokens: gen.tokens, ...(gen.topLogprobs !== null ? { logprobs: gen.logprobs } : {}), stats, ...(gen.error ? { error: gen.error } : {}) };
   }
 
   /** Releases the backend. */

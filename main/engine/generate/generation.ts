@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { toEngineError } from '../errors.ts';
 import { JsonConstraint } from '../sampling/json-constraint.ts';
 import { compileSchema, JSON_OBJECT } from '../sampling/json-schema.ts';
+import { validateTopLogprobs, type TokenLogprob } from '../sampling/logprobs.ts';
 import { Sampler } from '../sampling/sampler.ts';
 import { StreamDecoder } from '../tokenizer/stream-decoder.ts';
 import type { TextTokenizer } from '../tokenizer/tokenizer.ts';
@@ -21,6 +22,9 @@ export class Generation {
   readonly sampler: Sampler;
   /** Generated token ids (EOS and anything after a stop string excluded). */
   readonly tokens: number[] = [];
+  /** Alternatives per token when the request asked for log-probabilities (else null), and what was reported per token. */
+  readonly topLogprobs: number | null;
+  readonly logprobs: TokenLogprob[] = [];
   /** Set once the generation ended; 'length' until then is only the default. */
   reason: FinishReason | null = null;
   error: { code: string; message: string } | undefined;
@@ -48,6 +52,7 @@ export class Generation {
     this.prompt = prompt;
     this.sampler = sampler;
     this.maxTokens = req.maxTokens;
+    this.topLogprobs = req.logprobs === undefined ? null : validateTopLogprobs(req.logprobs);
     this.constraint = req.responseFormat ? constraintFor(req.responseFormat, tokenizer) : null;
     this.eos = new Set(req.ignoreEos && !this.constraint ? [] : tokenizer.eos);
     this.stops = new StopStrings(req.stop);
@@ -83,13 +88,14 @@ export class Generation {
    * maxTokens ends with 'length'.
    * @throws EngineError('SESSION_RUN') for a token the constraint does not allow.
    */
-  accept(token: number): string | null {
+  accept(token: number, logprob?: TokenLogprob): string | null {
     if (this.eos.has(token)) {
       this.finish('stop');
       return null;
     }
     this.constraint?.accept(token);
     this.tokens.push(token);
+    if (logprob) this.logprobs.push(logprob);
     if (this.tokens.length === 1) this.ttftMs = performance.now() - this.startedAt;
     const step = this.stops.push(this.decoder.push(token));
     if (step.stopped || this.constraint?.mustEnd) this.finish('stop');

@@ -3,7 +3,10 @@
  * the worker boundary and IPC as they are (structured clone / JSON).
  */
 import type { BackendKind } from '../model/backend.ts';
+import type { TokenLogprob } from '../sampling/logprobs.ts';
 import type { SamplerOptions } from '../sampling/sampler.ts';
+
+export type { TokenLogprob };
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';
@@ -30,6 +33,12 @@ export interface GenerationRequest {
   ignoreEos?: boolean;
   /** Decode only tokens that keep the output a JSON value of this format; it ends once the value is whole. */
   responseFormat?: ResponseFormat;
+  /**
+   * Report each generated token's log-probability and this many most likely alternatives
+   * (0–20) from the raw logits, before penalties, temperature and filters (sampling/logprobs.ts).
+   * Absent: none computed.
+   */
+  logprobs?: number;
   /**
    * When generation reaches the max context: false (default) ends with 'context-full'; otherwise
    * it shifts the context and goes on: the oldest turns after a kept prefix leave the KV cache,
@@ -83,13 +92,16 @@ export interface GenerationStats {
 
 export type GenerationEvent =
   | { type: 'prefill'; processed: number; total: number }
-  | { type: 'token'; id: number; text: string }
+  /** `logprob`: the sampled token's, when the request asked (`id` −1: the stream decoder's tail, none). */
+  | { type: 'token'; id: number; text: string; logprob?: TokenLogprob }
   | {
       type: 'done';
       reason: FinishReason;
       text: string;
       promptTokens: number[];
       tokens: number[];
+      /** Per generated token (as `tokens`), when the request asked for log-probabilities. */
+      logprobs?: TokenLogprob[];
       stats: GenerationStats;
       /** Set when reason is 'error'. */
       error?: { code: string; message: string };
