@@ -35,6 +35,7 @@ import { RACY_WINDOW_MS } from '../../main/engine/model/source-fingerprint.ts';
 import { writeSyntheticCheckpoint, type SyntheticSpec } from '../helpers/synthetic-hf.ts';
 import { defaultModelPath } from '../../main/default-model.ts';
 import { backendRows, storiesDecodeRates } from './backend-steps.ts';
+import { constrainedRows } from './constrained.ts';
 
 const LENGTHS = (process.env.BENCH_LENGTHS ?? '256,2048,8192,32768').split(',').map(Number);
 const STEPS = Number(process.env.BENCH_STEPS ?? 12);
@@ -494,7 +495,7 @@ function printTable(head: string[], rows: string[][]): void {
   for (const r of rows) console.log(line(r));
 }
 
-const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'kv,loop,start,import').split(','));
+const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'kv,loop,start,json,import').split(','));
 
 async function main(): Promise<void> {
   if (SECTIONS.has('kv')) await kvSteps();
@@ -505,6 +506,10 @@ async function main(): Promise<void> {
     const cacheDir = path.join(root, 'cache');
     if (SECTIONS.has('loop')) await loopVsPlain(model, cacheDir);
     if (SECTIONS.has('start')) await startFromSource(model, cacheDir);
+    if (SECTIONS.has('json')) {
+      console.log('\nconstrained decoding (response_format), test/bench/constrained.ts');
+      printTable(['measure', 'this run'], await constrainedRows(model, cacheDir));
+    }
     if (SECTIONS.has('import')) {
       let importModel = model;
       if (process.env.BENCH_IMPORT_MODEL === 'qwen3-0.6b') {
