@@ -17,9 +17,11 @@
 import { maxContextCaution } from '../contract/context-caution.ts';
 import { CLI_CONTEXT_REMEDIES, contextFullNote, contextShiftNote, promptTooLongRemedy } from '../contract/context-full.ts';
 import { defaultModelPath } from '../common/default-model.ts';
+import { readFileSync } from 'node:fs';
 import { EngineHost } from '../engine-host/host.ts';
-import { EngineError } from '../engine/errors.ts';
-import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
+import { EngineError, InvalidOptionError } from '../engine/errors.ts';
+import { compileSchema } from '../engine/sampling/json-schema.ts';
+import type { GenerationEvent, GenerationRequest, ResponseFormat } from '../engine/generate/types.ts';
 import { DocumentError } from '../documents/errors.ts';
 import { parseChatOptions, USAGE, UsageError } from './options.ts';
 import { formatLoadProgress } from './progress.ts';
@@ -39,6 +41,7 @@ async function main(argv: string[]): Promise<number> {
   // asked for, so a plain chat starts without the PDF, .docx and HTML parsers.
   const documents = opts.attach.length ? await import('./documents.ts') : null;
   const docs = documents ? await documents.readAttachments(opts.attach) : [];
+  const responseFormat = opts.jsonSchema ? readJsonSchema(opts.jsonSchema) : null;
   const host = new EngineHost();
   try {
     // Import progress on a terminal only (one line, redrawn); pipes and tests see none.
@@ -78,6 +81,7 @@ async function main(argv: string[]): Promise<number> {
       stop: opts.stop,
       contextShift: opts.contextShift,
       ...(opts.thinking !== null ? { enableThinking: opts.thinking } : {}),
+      ...(responseFormat ? { responseFormat } : {}),
       ...(withDocs
         ? { messages: withDocs.messages }
         : info.hasChatTemplate || system.length
@@ -162,3 +166,24 @@ main(process.argv.slice(2)).then(
     }
   },
 );
+
+/**
+ * `--json-schema FILE` as a response format: the file's JSON Schema, compiled once here so a
+ * keyword constrained decoding does not cover is a usage error before the model loads.
+ * @throws UsageError when the file cannot be read, is not JSON, or uses a keyword not covered.
+ */
+function readJsonSchema(file: string): ResponseFormat {
+  let schema: unknown;
+  try {
+    schema = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new UsageError(`--json-schema ${file}: ${(e as Error).message.split('\n')[0]}`);
+  }
+  try {
+    compileSchema(schema);
+  } catch (e) {
+    if (e instanceof InvalidOptionError) throw new UsageError(`--json-schema ${file}: ${e.message.replace(/^invalid response_format: /, '')}`);
+    throw e;
+  }
+  return { type: 'json_schema', schema };
+}

@@ -36,6 +36,8 @@ export interface ChatOptions {
   contextShift: boolean;
   /** `--think` / `--no-think`: `enable_thinking` for a template that reads it; null: the template's default. */
   thinking: boolean | null;
+  /** `--json-schema FILE`: the answer is JSON matching the schema in FILE (constrained decoding). */
+  jsonSchema: string | null;
 }
 
 /**
@@ -60,6 +62,7 @@ export const USAGE = `usage: npm run chat -- [options] "prompt"
   --seed N              seed for sampling (same seed, same output)
   --ignore-eos          keep generating past the end-of-sequence token
   --stop S              stop when the text reaches S (repeatable)
+  --json-schema FILE    answer with JSON that matches the JSON Schema in FILE (constrained decoding)
   --system TEXT         system prompt (chat models only)
   --ep auto|cpu|webgpu|cuda
                         execution provider (default auto: CUDA, else WebGPU on a GPU, else CPU;
@@ -116,6 +119,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
         seed: { type: 'string' },
         'ignore-eos': { type: 'boolean' },
         stop: { type: 'string', multiple: true },
+        'json-schema': { type: 'string' },
         system: { type: 'string' },
         ep: { type: 'string' },
         backend: { type: 'string' },
@@ -150,6 +154,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
   if (v.fit !== undefined && v.fit !== 'relevant') throw new UsageError(`--fit must be relevant, got "${v.fit}"`);
   if (v.fit !== undefined && !v.attach?.length) throw new UsageError('--fit relevant needs a document (--attach FILE)');
   for (const f of v.attach ?? []) if (f.trim() === '') throw new UsageError('--attach needs a file path');
+  if (v['json-schema'] !== undefined && v['json-schema'].trim() === '') throw new UsageError('--json-schema needs a file path');
   const contextFull = v['context-full'] ?? 'rolling-window';
   if (contextFull === 'truncate-middle') {
     throw new UsageError(
@@ -182,5 +187,6 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
     fitRelevant: v.fit === 'relevant',
     contextShift: contextFull === 'rolling-window',
     thinking: v.think ? true : v['no-think'] ? false : null,
+    jsonSchema: v['json-schema'] ?? null,
   };
 }

@@ -103,6 +103,20 @@ export class InvalidOptionError extends EngineError {
   }
 }
 
+/**
+ * A JSON Schema (response_format) uses a keyword or a combination constrained decoding does not
+ * cover; `keyword` names it and `path` is where it sits (a JSON Pointer, "" for the root).
+ */
+export class UnsupportedSchemaError extends InvalidOptionError {
+  constructor(
+    readonly keyword: string,
+    readonly path: string,
+    why: string,
+  ) {
+    super('response_format', `the JSON Schema keyword "${keyword}" at ${JSON.stringify(path || '/')} ${why}`);
+  }
+}
+
 /** The tokenizer is missing, corrupt, or does not match the model; the message ends with what to do. */
 export class TokenizerError extends EngineError {
   constructor(message: string, options?: { cause?: unknown }) {

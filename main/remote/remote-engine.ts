@@ -233,6 +233,8 @@ export class RemoteEngine implements ChatEngine {
       ...(s.seed !== undefined ? { seed: s.seed } : {}),
       ...(r.stop?.length ? { stop: r.stop } : {}),
       ...(r.ignoreEos ? { ignore_eos: true } : {}),
+      // Constrained output is the remote server's to enforce (OpenAI's own field and shape).
+      ...(r.responseFormat ? { response_format: r.responseFormat.type === 'json_object' ? r.responseFormat : { type: 'json_schema', json_schema: { name: 'response', schema: r.responseFormat.schema, strict: true } } } : {}),
     };
   }
 

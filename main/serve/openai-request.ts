@@ -10,16 +10,22 @@
  * ignore_eos (llama.cpp's), an assistant message's reasoning_content (its reasoning, which the
  * chat template gets where it reads it; vLLM's and llama.cpp's name), chat_template_kwargs
  * { enable_thinking } (vLLM's and llama.cpp's; other keys are refused),
- * stream, stream_options.include_usage, n = 1, response_format { type: 'text' }, logprobs false,
+ * stream, stream_options.include_usage, n = 1, response_format { type: 'text' | 'json_object' } or
+ * { type: 'json_schema', json_schema: { schema, strict?, name?, description? } } (constrained
+ * decoding; the schema keywords covered are in main/engine/sampling/json-schema.ts, others are
+ * refused naming the keyword, `param: "response_format"`), logprobs (chat: true/false with
+ * top_logprobs 0–20; completions: 0–20 alternatives) from the raw logits,
  * and fields that change nothing here (user, metadata, store, service_tier, name).
  * Refused with 400 and `param` naming the field, never silently ignored: n > 1, tools,
- * tool_choice, functions, function_call, parallel_tool_calls, response_format other than text,
- * logprobs, top_logprobs, logit_bias, audio, modalities other than text, prediction, echo,
+ * tool_choice, functions, function_call, parallel_tool_calls, logit_bias, audio, modalities other than text, prediction, echo,
  * suffix, best_of > 1, non-text content parts, tool messages, token-id prompts.
  */
 import { z } from 'zod';
 import type { Settings } from '../contract/types.ts';
-import type { ChatMessage, GenerationRequest } from '../engine/generate/types.ts';
+import { UnsupportedSchemaError } from '../engine/errors.ts';
+import type { ChatMessage, GenerationRequest, ResponseFormat } from '../engine/generate/types.ts';
+import { compileSchema } from '../engine/sampling/json-schema.ts';
+import { MAX_TOP_LOGPROBS } from '../engine/sampling/logprobs.ts';
 
 /** A request the API refuses: HTTP status, OpenAI error code, the field at fault, one sentence. */
 export class ApiError extends Error {
@@ -100,20 +106,29 @@ const sampling = {
   stream_options: z.object({ include_usage: z.boolean().nullish() }).passthrough().nullish(),
   n: z.number().int().min(1).nullish(),
   ignore_eos: z.boolean().nullish(),
+  response_format: z
+    .union([
+      z.object({ type: z.enum(['text', 'json_object']) }).passthrough(),
+      z.object({ type: z.literal('json_schema'), json_schema: z.object({ schema: z.unknown().optional(), name: z.string().optional(), strict: z.boolean().nullish() }).passthrough() }).passthrough(),
+    ])
+    .nullish(),
 };
 
 /** One chat message as the API takes it (roles and content parts are checked by `chatMessages`). */
 export const messageSchema = message;
 
+const topLogprobs = z.number().int().min(0).max(MAX_TOP_LOGPROBS);
 const chatSchema = z
   .object({
     ...sampling,
     messages: z.array(message).min(1),
     max_completion_tokens: z.number().int().min(1).max(1 << 20).nullish(),
     chat_template_kwargs: z.object({ enable_thinking: z.boolean().optional() }).strict().nullish(),
+    logprobs: z.boolean().nullish(),
+    top_logprobs: topLogprobs.nullish(),
   })
   .passthrough();
-const completionSchema = z.object({ ...sampling, prompt: z.union([z.string(), z.array(z.unknown())]) }).passthrough();
+const completionSchema = z.object({ ...sampling, prompt: z.union([z.string(), z.array(z.unknown())]), logprobs: topLogprobs.nullish() }).passthrough();
 
 export type ChatBody = z.infer<typeof chatSchema>;
 export type CompletionBody = z.infer<typeof completionSchema>;
@@ -135,9 +150,6 @@ const UNSUPPORTED: { field: string; neutral: (v: unknown) => boolean; why: strin
   { field: 'functions', neutral: (v) => Array.isArray(v) && v.length === 0, why: 'function calling is not supported' },
   { field: 'function_call', neutral: (v) => v === 'none', why: 'function calling is not supported' },
   { field: 'parallel_tool_calls', neutral: () => false, why: 'tool calling is not supported' },
-  { field: 'response_format', neutral: (v) => (v as { type?: unknown })?.type === 'text', why: "only response_format { type: 'text' } is supported" },
-  { field: 'logprobs', neutral: (v) => v === false || v === 0, why: 'log probabilities are not supported' },
-  { field: 'top_logprobs', neutral: (v) => v === 0, why: 'log probabilities are not supported' },
   { field: 'logit_bias', neutral: (v) => typeof v === 'object' && v !== null && Object.keys(v).length === 0, why: 'logit_bias is not supported' },
   { field: 'audio', neutral: () => false, why: 'audio output is not supported' },
   { field: 'modalities', neutral: (v) => Array.isArray(v) && v.every((m) => m === 'text'), why: 'only text output is supported' },
@@ -221,7 +233,26 @@ function generationFields(body: z.infer<z.ZodObject<typeof sampling>>, maxTokens
     },
     ...(body.stop ? { stop: typeof body.stop === 'string' ? [body.stop] : body.stop } : {}),
     ...(body.ignore_eos ? { ignoreEos: true } : {}),
+    ...responseFormat(body.response_format),
   };
+}
+
+/**
+ * `response_format` as the engine takes it; the schema is compiled here too, so what constrained
+ * decoding does not cover is refused before the request queues.
+ * @throws ApiError 400 `unsupported_parameter`, `param: "response_format"`, naming the keyword.
+ */
+function responseFormat(f: z.infer<typeof sampling.response_format>): { responseFormat?: ResponseFormat } {
+  if (!f || f.type === 'text') return {};
+  if (f.type === 'json_object') return { responseFormat: { type: 'json_object' } };
+  const schema = (f as { json_schema: { schema?: unknown } }).json_schema.schema ?? {};
+  try {
+    compileSchema(schema);
+  } catch (e) {
+    if (e instanceof UnsupportedSchemaError) throw new ApiError(400, 'unsupported_parameter', e.message.replace(/^invalid response_format: /, 'response_format: '), 'response_format');
+    throw e;
+  }
+  return { responseFormat: { type: 'json_schema', schema } };
 }
 
 const EMPTY_PROMPT = 'the prompt is empty; give some text';
@@ -230,6 +261,7 @@ const EMPTY_PROMPT = 'the prompt is empty; give some text';
 export function parseChatRequest(body: unknown, s: Settings): ParsedRequest {
   const b = parse(chatSchema, body);
   const messages = chatMessages(b.messages);
+  if (b.top_logprobs != null && b.logprobs !== true) throw invalidField(['top_logprobs'], 'needs logprobs: true');
   // The engine refuses it too, but without the field: named here, the last message's content.
   if (messages.every((m) => m.content === '')) throw invalidField(['messages', messages.length - 1, 'content'], EMPTY_PROMPT);
   return {
@@ -237,6 +269,7 @@ export function parseChatRequest(body: unknown, s: Settings): ParsedRequest {
       messages,
       ...generationFields(b, b.max_completion_tokens ?? b.max_tokens, s),
       ...(typeof b.chat_template_kwargs?.enable_thinking === 'boolean' ? { enableThinking: b.chat_template_kwargs.enable_thinking } : {}),
+      ...(b.logprobs ? { logprobs: b.top_logprobs ?? 0 } : {}),
     },
     model: b.model,
     stream: b.stream === true,
@@ -254,7 +287,7 @@ export function parseCompletionRequest(body: unknown, s: Settings): ParsedReques
   }
   if (prompt === '') throw invalidField(['prompt'], EMPTY_PROMPT);
   return {
-    request: { prompt: prompt as string, ...generationFields(b, b.max_tokens, s) },
+    request: { prompt: prompt as string, ...generationFields(b, b.max_tokens, s), ...(b.logprobs != null ? { logprobs: b.logprobs } : {}) },
     model: b.model,
     stream: b.stream === true,
     includeUsage: b.stream_options?.include_usage === true,

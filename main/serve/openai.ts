@@ -20,6 +20,7 @@ import type { ModelInfo } from '../contract/types.ts';
 import { EngineError } from '../engine/errors.ts';
 import type { ReplyPart } from '../engine/generate/reasoning.ts';
 import type { FinishReason, GenerationEvent } from '../engine/generate/types.ts';
+import type { TokenLogprob, TokenLogprobEntry } from '../engine/sampling/logprobs.ts';
 import { firstLine, ServiceError } from '../services/errors.ts';
 import type { CompletionBackend } from '../services/index.ts';
 import { ApiError, parseChatRequest, parseCompletionRequest, type ParsedRequest } from './openai-request.ts';
@@ -39,9 +40,11 @@ interface Endpoint {
   chunkObject: string;
   parse: typeof parseChatRequest;
   /** The `choices[0]` of a whole answer (`reasoning` '' when none). */
-  choice(text: string, finish: string, reasoning: string): Record<string, unknown>;
+  choice(text: string, finish: string, reasoning: string, logprobs?: unknown): Record<string, unknown>;
   /** The `choices[0]` of a chunk; `text` null for the opening chunk; `part` where the text goes. */
-  chunkChoice(text: string | null, finish: string | null, part?: ReplyPart): Record<string, unknown>;
+  chunkChoice(text: string | null, finish: string | null, part?: ReplyPart, logprobs?: unknown): Record<string, unknown>;
+  /** Tokens' log-probabilities in this endpoint's shape; `offset`: characters of the answer before the first. */
+  logprobs(entries: TokenLogprob[], offset: number): unknown;
 }
 
 const CHAT: Endpoint = {
@@ -50,8 +53,10 @@ const CHAT: Endpoint = {
   object: 'chat.completion',
   chunkObject: 'chat.completion.chunk',
   parse: parseChatRequest,
-  choice: (text, finish, reasoning) => ({ index: 0, message: { role: 'assistant', content: text, ...(reasoning ? { reasoning_content: reasoning } : {}) }, logprobs: null, finish_reason: finish }),
-  chunkChoice: (text, finish, part = 'content') => ({ index: 0, delta: text === null ? { role: 'assistant', content: '' } : finish ? {} : part === 'reasoning' ? { reasoning_content: text } : { content: text }, logprobs: null, finish_reason: finish }),
+  choice: (text, finish, reasoning, logprobs = null) => ({ index: 0, message: { role: 'assistant', content: text, ...(reasoning ? { reasoning_content: reasoning } : {}) }, logprobs, finish_reason: finish }),
+  chunkChoice: (text, finish, part = 'content', logprobs = null) => ({ index: 0, delta: text === null ? { role: 'assistant', content: '' } : finish ? {} : part === 'reasoning' ? { reasoning_content: text } : { content: text }, logprobs, finish_reason: finish }),
+  // OpenAI's chat shape: { content: [{ token, logprob, bytes, top_logprobs: [{ token, logprob, bytes }] }] }.
+  logprobs: (entries) => ({ content: entries.map((e) => ({ ...entryJson(e), top_logprobs: e.top.map(entryJson) })), refusal: null }),
 };
 
 const COMPLETION: Endpoint = {
@@ -61,9 +66,27 @@ const COMPLETION: Endpoint = {
   chunkObject: 'text_completion',
   parse: parseCompletionRequest,
   // A raw prompt's reply is all content (the engine splits chat replies only).
-  choice: (text, finish) => ({ index: 0, text, logprobs: null, finish_reason: finish }),
-  chunkChoice: (text, finish) => ({ index: 0, text: text ?? '', logprobs: null, finish_reason: finish }),
+  choice: (text, finish, _reasoning, logprobs = null) => ({ index: 0, text, logprobs, finish_reason: finish }),
+  chunkChoice: (text, finish, _part, logprobs = null) => ({ index: 0, text: text ?? '', logprobs, finish_reason: finish }),
+  // The legacy shape: parallel lists, alternatives as { token: logprob }, character offsets.
+  logprobs: (entries, offset) => {
+    const text_offset: number[] = [];
+    for (const e of entries) {
+      text_offset.push(offset);
+      offset += e.token.length;
+    }
+    return {
+      tokens: entries.map((e) => e.token),
+      token_logprobs: entries.map((e) => e.logprob),
+      top_logprobs: entries.map((e) => Object.fromEntries(e.top.map((t) => [t.token, t.logprob]))),
+      text_offset,
+    };
+  },
 };
+
+function entryJson(e: TokenLogprobEntry): { token: string; logprob: number; bytes: number[] } {
+  return { token: e.token, logprob: e.logprob, bytes: e.bytes };
+}
 
 /** Handles a request under /v1/. Never throws: every failure becomes a JSON error response. */
 export async function handleOpenAi(req: http.IncomingMessage, res: http.ServerResponse, backend: CompletionBackend): Promise<void> {
@@ -148,7 +171,8 @@ async function answerWhole(res: http.ServerResponse, events: AsyncGenerator<Gene
   for (let it = first; !it.done; it = await events.next()) if (it.value.type === 'done') done = it.value;
   if (!done) throw new ApiError(500, 'no_result', 'the generation ended without a result');
   if (done.reason === 'error') throw new ApiError(500, done.error?.code.toLowerCase() ?? 'generation_error', done.error?.message ?? 'the generation failed');
-  json(res, 200, { ...meta, object: endpoint.object, choices: [endpoint.choice(done.text, finishReason(done.reason), done.reasoning)], usage: usage(done) });
+  const logprobs = done.logprobs ? endpoint.logprobs(done.logprobs, 0) : null;
+  json(res, 200, { ...meta, object: endpoint.object, choices: [endpoint.choice(done.text, finishReason(done.reason), done.reasoning, logprobs)], usage: usage(done) });
 }
 
 async function answerStreamed(
@@ -163,13 +187,24 @@ async function answerStreamed(
   const send = (value: unknown) => res.write(`data: ${JSON.stringify(value)}\n\n`);
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => send({ ...meta, object: endpoint.chunkObject, choices, ...(parsed.includeUsage ? { usage: null } : {}), ...extra });
   if (endpoint === CHAT) chunk([endpoint.chunkChoice(null, null)]);
+  // Log-probabilities of tokens whose text is still held (a split character, a possible stop string) go with the next text.
+  let pending: TokenLogprob[] = [];
+  let sentChars = 0;
+  const takeLogprobs = (): unknown => {
+    if (pending.length === 0) return null;
+    const out = endpoint.logprobs(pending, sentChars);
+    sentChars += pending.reduce((n, e) => n + e.token.length, 0);
+    pending = [];
+    return out;
+  };
   try {
     for (let it = first; !it.done; it = await events.next()) {
       const ev = it.value;
-      if (ev.type === 'token' && ev.text) chunk([endpoint.chunkChoice(ev.text, null, ev.part)]);
+      if (ev.type === 'token' && ev.logprob) pending.push(ev.logprob);
+      if (ev.type === 'token' && ev.text) chunk([endpoint.chunkChoice(ev.text, null, ev.part, takeLogprobs())]);
       else if (ev.type === 'done' && ev.reason === 'error') send(errorJson(new ApiError(500, ev.error?.code.toLowerCase() ?? 'generation_error', ev.error?.message ?? 'the generation failed')));
       else if (ev.type === 'done') {
-        chunk([endpoint.chunkChoice('', finishReason(ev.reason))]);
+        chunk([endpoint.chunkChoice('', finishReason(ev.reason), 'content', takeLogprobs())]);
         if (parsed.includeUsage) chunk([], { usage: usage(ev) });
       }
     }

@@ -36,6 +36,7 @@ import { RACY_WINDOW_MS } from '../../main/engine/model/source-fingerprint.ts';
 import { writeSyntheticCheckpoint, type SyntheticSpec } from '../helpers/synthetic-hf.ts';
 import { defaultModelPath } from '../../main/common/default-model.ts';
 import { backendRows, storiesDecodeRates } from './backend-steps.ts';
+import { constrainedRows } from './constrained.ts';
 
 const LENGTHS = (process.env.BENCH_LENGTHS ?? '256,2048,8192,32768').split(',').map(Number);
 const STEPS = Number(process.env.BENCH_STEPS ?? 12);
@@ -495,7 +496,7 @@ function printTable(head: string[], rows: string[][]): void {
   for (const r of rows) console.log(line(r));
 }
 
-const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'kv,loop,start,import,isolation').split(','));
+const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'kv,loop,start,json,import,isolation').split(','));
 
 /** The engine's own process against a worker thread, on the host's side (engine-isolation.ts). */
 async function isolationSection(model: string, cacheDir: string): Promise<void> {
@@ -518,6 +519,10 @@ async function main(): Promise<void> {
     const cacheDir = path.join(root, 'cache');
     if (SECTIONS.has('loop')) await loopVsPlain(model, cacheDir);
     if (SECTIONS.has('start')) await startFromSource(model, cacheDir);
+    if (SECTIONS.has('json')) {
+      console.log('\nconstrained decoding (response_format), test/bench/constrained.ts');
+      printTable(['measure', 'this run'], await constrainedRows(model, cacheDir));
+    }
     if (SECTIONS.has('isolation')) await isolationSection(model, cacheDir);
     if (SECTIONS.has('import')) {
       let importModel = model;

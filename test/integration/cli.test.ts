@@ -11,9 +11,11 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readdir, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { Ajv } from 'ajv';
 import { makeBadModels, removeBadModels, type BadModels } from '../helpers/bad-models.ts';
 import {
   assertOneLineError,
@@ -535,4 +537,29 @@ test('Ctrl-C mid-answer: the partial answer is printed, exit 130, no stack trace
   assert.ok(answer.length > 20, `a partial answer was printed: ${answer.slice(0, 80)}`);
   const n = Math.min(answer.length, 60);
   assert.equal(stdout.slice(PROMPT.length, PROMPT.length + n), REFERENCE.slice(0, n), 'greedy: the answer as llama2.c writes it');
+});
+
+test('--json-schema FILE: the answer parses and validates (stories260K, sampled); a keyword not covered exits 2 naming it', async () => {
+  const dir = await cache();
+  const schemaDir = await mkdtemp(path.join(os.tmpdir(), 'ropewalk-cli-schema-'));
+  cacheDirs.push(schemaDir);
+  const schema = { type: 'object', properties: { name: { type: 'string', maxLength: 10 }, age: { type: 'integer' }, pets: { type: 'array', items: { enum: ['cat', 'dog'] }, maxItems: 3 } }, required: ['name', 'age', 'pets'], additionalProperties: false };
+  const good = path.join(schemaDir, 'person.json');
+  const bad = path.join(schemaDir, 'pattern.json');
+  await writeFile(good, JSON.stringify(schema));
+  await writeFile(bad, JSON.stringify({ type: 'string', pattern: 'x' }));
+  const [a, b, c] = await runBatch([
+    ['--json', '--temperature', '1', '--seed', '3', '--max-tokens', '300', '--json-schema', good, PROMPT],
+    ['--temperature', '1', '--seed', '4', '--max-tokens', '300', '--json-schema', good, PROMPT],
+    ['--json-schema', bad, PROMPT],
+  ], dir);
+  const j = parseJsonRun(a);
+  assert.equal(j.finishReason, 'stop');
+  const ajv = new Ajv({ strict: false });
+  assert.ok(ajv.validate(schema, JSON.parse(j.text)), `${j.text}: ${ajv.errorsText()}`);
+  assert.equal(b.code, 0, describeRun(b));
+  // A completion echoes the prompt first; the JSON follows it.
+  assert.ok(b.stdout.startsWith(PROMPT), describeRun(b));
+  assert.ok(ajv.validate(schema, JSON.parse(b.stdout.slice(PROMPT.length))), `${b.stdout}: ${ajv.errorsText()}`);
+  assertOneLineError(c, 2, /--json-schema .*"pattern"/);
 });

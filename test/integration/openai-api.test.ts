@@ -156,8 +156,9 @@ test('unsupported fields are refused with 400 and param; messages as clients sen
   await refused(chat({ n: 2 }), 400, 'n');
   await refused(chat({ tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }), 400, 'tools');
   await refused(chat({ tool_choice: 'auto' }), 400, 'tool_choice');
-  await refused(chat({ response_format: { type: 'json_object' } }), 400, 'response_format');
-  await refused(chat({ logprobs: true }), 400, 'logprobs');
+  await refused(chat({ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', format: 'email' } } } }), 400, 'response_format', /keyword "format"/);
+  await refused(chat({ response_format: { type: 'xml' } }), 400, 'response_format.type');
+  await refused(chat({ logprobs: 'yes' }), 400, 'logprobs');
   await refused(chat({}, [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:,' } }] }]), 400, 'messages[0].content[0].type', /only text content parts/);
   await refused(chat({}, [{ role: 'tool', content: 'x', tool_call_id: 'a' }]), 400, 'messages[0].role');
   // Schema refusals name the field as clients write it, with the reason (not zod's "Invalid input").

@@ -39,6 +39,7 @@ import { resolveModel, type ImportProgress, type QuantizeOption } from '../model
 import type { ModelManifest } from '../model/manifest.ts';
 import { availableMemory, bundleBytes, checkMemory, estimateMemory } from '../model/memory.ts';
 import { openDecoderBackend } from '../model/open-backend.ts';
+import { tokenLogprob, type TokenLogprob } from '../sampling/logprobs.ts';
 import { Sampler, SamplerScratch, validateSamplerOptions } from '../sampling/sampler.ts';
 import { TextTokenizer } from '../tokenizer/tokenizer.ts';
 import { commonPrefix, ContextShifter } from './context-shift.ts';
@@ -399,9 +400,10 @@ export class Engine {
       gen.decodeStartedAt = performance.now();
       if (logits && this.kv.length >= this.maxContext) this.makeRoom(gen);
       while (logits && !gen.finished) {
-        const token = gen.sampler.sample(logits, this.cachedTokens);
-        const deltas = gen.accept(token);
-        if (deltas !== null) yield* tokenEvents(token, deltas, gen.part);
+        const token = gen.sampler.sample(logits, this.cachedTokens, gen.constraint?.mask(logits.length));
+        const logprob = gen.topLogprobs === null ? undefined : tokenLogprob(logits, token, gen.topLogprobs, this.tokenizer);
+        const deltas = gen.accept(token, logprob);
+        if (deltas !== null) yield* tokenEvents(token, deltas, gen.part, logprob);
         if (gen.finished) break;
         if (this.kv.length + 1 >= this.maxContext && !this.makeRoom(gen)) break;
         if (!this.cancelled(gen, signal)) logits = await this.decodeStep(token);
@@ -559,7 +561,7 @@ export class Engine {
       kv: pick(this.kv.stats, ['capacity', 'growths', 'bytes']),
     };
     const reason = gen.reason ?? 'length';
-    return { type: 'done', reason, text: gen.text, reasoning: gen.reasoning, promptTokens: gen.prompt, tokens: gen.tokens, stats, ...(gen.error ? { error: gen.error } : {}) };
+    return { type: 'done', reason, text: gen.text, reasoning: gen.reasoning, promptTokens: gen.prompt, tokens: gen.tokens, ...(gen.topLogprobs !== null ? { logprobs: gen.logprobs } : {}), stats, ...(gen.error ? { error: gen.error } : {}) };
   }
 
   /** Releases the backend. */
@@ -576,9 +578,10 @@ const REASONING_TAIL_TOKENS = 8;
  * −1 on a second, so tokens are counted once), or one empty delta in the current part while its
  * text is held back (consumers count tokens by these).
  */
-function* tokenEvents(id: number, deltas: PartDelta[], part: ReplyPart): Generator<GenerationEvent> {
-  if (deltas.length === 0) yield { type: 'token', id, text: '', part };
-  for (let i = 0; i < deltas.length; i++) yield { type: 'token', id: i === 0 ? id : -1, text: deltas[i]!.text, part: deltas[i]!.part };
+function* tokenEvents(id: number, deltas: PartDelta[], part: ReplyPart, logprob?: TokenLogprob): Generator<GenerationEvent> {
+  const lp = logprob ? { logprob } : {};
+  if (deltas.length === 0) yield { type: 'token', id, text: '', part, ...lp };
+  for (let i = 0; i < deltas.length; i++) yield { type: 'token', id: i === 0 ? id : -1, text: deltas[i]!.text, part: deltas[i]!.part, ...(i === 0 ? lp : {}) };
 }
 
 function round(x: number): number {

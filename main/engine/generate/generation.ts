@@ -7,13 +7,16 @@
  */
 import { performance } from 'node:perf_hooks';
 import { toEngineError } from '../errors.ts';
+import { JsonConstraint } from '../sampling/json-constraint.ts';
+import { compileSchema, JSON_OBJECT } from '../sampling/json-schema.ts';
+import { validateTopLogprobs, type TokenLogprob } from '../sampling/logprobs.ts';
 import { Sampler } from '../sampling/sampler.ts';
 import { StreamDecoder } from '../tokenizer/stream-decoder.ts';
 import type { TextTokenizer } from '../tokenizer/tokenizer.ts';
 import type { ContextShifter } from './context-shift.ts';
 import { ReasoningSplitter, type PartDelta, type ReasoningMarkers } from './reasoning.ts';
 import { StopStrings } from './stop-strings.ts';
-import type { FinishReason, GenerationRequest } from './types.ts';
+import type { FinishReason, GenerationRequest, ResponseFormat } from './types.ts';
 
 /** Per-request state of `Engine.generate`. */
 export class Generation {
@@ -21,6 +24,9 @@ export class Generation {
   readonly sampler: Sampler;
   /** Generated token ids (EOS and anything after a stop string excluded). */
   readonly tokens: number[] = [];
+  /** Alternatives per token when the request asked for log-probabilities (else null), and what was reported per token. */
+  readonly topLogprobs: number | null;
+  readonly logprobs: TokenLogprob[] = [];
   /** Set once the generation ended; 'length' until then is only the default. */
   reason: FinishReason | null = null;
   error: { code: string; message: string } | undefined;
@@ -42,6 +48,8 @@ export class Generation {
   private readonly eos: Set<number>;
   private readonly stops: StopStrings;
   private readonly decoder: StreamDecoder;
+  /** The response_format's grammar, or null (then no mask is computed or applied). */
+  readonly constraint: JsonConstraint | null;
 
   /**
    * `req` has been validated; `prompt` is its token ids; `shifter` plans the context shifts when
@@ -59,7 +67,9 @@ export class Generation {
     this.prompt = prompt;
     this.sampler = sampler;
     this.maxTokens = req.maxTokens;
-    this.eos = new Set(req.ignoreEos ? [] : tokenizer.eos);
+    this.topLogprobs = req.logprobs === undefined ? null : validateTopLogprobs(req.logprobs);
+    this.constraint = req.responseFormat ? constraintFor(req.responseFormat, tokenizer) : null;
+    this.eos = new Set(req.ignoreEos && !this.constraint ? [] : tokenizer.eos);
     this.stops = new StopStrings(req.stop);
     this.decoder = new StreamDecoder(tokenizer, prompt);
     this.parts = new ReasoningSplitter(reasoning?.markers ?? null, reasoning?.openInPrompt ?? false);
@@ -101,15 +111,18 @@ export class Generation {
    * joins the reply and the text that is safe to show is returned, split into its parts ([] while
    * UTF-8 is incomplete or the text could still start a stop string or a marker); a completed
    * stop string ends with 'stop' (the text stops where it starts); reaching maxTokens ends with
-   * 'length'. A token read while the reasoning block is open, or that closes it, counts as a
-   * reasoning token.
+   * 'length'; a constrained value that is whole ends with 'stop' too. A token read while the
+   * reasoning block is open, or that closes it, counts as a reasoning token.
+   * @throws EngineError('SESSION_RUN') for a token the constraint does not allow.
    */
-  accept(token: number): PartDelta[] | null {
+  accept(token: number, logprob?: TokenLogprob): PartDelta[] | null {
     if (this.eos.has(token)) {
       this.finish('stop');
       return null;
     }
+    this.constraint?.accept(token);
     this.tokens.push(token);
+    if (logprob) this.logprobs.push(logprob);
     if (this.tokens.length === 1) this.ttftMs = performance.now() - this.startedAt;
     const step = this.stops.push(this.decoder.push(token));
     const wasClosed = this.parts.closed;
@@ -118,7 +131,7 @@ export class Generation {
       this.reasoningTokens = this.tokens.length;
       this.reasoningEndedAt = performance.now();
     }
-    if (step.stopped) this.finish('stop');
+    if (step.stopped || this.constraint?.mustEnd) this.finish('stop');
     else if (this.tokens.length >= this.maxTokens) this.finish('length');
     return deltas;
   }
@@ -137,4 +150,13 @@ export class Generation {
     if (step.stopped) this.reason = 'stop';
     return step.text + this.stops.flush();
   }
+}
+
+/**
+ * The constraint of a request's response_format.
+ * @throws UnsupportedSchemaError (InvalidOptionError) for a schema keyword not covered.
+ */
+export function constraintFor(format: ResponseFormat, tokenizer: TextTokenizer): JsonConstraint {
+  const node = format.type === 'json_object' ? JSON_OBJECT : compileSchema(format.schema);
+  return new JsonConstraint(node, tokenizer.tokenBytes(), tokenizer.eos);
 }

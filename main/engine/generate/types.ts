@@ -3,8 +3,11 @@
  * the worker boundary and IPC as they are (structured clone / JSON).
  */
 import type { BackendKind, ExecutionProvider } from '../model/backend.ts';
+import type { TokenLogprob } from '../sampling/logprobs.ts';
 import type { SamplerOptions } from '../sampling/sampler.ts';
 import type { ReplyPart } from './reasoning.ts';
+
+export type { TokenLogprob };
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';
@@ -17,6 +20,12 @@ export interface ChatMessage {
    */
   reasoning?: string;
 }
+
+/**
+ * Constrained output (OpenAI's `response_format`): any JSON object, or a value matching a JSON
+ * Schema (what is covered: main/engine/sampling/json-schema.ts).
+ */
+export type ResponseFormat = { type: 'json_object' } | { type: 'json_schema'; schema: unknown };
 
 export interface GenerationRequest {
   /** Raw completion prompt (used as is). Exactly one of `prompt` and `messages`. */
@@ -33,8 +42,16 @@ export interface GenerationRequest {
    * `enable_thinking` when the template reads it (Qwen3); absent: the template's default.
    */
   enableThinking?: boolean;
-  /** Keep generating past the end-of-sequence token. */
+  /** Keep generating past the end-of-sequence token (not with `responseFormat`: a whole value ends it). */
   ignoreEos?: boolean;
+  /** Decode only tokens that keep the output a JSON value of this format; it ends once the value is whole. */
+  responseFormat?: ResponseFormat;
+  /**
+   * Report each generated token's log-probability and this many most likely alternatives
+   * (0–20) from the raw logits, before penalties, temperature and filters (sampling/logprobs.ts).
+   * Absent: none computed.
+   */
+  logprobs?: number;
   /**
    * When generation reaches the max context: false (default) ends with 'context-full'; otherwise
    * it shifts the context and goes on: the oldest turns after a kept prefix leave the KV cache,
@@ -103,8 +120,9 @@ export type GenerationEvent =
    * Text of the reply, in the part it belongs to (reasoning.ts). `id` is the generated token, or
    * −1 for text that is not a new token (the stream's tail; the second part of a token whose text
    * held the end of the reasoning and the start of the answer): count tokens by `id >= 0`.
+   * `logprob`: the sampled token's, when the request asked (none for id −1).
    */
-  | { type: 'token'; id: number; text: string; part: ReplyPart }
+  | { type: 'token'; id: number; text: string; part: ReplyPart; logprob?: TokenLogprob }
   | {
       type: 'done';
       reason: FinishReason;
@@ -114,6 +132,8 @@ export type GenerationEvent =
       reasoning: string;
       promptTokens: number[];
       tokens: number[];
+      /** Per generated token (as `tokens`), when the request asked for log-probabilities. */
+      logprobs?: TokenLogprob[];
       stats: GenerationStats;
       /** Set when reason is 'error'. */
       error?: { code: string; message: string };

@@ -1,7 +1,8 @@
 /**
  * The sampler: logits [V] float32 of the last position → one token id. Contract:
  *   - options are validated up front (`validateSamplerOptions`), quoting the bad value;
- *   - repetition penalty, presence/frequency penalties (over the tokens this sampler drew), then greedy (temperature 0: argmax, ties → lowest id) or
+ *   - repetition penalty, presence/frequency penalties (over the tokens this sampler drew), a
+ *     constraint's mask when given (json-constraint.ts), then greedy (temperature 0: argmax, ties → lowest id) or
  *     temperature → top-k → top-p → min-p → softmax → one seeded draw (Hugging Face's order);
  *   - the same seed and the same inputs give the same token sequence;
  *   - a step allocates nothing once the scratch buffers (sized V) exist, and a generation none
@@ -166,21 +167,23 @@ export class Sampler {
    * @param logits  [V] float32, the last position's logits (not modified).
    * @param previousTokens  token ids seen so far (prompt + generated) for the repetition
    *   penalty; ignored when repetitionPenalty = 1.
+   * @param mask  [V] 0/1, constrained decoding's allowed ids (json-constraint.ts): the others
+   *   are set to −∞ after the penalties, before every other rule. Absent: no pass at all.
    * @returns a token id in [0, V).
    * @throws InvalidOptionError when logits is empty or a previous token is outside [0, V).
    * @throws EngineError('SESSION_RUN') when no logit is comparable (all NaN or −∞).
    */
-  sample(logits: Float32Array, previousTokens: ArrayLike<number>): number {
+  sample(logits: Float32Array, previousTokens: ArrayLike<number>, mask?: Uint8Array): number {
     const V = logits.length;
     if (V === 0) throw new InvalidOptionError('logits', 'expected at least one logit, got an empty array');
     if (this.scratch?.vocabSize !== V) this.scratch = new SamplerScratch(V);
     const scratch = this.scratch;
-    const token = this.choose(logits, previousTokens, scratch);
+    const token = this.choose(logits, previousTokens, scratch, mask);
     if (scratch.drawn[token]++ === 0) scratch.drawnIds.push(token);
     return token;
   }
 
-  private choose(logits: Float32Array, previousTokens: ArrayLike<number>, scratch: SamplerScratch): number {
+  private choose(logits: Float32Array, previousTokens: ArrayLike<number>, scratch: SamplerScratch, mask: Uint8Array | undefined): number {
     const V = logits.length;
     const { temperature, topK, topP, minP, repetitionPenalty, presencePenalty = 0, frequencyPenalty = 0 } = this.options;
     const { scores, probs, ids } = scratch;
@@ -189,6 +192,7 @@ export class Sampler {
     // 1. Repetition penalty on the raw logits, then OpenAI's presence/frequency penalties.
     if (repetitionPenalty !== 1) applyRepetitionPenalty(scores, logits, previousTokens, repetitionPenalty);
     if (presencePenalty !== 0 || frequencyPenalty !== 0) applyPresenceFrequencyPenalty(scores, scratch.drawn, scratch.drawnIds, presencePenalty, frequencyPenalty);
+    if (mask) for (let i = 0; i < V; i++) if (mask[i] === 0) scores[i] = -Infinity;
 
     // 2. Greedy: no randomness, no softmax.
     if (temperature === 0) {

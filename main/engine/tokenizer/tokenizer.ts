@@ -93,6 +93,10 @@ export class TextTokenizer {
   readonly eosToken: string | null;
   private readonly modelVocabSize: number;
   private readonly file: string;
+  /** How vocab pieces spell bytes (from tokenizer.json's decoder) and which ids are special added tokens. */
+  private readonly pieceSpelling: PieceSpelling;
+  private readonly specialIds: ReadonlySet<number>;
+  private bytesOfTokens: readonly (Uint8Array | null)[] | null = null;
 
   private constructor(
     /** Parses special tokens' text; decodes. */
@@ -102,6 +106,7 @@ export class TextTokenizer {
     opts: TextTokenizerOptions,
     vocabSize: number,
     config: Json,
+    json: Json,
   ) {
     this.vocabSize = vocabSize;
     this.modelVocabSize = opts.modelVocabSize;
@@ -112,6 +117,8 @@ export class TextTokenizer {
     this.chatTemplate = opts.chatTemplate !== undefined ? opts.chatTemplate : templateOf(config);
     this.bosToken = tokenText(config.bos_token) ?? (opts.bos !== null ? full.id_to_token(opts.bos) ?? null : null);
     this.eosToken = tokenText(config.eos_token) ?? (opts.eos.length ? full.id_to_token(opts.eos[0]) ?? null : null);
+    this.pieceSpelling = pieceSpellingOf(json.decoder);
+    this.specialIds = new Set((json.added_tokens as Json[]).filter((t) => t.special === true).map((t) => t.id as number));
   }
 
   /**
@@ -173,7 +180,7 @@ export class TextTokenizer {
         throw new TokenizerError(`${what} token id ${id} is not a token of the tokenizer (${file})`);
       }
     }
-    return new TextTokenizer(full, plain, opts, vocabSize, config);
+    return new TextTokenizer(full, plain, opts, vocabSize, config, json);
   }
 
   /**
@@ -257,6 +264,22 @@ export class TextTokenizer {
     return this.full.token_to_id(piece) ?? undefined;
   }
 
+  /**
+   * The bytes each token id contributes to the text, [vocabSize] (computed once, then shared):
+   * byte-level BPE pieces through GPT-2's byte ⇄ character table, SentencePiece pieces with `▁`
+   * as a space and `<0xNN>` as the byte; null for special added tokens (BOS, EOS, `<|im_end|>`,
+   * which have no text) and ids without a piece. What constrained decoding walks.
+   */
+  tokenBytes(): readonly (Uint8Array | null)[] {
+    if (this.bytesOfTokens) return this.bytesOfTokens;
+    const out: (Uint8Array | null)[] = new Array(this.vocabSize).fill(null);
+    for (let id = 0; id < this.vocabSize; id++) {
+      const piece = this.specialIds.has(id) ? undefined : this.full.id_to_token(id);
+      if (piece !== undefined) out[id] = pieceBytes(piece, this.pieceSpelling);
+    }
+    return (this.bytesOfTokens = out);
+  }
+
   /** True when `id` ends generation. */
   isEos(id: number): boolean {
     return this.eos.includes(id);
@@ -304,6 +327,43 @@ export class TextTokenizer {
     if (!addBos || this.bos === null || ids[0] === this.bos) return ids;
     return [this.bos, ...ids];
   }
+}
+
+/** How a tokenizer's vocab pieces spell bytes. */
+type PieceSpelling = 'byte-level' | 'sentencepiece';
+
+/** A decoder of type ByteLevel (alone or in a Sequence) means GPT-2 byte-level pieces. */
+function pieceSpellingOf(decoder: unknown): PieceSpelling {
+  const byteLevel = (d: unknown): boolean => isObject(d) && (d.type === 'ByteLevel' || (Array.isArray(d.decoders) && d.decoders.some(byteLevel)));
+  return byteLevel(decoder) ? 'byte-level' : 'sentencepiece';
+}
+
+/** GPT-2's bytes_to_unicode inverted: the character a byte-level piece uses → the byte + 1, 0 = none (openai/gpt-2 encoder.py). */
+const BYTE_OF_CHAR: Uint16Array = (() => {
+  const t = new Uint16Array(512);
+  let extra = 0;
+  for (let b = 0; b < 256; b++) {
+    const printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+    t[printable ? b : 256 + extra++] = b + 1;
+  }
+  return t;
+})();
+
+function pieceBytes(piece: string, spelling: PieceSpelling): Uint8Array {
+  if (spelling === 'byte-level') {
+    const out = new Uint8Array(piece.length);
+    for (let i = 0; i < piece.length; i++) {
+      const c = piece.charCodeAt(i);
+      const b = c < 512 ? BYTE_OF_CHAR[c] : 0;
+      // A character outside the table (an added non-special token's plain text): its own UTF-8.
+      if (b === 0) return new Uint8Array(Buffer.from(piece, 'utf8'));
+      out[i] = b - 1;
+    }
+    return out;
+  }
+  const hex = /^<0x([0-9A-Fa-f]{2})>$/.exec(piece);
+  if (hex) return Uint8Array.of(parseInt(hex[1], 16));
+  return new Uint8Array(Buffer.from(piece.replace(/\u2581/g, ' '), 'utf8'));
 }
 
 function isObject(x: unknown): x is Json {
