@@ -196,7 +196,9 @@ export class RemoteEngine implements ChatEngine {
             ended = 'done';
             break;
           }
-          for (const d of this.takeChunk(data, chat, run)) yield { type: 'token', id: 0, text: d.text, part: d.part };
+          // One chunk ≈ one token: a chunk with reasoning and content counts once (id −1 on the second).
+          const deltas = this.takeChunk(data, chat, run);
+          for (let i = 0; i < deltas.length; i++) yield { type: 'token', id: i === 0 ? 0 : -1, text: deltas[i]!.text, part: deltas[i]!.part };
         }
       } catch (e) {
         if (ac.signal.aborted) return yield await this.done(request, run, started, 'cancelled');

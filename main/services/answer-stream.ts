@@ -135,14 +135,16 @@ export type StreamEnd = { done: DoneEvent } | { failure: { message: string; cras
  * keeps them).
  */
 export function finalState(end: StreamEnd, streamed: string, streamedReasoning = ''): Pick<Message, 'content' | 'reasoning' | 'status' | 'stats' | 'error'> {
-  if ('failure' in end) return { content: streamed, reasoning: streamedReasoning, status: 'error', stats: null, error: end.failure.message };
-  if ('stoppedWhileWaiting' in end) return { content: streamed, reasoning: streamedReasoning, status: 'cancelled', stats: null, error: null };
+  // No reasoning: no field, as the store reads such a message back.
+  const thought = (r: string) => (r ? { reasoning: r } : {});
+  if ('failure' in end) return { content: streamed, ...thought(streamedReasoning), status: 'error', stats: null, error: end.failure.message };
+  if ('stoppedWhileWaiting' in end) return { content: streamed, ...thought(streamedReasoning), status: 'cancelled', stats: null, error: null };
   const { done } = end;
   const content = done.text.length >= streamed.length ? done.text : streamed;
-  const reasoning = done.reasoning.length >= streamedReasoning.length ? done.reasoning : streamedReasoning;
+  const reasoning = thought(done.reasoning.length >= streamedReasoning.length ? done.reasoning : streamedReasoning);
   const stats = toAnswerStats(done.reason, done.stats);
-  if (done.reason === 'error') return { content, reasoning, status: 'error', stats, error: done.error?.message ?? 'the answer failed' };
-  return { content, reasoning, status: done.reason === 'cancelled' ? 'cancelled' : 'complete', stats, error: null };
+  if (done.reason === 'error') return { content, ...reasoning, status: 'error', stats, error: done.error?.message ?? 'the answer failed' };
+  return { content, ...reasoning, status: done.reason === 'cancelled' ? 'cancelled' : 'complete', stats, error: null };
 }
 
 /** The per-answer stats the window shows, from the engine's GenerationStats. */

@@ -184,8 +184,13 @@ export class ChatService {
     const streamed = answer?.deltas?.sent ?? '';
     const thought = answer?.deltas?.sentReasoning ?? '';
     if (!answer || answer.conversationId !== conv.id || !answer.messageId || !(streamed || thought)) return conv;
-    const fresher = (m: Message) => streamed.length > m.content.length || thought.length > (m.reasoning ?? '').length;
-    return { ...conv, messages: conv.messages.map((m) => (m.id === answer.messageId && fresher(m) ? { ...m, content: streamed, ...(thought ? { reasoning: thought } : {}) } : m)) };
+    // Each text is the longer of the stored one and the one sent (both only grow while streaming).
+    const longer = (a: string, b: string) => (a.length >= b.length ? a : b);
+    const fresh = (m: Message): Message => {
+      const reasoning = longer(thought, m.reasoning ?? '');
+      return { ...m, content: longer(streamed, m.content), ...(reasoning ? { reasoning } : {}) };
+    };
+    return { ...conv, messages: conv.messages.map((m) => (m.id === answer.messageId ? fresh(m) : m)) };
   }
 
   /**

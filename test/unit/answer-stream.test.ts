@@ -168,5 +168,5 @@ test('finalState: complete, cancelled, engine error, thrown failure', () => {
   const failed = finalState(done('error', 'Once', { code: 'SESSION_RUN', message: 'ONNX Runtime run failed' }), 'Once');
   assert.deepEqual([failed.status, failed.error, failed.content], ['error', 'ONNX Runtime run failed', 'Once']);
   const crashed = finalState({ failure: { message: 'the engine stopped', crashed: true } }, 'Once up');
-  assert.deepEqual(crashed, { content: 'Once up', reasoning: '', status: 'error', stats: null, error: 'the engine stopped' });
+  assert.deepEqual(crashed, { content: 'Once up', status: 'error', stats: null, error: 'the engine stopped' });
 });
