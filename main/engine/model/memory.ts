@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ModelLoadError } from '../errors.ts';
 import { EXTERNAL_DATA_FILE } from './decoder-graph.ts';
-import type { ModelManifest } from './manifest.ts';
+import type { ModelConfig, ModelManifest } from './manifest.ts';
 
 /** Bytes a loaded model needs, by part. */
 export interface MemoryEstimate {
@@ -36,8 +36,19 @@ export async function bundleBytes(dir: string): Promise<number> {
  *   before manifests recorded `weights`).
  */
 export async function estimateMemory(manifest: ModelManifest, dir: string, maxContext: number): Promise<MemoryEstimate> {
-  const c = manifest.config;
   const weightBytes = manifest.weights?.bytes ?? (await stat(path.join(dir, EXTERNAL_DATA_FILE)).catch(() => ({ size: 0 }))).size;
+  return estimateForShape(manifest.config, weightBytes, maxContext);
+}
+
+/** The attention shape the KV and RoPE caches are sized by (a `ModelConfig` has it). */
+export type CacheShape = Pick<ModelConfig, 'numLayers' | 'numKvHeads' | 'headDim'> & { rope: Pick<ModelConfig['rope'], 'rotaryDim'> };
+
+/**
+ * The same estimate from an attention shape and the weights' resident bytes, for a model not
+ * imported yet (the model library estimates from a file's header with this).
+ * @param weightBytes bytes the weights take once loaded; @param maxContext positions.
+ */
+export function estimateForShape(c: CacheShape, weightBytes: number, maxContext: number): MemoryEstimate {
   const kvCacheBytes = 2 * c.numLayers * c.numKvHeads * c.headDim * maxContext * 4;
   const ropeCacheBytes = maxContext * c.rope.rotaryDim * 4;
   return { weightBytes, kvCacheBytes, ropeCacheBytes, totalBytes: weightBytes + kvCacheBytes + ropeCacheBytes };

@@ -64,11 +64,12 @@ export function ggufTensorName(canonical: string): string {
 }
 
 /**
- * The model config from a GGUF file's metadata and tensor list.
+ * The model config from a GGUF file's metadata and tensor list (an open file, or a header read
+ * by `readGgufHeader`).
  * @throws ModelLoadError for an unsupported architecture or RoPE scaling, a missing or bad
  *   hyper-parameter, or sizes over `HF_LIMITS`.
  */
-export function ggufConfig(g: GgufFile): ModelConfig {
+export function ggufConfig(g: Pick<GgufFile, 'file' | 'tensors'> & { metadata: Readonly<Record<string, unknown>> }): ModelConfig {
   const meta = g.metadata;
   const fail = (msg: string): never => {
     throw new ModelLoadError(msg, g.file);
