@@ -21,6 +21,7 @@ import type {
   RemoteModelEntry,
   Settings,
 } from './types.ts';
+import type { ModelLibrary } from './library.ts';
 import type { EventName, MethodName } from './names.ts';
 
 export * from './names.ts';
@@ -66,6 +67,8 @@ export const settingsPatchSchema = z
     kvCacheBudgetMiB: z.number().int().min(0).max(1 << 20),
     executionProvider: z.enum(['cpu', 'cuda']),
     backend: z.enum(['native', 'js']),
+    /** Ropewalk's own models folder, listed by the library ('' = the default, ~/.ropewalk/models). */
+    modelsFolder: z.string().max(4096),
     localServer: z.boolean(),
     localServerPort: z.number().int().min(0).max(65535),
     /** '' = CORS off; an origin is stored as browsers send it (see origin.ts). */
@@ -150,6 +153,10 @@ export const requestSchemas = {
         .max(100_000),
     })
     .strict(),
+  /** The models on this machine (Ropewalk's folder and, read-only, LM Studio's, Ollama's, Jan's, the HF cache's) and the recent ones. */
+  listModels: z.object({}).strict(),
+  /** A model file chosen in the desktop app's native file dialog (`available` false in serve mode: type the path). */
+  chooseModelFile: z.object({}).strict(),
 } as const satisfies Record<MethodName, z.ZodType>;
 
 /** Response type of each method. */
@@ -177,6 +184,9 @@ export interface ResponseTypes extends Record<MethodName, unknown> {
   connectRemote: ModelState;
   selectBranch: Conversation;
   importConversation: Conversation;
+  listModels: ModelLibrary;
+  /** `path` null: cancelled, or no dialog in this transport (`available` false). */
+  chooseModelFile: { available: boolean; path: string | null };
 }
 
 export type RequestOf<M extends MethodName> = z.input<(typeof requestSchemas)[M]>;

@@ -12,13 +12,12 @@
  * - llama2.c: float32 as in the file (its size less the 28-byte header).
  * - a bundle: what its manifest records.
  */
-import { GGMLFileQuantizationType } from '@huggingface/gguf';
 import { open, readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { LibraryFormat } from '../contract/library.ts';
 import { expectedWeights, parseHfConfig, parseJson } from '../engine/model/import-hf.ts';
 import { parseLlama2cHeader } from '../engine/model/import-llama2c.ts';
-import { ggufConfig, ggufTensorName } from '../engine/model/gguf/import-gguf.ts';
+import { ggufConfig, ggufTensorName } from '../engine/model/gguf/gguf-config.ts';
 import { isLinearWeight, matMulNBitsBytes } from '../engine/model/gguf/quantized-weights.ts';
 import { readGgufHeader, type GgufHeader } from '../engine/model/gguf/gguf-header.ts';
 import { ggmlType, ggmlTypeName } from '../engine/model/gguf/quants.ts';
@@ -41,6 +40,17 @@ export interface ModelFacts {
   problem: string | null;
 }
 
+/**
+ * llama.cpp's file types (`general.file_type`, llama.h `enum llama_ftype`), by the names model
+ * pages and LM Studio show. Not imported from @huggingface/gguf: its table pulls
+ * @huggingface/tasks (a dynamic import) into the app's main bundle.
+ */
+const FILE_TYPES: Record<number, string> = {
+  0: 'F32', 1: 'F16', 2: 'Q4_0', 3: 'Q4_1', 7: 'Q8_0', 8: 'Q5_0', 9: 'Q5_1', 10: 'Q2_K', 11: 'Q3_K_S', 12: 'Q3_K_M', 13: 'Q3_K_L',
+  14: 'Q4_K_S', 15: 'Q4_K_M', 16: 'Q5_K_S', 17: 'Q5_K_M', 18: 'Q6_K', 19: 'IQ2_XXS', 20: 'IQ2_XS', 21: 'Q2_K_S', 22: 'IQ3_XS',
+  23: 'IQ3_XXS', 24: 'IQ1_S', 25: 'IQ4_NL', 26: 'IQ3_S', 27: 'IQ3_M', 28: 'IQ2_S', 29: 'IQ2_M', 30: 'IQ4_XS', 31: 'IQ1_M',
+  32: 'BF16', 36: 'TQ1_0', 37: 'TQ2_0', 38: 'MXFP4_MOE',
+};
 /** Bytes of a llama2.c header (7 int32). */
 const LLAMA2C_HEADER_BYTES = 28;
 
@@ -99,7 +109,7 @@ async function ggufFacts(file: string): Promise<ModelFacts> {
 /** `general.file_type` by llama.cpp's names (`Q4_K_M`), else the type most of the matrices' elements are stored as. */
 function ggufQuantization(g: GgufHeader, elementsByType: Map<number, number>): string | null {
   const fileType = g.metadata['general.file_type'];
-  if (typeof fileType === 'number' && GGMLFileQuantizationType[fileType]) return GGMLFileQuantizationType[fileType];
+  if (typeof fileType === 'number' && FILE_TYPES[fileType]) return FILE_TYPES[fileType];
   let best: [number, number] | null = null;
   for (const entry of elementsByType) if (!best || entry[1] > best[1]) best = entry;
   return best ? ggmlTypeName(best[0]) : null;
