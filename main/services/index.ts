@@ -127,9 +127,10 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     }),
     isGenerating: () => chat?.generating ?? false,
     onLoaded: () => void refreshBudget(),
+    nameOf: (path): string | null => library.nameOf(path),
   });
   settings = new SettingsService(store, models);
-  const library = new ModelLibraryService({
+  const library: ModelLibraryService = new ModelLibraryService({
     store,
     builtinPath: opts.defaultModel ?? defaultModelPath(),
     modelsFolder: () => settingsService.get().modelsFolder,

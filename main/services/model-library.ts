@@ -89,9 +89,14 @@ export class ModelLibraryService {
     return v.filter((r): r is RecentModel => typeof r?.path === 'string' && typeof r?.name === 'string' && typeof r?.openedAt === 'number');
   }
 
+  /** The name the last scan listed `modelPath` under, else the one it was remembered under; null when neither. */
+  nameOf(modelPath: string): string | null {
+    return this.names.get(modelPath) ?? this.recent().find((r) => r.path === modelPath)?.name ?? null;
+  }
+
   /** Records that `modelPath` was opened (named as the last scan listed it, else by its file name). */
   remember(modelPath: string, now = Date.now()): void {
-    const name = this.names.get(modelPath) ?? path.basename(modelPath).replace(/\.(gguf|bin)$/i, '');
+    const name = this.nameOf(modelPath) ?? path.basename(modelPath).replace(/\.(gguf|bin)$/i, '');
     const next = [{ path: modelPath, name, openedAt: now }, ...this.recent().filter((r) => r.path !== modelPath)].slice(0, RECENT_LIMIT);
     this.opts.store.setSettings({ [RECENT_KEY]: next });
   }

@@ -89,18 +89,31 @@ export function ModelLibrary() {
   );
 }
 
+/** A name with a line-break opportunity after each `/` (LM Studio and Hugging Face names are paths). */
+function breakable(name: string) {
+  return name.split('/').map((part, i, all) => (
+    <span key={i}>
+      {part}
+      {i < all.length - 1 && (
+        <>
+          /<wbr />
+        </>
+      )}
+    </span>
+  ));
+}
+
 function LibraryRow({ model: m, busy, onOpen }: { model: LibraryModel; busy: boolean; onOpen: (path: string) => void }) {
   const facts = [m.architecture, m.quantization, m.parameterCount ? `${formatParams(m.parameterCount)} params` : null, formatBytes(m.fileBytes), m.trainedContext ? `${formatTokens(m.trainedContext)} ctx` : null];
   const mem = m.memory;
   return (
     <li className={`library-row${m.problem ? ' library-row-problem' : ''}`} data-source={m.source}>
-      <div className="library-row-main">
-        <span className="library-name" title={m.path}>
-          {m.name}
-        </span>
-        <span className={`badge library-source source-${m.source}`}>{SOURCE_LABEL[m.source]}</span>
+      <span className="library-name" title={m.path}>
+        {breakable(m.name)}
+      </span>
+      <div className="library-facts">
+        <span className={`badge library-source source-${m.source}`}>{SOURCE_LABEL[m.source]}</span> {facts.filter(Boolean).join(' · ')}
       </div>
-      <div className="library-facts">{facts.filter(Boolean).join(' · ')}</div>
       {m.source === 'builtin' && <div className="library-note">{BUILTIN_NOTE}</div>}
       {mem && (
         <div className={`library-fit ${mem.fits ? 'fits' : 'no-fit'}`}>

@@ -26,7 +26,8 @@ export interface E2eApp {
 }
 
 /** Builds the renderer, starts serve mode (seeded by `seed` before it opens the database) and Chromium. */
-export async function startE2eApp(seed?: (store: ConversationStore) => void): Promise<E2eApp> {
+/** `env`: more environment for serve (e.g. ROPEWALK_LIBRARY_HOME pointing the model library at fixture folders). */
+export async function startE2eApp(seed?: (store: ConversationStore) => void, env: Record<string, string> = {}): Promise<E2eApp> {
   assert.ok(existsSync(CHROMIUM), `Debian's chromium is needed at ${CHROMIUM} (apt-get install chromium)`);
   const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-e2e-'));
   const dataDir = path.join(root, 'data');
@@ -39,7 +40,7 @@ export async function startE2eApp(seed?: (store: ConversationStore) => void): Pr
   }
   const server: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'main/serve/cli.ts', '--port', '0', '--data', dataDir], {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, ROPEWALK_CACHE_DIR: path.join(root, 'cache') },
+    env: { ...process.env, ROPEWALK_CACHE_DIR: path.join(root, 'cache'), ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const firstLine = await new Promise<string>((resolve, reject) => {
