@@ -100,7 +100,12 @@ function runApp(): void {
       hardenSession(session.defaultSession);
       store.add(serveRenderer(RENDERER_DIR));
       // safeStorage is usable only after `ready`.
-      const started = startBackend({ dataDir: app.getPath('userData'), localServer: true, secretCipher: safeStorageCipher(safeStorage) });
+      const started = startBackend({
+        dataDir: app.getPath('userData'),
+        localServer: true,
+        secretCipher: safeStorageCipher(safeStorage),
+        chooseModelFile: () => chooseModelFile(currentWindow()),
+      });
       services = started;
       store.add(registerIpc(router, currentWindow));
       started.then(
@@ -150,4 +155,21 @@ function fatal(message: string): void {
   console.error(`ropewalk: ${message}`);
   dialog.showErrorBox('Ropewalk', message);
   app.quit();
+}
+
+/**
+ * The native open dialog for a model file (GGUF, a llama2.c .bin, or any file: a bundle or
+ * Hugging Face folder is typed or chosen from the library). @returns the path, or null when cancelled.
+ */
+async function chooseModelFile(parent: BrowserWindow | null): Promise<string | null> {
+  const options: Electron.OpenDialogOptions = {
+    title: 'Open a model',
+    properties: ['openFile'],
+    filters: [
+      { name: 'Models (GGUF, llama2.c)', extensions: ['gguf', 'bin'] },
+      { name: 'All files', extensions: ['*'] },
+    ],
+  };
+  const r = parent ? await dialog.showOpenDialog(parent, options) : await dialog.showOpenDialog(options);
+  return r.canceled || r.filePaths.length === 0 ? null : r.filePaths[0];
 }

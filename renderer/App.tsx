@@ -1,6 +1,7 @@
 /**
  * The window's layout: conversations sidebar | chat (header, banner, messages, composer with the
- * context meter; files dropped on it are attached; the document reader) | model + settings panel.
+ * context meter; files dropped on it are attached, a dropped `.gguf` opens as the model; the
+ * document reader) | model, my models + settings panel.
  * Both sides collapse (buttons in the header, keyboard shortcuts); below a width they open over
  * the chat instead (stores/ui.ts says when).
  */
@@ -11,7 +12,9 @@ import { ariaKeysOf, withKeys } from './lib/shortcuts.ts';
 import { ChatView } from './components/ChatView.tsx';
 import { Composer } from './components/Composer.tsx';
 import { ExportMenu } from './components/ExportMenu.tsx';
+import { ModelLibrary } from './components/ModelLibrary.tsx';
 import { ModelPanel } from './components/ModelPanel.tsx';
+import { isModelFile, openDroppedModel } from './lib/dropped-model.ts';
 import { ConnectionBar, Notices } from './components/Notices.tsx';
 import { SettingsPanel } from './components/SettingsPanel.tsx';
 import { Sidebar } from './components/Sidebar.tsx';
@@ -43,7 +46,11 @@ export function App({ connection }: { connection: WsApi | null }) {
         onDrop={(e) => {
           if (e.dataTransfer.files.length === 0) return;
           e.preventDefault();
-          void stores.chat.getState().attachFiles([...e.dataTransfer.files]);
+          const files = [...e.dataTransfer.files];
+          const models = files.filter((f) => isModelFile(f.name));
+          const documents = files.filter((f) => !isModelFile(f.name));
+          if (models.length > 0) void openDroppedModel(stores, models[0]);
+          if (documents.length > 0) void stores.chat.getState().attachFiles(documents);
         }}
       >
         <ChatHeader />
@@ -56,6 +63,7 @@ export function App({ connection }: { connection: WsApi | null }) {
       {panelOpen && (
         <aside className="panel" id="side-panel" aria-label="Model and settings">
           <ModelPanel />
+          <ModelLibrary />
           <SettingsPanel />
           <WindowSettings />
         </aside>

@@ -10,6 +10,7 @@ import type { BudgetState } from './stores/budget.ts';
 import type { ChatState } from './stores/chat.ts';
 import type { ConversationsState } from './stores/conversations.ts';
 import type { Stores } from './stores/index.ts';
+import type { LibraryState } from './stores/library.ts';
 import type { ModelStoreState } from './stores/model.ts';
 import type { NoticesState } from './stores/notices.ts';
 import type { SettingsState } from './stores/settings.ts';
@@ -27,6 +28,7 @@ export const useChat = <T,>(selector: (s: ChatState) => T): T => useStore(useSto
 export const useBudget = <T,>(selector: (s: BudgetState) => T): T => useStore(useStores().budget, selector);
 export const useConversations = <T,>(selector: (s: ConversationsState) => T): T => useStore(useStores().conversations, selector);
 export const useModel = <T,>(selector: (s: ModelStoreState) => T): T => useStore(useStores().model, selector);
+export const useLibrary = <T,>(selector: (s: LibraryState) => T): T => useStore(useStores().library, selector);
 export const useSettings = <T,>(selector: (s: SettingsState) => T): T => useStore(useStores().settings, selector);
 export const useNotices = <T,>(selector: (s: NoticesState) => T): T => useStore(useStores().notices, selector);
 export const useUi = <T,>(selector: (s: UiState) => T): T => useStore(useStores().ui, selector);

@@ -13,6 +13,7 @@ import { createStores } from './stores/index.ts';
 import 'katex/dist/katex.min.css';
 import './styles.css';
 import './chat.css';
+import './library.css';
 
 const api = getApi();
 const connection = getConnection();

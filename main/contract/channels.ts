@@ -22,6 +22,7 @@ import type {
   RemoteModelEntry,
   Settings,
 } from './types.ts';
+import type { ModelLibrary } from './library.ts';
 import type { EventName, MethodName } from './names.ts';
 
 export * from './names.ts';
@@ -68,6 +69,8 @@ export const settingsPatchSchema = z
     kvCacheBudgetMiB: z.number().int().min(0).max(1 << 20),
     executionProvider: z.enum(EXECUTION_PROVIDER_PREFERENCES),
     backend: z.enum(['native', 'js']),
+    /** Ropewalk's own models folder, listed by the library ('' = the default, ~/.ropewalk/models). */
+    modelsFolder: z.string().max(4096),
     localServer: z.boolean(),
     localServerPort: z.number().int().min(0).max(65535),
     /** '' = CORS off; an origin is stored as browsers send it (see origin.ts). */
@@ -155,6 +158,10 @@ export const requestSchemas = {
         .max(100_000),
     })
     .strict(),
+  /** The models on this machine (Ropewalk's folder and, read-only, LM Studio's, Ollama's, Jan's, the HF cache's) and the recent ones. */
+  listModels: z.object({}).strict(),
+  /** A model file chosen in the desktop app's native file dialog (`available` false in serve mode: type the path). */
+  chooseModelFile: z.object({}).strict(),
 } as const satisfies Record<MethodName, z.ZodType>;
 
 /** Response type of each method. */
@@ -183,6 +190,9 @@ export interface ResponseTypes extends Record<MethodName, unknown> {
   connectRemote: ModelState;
   selectBranch: Conversation;
   importConversation: Conversation;
+  listModels: ModelLibrary;
+  /** `path` null: cancelled, or no dialog in this transport (`available` false). */
+  chooseModelFile: { available: boolean; path: string | null };
 }
 
 export type RequestOf<M extends MethodName> = z.input<(typeof requestSchemas)[M]>;

@@ -27,6 +27,8 @@ export const METHOD_NAMES = [
   'connectRemote',
   'selectBranch',
   'importConversation',
+  'listModels',
+  'chooseModelFile',
 ] as const;
 
 export const EVENT_NAMES = ['answerDelta', 'answerWaiting', 'answerPrefill', 'answerDone', 'budgetChanged', 'modelState', 'conversationsChanged', 'documentProgress'] as const;

@@ -150,6 +150,8 @@ export interface Settings {
   executionProvider: ExecutionProviderPreference;
   backend: BackendPreference;
   /** Serve the OpenAI-compatible API of the loaded model on 127.0.0.1 (desktop app; off by default). */
+  /** Ropewalk's own models folder ('' = the default, ~/.ropewalk/models). */
+  modelsFolder: string;
   localServer: boolean;
   /** Its TCP port (0: any free one). */
   localServerPort: number;

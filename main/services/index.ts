@@ -23,7 +23,8 @@ import { EventHub } from './events.ts';
 import { EngineSwitch } from './engine-switch.ts';
 import { ModelService } from './model-service.ts';
 import { RemoteKeyStore, type SecretCipher } from './secrets.ts';
-import { SettingsService } from './settings.ts';
+import { FALLBACK_MAX_CONTEXT, SettingsService } from './settings.ts';
+import { ModelLibraryService } from './model-library.ts';
 import { ConversationStore } from './store.ts';
 
 export interface StartServicesOptions {
@@ -41,6 +42,8 @@ export interface StartServicesOptions {
   secretCipher?: SecretCipher | null;
   /** Saved as the execution-provider setting before the first load (`serve --ep`). */
   executionProvider?: Settings['executionProvider'];
+  /** The desktop app's native file dialog: the chosen model file, or null when cancelled (none: serve mode, no dialog). */
+  chooseModelFile?: () => Promise<string | null>;
 }
 
 /** Starts and stops a local API server as the settings say (implemented by the transport, main/serve). */
@@ -126,9 +129,16 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     }),
     isGenerating: () => chat?.generating ?? false,
     onLoaded: () => void refreshBudget(),
+    nameOf: (path): string | null => library.nameOf(path),
   });
   settings = new SettingsService(store, models);
   if (opts.executionProvider !== undefined) settings.presetExecutionProvider(opts.executionProvider);
+  const library: ModelLibraryService = new ModelLibraryService({
+    store,
+    builtinPath: opts.defaultModel ?? defaultModelPath(),
+    modelsFolder: () => settingsService.get().modelsFolder,
+    maxContext: (trained) => settingsService.userMaxContext ?? trained ?? FALLBACK_MAX_CONTEXT,
+  });
   const documents = new DocumentService(engine, store);
   const budget = new BudgetService(engine, store, settings, models, documents);
   chat = new ChatService({ engine, store, settings, budget, models, emit });
@@ -208,7 +218,13 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     },
     getModel: async () => models.state,
     getLocalServer: async () => localServer?.state() ?? { status: 'unavailable', baseUrl: null, error: null },
-    openModel: ({ path, quantize }) => models.open(path, quantize),
+    openModel: async ({ path, quantize }) => {
+      const state = await models.open(path, quantize);
+      library.remember(path);
+      return state;
+    },
+    listModels: () => library.list(),
+    chooseModelFile: async () => (opts.chooseModelFile ? { available: true, path: await opts.chooseModelFile() } : { available: false, path: null }),
     listRemoteModels: async ({ baseUrl, apiKey }) => ({ models: await models.listRemote(baseUrl, apiKey) }),
     connectRemote: ({ baseUrl, model, apiKey, tokenizerPath }) => models.openRemote({ baseUrl, model, apiKey, tokenizerPath }),
     importConversation: async ({ title, messages }) => {

@@ -66,6 +66,8 @@ export interface ModelServiceOptions {
   isGenerating: () => boolean;
   /** Called after a model loaded (the budget changes with it). */
   onLoaded?: () => void;
+  /** The name the model library gives a local model's path (an Ollama blob: `name:tag`), or null: the bundle's own name. */
+  nameOf?: (path: string) => string | null;
 }
 
 /** Loads the default or an opened model in the engine worker and reports ModelState as it goes. */
@@ -270,7 +272,10 @@ export class ModelService {
   /** The model info the window sees: the engine's, with the remote engine's facts (never its key). */
   private contractInfo(info: EngineModelInfo): ModelInfo {
     const remote = this.deps.engine.remote;
-    if (!remote || remote.model !== info) return toContractInfo(info);
+    if (!remote || remote.model !== info) {
+      const named = this.source ? this.deps.nameOf?.(this.source) : null;
+      return named ? { ...toContractInfo(info), name: named } : toContractInfo(info);
+    }
     const apiKey = this.deps.keys.load(remote.baseUrl) ? this.deps.keys.storage : 'none';
     return { ...toContractInfo(info), remote: { baseUrl: remote.baseUrl, model: remote.modelId, counting: remote.countMethod, apiKey } };
   }

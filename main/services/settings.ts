@@ -37,6 +37,7 @@ export const DEFAULT_SETTINGS: Omit<Settings, 'maxContext' | 'maxTokens'> = {
   kvCacheBudgetMiB: 1024,
   executionProvider: 'auto',
   backend: 'native',
+  modelsFolder: '',
   localServer: false,
   localServerPort: DEFAULT_LOCAL_SERVER_PORT,
   localServerCors: '',

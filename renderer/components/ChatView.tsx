@@ -1,10 +1,13 @@
 /**
  * The message column of the open conversation. Keeps the view pinned to the bottom while an
- * answer streams, unless the user scrolled up to read. Empty states: no conversation, or a new one.
+ * answer streams, unless the user scrolled up to read. Empty states: no conversation, or a new
+ * one; with the built-in model loaded they say what it is and how to open your own.
  */
 import { useLayoutEffect, useRef } from 'react';
 import { useShallow } from 'zustand/react/shallow';
-import { useBudget, useChat, useModel } from '../hooks.ts';
+import { useBudget, useChat, useLibrary, useModel } from '../hooks.ts';
+import { builtinNameOf } from '../stores/library.ts';
+import { BUILTIN_NOTE } from './ModelLibrary.tsx';
 import { isGenerating } from '../stores/chat.ts';
 import { MessageView } from './MessageView.tsx';
 
@@ -17,6 +20,7 @@ export function ChatView() {
   const outOfContext = useBudget(useShallow((s) => (s.budget && s.budget.conversationId === conversationId ? s.budget.outOfContext : NONE)));
   const generating = useChat(isGenerating);
   const modelName = useModel((s) => s.model?.info?.name ?? null);
+  const builtinName = useLibrary(builtinNameOf);
   const scroller = useRef<HTMLDivElement>(null);
   const pinned = useRef(true);
 
@@ -52,6 +56,12 @@ export function ChatView() {
               ) : null}
               Type a message below: <kbd>Enter</kbd> sends, <kbd>Shift</kbd>+<kbd>Enter</kbd> adds a line.
             </p>
+            {modelName !== null && modelName === builtinName && (
+              <p className="first-start">
+                <strong>{modelName}</strong> is the built-in model. {BUILTIN_NOTE} To chat with your own, open one under <em>My models</em> in the
+                side panel, or drop a <code>.gguf</code> file on this window.
+              </p>
+            )}
           </div>
         ) : (
           messages.map((m) => (

@@ -10,6 +10,7 @@ import type { FrameScheduler } from '../lib/stream-buffer.ts';
 import { createBudgetStore, type BudgetStore } from './budget.ts';
 import { createChatStore, type ChatStore } from './chat.ts';
 import { createConversationsStore, type ConversationsStore } from './conversations.ts';
+import { createLibraryStore, type LibraryStore } from './library.ts';
 import { createModelStore, type ModelStore } from './model.ts';
 import { createNoticesStore, type NoticesStore } from './notices.ts';
 import { createSettingsStore, type SettingsStore } from './settings.ts';
@@ -19,6 +20,7 @@ export interface Stores {
   notices: NoticesStore;
   settings: SettingsStore;
   model: ModelStore;
+  library: LibraryStore;
   budget: BudgetStore;
   chat: ChatStore;
   conversations: ConversationsStore;
@@ -80,19 +82,24 @@ export function createStores(api: RopewalkApi, options: StoreOptions): Stores {
   });
   conversations = createConversationsStore(api, notices, () => chat, debounceMs, options.timers);
   const settings = createSettingsStore(api, notices, refreshBudget);
-  const model = createModelStore(api, notices, refreshBudget);
+  const library = createLibraryStore(api);
+  const model = createModelStore(api, notices, () => {
+    refreshBudget();
+    void library.getState().refresh();
+  });
   const ui = createUiStore({ width: options.width ?? 1280, storage: options.storage });
 
   const unsubscribe: Array<() => void> = [];
 
   async function loadAll(): Promise<void> {
-    await Promise.all([model.getState().load(), settings.getState().load(), conversations.getState().load()]);
+    await Promise.all([model.getState().load(), settings.getState().load(), conversations.getState().load(), library.getState().refresh()]);
   }
 
   return {
     notices,
     settings,
     model,
+    library,
     budget,
     chat,
     conversations,

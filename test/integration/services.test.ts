@@ -86,6 +86,7 @@ test('on start the embedded model loads with no setup; defaults follow its train
     localServer: false, // the desktop app's Local server is off by default
     localServerPort: 8756,
     localServerCors: '',
+    modelsFolder: '',
   });
   assert.equal(m.info?.backend, 'native', String(m.info?.fallbackReason));
   assert.deepEqual(await call('getLocalServer', {}), { status: 'unavailable', baseUrl: null, error: null }, 'no local server outside the desktop app');

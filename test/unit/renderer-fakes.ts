@@ -8,6 +8,7 @@ import { DEFAULT_SETTINGS } from '../../main/services/settings.ts';
 import type { EventTypes, RequestOf, ResponseOf, RopewalkApi } from '../../main/contract/channels.ts';
 import type { EventName, MethodName } from '../../main/contract/names.ts';
 import type { ContextBudget, Conversation, DocumentText, Message, ModelState, Settings } from '../../main/contract/types.ts';
+import type { ModelLibrary } from '../../main/contract/library.ts';
 import { ApiError } from '../../renderer/lib/errors.ts';
 import type { FrameScheduler } from '../../renderer/lib/stream-buffer.ts';
 
@@ -250,7 +251,12 @@ export class FakeApi {
       if (path.startsWith('/nowhere')) throw new ApiError('MODEL_LOAD', `cannot read ${path}`);
       return structuredClone(this.model);
     },
+    listModels: () => structuredClone(this.library),
+    chooseModelFile: () => ({ available: false, path: null }),
   };
+
+  /** What listModels answers (tests fill it). */
+  library: ModelLibrary = { models: [], recent: [], roots: [], scanMs: 0 };
 
   asApi(): RopewalkApi {
     const api: Record<string, unknown> = {

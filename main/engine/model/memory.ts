@@ -47,9 +47,21 @@ export async function bundleBytes(dir: string): Promise<number> {
  *   before manifests recorded `weights`).
  */
 export async function estimateMemory(manifest: ModelManifest, dir: string, maxContext: number): Promise<MemoryEstimate> {
-  const c = manifest.config;
   const weightBytes = manifest.weights?.bytes ?? (await stat(path.join(dir, EXTERNAL_DATA_FILE)).catch(() => ({ size: 0 }))).size;
-  const kvCacheBytes = kvBytesPerPosition(c, manifest.dtype === 'float16' ? 'float16' : 'float32') * maxContext;
+  return estimateForShape(manifest.config, weightBytes, maxContext, manifest.dtype === 'float16' ? 'float16' : 'float32');
+}
+
+/** The attention shape the KV and RoPE caches are sized by (a `ModelConfig` has it). */
+export type CacheShape = Pick<ModelConfig, 'numLayers' | 'numKvHeads' | 'headDim'> & { rope: Pick<ModelConfig['rope'], 'rotaryDim'> };
+
+/**
+ * The same estimate from an attention shape and the weights' resident bytes, for a model not
+ * imported yet (the model library estimates from a file's header with this).
+ * @param weightBytes bytes the weights take once loaded; @param maxContext positions;
+ * @param kvDtype the KV cache's element type (float16 halves it).
+ */
+export function estimateForShape(c: CacheShape, weightBytes: number, maxContext: number, kvDtype: KvDtype = 'float32'): MemoryEstimate {
+  const kvCacheBytes = kvBytesPerPosition(c, kvDtype) * maxContext;
   const ropeCacheBytes = maxContext * c.rope.rotaryDim * 4;
   return { weightBytes, kvCacheBytes, ropeCacheBytes, totalBytes: weightBytes + kvCacheBytes + ropeCacheBytes };
 }

@@ -22,125 +22,23 @@
 import path from 'node:path';
 import { ModelLoadError } from '../../errors.ts';
 import { hashFiles } from '../content-hash.ts';
-import { expectedWeights, HF_LIMITS, readOpenedModel } from '../import-hf.ts';
+import { expectedWeights, readOpenedModel } from '../import-hf.ts';
 import {
-  type Architecture,
   type ImportedModel,
   type LazyTensor32,
-  type ModelConfig,
   type OpenedModel,
   type QuantizedTensor,
   type RopeConfig,
   type WeightSource,
 } from '../manifest.ts';
+import { GGUF_ARCHITECTURES, ggufConfig, ggufTensorName } from './gguf-config.ts';
 import { openGguf, type GgufFile, type GgufTensor } from './gguf-file.ts';
 import { ggmlTypeName } from './quants.ts';
 import { ggufTokenizer } from './gguf-tokenizer.ts';
 import { isGatherable } from '../decoder-graph.ts';
 import { isLinearWeight, quantizedFromGguf } from './quantized-weights.ts';
 
-export const GGUF_ARCHITECTURES = ['llama', 'qwen2', 'qwen3'] as const;
-
-/** Canonical (Hugging Face) weight name → GGUF tensor name (llama.cpp `llama-arch.cpp` names). */
-export function ggufTensorName(canonical: string): string {
-  const top: Record<string, string> = {
-    'model.embed_tokens.weight': 'token_embd.weight',
-    'model.norm.weight': 'output_norm.weight',
-    'lm_head.weight': 'output.weight',
-  };
-  if (top[canonical]) return top[canonical];
-  const m = /^model\.layers\.(\d+)\.(.+)$/.exec(canonical);
-  if (!m) throw new ModelLoadError(`no GGUF name for weight ${canonical}`);
-  const per: Record<string, string> = {
-    'input_layernorm.weight': 'attn_norm.weight',
-    'self_attn.q_proj.weight': 'attn_q.weight', 'self_attn.k_proj.weight': 'attn_k.weight', 'self_attn.v_proj.weight': 'attn_v.weight',
-    'self_attn.q_proj.bias': 'attn_q.bias', 'self_attn.k_proj.bias': 'attn_k.bias', 'self_attn.v_proj.bias': 'attn_v.bias',
-    'self_attn.q_norm.weight': 'attn_q_norm.weight', 'self_attn.k_norm.weight': 'attn_k_norm.weight',
-    'self_attn.o_proj.weight': 'attn_output.weight',
-    'post_attention_layernorm.weight': 'ffn_norm.weight',
-    'mlp.gate_proj.weight': 'ffn_gate.weight', 'mlp.up_proj.weight': 'ffn_up.weight', 'mlp.down_proj.weight': 'ffn_down.weight',
-  };
-  const suffix = per[m[2]];
-  if (!suffix) throw new ModelLoadError(`no GGUF name for weight ${canonical}`);
-  return `blk.${m[1]}.${suffix}`;
-}
-
-/**
- * The model config from a GGUF file's metadata and tensor list.
- * @throws ModelLoadError for an unsupported architecture or RoPE scaling, a missing or bad
- *   hyper-parameter, or sizes over `HF_LIMITS`.
- */
-export function ggufConfig(g: GgufFile): ModelConfig {
-  const meta = g.metadata;
-  const fail = (msg: string): never => {
-    throw new ModelLoadError(msg, g.file);
-  };
-  const arch = meta['general.architecture'] as string;
-  if (!GGUF_ARCHITECTURES.includes(arch as (typeof GGUF_ARCHITECTURES)[number])) {
-    fail(`unsupported GGUF architecture ${JSON.stringify(arch)}; supported: ${GGUF_ARCHITECTURES.join(', ')}`);
-  }
-  const num = (key: string, fallback?: number): number => {
-    const v = meta[`${arch}.${key}`];
-    if (v === undefined) return fallback ?? fail(`GGUF metadata ${arch}.${key} is missing`);
-    const x = Number(v);
-    if (!(x > 0) || !Number.isFinite(x)) fail(`GGUF metadata ${arch}.${key} = ${String(v)} is not a positive number`);
-    return x;
-  };
-  const int = (key: string, limit: number, fallback?: number): number => {
-    const x = num(key, fallback);
-    if (!Number.isInteger(x) || x > limit) fail(`GGUF metadata ${arch}.${key} = ${x} is not an integer in 1 … ${limit}`);
-    return x;
-  };
-  const embd = g.tensors.get('token_embd.weight') ?? fail('GGUF has no token_embd.weight tensor');
-  const hiddenSize = int('embedding_length', HF_LIMITS.hiddenSize);
-  const numHeads = int('attention.head_count', HF_LIMITS.numHeads);
-  const numKvHeads = int('attention.head_count_kv', HF_LIMITS.numHeads, numHeads);
-  const headDim = int('attention.key_length', HF_LIMITS.headDim, hiddenSize / numHeads);
-  if (numHeads % numKvHeads !== 0) fail(`GGUF head_count ${numHeads} is not a multiple of head_count_kv ${numKvHeads}`);
-  const rotaryDim = int('rope.dimension_count', HF_LIMITS.headDim, headDim);
-  if (rotaryDim % 2 !== 0 || rotaryDim > headDim) fail(`GGUF rope.dimension_count ${rotaryDim} is odd or larger than the head size ${headDim}`);
-  const trainedContext = int('context_length', HF_LIMITS.maxPositionEmbeddings);
-  const rope: RopeConfig = { theta: num('rope.freq_base', 10000), rotaryDim, layout: arch === 'llama' ? 'interleaved' : 'half' };
-  const scalingType = meta[`${arch}.rope.scaling.type`];
-  if (scalingType !== undefined && scalingType !== 'none') {
-    const factor = num('rope.scaling.factor');
-    const original = int('rope.scaling.original_context_length', HF_LIMITS.maxPositionEmbeddings, trainedContext);
-    if (scalingType === 'linear') rope.scaling = { type: 'linear', factor };
-    else if (scalingType === 'yarn') {
-      rope.scaling = {
-        type: 'yarn', factor, originalMaxPositionEmbeddings: original,
-        betaFast: num('rope.scaling.yarn_beta_fast', 32), betaSlow: num('rope.scaling.yarn_beta_slow', 1),
-      };
-    } else fail(`unsupported GGUF rope.scaling.type ${JSON.stringify(scalingType)}; supported: none, linear, yarn`);
-  }
-  const numLayers = int('block_count', HF_LIMITS.numLayers);
-  // Sliding window (llama.cpp's n_swa: a query sees the W tokens up to itself), on every layer:
-  // a per-layer pattern (`sliding_window_pattern`, Gemma's and gpt-oss's way) is refused rather
-  // than guessed.
-  // 0 is llama.cpp's "no window".
-  const window = Number(meta[`${arch}.attention.sliding_window`] ?? 0) === 0 ? undefined : meta[`${arch}.attention.sliding_window`];
-  const pattern = Object.keys(meta).find((k) => k.startsWith(`${arch}.attention.sliding_window_`));
-  if (window !== undefined && pattern) fail(`GGUF metadata ${pattern} (a per-layer sliding-window pattern) is not supported`);
-  const slidingWindow = window === undefined ? undefined : Array<number>(numLayers).fill(int('attention.sliding_window', HF_LIMITS.maxPositionEmbeddings));
-  if (slidingWindow && slidingWindow[0] < 2) fail(`GGUF metadata ${arch}.attention.sliding_window = 1 is not supported: a window must hold at least 2 tokens`);
-  return {
-    architecture: arch as Architecture,
-    hiddenSize,
-    intermediateSize: int('feed_forward_length', HF_LIMITS.intermediateSize),
-    numLayers,
-    numHeads,
-    numKvHeads,
-    headDim,
-    vocabSize: embd.shape[0],
-    rmsNormEps: num('attention.layer_norm_rms_epsilon'),
-    tiedEmbeddings: !g.tensors.has('output.weight'),
-    attentionBias: g.tensors.has('blk.0.attn_q.bias'),
-    qkNorm: g.tensors.has('blk.0.attn_q_norm.weight'),
-    rope,
-    trainedContext,
-    ...(slidingWindow ? { slidingWindow } : {}),
-  };
-}
+export { GGUF_ARCHITECTURES, ggufConfig, ggufTensorName };
 
 /**
  * RoPE frequency factors: `rope_freqs.weight` [R/2] (Llama 3.1 files: llama3 scaling as per-pair

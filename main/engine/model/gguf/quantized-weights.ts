@@ -255,6 +255,33 @@ export function quantizedFromGguf(type: GgmlType, raw: Uint8Array, shape: number
   }
 }
 
+/** What `quantizedFromGguf` makes of each type: bits, block size, integer zero point, whether block offsets are kept. */
+const MATMULNBITS_LAYOUT: Record<number, { bits: 4 | 8; blockSize: number; zp: number; offsets: boolean }> = {
+  [GGML.Q8_0]: { bits: 8, blockSize: 32, zp: 128, offsets: false },
+  [GGML.Q4_0]: { bits: 4, blockSize: 32, zp: 8, offsets: false },
+  [GGML.Q4_1]: { bits: 4, blockSize: 32, zp: 0, offsets: true },
+  [GGML.Q5_0]: { bits: 8, blockSize: 32, zp: 16, offsets: false },
+  [GGML.Q5_1]: { bits: 8, blockSize: 32, zp: 0, offsets: true },
+  [GGML.Q4_K]: { bits: 4, blockSize: 32, zp: 0, offsets: true },
+  [GGML.Q5_K]: { bits: 8, blockSize: 32, zp: 0, offsets: true },
+  [GGML.Q6_K]: { bits: 8, blockSize: 16, zp: 32, offsets: false },
+};
+
+/**
+ * Bytes the MatMulNBits form of a [N, K] GGUF tensor of type `typeId` takes, without reading it
+ * (what `quantizedBytes` gives for `quantizedFromGguf`'s result: packed data, float32 scales,
+ * zero points unless MatMulNBits' default, float32 block offsets), and whether it keeps offsets
+ * (then an embedding is gathered from float32: `isGatherable`); null when the type has no mapping.
+ */
+export function matMulNBitsBytes(typeId: number, n: number, k: number): { bytes: number; offsets: boolean } | null {
+  const m = MATMULNBITS_LAYOUT[typeId];
+  if (!m) return null;
+  const kBlocks = k / m.blockSize;
+  const zeroPoints = m.zp === (m.bits === 4 ? 8 : 128) ? 0 : m.bits === 8 ? n * kBlocks : n * Math.ceil(kBlocks / 2);
+  const bytes = (n * k * m.bits) / 8 + n * kBlocks * 4 + zeroPoints + (m.offsets ? n * kBlocks * 4 : 0);
+  return { bytes, offsets: m.offsets };
+}
+
 /** Q4_K/Q5_K sub-block j's 6-bit scale and min (ggml `get_scale_min_k4`). */
 function scaleMinK4(q: Uint8Array, o: number, j: number): [number, number] {
   if (j < 4) return [q[o + j] & 63, q[o + j + 4] & 63];
