@@ -8,19 +8,20 @@
  * password-protected PDF or .docx), DOCUMENT_CORRUPT (a PDF or .docx that does not parse),
  * DOCUMENT_NO_TEXT (nothing but whitespace, e.g. a scanned PDF without a text layer).
  *
- * Formats: PDF through unpdf (Mozilla's pdf.js, serverless build), .docx through mammoth's raw
- * text, HTML through htmlparser2 (text content; script, style and template contents dropped),
+ * Formats: PDF through unpdf (Mozilla's pdf.js, serverless build), .docx through mammoth's HTML
+ * and HTML through htmlparser2, both as Markdown-like text (html-text.ts: headings `#`, tables as
+ * Markdown rows, lists `- `; script, style and template contents dropped; sections per heading),
  * and anything else that is valid UTF-8 without NUL bytes as plain text (.txt, .md, source code).
  * Pure: no I/O but the parsers'; `extract-off-thread.ts` runs it in a worker for large files.
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { Parser } from 'htmlparser2';
 import { MAX_DOCUMENT_BYTES } from '../contract/channels.ts';
 import { firstLine } from '../services/errors.ts';
 import { DocumentError } from './errors.ts';
+import { htmlText } from './html-text.ts';
 
-export { MAX_DOCUMENT_BYTES };
+export { MAX_DOCUMENT_BYTES, htmlText };
 
 export type DocumentKind = 'text' | 'markdown' | 'code' | 'pdf' | 'docx' | 'html';
 
@@ -80,10 +81,9 @@ export async function extractDocument(name: string, bytes: Uint8Array, onProgres
   if (kind === 'pdf') ({ text, parts } = await pdfText(name, bytes, onProgress));
   else if (kind === 'docx') text = await docxText(name, bytes);
   else if (kind === 'html') text = htmlText(utf8(name, bytes, 'HTML'));
-  else {
-    text = utf8(name, bytes, null);
-    if (kind === 'markdown') parts = markdownSections(text);
-  }
+  else text = utf8(name, bytes, null);
+  // .docx and HTML come out as Markdown (headings, tables): their sections are its headings.
+  if (kind === 'markdown' || kind === 'docx' || kind === 'html') parts = markdownSections(text);
   if (text.trim().length === 0) {
     throw new DocumentError('DOCUMENT_NO_TEXT', name, kind === 'pdf' ? 'no text found: a scanned PDF? (it has no text layer)' : 'no text found: the file is empty');
   }
@@ -163,49 +163,12 @@ async function docxText(name: string, bytes: Uint8Array): Promise<string> {
   }
   const mammoth = (await import('mammoth')).default;
   try {
-    const r = await mammoth.extractRawText({ buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
-    return r.value;
+    // HTML, not raw text: raw text puts every table cell in its own paragraph.
+    const r = await mammoth.convertToHtml({ buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
+    return htmlText(r.value);
   } catch (e) {
     throw new DocumentError('DOCUMENT_CORRUPT', name, `not a valid .docx (corrupt or truncated): ${firstLine(e)}`);
   }
-}
-
-/** Elements whose content is never text a reader sees. */
-const SKIPPED = new Set(['script', 'style', 'noscript', 'template', 'svg', 'head']);
-/** Elements that end a line of text. */
-const BLOCKS = new Set(['p', 'div', 'br', 'li', 'ul', 'ol', 'tr', 'table', 'section', 'article', 'header', 'footer', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'pre', 'blockquote', 'title', 'hr', 'dd', 'dt']);
-
-/** Block elements without content: one line break, at the opening tag. */
-const VOID_BLOCKS = new Set(['br', 'hr']);
-
-/** The visible text of an HTML page (entities decoded, scripts and styles dropped), blocks on their own lines. */
-export function htmlText(html: string): string {
-  let out = '';
-  let skip = 0;
-  const parser = new Parser(
-    {
-      onopentagname(tag) {
-        if (SKIPPED.has(tag)) skip++;
-        else if (BLOCKS.has(tag)) out += '\n';
-      },
-      onclosetag(tag) {
-        if (SKIPPED.has(tag)) skip = Math.max(0, skip - 1);
-        else if (BLOCKS.has(tag) && !VOID_BLOCKS.has(tag)) out += '\n';
-      },
-      ontext(t) {
-        if (skip === 0) out += t.replace(/[ \t\r\n\f]+/g, ' ');
-      },
-    },
-    { decodeEntities: true, lowerCaseTags: true },
-  );
-  parser.write(html);
-  parser.end();
-  return out
-    .split('\n')
-    .map((l) => l.trim())
-    .join('\n')
-    .replace(/\n{3,}/g, '\n\n')
-    .trim();
 }
 
 /** Markdown sections: one part per ATX heading (`# …` to `###### …`) outside fenced code. */

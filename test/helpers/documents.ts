@@ -61,8 +61,39 @@ function xmlEscape(s: string): string {
   return s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
 }
 
-/** A minimal .docx (WordprocessingML) with one paragraph per entry. */
-export async function buildDocx(paragraphs: readonly string[]): Promise<Buffer> {
+/** A table cell of a .docx fixture: `span` columns wide; `merge` starts ('restart') or continues a vertical merge. */
+export interface DocxCell {
+  text: string;
+  span?: number;
+  merge?: 'restart' | 'continue';
+}
+
+/** A block of a .docx fixture: a paragraph, a heading (Word's "heading N" style) or a table (rows of cells). */
+export type DocxBlock = string | { heading: string; level: 1 | 2 | 3 } | { table: (string | DocxCell)[][] };
+
+function docxParagraph(text: string, style?: string): string {
+  const props = style ? `<w:pPr><w:pStyle w:val="${style}"/></w:pPr>` : '';
+  return `<w:p>${props}<w:r><w:t xml:space="preserve">${xmlEscape(text)}</w:t></w:r></w:p>`;
+}
+
+function docxTable(rows: (string | DocxCell)[][]): string {
+  const cols = Math.max(...rows.map((r) => r.reduce((n, c) => n + (typeof c === 'string' ? 1 : (c.span ?? 1)), 0)));
+  const grid = `<w:tblGrid>${'<w:gridCol w:w="2000"/>'.repeat(cols)}</w:tblGrid>`;
+  const cell = (c: string | DocxCell) => {
+    const d = typeof c === 'string' ? { text: c } : c;
+    const props = [d.span ? `<w:gridSpan w:val="${d.span}"/>` : '', d.merge === 'restart' ? '<w:vMerge w:val="restart"/>' : d.merge === 'continue' ? '<w:vMerge/>' : ''].join('');
+    return `<w:tc><w:tcPr>${props}</w:tcPr>${docxParagraph(d.text)}</w:tc>`;
+  };
+  return `<w:tbl><w:tblPr/>${grid}${rows.map((r) => `<w:tr>${r.map(cell).join('')}</w:tr>`).join('')}</w:tbl>`;
+}
+
+const DOCX_STYLES = `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<w:styles xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">${[1, 2, 3]
+  .map((n) => `<w:style w:type="paragraph" w:styleId="Heading${n}"><w:name w:val="heading ${n}"/></w:style>`)
+  .join('')}</w:styles>`;
+
+/** A minimal .docx (WordprocessingML): one paragraph per string, headings and tables as given. */
+export async function buildDocx(blocks: readonly DocxBlock[]): Promise<Buffer> {
   const zip = new JSZip();
   zip.file(
     '[Content_Types].xml',
@@ -71,6 +102,7 @@ export async function buildDocx(paragraphs: readonly string[]): Promise<Buffer> 
 <Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>
 <Default Extension="xml" ContentType="application/xml"/>
 <Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/>
+<Override PartName="/word/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.styles+xml"/>
 </Types>`,
   );
   zip.file(
@@ -80,7 +112,17 @@ export async function buildDocx(paragraphs: readonly string[]): Promise<Buffer> 
 <Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/>
 </Relationships>`,
   );
-  const body = paragraphs.map((p) => `<w:p><w:r><w:t xml:space="preserve">${xmlEscape(p)}</w:t></w:r></w:p>`).join('');
+  zip.file(
+    'word/_rels/document.xml.rels',
+    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">
+<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" Target="styles.xml"/>
+</Relationships>`,
+  );
+  zip.file('word/styles.xml', DOCX_STYLES);
+  const body = blocks
+    .map((b) => (typeof b === 'string' ? docxParagraph(b) : 'heading' in b ? docxParagraph(b.heading, `Heading${b.level}`) : docxTable(b.table)))
+    .join('');
   zip.file(
     'word/document.xml',
     `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>

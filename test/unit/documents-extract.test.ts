@@ -52,7 +52,7 @@ describe('extractDocument', () => {
 
   it('keeps the visible text of HTML, without scripts or styles', () => {
     const text = htmlText('<html><head><title>T</title><style>p{}</style></head><body><h1>Knots</h1><script>alert("x")</script><p>Bowline &amp; hitch</p><p>Reef<br>knot</p></body></html>');
-    assert.equal(text, 'Knots\n\nBowline & hitch\n\nReef\nknot');
+    assert.equal(text, '# Knots\n\nBowline & hitch\n\nReef\nknot');
   });
 
   it('reads text, code and Markdown (with sections) as UTF-8, and refuses binary files', async () => {
