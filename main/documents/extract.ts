@@ -20,6 +20,7 @@ import { MAX_DOCUMENT_BYTES } from '../contract/channels.ts';
 import { firstLine } from '../services/errors.ts';
 import { DocumentError } from './errors.ts';
 import { htmlText } from './html-text.ts';
+import { pdfText } from './pdf-text.ts';
 
 export { MAX_DOCUMENT_BYTES, htmlText };
 
@@ -116,44 +117,6 @@ function utf8(name: string, bytes: Uint8Array, format: string | null): string {
     );
   }
   return text.replace(/\r\n?/g, '\n');
-}
-
-async function pdfText(name: string, bytes: Uint8Array, onProgress?: ExtractProgress): Promise<{ text: string; parts: DocumentPart[] }> {
-  const { getDocumentProxy } = await import('unpdf');
-  let pdf: Awaited<ReturnType<typeof getDocumentProxy>>;
-  try {
-    // A copy: pdf.js transfers (detaches) the buffer it is given.
-    pdf = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
-  } catch (e) {
-    const kind = (e as { name?: string }).name;
-    if (kind === 'PasswordException') throw new DocumentError('DOCUMENT_ENCRYPTED', name, 'the PDF is encrypted (password-protected); remove the password and attach it again');
-    throw new DocumentError('DOCUMENT_CORRUPT', name, `not a valid PDF (corrupt or truncated): ${firstLine(e)}`);
-  }
-  try {
-    const pages: string[] = [];
-    const parts: DocumentPart[] = [];
-    let at = 0;
-    for (let i = 1; i <= pdf.numPages; i++) {
-      const content = await (await pdf.getPage(i)).getTextContent();
-      let page = '';
-      for (const item of content.items) {
-        if (!('str' in item)) continue;
-        page += item.str + (item.hasEOL ? '\n' : '');
-      }
-      page = page.trim();
-      if (page.length > 0) {
-        parts.push({ label: `page ${i}`, start: at });
-        pages.push(page);
-        at += page.length + 2;
-      }
-      onProgress?.(i / pdf.numPages);
-    }
-    return { text: pages.join('\n\n'), parts };
-  } catch (e) {
-    throw new DocumentError('DOCUMENT_CORRUPT', name, `the PDF could not be read (corrupt?): ${firstLine(e)}`);
-  } finally {
-    await pdf.loadingTask.destroy();
-  }
 }
 
 async function docxText(name: string, bytes: Uint8Array): Promise<string> {

@@ -11,13 +11,27 @@ function pdfString(s: string): string {
   return `(${s.replace(/[\\()]/g, (c) => `\\${c}`)})`;
 }
 
+/** A string drawn at a place on the page (page units from the bottom left), in the order given. */
+export interface PlacedLine {
+  x: number;
+  y: number;
+  text: string;
+}
+
+/** Content stream of a page: lines one under the other from the top (14 pt leading), or each string at its place. */
+function textOps(lines: readonly string[] | readonly PlacedLine[]): string {
+  const placed = lines.filter((l): l is PlacedLine => typeof l !== 'string');
+  if (placed.length === 0) return `BT /F1 12 Tf 14 TL 72 740 Td ${(lines as string[]).map((l) => `${pdfString(l)} '`).join(' ')} ET`;
+  return `BT /F1 12 Tf ${placed.map((l) => `1 0 0 1 ${l.x} ${l.y} Tm ${pdfString(l.text)} Tj`).join(' ')} ET`;
+}
+
 /**
- * A PDF of Letter-sized pages. Each page is a list of lines drawn in Helvetica 12 pt; a page
- * given as `null` has no text at all, only a filled rectangle (what a scan looks like to a text
+ * A PDF of Letter-sized pages. Each page is a list of lines drawn in Helvetica 12 pt (or of
+ * strings drawn at given places, in the order given: the content stream's order); a page given as `null` has no text at all, only a filled rectangle (what a scan looks like to a text
  * extractor). With `encrypted`, the trailer carries a standard security handler (R2) whose user
  * password is not empty, so a reader must refuse it without a password.
  */
-export function buildPdf(pages: (readonly string[] | null)[], opts: { encrypted?: boolean } = {}): Buffer {
+export function buildPdf(pages: (readonly string[] | readonly PlacedLine[] | null)[], opts: { encrypted?: boolean } = {}): Buffer {
   const objects: string[] = [];
   const fontId = 3;
   const pageIds: number[] = [];
@@ -29,10 +43,7 @@ export function buildPdf(pages: (readonly string[] | null)[], opts: { encrypted?
     const pageId = next++;
     const contentId = next++;
     pageIds.push(pageId);
-    const ops =
-      lines === null
-        ? `0.5 g 72 72 400 600 re f`
-        : `BT /F1 12 Tf 14 TL 72 740 Td ${lines.map((l) => `${pdfString(l)} '`).join(' ')} ET`;
+    const ops = lines === null ? `0.5 g 72 72 400 600 re f` : textOps(lines);
     objects[pageId] = `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${contentId} 0 R /Resources << /Font << /F1 ${fontId} 0 R >> >> >>`;
     objects[contentId] = `<< /Length ${Buffer.byteLength(ops, 'latin1')} >>\nstream\n${ops}\nendstream`;
   }
