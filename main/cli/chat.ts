@@ -34,7 +34,9 @@ async function main(argv: string[]): Promise<number> {
   // Documents first: a file that cannot be used fails before the model loads. Loaded only when
   // asked for, so a plain chat starts without the PDF, .docx and HTML parsers.
   const documents = opts.attach.length ? await import('./documents.ts') : null;
-  const docs = documents ? await documents.readAttachments(opts.attach) : [];
+  const docs = documents ? await documents.readAttachments(opts.attach, ac.signal) : [];
+  // Pages read by OCR and pages without text: said on stderr in every mode (--json has them too).
+  for (const d of docs) for (const note of documents!.pageNotes(d)) process.stderr.write(`note: ${note}\n`);
   const host = new EngineHost();
   try {
     // Import progress on a terminal only (one line, redrawn); pipes and tests see none.

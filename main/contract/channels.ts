@@ -200,8 +200,8 @@ export interface EventTypes {
   modelState: ModelState;
   /** The conversation list changed (created, renamed, deleted, title set). */
   conversationsChanged: { conversations: ConversationSummary[] };
-  /** Extraction progress of a large file being attached (per PDF page; 0…1). */
-  documentProgress: { name: string; fraction: number };
+  /** Extraction progress of a large file being attached (per PDF page; 0…1), then of its OCR (phase 'ocr'). */
+  documentProgress: { name: string; fraction: number; phase?: 'ocr' };
 }
 
 // Every event name has a payload type, and every payload type a name.

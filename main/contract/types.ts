@@ -40,7 +40,7 @@ export type DocumentFit = 'whole' | 'relevant';
 export interface DocumentInfo {
   id: string;
   name: string;
-  kind: 'text' | 'markdown' | 'code' | 'pdf' | 'docx' | 'html';
+  kind: 'text' | 'markdown' | 'code' | 'pdf' | 'docx' | 'html' | 'image';
   /** File size, bytes. */
   size: number;
   /** SHA-256 of the file, hex. */
@@ -48,6 +48,10 @@ export interface DocumentInfo {
   /** Tokens of the text alone for the loaded model (null: not counted yet). */
   tokens: number | null;
   fit: DocumentFit;
+  /** 1-based pages (an image: 1) whose text was read by OCR; absent when none. */
+  ocrPages?: number[];
+  /** 1-based PDF pages without any text (no text layer, OCR finding none): not in the text; absent when none. */
+  pagesWithoutText?: number[];
 }
 
 /** A document with its extracted text and its parts (PDF pages, Markdown sections). */

@@ -2,14 +2,19 @@
  * The text of a PDF, page by page, through unpdf (Mozilla's pdf.js, serverless build), each page
  * in reading order by layout (pdf-layout.ts), not in the order its content stream draws it.
  *
- * Contract: `pdfText(name, bytes, onProgress)` → `{ text, parts, pagesWithoutText }`: the pages
- * with text joined by a blank line, one part per such page (`page N` at its offset), and the
- * 1-based numbers of the pages that have no text layer (scans, images), which are not in `text`.
- * @throws DocumentError DOCUMENT_ENCRYPTED (a password), DOCUMENT_CORRUPT (does not parse).
+ * Contract: `pdfText(name, bytes, opts)` → `{ text, parts, ocrPages, pagesWithoutText }`: the
+ * pages with text joined by a blank line, one part per such page (`page N` at its offset). A page
+ * without a text layer (a scan) is read by OCR from its images (pdf-images.ts, ocr.ts) unless
+ * `opts.ocr` is false; its number is in `ocrPages` when that found text, else in
+ * `pagesWithoutText` (and the page is not in `text`): never dropped without saying so.
+ * @throws DocumentError DOCUMENT_ENCRYPTED (a password), DOCUMENT_CORRUPT (does not parse),
+ *   DOCUMENT_CANCELLED (opts.signal, during OCR).
  */
 import { firstLine } from '../services/errors.ts';
 import { DocumentError } from './errors.ts';
 import type { DocumentPart, ExtractProgress } from './extract.ts';
+import { OcrReader } from './ocr.ts';
+import { pageImages } from './pdf-images.ts';
 import { layoutPageText, type PlacedText } from './pdf-layout.ts';
 
 type PdfDocument = Awaited<ReturnType<typeof import('unpdf').getDocumentProxy>>;
@@ -18,8 +23,18 @@ type PdfPage = Awaited<ReturnType<PdfDocument['getPage']>>;
 export interface PdfText {
   text: string;
   parts: DocumentPart[];
-  /** 1-based numbers of pages without a text layer, ascending. */
+  /** 1-based numbers of the pages whose text was read by OCR, ascending. */
+  ocrPages: number[];
+  /** 1-based numbers of pages without text (no text layer, and OCR off or finding none), ascending. */
   pagesWithoutText: number[];
+}
+
+export interface PdfTextOptions {
+  /** Text pass: fraction of pages read; OCR pass: fraction of the pages without text recognised, with phase 'ocr'. */
+  onProgress?: ExtractProgress;
+  /** Read pages without a text layer by OCR (default true). */
+  ocr?: boolean;
+  signal?: AbortSignal;
 }
 
 /** Opens a PDF. @throws DocumentError DOCUMENT_ENCRYPTED or DOCUMENT_CORRUPT naming `name`. */
@@ -36,27 +51,59 @@ export async function openPdf(name: string, bytes: Uint8Array): Promise<PdfDocum
 }
 
 /** See the file comment. */
-export async function pdfText(name: string, bytes: Uint8Array, onProgress?: ExtractProgress): Promise<PdfText> {
+export async function pdfText(name: string, bytes: Uint8Array, opts: PdfTextOptions = {}): Promise<PdfText> {
   const pdf = await openPdf(name, bytes);
   try {
+    // 1. The text layer of every page, in reading order.
     const pages: string[] = [];
-    const parts: DocumentPart[] = [];
-    const pagesWithoutText: number[] = [];
-    let at = 0;
     for (let i = 1; i <= pdf.numPages; i++) {
-      const page = await pageText(await pdf.getPage(i));
-      if (page.length > 0) {
-        parts.push({ label: `page ${i}`, start: at });
-        pages.push(page);
-        at += page.length + 2;
-      } else pagesWithoutText.push(i);
-      onProgress?.(i / pdf.numPages);
+      pages.push(await pageText(await pdf.getPage(i)));
+      opts.onProgress?.(i / pdf.numPages);
     }
-    return { text: pages.join('\n\n'), parts, pagesWithoutText };
+    // 2. Pages without one: their images by OCR.
+    const empty = pages.flatMap((p, i) => (p.length === 0 ? [i + 1] : []));
+    const ocrPages = opts.ocr === false || empty.length === 0 ? [] : await ocrPagesOf(name, pdf, empty, pages, opts);
+    // 3. The pages with text, each a part.
+    const parts: DocumentPart[] = [];
+    const texts: string[] = [];
+    let at = 0;
+    pages.forEach((page, i) => {
+      if (page.length === 0) return;
+      parts.push({ label: `page ${i + 1}`, start: at });
+      texts.push(page);
+      at += page.length + 2;
+    });
+    return { text: texts.join('\n\n'), parts, ocrPages, pagesWithoutText: empty.filter((n) => !ocrPages.includes(n)) };
   } catch (e) {
+    if (e instanceof DocumentError) throw e;
     throw new DocumentError('DOCUMENT_CORRUPT', name, `the PDF could not be read (corrupt?): ${firstLine(e)}`);
   } finally {
     await pdf.loadingTask.destroy();
+  }
+}
+
+/**
+ * OCRs the images of the pages numbered `numbers`, writing their text into `pages`; → the numbers
+ * that got some. The OCR worker starts at the first page that has an image.
+ */
+async function ocrPagesOf(name: string, pdf: PdfDocument, numbers: number[], pages: string[], opts: PdfTextOptions): Promise<number[]> {
+  let done = 0;
+  let reader: OcrReader | null = null;
+  try {
+    const read: number[] = [];
+    for (const n of numbers) {
+      const texts: string[] = [];
+      for (const image of await pageImages(await pdf.getPage(n))) {
+        reader ??= await OcrReader.open({ name, signal: opts.signal, onProgress: (f) => opts.onProgress?.((done + f) / numbers.length, 'ocr') });
+        texts.push(await reader.read(image));
+      }
+      pages[n - 1] = texts.filter((t) => t.length > 0).join('\n\n');
+      if (pages[n - 1].length > 0) read.push(n);
+      opts.onProgress?.(++done / numbers.length, 'ocr');
+    }
+    return read;
+  } finally {
+    await reader?.close();
   }
 }
 

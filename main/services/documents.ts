@@ -43,11 +43,12 @@ export class DocumentService {
   ) {}
 
   /**
-   * Extracts, stores (once per content) and counts a file.
+   * Extracts (scanned pages and images by OCR), stores (once per content) and counts a file.
+   * @param signal stops the extraction (DOCUMENT_CANCELLED).
    * @throws DocumentError naming the file; nothing is stored then.
    */
-  async attach(name: string, bytes: Uint8Array, onProgress?: ExtractProgress): Promise<DocumentInfo> {
-    const extracted = await extractDocumentOffThread(name, bytes, { onProgress });
+  async attach(name: string, bytes: Uint8Array, onProgress?: ExtractProgress, signal?: AbortSignal): Promise<DocumentInfo> {
+    const extracted = await extractDocumentOffThread(name, bytes, { onProgress, signal });
     const stored = this.store.putDocument(extracted);
     return this.withTokens(stored);
   }

@@ -188,7 +188,7 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     getBudget: ({ conversationId, draft, documents: docs }) => budget.getBudget(conversationId, draft, docs),
     attachDocument: async ({ name, data }) => {
       await models.ready();
-      return documents.attach(name, Buffer.from(data, 'base64'), (fraction) => emit('documentProgress', { name, fraction }));
+      return documents.attach(name, Buffer.from(data, 'base64'), (fraction, phase) => emit('documentProgress', { name, fraction, ...(phase ? { phase } : {}) }));
     },
     openDocument: ({ id }) => documents.open(id),
     getSettings: async () => settingsService.get(),

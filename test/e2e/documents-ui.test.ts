@@ -3,7 +3,8 @@
  * Debian's headless Chromium. Attach a .md and a .pdf through the Attach button (a file input),
  * see their chips and the meter's documents segment, ask, ask a follow-up whose stats show the
  * tokens reused from the KV cache, open a chip's text, attach a document that does not fit, take
- * "Use the relevant parts" and get an answer that names the parts used. A screenshot of that
+ * "Use the relevant parts" and get an answer that names the parts used; a PDF page without text
+ * is named on its chip. A screenshot of that
  * state goes to test/artifacts/documents.png.
  */
 import assert from 'node:assert/strict';
@@ -157,5 +158,12 @@ test('a file dropped on the chat and a file pasted into the message box are atta
   await until('the pasted file is a chip too', async () => (await page.locator('.attachments .doc-chip-name').allInnerTexts()).join(',') === 'dropped.txt,pasted.md');
   assert.equal(await page.getByRole('textbox', { name: 'Message' }).inputValue(), '', 'a pasted file is not pasted as text');
   await until('the meter has a documents segment', async () => (await page.locator('.meter .seg-documents').count()) === 1);
+
+  // A PDF whose page 2 has no text (no text layer, no image for OCR): the chip names the page.
+  await attach([{ name: 'mixed.pdf', mimeType: 'application/pdf', buffer: buildPdf([['Page one has text.'], null]) }]);
+  const mixed = page.locator('.attachments .doc-chip').filter({ hasText: 'mixed.pdf' });
+  await mixed.waitFor();
+  assert.equal(await mixed.locator('.doc-chip-warning').innerText(), '· no text p. 2');
+  assert.match((await mixed.locator('.doc-chip-open').getAttribute('title')) ?? '', /page 2 has no text \(no text layer, and OCR found none\): left out/);
   assert.deepEqual(pageErrors, []);
 });

@@ -18,6 +18,14 @@ export interface PlacedLine {
   text: string;
 }
 
+/** A scanned page: one JPEG covering the whole page, no text layer. */
+export interface ScannedPage {
+  jpeg: Buffer;
+  /** Pixels. */
+  width: number;
+  height: number;
+}
+
 /** Content stream of a page: lines one under the other from the top (14 pt leading), or each string at its place. */
 function textOps(lines: readonly string[] | readonly PlacedLine[]): string {
   const placed = lines.filter((l): l is PlacedLine => typeof l !== 'string');
@@ -27,11 +35,12 @@ function textOps(lines: readonly string[] | readonly PlacedLine[]): string {
 
 /**
  * A PDF of Letter-sized pages. Each page is a list of lines drawn in Helvetica 12 pt (or of
- * strings drawn at given places, in the order given: the content stream's order); a page given as `null` has no text at all, only a filled rectangle (what a scan looks like to a text
+ * strings drawn at given places, in the order given: the content stream's order; or a scanned
+ * page, one JPEG); a page given as `null` has no text at all, only a filled rectangle (what a scan looks like to a text
  * extractor). With `encrypted`, the trailer carries a standard security handler (R2) whose user
  * password is not empty, so a reader must refuse it without a password.
  */
-export function buildPdf(pages: (readonly string[] | readonly PlacedLine[] | null)[], opts: { encrypted?: boolean } = {}): Buffer {
+export function buildPdf(pages: (readonly string[] | readonly PlacedLine[] | ScannedPage | null)[], opts: { encrypted?: boolean } = {}): Buffer {
   const objects: string[] = [];
   const fontId = 3;
   const pageIds: number[] = [];
@@ -43,8 +52,17 @@ export function buildPdf(pages: (readonly string[] | readonly PlacedLine[] | nul
     const pageId = next++;
     const contentId = next++;
     pageIds.push(pageId);
-    const ops = lines === null ? `0.5 g 72 72 400 600 re f` : textOps(lines);
-    objects[pageId] = `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${contentId} 0 R /Resources << /Font << /F1 ${fontId} 0 R >> >> >>`;
+    let ops: string;
+    let images = '';
+    if (lines === null) ops = `0.5 g 72 72 400 600 re f`;
+    else if ('jpeg' in lines) {
+      const imageId = next++;
+      // The JPEG's bytes as they are (latin1 keeps every byte), decoded by the reader (DCTDecode).
+      objects[imageId] = `<< /Type /XObject /Subtype /Image /Width ${lines.width} /Height ${lines.height} /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /DCTDecode /Length ${lines.jpeg.length} >>\nstream\n${lines.jpeg.toString('latin1')}\nendstream`;
+      ops = `q 612 0 0 792 0 0 cm /Im1 Do Q`;
+      images = ` /XObject << /Im1 ${imageId} 0 R >>`;
+    } else ops = textOps(lines);
+    objects[pageId] = `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${contentId} 0 R /Resources << /Font << /F1 ${fontId} 0 R >>${images} >> >>`;
     objects[contentId] = `<< /Length ${Buffer.byteLength(ops, 'latin1')} >>\nstream\n${ops}\nendstream`;
   }
   objects[2] = `<< /Type /Pages /Kids [${pageIds.map((id) => `${id} 0 R`).join(' ')}] /Count ${pageIds.length} >>`;

@@ -28,7 +28,7 @@ after(() => {
   rmSync(cache, { recursive: true, force: true });
 });
 
-type DocJson = ChatJson & { documents: { name: string; tokens: number }[]; documentParts?: string[] };
+type DocJson = ChatJson & { documents: { name: string; tokens: number; pagesWithoutText?: number[]; ocrPages?: number[] }[]; documentParts?: string[] };
 
 test('--attach: documents in the prompt with their token counts, errors naming the file, not fitting, --fit relevant', async () => {
   const md = file('story.md', 'Lily had a red ball. She played in the park.\n\nTom had a blue kite.\n');
@@ -42,7 +42,7 @@ test('--attach: documents in the prompt with their token counts, errors naming t
   assert.equal(r.documentParts, undefined);
 
   const scan = file('scan.pdf', buildPdf([null]));
-  assertOneLineError(await runChat(['--attach', scan, 'q'], cache), 2, /scan\.pdf: no text found: a scanned PDF\?/);
+  assertOneLineError(await runChat(['--attach', scan, 'q'], cache), 2, /scan\.pdf: no text found: no text layer, and OCR found no text in its images/);
   assertOneLineError(await runChat(['--attach', path.join(dir, 'missing.txt'), 'q'], cache), 2, /missing\.txt: no such file/);
   assertOneLineError(await runChat(['--fit', 'most', '--attach', md, 'q'], cache), 2, /--fit must be relevant, got "most"/);
 
@@ -57,4 +57,13 @@ test('--attach: documents in the prompt with their token counts, errors naming t
   assert.ok(fit.documentParts!.some((p) => p.startsWith('big.md: § Part 17, chunk ')), fit.documentParts!.join('; '));
   assert.ok(fit.promptTokens.length + 20 <= 512, `${fit.promptTokens.length} prompt tokens`);
   assert.ok(fit.documents[0].tokens < 512);
+});
+
+test('--attach: a page without text is named on stderr and in --json, never dropped silently (issue 20)', async () => {
+  const pdf = file('mixed.pdf', buildPdf([['Page one speaks of ropes.'], ['Page two speaks of hemp.'], null, null]));
+  const r = await runChat(['--temperature', '0', '--max-tokens', '4', '--json', '--attach', pdf, 'What about hemp?'], cache);
+  const json = parseJsonRun(r) as DocJson;
+  assert.deepEqual(json.documents[0].pagesWithoutText, [3, 4]);
+  assert.equal(json.documents[0].ocrPages, undefined);
+  assert.match(r.stderr, /^note: mixed\.pdf: pages 3, 4 have no text \(no text layer, and OCR found none\): left out$/m);
 });
