@@ -113,6 +113,7 @@ async function main(argv: string[]): Promise<number> {
           model: { name: info.name, weights: info.weights },
           ...(withDocs ? { documents: withDocs.documents } : {}),
           ...(withDocs?.documentParts ? { documentParts: withDocs.documentParts } : {}),
+          ...(withDocs ? { passages: withDocs.passages } : {}),
         })}\n`,
       );
     } else {

@@ -16,6 +16,7 @@ import { CLI_CONTEXT_REMEDIES, raiseUpToTrained } from '../contract/context-full
 import { noTextWarning, ocrNote } from '../contract/document-pages.ts';
 import type { ChatMessage } from '../engine/generate/types.ts';
 import { ChunkCache, fitDocuments, type AttachedText, type TokenCounter } from '../documents/assemble.ts';
+import type { Passage } from '../documents/citations.ts';
 import { DocumentError } from '../documents/errors.ts';
 import { extractDocumentOffThread } from '../documents/extract-off-thread.ts';
 import type { ExtractedDocument } from '../documents/extract.ts';
@@ -65,6 +66,8 @@ export interface DocumentPrompt {
   documents: { name: string; tokens: number; ocrPages?: number[]; pagesWithoutText?: number[] }[];
   /** Parts used when cut to the relevant chunks, else null. */
   documentParts: string[] | null;
+  /** Every labelled passage in the prompt (document, label, page or section, character range), in prompt order. */
+  passages: Passage[];
 }
 
 /**
@@ -101,5 +104,6 @@ export async function documentPrompt(
     messages: fitted.messages,
     documents: attachments.map((a, i) => ({ name: a.name, tokens: counts[i + 1] - counts[i], ...pageFields(docs[i]) })),
     documentParts: fitted.documentParts,
+    passages: fitted.passages.flat(),
   };
 }

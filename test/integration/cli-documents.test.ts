@@ -28,7 +28,11 @@ after(() => {
   rmSync(cache, { recursive: true, force: true });
 });
 
-type DocJson = ChatJson & { documents: { name: string; tokens: number; pagesWithoutText?: number[]; ocrPages?: number[] }[]; documentParts?: string[] };
+type DocJson = ChatJson & {
+  documents: { name: string; tokens: number; pagesWithoutText?: number[]; ocrPages?: number[] }[];
+  documentParts?: string[];
+  passages?: { document: string; label: string; page?: number; section?: string; start: number; end: number }[];
+};
 
 test('--attach: documents in the prompt with their token counts, errors naming the file, not fitting, --fit relevant', async () => {
   const md = file('story.md', 'Lily had a red ball. She played in the park.\n\nTom had a blue kite.\n');
@@ -59,11 +63,17 @@ test('--attach: documents in the prompt with their token counts, errors naming t
   assert.ok(fit.documents[0].tokens < 512);
 });
 
-test('--attach: a page without text is named on stderr and in --json, never dropped silently (issue 20)', async () => {
+test('--attach: a page without text is named on stderr and in --json, never dropped silently; --json lists the cited passages (issue 20)', async () => {
   const pdf = file('mixed.pdf', buildPdf([['Page one speaks of ropes.'], ['Page two speaks of hemp.'], null, null]));
   const r = await runChat(['--temperature', '0', '--max-tokens', '4', '--json', '--attach', pdf, 'What about hemp?'], cache);
   const json = parseJsonRun(r) as DocJson;
   assert.deepEqual(json.documents[0].pagesWithoutText, [3, 4]);
   assert.equal(json.documents[0].ocrPages, undefined);
   assert.match(r.stderr, /^note: mixed\.pdf: pages 3, 4 have no text \(no text layer, and OCR found none\): left out$/m);
+  // The passages in the prompt, each with its document, page and character range in the text.
+  const text = 'Page one speaks of ropes.\n\nPage two speaks of hemp.';
+  assert.deepEqual(json.passages, [
+    { document: 'mixed.pdf', label: 'mixed.pdf p. 1', page: 1, start: 0, end: 27 },
+    { document: 'mixed.pdf', label: 'mixed.pdf p. 2', page: 2, start: 27, end: text.length },
+  ]);
 });
