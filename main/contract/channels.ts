@@ -47,6 +47,7 @@ const answerStatsSchema = z
     prefillTokensPerSec: rate,
     decodeTokensPerSec: rate,
     documentParts: z.array(z.string().max(1000)).max(1000).optional(),
+    documentRanges: z.array(z.object({ documentId: id, start: count, end: count }).strict()).max(1000).optional(),
     contextShift: z.object({ shifts: count, droppedTokens: count }).strict().optional(),
   })
   .strict();

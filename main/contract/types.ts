@@ -26,6 +26,8 @@ export interface AnswerStats {
    * "rope.pdf: page 3 (chunk 5)"; absent when whole documents were used.
    */
   documentParts?: string[];
+  /** For each of `documentParts`: its document and UTF-16 range in the document's text (the reader opens there). */
+  documentRanges?: { documentId: string; start: number; end: number }[];
   /**
    * Set when the answer reached the max context and the context was shifted (rolling window):
    * how many times, and how many of the oldest tokens left the KV cache in all.

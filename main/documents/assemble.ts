@@ -45,6 +45,8 @@ export interface FitResult {
   passages: Passage[][];
   /** Parts used when some document was cut to its relevant chunks; null when all are whole. */
   documentParts: string[] | null;
+  /** For each of `documentParts`: the attachment (index in the order given) and the chunk's UTF-16 range. */
+  usedRanges: { attachment: number; start: number; end: number }[] | null;
 }
 
 /** Recounts allowed while shrinking the relevant parts to fit. */
@@ -96,7 +98,7 @@ export async function fitDocuments(opts: {
   const relevant = opts.attachments.filter((a) => a.fit === 'relevant');
   const bodiesOf = (body: (a: AttachedText) => string) => opts.attachments.map(body);
   if (relevant.length === 0 || (await counter.countTokens({ messages: whole })) <= room) {
-    return { messages: whole, bodies: bodiesOf((a) => wholeOf(a).body), passages: opts.attachments.map((a) => wholeOf(a).passages), documentParts: null };
+    return { messages: whole, bodies: bodiesOf((a) => wholeOf(a).body), passages: opts.attachments.map((a) => wholeOf(a).passages), documentParts: null, usedRanges: null };
   }
 
   const isCut = (a: AttachedText) => relevant.includes(a);
@@ -111,7 +113,7 @@ export async function fitDocuments(opts: {
   let avail = room - withoutRelevant;
   const empty = (a: AttachedText) => (isCut(a) ? '' : wholeOf(a).body);
   const keptPassages = (a: AttachedText) => (isCut(a) ? [] : wholeOf(a).passages);
-  let best: FitResult = { messages: render(empty), bodies: bodiesOf(empty), passages: opts.attachments.map(keptPassages), documentParts: [] };
+  let best: FitResult = { messages: render(empty), bodies: bodiesOf(empty), passages: opts.attachments.map(keptPassages), documentParts: [], usedRanges: [] };
   for (let round = 0; round < FIT_ROUNDS && avail > 0; round++) {
     const chosen = chunked.map((chunks, i) => selectChunks(chunks, rankings[i], Math.floor((avail * sizes[i]) / totalSize), separator));
     // Each chosen chunk as passages, cut where a page or section starts inside it.
@@ -120,7 +122,13 @@ export async function fitDocuments(opts: {
     const body = (a: AttachedText) => (isCut(a) ? labelledBody(a.text, passagesFor(a)) : wholeOf(a).body);
     const messages = render(body);
     const used = await counter.countTokens({ messages });
-    best = { messages, bodies: bodiesOf(body), passages: opts.attachments.map(passagesFor), documentParts: relevant.flatMap((a, i) => chosen[i].map((c) => `${a.name}: ${chunkLabel(c)}`)) };
+    best = {
+      messages,
+      bodies: bodiesOf(body),
+      passages: opts.attachments.map(passagesFor),
+      documentParts: relevant.flatMap((a, i) => chosen[i].map((c) => `${a.name}: ${chunkLabel(c)}`)),
+      usedRanges: relevant.flatMap((a, i) => chosen[i].map((c) => ({ attachment: opts.attachments.indexOf(a), start: c.start, end: c.end }))),
+    };
     if (used <= room) return best;
     avail -= used - room + separator;
   }

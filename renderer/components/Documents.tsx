@@ -5,7 +5,7 @@
  * offer when the documents do not fit (raise the max context, use the relevant parts, cancel),
  * and the reader dialog. Files are only read as bytes here; the services extract the text.
  */
-import { useRef } from 'react';
+import { useEffect, useRef } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import { raiseToFit } from '../../main/contract/context-full.ts';
 import { noTextWarning, ocrNote, pageList } from '../../main/contract/document-pages.ts';
@@ -122,6 +122,24 @@ export function NotFitOffer({ budget }: { budget: ContextBudget }) {
   );
 }
 
+/** The text, with the highlighted passage (if any) marked and scrolled into view. */
+function ReaderText({ text, highlight }: { text: string; highlight?: { start: number; end: number } }) {
+  const mark = useRef<HTMLElement>(null);
+  useEffect(() => {
+    mark.current?.scrollIntoView({ block: 'start' });
+  }, [text, highlight?.start, highlight?.end]);
+  if (!highlight) return <pre className="doc-reader-text">{text}</pre>;
+  return (
+    <pre className="doc-reader-text">
+      {text.slice(0, highlight.start)}
+      <mark ref={mark} className="doc-reader-mark">
+        {text.slice(highlight.start, highlight.end)}
+      </mark>
+      {text.slice(highlight.end)}
+    </pre>
+  );
+}
+
 /** The reader: a document's extracted text, as plain text (never HTML). */
 export function DocumentReader() {
   const stores = useStores();
@@ -139,7 +157,7 @@ export function DocumentReader() {
             Close
           </button>
         </header>
-        <pre className="doc-reader-text">{doc.text}</pre>
+        <ReaderText text={doc.text} highlight={doc.highlight} />
       </div>
     </div>
   );

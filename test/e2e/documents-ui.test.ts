@@ -127,6 +127,12 @@ test('attach, see chips and the documents segment, ask, follow up with reused to
   await until('the offer is gone', async () => (await offer.count()) === 0);
   const answer = await ask('Where did the zebra run?');
   assert.match(answer, /Used: .*big\.md: § Part 17, chunk \d+/);
+  // Each part used is a link: the reader opens at that chunk, highlighted.
+  await page.locator('.msg-assistant').last().locator('.stats-parts .link-btn', { hasText: 'big.md: § Part 17' }).first().click();
+  const bigReader = page.getByRole('dialog', { name: 'big.md' });
+  await bigReader.waitFor();
+  assert.match(await bigReader.locator('.doc-reader-mark').innerText(), /# Part 17\s+The zebra ran to the river\./);
+  await bigReader.getByRole('button', { name: 'Close' }).click();
   mkdirSync(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: path.join(ARTIFACTS, 'documents.png') });
   assert.deepEqual(pageErrors, []);

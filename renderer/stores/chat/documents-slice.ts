@@ -6,6 +6,7 @@
  * switching a document to its relevant parts recounts the budget (the meter's documents segment).
  */
 import type { DocumentFit, DocumentInfo, DocumentText } from '../../../main/contract/types.ts';
+import { partRange } from '../../lib/citations.ts';
 import type { ChatSlice } from './context.ts';
 
 /** A file as the window hands it over: its name and bytes (a DOM File has both). */
@@ -23,15 +24,19 @@ export interface DocumentsSlice {
   progress: Record<string, number>;
   /** A `documentProgress` event. */
   onDocumentProgress(e: { name: string; fraction: number }): void;
-  /** The document shown in the reader (a chip was opened), or null. */
-  reading: DocumentText | null;
+  /** The document shown in the reader (a chip, a "Used:" part or a citation was opened), or null. */
+  reading: (DocumentText & { highlight?: { start: number; end: number } }) | null;
   attachFiles(files: readonly FileLike[]): Promise<void>;
   removeAttachment(id: string): void;
   /** Sets how every attached document goes into the prompt ("use the relevant parts": 'relevant'). */
   setFit(fit: DocumentFit): void;
   /** Drops every attachment of the draft (the not-fit offer's Cancel). */
   clearAttachments(): void;
-  openDocument(id: string): Promise<void>;
+  /**
+   * Opens a document in the reader; `at` highlights a passage: a UTF-16 range of its text, or a
+   * part by label ('page 2', '§ Setup'; a citation). A part the document lacks opens it unhighlighted.
+   */
+  openDocument(id: string, at?: { start: number; end: number } | { part: string }): Promise<void>;
   closeDocument(): void;
 }
 
@@ -90,9 +95,11 @@ export const createDocumentsSlice: ChatSlice<DocumentsSlice> = (ctx) => (set, ge
     void ctx.budget().refresh();
   },
 
-  async openDocument(id) {
+  async openDocument(id, at) {
     try {
-      set({ reading: await ctx.deps.api.openDocument({ id }) });
+      const doc = await ctx.deps.api.openDocument({ id });
+      const highlight = at && 'part' in at ? partRange(doc.parts, at.part, doc.text.length) : at;
+      set({ reading: highlight ? { ...doc, highlight } : doc });
     } catch (e) {
       ctx.report(e);
     }
