@@ -111,6 +111,7 @@ export const requestSchemas = {
   getBudget: z.object({ conversationId: id.nullable(), draft: text, documents: attachedDocuments.optional() }).strict(),
   /** Extracts and stores a file (base64 bytes); its text then goes with a message that carries it. */
   attachDocument: z.object({ name: z.string().trim().min(1).max(255), data: z.string().max(MAX_ATTACHMENT_BASE64).base64() }).strict(),
+  stopAttaching: z.object({ name: z.string().trim().min(1).max(255) }).strict(),
   /** A stored document with its extracted text. */
   openDocument: z.object({ id }).strict(),
   getSettings: z.object({}).strict(),
@@ -168,6 +169,8 @@ export interface ResponseTypes extends Record<MethodName, unknown> {
   deleteMessage: Conversation;
   getBudget: ContextBudget;
   attachDocument: DocumentInfo;
+  /** Stops the attaches of files of that name in progress (they fail with DOCUMENT_CANCELLED); null. */
+  stopAttaching: null;
   openDocument: DocumentText;
   getSettings: Settings;
   updateSettings: Settings;

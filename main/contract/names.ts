@@ -16,6 +16,7 @@ export const METHOD_NAMES = [
   'deleteMessage',
   'getBudget',
   'attachDocument',
+  'stopAttaching',
   'openDocument',
   'getSettings',
   'updateSettings',

@@ -122,6 +122,7 @@ function noTextReason(kind: DocumentKind, ocr: boolean): string {
 /** A PNG or JPEG read by OCR: its text, page 1 in `ocrPages` when some was found. */
 async function imageText(name: string, bytes: Uint8Array, opts: ExtractOptions): Promise<{ text: string; ocrPages: number[] }> {
   if (opts.ocr === false) return { text: '', ocrPages: [] };
+  opts.onProgress?.(0, 'ocr');
   const reader = await OcrReader.open({ name, signal: opts.signal, onProgress: (f) => opts.onProgress?.(f, 'ocr') });
   try {
     const text = await reader.read(bytes);

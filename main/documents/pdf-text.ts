@@ -89,6 +89,8 @@ export async function pdfText(name: string, bytes: Uint8Array, opts: PdfTextOpti
 async function ocrPagesOf(name: string, pdf: PdfDocument, numbers: number[], pages: string[], opts: PdfTextOptions): Promise<number[]> {
   let done = 0;
   let reader: OcrReader | null = null;
+  // Said before the OCR worker starts (seconds), so the window can say "by OCR" at once.
+  opts.onProgress?.(0, 'ocr');
   try {
     const read: number[] = [];
     for (const n of numbers) {

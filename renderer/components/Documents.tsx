@@ -53,6 +53,7 @@ export function Attachments() {
   const attachments = useChat((s) => s.attachments);
   const attaching = useChat(useShallow((s) => s.attaching));
   const progress = useChat((s) => s.progress);
+  const ocr = useChat((s) => s.ocr);
   return (
     <div className="attachments">
       <button type="button" className="btn btn-attach" onClick={() => input.current?.click()}>
@@ -75,7 +76,11 @@ export function Attachments() {
       ))}
       {attaching.map((name, i) => (
         <span key={`${name}-${i}`} className="doc-chip doc-chip-busy" role="status">
-          Reading {name}…{progress[name] !== undefined ? ` ${Math.round(progress[name] * 100)} %` : ''}
+          Reading {name}
+          {ocr[name] ? ' by OCR' : ''}…{progress[name] !== undefined ? ` ${Math.round(progress[name] * 100)} %` : ''}
+          <button type="button" className="doc-chip-remove" aria-label={`Stop reading ${name}`} onClick={() => stores.chat.getState().stopAttaching(name)}>
+            ×
+          </button>
         </span>
       ))}
     </div>

@@ -4,7 +4,7 @@
  * see their chips and the meter's documents segment, ask, ask a follow-up whose stats show the
  * tokens reused from the KV cache, open a chip's text, attach a document that does not fit, take
  * "Use the relevant parts" and get an answer that names the parts used; a PDF page without text
- * is named on its chip. A screenshot of that
+ * is named on its chip; a scanned page is read by OCR, and Stop ends that. A screenshot of that
  * state goes to test/artifacts/documents.png.
  */
 import assert from 'node:assert/strict';
@@ -171,5 +171,16 @@ test('a file dropped on the chat and a file pasted into the message box are atta
   await mixed.waitFor();
   assert.equal(await mixed.locator('.doc-chip-warning').innerText(), '· no text p. 2');
   assert.match((await mixed.locator('.doc-chip-open').getAttribute('title')) ?? '', /page 2 has no text \(no text layer, and OCR found none\): left out/);
+
+  // A scanned page (a JPEG of this window): read by OCR, with its busy chip saying so; Stop ends it, attaching nothing, without a notice.
+  const shot = await page.screenshot({ type: 'jpeg', quality: 80 });
+  const notices = await page.locator('.notice').count();
+  await attach([{ name: 'scan.pdf', mimeType: 'application/pdf', buffer: buildPdf([{ jpeg: shot, width: 1440, height: 900 }]) }]);
+  const busy = page.locator('.attachments .doc-chip-busy', { hasText: 'scan.pdf' });
+  await until('the OCR is under way', async () => /Reading scan\.pdf by OCR…/.test((await busy.allInnerTexts()).join('')), 60_000);
+  await busy.getByRole('button', { name: 'Stop reading scan.pdf' }).click();
+  await until('the busy chip is gone', async () => (await busy.count()) === 0, 20_000);
+  assert.equal(await page.locator('.attachments .doc-chip-name', { hasText: 'scan.pdf' }).count(), 0, 'nothing attached');
+  assert.equal(await page.locator('.notice').count(), notices, 'no error notice for a Stop');
   assert.deepEqual(pageErrors, []);
 });

@@ -22,8 +22,12 @@ export interface DocumentsSlice {
   attaching: string[];
   /** Extraction progress (0…1) of large files being attached, by name. */
   progress: Record<string, number>;
+  /** Names of the files being read by OCR now (their progress is the OCR's). */
+  ocr: Record<string, true>;
   /** A `documentProgress` event. */
-  onDocumentProgress(e: { name: string; fraction: number }): void;
+  onDocumentProgress(e: { name: string; fraction: number; phase?: 'ocr' }): void;
+  /** Stops reading the files of that name (the attach ends without a notice). */
+  stopAttaching(name: string): void;
   /** The document shown in the reader (a chip, a "Used:" part or a citation was opened), or null. */
   reading: (DocumentText & { highlight?: { start: number; end: number } }) | null;
   attachFiles(files: readonly FileLike[]): Promise<void>;
@@ -51,10 +55,16 @@ export const createDocumentsSlice: ChatSlice<DocumentsSlice> = (ctx) => (set, ge
   attachments: [],
   attaching: [],
   progress: {},
+  ocr: {},
   reading: null,
 
-  onDocumentProgress({ name, fraction }) {
-    if (get().attaching.includes(name)) set({ progress: { ...get().progress, [name]: fraction } });
+  onDocumentProgress({ name, fraction, phase }) {
+    if (!get().attaching.includes(name)) return;
+    set({ progress: { ...get().progress, [name]: fraction }, ...(phase === 'ocr' && !get().ocr[name] ? { ocr: { ...get().ocr, [name]: true } } : {}) });
+  },
+
+  stopAttaching(name) {
+    ctx.deps.api.stopAttaching({ name }).catch((e: unknown) => ctx.report(e));
   },
 
   async attachFiles(files) {
@@ -69,13 +79,15 @@ export const createDocumentsSlice: ChatSlice<DocumentsSlice> = (ctx) => (set, ge
           ctx.budget().schedule();
         }
       } catch (e) {
-        ctx.report(e);
+        // Stopped by the user: nothing to report.
+        if ((e as { code?: string }).code !== 'DOCUMENT_CANCELLED') ctx.report(e);
       } finally {
         const i = get().attaching.indexOf(file.name);
         const attaching = get().attaching.filter((_, j) => j !== i);
         const progress = { ...get().progress };
-        if (!attaching.includes(file.name)) delete progress[file.name];
-        set({ attaching, progress });
+        const ocr = { ...get().ocr };
+        if (!attaching.includes(file.name)) (delete progress[file.name], delete ocr[file.name]);
+        set({ attaching, progress, ocr });
       }
     }
   },
