@@ -35,10 +35,10 @@ function pageFields(d: ExtractedDocument): { ocrPages?: number[]; pagesWithoutTe
 }
 
 /**
- * Extracts every file, in order (`signal`: Ctrl-C stops OCR).
+ * Extracts every file, in order (`signal`: Ctrl-C stops OCR; `onProgress`: per file, as extraction reports it).
  * @throws DocumentError naming the first file that fails.
  */
-export async function readAttachments(paths: readonly string[], signal?: AbortSignal): Promise<ExtractedDocument[]> {
+export async function readAttachments(paths: readonly string[], signal?: AbortSignal, onProgress?: (name: string, fraction: number, phase?: 'ocr') => void): Promise<ExtractedDocument[]> {
   const out: ExtractedDocument[] = [];
   for (const p of paths) {
     const name = path.basename(p);
@@ -50,7 +50,7 @@ export async function readAttachments(paths: readonly string[], signal?: AbortSi
       throw new DocumentError('DOCUMENT_UNREADABLE', p, code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a folder, not a file' : `cannot be read (${code ?? String(e)})`);
     }
     try {
-      out.push(await extractDocumentOffThread(name, bytes, { signal }));
+      out.push(await extractDocumentOffThread(name, bytes, { signal, onProgress: (f, phase) => onProgress?.(name, f, phase) }));
     } catch (e) {
       // Name the file as the user wrote it.
       if (e instanceof DocumentError && p !== name) throw new DocumentError(e.code, p, e.message.slice(name.length + 2));
