@@ -3,7 +3,8 @@
  * stories260K): `--json` lists each document with its tokens as counted in the prompt (checked
  * against the prompt's own token count), bad documents exit 2 with one line naming the file,
  * a document that does not fit exits 2 with both numbers, and `--fit relevant` answers from the
- * part the question is about.
+ * part the question is about; pages without text and images read by OCR are said on stderr and
+ * in --json, with the passages the prompt held.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,6 +13,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { assertOneLineError, freshCacheDir, parseJsonRun, runChat, type ChatJson } from '../helpers/cli-run.ts';
 import { buildPdf } from '../helpers/documents.ts';
+import { renderTextImages } from '../helpers/rendered-text.ts';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-cli-docs-'));
 const file = (name: string, data: string | Buffer) => {
@@ -76,4 +78,14 @@ test('--attach: a page without text is named on stderr and in --json, never drop
     { document: 'mixed.pdf', label: 'mixed.pdf p. 1', page: 1, start: 0, end: 27 },
     { document: 'mixed.pdf', label: 'mixed.pdf p. 2', page: 2, start: 27, end: text.length },
   ]);
+});
+
+test('--attach an image: read by OCR, said on stderr, ocrPages in --json (issue 20)', async () => {
+  const [shot] = await renderTextImages([['The ferry to the island leaves at noon.']], 'png');
+  const png = file('ferry.png', shot.bytes);
+  const r = await runChat(['--temperature', '0', '--max-tokens', '4', '--json', '--attach', png, 'When does the ferry leave?'], cache);
+  const json = parseJsonRun(r) as DocJson;
+  assert.deepEqual(json.documents[0].ocrPages, [1]);
+  assert.match(r.stderr, /^note: ferry\.png: text read by OCR$/m);
+  assert.deepEqual(json.passages!.map((p) => p.label), ['ferry.png']);
 });
