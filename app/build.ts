@@ -14,7 +14,9 @@
  *   (checked after the build: a sandboxed preload can require nothing else, and zod must not be
  *   in it).
  * - Native and Electron packages stay external (resolved from node_modules at run time):
- *   electron, onnxruntime-node, better-sqlite3, ws. Everything else is bundled.
+ *   electron, onnxruntime-node, better-sqlite3, ws, and tesseract.js (it starts its worker from a
+ *   file beside its own sources and loads its WebAssembly core and language data from
+ *   node_modules). Everything else is bundled.
  * - Then, if renderer/build.ts exists, it is run too (it writes dist/renderer/).
  */
 import { spawnSync } from 'node:child_process';
@@ -24,7 +26,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
 
 /** Packages loaded from node_modules at run time, never bundled. */
-export const EXTERNAL_PACKAGES = ['electron', 'onnxruntime-node', 'better-sqlite3', 'ws'] as const;
+export const EXTERNAL_PACKAGES = ['electron', 'onnxruntime-node', 'better-sqlite3', 'ws', 'tesseract.js'] as const;
 
 /** The project root (this file is app/build.ts). */
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

@@ -40,7 +40,20 @@ async function main(argv: string[]): Promise<number> {
   // Documents first: a file that cannot be used fails before the model loads. Loaded only when
   // asked for, so a plain chat starts without the PDF, .docx and HTML parsers.
   const documents = opts.attach.length ? await import('./documents.ts') : null;
-  const docs = documents ? await documents.readAttachments(opts.attach) : [];
+  // OCR takes seconds a page: on a terminal, one line redrawn while a file is read by OCR.
+  let ocrLine = false;
+  const ocrProgress = (name: string, fraction: number, phase?: 'ocr') => {
+    if (phase !== 'ocr' || process.stderr.isTTY !== true) return;
+    process.stderr.write(`\r\x1b[2K${name}: reading by OCR… ${Math.round(fraction * 100)} %`);
+    ocrLine = true;
+  };
+  const docs = documents
+    ? await documents.readAttachments(opts.attach, ac.signal, ocrProgress).finally(() => {
+        if (ocrLine) process.stderr.write('\n');
+      })
+    : [];
+  // Pages read by OCR and pages without text: said on stderr in every mode (--json has them too).
+  for (const d of docs) for (const note of documents!.pageNotes(d)) process.stderr.write(`note: ${note}\n`);
   const responseFormat = opts.jsonSchema ? readJsonSchema(opts.jsonSchema) : null;
   const host = new EngineHost();
   try {
@@ -123,6 +136,7 @@ async function main(argv: string[]): Promise<number> {
           model: { name: info.name, weights: info.weights },
           ...(withDocs ? { documents: withDocs.documents } : {}),
           ...(withDocs?.documentParts ? { documentParts: withDocs.documentParts } : {}),
+          ...(withDocs ? { passages: withDocs.passages } : {}),
         })}\n`,
       );
     } else {

@@ -3,7 +3,8 @@
  * extraction, delimiters and fitting as the app (main/documents/), without the store.
  *
  * `readAttachments(paths)` reads and extracts each file (a DocumentError naming the file for an
- * unreadable, unsupported, encrypted, corrupt, empty or oversized one). `documentPrompt` puts
+ * unreadable, unsupported, encrypted, corrupt, empty or oversized one; scanned pages and images
+ * are read by OCR, and `pageNotes` words what OCR read and which pages have no text). `documentPrompt` puts
  * them in the user turn before the question and fits them into `room` (max context − max
  * tokens): whole, or with `--fit relevant` the best chunks when whole does not fit; without it a
  * prompt that does not fit is a `UsageError` (exit 2) with both numbers. Each document's
@@ -12,8 +13,10 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CLI_CONTEXT_REMEDIES, raiseUpToTrained } from '../contract/context-full.ts';
+import { noTextWarning, ocrNote } from '../contract/document-pages.ts';
 import type { ChatMessage } from '../engine/generate/types.ts';
 import { ChunkCache, fitDocuments, type AttachedText, type TokenCounter } from '../documents/assemble.ts';
+import type { Passage } from '../documents/citations.ts';
 import { DocumentError } from '../documents/errors.ts';
 import { extractDocumentOffThread } from '../documents/extract-off-thread.ts';
 import type { ExtractedDocument } from '../documents/extract.ts';
@@ -21,8 +24,21 @@ import { documentBlock, userTurnText } from '../documents/prompt.ts';
 import { UsageError } from './options.ts';
 
 
-/** Extracts every file, in order. @throws DocumentError naming the first file that fails. */
-export async function readAttachments(paths: readonly string[]): Promise<ExtractedDocument[]> {
+/** The stderr notes of a document's pages (OCR, pages without text), in the window's words. */
+export function pageNotes(d: ExtractedDocument): string[] {
+  return [ocrNote(d), noTextWarning(d)].flatMap((n) => (n ? [`${d.name}: ${n}`] : []));
+}
+
+/** The `--json` fields of a document's pages: present only when not empty. */
+function pageFields(d: ExtractedDocument): { ocrPages?: number[]; pagesWithoutText?: number[] } {
+  return { ...(d.ocrPages.length ? { ocrPages: d.ocrPages } : {}), ...(d.pagesWithoutText.length ? { pagesWithoutText: d.pagesWithoutText } : {}) };
+}
+
+/**
+ * Extracts every file, in order (`signal`: Ctrl-C stops OCR; `onProgress`: per file, as extraction reports it).
+ * @throws DocumentError naming the first file that fails.
+ */
+export async function readAttachments(paths: readonly string[], signal?: AbortSignal, onProgress?: (name: string, fraction: number, phase?: 'ocr') => void): Promise<ExtractedDocument[]> {
   const out: ExtractedDocument[] = [];
   for (const p of paths) {
     const name = path.basename(p);
@@ -34,7 +50,7 @@ export async function readAttachments(paths: readonly string[]): Promise<Extract
       throw new DocumentError('DOCUMENT_UNREADABLE', p, code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a folder, not a file' : `cannot be read (${code ?? String(e)})`);
     }
     try {
-      out.push(await extractDocumentOffThread(name, bytes));
+      out.push(await extractDocumentOffThread(name, bytes, { signal, onProgress: (f, phase) => onProgress?.(name, f, phase) }));
     } catch (e) {
       // Name the file as the user wrote it.
       if (e instanceof DocumentError && p !== name) throw new DocumentError(e.code, p, e.message.slice(name.length + 2));
@@ -46,9 +62,12 @@ export async function readAttachments(paths: readonly string[]): Promise<Extract
 
 export interface DocumentPrompt {
   messages: ChatMessage[];
-  documents: { name: string; tokens: number }[];
+  /** Per document: tokens as counted in the prompt, and (when any) the pages read by OCR or without text. */
+  documents: { name: string; tokens: number; ocrPages?: number[]; pagesWithoutText?: number[] }[];
   /** Parts used when cut to the relevant chunks, else null. */
   documentParts: string[] | null;
+  /** Every labelled passage in the prompt (document, label, page or section, character range), in prompt order. */
+  passages: Passage[];
 }
 
 /**
@@ -83,7 +102,8 @@ export async function documentPrompt(
   }
   return {
     messages: fitted.messages,
-    documents: attachments.map((a, i) => ({ name: a.name, tokens: counts[i + 1] - counts[i] })),
+    documents: attachments.map((a, i) => ({ name: a.name, tokens: counts[i + 1] - counts[i], ...pageFields(docs[i]) })),
     documentParts: fitted.documentParts,
+    passages: fitted.passages.flat(),
   };
 }

@@ -69,7 +69,8 @@ export const USAGE = `usage: npm run chat -- [options] "prompt"
                         a provider that cannot be used falls back to CPU with a note)
   --backend native|js   decoder backend (default native: the C++ addon; js when it cannot load, with a message)
   --quantize q4|q8      import a float model's linear weights as 4- or 8-bit blocks (round to nearest)
-  --attach FILE         attach a document (repeatable): text, Markdown, code, PDF, .docx, HTML
+  --attach FILE         attach a document (repeatable): text, Markdown, code, PDF, .docx, HTML,
+                        PNG, JPEG (scanned pages and images by OCR)
   --fit relevant        when the documents do not fit, use their parts most relevant to the question
   --context-full P      at the max context: rolling-window (default: drop the oldest tokens after the
                         system prompt and go on, without a new prefill) or stop (finish reason context-full);

@@ -50,6 +50,7 @@ const answerStatsSchema = z
     prefillTokensPerSec: rate,
     decodeTokensPerSec: rate,
     documentParts: z.array(z.string().max(1000)).max(1000).optional(),
+    documentRanges: z.array(z.object({ documentId: id, start: count, end: count }).strict()).max(1000).optional(),
     contextShift: z.object({ shifts: count, droppedTokens: count }).strict().optional(),
   })
   .strict();
@@ -117,6 +118,7 @@ export const requestSchemas = {
   getBudget: z.object({ conversationId: id.nullable(), draft: text, documents: attachedDocuments.optional() }).strict(),
   /** Extracts and stores a file (base64 bytes); its text then goes with a message that carries it. */
   attachDocument: z.object({ name: z.string().trim().min(1).max(255), data: z.string().max(MAX_ATTACHMENT_BASE64).base64() }).strict(),
+  stopAttaching: z.object({ name: z.string().trim().min(1).max(255) }).strict(),
   /** A stored document with its extracted text. */
   openDocument: z.object({ id }).strict(),
   getSettings: z.object({}).strict(),
@@ -180,6 +182,8 @@ export interface ResponseTypes extends Record<MethodName, unknown> {
   deleteMessage: Conversation;
   getBudget: ContextBudget;
   attachDocument: DocumentInfo;
+  /** Stops the attaches of files of that name in progress (they fail with DOCUMENT_CANCELLED); null. */
+  stopAttaching: null;
   openDocument: DocumentText;
   getSettings: Settings;
   updateSettings: Settings;
@@ -217,8 +221,8 @@ export interface EventTypes {
   modelState: ModelState;
   /** The conversation list changed (created, renamed, deleted, title set). */
   conversationsChanged: { conversations: ConversationSummary[] };
-  /** Extraction progress of a large file being attached (per PDF page; 0…1). */
-  documentProgress: { name: string; fraction: number };
+  /** Extraction progress of a large file being attached (per PDF page; 0…1), then of its OCR (phase 'ocr'). */
+  documentProgress: { name: string; fraction: number; phase?: 'ocr' };
 }
 
 // Every event name has a payload type, and every payload type a name.

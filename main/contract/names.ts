@@ -17,6 +17,7 @@ export const METHOD_NAMES = [
   'deleteMessage',
   'getBudget',
   'attachDocument',
+  'stopAttaching',
   'openDocument',
   'getSettings',
   'updateSettings',

@@ -34,6 +34,8 @@ export interface AnswerStats {
    * "rope.pdf: page 3 (chunk 5)"; absent when whole documents were used.
    */
   documentParts?: string[];
+  /** For each of `documentParts`: its document and UTF-16 range in the document's text (the reader opens there). */
+  documentRanges?: { documentId: string; start: number; end: number }[];
   /**
    * Set when the answer reached the max context and the context was shifted (rolling window):
    * how many times, and how many of the oldest tokens left the KV cache in all.
@@ -48,7 +50,7 @@ export type DocumentFit = 'whole' | 'relevant';
 export interface DocumentInfo {
   id: string;
   name: string;
-  kind: 'text' | 'markdown' | 'code' | 'pdf' | 'docx' | 'html';
+  kind: 'text' | 'markdown' | 'code' | 'pdf' | 'docx' | 'html' | 'image';
   /** File size, bytes. */
   size: number;
   /** SHA-256 of the file, hex. */
@@ -56,6 +58,10 @@ export interface DocumentInfo {
   /** Tokens of the text alone for the loaded model (null: not counted yet). */
   tokens: number | null;
   fit: DocumentFit;
+  /** 1-based pages (an image: 1) whose text was read by OCR; absent when none. */
+  ocrPages?: number[];
+  /** 1-based PDF pages without any text (no text layer, OCR finding none): not in the text; absent when none. */
+  pagesWithoutText?: number[];
 }
 
 /** A document with its extracted text and its parts (PDF pages, Markdown sections). */

@@ -4,6 +4,7 @@
  *
  * Contract: `fitDocuments({ counter, render, attachments, question, room })` → the prompt
  * messages and, when some document was cut, the parts used ("rope.pdf: page 3, chunk 5").
+ * Each body is labelled for citations (citations.ts): a page or section under `[rope.pdf p. 3]`.
  *   1. Whole: every document as its full text; if the rendered prompt's token count ≤ `room`,
  *      or no document may be cut, that is the prompt (the caller's budget says if it fits).
  *   2. Relevant: count the prompt with the 'relevant' documents empty; the rest of `room` is
@@ -14,8 +15,9 @@
  */
 import type { ChatMessage } from '../engine/generate/types.ts';
 import { chunkDocument, type Chunk } from './chunk.ts';
+import { labelledBody, passagesOf, wholeBody, type Passage } from './citations.ts';
 import type { DocumentPart } from './extract.ts';
-import { chunkLabel, chunksBody } from './prompt.ts';
+import { chunkLabel } from './prompt.ts';
 import { rankChunks, selectChunks } from './rank.ts';
 
 /** The engine's token counts (EngineHost has these). */
@@ -39,8 +41,12 @@ export interface FitResult {
   messages: ChatMessage[];
   /** The body each attachment got, in the order given. */
   bodies: string[];
+  /** The labelled passages of each body (citations.ts), in the order given. */
+  passages: Passage[][];
   /** Parts used when some document was cut to its relevant chunks; null when all are whole. */
   documentParts: string[] | null;
+  /** For each of `documentParts`: the attachment (index in the order given) and the chunk's UTF-16 range. */
+  usedRanges: { attachment: number; start: number; end: number }[] | null;
 }
 
 /** Recounts allowed while shrinking the relevant parts to fit. */
@@ -85,29 +91,44 @@ export async function fitDocuments(opts: {
   cache: ChunkCache;
 }): Promise<FitResult> {
   const { counter, render, room } = opts;
-  const whole = render((a) => a.text);
+  // Every document whole, each page or section under its citation label.
+  const wholes = new Map(opts.attachments.map((a) => [a, wholeBody(a.name, a.text, a.parts)]));
+  const wholeOf = (a: AttachedText) => wholes.get(a)!;
+  const whole = render((a) => wholeOf(a).body);
   const relevant = opts.attachments.filter((a) => a.fit === 'relevant');
   const bodiesOf = (body: (a: AttachedText) => string) => opts.attachments.map(body);
-  if (relevant.length === 0 || (await counter.countTokens({ messages: whole })) <= room) return { messages: whole, bodies: bodiesOf((a) => a.text), documentParts: null };
+  if (relevant.length === 0 || (await counter.countTokens({ messages: whole })) <= room) {
+    return { messages: whole, bodies: bodiesOf((a) => wholeOf(a).body), passages: opts.attachments.map((a) => wholeOf(a).passages), documentParts: null, usedRanges: null };
+  }
 
   const isCut = (a: AttachedText) => relevant.includes(a);
-  const withoutRelevant = await counter.countTokens({ messages: render((a) => (isCut(a) ? '' : a.text)) });
+  const withoutRelevant = await counter.countTokens({ messages: render((a) => (isCut(a) ? '' : wholeOf(a).body)) });
   const size = chunkTokensFor(room);
   const chunked = await Promise.all(relevant.map((a) => opts.cache.get(a, size, counter)));
   const sizes = chunked.map((chunks) => chunks.reduce((n, c) => n + c.tokens, 0));
   const totalSize = sizes.reduce((n, s) => n + s, 0) || 1;
   // What a chunk's label and the blank line before it cost, for the selection (the recount is exact).
-  const [separator] = await counter.countEach(['\n\n[page 10, chunk 10]\n']);
+  const [separator] = await counter.countEach(['\n\n[document.pdf p. 10]\n']);
   const rankings = chunked.map((chunks) => rankChunks(chunks, opts.question));
   let avail = room - withoutRelevant;
-  const empty = (a: AttachedText) => (isCut(a) ? '' : a.text);
-  let best: FitResult = { messages: render(empty), bodies: bodiesOf(empty), documentParts: [] };
+  const empty = (a: AttachedText) => (isCut(a) ? '' : wholeOf(a).body);
+  const keptPassages = (a: AttachedText) => (isCut(a) ? [] : wholeOf(a).passages);
+  let best: FitResult = { messages: render(empty), bodies: bodiesOf(empty), passages: opts.attachments.map(keptPassages), documentParts: [], usedRanges: [] };
   for (let round = 0; round < FIT_ROUNDS && avail > 0; round++) {
     const chosen = chunked.map((chunks, i) => selectChunks(chunks, rankings[i], Math.floor((avail * sizes[i]) / totalSize), separator));
-    const body = (a: AttachedText) => (isCut(a) ? chunksBody(chosen[relevant.indexOf(a)]) : a.text);
+    // Each chosen chunk as passages, cut where a page or section starts inside it.
+    const cut = relevant.map((a, i) => chosen[i].flatMap((c) => passagesOf(a.name, a.text, a.parts, c.start, c.end)));
+    const passagesFor = (a: AttachedText) => (isCut(a) ? cut[relevant.indexOf(a)] : wholeOf(a).passages);
+    const body = (a: AttachedText) => (isCut(a) ? labelledBody(a.text, passagesFor(a)) : wholeOf(a).body);
     const messages = render(body);
     const used = await counter.countTokens({ messages });
-    best = { messages, bodies: bodiesOf(body), documentParts: relevant.flatMap((a, i) => chosen[i].map((c) => `${a.name}: ${chunkLabel(c)}`)) };
+    best = {
+      messages,
+      bodies: bodiesOf(body),
+      passages: opts.attachments.map(passagesFor),
+      documentParts: relevant.flatMap((a, i) => chosen[i].map((c) => `${a.name}: ${chunkLabel(c)}`)),
+      usedRanges: relevant.flatMap((a, i) => chosen[i].map((c) => ({ attachment: opts.attachments.indexOf(a), start: c.start, end: c.end }))),
+    };
     if (used <= room) return best;
     avail -= used - room + separator;
   }

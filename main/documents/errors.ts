@@ -12,7 +12,9 @@ export type DocumentErrorCode =
   | 'DOCUMENT_CORRUPT'
   | 'DOCUMENT_UNSUPPORTED'
   | 'DOCUMENT_TOO_LARGE'
-  | 'DOCUMENT_UNREADABLE';
+  | 'DOCUMENT_UNREADABLE'
+  /** Stopped by the user (an AbortSignal) while it was being read. */
+  | 'DOCUMENT_CANCELLED';
 
 /** An attachment that cannot be used; `file` is its name as given, `message` names it too. */
 export class DocumentError extends CodedError<DocumentErrorCode> {

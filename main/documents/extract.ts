@@ -1,16 +1,20 @@
 /**
  * Text extraction from an attached file's bytes, in the main process (never in the renderer).
  *
- * Contract: `extractDocument(name, bytes)` → `ExtractedDocument` (the text, its parts — PDF pages
- * or Markdown sections with their character offsets — and the file's SHA-256), or a
+ * Contract: `extractDocument(name, bytes, opts)` → `ExtractedDocument` (the text, its parts — PDF
+ * pages or Markdown sections with their character offsets —, the pages read by OCR and the pages
+ * without any text, and the file's SHA-256), or a
  * `DocumentError` naming the file: DOCUMENT_TOO_LARGE (over `MAX_DOCUMENT_BYTES`, stated in the
  * message), DOCUMENT_UNSUPPORTED (not text and not a known format), DOCUMENT_ENCRYPTED (a
  * password-protected PDF or .docx), DOCUMENT_CORRUPT (a PDF or .docx that does not parse),
- * DOCUMENT_NO_TEXT (nothing but whitespace, e.g. a scanned PDF without a text layer).
+ * DOCUMENT_NO_TEXT (nothing but whitespace, even after OCR), DOCUMENT_CANCELLED (stopped during OCR).
  *
- * Formats: PDF through unpdf (Mozilla's pdf.js, serverless build), .docx through mammoth's raw
- * text, HTML through htmlparser2 (text content; script, style and template contents dropped),
- * and anything else that is valid UTF-8 without NUL bytes as plain text (.txt, .md, source code).
+ * Formats: PDF through unpdf (Mozilla's pdf.js, serverless build), .docx through mammoth's HTML
+ * and HTML through htmlparser2, both as Markdown-like text (html-text.ts: headings `#`, tables as
+ * Markdown rows, lists `- `; script, style and template contents dropped; sections per heading),
+ * PNG and JPEG, and PDF pages without a text layer, through tesseract.js OCR (ocr.ts, in its own
+ * worker thread; `opts.ocr` false turns it off), and anything else that is valid UTF-8 without
+ * NUL bytes as plain text (.txt, .md, source code).
  * Pure: no I/O but the parsers'; `extract-off-thread.ts` runs it in a worker for large files.
  */
 import { createHash } from 'node:crypto';
@@ -19,10 +23,13 @@ import { Parser } from 'htmlparser2';
 import { MAX_DOCUMENT_BYTES } from '../contract/limits.ts';
 import { firstLine } from '../common/errors.ts';
 import { DocumentError } from './errors.ts';
+import { htmlText } from './html-text.ts';
+import { OcrReader } from './ocr.ts';
+import { pdfText } from './pdf-text.ts';
 
-export { MAX_DOCUMENT_BYTES };
+export { MAX_DOCUMENT_BYTES, htmlText };
 
-export type DocumentKind = 'text' | 'markdown' | 'code' | 'pdf' | 'docx' | 'html';
+export type DocumentKind = 'text' | 'markdown' | 'code' | 'pdf' | 'docx' | 'html' | 'image';
 
 /** A labelled stretch of the text: a PDF page or a Markdown section, from `start` (UTF-16 offset) to the next part. */
 export interface DocumentPart {
@@ -40,10 +47,25 @@ export interface ExtractedDocument {
   text: string;
   /** In order of `start`; empty for plain text and code. */
   parts: DocumentPart[];
+  /** 1-based pages (an image: page 1) whose text was read by OCR, ascending. */
+  ocrPages: number[];
+  /** 1-based PDF pages without any text (no text layer, OCR off or finding none): not in `text`. */
+  pagesWithoutText: number[];
 }
 
-/** Called with the fraction done (0…1) while a long file is extracted (per PDF page). */
-export type ExtractProgress = (fraction: number) => void;
+/**
+ * Called while a long file is extracted: the fraction done (0…1) of the text pass (per PDF page),
+ * then, with phase 'ocr', of the pages or image being read by OCR.
+ */
+export type ExtractProgress = (fraction: number, phase?: 'ocr') => void;
+
+export interface ExtractOptions {
+  onProgress?: ExtractProgress;
+  /** Stops OCR (DocumentError DOCUMENT_CANCELLED). */
+  signal?: AbortSignal;
+  /** Read scanned pages and images by OCR (default true). */
+  ocr?: boolean;
+}
 
 const CODE_EXTENSIONS = new Set(
   'ts tsx js jsx mjs cjs py rb go rs java kt swift c h cc cpp hpp cs php sh bash zsh ps1 sql css scss less json yaml yml toml ini cfg xml lua r m scala hs ex exs erl clj dart vue svelte'.split(' '),
@@ -59,6 +81,7 @@ export function documentKind(name: string): DocumentKind | null {
   if (ext === 'docx') return 'docx';
   if (ext === 'html' || ext === 'htm' || ext === 'xhtml') return 'html';
   if (ext === 'md' || ext === 'markdown') return 'markdown';
+  if (ext === 'png' || ext === 'jpg' || ext === 'jpeg') return 'image';
   if (CODE_EXTENSIONS.has(ext)) return 'code';
   return null;
 }
@@ -69,7 +92,7 @@ export function documentKind(name: string): DocumentKind | null {
  * @param bytes the whole file.
  * @throws DocumentError (see the file comment); never a parser's own error.
  */
-export async function extractDocument(name: string, bytes: Uint8Array, onProgress?: ExtractProgress): Promise<ExtractedDocument> {
+export async function extractDocument(name: string, bytes: Uint8Array, opts: ExtractOptions = {}): Promise<ExtractedDocument> {
   if (bytes.length > MAX_DOCUMENT_BYTES) {
     throw new DocumentError('DOCUMENT_TOO_LARGE', name, `the file is ${mib(bytes.length)}, over the ${mib(MAX_DOCUMENT_BYTES)} limit for attachments`);
   }
@@ -77,18 +100,37 @@ export async function extractDocument(name: string, bytes: Uint8Array, onProgres
   const kind = documentKind(name) ?? 'text';
   let text: string;
   let parts: DocumentPart[] = [];
-  if (kind === 'pdf') ({ text, parts } = await pdfText(name, bytes, onProgress));
+  let ocrPages: number[] = [];
+  let pagesWithoutText: number[] = [];
+  if (kind === 'pdf') ({ text, parts, ocrPages, pagesWithoutText } = await pdfText(name, bytes, opts));
+  else if (kind === 'image') ({ text, ocrPages } = await imageText(name, bytes, opts));
   else if (kind === 'docx') text = await docxText(name, bytes);
   else if (kind === 'html') text = htmlText(utf8(name, bytes, 'HTML'));
-  else {
-    text = utf8(name, bytes, null);
-    if (kind === 'markdown') parts = markdownSections(text);
+  else text = utf8(name, bytes, null);
+  // .docx and HTML come out as Markdown (headings, tables): their sections are its headings.
+  if (kind === 'markdown' || kind === 'docx' || kind === 'html') parts = markdownSections(text);
+  if (text.trim().length === 0) throw new DocumentError('DOCUMENT_NO_TEXT', name, noTextReason(kind, opts.ocr !== false));
+  opts.onProgress?.(1);
+  return { name, kind, size: bytes.length, hash, text, parts, ocrPages, pagesWithoutText };
+}
+
+function noTextReason(kind: DocumentKind, ocr: boolean): string {
+  if (kind === 'pdf') return ocr ? 'no text found: no text layer, and OCR found no text in its images' : 'no text found: a scanned PDF? (it has no text layer, and OCR is off)';
+  if (kind === 'image') return ocr ? 'no text found: OCR read no text in the image' : 'no text found: an image is read only by OCR, which is off';
+  return 'no text found: the file is empty';
+}
+
+/** A PNG or JPEG read by OCR: its text, page 1 in `ocrPages` when some was found. */
+async function imageText(name: string, bytes: Uint8Array, opts: ExtractOptions): Promise<{ text: string; ocrPages: number[] }> {
+  if (opts.ocr === false) return { text: '', ocrPages: [] };
+  opts.onProgress?.(0, 'ocr');
+  const reader = await OcrReader.open({ name, signal: opts.signal, onProgress: (f) => opts.onProgress?.(f, 'ocr') });
+  try {
+    const text = await reader.read(bytes);
+    return { text, ocrPages: text ? [1] : [] };
+  } finally {
+    await reader.close();
   }
-  if (text.trim().length === 0) {
-    throw new DocumentError('DOCUMENT_NO_TEXT', name, kind === 'pdf' ? 'no text found: a scanned PDF? (it has no text layer)' : 'no text found: the file is empty');
-  }
-  onProgress?.(1);
-  return { name, kind, size: bytes.length, hash, text, parts };
 }
 
 function mib(bytes: number): string {
@@ -118,44 +160,6 @@ function utf8(name: string, bytes: Uint8Array, format: string | null): string {
   return text.replace(/\r\n?/g, '\n');
 }
 
-async function pdfText(name: string, bytes: Uint8Array, onProgress?: ExtractProgress): Promise<{ text: string; parts: DocumentPart[] }> {
-  const { getDocumentProxy } = await import('unpdf');
-  let pdf: Awaited<ReturnType<typeof getDocumentProxy>>;
-  try {
-    // A copy: pdf.js transfers (detaches) the buffer it is given.
-    pdf = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
-  } catch (e) {
-    const kind = (e as { name?: string }).name;
-    if (kind === 'PasswordException') throw new DocumentError('DOCUMENT_ENCRYPTED', name, 'the PDF is encrypted (password-protected); remove the password and attach it again');
-    throw new DocumentError('DOCUMENT_CORRUPT', name, `not a valid PDF (corrupt or truncated): ${firstLine(e)}`);
-  }
-  try {
-    const pages: string[] = [];
-    const parts: DocumentPart[] = [];
-    let at = 0;
-    for (let i = 1; i <= pdf.numPages; i++) {
-      const content = await (await pdf.getPage(i)).getTextContent();
-      let page = '';
-      for (const item of content.items) {
-        if (!('str' in item)) continue;
-        page += item.str + (item.hasEOL ? '\n' : '');
-      }
-      page = page.trim();
-      if (page.length > 0) {
-        parts.push({ label: `page ${i}`, start: at });
-        pages.push(page);
-        at += page.length + 2;
-      }
-      onProgress?.(i / pdf.numPages);
-    }
-    return { text: pages.join('\n\n'), parts };
-  } catch (e) {
-    throw new DocumentError('DOCUMENT_CORRUPT', name, `the PDF could not be read (corrupt?): ${firstLine(e)}`);
-  } finally {
-    await pdf.loadingTask.destroy();
-  }
-}
-
 async function docxText(name: string, bytes: Uint8Array): Promise<string> {
   // An OLE compound file (D0 CF 11 E0): what Word writes for a password-protected .docx.
   if (bytes[0] === 0xd0 && bytes[1] === 0xcf && bytes[2] === 0x11 && bytes[3] === 0xe0) {
@@ -163,49 +167,12 @@ async function docxText(name: string, bytes: Uint8Array): Promise<string> {
   }
   const mammoth = (await import('mammoth')).default;
   try {
-    const r = await mammoth.extractRawText({ buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
-    return r.value;
+    // HTML, not raw text: raw text puts every table cell in its own paragraph.
+    const r = await mammoth.convertToHtml({ buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
+    return htmlText(r.value);
   } catch (e) {
     throw new DocumentError('DOCUMENT_CORRUPT', name, `not a valid .docx (corrupt or truncated): ${firstLine(e)}`);
   }
-}
-
-/** Elements whose content is never text a reader sees. */
-const SKIPPED = new Set(['script', 'style', 'noscript', 'template', 'svg', 'head']);
-/** Elements that end a line of text. */
-const BLOCKS = new Set(['p', 'div', 'br', 'li', 'ul', 'ol', 'tr', 'table', 'section', 'article', 'header', 'footer', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'pre', 'blockquote', 'title', 'hr', 'dd', 'dt']);
-
-/** Block elements without content: one line break, at the opening tag. */
-const VOID_BLOCKS = new Set(['br', 'hr']);
-
-/** The visible text of an HTML page (entities decoded, scripts and styles dropped), blocks on their own lines. */
-export function htmlText(html: string): string {
-  let out = '';
-  let skip = 0;
-  const parser = new Parser(
-    {
-      onopentagname(tag) {
-        if (SKIPPED.has(tag)) skip++;
-        else if (BLOCKS.has(tag)) out += '\n';
-      },
-      onclosetag(tag) {
-        if (SKIPPED.has(tag)) skip = Math.max(0, skip - 1);
-        else if (BLOCKS.has(tag) && !VOID_BLOCKS.has(tag)) out += '\n';
-      },
-      ontext(t) {
-        if (skip === 0) out += t.replace(/[ \t\r\n\f]+/g, ' ');
-      },
-    },
-    { decodeEntities: true, lowerCaseTags: true },
-  );
-  parser.write(html);
-  parser.end();
-  return out
-    .split('\n')
-    .map((l) => l.trim())
-    .join('\n')
-    .replace(/\n{3,}/g, '\n\n')
-    .trim();
 }
 
 /** Markdown sections: one part per ATX heading (`# …` to `###### …`) outside fenced code. */

@@ -3,8 +3,11 @@
  * each between delimiters that name it. The chat template (or, without one, the transcript) then
  * renders that turn like any other, so the engine's tokenizer counts exactly what is fed.
  *
+ *   Cite the documents by their passage labels, like [notes.pdf p. 2].
+ *
  *   <document name="rope.pdf">
- *   …extracted text, or the chosen chunks each headed "[page 3, chunk 5]"…
+ *   [rope.pdf p. 1]
+ *   …the page's text (or of the chosen chunks, each passage under its label: citations.ts)…
  *   </document>
  *
  *   question
@@ -19,17 +22,19 @@ export function documentBlock(name: string, body: string): string {
   return `<document name="${name.replace(/"/g, "'")}">\n${body}\n</document>`;
 }
 
-/** The user turn's text: the document blocks, then the question. */
+/**
+ * How to cite, said once at the top of a turn that carries documents (in the turn, not the system
+ * prompt, so attaching a document later keeps the conversation's KV cache up to that turn).
+ */
+export const CITATION_NOTE = 'Cite the documents by their passage labels, like [notes.pdf p. 2].';
+
+/** The user turn's text: the citation note and the document blocks, then the question. */
 export function userTurnText(question: string, blocks: readonly string[]): string {
-  return blocks.length === 0 ? question : `${blocks.join('\n\n')}\n\n${question}`;
+  return blocks.length === 0 ? question : `${CITATION_NOTE}\n\n${blocks.join('\n\n')}\n\n${question}`;
 }
 
-/** Where a chunk comes from, for the reader and the model: "page 3, chunk 5" or "chunk 5". */
+/** Where a chunk comes from, for the "Used:" list: "page 3, chunk 5" or "chunk 5". */
 export function chunkLabel(c: Pick<Chunk, 'part' | 'index'>): string {
   return c.part ? `${c.part}, chunk ${c.index}` : `chunk ${c.index}`;
 }
 
-/** The body of a document given by some of its chunks (in document order), each under its label. */
-export function chunksBody(chunks: readonly Chunk[]): string {
-  return chunks.map((c) => `[${chunkLabel(c)}]\n${c.text.trim()}`).join('\n\n');
-}

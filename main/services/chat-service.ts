@@ -293,7 +293,7 @@ export class ChatService {
     const message = this.deps.store.appendMessage(conversationId, { role: 'assistant', content: '', status: 'streaming' });
     answer.messageId = message.id;
     this.deps.emit('budgetChanged', budget);
-    void this.stream(answer, message, this.generationRequest(prompt, contextShift, this.deps.store.conversationThinking(conversationId)), budget, prompt.documentParts);
+    void this.stream(answer, message, this.generationRequest(prompt, contextShift, this.deps.store.conversationThinking(conversationId)), budget, prompt);
     return message;
   }
 
@@ -324,7 +324,7 @@ export class ChatService {
   }
 
   /** Streams one answer to events and SQLite, then stores and announces its final state. Never rejects. */
-  private async stream(answer: ActiveAnswer, message: Message, request: GenerationRequest, budget: ContextBudget, documentParts: string[] | null): Promise<void> {
+  private async stream(answer: ActiveAnswer, message: Message, request: GenerationRequest, budget: ContextBudget, used: Pick<AssembledPrompt, 'documentParts' | 'documentRanges'>): Promise<void> {
     const { emit, store } = this.deps;
     const conversationId = message.conversationId;
     const messageId = message.id;
@@ -359,7 +359,7 @@ export class ChatService {
     }
     deltas.flush();
     const state = finalState(end, deltas.sent, deltas.sentReasoning);
-    if (state.stats && documentParts) state.stats = { ...state.stats, documentParts };
+    if (state.stats && used.documentParts) state.stats = { ...state.stats, documentParts: used.documentParts, ...(used.documentRanges ? { documentRanges: used.documentRanges } : {}) };
     const final = this.storeFinal(message, state);
     this.release(answer);
     // Restart before anyone hears of the end, so a send right after waits for the fresh worker.

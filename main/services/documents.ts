@@ -26,6 +26,8 @@ export interface AssembledPrompt {
   plain: ChatMessage[];
   /** Parts used, when some document was cut to its relevant chunks ("rope.pdf: page 3, chunk 5"). */
   documentParts: string[] | null;
+  /** For each of `documentParts`: the document and the chunk's UTF-16 range in its text (the reader opens there). */
+  documentRanges: { documentId: string; start: number; end: number }[] | null;
 }
 
 /** Documents attached to a message not stored yet (the composer's draft). */
@@ -43,11 +45,12 @@ export class DocumentService {
   ) {}
 
   /**
-   * Extracts, stores (once per content) and counts a file.
+   * Extracts (scanned pages and images by OCR), stores (once per content) and counts a file.
+   * @param signal stops the extraction (DOCUMENT_CANCELLED).
    * @throws DocumentError naming the file; nothing is stored then.
    */
-  async attach(name: string, bytes: Uint8Array, onProgress?: ExtractProgress): Promise<DocumentInfo> {
-    const extracted = await extractDocumentOffThread(name, bytes, { onProgress });
+  async attach(name: string, bytes: Uint8Array, onProgress?: ExtractProgress, signal?: AbortSignal): Promise<DocumentInfo> {
+    const extracted = await extractDocumentOffThread(name, bytes, { onProgress, signal });
     const stored = this.store.putDocument(extracted);
     return this.withTokens(stored);
   }
@@ -77,6 +80,7 @@ export class DocumentService {
       turns.push({ message: draftMessage(draft.content, attachments), attachments });
     }
     const texts = new Map(turns.map((t) => [t.message.id, t.attachments.map((a): AttachedText => ({ key: `${a.document.id}\u0000${model}`, name: a.document.name, text: a.document.text, parts: a.document.parts, fit: a.fit }))]));
+    const ids = turns.flatMap((t) => t.attachments.map((a) => a.document.id));
     const messages = turns.map((t) => t.message);
     const plain = [...system, ...historyMessages(messages)];
     const fitted = await fitDocuments({
@@ -87,7 +91,8 @@ export class DocumentService {
       room,
       cache: this.chunks,
     });
-    return { messages: fitted.messages, documentParts: fitted.documentParts, plain };
+    const documentRanges = fitted.usedRanges?.map((r) => ({ documentId: ids[r.attachment], start: r.start, end: r.end })) ?? null;
+    return { messages: fitted.messages, documentParts: fitted.documentParts, documentRanges, plain };
   }
 
   /** The document's info with its token count for the loaded model (counted once per model, stored). */

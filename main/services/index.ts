@@ -158,6 +158,8 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
   }
   const listChanged = () => emit('conversationsChanged', { conversations: store.listConversations() });
 
+  /** Attaches in progress by file name, for Stop. */
+  const attachesInFlight = new Map<string, AbortController[]>();
   const handlers: Handlers = {
     listConversations: async ({ search }) => store.listConversations(search),
     createConversation: async ({ title }) => {
@@ -206,7 +208,20 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     getBudget: ({ conversationId, draft, documents: docs }) => budget.getBudget(conversationId, draft, docs),
     attachDocument: async ({ name, data }) => {
       await models.ready();
-      return documents.attach(name, Buffer.from(data, 'base64'), (fraction) => emit('documentProgress', { name, fraction }));
+      // Stop (stopAttaching) aborts every attach of this name in progress.
+      const stop = new AbortController();
+      attachesInFlight.set(name, [...(attachesInFlight.get(name) ?? []), stop]);
+      try {
+        return await documents.attach(name, Buffer.from(data, 'base64'), (fraction, phase) => emit('documentProgress', { name, fraction, ...(phase ? { phase } : {}) }), stop.signal);
+      } finally {
+        const left = (attachesInFlight.get(name) ?? []).filter((c) => c !== stop);
+        if (left.length) attachesInFlight.set(name, left);
+        else attachesInFlight.delete(name);
+      }
+    },
+    stopAttaching: async ({ name }) => {
+      for (const c of attachesInFlight.get(name) ?? []) c.abort();
+      return null;
     },
     openDocument: ({ id }) => documents.open(id),
     getSettings: async () => settingsService.get(),

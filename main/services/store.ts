@@ -95,6 +95,9 @@ const MIGRATIONS: readonly string[] = [
   // (NULL: none), and a conversation's Think toggle (NULL: the chat template's default).
   `ALTER TABLE messages ADD COLUMN reasoning TEXT;
    ALTER TABLE conversations ADD COLUMN thinking INTEGER CHECK (thinking IS NULL OR thinking IN (0, 1));`,
+  // Pages of a document read by OCR, and pages without any text: JSON arrays of page numbers; NULL: none.
+  `ALTER TABLE documents ADD COLUMN ocr_pages TEXT;
+   ALTER TABLE documents ADD COLUMN pages_without_text TEXT;`,
 ];
 
 interface ConversationRow {
@@ -133,6 +136,8 @@ interface DocumentRow {
   tokens: number | null;
   tokens_model: string | null;
   created_at: number;
+  ocr_pages: string | null;
+  pages_without_text: string | null;
 }
 
 /** A stored document with its text and parts. */
@@ -339,7 +344,7 @@ export class ConversationStore {
     const rows = this.db.prepare(`SELECT * FROM messages WHERE conversation_id = ? ORDER BY seq`).all(conversationId) as MessageRow[];
     const docs = this.db
       .prepare(
-        `SELECT a.message_id, a.fit, d.id, d.hash, d.name, d.kind, d.size, d.tokens, d.tokens_model FROM attachments a
+        `SELECT a.message_id, a.fit, d.id, d.hash, d.name, d.kind, d.size, d.tokens, d.tokens_model, d.ocr_pages, d.pages_without_text FROM attachments a
          JOIN messages m ON m.id = a.message_id JOIN documents d ON d.id = a.document_id
          WHERE m.conversation_id = ? ORDER BY a.message_id, a.position`,
       )
@@ -438,7 +443,7 @@ export class ConversationStore {
    * Stores an extracted document, or returns the one with the same content (hash) already stored.
    * Until a message carries it, it is a draft: `releaseDraftDocuments` removes drafts.
    */
-  putDocument(d: ExtractedDocument): StoredDocument {
+  putDocument(d: Omit<ExtractedDocument, 'ocrPages' | 'pagesWithoutText'> & Partial<Pick<ExtractedDocument, 'ocrPages' | 'pagesWithoutText'>>): StoredDocument {
     const existing = this.db.prepare(`SELECT * FROM documents WHERE hash = ?`).get(d.hash) as DocumentRow | undefined;
     if (existing) return toStoredDocument(existing);
     const row: DocumentRow = {
@@ -452,11 +457,13 @@ export class ConversationStore {
       tokens: null,
       tokens_model: null,
       created_at: this.stamp(),
+      ocr_pages: pageList(d.ocrPages),
+      pages_without_text: pageList(d.pagesWithoutText),
     };
     this.db
       .prepare(
-        `INSERT INTO documents (id, hash, name, kind, size, text, parts, tokens, tokens_model, created_at)
-         VALUES (@id, @hash, @name, @kind, @size, @text, @parts, @tokens, @tokens_model, @created_at)`,
+        `INSERT INTO documents (id, hash, name, kind, size, text, parts, tokens, tokens_model, created_at, ocr_pages, pages_without_text)
+         VALUES (@id, @hash, @name, @kind, @size, @text, @parts, @tokens, @tokens_model, @created_at, @ocr_pages, @pages_without_text)`,
       )
       .run(row);
     return toStoredDocument(row);
@@ -678,8 +685,16 @@ function toSummary(r: ConversationRow): ConversationSummary {
   return summary;
 }
 
-function toDocumentInfo(r: Pick<DocumentRow, 'id' | 'hash' | 'name' | 'kind' | 'size' | 'tokens' | 'tokens_model'>): DocumentInfo {
-  return { id: r.id, name: r.name, kind: r.kind, size: r.size, hash: r.hash, tokens: r.tokens, fit: 'whole' };
+function toDocumentInfo(r: Pick<DocumentRow, 'id' | 'hash' | 'name' | 'kind' | 'size' | 'tokens' | 'tokens_model' | 'ocr_pages' | 'pages_without_text'>): DocumentInfo {
+  const info: DocumentInfo = { id: r.id, name: r.name, kind: r.kind, size: r.size, hash: r.hash, tokens: r.tokens, fit: 'whole' };
+  if (r.ocr_pages) info.ocrPages = JSON.parse(r.ocr_pages) as number[];
+  if (r.pages_without_text) info.pagesWithoutText = JSON.parse(r.pages_without_text) as number[];
+  return info;
+}
+
+/** Page numbers as stored: a JSON array, or NULL for none. */
+function pageList(pages: readonly number[] | undefined): string | null {
+  return pages && pages.length > 0 ? JSON.stringify(pages) : null;
 }
 
 function toStoredDocument(r: DocumentRow): StoredDocument {

@@ -1,28 +1,41 @@
 /**
- * Documents in the window: chips (a document's name and tokens; clicking one opens its extracted
+ * Documents in the window: chips (a document's name and tokens, pages read by OCR, pages without
+ * text; clicking one opens its extracted
  * text in the reader), the composer's attachments row with its Attach button (a file input), the
  * offer when the documents do not fit (raise the max context, use the relevant parts, cancel),
  * and the reader dialog. Files are only read as bytes here; the services extract the text.
  */
-import { useRef } from 'react';
+import { useEffect, useRef } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import { raiseToFit } from '../../main/contract/context-full.ts';
+import { noTextWarning, ocrNote, pageList } from '../../main/contract/document-pages.ts';
 import type { ContextBudget, DocumentInfo } from '../../main/contract/types.ts';
 import { useBudget, useChat, useModel, useStores } from '../hooks.ts';
 import { formatTokens } from '../lib/meter.ts';
 
-/** A document chip: opens the extracted text. */
-export function DocumentChip({ doc, onRemove }: { doc: Pick<DocumentInfo, 'id' | 'name' | 'tokens' | 'fit'>; onRemove?: () => void }) {
+type ChipDoc = Pick<DocumentInfo, 'id' | 'name' | 'tokens' | 'fit'> & Partial<Pick<DocumentInfo, 'kind' | 'ocrPages' | 'pagesWithoutText'>>;
+
+/**
+ * A document chip: opens the extracted text. It says which pages OCR read ("OCR p. 2–3") and,
+ * as a warning, which have no text at all ("no text p. 4"); the sentences (the CLI's words) are
+ * its tooltip.
+ */
+export function DocumentChip({ doc, onRemove }: { doc: ChipDoc; onRemove?: () => void }) {
   const stores = useStores();
   const tokens = doc.tokens === null ? '' : ` · ${formatTokens(doc.tokens)} tokens`;
+  const facts = { kind: doc.kind ?? '', ocrPages: doc.ocrPages, pagesWithoutText: doc.pagesWithoutText };
+  const notes = [ocrNote(facts), noTextWarning(facts)].filter((n): n is string => n !== null);
+  const title = [`Open the text of ${doc.name}`, ...notes].join('\n');
   return (
-    <span className="doc-chip" data-fit={doc.fit}>
-      <button type="button" className="doc-chip-open" title={`Open the text of ${doc.name}`} onClick={() => void stores.chat.getState().openDocument(doc.id)}>
+    <span className="doc-chip" data-fit={doc.fit} data-warning={doc.pagesWithoutText?.length ? 'true' : undefined}>
+      <button type="button" className="doc-chip-open" title={title} onClick={() => void stores.chat.getState().openDocument(doc.id)}>
         <span className="doc-chip-name">{doc.name}</span>
         <span className="doc-chip-meta">
           {tokens}
           {doc.fit === 'relevant' ? ' · relevant parts' : ''}
+          {doc.ocrPages?.length ? (doc.kind === 'image' ? ' · OCR' : ` · OCR p. ${pageList(doc.ocrPages)}`) : ''}
         </span>
+        {doc.pagesWithoutText?.length ? <span className="doc-chip-warning">{` · no text p. ${pageList(doc.pagesWithoutText)}`}</span> : null}
       </button>
       {onRemove && (
         <button type="button" className="doc-chip-remove" aria-label={`Remove ${doc.name}`} onClick={onRemove}>
@@ -40,6 +53,7 @@ export function Attachments() {
   const attachments = useChat((s) => s.attachments);
   const attaching = useChat(useShallow((s) => s.attaching));
   const progress = useChat((s) => s.progress);
+  const ocr = useChat((s) => s.ocr);
   return (
     <div className="attachments">
       <button type="button" className="btn btn-attach" onClick={() => input.current?.click()}>
@@ -62,7 +76,11 @@ export function Attachments() {
       ))}
       {attaching.map((name, i) => (
         <span key={`${name}-${i}`} className="doc-chip doc-chip-busy" role="status">
-          Reading {name}…{progress[name] !== undefined ? ` ${Math.round(progress[name] * 100)} %` : ''}
+          Reading {name}
+          {ocr[name] ? ' by OCR' : ''}…{progress[name] !== undefined ? ` ${Math.round(progress[name] * 100)} %` : ''}
+          <button type="button" className="doc-chip-remove" aria-label={`Stop reading ${name}`} onClick={() => stores.chat.getState().stopAttaching(name)}>
+            ×
+          </button>
         </span>
       ))}
     </div>
@@ -109,6 +127,24 @@ export function NotFitOffer({ budget }: { budget: ContextBudget }) {
   );
 }
 
+/** The text, with the highlighted passage (if any) marked and scrolled into view. */
+function ReaderText({ text, highlight }: { text: string; highlight?: { start: number; end: number } }) {
+  const mark = useRef<HTMLElement>(null);
+  useEffect(() => {
+    mark.current?.scrollIntoView({ block: 'start' });
+  }, [text, highlight?.start, highlight?.end]);
+  if (!highlight) return <pre className="doc-reader-text">{text}</pre>;
+  return (
+    <pre className="doc-reader-text">
+      {text.slice(0, highlight.start)}
+      <mark ref={mark} className="doc-reader-mark">
+        {text.slice(highlight.start, highlight.end)}
+      </mark>
+      {text.slice(highlight.end)}
+    </pre>
+  );
+}
+
 /** The reader: a document's extracted text, as plain text (never HTML). */
 export function DocumentReader() {
   const stores = useStores();
@@ -126,7 +162,7 @@ export function DocumentReader() {
             Close
           </button>
         </header>
-        <pre className="doc-reader-text">{doc.text}</pre>
+        <ReaderText text={doc.text} highlight={doc.highlight} />
       </div>
     </div>
   );

@@ -8,11 +8,13 @@
  * and can be deleted with their answer; a message the context-full policy leaves out is marked
  * "not in context".
  */
-import { memo, useEffect, useRef, useState, type KeyboardEvent } from 'react';
+import { Fragment, memo, useEffect, useRef, useState, type KeyboardEvent } from 'react';
+import { useShallow } from 'zustand/react/shallow';
 import { contextShiftNote } from '../../main/contract/context-full.ts';
 import type { AnswerStats, Message } from '../../main/contract/types.ts';
 import { formatTokens } from '../lib/meter.ts';
-import { useStores } from '../hooks.ts';
+import { findCitations } from '../lib/citations.ts';
+import { useChat, useStores } from '../hooks.ts';
 import type { LiveAnswer } from '../stores/chat.ts';
 import { CopyButton } from './CopyButton.tsx';
 import { Collapsible } from './Collapsible.tsx';
@@ -144,6 +146,7 @@ function AssistantMessage({ message, live, isLastAnswer, generating }: Omit<Mess
       )}
       {!streaming && (
         <div className="msg-footer">
+          {!streaming && message.content && <Citations text={message.content} />}
           {message.stats ? <Stats stats={message.stats} /> : message.status === 'cancelled' ? <span className="stats">{message.content ? 'Stopped' : 'Stopped before the first token'}</span> : null}
           <div className="msg-actions">
             <BranchSwitch message={message} disabled={generating} />
@@ -225,6 +228,53 @@ const FINISH_LABELS: Record<AnswerStats['finishReason'], string> = {
   error: 'the answer failed',
 };
 
+/** The citations of the conversation's documents in an answer, each a link that opens the reader at its page or section. */
+function Citations({ text }: { text: string }) {
+  const stores = useStores();
+  const documents = useChat(useShallow((s) => s.messages.flatMap((m) => m.documents ?? [])));
+  const cites = findCitations(text, documents);
+  if (cites.length === 0) return null;
+  return (
+    <div className="msg-cites">
+      Cited:{' '}
+      {cites.map((c, i) => (
+        <Fragment key={c.label}>
+          {i > 0 ? ' ' : ''}
+          <button type="button" className="link-btn" title={`Open ${c.label} in the reader`} onClick={() => void stores.chat.getState().openDocument(c.documentId, { part: c.part })}>
+            [{c.label}]
+          </button>
+        </Fragment>
+      ))}
+    </div>
+  );
+}
+
+/** "Used: …": the parts of documents the prompt held, each a link to its passage in the reader when its range is known. */
+function UsedParts({ stats }: { stats: AnswerStats }) {
+  const stores = useStores();
+  const parts = stats.documentParts ?? [];
+  return (
+    <span className="stats-parts">
+      Used:{' '}
+      {parts.map((p, i) => {
+        const r = stats.documentRanges?.[i];
+        return (
+          <Fragment key={i}>
+            {i > 0 ? '; ' : ''}
+            {r ? (
+              <button type="button" className="link-btn" title="Open this part in the reader" onClick={() => void stores.chat.getState().openDocument(r.documentId, { start: r.start, end: r.end })}>
+                {p}
+              </button>
+            ) : (
+              p
+            )}
+          </Fragment>
+        );
+      })}
+    </span>
+  );
+}
+
 function Stats({ stats }: { stats: AnswerStats }) {
   if (stats.generatedTokens === 0) {
     // No token: TTFT and tokens/s have nothing to measure ("TTFT 0 ms · 0.0 tok/s" would lie).
@@ -250,7 +300,7 @@ function Stats({ stats }: { stats: AnswerStats }) {
         </span>
       )}
       <span className={`finish finish-${stats.finishReason}`}>{stats.finishReason}</span>
-      {stats.documentParts && stats.documentParts.length > 0 && <span className="stats-parts">Used: {stats.documentParts.join('; ')}</span>}
+      {stats.documentParts && stats.documentParts.length > 0 && <UsedParts stats={stats} />}
     </span>
   );
 }

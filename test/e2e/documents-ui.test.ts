@@ -3,7 +3,8 @@
  * Debian's headless Chromium. Attach a .md and a .pdf through the Attach button (a file input),
  * see their chips and the meter's documents segment, ask, ask a follow-up whose stats show the
  * tokens reused from the KV cache, open a chip's text, attach a document that does not fit, take
- * "Use the relevant parts" and get an answer that names the parts used. A screenshot of that
+ * "Use the relevant parts" and get an answer that names the parts used; a PDF page without text
+ * is named on its chip; a scanned page is read by OCR, and Stop ends that. A screenshot of that
  * state goes to test/artifacts/documents.png.
  */
 import assert from 'node:assert/strict';
@@ -126,6 +127,12 @@ test('attach, see chips and the documents segment, ask, follow up with reused to
   await until('the offer is gone', async () => (await offer.count()) === 0);
   const answer = await ask('Where did the zebra run?');
   assert.match(answer, /Used: .*big\.md: § Part 17, chunk \d+/);
+  // Each part used is a link: the reader opens at that chunk, highlighted.
+  await page.locator('.msg-assistant').last().locator('.stats-parts .link-btn', { hasText: 'big.md: § Part 17' }).first().click();
+  const bigReader = page.getByRole('dialog', { name: 'big.md' });
+  await bigReader.waitFor();
+  assert.match(await bigReader.locator('.doc-reader-mark').innerText(), /# Part 17\s+The zebra ran to the river\./);
+  await bigReader.getByRole('button', { name: 'Close' }).click();
   mkdirSync(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: path.join(ARTIFACTS, 'documents.png') });
   assert.deepEqual(pageErrors, []);
@@ -157,5 +164,23 @@ test('a file dropped on the chat and a file pasted into the message box are atta
   await until('the pasted file is a chip too', async () => (await page.locator('.attachments .doc-chip-name').allInnerTexts()).join(',') === 'dropped.txt,pasted.md');
   assert.equal(await page.getByRole('textbox', { name: 'Message' }).inputValue(), '', 'a pasted file is not pasted as text');
   await until('the meter has a documents segment', async () => (await page.locator('.meter .seg-documents').count()) === 1);
+
+  // A PDF whose page 2 has no text (no text layer, no image for OCR): the chip names the page.
+  await attach([{ name: 'mixed.pdf', mimeType: 'application/pdf', buffer: buildPdf([['Page one has text.'], null]) }]);
+  const mixed = page.locator('.attachments .doc-chip').filter({ hasText: 'mixed.pdf' });
+  await mixed.waitFor();
+  assert.equal(await mixed.locator('.doc-chip-warning').innerText(), '· no text p. 2');
+  assert.match((await mixed.locator('.doc-chip-open').getAttribute('title')) ?? '', /page 2 has no text \(no text layer, and OCR found none\): left out/);
+
+  // A scanned page (a JPEG of this window): read by OCR, with its busy chip saying so; Stop ends it, attaching nothing, without a notice.
+  const shot = await page.screenshot({ type: 'jpeg', quality: 80 });
+  const notices = await page.locator('.notice').count();
+  await attach([{ name: 'scan.pdf', mimeType: 'application/pdf', buffer: buildPdf([{ jpeg: shot, width: 1440, height: 900 }]) }]);
+  const busy = page.locator('.attachments .doc-chip-busy', { hasText: 'scan.pdf' });
+  await until('the OCR is under way', async () => /Reading scan\.pdf by OCR…/.test((await busy.allInnerTexts()).join('')), 60_000);
+  await busy.getByRole('button', { name: 'Stop reading scan.pdf' }).click();
+  await until('the busy chip is gone', async () => (await busy.count()) === 0, 20_000);
+  assert.equal(await page.locator('.attachments .doc-chip-name', { hasText: 'scan.pdf' }).count(), 0, 'nothing attached');
+  assert.equal(await page.locator('.notice').count(), notices, 'no error notice for a Stop');
   assert.deepEqual(pageErrors, []);
 });

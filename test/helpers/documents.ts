@@ -11,13 +11,36 @@ function pdfString(s: string): string {
   return `(${s.replace(/[\\()]/g, (c) => `\\${c}`)})`;
 }
 
+/** A string drawn at a place on the page (page units from the bottom left), in the order given. */
+export interface PlacedLine {
+  x: number;
+  y: number;
+  text: string;
+}
+
+/** A scanned page: one JPEG covering the whole page, no text layer. */
+export interface ScannedPage {
+  jpeg: Buffer;
+  /** Pixels. */
+  width: number;
+  height: number;
+}
+
+/** Content stream of a page: lines one under the other from the top (14 pt leading), or each string at its place. */
+function textOps(lines: readonly string[] | readonly PlacedLine[]): string {
+  const placed = lines.filter((l): l is PlacedLine => typeof l !== 'string');
+  if (placed.length === 0) return `BT /F1 12 Tf 14 TL 72 740 Td ${(lines as string[]).map((l) => `${pdfString(l)} '`).join(' ')} ET`;
+  return `BT /F1 12 Tf ${placed.map((l) => `1 0 0 1 ${l.x} ${l.y} Tm ${pdfString(l.text)} Tj`).join(' ')} ET`;
+}
+
 /**
- * A PDF of Letter-sized pages. Each page is a list of lines drawn in Helvetica 12 pt; a page
- * given as `null` has no text at all, only a filled rectangle (what a scan looks like to a text
+ * A PDF of Letter-sized pages. Each page is a list of lines drawn in Helvetica 12 pt (or of
+ * strings drawn at given places, in the order given: the content stream's order; or a scanned
+ * page, one JPEG); a page given as `null` has no text at all, only a filled rectangle (what a scan looks like to a text
  * extractor). With `encrypted`, the trailer carries a standard security handler (R2) whose user
  * password is not empty, so a reader must refuse it without a password.
  */
-export function buildPdf(pages: (readonly string[] | null)[], opts: { encrypted?: boolean } = {}): Buffer {
+export function buildPdf(pages: (readonly string[] | readonly PlacedLine[] | ScannedPage | null)[], opts: { encrypted?: boolean } = {}): Buffer {
   const objects: string[] = [];
   const fontId = 3;
   const pageIds: number[] = [];
@@ -29,11 +52,17 @@ export function buildPdf(pages: (readonly string[] | null)[], opts: { encrypted?
     const pageId = next++;
     const contentId = next++;
     pageIds.push(pageId);
-    const ops =
-      lines === null
-        ? `0.5 g 72 72 400 600 re f`
-        : `BT /F1 12 Tf 14 TL 72 740 Td ${lines.map((l) => `${pdfString(l)} '`).join(' ')} ET`;
-    objects[pageId] = `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${contentId} 0 R /Resources << /Font << /F1 ${fontId} 0 R >> >> >>`;
+    let ops: string;
+    let images = '';
+    if (lines === null) ops = `0.5 g 72 72 400 600 re f`;
+    else if ('jpeg' in lines) {
+      const imageId = next++;
+      // The JPEG's bytes as they are (latin1 keeps every byte), decoded by the reader (DCTDecode).
+      objects[imageId] = `<< /Type /XObject /Subtype /Image /Width ${lines.width} /Height ${lines.height} /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /DCTDecode /Length ${lines.jpeg.length} >>\nstream\n${lines.jpeg.toString('latin1')}\nendstream`;
+      ops = `q 612 0 0 792 0 0 cm /Im1 Do Q`;
+      images = ` /XObject << /Im1 ${imageId} 0 R >>`;
+    } else ops = textOps(lines);
+    objects[pageId] = `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${contentId} 0 R /Resources << /Font << /F1 ${fontId} 0 R >>${images} >> >>`;
     objects[contentId] = `<< /Length ${Buffer.byteLength(ops, 'latin1')} >>\nstream\n${ops}\nendstream`;
   }
   objects[2] = `<< /Type /Pages /Kids [${pageIds.map((id) => `${id} 0 R`).join(' ')}] /Count ${pageIds.length} >>`;
@@ -61,8 +90,39 @@ function xmlEscape(s: string): string {
   return s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
 }
 
-/** A minimal .docx (WordprocessingML) with one paragraph per entry. */
-export async function buildDocx(paragraphs: readonly string[]): Promise<Buffer> {
+/** A table cell of a .docx fixture: `span` columns wide; `merge` starts ('restart') or continues a vertical merge. */
+export interface DocxCell {
+  text: string;
+  span?: number;
+  merge?: 'restart' | 'continue';
+}
+
+/** A block of a .docx fixture: a paragraph, a heading (Word's "heading N" style) or a table (rows of cells). */
+export type DocxBlock = string | { heading: string; level: 1 | 2 | 3 } | { table: (string | DocxCell)[][] };
+
+function docxParagraph(text: string, style?: string): string {
+  const props = style ? `<w:pPr><w:pStyle w:val="${style}"/></w:pPr>` : '';
+  return `<w:p>${props}<w:r><w:t xml:space="preserve">${xmlEscape(text)}</w:t></w:r></w:p>`;
+}
+
+function docxTable(rows: (string | DocxCell)[][]): string {
+  const cols = Math.max(...rows.map((r) => r.reduce((n, c) => n + (typeof c === 'string' ? 1 : (c.span ?? 1)), 0)));
+  const grid = `<w:tblGrid>${'<w:gridCol w:w="2000"/>'.repeat(cols)}</w:tblGrid>`;
+  const cell = (c: string | DocxCell) => {
+    const d = typeof c === 'string' ? { text: c } : c;
+    const props = [d.span ? `<w:gridSpan w:val="${d.span}"/>` : '', d.merge === 'restart' ? '<w:vMerge w:val="restart"/>' : d.merge === 'continue' ? '<w:vMerge/>' : ''].join('');
+    return `<w:tc><w:tcPr>${props}</w:tcPr>${docxParagraph(d.text)}</w:tc>`;
+  };
+  return `<w:tbl><w:tblPr/>${grid}${rows.map((r) => `<w:tr>${r.map(cell).join('')}</w:tr>`).join('')}</w:tbl>`;
+}
+
+const DOCX_STYLES = `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<w:styles xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">${[1, 2, 3]
+  .map((n) => `<w:style w:type="paragraph" w:styleId="Heading${n}"><w:name w:val="heading ${n}"/></w:style>`)
+  .join('')}</w:styles>`;
+
+/** A minimal .docx (WordprocessingML): one paragraph per string, headings and tables as given. */
+export async function buildDocx(blocks: readonly DocxBlock[]): Promise<Buffer> {
   const zip = new JSZip();
   zip.file(
     '[Content_Types].xml',
@@ -71,6 +131,7 @@ export async function buildDocx(paragraphs: readonly string[]): Promise<Buffer> 
 <Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>
 <Default Extension="xml" ContentType="application/xml"/>
 <Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/>
+<Override PartName="/word/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.styles+xml"/>
 </Types>`,
   );
   zip.file(
@@ -80,7 +141,17 @@ export async function buildDocx(paragraphs: readonly string[]): Promise<Buffer> 
 <Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/>
 </Relationships>`,
   );
-  const body = paragraphs.map((p) => `<w:p><w:r><w:t xml:space="preserve">${xmlEscape(p)}</w:t></w:r></w:p>`).join('');
+  zip.file(
+    'word/_rels/document.xml.rels',
+    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">
+<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" Target="styles.xml"/>
+</Relationships>`,
+  );
+  zip.file('word/styles.xml', DOCX_STYLES);
+  const body = blocks
+    .map((b) => (typeof b === 'string' ? docxParagraph(b) : 'heading' in b ? docxParagraph(b.heading, `Heading${b.level}`) : docxTable(b.table)))
+    .join('');
   zip.file(
     'word/document.xml',
     `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>

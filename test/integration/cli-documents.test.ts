@@ -3,7 +3,8 @@
  * stories260K): `--json` lists each document with its tokens as counted in the prompt (checked
  * against the prompt's own token count), bad documents exit 2 with one line naming the file,
  * a document that does not fit exits 2 with both numbers, and `--fit relevant` answers from the
- * part the question is about.
+ * part the question is about; pages without text and images read by OCR are said on stderr and
+ * in --json, with the passages the prompt held.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,6 +13,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { assertOneLineError, freshCacheDir, parseJsonRun, runChat, type ChatJson } from '../helpers/cli-run.ts';
 import { buildPdf } from '../helpers/documents.ts';
+import { renderTextImages } from '../helpers/rendered-text.ts';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-cli-docs-'));
 const file = (name: string, data: string | Buffer) => {
@@ -28,7 +30,11 @@ after(() => {
   rmSync(cache, { recursive: true, force: true });
 });
 
-type DocJson = ChatJson & { documents: { name: string; tokens: number }[]; documentParts?: string[] };
+type DocJson = ChatJson & {
+  documents: { name: string; tokens: number; pagesWithoutText?: number[]; ocrPages?: number[] }[];
+  documentParts?: string[];
+  passages?: { document: string; label: string; page?: number; section?: string; start: number; end: number }[];
+};
 
 test('--attach: documents in the prompt with their token counts, errors naming the file, not fitting, --fit relevant', async () => {
   const md = file('story.md', 'Lily had a red ball. She played in the park.\n\nTom had a blue kite.\n');
@@ -42,7 +48,7 @@ test('--attach: documents in the prompt with their token counts, errors naming t
   assert.equal(r.documentParts, undefined);
 
   const scan = file('scan.pdf', buildPdf([null]));
-  assertOneLineError(await runChat(['--attach', scan, 'q'], cache), 2, /scan\.pdf: no text found: a scanned PDF\?/);
+  assertOneLineError(await runChat(['--attach', scan, 'q'], cache), 2, /scan\.pdf: no text found: no text layer, and OCR found no text in its images/);
   assertOneLineError(await runChat(['--attach', path.join(dir, 'missing.txt'), 'q'], cache), 2, /missing\.txt: no such file/);
   assertOneLineError(await runChat(['--fit', 'most', '--attach', md, 'q'], cache), 2, /--fit must be relevant, got "most"/);
 
@@ -57,4 +63,29 @@ test('--attach: documents in the prompt with their token counts, errors naming t
   assert.ok(fit.documentParts!.some((p) => p.startsWith('big.md: § Part 17, chunk ')), fit.documentParts!.join('; '));
   assert.ok(fit.promptTokens.length + 20 <= 512, `${fit.promptTokens.length} prompt tokens`);
   assert.ok(fit.documents[0].tokens < 512);
+});
+
+test('--attach: a page without text is named on stderr and in --json, never dropped silently; --json lists the cited passages (issue 20)', async () => {
+  const pdf = file('mixed.pdf', buildPdf([['Page one speaks of ropes.'], ['Page two speaks of hemp.'], null, null]));
+  const r = await runChat(['--temperature', '0', '--max-tokens', '4', '--json', '--attach', pdf, 'What about hemp?'], cache);
+  const json = parseJsonRun(r) as DocJson;
+  assert.deepEqual(json.documents[0].pagesWithoutText, [3, 4]);
+  assert.equal(json.documents[0].ocrPages, undefined);
+  assert.match(r.stderr, /^note: mixed\.pdf: pages 3, 4 have no text \(no text layer, and OCR found none\): left out$/m);
+  // The passages in the prompt, each with its document, page and character range in the text.
+  const text = 'Page one speaks of ropes.\n\nPage two speaks of hemp.';
+  assert.deepEqual(json.passages, [
+    { document: 'mixed.pdf', label: 'mixed.pdf p. 1', page: 1, start: 0, end: 27 },
+    { document: 'mixed.pdf', label: 'mixed.pdf p. 2', page: 2, start: 27, end: text.length },
+  ]);
+});
+
+test('--attach an image: read by OCR, said on stderr, ocrPages in --json (issue 20)', async () => {
+  const [shot] = await renderTextImages([['The ferry to the island leaves at noon.']], 'png');
+  const png = file('ferry.png', shot.bytes);
+  const r = await runChat(['--temperature', '0', '--max-tokens', '4', '--json', '--attach', png, 'When does the ferry leave?'], cache);
+  const json = parseJsonRun(r) as DocJson;
+  assert.deepEqual(json.documents[0].ocrPages, [1]);
+  assert.match(r.stderr, /^note: ferry\.png: text read by OCR$/m);
+  assert.deepEqual(json.passages!.map((p) => p.label), ['ferry.png']);
 });

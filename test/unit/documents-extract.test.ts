@@ -34,10 +34,14 @@ describe('extractDocument', () => {
     assert.equal(d.text, 'Ropes are laid (twisted) in a ropewalk.\nA second line.\n\nPage three speaks of hemp.');
     assert.deepEqual(d.parts.map((p) => p.label), ['page 1', 'page 3']);
     assert.equal(d.text.slice(d.parts[1].start), 'Page three speaks of hemp.');
+    // Page 2 has no text layer and no image to read by OCR: named, not dropped silently.
+    assert.deepEqual(d.pagesWithoutText, [2]);
+    assert.deepEqual(d.ocrPages, []);
   });
 
   it('refuses a PDF without a text layer, an encrypted PDF and a corrupt one, naming the file', async () => {
-    await rejectsWith(extractDocument('scan.pdf', buildPdf([null, null])), 'DOCUMENT_NO_TEXT', 'scan.pdf', /no text found: a scanned PDF\?/);
+    await rejectsWith(extractDocument('scan.pdf', buildPdf([null, null])), 'DOCUMENT_NO_TEXT', 'scan.pdf', /no text found: no text layer, and OCR found no text in its images/);
+    await rejectsWith(extractDocument('scan.pdf', buildPdf([null, null]), { ocr: false }), 'DOCUMENT_NO_TEXT', 'scan.pdf', /no text found: a scanned PDF\? .*OCR is off/);
     await rejectsWith(extractDocument('locked.pdf', buildPdf([['secret']], { encrypted: true })), 'DOCUMENT_ENCRYPTED', 'locked.pdf', /encrypted/);
     const truncated = buildPdf([['cut short']]).subarray(0, 60);
     await rejectsWith(extractDocument('cut.pdf', truncated), 'DOCUMENT_CORRUPT', 'cut.pdf', /not a valid PDF/);
@@ -52,7 +56,7 @@ describe('extractDocument', () => {
 
   it('keeps the visible text of HTML, without scripts or styles', () => {
     const text = htmlText('<html><head><title>T</title><style>p{}</style></head><body><h1>Knots</h1><script>alert("x")</script><p>Bowline &amp; hitch</p><p>Reef<br>knot</p></body></html>');
-    assert.equal(text, 'Knots\n\nBowline & hitch\n\nReef\nknot');
+    assert.equal(text, '# Knots\n\nBowline & hitch\n\nReef\nknot');
   });
 
   it('reads text, code and Markdown (with sections) as UTF-8, and refuses binary files', async () => {
@@ -62,7 +66,7 @@ describe('extractDocument', () => {
     assert.equal(md.text.slice(md.parts[1].start, md.parts[1].start + 6), '## Use');
     assert.equal((await extractDocument('main.rs', enc('fn main() {}'))).kind, 'code');
     assert.equal((await extractDocument('LICENSE', enc('MIT'))).kind, 'text');
-    await rejectsWith(extractDocument('photo.png', new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 13])), 'DOCUMENT_UNSUPPORTED', 'photo.png', /unsupported type \.png/);
+    await rejectsWith(extractDocument('photo.gif', new Uint8Array([0x47, 0x49, 0x46, 0x38, 0, 0, 0, 13])), 'DOCUMENT_UNSUPPORTED', 'photo.gif', /unsupported type \.gif/);
     // A name that promises text, holding bytes that are not UTF-8: an encoding problem, said so.
     await rejectsWith(extractDocument('menu.txt', new Uint8Array([0x63, 0x61, 0x66, 0xe9])), 'DOCUMENT_UNSUPPORTED', 'menu.txt', /not a readable \.txt file: not UTF-8 text .*save it as UTF-8/);
     await rejectsWith(extractDocument('data.txt', new Uint8Array([1, 0, 2, 0])), 'DOCUMENT_UNSUPPORTED', 'data.txt', /not UTF-8 text \(a binary file/);
@@ -81,6 +85,6 @@ describe('extractDocumentOffThread', () => {
     const d = await extractDocumentOffThread('four.pdf', pdf, { offThreadBytes: 0, onProgress: (f) => progress.push(f) });
     assert.deepEqual(d, await extractDocument('four.pdf', pdf));
     assert.deepEqual(progress, [0.25, 0.5, 0.75, 1, 1]);
-    await rejectsWith(extractDocumentOffThread('scan.pdf', buildPdf([null]), { offThreadBytes: 0 }), 'DOCUMENT_NO_TEXT', 'scan.pdf', /scanned PDF/);
+    await rejectsWith(extractDocumentOffThread('scan.pdf', buildPdf([null]), { offThreadBytes: 0 }), 'DOCUMENT_NO_TEXT', 'scan.pdf', /no text layer, and OCR found no text/);
   });
 });

@@ -195,6 +195,7 @@ export class FakeApi {
       const { text: _t, parts: _p, ...info } = doc;
       return info;
     },
+    stopAttaching: () => null,
     openDocument: ({ id }) => {
       const d = this.documents.get(id);
       if (!d) throw new ApiError('NOT_FOUND', `no document ${id}`);

@@ -252,3 +252,17 @@ test('documents: stored once per content, released with the last message that ca
   assert.throws(() => s.attachDocuments(m1.id, [{ id: 'nope', fit: 'whole' }]), /no document with id nope/);
   s.close();
 });
+
+test('a document keeps the pages OCR read and the pages without text, in its info and on its messages', () => {
+  const s = new ConversationStore(freshDir());
+  const d = s.putDocument({ name: 'scan.pdf', kind: 'pdf', size: 9, hash: 'f'.repeat(64), text: 'one\n\ntwo', parts: [], ocrPages: [2], pagesWithoutText: [3, 4] });
+  const plain = s.putDocument({ name: 'a.txt', kind: 'text', size: 1, hash: 'e'.repeat(64), text: 'a', parts: [] });
+  assert.deepEqual([d.ocrPages, d.pagesWithoutText], [[2], [3, 4]]);
+  assert.equal('ocrPages' in plain || 'pagesWithoutText' in plain, false, 'absent when none');
+  const c = s.createConversation();
+  const m = s.appendMessage(c.id, { role: 'user', content: 'q', status: 'complete' });
+  s.attachDocuments(m.id, [{ id: d.id, fit: 'whole' }]);
+  const [info] = s.messages(c.id)[0].documents!;
+  assert.deepEqual([info.ocrPages, info.pagesWithoutText], [[2], [3, 4]]);
+  s.close();
+});

@@ -6,6 +6,7 @@
  * switching a document to its relevant parts recounts the budget (the meter's documents segment).
  */
 import type { DocumentFit, DocumentInfo, DocumentText } from '../../../main/contract/types.ts';
+import { partRange } from '../../lib/citations.ts';
 import type { ChatSlice } from './context.ts';
 
 /** A file as the window hands it over: its name and bytes (a DOM File has both). */
@@ -21,17 +22,25 @@ export interface DocumentsSlice {
   attaching: string[];
   /** Extraction progress (0…1) of large files being attached, by name. */
   progress: Record<string, number>;
+  /** Names of the files being read by OCR now (their progress is the OCR's). */
+  ocr: Record<string, true>;
   /** A `documentProgress` event. */
-  onDocumentProgress(e: { name: string; fraction: number }): void;
-  /** The document shown in the reader (a chip was opened), or null. */
-  reading: DocumentText | null;
+  onDocumentProgress(e: { name: string; fraction: number; phase?: 'ocr' }): void;
+  /** Stops reading the files of that name (the attach ends without a notice). */
+  stopAttaching(name: string): void;
+  /** The document shown in the reader (a chip, a "Used:" part or a citation was opened), or null. */
+  reading: (DocumentText & { highlight?: { start: number; end: number } }) | null;
   attachFiles(files: readonly FileLike[]): Promise<void>;
   removeAttachment(id: string): void;
   /** Sets how every attached document goes into the prompt ("use the relevant parts": 'relevant'). */
   setFit(fit: DocumentFit): void;
   /** Drops every attachment of the draft (the not-fit offer's Cancel). */
   clearAttachments(): void;
-  openDocument(id: string): Promise<void>;
+  /**
+   * Opens a document in the reader; `at` highlights a passage: a UTF-16 range of its text, or a
+   * part by label ('page 2', '§ Setup'; a citation). A part the document lacks opens it unhighlighted.
+   */
+  openDocument(id: string, at?: { start: number; end: number } | { part: string }): Promise<void>;
   closeDocument(): void;
 }
 
@@ -46,10 +55,16 @@ export const createDocumentsSlice: ChatSlice<DocumentsSlice> = (ctx) => (set, ge
   attachments: [],
   attaching: [],
   progress: {},
+  ocr: {},
   reading: null,
 
-  onDocumentProgress({ name, fraction }) {
-    if (get().attaching.includes(name)) set({ progress: { ...get().progress, [name]: fraction } });
+  onDocumentProgress({ name, fraction, phase }) {
+    if (!get().attaching.includes(name)) return;
+    set({ progress: { ...get().progress, [name]: fraction }, ...(phase === 'ocr' && !get().ocr[name] ? { ocr: { ...get().ocr, [name]: true } } : {}) });
+  },
+
+  stopAttaching(name) {
+    ctx.deps.api.stopAttaching({ name }).catch((e: unknown) => ctx.report(e));
   },
 
   async attachFiles(files) {
@@ -64,13 +79,15 @@ export const createDocumentsSlice: ChatSlice<DocumentsSlice> = (ctx) => (set, ge
           ctx.budget().schedule();
         }
       } catch (e) {
-        ctx.report(e);
+        // Stopped by the user: nothing to report.
+        if ((e as { code?: string }).code !== 'DOCUMENT_CANCELLED') ctx.report(e);
       } finally {
         const i = get().attaching.indexOf(file.name);
         const attaching = get().attaching.filter((_, j) => j !== i);
         const progress = { ...get().progress };
-        if (!attaching.includes(file.name)) delete progress[file.name];
-        set({ attaching, progress });
+        const ocr = { ...get().ocr };
+        if (!attaching.includes(file.name)) (delete progress[file.name], delete ocr[file.name]);
+        set({ attaching, progress, ocr });
       }
     }
   },
@@ -90,9 +107,11 @@ export const createDocumentsSlice: ChatSlice<DocumentsSlice> = (ctx) => (set, ge
     void ctx.budget().refresh();
   },
 
-  async openDocument(id) {
+  async openDocument(id, at) {
     try {
-      set({ reading: await ctx.deps.api.openDocument({ id }) });
+      const doc = await ctx.deps.api.openDocument({ id });
+      const highlight = at && 'part' in at ? partRange(doc.parts, at.part, doc.text.length) : at;
+      set({ reading: highlight ? { ...doc, highlight } : doc });
     } catch (e) {
       ctx.report(e);
     }
