@@ -36,6 +36,8 @@ import type { ModelManifest } from '../model/manifest.ts';
 import { availableMemory, bundleBytes, checkMemory, estimateMemory } from '../model/memory.ts';
 import { openDecoderBackend } from '../model/open-backend.ts';
 import { Sampler, SamplerScratch, validateSamplerOptions } from '../sampling/sampler.ts';
+import { probeChatTemplate, templateOrigin } from '../tokenizer/chat-template.ts';
+import { prestartTemplateSandbox } from '../tokenizer/template-sandbox.ts';
 import { TextTokenizer } from '../tokenizer/tokenizer.ts';
 import { commonPrefix, ContextShifter } from './context-shift.ts';
 import { Generation } from './generation.ts';
@@ -200,7 +202,8 @@ export class Engine {
   /**
    * Resolves (imports if needed), loads and opens a model.
    * @param source llama2.c checkpoint, Hugging Face folder, GGUF file or bundle.
-   * @throws ModelLoadError (also when the weights and the KV cache at the max context would not
+   * @throws TemplateError / TemplateLimitError when the chat template fails a test conversation,
+   *   ModelLoadError (also when the weights and the KV cache at the max context would not
    *   fit in the available memory: `checkMemory`), TokenizerError, InvalidOptionError.
    */
   static async load(source: string, opts: EngineOptions = {}): Promise<Engine> {
@@ -210,6 +213,7 @@ export class Engine {
     }
     const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress, { quantize: opts.quantize, signal: opts.signal });
     const m = bundle.manifest;
+    if (m.chatTemplate !== null) prestartTemplateSandbox(); // boots while the tokenizer is read
     const maxContext = opts.maxContext ?? m.config.trainedContext;
     const estimate = await estimateMemory(m, bundle.dir, maxContext);
     checkMemory(estimate, maxContext, opts.availableMemoryBytes ?? availableMemory(), bundle.dir);
@@ -227,6 +231,7 @@ export class Engine {
       exactVocab: m.source.kind === 'llama2c',
       chatTemplate: m.chatTemplate,
     });
+    if (m.chatTemplate !== null) probeChatTemplate((msgs) => tokenizer.renderChat(msgs), templateOrigin(m.source));
     const opened = await openDecoderBackend(bundle.modelPath, m.config, opts.backend, opts.executionProvider ?? 'cpu');
     try {
       return new Engine({ manifest: m, tokenizer, backend: opened.backend, bundleDir: bundle.dir, backendNote: opened.note, importNote: bundle.note, weights }, opts);
