@@ -1,9 +1,10 @@
 /**
  * Test helper for seeded fuzzing: runs one case with a time bound and sorts its end into
- * `ok` (it worked), `typed` (an EngineError / ServiceError: the clear error the app shows) or a
+ * `ok` (it worked), `typed` (an EngineError / ServiceError / DocumentError: the clear error the app shows) or a
  * finding (anything else thrown, or no end within the bound), and tracks the process's resident
  * memory so a case that allocates far more than its input justifies is a finding too.
  */
+import { DocumentError } from '../../main/documents/errors.ts';
 import { EngineError } from '../../main/engine/errors.ts';
 import { ServiceError } from '../../main/services/errors.ts';
 
@@ -19,7 +20,7 @@ export async function runCase(f: () => Promise<unknown>, boundMs: number, maxRss
   const run = f().then(
     (): CaseEnd => ({ kind: 'ok' }),
     (e: unknown): CaseEnd =>
-      e instanceof EngineError || e instanceof ServiceError
+      e instanceof EngineError || e instanceof ServiceError || e instanceof DocumentError
         ? { kind: 'typed', code: String(e.code) }
         : { kind: 'finding', what: `untyped ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`.slice(0, 300) },
   );
