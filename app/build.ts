@@ -10,6 +10,8 @@
  *   dist/app/main.js.
  * - dist/app/extract-worker.js: the document extraction worker (main/documents/extract-worker.ts),
  *   beside main.js for the same reason.
+ * - dist/app/template-worker.js: the chat-template sandbox (main/engine/tokenizer/template-worker.ts),
+ *   beside main.js and worker.js, both of which start it.
  * - dist/app/preload.cjs: the sandboxed preload, CommonJS, whose only require is `electron`
  *   (checked after the build: a sandboxed preload can require nothing else, and zod must not be
  *   in it).
@@ -41,7 +43,7 @@ const ESM_REQUIRE_BANNER = [
 const NODE_TARGET = 'node20'; // Electron 45 ships Node 22; the worker smoke test runs on Node 20.
 
 /** esbuild options of the three bundles, writing into `outDir`. */
-export function bundleOptions(outDir: string, root = PROJECT_ROOT): Record<'main' | 'worker' | 'extractWorker' | 'preload', esbuild.BuildOptions> {
+export function bundleOptions(outDir: string, root = PROJECT_ROOT): Record<'main' | 'worker' | 'extractWorker' | 'templateWorker' | 'preload', esbuild.BuildOptions> {
   const common: esbuild.BuildOptions = {
     absWorkingDir: root,
     bundle: true,
@@ -56,6 +58,7 @@ export function bundleOptions(outDir: string, root = PROJECT_ROOT): Record<'main
     main: { ...esm, entryPoints: [path.join(root, 'app/main.ts')], outfile: path.join(outDir, 'main.js') },
     worker: { ...esm, entryPoints: [path.join(root, 'main/engine-host/worker.ts')], outfile: path.join(outDir, 'worker.js') },
     extractWorker: { ...esm, entryPoints: [path.join(root, 'main/documents/extract-worker.ts')], outfile: path.join(outDir, 'extract-worker.js') },
+    templateWorker: { ...esm, entryPoints: [path.join(root, 'main/engine/tokenizer/template-worker.ts')], outfile: path.join(outDir, 'template-worker.js') },
     preload: {
       ...common,
       format: 'cjs',
@@ -82,7 +85,8 @@ export function checkPreloadBundle(file: string, metafile: esbuild.Metafile): vo
 /** Bundles main, worker and preload into `outDir` (default dist/app) and checks the preload. */
 export async function buildApp(outDir = path.join(PROJECT_ROOT, 'dist/app')): Promise<void> {
   const opts = bundleOptions(outDir);
-  const [, , , preload] = await Promise.all([esbuild.build(opts.main), esbuild.build(opts.worker), esbuild.build(opts.extractWorker), esbuild.build(opts.preload)]);
+  const builds = [opts.main, opts.worker, opts.extractWorker, opts.templateWorker].map((o) => esbuild.build(o));
+  const [preload] = await Promise.all([esbuild.build(opts.preload), ...builds]);
   checkPreloadBundle(opts.preload.outfile!, preload.metafile!);
 }
 
@@ -100,7 +104,7 @@ function buildRenderer(): void {
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
   try {
     await buildApp();
-    console.error('app/build: dist/app/main.js, dist/app/worker.js, dist/app/extract-worker.js, dist/app/preload.cjs');
+    console.error('app/build: dist/app/main.js, dist/app/worker.js, dist/app/extract-worker.js, dist/app/template-worker.js, dist/app/preload.cjs');
     buildRenderer();
   } catch (e) {
     console.error(`app/build: ${e instanceof Error ? e.message : String(e)}`);

@@ -111,6 +111,8 @@ function runApp(): void {
       started.then(
         (s) => {
           if (shutdown === 'running') store.add(forwardEvents(s.router, currentWindow));
+          // A damaged database was moved aside and a fresh one started: say so, naming both files.
+          if (s.storeRecovery) void dialog.showMessageBox({ type: 'warning', title: 'Ropewalk', message: 'Your conversations could not be opened', detail: s.storeRecovery.message });
         },
         (e: unknown) => fatal(`The app's services could not start: ${e instanceof Error ? e.message : String(e)}`),
       );

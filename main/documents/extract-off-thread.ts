@@ -2,13 +2,16 @@
  * Extraction off the main thread: a file larger than `OFF_THREAD_BYTES` is extracted in its own
  * worker thread (extract-worker.ts), so the window and IPC stay responsive while pdf.js or mammoth
  * parse it, with progress per PDF page (then per page read by OCR); `signal` stops it; a small file is extracted inline (starting a worker costs
- * more than parsing it). Same result and same `DocumentError`s as `extractDocument`.
+ * more than parsing it), except a PDF: a damaged one can leave a rejected promise inside pdf.js
+ * that nothing handles (found by fuzzing: test/fixtures/documents/pdf-unhandled-rejection.pdf),
+ * which ends a Node process, so every PDF is parsed in a worker whose death costs nothing.
+ * Same result and same `DocumentError`s as `extractDocument`.
  */
 import type { Worker } from 'node:worker_threads';
 import { firstLine } from '../common/errors.ts';
 import { workerThread } from '../common/worker-thread.ts';
 import { DocumentError, type DocumentErrorCode } from './errors.ts';
-import { extractDocument, type ExtractedDocument, type ExtractOptions, MAX_DOCUMENT_BYTES } from './extract.ts';
+import { documentKind, extractDocument, type ExtractedDocument, type ExtractOptions, MAX_DOCUMENT_BYTES } from './extract.ts';
 
 /**
  * Files above this many bytes go to a worker (256 KiB: measured here, a 60-page text PDF of that
@@ -22,12 +25,13 @@ type WorkerReply =
   | { type: 'error'; code: DocumentErrorCode; file: string; message: string };
 
 /**
- * Extracts `bytes` as `extractDocument` does, in a worker when it is large.
+ * Extracts `bytes` as `extractDocument` does, in a worker when it is large or a PDF.
  * @param opts.offThreadBytes threshold override (tests run the worker path on small files).
  * @throws DocumentError as extractDocument; DOCUMENT_UNREADABLE when the worker itself dies.
  */
 export async function extractDocumentOffThread(name: string, bytes: Uint8Array, opts: ExtractOptions & { offThreadBytes?: number } = {}): Promise<ExtractedDocument> {
-  if (bytes.length <= (opts.offThreadBytes ?? OFF_THREAD_BYTES) || bytes.length > MAX_DOCUMENT_BYTES) return extractDocument(name, bytes, opts);
+  const small = bytes.length <= (opts.offThreadBytes ?? OFF_THREAD_BYTES) && documentKind(name) !== 'pdf';
+  if (small || bytes.length > MAX_DOCUMENT_BYTES) return extractDocument(name, bytes, opts);
   if (opts.signal?.aborted) throw new DocumentError('DOCUMENT_CANCELLED', name, 'stopped before it was read');
   const worker = startWorker({ name, bytes, ocr: opts.ocr !== false });
   // Stop: the worker ends, and the OCR worker it started with it.

@@ -124,6 +124,32 @@ export class TokenizerError extends EngineError {
   }
 }
 
+/** How a chat template failed: it does not parse, it failed, it called raise_exception, or a limit. */
+export type TemplateFailure = 'syntax' | 'render' | 'raised' | 'limit';
+
+/**
+ * A chat template failed. `detail` is the phrase after "the chat template", e.g. "has a syntax
+ * error: …"; `origin`, when known, names where the template came from (a file, GGUF metadata).
+ */
+export class TemplateError extends TokenizerError {
+  constructor(readonly kind: TemplateFailure, readonly detail: string, origin?: string, options?: { cause?: unknown }) {
+    super(`the chat template${origin ? ` in ${origin}` : ''} ${detail}`, options);
+    this.name = 'TemplateError';
+  }
+}
+
+/**
+ * A chat template passed a rendering limit (evaluation steps, characters produced, wall time,
+ * memory): it is stopped, not run on. `detail` says which, e.g. "ran longer than 1000 ms".
+ */
+export class TemplateLimitError extends TemplateError {
+  constructor(detail: string, origin?: string) {
+    super('limit', detail, origin);
+    this.name = 'TemplateLimitError';
+    this.message = this.message.replace(detail, `${detail} and was stopped`);
+  }
+}
+
 /** The engine worker thread exited or crashed; the host restarts it. */
 export class WorkerCrashedError extends EngineError {
   constructor(message: string) {

@@ -8,13 +8,14 @@
  * Exit codes: 0 after SIGINT/SIGTERM (answer stopped and kept, worker stopped, database closed),
  * 130 after a second one (at once, once the engine worker is at a safe point: exitProcess; ended
  * by that signal instead when one native run outlasts 3 s),
- * 1 when the server cannot start (port taken, unreadable database), 2 for a bad option (one line
- * on stderr).
+ * 1 when the server cannot start (an unreadable database), 2 for a bad option, a port taken, an
+ * unusable data folder or a database from a newer version (one line on stderr). A damaged
+ * database is moved aside and a fresh one started, with one `warning:` line on stderr.
  */
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import { maxContextCaution } from '../contract/context-caution.ts';
-import { firstLine } from '../services/errors.ts';
+import { firstLine, ServiceError } from '../services/errors.ts';
 import { startBackend } from '../composition/start-backend.ts';
 import { exitProcess } from '../engine-host/host.ts';
 import { parseServeOptions, USAGE, UsageError } from './options.ts';
@@ -40,6 +41,7 @@ async function main(argv: string[]): Promise<void> {
     process.stderr.write(`note: ${opts.staticDir} has no index.html; build the renderer (npm run serve builds it)\n`);
   }
   process.stderr.write(`data: ${services.store.file}\n`);
+  if (services.storeRecovery) process.stderr.write(`warning: ${services.storeRecovery.message}\n`);
   void services.models.start().then(() => {
     const s = services.models.state;
     if (s.error) process.stderr.write(`model: ${s.error}\n`);
@@ -83,5 +85,10 @@ function listenError(e: unknown, port: number | undefined): unknown {
 
 main(process.argv.slice(2)).catch((e: unknown) => {
   process.stderr.write(`error: ${firstLine(e)}\n`);
-  process.exit(e instanceof UsageError ? 2 : 1);
+  process.exit(e instanceof UsageError || isDataError(e) ? 2 : 1);
 });
+
+/** An unusable data folder or a database from a newer version: the README's exit 2. */
+function isDataError(e: unknown): boolean {
+  return e instanceof ServiceError && (e.code === 'DATA_DIR' || e.code === 'SCHEMA_TOO_NEW');
+}

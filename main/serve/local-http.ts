@@ -19,8 +19,12 @@
  *   (`invalid_host` when the refused line is the Host header, else `invalid_request`), 431 or
  *   408, then the connection closes. As Node's own handler, only on a connection that has not
  *   been answered yet: a second response written into the first would corrupt it.
+ * - Slow and numerous clients (`EDGE_LIMITS`): headers must arrive within 10 s, a whole request
+ *   within 30 s (checked every second: 408, closed), an idle kept-alive connection closes after
+ *   5 s, and one client address holds at most 64 connections (the next: 503, closed).
  */
 import http from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { errorJson, sendError } from './openai.ts';
 import { ApiError } from './openai-request.ts';
@@ -107,19 +111,77 @@ function answerOnSocket(socket: Duplex, err: ApiError): void {
   );
 }
 
+/** The edge's bounds on slow and numerous clients (both listeners use `EDGE_LIMITS`). */
+export interface EdgeLimits {
+  /** Time for a request's headers to arrive (Node's `headersTimeout`), ms. */
+  headersTimeoutMs: number;
+  /** Time for a whole request, body included, to arrive (`requestTimeout`), ms; ≥ headersTimeoutMs. */
+  requestTimeoutMs: number;
+  /** Idle time of a kept-alive connection between requests (`keepAliveTimeout`), ms. */
+  keepAliveTimeoutMs: number;
+  /** How often Node checks the two request timeouts (`connectionsCheckingInterval`), ms. */
+  checkIntervalMs: number;
+  /** Open connections one client address may hold; the next is answered 503 and closed. */
+  maxConnectionsPerClient: number;
+}
+
+/**
+ * Node's defaults are 60 s for headers and 300 s for a request, checked every 30 s: a client
+ * sending a byte a second held its connection for over a minute. A local client sends a request
+ * in milliseconds; an answer that streams for minutes is not bounded by these (they end when the
+ * request has arrived). Every client here is 127.0.0.1, so the per-client cap bounds all of them:
+ * 64 is ten browsers' worth of connections and far below the process's file descriptors.
+ */
+export const EDGE_LIMITS: EdgeLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  checkIntervalMs: 1_000,
+  maxConnectionsPerClient: 64,
+};
+
+/** Counts each client address's open connections; one past the cap is answered 503 and closed. */
+function capConnections(server: http.Server, max: number): void {
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const client = socket.remoteAddress ?? '';
+    const n = (open.get(client) ?? 0) + 1;
+    if (n > max) {
+      socket.on('error', () => socket.destroy());
+      answerOnSocket(socket, new ApiError(503, 'too_many_connections', `${client} already has ${max} open connections to this server; close some and retry`));
+      return;
+    }
+    open.set(client, n);
+    socket.once('close', () => {
+      const left = (open.get(client) ?? 1) - 1;
+      if (left > 0) open.set(client, left);
+      else open.delete(client);
+    });
+  });
+}
+
 /**
  * An HTTP server whose `handler` sees only requests with one well-formed Host and an origin-form
  * target (an absolute-form one for this server is rewritten to it; see the top of this file for
- * what the others get). Listen on 127.0.0.1 as before.
+ * what the others get), within `limits` (a request too slow to arrive: 408; a client over the
+ * connection cap: 503; both then closed). Listen on 127.0.0.1 as before.
  * @param port the port it listens on, once known (for the messages).
+ * @param limits `EDGE_LIMITS` unless a test injects short ones.
  */
-export function createLocalHttpServer(port: () => number, handler: http.RequestListener): http.Server {
+export function createLocalHttpServer(port: () => number, handler: http.RequestListener, limits: EdgeLimits = EDGE_LIMITS): http.Server {
   // Node answers a missing Host itself (an empty 400) unless told not to; malformedHost does.
-  const server = http.createServer({ requireHostHeader: false }, (req, res) => {
+  const server = http.createServer({
+    requireHostHeader: false,
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    connectionsCheckingInterval: limits.checkIntervalMs,
+  }, (req, res) => {
     const bad = malformedHost(req.rawHeaders, port()) ?? absoluteTarget(req, port());
     if (bad) sendError(res, bad);
     else handler(req, res);
   });
+  capConnections(server, limits.maxConnectionsPerClient);
   server.on('clientError', (err: Error & { code?: string }, socket: Duplex & { bytesWritten?: number }) => {
     // Node's own rule: a reset needs no answer, and an answered connection gets none (it would
     // land inside the earlier response).

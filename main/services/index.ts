@@ -25,7 +25,8 @@ import { ModelService } from './model-service.ts';
 import { RemoteKeyStore, type SecretCipher } from './secrets.ts';
 import { FALLBACK_MAX_CONTEXT, SettingsService } from './settings.ts';
 import { ModelLibraryService } from './model-library.ts';
-import { ConversationStore } from './store.ts';
+import type { ConversationStore } from './store.ts';
+import { openConversationStore, type StoreRecovery } from './store-recovery.ts';
 
 export interface StartServicesOptions {
   /** Folder of the database (`ropewalk.db`); created if missing. */
@@ -84,6 +85,8 @@ export interface Services {
   /** What the services use: the local worker or a remote engine. */
   engine: EngineSwitch;
   store: ConversationStore;
+  /** Set when the database was damaged at start, moved aside and replaced by a fresh one. */
+  storeRecovery: StoreRecovery | null;
   models: ModelService;
   chat: ChatService;
   /** What `serve` mode's OpenAI-compatible endpoints run on. */
@@ -97,11 +100,13 @@ export interface Services {
 export const INTERRUPTED_MESSAGE = 'the app stopped while this answer was being generated';
 
 /**
- * Opens the store in `dataDir`, starts the engine host and wires every handler.
- * @throws ServiceError DATA_DIR / SCHEMA_TOO_NEW, or SQLite's error for an unreadable database.
+ * Opens the store in `dataDir` (a damaged database is moved aside and a fresh one started:
+ * `storeRecovery`), starts the engine host and wires every handler.
+ * @throws ServiceError DATA_DIR / SCHEMA_TOO_NEW, or SQLite's error for a database that cannot
+ *   be read for another reason than damage (permissions, I/O).
  */
 export async function startServices(opts: StartServicesOptions): Promise<Services> {
-  const store = new ConversationStore(opts.dataDir);
+  const { store, recovery: storeRecovery } = openConversationStore(opts.dataDir);
   store.recoverInterrupted(INTERRUPTED_MESSAGE);
   store.releaseDraftDocuments();
   const host = new EngineHost();
@@ -284,6 +289,7 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     host,
     engine,
     store,
+    storeRecovery,
     models,
     chat,
     completions,

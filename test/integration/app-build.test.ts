@@ -5,7 +5,7 @@
  * bundle loads the real stories260K model in a plain Node worker thread and generates.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,7 +15,8 @@ import { Worker } from 'node:worker_threads';
 import * as esbuild from 'esbuild';
 import { bundleOptions, checkPreloadBundle, EXTERNAL_PACKAGES } from '../../app/build.ts';
 import { channelOf, EVENT_CHANNEL, METHOD_NAMES } from '../../main/contract/names.ts';
-import { PROJECT_ROOT, STORIES_BIN } from '../helpers/paths.ts';
+import { withStringMetadata } from '../helpers/gguf-edit.ts';
+import { PROJECT_ROOT, STORIES_BIN, STORIES_GGUF } from '../helpers/paths.ts';
 
 // Inside the project, so the bundles see package.json ("type": "module") and node_modules.
 const OUT = path.join(PROJECT_ROOT, 'test', 'artifacts', `app-build-${process.pid}`, 'app');
@@ -26,6 +27,7 @@ before(async () => {
   checkPreloadBundle(opts.preload.outfile!, preload.metafile!);
   await esbuild.build({ ...opts.main, logLevel: 'silent' });
   await esbuild.build({ ...opts.worker, logLevel: 'silent' });
+  await esbuild.build({ ...opts.templateWorker, logLevel: 'silent' });
 });
 after(() => rmSync(path.dirname(OUT), { recursive: true, force: true }));
 
@@ -84,7 +86,36 @@ describe('main bundle', () => {
   });
 });
 
+/** Sends `msg` to `worker` and resolves with the reply of the same id (`loaded` info or `result` value). */
+function ask(worker: Worker, msg: { type: string; id: number } & Record<string, unknown>): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (m: { type: string; id: number; info?: unknown; value?: unknown; error?: unknown }) => {
+      if (m.id !== msg.id || m.type === 'progress') return;
+      worker.off('message', onMessage);
+      if (m.type === 'error') reject(new Error(JSON.stringify(m.error)));
+      else resolve(m.type === 'loaded' ? m.info : m.value);
+    };
+    worker.on('message', onMessage);
+    worker.postMessage(msg);
+  });
+}
+
 describe('engine worker bundle', () => {
+  it('renders a chat template in the bundled template sandbox beside it', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-worker-bundle-'));
+    const gguf = path.join(dir, 'raw.gguf');
+    writeFileSync(gguf, withStringMetadata(readFileSync(STORIES_GGUF), 'tokenizer.chat_template', '{% raw %}{{ x }}{% endraw %}{{ messages[0].content }}'));
+    const worker = new Worker(opts.worker.outfile!);
+    try {
+      await ask(worker, { type: 'load', id: 1, source: gguf, options: { cacheDir: path.join(dir, 'cache') } });
+      const prompt = await ask(worker, { type: 'renderChat', id: 2, messages: [{ role: 'user', content: 'Hi' }] });
+      assert.equal(String(prompt).trimEnd(), '{{ x }}Hi');
+    } finally {
+      await worker.terminate();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('loads stories260K in a plain Node worker and generates greedily', async () => {
     const cacheDir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-worker-bundle-'));
     const worker = new Worker(opts.worker.outfile!);

@@ -41,6 +41,8 @@ import { availableMemory, bundleBytes, checkMemory, estimateMemory } from '../mo
 import { openDecoderBackend } from '../model/open-backend.ts';
 import { tokenLogprob, type TokenLogprob } from '../sampling/logprobs.ts';
 import { Sampler, SamplerScratch, validateSamplerOptions } from '../sampling/sampler.ts';
+import { probeChatTemplate, templateOrigin } from '../tokenizer/chat-template.ts';
+import { prestartTemplateSandbox } from '../tokenizer/template-sandbox.ts';
 import { TextTokenizer } from '../tokenizer/tokenizer.ts';
 import { commonPrefix, ContextShifter } from './context-shift.ts';
 import { Generation } from './generation.ts';
@@ -229,7 +231,8 @@ export class Engine {
   /**
    * Resolves (imports if needed), loads and opens a model.
    * @param source llama2.c checkpoint, Hugging Face folder, GGUF file or bundle.
-   * @throws ModelLoadError (also when the weights and the KV cache at the max context would not
+   * @throws TemplateError / TemplateLimitError when the chat template fails a test conversation,
+   *   ModelLoadError (also when the weights and the KV cache at the max context would not
    *   fit in the available memory: `checkMemory`), TokenizerError, InvalidOptionError.
    */
   static async load(source: string, opts: EngineOptions = {}): Promise<Engine> {
@@ -242,6 +245,7 @@ export class Engine {
     const target = engineGraphTarget(provider.ep, opts.graphDtype);
     const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress, { quantize: opts.quantize, signal: opts.signal, target });
     const m = bundle.manifest;
+    if (m.chatTemplate !== null) prestartTemplateSandbox(); // boots while the tokenizer is read
     const maxContext = opts.maxContext ?? m.config.trainedContext;
     const estimate = await estimateMemory(m, bundle.dir, maxContext);
     checkMemory(estimate, maxContext, opts.availableMemoryBytes ?? availableMemory(), bundle.dir);
@@ -259,6 +263,7 @@ export class Engine {
       exactVocab: m.source.kind === 'llama2c',
       chatTemplate: m.chatTemplate,
     });
+    if (m.chatTemplate !== null) probeChatTemplate((msgs) => tokenizer.renderChat(msgs), templateOrigin(m.source));
     const opened = await openDecoderBackend(bundle.modelPath, m.config, opts.backend, provider.ep, m.dtype);
     const adapter = opened.backend.info.executionProvider === provider.ep ? provider.adapter : null;
     try {

@@ -2,19 +2,22 @@
  * Chat messages → prompt text.
  *
  * Contract: `renderChatTemplate` renders a model's Jinja chat template (Hugging Face
- * `tokenizer_config.json` `chat_template`) with `@huggingface/jinja`, exactly as transformers'
- * `apply_chat_template(..., tokenize=False)` does: variables `messages`, `add_generation_prompt`,
- * `bos_token`, `eos_token`, plus any `extra` (e.g. `enable_thinking` for Qwen3). An assistant
- * message's reasoning goes in as `reasoning_content`, and `enableThinking` as `enable_thinking`,
- * only to a template that reads them (Qwen3's: it drops earlier turns' reasoning itself); any
- * other template sees the content alone, as vLLM and llama.cpp's server pass them. A template that
- * does not parse, or that fails or calls `raise_exception` while rendering, throws
- * `TokenizerError`. `promptFromMessages` is the fallback for completion models without a
+ * `tokenizer_config.json` `chat_template`, GGUF `tokenizer.chat_template`) as transformers'
+ * `apply_chat_template(..., tokenize=False)` does with Python's jinja2: variables `messages`,
+ * `add_generation_prompt`, `bos_token`, `eos_token`, plus any `extra` (e.g. `enable_thinking` for
+ * Qwen3). An assistant message's reasoning goes in as `reasoning_content`, and `enableThinking` as
+ * `enable_thinking`, only to a template that reads them (Qwen3's: it drops earlier turns' reasoning
+ * itself); any other template sees the content alone, as vLLM and llama.cpp's server pass them.
+ * It renders in a sandbox worker with time, step and size limits (template-sandbox.ts);
+ * a template past a limit throws `TemplateLimitError`; one that does not parse, or that fails or
+ * calls `raise_exception` while rendering, throws `TokenizerError`. `PROBE_CONVERSATION` is what
+ * a model's template must render when the model loads. `promptFromMessages` is the fallback for completion models without a
  * template (llama2.c stories260K). Text in, text out: tokenization happens in `tokenizer.ts`.
  */
 
-import { Template } from '@huggingface/jinja';
-import { TokenizerError } from '../errors.ts';
+import { TemplateError, TemplateLimitError } from '../errors.ts';
+import { DEFAULT_RENDER_LIMITS, type RenderLimits } from './jinja-compat.ts';
+import { renderInSandbox } from './template-sandbox.ts';
 
 export type ChatRole = 'system' | 'user' | 'assistant';
 
@@ -36,47 +39,40 @@ export interface ChatTemplateOptions {
   extra?: Record<string, unknown>;
 }
 
-// Parsing a template is far costlier than rendering it, and a conversation renders the same
-// template every turn: keep the last one compiled.
-let cached: { source: string; template: Template } | null = null;
-
-/** Parses `source`, or throws `TokenizerError` quoting the parser's message. */
-function compile(source: string): Template {
-  if (cached?.source === source) return cached.template;
-  let template: Template;
-  try {
-    template = new Template(source);
-  } catch (cause) {
-    throw new TokenizerError(`the chat template has a syntax error: ${messageOf(cause)}`, { cause });
-  }
-  cached = { source, template };
-  return template;
+/**
+ * Limits for rendering `messages`: the defaults (1 s; 2 M steps; 1 M characters), raised with the
+ * conversation so a long one never trips them: 1,000 more steps per message and twice the
+ * messages' own characters more output.
+ */
+export function limitsFor(messages: ChatMessage[]): RenderLimits {
+  const chars = messages.reduce((n, m) => n + m.content.length + (m.reasoning?.length ?? 0), 0);
+  const d = DEFAULT_RENDER_LIMITS;
+  return { timeMs: d.timeMs, maxSteps: d.maxSteps + 1000 * messages.length, maxOutputChars: d.maxOutputChars + 2 * chars };
 }
 
 /**
  * Renders `template` for `messages` and returns the prompt text, special tokens spelled as text
- * (e.g. `<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n` for Qwen).
- * Throws `TokenizerError` when the template does not parse or fails while rendering.
+ * (e.g. `<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n` for Qwen). Rendering runs in
+ * the template sandbox (template-sandbox.ts) within `limitsFor(messages)`, with Jinja2's
+ * behaviour where the library differs (jinja-compat.ts).
+ * @throws TemplateLimitError past a limit; TokenizerError when the template does not parse or
+ *   fails while rendering.
  */
 export function renderChatTemplate(
   template: string,
   messages: ChatMessage[],
   opts: ChatTemplateOptions,
 ): string {
-  const compiled = compile(template);
-  try {
-    return compiled.render({
-      // Fresh objects: a template may not mutate the caller's messages.
-      messages: messages.map((m) => templateMessage(m, template)),
-      add_generation_prompt: opts.addGenerationPrompt,
-      bos_token: opts.bosToken ?? '',
-      eos_token: opts.eosToken ?? '',
-      ...(opts.enableThinking !== undefined && template.includes('enable_thinking') ? { enable_thinking: opts.enableThinking } : {}),
-      ...opts.extra,
-    });
-  } catch (cause) {
-    throw new TokenizerError(`the chat template failed to render: ${messageOf(cause)}`, { cause });
-  }
+  const variables = {
+    // Fresh objects: a template may not mutate the caller's messages.
+    messages: messages.map((m) => templateMessage(m, template)),
+    add_generation_prompt: opts.addGenerationPrompt,
+    bos_token: opts.bosToken ?? '',
+    eos_token: opts.eosToken ?? '',
+    ...(opts.enableThinking !== undefined && template.includes('enable_thinking') ? { enable_thinking: opts.enableThinking } : {}),
+    ...opts.extra,
+  };
+  return renderInSandbox(template, variables, limitsFor(messages));
 }
 
 /** A message as the template reads it: reasoning as `reasoning_content` only where the template uses that name. */
@@ -84,6 +80,38 @@ function templateMessage(m: ChatMessage, template: string): Record<string, strin
   const out: Record<string, string> = { role: m.role, content: m.content };
   if (m.reasoning && m.role === 'assistant' && template.includes('reasoning_content')) out.reasoning_content = m.reasoning;
   return out;
+}
+
+/** The conversation a model's template must render at load: a short exchange, then a question. */
+export const PROBE_CONVERSATION: ChatMessage[] = [
+  { role: 'user', content: 'Hello!' },
+  { role: 'assistant', content: 'Hello! How can I help?' },
+  { role: 'user', content: 'Tell me a short story.' },
+];
+
+/** Where a model's template came from, for messages: the file and the field within it. */
+export function templateOrigin(source: { kind: string; path: string }): string {
+  if (source.kind === 'gguf') return `${source.path} (GGUF metadata tokenizer.chat_template)`;
+  if (source.kind === 'hf') return `${source.path} (tokenizer_config.json chat_template or chat_template.jinja)`;
+  return source.path;
+}
+
+/**
+ * The load-time check of a model's template: renders `PROBE_CONVERSATION` with `render` (the
+ * tokenizer's `renderChat`), so a hostile or broken template is refused when the model loads, in
+ * at most its time limit, instead of on the first message. A template's own `raise_exception`
+ * is accepted: it may refuse the probe's conversation, not every conversation.
+ * @throws TemplateLimitError / TemplateError naming `origin` (see `templateOrigin`).
+ */
+export function probeChatTemplate(render: (messages: ChatMessage[]) => string, origin: string): void {
+  try {
+    render(PROBE_CONVERSATION);
+  } catch (e) {
+    if (!(e instanceof TemplateError)) throw e;
+    if (e.kind === 'raised') return;
+    if (e.kind === 'limit') throw new TemplateLimitError(`${e.detail} on a test conversation at load`, origin);
+    throw new TemplateError(e.kind, e.detail, origin, { cause: e });
+  }
 }
 
 /**
@@ -103,6 +131,3 @@ export function promptFromMessages(messages: ChatMessage[]): string {
   return text;
 }
 
-function messageOf(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
