@@ -7,7 +7,9 @@
  *   - `nodesOnCpu === 0` on WebGPU (every node on the GPU: needs the WebGPU graph of branch
  *     gpu-graph, no FusedMatMul; with the float32 CPU graph the 35 FusedMatMul stay on the CPU);
  *   - no adapter (the Vulkan loader pointed at no driver, VK_ICD_FILENAMES): `--ep auto` falls
- *     back to the CPU with its note; `--ep webgpu` says why and runs on the CPU.
+ *     back to the CPU with its note; `--ep webgpu` says why and runs on the CPU;
+ *   - a model the WebGPU kernels refuse at load (Q4_0 today: GatherBlockQuantized) runs on the
+ *     CPU after a note instead of failing.
  * Without any Vulkan adapter the WebGPU tests fail saying so (they are not skipped).
  */
 import assert from 'node:assert/strict';
@@ -57,6 +59,15 @@ for (const m of MODELS) {
     assert.equal(j.stats.nodesOnCpu, 0, `ONNX Runtime left ${j.stats.nodesOnCpu} compute nodes on the CPU`);
   });
 }
+
+test('a model WebGPU opens but cannot run (whatever the reason) never fails the load: on WebGPU, or on the CPU after a note saying why', async () => {
+  const q4 = MODELS[2];
+  const r = await runChat(['--ep', 'webgpu', ...q4.args, ...GREEDY], cacheDir, 180_000);
+  const j = parseJsonRun(r);
+  if (j.stats.executionProvider === 'cpu') assert.match(r.stderr, /^note: WebGPU cannot run this model \(.+\); using CPU$/m, describeRun(r));
+  else assert.equal(j.stats.executionProvider, 'webgpu');
+  assert.deepEqual(j.tokens, cpu.get(q4.name)!.tokens);
+});
 
 test('the CPU provider reports every compute node on the CPU (nodesOnCpu > 0), measured at load', () => {
   for (const [name, j] of cpu) assert.ok(typeof j.stats.nodesOnCpu === 'number' && j.stats.nodesOnCpu > 0, `${name}: ${j.stats.nodesOnCpu}`);
