@@ -13,6 +13,8 @@
  *     fetched output into a fresh buffer, so bound present_* move the whole
  *     [1, Hkv, capacity, hd] buffers each step, which V8 then collects.
  * Figures are medians over repeated steps. It is a benchmark, not a test: it asserts nothing.
+ * `-- --ep webgpu` (or cuda) adds that provider's rows beside the CPU's in the decode-step table
+ * (on lavapipe they check the timing code, not GPU speed; `BENCH_LENGTHS=256,2048` keeps it short).
  */
 import { isolationCost } from './engine-isolation.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,6 +31,8 @@ import { buildDecoderGraph, EXTERNAL_DATA_FILE } from '../../main/engine/model/d
 import { writeExternalData } from '../../main/engine/model/onnx-builder.ts';
 import { layerWeight, type ModelConfig, type ModelWeights } from '../../main/engine/model/manifest.ts';
 import { DecoderSession, type KvOutputs } from '../../main/engine/model/js-session.ts';
+import type { ExecutionProvider } from '../../main/engine/model/backend.ts';
+import { parseExecutionProvider } from '../../main/engine/model/ep-choice.ts';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import { hashFiles } from '../../main/engine/model/content-hash.ts';
 import { expectedWeights, hfSourceFiles, parseHfConfig } from '../../main/engine/model/import-hf.ts';
@@ -41,6 +45,11 @@ import { constrainedRows } from './constrained.ts';
 const LENGTHS = (process.env.BENCH_LENGTHS ?? '256,2048,8192,32768').split(',').map(Number);
 const STEPS = Number(process.env.BENCH_STEPS ?? 12);
 const MAX_CONTEXT = Math.max(...LENGTHS) + STEPS + 8;
+/** The decode-step table's providers: the CPU, and `--ep X` beside it. */
+const EP_FLAG = process.argv.indexOf('--ep');
+const BENCH_EPS: ExecutionProvider[] = ['cpu', ...(EP_FLAG > 0 ? [parseExecutionProvider(process.argv[EP_FLAG + 1])] : [])].filter(
+  (e, i, all): e is ExecutionProvider => e !== 'auto' && all.indexOf(e) === i,
+);
 
 const config: ModelConfig = {
   architecture: 'qwen3',
@@ -127,78 +136,82 @@ async function kvSteps(): Promise<void> {
     const built = buildDecoderGraph(config, randomWeights(config));
     writeFileSync(path.join(dir, 'model.onnx'), built.model);
     await writeExternalData(path.join(dir, EXTERNAL_DATA_FILE), built);
-    const session = await DecoderSession.create(path.join(dir, 'model.onnx'), config, 'cpu');
     const { invFreq } = inverseFrequencies(config.rope, MAX_CONTEXT);
     console.log(`synthetic ${config.architecture}: ${config.numLayers} layers, ${config.numHeads}/${config.numKvHeads} heads × ${config.headDim}, hidden ${config.hiddenSize}, vocab ${config.vocabSize}; ${STEPS} steps per length, medians\n`);
     const rows: string[][] = [];
-    for (const L of LENGTHS) {
-      const rope = new RopeCache(config.rope, MAX_CONTEXT);
-      const kv = new KvCache({ numLayers: config.numLayers, numKvHeads: config.numKvHeads, headDim: config.headDim, maxContext: MAX_CONTEXT });
-      // Pretend L tokens are cached: the values do not change the cost of a step.
-      kv.ensure(L);
-      kv.commit(L);
-      rope.ensure(L);
-      const ours: number[] = [];
-      const baseline: number[] = [];
-      const step: number[] = [];
-      const bound: number[] = [];
-      const shortKv: number[] = [];
-      for (let s = 0; s < STEPS + 2; s++) {
-        const P = kv.length;
-        let t = performance.now();
-        rope.ensure(P + 1);
-        const { cos, sin } = rope.rows(P, 1);
-        const tOurs = performance.now() - t;
-        t = performance.now();
-        const table = recomputeTable(invFreq, P + 1);
-        const tBase = performance.now() - t;
-        if (table.cos.length === 0) throw new Error('unreachable');
-        t = performance.now();
-        kv.ensure(P + 1);
-        await session.run([7], cos, sin, kv);
-        kv.commit(1);
-        const tStep = performance.now() - t + tOurs;
-        // The same step with present_* bound to the past buffers.
-        kv.rewindTo(P);
-        t = performance.now();
-        await session.run([7], cos, sin, kv, 'in-place');
-        const tBound = performance.now() - t + tOurs;
-        kv.commit(1);
-        if (s >= 2) {
-          ours.push(tOurs);
-          baseline.push(tBase);
-          step.push(tStep);
-          bound.push(tBound);
+    for (const ep of BENCH_EPS) {
+      const session = await DecoderSession.create(path.join(dir, 'model.onnx'), config, ep);
+      if (session.info.executionProvider !== ep) console.log(`${ep}: ${session.info.fallbackReason}`);
+      for (const L of LENGTHS) {
+        const rope = new RopeCache(config.rope, MAX_CONTEXT);
+        const kv = new KvCache({ numLayers: config.numLayers, numKvHeads: config.numKvHeads, headDim: config.headDim, maxContext: MAX_CONTEXT });
+        // Pretend L tokens are cached: the values do not change the cost of a step.
+        kv.ensure(L);
+        kv.commit(L);
+        rope.ensure(L);
+        const ours: number[] = [];
+        const baseline: number[] = [];
+        const step: number[] = [];
+        const bound: number[] = [];
+        const shortKv: number[] = [];
+        for (let s = 0; s < STEPS + 2; s++) {
+          const P = kv.length;
+          let t = performance.now();
+          rope.ensure(P + 1);
+          const { cos, sin } = rope.rows(P, 1);
+          const tOurs = performance.now() - t;
+          t = performance.now();
+          const table = recomputeTable(invFreq, P + 1);
+          const tBase = performance.now() - t;
+          if (table.cos.length === 0) throw new Error('unreachable');
+          t = performance.now();
+          kv.ensure(P + 1);
+          await session.run([7], cos, sin, kv);
+          kv.commit(1);
+          const tStep = performance.now() - t + tOurs;
+          // The same step with present_* bound to the past buffers.
+          kv.rewindTo(P);
+          t = performance.now();
+          await session.run([7], cos, sin, kv, 'in-place');
+          const tBound = performance.now() - t + tOurs;
+          kv.commit(1);
+          if (s >= 2) {
+            ours.push(tOurs);
+            baseline.push(tBase);
+            step.push(tStep);
+            bound.push(tBound);
+          }
         }
+        // Same buffers, only 16 tokens held: what the step costs without the attention reads.
+        for (let s = 0; s < STEPS; s++) {
+          kv.rewindTo(16);
+          const t = performance.now();
+          await session.run([7], rope.rows(16, 1).cos, rope.rows(16, 1).sin, kv);
+          shortKv.push(performance.now() - t);
+        }
+        const [o, b, st, bd, sh] = [median(ours), median(baseline), median(step), median(bound), median(shortKv)];
+        rows.push([
+          session.info.executionProvider,
+          String(L),
+          fmt(o),
+          fmt(b),
+          `${(b / Math.max(o, 1e-6)).toFixed(0)}×`,
+          fmt(st),
+          (1000 / st).toFixed(1),
+          fmt(sh),
+          fmt(bd),
+          `${(bd / st).toFixed(2)}×`,
+          String(kv.capacity),
+          `${(kv.stats.bytes / 2 ** 20).toFixed(0)} MiB`,
+        ]);
       }
-      // Same buffers, only 16 tokens held: what the step costs without the attention reads.
-      for (let s = 0; s < STEPS; s++) {
-        kv.rewindTo(16);
-        const t = performance.now();
-        await session.run([7], rope.rows(16, 1).cos, rope.rows(16, 1).sin, kv);
-        shortKv.push(performance.now() - t);
-      }
-      const [o, b, st, bd, sh] = [median(ours), median(baseline), median(step), median(bound), median(shortKv)];
-      rows.push([
-        String(L),
-        fmt(o),
-        fmt(b),
-        `${(b / Math.max(o, 1e-6)).toFixed(0)}×`,
-        fmt(st),
-        (1000 / st).toFixed(1),
-        fmt(sh),
-        fmt(bd),
-        `${(bd / st).toFixed(2)}×`,
-        String(kv.capacity),
-        `${(kv.stats.bytes / 2 ** 20).toFixed(0)} MiB`,
-      ]);
+      await session.dispose();
     }
-    const head = ['KV len', 'RoPE ours', 'RoPE recompute', 'ratio', 'decode step', 'tok/s', 'same cap, 16 tok', 'present bound', 'bound/rows', 'KV cap', 'KV bytes'];
+    const head = ['EP', 'KV len', 'RoPE ours', 'RoPE recompute', 'ratio', 'decode step', 'tok/s', 'same cap, 16 tok', 'present bound', 'bound/rows', 'KV cap', 'KV bytes'];
     const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
     const line = (r: string[]) => r.map((c, i) => c.padStart(widths[i])).join('  ');
     console.log(line(head));
     for (const r of rows) console.log(line(r));
-    await session.dispose();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -12,8 +12,9 @@
  *
  * Bandwidth: `--bandwidth GB/s`, else looked up by the GPU's name in BANDWIDTH_GBS (vendors'
  * spec sheets), else not shown. Model: `--model` (anything `npm run chat` opens), else a
- * random-weight Q4_0 GGUF with Qwen3-0.6B's shapes (BENCH_LAYERS layers, default 28; shapes
- * decide speed, not values). Greedy, EOS ignored. It asserts nothing. On these machines (no GPU)
+ * random-weight GGUF with Qwen3-0.6B's shapes (BENCH_LAYERS layers, default 28; BENCH_FORMAT
+ * Q4_0 (default) or Q8_0; shapes decide speed, not values). A provider whose load or run fails
+ * gets one line saying so and the others still run. Greedy, EOS ignored. It asserts nothing. On these machines (no GPU)
  * it runs on WebGPU over lavapipe only to check that it works: the figures then say nothing of
  * GPU speed.
  */
@@ -86,6 +87,51 @@ async function answer(engine: Engine, promptTokens: number, decode: number): Pro
   return stats!;
 }
 
+/**
+ * One provider's rows: a first load (imports the bundle), a timed second load, then one answer
+ * per context. @returns no rows when the provider fell back (said on stdout).
+ */
+async function measure(ep: ExecutionProvider, model: string, cacheDir: string, maxContext: number, contexts: number[], decode: number, flagBandwidth: number | null): Promise<string[][]> {
+  const memBefore = gpuMemoryUsed();
+  // First load imports (and, for a GPU, builds its bundle); the second, timed, finds it cached.
+  await (await Engine.load(model, { executionProvider: ep, cacheDir, maxContext })).dispose();
+  const t0 = performance.now();
+  const engine = await Engine.load(model, { executionProvider: ep, cacheDir, maxContext });
+  const loadS = (performance.now() - t0) / 1000;
+  const rows: string[][] = [];
+  try {
+    const info = engine.info;
+    if (info.executionProvider !== ep) {
+      console.log(`${ep}: not here (${info.fallbackReason}); skipped`);
+      return rows;
+    }
+    const bandwidth = ep === 'cpu' ? flagBandwidth : (flagBandwidth ?? bandwidthFor(info.adapter));
+    const c = engine.manifest.config;
+    const kvBytesPerPosition = c.numLayers * 2 * c.numKvHeads * c.headDim * 4;
+    for (const ctx of contexts) {
+      const s = await answer(engine, ctx - decode, decode);
+      const perToken = info.weights.residentBytes + kvBytesPerPosition * s.contextUsed;
+      const bound = bandwidth ? (bandwidth * 1e9) / perToken : null;
+      const mem = gpuMemoryUsed();
+      rows.push([
+        ep,
+        (info.adapter ?? '?').slice(0, 28),
+        loadS.toFixed(2),
+        String(s.contextUsed),
+        s.ttftMs.toFixed(0),
+        s.prefillTokensPerSec.toFixed(0),
+        s.decodeTokensPerSec.toFixed(1),
+        bound ? bound.toFixed(0) : '—',
+        bound ? `${((100 * s.decodeTokensPerSec) / bound).toFixed(0)} %` : '—',
+        ep === 'cpu' ? '—' : mem !== null && memBefore !== null ? `${((mem - memBefore) / 2 ** 20).toFixed(0)} MiB` : 'n/a',
+      ]);
+    }
+  } finally {
+    await engine.dispose();
+  }
+  return rows;
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: { ep: { type: 'string' }, model: { type: 'string' }, contexts: { type: 'string' }, decode: { type: 'string' }, bandwidth: { type: 'string' } },
@@ -99,10 +145,11 @@ async function main(): Promise<void> {
     let model = values.model;
     if (!model) {
       const layers = Number(process.env.BENCH_LAYERS ?? 28);
+      const format = process.env.BENCH_FORMAT === 'Q8_0' ? 'Q8_0' : 'Q4_0';
       const config = qwen3_0_6bConfig(layers);
-      model = path.join(tmp, 'qwen3-0.6b-shapes-q4_0.gguf');
-      console.error(`writing a random-weight Q4_0 GGUF with Qwen3-0.6B's shapes (${layers} layers)…`);
-      writeModelGguf(model, config, qwen3TokenizerMetadata(config.vocabSize), randomWeights(7), 'Q4_0', 'Q4_0');
+      model = path.join(tmp, `qwen3-0.6b-shapes-${format}.gguf`);
+      console.error(`writing a random-weight ${format} GGUF with Qwen3-0.6B's shapes (${layers} layers)…`);
+      writeModelGguf(model, config, qwen3TokenizerMetadata(config.vocabSize), randomWeights(7), format, format);
     }
     const cacheDir = path.join(tmp, 'cache');
     const maxContext = Math.max(...contexts) + decode + 16;
@@ -110,41 +157,10 @@ async function main(): Promise<void> {
     const head = ['EP', 'GPU', 'load s', 'context', 'TTFT ms', 'prefill tok/s', 'decode tok/s', 'bound tok/s', 'of bound', 'GPU mem'];
     const rows: string[][] = [];
     for (const ep of eps) {
-      const memBefore = gpuMemoryUsed();
-      // First load imports (and, for a GPU, builds its bundle); the second, timed, finds it cached.
-      await (await Engine.load(model, { executionProvider: ep, cacheDir, maxContext })).dispose();
-      const t0 = performance.now();
-      const engine = await Engine.load(model, { executionProvider: ep, cacheDir, maxContext });
-      const loadS = (performance.now() - t0) / 1000;
       try {
-        const info = engine.info;
-        if (info.executionProvider !== ep) {
-          console.log(`${ep}: not here (${info.fallbackReason}); skipped`);
-          continue;
-        }
-        const bandwidth = ep === 'cpu' ? flagBandwidth : (flagBandwidth ?? bandwidthFor(info.adapter));
-        const c = engine.manifest.config;
-        const kvBytesPerPosition = c.numLayers * 2 * c.numKvHeads * c.headDim * 4;
-        for (const ctx of contexts) {
-          const s = await answer(engine, ctx - decode, decode);
-          const perToken = info.weights.residentBytes + kvBytesPerPosition * s.contextUsed;
-          const bound = bandwidth ? (bandwidth * 1e9) / perToken : null;
-          const mem = gpuMemoryUsed();
-          rows.push([
-            ep,
-            (info.adapter ?? '?').slice(0, 28),
-            loadS.toFixed(2),
-            String(s.contextUsed),
-            s.ttftMs.toFixed(0),
-            s.prefillTokensPerSec.toFixed(0),
-            s.decodeTokensPerSec.toFixed(1),
-            bound ? bound.toFixed(0) : '—',
-            bound ? `${((100 * s.decodeTokensPerSec) / bound).toFixed(0)} %` : '—',
-            ep === 'cpu' ? '—' : mem !== null && memBefore !== null ? `${((mem - memBefore) / 2 ** 20).toFixed(0)} MiB` : 'n/a',
-          ]);
-        }
-      } finally {
-        await engine.dispose();
+        rows.push(...(await measure(ep, model, cacheDir, maxContext, contexts, decode, flagBandwidth)));
+      } catch (e) {
+        console.log(`${ep}: failed (${String((e as Error).message).split('\n')[0]})`);
       }
     }
     const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));

@@ -65,6 +65,14 @@ test('type, stream, watch the meter grow, Stop, reload to the saved chat, New ch
   // about a second, before the stream and the Stop button can be watched (a JS step is ~10× slower).
   await page.getByLabel('Backend', { exact: true }).selectOption('js');
   await until('the model runs on the JS backend', async () => (await page.locator('.model-facts .backend').textContent()) === 'JS');
+  // The model panel: the provider in use and ONNX Runtime's placement, measured at load (the
+  // setting is auto: the CPU here, a GPU elsewhere); the setting offers the four choices.
+  const ep = await page.locator('.model-facts .ep').textContent();
+  assert.match(ep ?? '', /^(CPU|WebGPU|CUDA)$/);
+  assert.match((await page.locator('.model-facts .ep-nodes-on-cpu').textContent()) ?? '', ep === 'CPU' ? /^all \(\d+\)$/ : /^(none|\d+)/);
+  const choices = await page.locator('#setting-ep option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
+  assert.deepEqual(choices, ['auto', 'cpu', 'webgpu', 'cuda']);
+  assert.equal(await page.getByLabel('Execution provider', { exact: true }).inputValue(), 'auto', 'auto is the default');
   // Room for a long answer, greedy so it is the long one.
   await setSetting('Max context', '4096');
   await until('the max context is 4096', async () => (await meterMax()) === 4096);

@@ -237,10 +237,10 @@ test('/v1 errors: JSON only, validated (the API as clients use it is in openai-a
 
 const CLI = path.join(PROJECT_ROOT, 'main', 'serve', 'cli.ts');
 
-function spawnServe(args: string[]): ChildProcess {
+function spawnServe(args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
   return spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, ROPEWALK_CACHE_DIR: cacheDir, ROPEWALK_DEFAULT_MODEL: STORIES_BIN },
+    env: { ...process.env, ROPEWALK_CACHE_DIR: cacheDir, ROPEWALK_DEFAULT_MODEL: STORIES_BIN, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }
@@ -304,13 +304,42 @@ test('CLI: the first line is the URL; the page is served; SIGTERM shuts down cle
   assert.ok(existsSync(path.join(data, DB_FILE)));
 });
 
+test('CLI: --ep webgpu where no adapter exists (the Vulkan loader finds no driver): the ready line says cpu, then one note saying why; the window\'s setting is webgpu', async () => {
+  const data = path.join(root, 'ep-data');
+  mkdirSync(data, { recursive: true });
+  const child = spawnServe(['--port', '0', '--data', data, '--static', staticDir, '--ep', 'webgpu'], { VK_ICD_FILENAMES: '/nonexistent/no-driver_icd.json' });
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const done = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  try {
+    await firstLine(child);
+    const end = Date.now() + 60_000;
+    while (!/^model: /m.test(stderr) && Date.now() < end) await sleep(50);
+    await sleep(200); // the note follows the ready line in the same tick
+  } finally {
+    child.kill('SIGTERM');
+  }
+  assert.equal(await done, 0, stderr);
+  const lines = stderr.trimEnd().split('\n');
+  const ready = lines.findIndex((l) => l.startsWith('model: '));
+  assert.equal(lines[ready], 'model: stories260K ready (cpu, max context 512)', stderr);
+  assert.equal(lines[ready + 1], 'note: WebGPU execution provider could not be used (Failed to get a WebGPU adapter: No supported adapters); using CPU', stderr);
+  const store = new ConversationStore(data);
+  try {
+    assert.equal(store.getSettings()['settings.executionProvider'], 'webgpu', 'serve --ep is saved as the setting');
+  } finally {
+    store.close();
+  }
+});
+
 test('CLI: a max context above the trained context (1,024 > 512): the ready line, then the chat CLI\'s caution once, on stderr', async () => {
   const data = path.join(root, 'caution-data');
   mkdirSync(data, { recursive: true });
   const store = new ConversationStore(data);
   store.setSettings({ 'settings.maxContext': 1024 });
   store.close();
-  const child = spawnServe(['--port', '0', '--data', data, '--static', staticDir]);
+  // --ep cpu: auto's note (machine-dependent) would come between the ready line and the caution.
+  const child = spawnServe(['--port', '0', '--data', data, '--static', staticDir, '--ep', 'cpu']);
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   const done = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

@@ -54,7 +54,9 @@ const LONG_ANSWER: Partial<Settings> = { maxContext: 16384, maxTokens: 12000, te
 
 before(async () => {
   bad = await makeBadModels();
-  s = await startBackend({ dataDir, cacheDir, defaultModel: STORIES_BIN });
+  // The CPU, as `serve --ep cpu` sets it: the default, auto, depends on the machine and says so
+  // in the model's note, which the notes checked here would carry (auto itself: ep-choice.test.ts).
+  s = await startBackend({ dataDir, cacheDir, defaultModel: STORIES_BIN, executionProvider: 'cpu' });
   await s.modelLoaded;
 });
 after(async () => {
@@ -81,7 +83,7 @@ test('on start the embedded model loads with no setup; defaults follow its train
     systemPrompt: '',
     contextFullPolicy: 'stop',
     kvCacheBudgetMiB: 1024,
-    executionProvider: 'cpu',
+    executionProvider: 'cpu', // set at start (the default is auto: settings-service.test.ts)
     backend: 'native',
     localServer: false, // the desktop app's Local server is off by default
     localServerPort: 8756,

@@ -28,7 +28,7 @@
  * token ids.
  */
 import { performance } from 'node:perf_hooks';
-import { ContextOverflowError, InvalidOptionError } from '../errors.ts';
+import { ContextOverflowError, InvalidOptionError, SessionRunError } from '../errors.ts';
 import { MAX_CONTEXT_LIMIT } from '../cache/growth.ts';
 import { KvCache } from '../cache/kv-cache.ts';
 import { RopeCache } from '../cache/rope-cache.ts';
@@ -235,7 +235,16 @@ export class Engine {
    *   ModelLoadError (also when the weights and the KV cache at the max context would not
    *   fit in the available memory: `checkMemory`), TokenizerError, InvalidOptionError.
    */
-  static async load(source: string, opts: EngineOptions = {}): Promise<Engine> {
+  static load(source: string, opts: EngineOptions = {}): Promise<Engine> {
+    return Engine.open(source, opts, null);
+  }
+
+  /**
+   * `load`, with `gpuNote` saying why a GPU provider was left (then opts ask for the CPU). A GPU
+   * provider that opens but cannot run the model at the warm-up (a kernel's own limits, e.g.
+   * WebGPU's GatherBlockQuantized on Q4_0) is left for the CPU, with its reason in the note.
+   */
+  private static async open(source: string, opts: EngineOptions, gpuNote: string | null): Promise<Engine> {
     if (opts.maxContext !== undefined) validateMaxContext(opts.maxContext);
     if (opts.backend !== undefined && opts.backend !== 'native' && opts.backend !== 'js') {
       throw new InvalidOptionError('backend', `expected native or js, got ${String(opts.backend)}`);
@@ -267,13 +276,16 @@ export class Engine {
     const opened = await openDecoderBackend(bundle.modelPath, m.config, opts.backend, provider.ep, m.dtype);
     const adapter = opened.backend.info.executionProvider === provider.ep ? provider.adapter : null;
     try {
-      const backendNote = oneLine(provider.note, opened.note);
+      const backendNote = oneLine(gpuNote, provider.note, opened.note);
       const engine = new Engine({ manifest: m, tokenizer, backend: opened.backend, bundleDir: bundle.dir, backendNote, importNote: bundle.note, weights, adapter }, opts);
       await engine.warmUp();
       return engine;
     } catch (e) {
+      const ep = opened.backend.info.executionProvider;
       await opened.backend.dispose();
-      throw e;
+      if (!(e instanceof SessionRunError) || ep === 'cpu') throw e;
+      const why = e.message.replace(/^ONNX Runtime run failed: /, '').replace(/ \(inputs: .*\)$/, '');
+      return Engine.open(source, { ...opts, executionProvider: 'cpu' }, `${ep === 'cuda' ? 'CUDA' : 'WebGPU'} cannot run this model (${why}); using CPU`);
     }
   }
 
