@@ -13,11 +13,15 @@
 import { Template } from '@huggingface/jinja';
 import { TokenizerError } from '../errors.ts';
 
-export type ChatRole = 'system' | 'user' | 'assistant';
+export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
 
 export interface ChatMessage {
   role: ChatRole;
   content: string;
+  /** An assistant turn's tool calls; arguments as JSON text. */
+  toolCalls?: { id: string; name: string; arguments: string }[];
+  /** A tool turn: the id of the call it answers. */
+  toolCallId?: string;
 }
 
 export interface ChatTemplateOptions {
@@ -60,7 +64,13 @@ export function renderChatTemplate(
   try {
     return compiled.render({
       // Fresh objects: a template may not mutate the caller's messages.
-      messages: messages.map((m) => ({ role: m.role, content: m.content })),
+      // Tool calls in transformers' shape (`function.arguments` as text: templates print a string as is).
+      messages: messages.map((m) => ({
+        role: m.role,
+        content: m.content,
+        ...(m.toolCalls?.length ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) } : {}),
+        ...(m.toolCallId !== undefined ? { tool_call_id: m.toolCallId } : {}),
+      })),
       add_generation_prompt: opts.addGenerationPrompt,
       bos_token: opts.bosToken ?? '',
       eos_token: opts.eosToken ?? '',
