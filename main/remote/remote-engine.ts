@@ -25,6 +25,7 @@ import type { EngineCacheStats } from '../engine-host/protocol.ts';
 import type { ModelInfo } from '../engine/generate/engine.ts';
 import type { PartDelta } from '../engine/generate/reasoning.ts';
 import type { ChatMessage, FinishReason, GenerationEvent, GenerationRequest, GenerationStats } from '../engine/generate/types.ts';
+import { InvalidOptionError } from '../engine/errors.ts';
 import { RemoteEngineError } from './errors.ts';
 import { normalizeBaseUrl, RemoteServer } from './http.ts';
 import { chooseCounter, type CountMethod, type TokenCounter } from './token-counter.ts';
@@ -170,7 +171,11 @@ export class RemoteEngine implements ChatEngine {
     return new RemoteEngineError('config', `this Ropewalk's engine is remote (${this.server.baseUrl}); ask that server for token ids and its chat template`);
   }
 
+  /** @throws InvalidOptionError before any event for tools or log-probabilities, which are not relayed (yet), rather than dropping them. */
   async *generate(request: GenerationRequest, opts: { signal?: AbortSignal } = {}): AsyncGenerator<GenerationEvent> {
+    if (request.tools?.length || request.replyPrefix || request.logprobs !== undefined) {
+      throw new InvalidOptionError('request', 'tool calls and log-probabilities are not relayed to a remote engine yet; ask that server directly');
+    }
     const started = performance.now();
     const ac = new AbortController();
     const onAbort = () => ac.abort();

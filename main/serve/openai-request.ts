@@ -2,8 +2,8 @@
  * The OpenAI-compatible request bodies (`/v1/chat/completions`, `/v1/completions`) → the engine's
  * `GenerationRequest`. Pure: no I/O. Unset sampling fields take the app's settings.
  *
- * Accepted: model, messages (roles system, developer (= system), user, assistant; content a
- * string, null for an assistant, or text parts) / prompt (a string, or an array of one),
+ * Accepted: model, messages (roles system, developer (= system), user, assistant (with
+ * tool_calls), tool (with tool_call_id); content a string, null for an assistant, or text parts) / prompt (a string, or an array of one),
  * max_tokens, max_completion_tokens, temperature, top_p in [0, 1] (0 = only the most likely
  * token), top_k, min_p, repeat_penalty (llama.cpp's names), presence_penalty and
  * frequency_penalty in [−2, 2], seed (any safe integer; −1 = random), stop (≤ 16 strings),
@@ -16,9 +16,10 @@
  * refused naming the keyword, `param: "response_format"`), logprobs (chat: true/false with
  * top_logprobs 0–20; completions: 0–20 alternatives) from the raw logits,
  * and fields that change nothing here (user, metadata, store, service_tier, name).
- * Refused with 400 and `param` naming the field, never silently ignored: n > 1, tools,
- * tool_choice, functions, function_call, parallel_tool_calls, logit_bias, audio, modalities other than text, prediction, echo,
- * suffix, best_of > 1, non-text content parts, tool messages, token-id prompts.
+ * tools / tool_choice / parallel_tool_calls on chat (tool-calls.ts).
+ * Refused with 400 and `param` naming the field, never silently ignored: n > 1, functions,
+ * function_call, logit_bias, audio, modalities other than text, prediction, echo,
+ * suffix, best_of > 1, non-text content parts, token-id prompts.
  */
 import { z } from 'zod';
 import type { Settings } from '../contract/types.ts';
@@ -26,6 +27,7 @@ import { UnsupportedSchemaError } from '../engine/errors.ts';
 import type { ChatMessage, GenerationRequest, ResponseFormat } from '../engine/generate/types.ts';
 import { compileSchema } from '../engine/sampling/json-schema.ts';
 import { MAX_TOP_LOGPROBS } from '../engine/sampling/logprobs.ts';
+import { toolFields, type ToolMode } from './tool-calls.ts';
 
 /** A request the API refuses: HTTP status, OpenAI error code, the field at fault, one sentence. */
 export class ApiError extends Error {
@@ -118,6 +120,13 @@ const sampling = {
 export const messageSchema = message;
 
 const topLogprobs = z.number().int().min(0).max(MAX_TOP_LOGPROBS);
+const toolFieldsSchema = {
+  tools: z
+    .array(z.object({ type: z.literal('function'), function: z.object({ name: z.string().min(1).max(64), description: z.string().optional(), parameters: z.record(z.string(), z.unknown()).optional() }).passthrough() }).passthrough())
+    .nullish(),
+  tool_choice: z.union([z.enum(['none', 'auto', 'required']), z.object({ type: z.literal('function'), function: z.object({ name: z.string() }) })]).nullish(),
+  parallel_tool_calls: z.boolean().nullish(),
+};
 const chatSchema = z
   .object({
     ...sampling,
@@ -126,6 +135,7 @@ const chatSchema = z
     chat_template_kwargs: z.object({ enable_thinking: z.boolean().optional() }).strict().nullish(),
     logprobs: z.boolean().nullish(),
     top_logprobs: topLogprobs.nullish(),
+    ...toolFieldsSchema,
   })
   .passthrough();
 const completionSchema = z.object({ ...sampling, prompt: z.union([z.string(), z.array(z.unknown())]), logprobs: topLogprobs.nullish() }).passthrough();
@@ -136,6 +146,8 @@ export type CompletionBody = z.infer<typeof completionSchema>;
 /** What a handler needs from a parsed body besides the generation request. */
 export interface ParsedRequest {
   request: GenerationRequest;
+  /** How to read the reply for tool calls (chat with tools in play), else null. */
+  tools: ToolMode | null;
   model: string | undefined;
   stream: boolean;
   includeUsage: boolean;
@@ -145,11 +157,8 @@ export interface ParsedRequest {
 const UNSUPPORTED: { field: string; neutral: (v: unknown) => boolean; why: string }[] = [
   { field: 'n', neutral: (v) => v === 1, why: 'only one choice per request is generated (n = 1)' },
   { field: 'best_of', neutral: (v) => v === 1, why: 'only one choice per request is generated (best_of = 1)' },
-  { field: 'tools', neutral: (v) => Array.isArray(v) && v.length === 0, why: 'tool calling is not supported' },
-  { field: 'tool_choice', neutral: (v) => v === 'none', why: 'tool calling is not supported' },
   { field: 'functions', neutral: (v) => Array.isArray(v) && v.length === 0, why: 'function calling is not supported' },
   { field: 'function_call', neutral: (v) => v === 'none', why: 'function calling is not supported' },
-  { field: 'parallel_tool_calls', neutral: () => false, why: 'tool calling is not supported' },
   { field: 'logit_bias', neutral: (v) => typeof v === 'object' && v !== null && Object.keys(v).length === 0, why: 'logit_bias is not supported' },
   { field: 'audio', neutral: () => false, why: 'audio output is not supported' },
   { field: 'modalities', neutral: (v) => Array.isArray(v) && v.every((m) => m === 'text'), why: 'only text output is supported' },
@@ -191,27 +200,43 @@ function isJsonObject(body: unknown): body is Record<string, unknown> {
 export function chatMessages(messages: ChatBody['messages']): ChatMessage[] {
   return messages.map((m, i) => {
     const role = m.role === 'developer' ? 'system' : m.role;
-    if (role !== 'system' && role !== 'user' && role !== 'assistant') {
-      throw new ApiError(400, 'invalid_request', `messages[${i}].role: ${JSON.stringify(m.role).slice(0, 40)} is not supported (system, developer, user, assistant)`, `messages[${i}].role`);
+    if (role !== 'system' && role !== 'user' && role !== 'assistant' && role !== 'tool') {
+      throw new ApiError(400, 'invalid_request', `messages[${i}].role: ${JSON.stringify(m.role).slice(0, 40)} is not supported (system, developer, user, assistant, tool)`, `messages[${i}].role`);
     }
+    const extra = toolParts(m, i, role);
     if (m.content === null || m.content === undefined) {
       if (role !== 'assistant') throw new ApiError(400, 'invalid_request', `messages[${i}].content: only an assistant message may have no content`, `messages[${i}].content`);
-      return { role, content: '', ...reasoningOf(m) };
+      return { role, content: '', ...reasoningOf(m), ...extra };
     }
-    if (typeof m.content === 'string') return { role, content: m.content, ...reasoningOf(m) };
+    if (typeof m.content === 'string') return { role, content: m.content, ...reasoningOf(m), ...extra };
     const text = m.content.map((part, j) => {
       if (part.type !== 'text' || typeof part.text !== 'string') {
         throw new ApiError(400, 'invalid_request', `messages[${i}].content[${j}]: only text content parts are supported, not ${JSON.stringify(part.type).slice(0, 40)}`, `messages[${i}].content[${j}].type`);
       }
       return part.text;
     });
-    return { role, content: text.join(''), ...reasoningOf(m) };
+    return { role, content: text.join(''), ...reasoningOf(m), ...extra };
   });
 }
 
 /** An assistant message's `reasoning_content` as the engine's `reasoning` (absent: none). */
 function reasoningOf(m: ChatBody['messages'][number]): { reasoning?: string } {
   return m.role === 'assistant' && m.reasoning_content ? { reasoning: m.reasoning_content } : {};
+}
+
+const toolCallSchema = z.array(z.object({ id: z.string(), type: z.literal('function').optional(), function: z.object({ name: z.string(), arguments: z.string() }) }).passthrough());
+
+/** An assistant message's `tool_calls` / a tool message's `tool_call_id`, as the engine takes them. @throws ApiError 400 naming the field. */
+function toolParts(m: z.infer<typeof message>, i: number, role: string): Pick<ChatMessage, 'toolCalls' | 'toolCallId'> {
+  const raw = m as Record<string, unknown>;
+  if (role === 'tool') {
+    if (typeof raw.tool_call_id !== 'string') throw new ApiError(400, 'invalid_request', `messages[${i}].tool_call_id: a tool message needs the id of the call it answers`, `messages[${i}].tool_call_id`);
+    return { toolCallId: raw.tool_call_id };
+  }
+  if (role !== 'assistant' || raw.tool_calls === undefined || raw.tool_calls === null) return {};
+  const calls = toolCallSchema.safeParse(raw.tool_calls);
+  if (!calls.success) throw invalidBody(new z.ZodError(calls.error.issues.map((x) => ({ ...x, path: ['messages', i, 'tool_calls', ...x.path] }))));
+  return { toolCalls: calls.data.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })) };
 }
 
 /** Sampling and length fields over the app's settings. */
@@ -262,6 +287,7 @@ export function parseChatRequest(body: unknown, s: Settings): ParsedRequest {
   const b = parse(chatSchema, body);
   const messages = chatMessages(b.messages);
   if (b.top_logprobs != null && b.logprobs !== true) throw invalidField(['top_logprobs'], 'needs logprobs: true');
+  const tools = toolFields(b);
   // The engine refuses it too, but without the field: named here, the last message's content.
   if (messages.every((m) => m.content === '')) throw invalidField(['messages', messages.length - 1, 'content'], EMPTY_PROMPT);
   return {
@@ -270,7 +296,9 @@ export function parseChatRequest(body: unknown, s: Settings): ParsedRequest {
       ...generationFields(b, b.max_completion_tokens ?? b.max_tokens, s),
       ...(typeof b.chat_template_kwargs?.enable_thinking === 'boolean' ? { enableThinking: b.chat_template_kwargs.enable_thinking } : {}),
       ...(b.logprobs ? { logprobs: b.top_logprobs ?? 0 } : {}),
+      ...tools.fields,
     },
+    tools: tools.mode,
     model: b.model,
     stream: b.stream === true,
     includeUsage: b.stream_options?.include_usage === true,
@@ -288,6 +316,7 @@ export function parseCompletionRequest(body: unknown, s: Settings): ParsedReques
   if (prompt === '') throw invalidField(['prompt'], EMPTY_PROMPT);
   return {
     request: { prompt: prompt as string, ...generationFields(b, b.max_tokens, s), ...(b.logprobs != null ? { logprobs: b.logprobs } : {}) },
+    tools: null,
     model: b.model,
     stream: b.stream === true,
     includeUsage: b.stream_options?.include_usage === true,

@@ -24,6 +24,7 @@ import type { TokenLogprob, TokenLogprobEntry } from '../engine/sampling/logprob
 import { firstLine, ServiceError } from '../services/errors.ts';
 import type { CompletionBackend } from '../services/index.ts';
 import { ApiError, parseChatRequest, parseCompletionRequest, type ParsedRequest } from './openai-request.ts';
+import { parseToolCalls, toolCallJson, type ToolMode } from './tool-calls.ts';
 
 export type { CompletionBackend };
 
@@ -149,6 +150,7 @@ function modelObject(m: ModelInfo): Record<string, unknown> {
 async function generate(req: http.IncomingMessage, res: http.ServerResponse, backend: CompletionBackend, endpoint: Endpoint): Promise<void> {
   const parsed = endpoint.parse(await readJson(req), backend.settings());
   const info = loadedModel(backend, parsed.model);
+  if (parsed.request.tools?.length && !info.hasChatTemplate) throw new ApiError(400, 'unsupported_parameter', `tools: ${info.name} has no chat template to give tools to`, 'tools');
 
   const ac = new AbortController();
   res.on('close', () => ac.abort()); // the client went away (or the response ended: harmless)
@@ -162,17 +164,22 @@ async function generate(req: http.IncomingMessage, res: http.ServerResponse, bac
     throw toApiError(e, endpoint.promptParam);
   }
   if (ac.signal.aborted) return; // the client left while it waited
-  if (!parsed.stream) return answerWhole(res, events, first, endpoint, meta);
+  if (!parsed.stream) return answerWhole(res, events, first, endpoint, meta, parsed.tools);
   return answerStreamed(res, events, first, endpoint, meta, parsed);
 }
 
-async function answerWhole(res: http.ServerResponse, events: AsyncGenerator<GenerationEvent>, first: IteratorResult<GenerationEvent>, endpoint: Endpoint, meta: Record<string, unknown>): Promise<void> {
+async function answerWhole(res: http.ServerResponse, events: AsyncGenerator<GenerationEvent>, first: IteratorResult<GenerationEvent>, endpoint: Endpoint, meta: Record<string, unknown>, tools: ToolMode | null): Promise<void> {
   let done: DoneEvent | null = null;
   for (let it = first; !it.done; it = await events.next()) if (it.value.type === 'done') done = it.value;
   if (!done) throw new ApiError(500, 'no_result', 'the generation ended without a result');
   if (done.reason === 'error') throw new ApiError(500, done.error?.code.toLowerCase() ?? 'generation_error', done.error?.message ?? 'the generation failed');
   const logprobs = done.logprobs ? endpoint.logprobs(done.logprobs, 0) : null;
-  json(res, 200, { ...meta, object: endpoint.object, choices: [endpoint.choice(done.text, finishReason(done.reason), done.reasoning, logprobs)], usage: usage(done) });
+  const choice = endpoint.choice(done.text, finishReason(done.reason), done.reasoning, logprobs);
+  if (tools) {
+    const { content, calls } = parseToolCalls(done.text, tools);
+    if (calls.length > 0) Object.assign(choice, { message: { role: 'assistant', content, ...(done.reasoning ? { reasoning_content: done.reasoning } : {}), tool_calls: calls.map(toolCallJson) }, finish_reason: 'tool_calls' });
+  }
+  json(res, 200, { ...meta, object: endpoint.object, choices: [choice], usage: usage(done) });
 }
 
 async function answerStreamed(
@@ -201,8 +208,20 @@ async function answerStreamed(
     for (let it = first; !it.done; it = await events.next()) {
       const ev = it.value;
       if (ev.type === 'token' && ev.logprob) pending.push(ev.logprob);
-      if (ev.type === 'token' && ev.text) chunk([endpoint.chunkChoice(ev.text, null, ev.part, takeLogprobs())]);
-      else if (ev.type === 'done' && ev.reason === 'error') send(errorJson(new ApiError(500, ev.error?.code.toLowerCase() ?? 'generation_error', ev.error?.message ?? 'the generation failed')));
+      // With tools in play the reply is read whole first: its calls are not content.
+      if (ev.type === 'token' && ev.text && !parsed.tools) chunk([endpoint.chunkChoice(ev.text, null, ev.part, takeLogprobs())]);
+      else if (ev.type === 'done' && ev.reason !== 'error' && parsed.tools) {
+        const { content, calls } = parseToolCalls(ev.text, parsed.tools);
+        if (ev.reasoning) chunk([endpoint.chunkChoice(ev.reasoning, null, 'reasoning')]);
+        if (content) chunk([endpoint.chunkChoice(content, null, 'content', takeLogprobs())]);
+        // As OpenAI streams calls: per call, its index, id and name first, then its arguments.
+        calls.forEach((c, index) => {
+          chunk([{ index: 0, delta: { tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }, logprobs: null, finish_reason: null }]);
+          chunk([{ index: 0, delta: { tool_calls: [{ index, function: { arguments: c.arguments } }] }, logprobs: null, finish_reason: null }]);
+        });
+        chunk([endpoint.chunkChoice('', calls.length ? 'tool_calls' : finishReason(ev.reason), 'content', takeLogprobs())]);
+        if (parsed.includeUsage) chunk([], { usage: usage(ev) });
+      } else if (ev.type === 'done' && ev.reason === 'error') send(errorJson(new ApiError(500, ev.error?.code.toLowerCase() ?? 'generation_error', ev.error?.message ?? 'the generation failed')));
       else if (ev.type === 'done') {
         chunk([endpoint.chunkChoice('', finishReason(ev.reason), 'content', takeLogprobs())]);
         if (parsed.includeUsage) chunk([], { usage: usage(ev) });

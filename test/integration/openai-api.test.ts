@@ -155,12 +155,13 @@ test('unsupported fields are refused with 400 and param; messages as clients sen
     client.chat.completions.create({ ...GREEDY, max_tokens: 4, messages, ...extra } as OpenAI.ChatCompletionCreateParamsNonStreaming);
   await refused(chat({ n: 2 }), 400, 'n');
   await refused(chat({ tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }), 400, 'tools');
-  await refused(chat({ tool_choice: 'auto' }), 400, 'tool_choice');
+  await refused(chat({ tool_choice: 'required' }), 400, 'tool_choice', /no tools/);
   await refused(chat({ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', format: 'email' } } } }), 400, 'response_format', /keyword "format"/);
   await refused(chat({ response_format: { type: 'xml' } }), 400, 'response_format.type');
   await refused(chat({ logprobs: 'yes' }), 400, 'logprobs');
   await refused(chat({}, [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:,' } }] }]), 400, 'messages[0].content[0].type', /only text content parts/);
-  await refused(chat({}, [{ role: 'tool', content: 'x', tool_call_id: 'a' }]), 400, 'messages[0].role');
+  await refused(chat({}, [{ role: 'function', content: 'x', name: 'f' }]), 400, 'messages[0].role');
+  await refused(chat({}, [{ role: 'tool', content: 'x' }]), 400, 'messages[0].tool_call_id');
   // Schema refusals name the field as clients write it, with the reason (not zod's "Invalid input").
   await refused(chat({ stop: Array.from({ length: 17 }, (_, i) => `s${i}`) }), 400, 'stop', /stop: .*<=16 items/);
   await refused(chat({}, [{ role: 'user', content: 5 }]), 400, 'messages[0].content', /messages\[0\]\.content: expected string or array or null/);

@@ -135,6 +135,14 @@ test('a remote engine: listed, connected, and answering through the same path as
   assert.equal(budget.history, all, "history counted exactly by the server's tokenizer");
   const withDraft = await remote.host.countTokens({ messages: [...history, { role: 'user', content: 'And then' }] });
   assert.equal(budget.draft, withDraft - all);
+
+  // What the remote path does not relay is refused, not dropped.
+  const sampler = { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1 };
+  for (const extra of [{ logprobs: 2 }, { tools: [{ type: 'function', function: { name: 'f' } }] }]) {
+    await assert.rejects(async () => {
+      for await (const _ of local.completions.complete({ messages: history, maxTokens: 2, sampler, ...extra }, new AbortController().signal));
+    }, /not relayed to a remote engine/);
+  }
 });
 
 test('Stop cancels the HTTP request: the answer keeps its text as cancelled and the server stops generating', async () => {

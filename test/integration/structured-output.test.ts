@@ -130,3 +130,51 @@ test('serve: the openai SDK gets JSON that validates, streamed and not, parse() 
     (e: unknown) => e instanceof OpenAI.APIError && e.status === 400 && (e.error as { param?: string }).param === 'response_format' && /"pattern"/.test(e.message) && /\/properties\/id/.test(e.message),
   );
 });
+
+test('serve: tool calls through the openai SDK — required and named calls come out and validate, streamed as OpenAI streams them, a tool message goes back, none gives content', async () => {
+  assert.ok(client, 'the serve test above started the server');
+  const model = (await client.models.list()).data[0].id;
+  const params = { type: 'object', properties: { city: { type: 'string', minLength: 1, maxLength: 10 }, days: { type: 'integer' } }, required: ['city', 'days'], additionalProperties: false };
+  const tools = [
+    { type: 'function' as const, function: { name: 'get_weather', description: 'Weather for a city', parameters: params } },
+    { type: 'function' as const, function: { name: 'get_time', parameters: { type: 'object', properties: { zone: { enum: ['UTC', 'CET'] } }, required: ['zone'], additionalProperties: false } } },
+  ];
+  const ask = [{ role: 'user' as const, content: 'Weather in Oslo for 2 days?' }];
+
+  const named = await client.chat.completions.create({ model, messages: ask, tools, tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: 200, seed: 1 });
+  assert.equal(named.choices[0].finish_reason, 'tool_calls');
+  const call = named.choices[0].message.tool_calls?.[0];
+  assert.ok(call?.type === 'function' && call.function.name === 'get_weather', JSON.stringify(named.choices[0].message));
+  assertValid(params, call.function.arguments);
+
+  const required = await client.chat.completions.create({ model, messages: ask, tools, tool_choice: 'required', max_tokens: 200, seed: 2 });
+  const req = required.choices[0].message.tool_calls?.[0];
+  assert.ok(req?.type === 'function' && ['get_weather', 'get_time'].includes(req.function.name));
+  assertValid(req.function.name === 'get_weather' ? params : tools[1].function.parameters, req.function.arguments);
+
+  // Streamed: the id and name on the first delta of the call, the arguments after.
+  const stream = await client.chat.completions.create({ model, messages: ask, tools, tool_choice: 'required', max_tokens: 200, seed: 3, stream: true });
+  const deltas: { index: number; id?: string; name?: string; args?: string }[] = [];
+  let finish: string | null = null;
+  for await (const chunk of stream) {
+    for (const d of chunk.choices[0]?.delta?.tool_calls ?? []) deltas.push({ index: d.index, id: d.id, name: d.function?.name, args: d.function?.arguments });
+    finish = chunk.choices[0]?.finish_reason ?? finish;
+  }
+  assert.equal(finish, 'tool_calls');
+  assert.ok(deltas[0].id && deltas[0].name, JSON.stringify(deltas));
+  const args = deltas.filter((d) => d.index === 0).map((d) => d.args ?? '').join('');
+  assertValid(deltas[0].name === 'get_weather' ? params : tools[1].function.parameters, args);
+
+  // The call and its result go back through the template; the SDK's round trip answers 200.
+  const back = await client.chat.completions.create({
+    model,
+    max_tokens: 8,
+    tools,
+    messages: [...ask, named.choices[0].message, { role: 'tool', tool_call_id: call.id, content: '{"temp": 3}' }],
+  });
+  assert.equal(back.choices.length, 1);
+
+  const none = await client.chat.completions.create({ model, messages: ask, tools, tool_choice: 'none', max_tokens: 8 });
+  assert.equal(none.choices[0].message.tool_calls, undefined);
+  assert.equal(typeof none.choices[0].message.content, 'string');
+});

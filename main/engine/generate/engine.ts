@@ -332,7 +332,7 @@ export class Engine {
    * With `maxTokens`, a prompt far over it is refused after counting only part of it.
    * @throws ContextOverflowError (past `maxTokens`), InvalidOptionError for an empty prompt or a request with neither/both prompt forms.
    */
-  encodeRequest(req: Pick<GenerationRequest, 'prompt' | 'messages' | 'enableThinking'>, maxTokens?: number): number[] {
+  encodeRequest(req: Pick<GenerationRequest, 'prompt' | 'messages' | 'enableThinking' | 'tools' | 'replyPrefix'>, maxTokens?: number): number[] {
     if ((req.prompt === undefined) === (req.messages === undefined)) {
       throw new InvalidOptionError('request', 'give exactly one of prompt and messages');
     }
@@ -343,7 +343,10 @@ export class Engine {
     }
     if (req.messages!.every((m) => m.content.length === 0)) throw new InvalidOptionError('prompt', 'the prompt is empty');
     // The chat template (or, without one, the transcript) as the model will see it.
-    return this.tokenizer.encodeChat(req.messages!, { maxTokens, enableThinking: req.enableThinking });
+    if (!req.tools?.length && !req.replyPrefix) return this.tokenizer.encodeChat(req.messages!, { maxTokens, enableThinking: req.enableThinking });
+    if (!this.tokenizer.chatTemplate?.includes('tools')) throw new InvalidOptionError('tools', "this model's chat template does not take tools");
+    const text = this.tokenizer.renderChat(req.messages!, { enableThinking: req.enableThinking, ...(req.tools?.length ? { extra: { tools: req.tools } } : {}) }) + (req.replyPrefix ?? '');
+    return this.tokenizer.encode(text, { maxTokens });
   }
 
   /** Forgets the KV cache contents (keeps its buffers) and the kept KV caches of earlier sequences. */

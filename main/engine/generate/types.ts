@@ -10,7 +10,7 @@ import type { ReplyPart } from './reasoning.ts';
 export type { TokenLogprob };
 
 export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
+  role: 'system' | 'user' | 'assistant' | 'tool';
   /** The answer (for an assistant message, without its reasoning). */
   content: string;
   /**
@@ -19,6 +19,17 @@ export interface ChatMessage {
    * it from earlier turns); other templates get the content alone.
    */
   reasoning?: string;
+  /** An assistant turn's tool calls (OpenAI's), rendered by the chat template. */
+  toolCalls?: ToolCall[];
+  /** A tool turn: the call it answers. */
+  toolCallId?: string;
+}
+
+/** One function call: its id, name, and arguments as JSON text. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: string;
 }
 
 /**
@@ -46,6 +57,10 @@ export interface GenerationRequest {
   ignoreEos?: boolean;
   /** Decode only tokens that keep the output a JSON value of this format; it ends once the value is whole. */
   responseFormat?: ResponseFormat;
+  /** OpenAI tool definitions (`{ type: 'function', function: { name, description, parameters } }`), given to the chat template as `tools`. */
+  tools?: unknown[];
+  /** Text that opens the reply, fed as prompt after the template's generation prompt (e.g. `<tool_call>\n` to force a call); not part of the output. */
+  replyPrefix?: string;
   /**
    * Report each generated token's log-probability and this many most likely alternatives
    * (0–20) from the raw logits, before penalties, temperature and filters (sampling/logprobs.ts).

@@ -19,13 +19,17 @@ import { TemplateError, TemplateLimitError } from '../errors.ts';
 import { DEFAULT_RENDER_LIMITS, type RenderLimits } from './jinja-compat.ts';
 import { renderInSandbox } from './template-sandbox.ts';
 
-export type ChatRole = 'system' | 'user' | 'assistant';
+export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
 
 export interface ChatMessage {
   role: ChatRole;
   content: string;
   /** An assistant message's reasoning, apart from its content (reasoning.ts). */
   reasoning?: string;
+  /** An assistant turn's tool calls; arguments as JSON text. */
+  toolCalls?: { id: string; name: string; arguments: string }[];
+  /** A tool turn: the id of the call it answers. */
+  toolCallId?: string;
 }
 
 export interface ChatTemplateOptions {
@@ -75,10 +79,16 @@ export function renderChatTemplate(
   return renderInSandbox(template, variables, limitsFor(messages));
 }
 
-/** A message as the template reads it: reasoning as `reasoning_content` only where the template uses that name. */
-function templateMessage(m: ChatMessage, template: string): Record<string, string> {
-  const out: Record<string, string> = { role: m.role, content: m.content };
+/**
+ * A message as the template reads it: reasoning as `reasoning_content` only where the template
+ * uses that name; tool calls in transformers' shape (`function.arguments` as text: templates print
+ * a string as is) and a tool turn's `tool_call_id`.
+ */
+function templateMessage(m: ChatMessage, template: string): Record<string, unknown> {
+  const out: Record<string, unknown> = { role: m.role, content: m.content };
   if (m.reasoning && m.role === 'assistant' && template.includes('reasoning_content')) out.reasoning_content = m.reasoning;
+  if (m.toolCalls?.length) out.tool_calls = m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+  if (m.toolCallId !== undefined) out.tool_call_id = m.toolCallId;
   return out;
 }
 

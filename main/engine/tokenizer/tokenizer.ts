@@ -22,6 +22,7 @@ import {
   renderChatTemplate,
   type ChatMessage,
 } from './chat-template.ts';
+import { pieceBytes, pieceSpellingOf, type PieceSpelling } from './token-bytes.ts';
 
 export interface TextTokenizerOptions {
   /** BOS id (manifest `specialTokens.bos`), or null when the model has none. */
@@ -327,43 +328,6 @@ export class TextTokenizer {
     if (!addBos || this.bos === null || ids[0] === this.bos) return ids;
     return [this.bos, ...ids];
   }
-}
-
-/** How a tokenizer's vocab pieces spell bytes. */
-type PieceSpelling = 'byte-level' | 'sentencepiece';
-
-/** A decoder of type ByteLevel (alone or in a Sequence) means GPT-2 byte-level pieces. */
-function pieceSpellingOf(decoder: unknown): PieceSpelling {
-  const byteLevel = (d: unknown): boolean => isObject(d) && (d.type === 'ByteLevel' || (Array.isArray(d.decoders) && d.decoders.some(byteLevel)));
-  return byteLevel(decoder) ? 'byte-level' : 'sentencepiece';
-}
-
-/** GPT-2's bytes_to_unicode inverted: the character a byte-level piece uses → the byte + 1, 0 = none (openai/gpt-2 encoder.py). */
-const BYTE_OF_CHAR: Uint16Array = (() => {
-  const t = new Uint16Array(512);
-  let extra = 0;
-  for (let b = 0; b < 256; b++) {
-    const printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
-    t[printable ? b : 256 + extra++] = b + 1;
-  }
-  return t;
-})();
-
-function pieceBytes(piece: string, spelling: PieceSpelling): Uint8Array {
-  if (spelling === 'byte-level') {
-    const out = new Uint8Array(piece.length);
-    for (let i = 0; i < piece.length; i++) {
-      const c = piece.charCodeAt(i);
-      const b = c < 512 ? BYTE_OF_CHAR[c] : 0;
-      // A character outside the table (an added non-special token's plain text): its own UTF-8.
-      if (b === 0) return new Uint8Array(Buffer.from(piece, 'utf8'));
-      out[i] = b - 1;
-    }
-    return out;
-  }
-  const hex = /^<0x([0-9A-Fa-f]{2})>$/.exec(piece);
-  if (hex) return Uint8Array.of(parseInt(hex[1], 16));
-  return new Uint8Array(Buffer.from(piece.replace(/\u2581/g, ' '), 'utf8'));
 }
 
 function isObject(x: unknown): x is Json {
