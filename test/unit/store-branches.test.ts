@@ -82,8 +82,9 @@ test('a database from before branches becomes one line per conversation', () => 
   const version = s.schemaVersion;
   s.close();
   // Undo the migrations from branches on by hand (branches is the third, a chat's own policy the
-  // fourth): what an older Ropewalk wrote.
+  // fourth, documents' page lists the fifth): what an older Ropewalk wrote.
   const db = new Database(path.join(dir, DB_FILE));
+  db.exec(`ALTER TABLE documents DROP COLUMN pages_without_text; ALTER TABLE documents DROP COLUMN ocr_pages;`);
   db.exec(`ALTER TABLE conversations DROP COLUMN context_full_policy;`);
   db.exec(`DROP INDEX messages_by_parent; ALTER TABLE messages DROP COLUMN on_path; ALTER TABLE messages DROP COLUMN parent_id;`);
   db.pragma(`user_version = 2`);
