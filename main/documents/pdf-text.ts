@@ -119,5 +119,7 @@ async function pageText(page: PdfPage): Promise<string> {
     // The font size is the length of the text matrix's x axis (pdf.js's own height is 0 for some fonts).
     items.push({ str: item.str, x, y, width: item.width, size: item.height > 0 ? item.height : Math.hypot(a, b) });
   }
+  // Frees the page's parsed resources: a 300-page file is read one page at a time.
+  page.cleanup();
   return layoutPageText(items);
 }
