@@ -6,6 +6,7 @@
  * built-in model is marked as the children's-story model, and so is the first start; Open loads
  * one (and it becomes a recent model); a dropped `.gguf` opens as the model while a dropped text
  * file stays a document. Screenshots at 1440 and 420 px, light and dark, in test/artifacts/.
+ * Also (issue 19's smaller list): in `serve` mode the panel says the API is live and at what URL.
  */
 import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
@@ -125,6 +126,17 @@ test('narrow window: the library fits in 420 px (screenshots, both themes)', asy
   await page.emulateMedia({ colorScheme: 'dark' });
   await page.waitForTimeout(300);
   await page.screenshot({ path: path.join(ARTIFACTS, 'library-420-dark.png') });
+  await page.close();
+  assert.deepEqual(pageErrors, []);
+});
+
+test('serve mode says the OpenAI-compatible API is live, and at what URL (it said nothing)', async () => {
+  const page = await openPage(1440);
+  const note = page.getByRole('status').filter({ hasText: 'API of the loaded model is live at' });
+  await note.waitFor();
+  assert.equal(await note.locator('code').innerText(), `${app.url}v1`);
+  const models = (await (await fetch(`${app.url}v1/models`)).json()) as { data: unknown[] };
+  assert.ok(models.data.length > 0, 'and it answers there');
   await page.close();
   assert.deepEqual(pageErrors, []);
 });
