@@ -72,6 +72,16 @@ test('lists the fixture models by their apps’ names, marks the built-in one, a
   await until('it is a recent model, by its Ollama name', async () => (await page.locator('.library-recent').innerText().catch(() => '')).includes('stories:q4'));
 
   assert.deepEqual(await overflowing(page), [], 'nothing in the library sticks out of the panel');
+
+  // The Models folder setting: another folder is listed as Ropewalk's own (here Jan's data folder).
+  const janModels = path.join(fx.home, '.local', 'share', 'Jan', 'data');
+  await page.getByLabel('Models folder').fill(janModels);
+  await page.getByLabel('Models folder').press('Enter');
+  await until('the folder is listed as Ropewalk’s', async () => (await page.locator('.library-row[data-source="ropewalk"] .library-name').allInnerTexts()).includes('llamacpp/models/stories-q5/model'));
+  await page.getByLabel('Models folder').fill('');
+  await page.getByLabel('Models folder').press('Enter');
+  await until('back to the default folder', async () => (await page.locator('.library-row[data-source="ropewalk"] .library-name').allInnerTexts()).join() === 'stories260K-q8');
+
   await page.emulateMedia({ colorScheme: 'light' });
   await page.locator('.library').evaluate((el) => el.scrollIntoView({ block: 'start' }));
   await page.screenshot({ path: path.join(ARTIFACTS, 'library-1440-light.png') });
