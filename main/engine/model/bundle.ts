@@ -123,8 +123,8 @@ async function looksLikeText(file: string): Promise<boolean> {
   if (!fh) return false;
   try {
     const head = new Uint8Array(512);
-    const { bytesRead } = await fh.read(head, 0, head.length, 0);
-    if (bytesRead === 0) return false;
+    const bytesRead = (await fh.read(head, 0, head.length, 0).catch(() => ({ bytesRead: 0 }))).bytesRead;
+    if (bytesRead === 0) return false; // empty, or unreadable (/proc/self/mem: EIO): the llama2.c reader says why
     const bytes = head.subarray(0, bytesRead);
     if (bytes.some((b) => (b < 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0c && b !== 0x0d) || b === 0x7f)) return false;
     for (let cut = 0; cut < 4 && cut < bytes.length; cut++) {
