@@ -15,6 +15,8 @@ import { ExportMenu } from './components/ExportMenu.tsx';
 import { ModelLibrary } from './components/ModelLibrary.tsx';
 import { ModelPanel } from './components/ModelPanel.tsx';
 import { isModelFile, openDroppedModel } from './lib/dropped-model.ts';
+import { engineChip } from './lib/engine-chip.ts';
+import { useShallow } from 'zustand/react/shallow';
 import { ConnectionBar, Notices } from './components/Notices.tsx';
 import { SettingsPanel } from './components/SettingsPanel.tsx';
 import { Sidebar } from './components/Sidebar.tsx';
@@ -79,7 +81,7 @@ function ChatHeader() {
   const conversationId = useChat((s) => s.conversationId);
   const title = useConversations((s) => s.items.find((c) => c.id === conversationId)?.title ?? null);
   const modelName = useModel((s) => s.model?.info?.name ?? null);
-  const ep = useModel((s) => s.model?.info?.executionProvider ?? null);
+  const chip = useModel(useShallow((s) => engineChip(s.model?.info ?? null)));
   return (
     <header className="chat-header">
       <div className="chat-header-left">
@@ -103,7 +105,11 @@ function ChatHeader() {
           <span className="model-pill" title="Model in use">
             <ChipIcon size={14} />
             <span className="model-pill-name">{modelName}</span>
-            {ep && <span className="model-pill-ep">{ep.toUpperCase()}</span>}
+            {chip && (
+              <span className="model-pill-ep" title={chip.title}>
+                {chip.label}
+              </span>
+            )}
           </span>
         )}
         <button

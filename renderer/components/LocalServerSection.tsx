@@ -3,7 +3,8 @@
  * 127.0.0.1 for other tools. Off by default; a port; the one browser origin allowed to call it
  * (CORS; empty = none), checked at the field by the contract's origin rule and saved normalized;
  * the base URL with a copy button while it runs, or why it does not (port in use). Hidden where
- * the transport has no separate server (`serve` mode answers /v1 at its own address; `--cors`).
+ * the transport has no separate server: in `serve` mode (the WebSocket transport), which answers
+ * /v1 at its own address, it says that the API is live and at what URL instead.
  */
 import { useEffect, useState } from 'react';
 import { parseOrigin } from '../../main/contract/origin.ts';
@@ -11,6 +12,7 @@ import { corsFieldError } from '../lib/cors-field.ts';
 import type { SettingsPatch } from '../stores/settings.ts';
 import { useSettings } from '../hooks.ts';
 import { CopyButton } from './CopyButton.tsx';
+import { getConnection } from '../api.ts';
 
 export function LocalServerSection({ onSave }: { onSave: (patch: SettingsPatch) => Promise<boolean> }) {
   const settings = useSettings((s) => s.settings);
@@ -19,6 +21,7 @@ export function LocalServerSection({ onSave }: { onSave: (patch: SettingsPatch) 
   const [cors, setCors] = useState('');
   useEffect(() => setPort(settings ? String(settings.localServerPort) : ''), [settings?.localServerPort]);
   useEffect(() => setCors(settings?.localServerCors ?? ''), [settings?.localServerCors]);
+  if (server?.status === 'unavailable' && getConnection() !== null) return <ServeApiNote />;
   if (!settings || !server || server.status === 'unavailable') return null;
   const corsError = corsFieldError(cors);
   const saveCors = () => {
@@ -88,3 +91,19 @@ export function LocalServerSection({ onSave }: { onSave: (patch: SettingsPatch) 
     </section>
   );
 }
+
+/** `serve` mode: this page's own server answers the OpenAI-compatible API under /v1. */
+function ServeApiNote() {
+  const baseUrl = `${location.origin}/v1`;
+  return (
+    <section className="panel-section" aria-labelledby="local-server-heading">
+      <h2 id="local-server-heading">API</h2>
+      <p className="local-server-url" role="status">
+        <span>The OpenAI-compatible API of the loaded model is live at</span> <code>{baseUrl}</code>{' '}
+        <CopyButton label="Copy base URL" text={() => baseUrl} className="btn btn-ghost btn-xs" />
+      </p>
+      <p className="field-hint">On this computer only (127.0.0.1); other tools use it as an OpenAI base URL.</p>
+    </section>
+  );
+}
+

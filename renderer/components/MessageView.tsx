@@ -113,7 +113,7 @@ function EditMessage({ message }: { message: Message }) {
     <article className="msg msg-user msg-editing" aria-label="Edit your message">
       <textarea ref={area} aria-label="Edit message" value={value} onChange={(e) => setValue(e.target.value)} onKeyDown={onKey} />
       <div className="msg-edit-actions">
-        <span className="hint">Answers after this message are replaced.</span>
+        <span className="hint">Sends the edited message; the answers after it stay as the earlier branch (‹ › on the message).</span>
         <button type="button" className="btn btn-ghost btn-sm" onClick={() => stores.chat.getState().cancelEdit()}>
           Cancel
         </button>

@@ -4,13 +4,14 @@
  * Jan, the Hugging Face cache), each with architecture, quantization, parameters, size, trained
  * context and whether it fits this machine's memory at the max context the load would use, and
  * an Open button; the recent models above; a Refresh button; in the desktop app a "Browse…"
- * button (the native file dialog). Opening goes through the model store (progress and errors at
+ * button (the native file dialog); the Models folder setting (Ropewalk's own folder). Opening goes through the model store (progress and errors at
  * the model card and the path field). Names and paths are text, never HTML.
  */
 import { useShallow } from 'zustand/react/shallow';
 import type { LibraryModel, LibrarySource } from '../../main/contract/library.ts';
 import { getConnection } from '../api.ts';
-import { useLibrary, useModel, useStores } from '../hooks.ts';
+import { useEffect, useState } from 'react';
+import { useLibrary, useModel, useSettings, useStores } from '../hooks.ts';
 import { formatBytes, formatTokens } from '../lib/meter.ts';
 
 const SOURCE_LABEL: Record<LibrarySource, string> = {
@@ -78,6 +79,7 @@ export function ModelLibrary() {
       <ul className="library-list" aria-label="Models on this computer">
         {library?.models.map((m) => <LibraryRow key={`${m.source}:${m.path}:${m.name}`} model={m} busy={busy} onOpen={open} />)}
       </ul>
+      <ModelsFolderField placeholder={library?.roots.find((r) => r.source === 'ropewalk')?.path ?? ''} />
       {library && (
         <p className="field-hint library-roots">
           {missing ? 'No other app’s models were found. ' : ''}Looked in {library.roots.filter((r) => r.found).map((r) => SOURCE_LABEL[r.source]).join(', ') || 'no folder'}
@@ -86,6 +88,34 @@ export function ModelLibrary() {
         </p>
       )}
     </section>
+  );
+}
+
+/** Settings `modelsFolder`: Ropewalk's own models folder ('' = the default, shown as the placeholder); saved on blur or Enter, then listed. */
+function ModelsFolderField({ placeholder }: { placeholder: string }) {
+  const stores = useStores();
+  const stored = useSettings((s) => s.settings?.modelsFolder ?? '');
+  const [value, setValue] = useState(stored);
+  useEffect(() => setValue(stored), [stored]);
+  const save = async () => {
+    const next = value.trim();
+    if (next === stored) return;
+    if (await stores.settings.getState().update({ modelsFolder: next })) await stores.library.getState().refresh();
+  };
+  return (
+    <div className="field">
+      <label htmlFor="setting-models-folder">Models folder</label>
+      <input
+        id="setting-models-folder"
+        type="text"
+        spellCheck={false}
+        placeholder={placeholder}
+        value={value}
+        onChange={(e) => setValue(e.target.value)}
+        onBlur={() => void save()}
+        onKeyDown={(e) => e.key === 'Enter' && void save()}
+      />
+    </div>
   );
 }
 

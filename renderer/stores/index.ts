@@ -83,8 +83,11 @@ export function createStores(api: RopewalkApi, options: StoreOptions): Stores {
   conversations = createConversationsStore(api, notices, () => chat, debounceMs, options.timers);
   const settings = createSettingsStore(api, notices, refreshBudget);
   const library = createLibraryStore(api);
+  // A model loaded (opened, switched to a remote engine, reloaded): settings derived from it
+  // (max context follows the trained context until set) and the library's fit estimates change.
   const model = createModelStore(api, notices, () => {
     refreshBudget();
+    void settings.getState().load();
     void library.getState().refresh();
   });
   const ui = createUiStore({ width: options.width ?? 1280, storage: options.storage });

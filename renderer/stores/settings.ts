@@ -1,5 +1,6 @@
 /**
- * Settings concern: the services' `Settings` (loaded once, then patched field by field). A patch
+ * Settings concern: the services' `Settings` (loaded at start and again whenever a model loads,
+ * since the max context follows the trained context until set; patched field by field). A patch
  * that fails leaves the last saved settings in place and reports the error. `localServer` is the
  * desktop app's local API server as the services report it (refreshed with the settings).
  */

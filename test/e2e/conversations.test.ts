@@ -175,6 +175,11 @@ test('regenerate keeps the earlier answer as a branch (‹ 1/2 ›); the meter f
   await page.locator('.msg-assistant').last().getByRole('button', { name: 'Next version' }).click();
   await until('the regenerated answer is back', async () => (await page.locator('.msg-assistant').last().locator('.markdown').innerText()) === regenerated, 10_000);
   await until('and the meter with it', async () => (await meter()) === withNew, 10_000);
+  // The edit note says what happens: the answers after it are kept as a branch ("replaced", issue 19).
+  await page.locator('.msg-user').last().getByRole('button', { name: 'Edit' }).click();
+  assert.match(await page.locator('.msg-editing .hint').innerText(), /answers after it stay as the earlier branch/);
+  assert.doesNotMatch(await page.locator('.msg-editing').innerText(), /replaced/);
+  await page.getByRole('button', { name: 'Cancel' }).click();
   assert.deepEqual(pageErrors, []);
 });
 

@@ -6,6 +6,7 @@
  * built-in model is marked as the children's-story model, and so is the first start; Open loads
  * one (and it becomes a recent model); a dropped `.gguf` opens as the model while a dropped text
  * file stays a document. Screenshots at 1440 and 420 px, light and dark, in test/artifacts/.
+ * Also (issue 19's smaller list): in `serve` mode the panel says the API is live and at what URL.
  */
 import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
@@ -71,6 +72,16 @@ test('lists the fixture models by their apps’ names, marks the built-in one, a
   await until('it is a recent model, by its Ollama name', async () => (await page.locator('.library-recent').innerText().catch(() => '')).includes('stories:q4'));
 
   assert.deepEqual(await overflowing(page), [], 'nothing in the library sticks out of the panel');
+
+  // The Models folder setting: another folder is listed as Ropewalk's own (here Jan's data folder).
+  const janModels = path.join(fx.home, '.local', 'share', 'Jan', 'data');
+  await page.getByLabel('Models folder').fill(janModels);
+  await page.getByLabel('Models folder').press('Enter');
+  await until('the folder is listed as Ropewalk’s', async () => (await page.locator('.library-row[data-source="ropewalk"] .library-name').allInnerTexts()).includes('llamacpp/models/stories-q5/model'));
+  await page.getByLabel('Models folder').fill('');
+  await page.getByLabel('Models folder').press('Enter');
+  await until('back to the default folder', async () => (await page.locator('.library-row[data-source="ropewalk"] .library-name').allInnerTexts()).join() === 'stories260K-q8');
+
   await page.emulateMedia({ colorScheme: 'light' });
   await page.locator('.library').evaluate((el) => el.scrollIntoView({ block: 'start' }));
   await page.screenshot({ path: path.join(ARTIFACTS, 'library-1440-light.png') });
@@ -125,6 +136,17 @@ test('narrow window: the library fits in 420 px (screenshots, both themes)', asy
   await page.emulateMedia({ colorScheme: 'dark' });
   await page.waitForTimeout(300);
   await page.screenshot({ path: path.join(ARTIFACTS, 'library-420-dark.png') });
+  await page.close();
+  assert.deepEqual(pageErrors, []);
+});
+
+test('serve mode says the OpenAI-compatible API is live, and at what URL (it said nothing)', async () => {
+  const page = await openPage(1440);
+  const note = page.getByRole('status').filter({ hasText: 'API of the loaded model is live at' });
+  await note.waitFor();
+  assert.equal(await note.locator('code').innerText(), `${app.url}v1`);
+  const models = (await (await fetch(`${app.url}v1/models`)).json()) as { data: unknown[] };
+  assert.ok(models.data.length > 0, 'and it answers there');
   await page.close();
   assert.deepEqual(pageErrors, []);
 });

@@ -43,6 +43,8 @@ test('Remote engine: list the models of another Ropewalk, use one, count exactly
   await until('the models are listed', async () => (await form.getByLabel('Model').locator('option').allTextContents()).some((t) => t.startsWith('stories260K')));
   await form.getByRole('button', { name: 'Use remote engine' }).click();
   await until('the card says remote', async () => ((await page.locator('.remote-url').textContent()) ?? '') === `Remote: ${baseUrl}`);
+  // The header chip names the engine: it said "CPU" (the remote model info's placeholder) before (issue 19).
+  assert.equal(await page.locator('.model-pill-ep').innerText(), 'Remote');
   assert.equal(await page.locator('.remote-counting').textContent(), "exact (the server's tokenizer)");
   assert.equal(await page.locator('.remote-key').textContent(), 'none');
 

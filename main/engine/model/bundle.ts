@@ -13,7 +13,7 @@
  * tokenizer_config.json, manifest.json (`ModelManifest`).
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { EngineError, ModelLoadError } from '../errors.ts';
@@ -21,6 +21,7 @@ import { hashFiles } from './content-hash.ts';
 import { fingerprintFiles } from './source-fingerprint.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from './decoder-graph.ts';
 import { startsWithGgufMagic } from './gguf/gguf-file.ts';
+import { looksLikeText } from './text-sniff.ts';
 import { ggufQuantizedTypes, openGgufModel } from './gguf/import-gguf.ts';
 import { quantizeLinearWeights } from './gguf/quantized-weights.ts';
 import { hfSourceFiles, openHuggingFace, parseJson } from './import-hf.ts';
@@ -114,36 +115,6 @@ export async function detectSource(p: string): Promise<{ kind: SourceKind; path:
     'not a model: expected a llama2.c .bin checkpoint, a .gguf file, a Hugging Face folder with config.json, or a Ropewalk bundle',
     p,
   );
-}
-
-/**
- * Whether a file is text, so it cannot be a llama2.c checkpoint (whose 28-byte header is seven
- * int32 sizes far below 2^24, so it holds NUL bytes): its first 512 bytes are UTF-8 without
- * control characters other than tab, line feed, form feed and carriage return (a multi-byte
- * character cut at the end is allowed). Random or binary bytes are not text. Unreadable: false
- * (the llama2.c reader says why).
- */
-async function looksLikeText(file: string): Promise<boolean> {
-  const fh = await open(file, 'r').catch(() => null);
-  if (!fh) return false;
-  try {
-    const head = new Uint8Array(512);
-    const { bytesRead } = await fh.read(head, 0, head.length, 0);
-    if (bytesRead === 0) return false;
-    const bytes = head.subarray(0, bytesRead);
-    if (bytes.some((b) => (b < 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0c && b !== 0x0d) || b === 0x7f)) return false;
-    for (let cut = 0; cut < 4 && cut < bytes.length; cut++) {
-      try {
-        new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(0, bytes.length - cut));
-        return true;
-      } catch {
-        if (bytesRead < head.length) return false; // the whole file was read: no cut character to excuse
-      }
-    }
-    return false;
-  } finally {
-    await fh.close();
-  }
 }
 
 /** The source files whose contents identify a model, in a stable order. */
