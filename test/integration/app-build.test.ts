@@ -122,7 +122,10 @@ describe('engine worker bundle', () => {
     try {
       const text = await new Promise<string>((resolve, reject) => {
         worker.on('error', reject);
-        worker.on('message', (m: { type: string; id: number; info?: { vocabSize: number }; event?: { type: string; text: string }; error?: unknown }) => {
+        type Reply = { type: string; id: number; info?: { vocabSize: number }; event?: { type: string; text: string }; error?: unknown; messages?: Reply[] };
+        const onReply = (m: Reply): void => {
+          // Token events may arrive coalesced in one `batch` message (protocol.ts), done included.
+          if (m.type === 'batch') return m.messages!.forEach(onReply);
           if (m.type === 'error') reject(new Error(JSON.stringify(m.error)));
           if (m.type === 'loaded') {
             assert.equal(m.info!.vocabSize, 512);
@@ -130,7 +133,8 @@ describe('engine worker bundle', () => {
             worker.postMessage({ type: 'generate', id: 2, request: { prompt: 'Once upon a time', maxTokens: 12, sampler } });
           }
           if (m.type === 'event' && m.event!.type === 'done') resolve(m.event!.text);
-        });
+        };
+        worker.on('message', onReply);
         worker.postMessage({ type: 'load', id: 1, source: STORIES_BIN, options: { cacheDir } });
       });
       // llama2.c run.c -t 0 continues "Once upon a time" with ", there was a little girl named Lily."
