@@ -304,10 +304,12 @@ test('CLI: the first line is the URL; the page is served; SIGTERM shuts down cle
   assert.ok(existsSync(path.join(data, DB_FILE)));
 });
 
-test('CLI: --ep webgpu where no adapter exists (the Vulkan loader finds no driver): the ready line says cpu, then one note saying why; the window\'s setting is webgpu', async () => {
-  const data = path.join(root, 'ep-data');
-  mkdirSync(data, { recursive: true });
-  const child = spawnServe(['--port', '0', '--data', data, '--static', staticDir, '--ep', 'webgpu'], { VK_ICD_FILENAMES: '/nonexistent/no-driver_icd.json' });
+/**
+ * Starts serve with `args` (and `env`), waits for its `model: … ready` line and what follows it in the
+ * same tick (a note, if any), then stops it with SIGTERM; its exit code and whole stderr.
+ */
+async function stderrUntilReady(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stderr: string }> {
+  const child = spawnServe(args, env);
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   const done = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -315,11 +317,18 @@ test('CLI: --ep webgpu where no adapter exists (the Vulkan loader finds no drive
     await firstLine(child);
     const end = Date.now() + 60_000;
     while (!/^model: /m.test(stderr) && Date.now() < end) await sleep(50);
-    await sleep(200); // the note follows the ready line in the same tick
+    await sleep(200); // a note, if any, follows the ready line in the same tick
   } finally {
     child.kill('SIGTERM');
   }
-  assert.equal(await done, 0, stderr);
+  return { code: await done, stderr };
+}
+
+test('CLI: --ep webgpu where no adapter exists (the Vulkan loader finds no driver): the ready line says cpu, then one note saying why; the window\'s setting is webgpu', async () => {
+  const data = path.join(root, 'ep-data');
+  mkdirSync(data, { recursive: true });
+  const { code, stderr } = await stderrUntilReady(['--port', '0', '--data', data, '--static', staticDir, '--ep', 'webgpu'], { VK_ICD_FILENAMES: '/nonexistent/no-driver_icd.json' });
+  assert.equal(code, 0, stderr);
   const lines = stderr.trimEnd().split('\n');
   const ready = lines.findIndex((l) => l.startsWith('model: '));
   assert.equal(lines[ready], 'model: stories260K ready (cpu, max context 512)', stderr);
@@ -339,19 +348,8 @@ test('CLI: a max context above the trained context (1,024 > 512): the ready line
   store.setSettings({ 'settings.maxContext': 1024 });
   store.close();
   // --ep cpu: auto's note (machine-dependent) would come between the ready line and the caution.
-  const child = spawnServe(['--port', '0', '--data', data, '--static', staticDir, '--ep', 'cpu']);
-  let stderr = '';
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  const done = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  try {
-    await firstLine(child);
-    const end = Date.now() + 60_000;
-    while (!/^model: /m.test(stderr) && Date.now() < end) await sleep(50);
-    await sleep(200); // a note, if any, follows the ready line in the same tick
-  } finally {
-    child.kill('SIGTERM');
-  }
-  assert.equal(await done, 0, stderr);
+  const { code, stderr } = await stderrUntilReady(['--port', '0', '--data', data, '--static', staticDir, '--ep', 'cpu']);
+  assert.equal(code, 0, stderr);
   const lines = stderr.trimEnd().split('\n');
   const ready = lines.findIndex((l) => l.startsWith('model: '));
   assert.equal(lines[ready], 'model: stories260K ready (cpu, max context 1024)', stderr);
