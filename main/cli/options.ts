@@ -163,6 +163,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
     );
   }
   if (v.think && v['no-think']) throw new UsageError('give one of --think and --no-think');
+  if (v['json-schema'] !== undefined && (v.stop?.length ?? 0) > 0) throw new UsageError('--stop cannot be combined with --json-schema: a stop string would cut the JSON short');
   if (!CLI_CONTEXT_FULL.some((p) => p === contextFull)) throw new UsageError(`--context-full must be ${CLI_CONTEXT_FULL.join(' or ')}, got "${contextFull}"`);
   return {
     model: v.model ?? null,

@@ -38,11 +38,22 @@ export class EngineHost implements ChatEngine {
   private disposed = false;
   /** Number of times a worker died unexpectedly (for tests and diagnostics). */
   crashes = 0;
+  private readonly crashListeners = new Set<(e: WorkerCrashedError) => void>();
   /** Where the engine runs: 'process' (default: a native crash ends only the engine) or 'thread'. */
   readonly isolation: EngineIsolation;
 
   constructor(options: { isolation?: EngineIsolation } = {}) {
     this.isolation = options.isolation ?? 'process';
+  }
+
+  /**
+   * Calls `listener` each time the worker dies unexpectedly (never at `dispose`), after every pending
+   * call has failed — also when it dies idle, with nothing pending, so the owner can restart it
+   * (ModelService.recover) instead of waiting for the next call. Returns an unsubscribe.
+   */
+  onCrash(listener: (e: WorkerCrashedError) => void): () => void {
+    this.crashListeners.add(listener);
+    return () => this.crashListeners.delete(listener);
   }
 
   /** The engine process's id (null in a thread, or before the first call starts it). For tests and diagnostics. */
@@ -75,6 +86,7 @@ export class EngineHost implements ChatEngine {
       const err = new WorkerCrashedError(`the engine worker stopped (${why}); it will be restarted`);
       for (const l of [...this.listeners.values()]) l.onCrash(err);
       this.listeners.clear();
+      for (const l of this.crashListeners) l(err);
     };
     w.onDeath(onDeath);
     this.worker = w;

@@ -258,17 +258,23 @@ function generationFields(body: z.infer<z.ZodObject<typeof sampling>>, maxTokens
     },
     ...(body.stop ? { stop: typeof body.stop === 'string' ? [body.stop] : body.stop } : {}),
     ...(body.ignore_eos ? { ignoreEos: true } : {}),
-    ...responseFormat(body.response_format),
+    ...responseFormat(body.response_format, body.stop),
   };
 }
 
 /**
  * `response_format` as the engine takes it; the schema is compiled here too, so what constrained
  * decoding does not cover is refused before the request queues.
- * @throws ApiError 400 `unsupported_parameter`, `param: "response_format"`, naming the keyword.
+ * `stop` strings are refused beside a JSON format: one would cut the JSON short and the reply would
+ * still end with `stop` (found by a newcomer pass: `stop: ['"']` gave `{ ` as a finished answer).
+ * @throws ApiError 400 `unsupported_parameter`, `param: "response_format"`, naming the keyword;
+ *   400 `invalid_request`, `param: "stop"`, for stop strings with a JSON format.
  */
-function responseFormat(f: z.infer<typeof sampling.response_format>): { responseFormat?: ResponseFormat } {
+function responseFormat(f: z.infer<typeof sampling.response_format>, stop: unknown): { responseFormat?: ResponseFormat } {
   if (!f || f.type === 'text') return {};
+  if (stop !== undefined && stop !== null && !(Array.isArray(stop) && stop.length === 0)) {
+    throw new ApiError(400, 'invalid_request', 'stop: stop strings cannot be combined with a JSON response_format (a stop string would cut the JSON short); leave stop out', 'stop');
+  }
   if (f.type === 'json_object') return { responseFormat: { type: 'json_object' } };
   const schema = (f as { json_schema: { schema?: unknown } }).json_schema.schema ?? {};
   try {

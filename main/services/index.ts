@@ -136,6 +136,9 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     onLoaded: () => void refreshBudget(),
     nameOf: (path): string | null => library.nameOf(path),
   });
+  // An engine that dies — mid-answer or idle — is restarted with its model at once, so /health, /v1
+  // and the window see it come back without waiting for a next call (recover is shared if running).
+  host.onCrash(() => void models.recover());
   settings = new SettingsService(store, models);
   if (opts.executionProvider !== undefined) settings.presetExecutionProvider(opts.executionProvider);
   const library: ModelLibraryService = new ModelLibraryService({

@@ -105,3 +105,24 @@ test('services: a SIGSEGV of the engine mid-answer keeps the streamed text as an
     await s.dispose();
   }
 });
+
+test('services: an engine that dies idle (SIGKILL, no answer running) is restarted with its model at once, without waiting for a call', async () => {
+  // Found by a newcomer pass: serve's /health stayed "loading" and /v1 answered 503 model_not_ready
+  // for good, because only a generation that saw the crash asked for a recovery.
+  const s = await startBackend({ dataDir: path.join(root, 'data-idle'), cacheDir, defaultModel: STORIES_BIN });
+  try {
+    await s.modelLoaded;
+    const call = <T>(method: string, payload: unknown) => s.router.call(method as never, payload as never) as Promise<T>;
+    const firstPid = s.host.enginePid!;
+    const ready = nextEvent(s.router, 'modelState', (m) => (m as { status: string }).status === 'ready');
+    process.kill(firstPid, 'SIGKILL');
+    await ready;
+    assert.equal(s.host.crashes, 1);
+    assert.ok(s.host.model, 'the model is loaded again, with no call made');
+    assert.notEqual(s.host.enginePid, firstPid);
+    assert.equal((await call<{ status: string }>('getModel', {})).status, 'ready');
+  } finally {
+    await s.dispose();
+  }
+});
+

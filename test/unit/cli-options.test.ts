@@ -50,3 +50,10 @@ test('--think / --no-think: enable_thinking on or off, absent = the template def
   assert.deepEqual([thinkingOf([]), thinkingOf(['--think']), thinkingOf(['--no-think'])], [null, true, false]);
   assert.throws(() => thinkingOf(['--think', '--no-think']), (e: unknown) => e instanceof UsageError && /one of --think and --no-think/.test(e.message));
 });
+
+test('--stop with --json-schema is a usage error (a stop string would cut the JSON short); each alone is fine', () => {
+  // Found by a newcomer pass: `--json-schema s.json --stop '"'` printed `{ ` with finish reason stop.
+  assert.throws(() => parseChatOptions(['--json-schema', 's.json', '--stop', '"', 'Hi']), (e: unknown) => e instanceof UsageError && /--stop cannot be combined with --json-schema/.test(e.message));
+  const alone = [parseChatOptions(['--json-schema', 's.json', 'Hi']), parseChatOptions(['--stop', '"', 'Hi'])];
+  assert.deepEqual(alone.map((o) => (o === 'help' ? null : [o.jsonSchema, o.stop])), [['s.json', []], [null, ['"']]]);
+});

@@ -6,7 +6,7 @@
  * class never touches the backend or the caches.
  */
 import { performance } from 'node:perf_hooks';
-import { toEngineError } from '../errors.ts';
+import { InvalidOptionError, toEngineError } from '../errors.ts';
 import { JsonConstraint } from '../sampling/json-constraint.ts';
 import { compileSchema, JSON_OBJECT } from '../sampling/json-schema.ts';
 import { validateTopLogprobs, type TokenLogprob } from '../sampling/logprobs.ts';
@@ -68,6 +68,7 @@ export class Generation {
     this.sampler = sampler;
     this.maxTokens = req.maxTokens;
     this.topLogprobs = req.logprobs === undefined ? null : validateTopLogprobs(req.logprobs);
+    if (req.responseFormat && req.stop?.length) throw new InvalidOptionError('stop', 'stop strings cannot be combined with responseFormat: a stop string would cut the JSON short');
     this.constraint = req.responseFormat ? constraintFor(req.responseFormat, tokenizer) : null;
     this.eos = new Set(req.ignoreEos && !this.constraint ? [] : tokenizer.eos);
     this.stops = new StopStrings(req.stop);

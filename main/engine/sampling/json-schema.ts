@@ -61,7 +61,14 @@ export function compileSchema(schema: unknown): SchemaNode {
   return compile(schema, '');
 }
 
+/** Deepest schema path compiled, in JSON Pointer segments (a property costs two, an item one): a schema nested
+ *  thousands deep overflowed the call stack (found by a newcomer pass: 3,000 nested `items`). */
+export const MAX_SCHEMA_PATH_SEGMENTS = 200;
+
 function compile(s: unknown, path: string): SchemaNode {
+  if (path.split('/').length > MAX_SCHEMA_PATH_SEGMENTS) {
+    throw new UnsupportedSchemaError('nesting', `${path.slice(0, 60)}…`, `nests deeper than ${MAX_SCHEMA_PATH_SEGMENTS} path segments, more than constrained decoding takes`);
+  }
   if (s === true) return ANY;
   if (!isObject(s)) throw new UnsupportedSchemaError(s === false ? 'false' : 'type', path, `must be a schema object, not ${JSON.stringify(s)?.slice(0, 60)}`);
   for (const k of Object.keys(s)) {
