@@ -42,6 +42,8 @@ async function main(argv: string[]): Promise<void> {
   }
   process.stderr.write(`data: ${services.store.file}\n`);
   if (services.storeRecovery) process.stderr.write(`warning: ${services.storeRecovery.message}\n`);
+  // A crash of the engine's process is said where the operator looks (the services restart it).
+  services.host.onCrash((e) => process.stderr.write(`warning: ${e.message}\n`));
   void services.models.start().then(() => {
     const s = services.models.state;
     if (s.error) process.stderr.write(`model: ${s.error}\n`);

@@ -108,9 +108,12 @@ const sampling = {
   stream_options: z.object({ include_usage: z.boolean().nullish() }).passthrough().nullish(),
   n: z.number().int().min(1).nullish(),
   ignore_eos: z.boolean().nullish(),
+  // By `type`, so the error names what is wrong: an unknown type lists all three; `json_schema` without
+  // its object says so (a plain union said "expected text or json_object" for both: a newcomer pass).
   response_format: z
-    .union([
-      z.object({ type: z.enum(['text', 'json_object']) }).passthrough(),
+    .discriminatedUnion('type', [
+      z.object({ type: z.literal('text') }).passthrough(),
+      z.object({ type: z.literal('json_object') }).passthrough(),
       z.object({ type: z.literal('json_schema'), json_schema: z.object({ schema: z.unknown().optional(), name: z.string().optional(), strict: z.boolean().nullish() }).passthrough() }).passthrough(),
     ])
     .nullish(),

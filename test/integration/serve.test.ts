@@ -9,7 +9,7 @@
 import net from 'node:net';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -355,6 +355,39 @@ test('CLI: a max context above the trained context (1,024 > 512): the ready line
   assert.equal(lines[ready], 'model: stories260K ready (cpu, max context 1024)', stderr);
   assert.equal(lines[ready + 1], "note: Max context 1,024 is above the model's trained context (512): answers lose quality past it; 512 or less keeps them at full quality.", stderr);
   assert.equal(lines.filter((l) => l.includes('above the model')).length, 1, `once: ${stderr}`);
+});
+
+/** The pids of `pid`'s child processes whose command line includes `marker` (Linux /proc). */
+function childPids(pid: number, marker: string): number[] {
+  const out: number[] = [];
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    for (const c of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number)) {
+      if (readFileSync(`/proc/${c}/cmdline`, 'utf8').includes(marker)) out.push(c);
+    }
+  }
+  return out;
+}
+
+test('CLI: the engine process killed while idle (SIGSEGV) is said on stderr in one line and restarted with the model; /health is ok again', async () => {
+  // Found by a newcomer pass: /health stayed "loading" and /v1 answered 503 for good, and stderr said nothing.
+  const child = spawnServe(['--port', '0', '--data', path.join(root, 'idle-crash-data'), '--static', staticDir, '--ep', 'cpu']);
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const done = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  try {
+    const url = new URL(await firstLine(child));
+    await until('the model is ready', () => /^model: /m.test(stderr), 60_000);
+    const [engine] = childPids(child.pid!, 'engine-host/worker');
+    assert.ok(engine, 'serve runs its engine in a child process');
+    process.kill(engine, 'SIGSEGV');
+    await until('the crash is said on stderr', () => stderr.includes('warning: the engine worker stopped (signal SIGSEGV)'), 20_000);
+    await until('/health is ok again', async () => (await fetch(new URL('/health', url))).status === 200, 60_000);
+    assert.notEqual(childPids(child.pid!, 'engine-host/worker')[0], engine, 'a new engine process');
+  } finally {
+    child.kill('SIGTERM');
+  }
+  assert.equal(await done, 0, stderr);
+  assert.equal(stderr.split('\n').filter((l) => l.startsWith('warning: the engine worker stopped')).length, 1, stderr);
 });
 
 test('CLI: killed (SIGKILL) while an answer streams, the partial answer is in SQLite', async () => {

@@ -35,4 +35,21 @@ describe('JSON Schema limits', () => {
     assert.equal(parseChatRequest(body(format), SETTINGS).request.responseFormat?.type, 'json_object');
     assert.deepEqual(parseChatRequest(body({ stop: ['"'] }), SETTINGS).request.stop, ['"']);
   });
+
+  it('/v1: response_format says what is wrong: an unknown type lists all three types; json_schema without its object names it', () => {
+    const refusal = (format: unknown): ApiError => {
+      try {
+        parseChatRequest({ messages: [{ role: 'user', content: 'Once' }], response_format: format }, SETTINGS);
+      } catch (e) {
+        if (e instanceof ApiError) return e;
+        throw e;
+      }
+      throw new Error('accepted');
+    };
+    const yaml = refusal({ type: 'yaml' });
+    assert.equal(yaml.param, 'response_format.type');
+    assert.match(yaml.message, /text.*json_object.*json_schema/);
+    const bare = refusal({ type: 'json_schema' });
+    assert.equal(bare.param, 'response_format.json_schema');
+  });
 });
