@@ -7,9 +7,9 @@
  * Qwen3 tokenizer and chat template (or a template given).
  */
 import { readFileSync } from 'node:fs';
-import type { KeyRotation, KvCache } from '../../main/engine/cache/kv-cache.ts';
 import { Engine } from '../../main/engine/generate/engine.ts';
-import type { DecoderBackend, SessionInfo } from '../../main/engine/model/backend.ts';
+import type { SessionInfo } from '../../main/engine/model/backend.ts';
+import { StandInBackend } from './stand-in-backend.ts';
 import type { ModelManifest } from '../../main/engine/model/manifest.ts';
 import { TextTokenizer } from '../../main/engine/tokenizer/tokenizer.ts';
 import { QWEN3_TOKENIZER_CONFIG, QWEN3_TOKENIZER_JSON, QWEN3_TOKENIZER_VOCAB } from './synthetic-hf.ts';
@@ -19,12 +19,12 @@ export const QWEN3_IM_END = 151645;
 export const QWEN3_ENDOFTEXT = 151643;
 
 /** Logits [V] float32 with all mass on the script's next token (EOS past its end). */
-export class ForcedBackend implements DecoderBackend {
+export class ForcedBackend extends StandInBackend {
   readonly info: SessionInfo = { backend: 'js', executionProvider: 'cpu', fallbackReason: null, nodesOnCpu: null };
-  readonly kvOnHost = false;
   private readonly logits: Float32Array;
   private step = 0;
   constructor(private readonly script: readonly number[], vocabSize: number, private readonly eos: number) {
+    super();
     this.logits = new Float32Array(vocabSize);
   }
 
@@ -35,19 +35,6 @@ export class ForcedBackend implements DecoderBackend {
     return this.logits;
   }
 
-  shift(kv: KvCache, keep: number, drop: number, rotation: KeyRotation): void {
-    kv.discard(keep, drop, rotation);
-  }
-
-  saveKv(kv: KvCache): Float32Array {
-    return new Float32Array(kv.snapshotFloats(kv.length));
-  }
-
-  restoreKv(kv: KvCache, _data: Float32Array, length: number): void {
-    kv.restore(null, length);
-  }
-
-  async dispose(): Promise<void> {}
 }
 
 const tokenizers = new Map<string | undefined, TextTokenizer>();

@@ -15,11 +15,12 @@ import { SessionRunError } from '../../main/engine/errors.ts';
 import { ContextShifter, planShift } from '../../main/engine/generate/context-shift.ts';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../../main/engine/generate/types.ts';
-import type { DecoderBackend, SessionInfo } from '../../main/engine/model/backend.ts';
+import type { SessionInfo } from '../../main/engine/model/backend.ts';
 import type { ModelManifest } from '../../main/engine/model/manifest.ts';
 import { convertLlama2cTokenizer } from '../../main/engine/tokenizer/llama2c-tokenizer.ts';
 import { TextTokenizer } from '../../main/engine/tokenizer/tokenizer.ts';
 import { STORIES_TOKENIZER } from '../helpers/paths.ts';
+import { StandInBackend } from '../helpers/stand-in-backend.ts';
 
 const V = 512;
 const EOS = 2;
@@ -66,14 +67,15 @@ interface RunCall {
 }
 
 /** Logits that put all mass on `next(last token fed)`; EOS for tokens the script does not know. */
-class ScriptedBackend implements DecoderBackend {
+class ScriptedBackend extends StandInBackend {
   readonly info: SessionInfo = { backend: 'native', executionProvider: 'cpu', fallbackReason: null, nodesOnCpu: null };
-  readonly kvOnHost = false;
   readonly calls: RunCall[] = [];
   readonly shifts: { keep: number; drop: number; past: number }[] = [];
   failAtCall = -1;
   private readonly logits = new Float32Array(V);
-  constructor(private readonly next: Map<number, number>) {}
+  constructor(private readonly next: Map<number, number>) {
+    super();
+  }
 
   async run(tokenIds: ArrayLike<number>, cos: Float32Array, sin: Float32Array, kv: KvCache): Promise<Float32Array> {
     assert.equal(cos.length, sin.length);
@@ -85,20 +87,10 @@ class ScriptedBackend implements DecoderBackend {
     return this.logits;
   }
 
-  shift(kv: KvCache, keep: number, drop: number, rotation: KeyRotation): void {
+  override shift(kv: KvCache, keep: number, drop: number, rotation: KeyRotation): void {
     this.shifts.push({ keep, drop, past: kv.length });
-    kv.discard(keep, drop, rotation);
+    super.shift(kv, keep, drop, rotation);
   }
-
-  saveKv(kv: KvCache): Float32Array {
-    return new Float32Array(kv.snapshotFloats(kv.length));
-  }
-
-  restoreKv(kv: KvCache, _data: Float32Array, length: number): void {
-    kv.restore(null, length);
-  }
-
-  async dispose(): Promise<void> {}
 }
 
 const PROMPT = 'Once upon a time';
