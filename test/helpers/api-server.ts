@@ -17,11 +17,15 @@ export interface ApiServer {
   close(): Promise<void>;
 }
 
-/** Starts the services over `dir` (data, cache and static files go below it) and serves them; resolves once the model is loaded. */
-export async function startApiServer(dir: string): Promise<ApiServer> {
+/**
+ * Starts the services over `dir` (data and static files go below it; the cache too unless
+ * `opts.cacheDir`) with `opts.defaultModel` (stories260K by default) and serves them; resolves once
+ * the model is loaded.
+ */
+export async function startApiServer(dir: string, opts: { defaultModel?: string; cacheDir?: string } = {}): Promise<ApiServer> {
   mkdirSync(path.join(dir, 'static'), { recursive: true });
   writeFileSync(path.join(dir, 'static', 'index.html'), '<!doctype html><title>Ropewalk</title>');
-  const backend = await startBackend({ dataDir: path.join(dir, 'data'), cacheDir: path.join(dir, 'cache'), defaultModel: STORIES_BIN });
+  const backend = await startBackend({ dataDir: path.join(dir, 'data'), cacheDir: opts.cacheDir ?? path.join(dir, 'cache'), defaultModel: opts.defaultModel ?? STORIES_BIN });
   const server = await startServer({ router: backend.router, port: 0, staticDir: path.join(dir, 'static'), completions: backend.completions });
   await backend.modelLoaded;
   return {

@@ -7,24 +7,21 @@
  * and not, in OpenAI's shapes; top_logprobs over 20 and top_logprobs without logprobs refused.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import OpenAI from 'openai';
-import { startBackend, type Backend } from '../../main/composition/start-backend.ts';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import type { GenerationEvent, TokenLogprob } from '../../main/engine/generate/types.ts';
-import { startServer, type RunningServer } from '../../main/serve/server.ts';
+import { startApiServer, type ApiServer } from '../helpers/api-server.ts';
 import { STORIES_BIN } from '../helpers/paths.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-logprobs-'));
 const cacheDir = path.join(root, 'cache');
-let backend: Backend | undefined;
-let srv: RunningServer | undefined;
+let api: ApiServer | undefined;
 after(async () => {
-  await srv?.close();
-  await backend?.dispose();
+  await api?.close();
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -71,12 +68,8 @@ for (const kind of ['js', 'native'] as const) {
 }
 
 test('serve: the openai SDK gets logprobs on chat and completions, streamed and not, in OpenAI\'s shapes', async () => {
-  mkdirSync(path.join(root, 'static'));
-  writeFileSync(path.join(root, 'static', 'index.html'), '<!doctype html><title>Ropewalk</title>');
-  backend = await startBackend({ dataDir: path.join(root, 'data'), cacheDir, defaultModel: STORIES_BIN });
-  srv = await startServer({ router: backend.router, port: 0, staticDir: path.join(root, 'static'), completions: backend.completions });
-  await backend.modelLoaded;
-  const client = new OpenAI({ baseURL: `http://localhost:${srv.port}/v1`, apiKey: 'x', maxRetries: 0 });
+  api = await startApiServer(root, { cacheDir, defaultModel: STORIES_BIN });
+  const client = new OpenAI({ baseURL: api.baseUrl, apiKey: 'x', maxRetries: 0 });
   const base = { model: 'stories260K', temperature: 0, max_tokens: 10 } as const;
   const messages = [{ role: 'user' as const, content: 'Once upon a time' }];
 

@@ -8,7 +8,7 @@
  * 400 and `param: "response_format"`.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -16,18 +16,16 @@ import { Ajv } from 'ajv';
 import OpenAI from 'openai';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
-import { startBackend, type Backend } from '../../main/composition/start-backend.ts';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import type { GenerationEvent } from '../../main/engine/generate/types.ts';
-import { startServer, type RunningServer } from '../../main/serve/server.ts';
+import { startApiServer, type ApiServer } from '../helpers/api-server.ts';
 import { writeSyntheticCheckpoint } from '../helpers/synthetic-hf.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-structured-'));
 const modelDir = path.join(root, 'qwen3');
 const cacheDir = path.join(root, 'cache');
 const ajv = new Ajv({ strict: false });
-let backend: Backend;
-let srv: RunningServer;
+let api: ApiServer | undefined;
 let client: OpenAI;
 
 const PERSON = {
@@ -58,8 +56,7 @@ before(async () => {
   await writeSyntheticCheckpoint(modelDir, { family: 'qwen3', seed: 3 });
 });
 after(async () => {
-  await srv?.close();
-  await backend?.dispose();
+  await api?.close();
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -87,12 +84,8 @@ for (const kind of ['js', 'native'] as const) {
 }
 
 test('serve: the openai SDK gets JSON that validates, streamed and not, parse() with zod, json_object, legacy completions', async () => {
-  mkdirSync(path.join(root, 'static'));
-  writeFileSync(path.join(root, 'static', 'index.html'), '<!doctype html><title>Ropewalk</title>');
-  backend = await startBackend({ dataDir: path.join(root, 'data'), cacheDir, defaultModel: modelDir });
-  srv = await startServer({ router: backend.router, port: 0, staticDir: path.join(root, 'static'), completions: backend.completions });
-  await backend.modelLoaded;
-  client = new OpenAI({ baseURL: `http://localhost:${srv.port}/v1`, apiKey: 'not-needed', maxRetries: 0, timeout: 120_000 });
+  api = await startApiServer(root, { cacheDir, defaultModel: modelDir });
+  client = new OpenAI({ baseURL: api.baseUrl, apiKey: 'not-needed', maxRetries: 0, timeout: 120_000 });
   const model = (await client.models.list()).data[0].id;
   const format = { type: 'json_schema' as const, json_schema: { name: 'pet', schema: PERSON, strict: true } };
 
