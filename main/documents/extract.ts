@@ -19,23 +19,19 @@
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { Parser } from 'htmlparser2';
 import { MAX_DOCUMENT_BYTES } from '../contract/limits.ts';
 import { firstLine } from '../common/errors.ts';
 import { DocumentError } from './errors.ts';
 import { htmlText } from './html-text.ts';
 import { OcrReader } from './ocr.ts';
+import type { DocumentPart, ExtractProgress } from './parts.ts';
 import { pdfText } from './pdf-text.ts';
 
 export { MAX_DOCUMENT_BYTES, htmlText };
+export type { DocumentPart, ExtractProgress } from './parts.ts';
 
 export type DocumentKind = 'text' | 'markdown' | 'code' | 'pdf' | 'docx' | 'html' | 'image';
 
-/** A labelled stretch of the text: a PDF page or a Markdown section, from `start` (UTF-16 offset) to the next part. */
-export interface DocumentPart {
-  label: string;
-  start: number;
-}
 
 export interface ExtractedDocument {
   name: string;
@@ -53,11 +49,6 @@ export interface ExtractedDocument {
   pagesWithoutText: number[];
 }
 
-/**
- * Called while a long file is extracted: the fraction done (0…1) of the text pass (per PDF page),
- * then, with phase 'ocr', of the pages or image being read by OCR.
- */
-export type ExtractProgress = (fraction: number, phase?: 'ocr') => void;
 
 export interface ExtractOptions {
   onProgress?: ExtractProgress;

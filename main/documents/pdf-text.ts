@@ -12,7 +12,7 @@
  */
 import { firstLine } from '../common/errors.ts';
 import { DocumentError } from './errors.ts';
-import type { DocumentPart, ExtractProgress } from './extract.ts';
+import type { DocumentPart, ExtractProgress } from './parts.ts';
 import { OcrReader } from './ocr.ts';
 import { pageImages } from './pdf-images.ts';
 import { layoutPageText, type PlacedText } from './pdf-layout.ts';

@@ -27,21 +27,11 @@ import { UnsupportedSchemaError } from '../engine/errors.ts';
 import type { ChatMessage, GenerationRequest, ResponseFormat } from '../engine/generate/types.ts';
 import { compileSchema } from '../engine/sampling/json-schema.ts';
 import { MAX_TOP_LOGPROBS } from '../engine/sampling/logprobs.ts';
+import { ApiError } from './api-error.ts';
 import { toolFields, type ToolMode } from './tool-calls.ts';
 
-/** A request the API refuses: HTTP status, OpenAI error code, the field at fault, one sentence. */
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly param: string | null = null,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message);
-    this.name = 'ApiError';
-  }
-}
+export { ApiError } from './api-error.ts';
+
 
 /**
  * A field's path as clients write it: `['messages', 0, 'content']` → `messages[0].content`; the

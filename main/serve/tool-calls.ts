@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { UnsupportedSchemaError } from '../engine/errors.ts';
 import type { GenerationRequest, ToolCall } from '../engine/generate/types.ts';
 import { compileSchema } from '../engine/sampling/json-schema.ts';
-import { ApiError } from './openai-request.ts';
+import { ApiError } from './api-error.ts';
 
 /** The tool fields of a chat body, as openai-request.ts's schema checked them. */
 interface ToolBody {

@@ -15,7 +15,7 @@ import { ChunkCache, fitDocuments, type AttachedText } from '../documents/assemb
 import { extractDocumentOffThread } from '../documents/extract-off-thread.ts';
 import type { ExtractProgress } from '../documents/extract.ts';
 import { documentBlock, userTurnText } from '../documents/prompt.ts';
-import { historyMessages } from './budget.ts';
+import { historyMessages } from './history.ts';
 import type { Attachment, ConversationStore, StoredDocument } from './store.ts';
 
 /** A prompt ready to count or generate from. */

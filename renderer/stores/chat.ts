@@ -6,47 +6,22 @@
  * answer (the actions), stream (events, per-frame commits). What the slices share beyond the state (services, stream buffer, early events,
  * parked drafts) is a `ChatContext` made here, outside the state.
  */
-import { createStore, type StoreApi } from 'zustand/vanilla';
-import type { RopewalkApi } from '../../main/contract/channels.ts';
-import type { Conversation } from '../../main/contract/types.ts';
+import { createStore } from 'zustand/vanilla';
 import { EarlyArrivals } from '../lib/early-arrivals.ts';
-import type { KeyValueStorage } from '../lib/storage.ts';
-import { StreamBuffer, type FrameScheduler } from '../lib/stream-buffer.ts';
-import type { BudgetStore } from './budget.ts';
-import { createAnswerSlice, type AnswerSlice } from './chat/answer-slice.ts';
+import { StreamBuffer } from '../lib/stream-buffer.ts';
+import { createAnswerSlice } from './chat/answer-slice.ts';
 import type { ChatContext } from './chat/context.ts';
-import { createConversationSlice, type ConversationSlice } from './chat/conversation-slice.ts';
-import { createDocumentsSlice, type DocumentsSlice } from './chat/documents-slice.ts';
-import { createDraftSlice, DraftMemory, type DraftSlice } from './chat/draft-slice.ts';
-import { commitFrame, createStreamSlice, type StreamSlice } from './chat/stream-slice.ts';
-import type { NoticesStore } from './notices.ts';
+import { createConversationSlice } from './chat/conversation-slice.ts';
+import { createDocumentsSlice } from './chat/documents-slice.ts';
+import { DraftMemory } from './chat/draft-memory.ts';
+import { createDraftSlice } from './chat/draft-slice.ts';
+import { commitFrame, createStreamSlice } from './chat/stream-slice.ts';
+import type { ChatDeps, ChatState, ChatStore } from './chat/types.ts';
 
 export { isGenerating, lastAnswer } from './chat/selectors.ts';
-export type { PendingAction } from './chat/answer-slice.ts';
+export type { ChatDeps, ChatState, ChatStore, LiveAnswer, PendingAction } from './chat/types.ts';
 
-/** Progress of an answer being generated. */
-export interface LiveAnswer {
-  generatedTokens: number;
-  prefill: { processed: number; total: number } | null;
-  /** Requests ahead of it while it waits for the engine (an API request is being answered). */
-  waiting?: number;
-}
-
-export type ChatState = ConversationSlice & DraftSlice & DocumentsSlice & AnswerSlice & StreamSlice;
-
-export type ChatStore = StoreApi<ChatState>;
-
-export interface ChatDeps {
-  api: RopewalkApi;
-  notices: NoticesStore;
-  budget: () => BudgetStore;
-  frames: FrameScheduler;
-  /** A conversation was created here (so the list can show it at once). */
-  onCreated(conversation: Conversation): void;
-  /** Where unsent drafts are kept across reloads (none in tests). */
-  storage?: KeyValueStorage;
-}
-
+/** The chat store: its slices over one shared context (see ./chat/types.ts for the state). */
 export function createChatStore(deps: ChatDeps): ChatStore {
   // The buffer commits into the store, which exists by the time a frame runs.
   let store: ChatStore | null = null;

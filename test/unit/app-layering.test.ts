@@ -5,37 +5,13 @@
  * only electron, the bridge and the dependency-free contract names (no zod, no Node).
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { PROJECT_ROOT } from '../helpers/paths.ts';
+import { projectImports, sourceFiles, specifiers } from '../helpers/source-imports.ts';
 
 const ELECTRON = ['elec', 'tron'].join(''); // spelled in pieces so this file does not match itself
-const SOURCE = /\.(ts|tsx|mts|cts|js|mjs|cjs)$/;
-
-/** Every module specifier a source file imports, requires or dynamically imports. */
-function specifiers(code: string): string[] {
-  const out: string[] = [];
-  const patterns = [/\bfrom\s*['"]([^'"]+)['"]/g, /\bimport\s*['"]([^'"]+)['"]/g, /\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g, /\brequire\s*\(\s*['"]([^'"]+)['"]\s*\)/g];
-  for (const re of patterns) for (const m of code.matchAll(re)) out.push(m[1]);
-  return out;
-}
-
-function sourceFiles(dir: string): string[] {
-  const abs = path.join(PROJECT_ROOT, dir);
-  let entries: string[];
-  try {
-    entries = readdirSync(abs);
-  } catch {
-    return [];
-  }
-  return entries.flatMap((name) => {
-    if (name === 'node_modules' || name === 'artifacts' || name.startsWith('.')) return [];
-    const rel = path.join(dir, name);
-    if (statSync(path.join(PROJECT_ROOT, rel)).isDirectory()) return sourceFiles(rel);
-    return SOURCE.test(name) ? [rel] : [];
-  });
-}
 
 const isElectron = (s: string) => s === ELECTRON || s.startsWith(`${ELECTRON}/`);
 
@@ -74,13 +50,6 @@ const LAYERS: LayerRule[] = [
   { from: 'renderer/', may: ['renderer/', 'main/contract/'] },
   { from: 'native/', may: ['native/'] },
 ];
-
-/** `file`'s imports of project modules, as paths from the project root. */
-function projectImports(file: string, code: string): string[] {
-  return specifiers(code)
-    .filter((s) => s.startsWith('.'))
-    .map((s) => path.posix.normalize(path.posix.join(path.posix.dirname(file), s)));
-}
 
 const under = (p: string, prefix: string) => (prefix.endsWith('/') ? p.startsWith(prefix) : p === prefix);
 

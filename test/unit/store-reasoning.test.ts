@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { historyMessages } from '../../main/services/budget.ts';
+import { historyMessages } from '../../main/services/history.ts';
 import { ConversationStore, DB_FILE } from '../../main/services/store.ts';
 import { qwen3Tokenizer } from '../helpers/forced-backend.ts';
 

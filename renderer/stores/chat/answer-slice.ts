@@ -8,27 +8,9 @@
  */
 import type { Message } from '../../../main/contract/types.ts';
 import { refusalReason } from '../../lib/meter.ts';
-import type { LiveAnswer } from '../chat.ts';
+import type { AnswerSlice, LiveAnswer } from './types.ts';
 import { isGenerating, lastAnswer } from './selectors.ts';
 import { type ChatContext, type ChatSlice, liveFor, visible, withLive } from './context.ts';
-
-export type PendingAction = 'send' | 'regenerate' | 'edit' | null;
-
-export interface AnswerSlice {
-  /** The send / regenerate / edit call in flight, if any. */
-  pending: PendingAction;
-  /** The user message being edited inline. */
-  editingId: string | null;
-  /** Sends the draft; resolves true when the services accepted it. */
-  send(): Promise<boolean>;
-  stop(): Promise<void>;
-  regenerate(): Promise<void>;
-  startEdit(messageId: string): void;
-  cancelEdit(): void;
-  submitEdit(messageId: string, content: string): Promise<boolean>;
-  /** Shows another version of a message (‹ i/n ›) and what followed it; the meter follows. */
-  selectBranch(messageId: string): Promise<void>;
-}
 
 /** The assistant message a call answered with, as it stands now, and its live progress. */
 function claimAnswer(ctx: ChatContext, message: Message): { message: Message; live: LiveAnswer | null } {

@@ -9,8 +9,8 @@ import type { Message } from '../../../main/contract/types.ts';
 import type { EarlyArrivals } from '../../lib/early-arrivals.ts';
 import type { StreamBuffer } from '../../lib/stream-buffer.ts';
 import type { BudgetState } from '../budget.ts';
-import type { ChatDeps, ChatState, LiveAnswer } from '../chat.ts';
-import type { DraftMemory } from './draft-slice.ts';
+import type { DraftMemory } from './draft-memory.ts';
+import type { ChatDeps, ChatState, LiveAnswer } from './types.ts';
 
 export interface ChatContext {
   deps: ChatDeps;

@@ -3,21 +3,9 @@
  * everything that belonged to the one before (stream buffer, kept early events, live progress,
  * pending call, edit, refusal) and swaps the composer's draft for the new conversation's.
  */
-import type { Conversation, Message } from '../../../main/contract/types.ts';
+import type { Message } from '../../../main/contract/types.ts';
 import { type ChatSlice, liveFor, visible } from './context.ts';
-import type { ChatState } from '../chat.ts';
-
-export interface ConversationSlice {
-  conversationId: string | null;
-  messages: Message[];
-  loading: boolean;
-  /** Opens a conversation (null: none), fetching its messages. */
-  open(id: string | null): Promise<void>;
-  /** Shows a conversation already in hand (just created). */
-  show(conversation: Conversation): void;
-  /** Deletes a message with its answer (a user message takes the answers after it). */
-  deleteMessage(messageId: string): Promise<void>;
-}
+import type { ChatState, ConversationSlice } from './types.ts';
 
 export const createConversationSlice: ChatSlice<ConversationSlice> = (ctx) => (set, get) => {
   function switchTo(conversationId: string | null, messages: Message[], loading: boolean): void {

@@ -5,44 +5,9 @@
  * process; an error names the file (a notice) and attaches nothing. Attaching, removing or
  * switching a document to its relevant parts recounts the budget (the meter's documents segment).
  */
-import type { DocumentFit, DocumentInfo, DocumentText } from '../../../main/contract/types.ts';
 import { partRange } from '../../lib/citations.ts';
 import type { ChatSlice } from './context.ts';
-
-/** A file as the window hands it over: its name and bytes (a DOM File has both). */
-export interface FileLike {
-  name: string;
-  arrayBuffer(): Promise<ArrayBuffer>;
-}
-
-export interface DocumentsSlice {
-  /** Attached to the draft, in order. */
-  attachments: DocumentInfo[];
-  /** Names of the files being read and extracted. */
-  attaching: string[];
-  /** Extraction progress (0…1) of large files being attached, by name. */
-  progress: Record<string, number>;
-  /** Names of the files being read by OCR now (their progress is the OCR's). */
-  ocr: Record<string, true>;
-  /** A `documentProgress` event. */
-  onDocumentProgress(e: { name: string; fraction: number; phase?: 'ocr' }): void;
-  /** Stops reading the files of that name (the attach ends without a notice). */
-  stopAttaching(name: string): void;
-  /** The document shown in the reader (a chip, a "Used:" part or a citation was opened), or null. */
-  reading: (DocumentText & { highlight?: { start: number; end: number } }) | null;
-  attachFiles(files: readonly FileLike[]): Promise<void>;
-  removeAttachment(id: string): void;
-  /** Sets how every attached document goes into the prompt ("use the relevant parts": 'relevant'). */
-  setFit(fit: DocumentFit): void;
-  /** Drops every attachment of the draft (the not-fit offer's Cancel). */
-  clearAttachments(): void;
-  /**
-   * Opens a document in the reader; `at` highlights a passage: a UTF-16 range of its text, or a
-   * part by label ('page 2', '§ Setup'; a citation). A part the document lacks opens it unhighlighted.
-   */
-  openDocument(id: string, at?: { start: number; end: number } | { part: string }): Promise<void>;
-  closeDocument(): void;
-}
+import type { DocumentsSlice } from './types.ts';
 
 /** Bytes as base64, in slices (String.fromCharCode on a whole file overflows the stack). */
 export function toBase64(bytes: Uint8Array): string {

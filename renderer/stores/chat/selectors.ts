@@ -1,6 +1,6 @@
 /** Derived facts about the chat store's state, shared by the slices and the components. */
 import type { Message } from '../../../main/contract/types.ts';
-import type { PendingAction } from './answer-slice.ts';
+import type { PendingAction } from './types.ts';
 
 /** Generating: an answer streams in the open conversation, or a call that starts one is in flight. */
 export function isGenerating(s: { pending: PendingAction; messages: readonly Message[] }): boolean {

@@ -7,20 +7,8 @@
  */
 import type { StoreApi } from 'zustand/vanilla';
 import { withChunk, type StreamChunk } from '../../lib/stream-buffer.ts';
-import type { EventTypes } from '../../../main/contract/channels.ts';
-import type { ChatState, LiveAnswer } from '../chat.ts';
+import type { ChatState, StreamSlice } from './types.ts';
 import { type ChatContext, type ChatSlice, withLive } from './context.ts';
-
-export interface StreamSlice {
-  /** Progress of the answers that stream, by assistant message id. */
-  live: Record<string, LiveAnswer>;
-  onDelta(event: EventTypes['answerDelta']): void;
-  onWaiting(event: EventTypes['answerWaiting']): void;
-  onPrefill(event: EventTypes['answerPrefill']): void;
-  onDone(event: EventTypes['answerDone']): void;
-  /** Cancels the pending frame. */
-  dispose(): void;
-}
 
 /**
  * One frame's worth of buffered deltas into the store (one `set` at most): text appended to
