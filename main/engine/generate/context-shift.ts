@@ -20,6 +20,7 @@
  * b − (tokens dropped so far) while it is past the dropped region. The kept prefix is decided once
  * and stays the same for every shift of the generation.
  */
+import { commonPrefix } from '../cache/kv-keep.ts';
 import type { TextTokenizer } from '../tokenizer/tokenizer.ts';
 import type { ChatMessage } from './types.ts';
 
@@ -127,12 +128,4 @@ export class ContextShifter {
     const end = boundaryAfter(second);
     return end < this.prompt.length ? end : null;
   }
-}
-
-/** Length of the longest common prefix of two token sequences. */
-export function commonPrefix(a: readonly number[], b: readonly number[]): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
 }

@@ -31,6 +31,7 @@ import { performance } from 'node:perf_hooks';
 import { ContextOverflowError, InvalidOptionError, SessionRunError } from '../errors.ts';
 import { MAX_CONTEXT_LIMIT } from '../cache/growth.ts';
 import { KvCache } from '../cache/kv-cache.ts';
+import { commonPrefix, DEFAULT_KV_CACHE_BUDGET_BYTES, KeptKvCaches } from '../cache/kv-keep.ts';
 import { RopeCache } from '../cache/rope-cache.ts';
 import type { BackendKind, DecoderBackend, ExecutionProvider, ExecutionProviderChoice, SessionInfo } from '../model/backend.ts';
 import { chooseExecutionProvider, parseExecutionProvider, type ProviderProbe } from '../model/ep-choice.ts';
@@ -44,19 +45,10 @@ import { Sampler, SamplerScratch, validateSamplerOptions } from '../sampling/sam
 import { probeChatTemplate, templateOrigin } from '../tokenizer/chat-template.ts';
 import { prestartTemplateSandbox } from '../tokenizer/template-sandbox.ts';
 import { TextTokenizer } from '../tokenizer/tokenizer.ts';
-import { commonPrefix, ContextShifter } from './context-shift.ts';
+import { ContextShifter } from './context-shift.ts';
 import { Generation } from './generation.ts';
 import { promptOpensReasoning, reasoningMarkers, type PartDelta, type ReasoningMarkers, type ReplyPart } from './reasoning.ts';
 import type { GenerationEvent, GenerationRequest, GenerationStats } from './types.ts';
-
-/** Default memory for the KV caches of earlier sequences: 1 GiB. */
-export const DEFAULT_KV_CACHE_BUDGET_BYTES = 1 << 30;
-
-/** A KV cache kept for a sequence the engine switched away from (compact, see DecoderBackend.saveKv). */
-interface SavedKv {
-  tokens: number[];
-  data: Float32Array;
-}
 
 export interface EngineOptions {
   /** Bound on positions (prompt + generated); default: the model's trained context. */
@@ -146,14 +138,6 @@ function oneLine(...notes: (string | null)[]): string | null {
   return said.length ? said.join('; ') : null;
 }
 
-/** Validates a KV cache budget (bytes, a non-negative integer). @throws InvalidOptionError quoting it. */
-export function validateKvCacheBudget(n: unknown): number {
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
-    throw new InvalidOptionError('KV cache budget', `${String(n)} is not a whole number of bytes ≥ 0`);
-  }
-  return n;
-}
-
 /** Validates a max-context value. @throws InvalidOptionError quoting it. */
 export function validateMaxContext(n: unknown): number {
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_CONTEXT_LIMIT) {
@@ -190,9 +174,8 @@ export class Engine {
   /** decodeStep's input [1], reused so a warm step allocates nothing here. */
   private readonly oneToken = [0];
   private busy = false;
-  /** KV caches of earlier sequences, least recently used first; their bytes stay ≤ savedBudget. */
-  private readonly saved: SavedKv[] = [];
-  private savedBudget: number;
+  /** KV caches of earlier sequences (cache/kv-keep.ts). */
+  private readonly kept: KeptKvCaches;
 
   /**
    * Builds an engine on an opened backend (`Engine.load` opens one; tests pass a stand-in).
@@ -200,7 +183,7 @@ export class Engine {
    */
   constructor(parts: EngineParts, opts: Pick<EngineOptions, 'maxContext' | 'prefillChunk' | 'kvCacheBudgetBytes'> = {}) {
     if (opts.maxContext !== undefined) validateMaxContext(opts.maxContext);
-    this.savedBudget = validateKvCacheBudget(opts.kvCacheBudgetBytes ?? DEFAULT_KV_CACHE_BUDGET_BYTES);
+    this.kept = new KeptKvCaches(opts.kvCacheBudgetBytes ?? DEFAULT_KV_CACHE_BUDGET_BYTES);
     if (opts.prefillChunk !== undefined && !(Number.isInteger(opts.prefillChunk) && opts.prefillChunk >= 1)) {
       throw new InvalidOptionError('prefill chunk', `${opts.prefillChunk} is not a positive integer`);
     }
@@ -353,12 +336,12 @@ export class Engine {
   reset(): void {
     this.kv.reset();
     this.cachedTokens = [];
-    this.saved.length = 0;
+    this.kept.clear();
   }
 
   /** Kept KV caches of earlier sequences: how many, and their bytes (≤ the budget). */
   get savedKvStats(): { entries: number; bytes: number; budgetBytes: number } {
-    return { entries: this.saved.length, bytes: this.saved.reduce((n, s) => n + s.data.byteLength, 0), budgetBytes: this.savedBudget };
+    return this.kept.stats;
   }
 
   /**
@@ -493,8 +476,7 @@ export class Engine {
    * until they fit. @throws InvalidOptionError for a value that is not a non-negative integer.
    */
   setKvCacheBudget(bytes: number): void {
-    this.savedBudget = validateKvCacheBudget(bytes);
-    this.evictSaved();
+    this.kept.setBudget(bytes);
   }
 
   /**
@@ -505,37 +487,16 @@ export class Engine {
    */
   private switchTo(prompt: readonly number[]): number {
     const live = commonPrefix(this.cachedTokens, prompt);
-    let best = -1;
-    let bestLength = live;
-    this.saved.forEach((s, i) => {
-      const n = commonPrefix(s.tokens, prompt);
-      if (n > bestLength) [best, bestLength] = [i, n];
-    });
     // Taken out first, so keeping the live one cannot evict it.
-    const chosen = best >= 0 ? this.saved.splice(best, 1)[0] : null;
-    if ((chosen || live * 2 < this.cachedTokens.length) && this.cachedTokens.length > 0) this.keepLive();
-    if (!chosen) return live;
-    this.kv.ensure(chosen.tokens.length);
-    this.backend.restoreKv(this.kv, chosen.data, chosen.tokens.length);
-    this.cachedTokens = chosen.tokens;
-    return bestLength;
-  }
-
-  /** Copies the live KV cache into the kept ones (most recent), replacing a kept prefix of it. */
-  private keepLive(): void {
-    if (this.kv.snapshotFloats(this.kv.length) * 4 > this.savedBudget) return;
-    const tokens = [...this.cachedTokens];
-    for (let i = this.saved.length - 1; i >= 0; i--) {
-      if (commonPrefix(this.saved[i].tokens, tokens) === this.saved[i].tokens.length) this.saved.splice(i, 1);
+    const chosen = this.kept.take(prompt, live);
+    if ((chosen || live * 2 < this.cachedTokens.length) && this.cachedTokens.length > 0) {
+      this.kept.keep(this.cachedTokens, this.kv.snapshotFloats(this.kv.length) * 4, () => this.backend.saveKv(this.kv));
     }
-    this.saved.push({ tokens, data: this.backend.saveKv(this.kv) });
-    this.evictSaved();
-  }
-
-  /** Drops the least recently used kept KV caches until their bytes fit the budget. */
-  private evictSaved(): void {
-    let bytes = this.saved.reduce((n, s) => n + s.data.byteLength, 0);
-    while (bytes > this.savedBudget) bytes -= this.saved.shift()!.data.byteLength;
+    if (!chosen) return live;
+    this.kv.ensure(chosen.kept.tokens.length);
+    this.backend.restoreKv(this.kv, chosen.kept.data, chosen.kept.tokens.length);
+    this.cachedTokens = chosen.kept.tokens;
+    return chosen.shared;
   }
 
   /**
