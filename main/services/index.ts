@@ -10,16 +10,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Handlers } from '../contract/channels.ts';
-import type { LocalServerState, ModelInfo, Settings } from '../contract/types.ts';
+import type { Settings } from '../contract/types.ts';
 import { defaultModelPath } from '../common/default-model.ts';
 import { EngineHost } from '../engine-host/host.ts';
-import type { TokenizeRequest } from '../engine-host/protocol.ts';
-import type { ChatMessage, GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
 import { BudgetService } from './budget.ts';
 import { ChatService } from './chat-service.ts';
+import { completionBackend, type CompletionBackend } from './completions.ts';
 import { DocumentService } from './documents.ts';
-import { ServiceError } from './errors.ts';
 import { EventHub } from './events.ts';
+import { contractHandlers, refreshActiveBudget, type HandlerParts, type LocalServerControl } from './handlers.ts';
 import { EngineSwitch } from './engine-switch.ts';
 import { ModelService } from './model-service.ts';
 import { RemoteKeyStore, type SecretCipher } from './secrets.ts';
@@ -27,6 +26,9 @@ import { FALLBACK_MAX_CONTEXT, SettingsService } from './settings.ts';
 import { ModelLibraryService } from './model-library.ts';
 import type { ConversationStore } from './store.ts';
 import { openConversationStore, type StoreRecovery } from './store-recovery.ts';
+
+export type { CompletionBackend } from './completions.ts';
+export type { LocalServerControl } from './handlers.ts';
 
 export interface StartServicesOptions {
   /** Folder of the database (`ropewalk.db`); created if missing. */
@@ -45,34 +47,6 @@ export interface StartServicesOptions {
   executionProvider?: Settings['executionProvider'];
   /** The desktop app's native file dialog: the chosen model file, or null when cancelled (none: serve mode, no dialog). */
   chooseModelFile?: () => Promise<string | null>;
-}
-
-/** Starts and stops a local API server as the settings say (implemented by the transport, main/serve). */
-export interface LocalServerControl {
-  state(): LocalServerState;
-  /** Brings the server in line with the settings; a failure (port taken) is reported in the state, never thrown. */
-  apply(settings: Settings): Promise<LocalServerState>;
-  close(): Promise<void>;
-}
-
-const LOCAL_SERVER_KEYS = ['localServer', 'localServerPort', 'localServerCors'] as const;
-
-/** What the OpenAI-compatible endpoints run on. */
-export interface CompletionBackend {
-  /** This Ropewalk's id, sent as `X-Ropewalk-Instance` so it can tell its own API from another server's. */
-  instanceId: string;
-  model(): ModelInfo | null;
-  /** 'ok' when a model is loaded; 'loading' while one loads; 'error' (with why) when none could be. */
-  health(): { status: 'ok' | 'loading' | 'error'; error?: string };
-  settings(): Settings;
-  /** Streams one generation (see ChatService.completion). */
-  complete(request: GenerationRequest, signal: AbortSignal): AsyncGenerator<GenerationEvent>;
-  /** Token ids for `/tokenize` (see EngineHost.tokenize). @throws ServiceError MODEL_NOT_READY; the engine's errors. */
-  tokenize(request: TokenizeRequest): Promise<number[]>;
-  /** Text of token ids for `/detokenize`. @throws ServiceError MODEL_NOT_READY; the engine's errors. */
-  detokenize(ids: number[]): Promise<string>;
-  /** The prompt a chat renders to, for `/apply-template`. @throws ServiceError MODEL_NOT_READY; the engine's errors. */
-  renderChat(messages: ChatMessage[]): Promise<string>;
 }
 
 export interface Services {
@@ -133,7 +107,7 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
       backend: settings?.get().backend ?? 'native',
     }),
     isGenerating: () => chat?.generating ?? false,
-    onLoaded: () => void refreshBudget(),
+    onLoaded: () => void (chat && refreshActiveBudget({ budget, chat, emit })),
     nameOf: (path): string | null => library.nameOf(path),
   });
   // An engine that dies — mid-answer or idle — is restarted with its model at once, so /health, /v1
@@ -152,142 +126,15 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
   chat = new ChatService({ engine, store, settings, budget, models, emit });
   const settingsService = settings;
   const chatService = chat;
-
-  /** Recounts the budget the window looked at last and pushes it (settings or model changed). */
-  async function refreshBudget(): Promise<void> {
-    const active = budget.active;
-    if (!active || chatService.generating) return;
-    try {
-      const draft = budget.lastDraft(active.conversationId);
-      emit('budgetChanged', await budget.getBudget(active.conversationId, draft.content, draft.documents));
-    } catch {
-      // A deleted conversation or no model: the next getBudget reports it.
-    }
-  }
-  const listChanged = () => emit('conversationsChanged', { conversations: store.listConversations() });
-
-  /** Attaches in progress by file name, for Stop. */
-  const attachesInFlight = new Map<string, AbortController[]>();
-  const handlers: Handlers = {
-    listConversations: async ({ search }) => store.listConversations(search),
-    createConversation: async ({ title }) => {
-      const c = store.createConversation(title);
-      listChanged();
-      return c;
-    },
-    getConversation: async ({ id }) => chatService.withStreamedText(store.getConversation(id)),
-    renameConversation: async ({ id, title }) => {
-      const s = store.renameConversation(id, title);
-      listChanged();
-      return s;
-    },
-    setConversationPolicy: async ({ id, policy }) => {
-      const s = store.setConversationPolicy(id, policy);
-      listChanged();
-      void refreshBudget();
-      return s;
-    },
-    setConversationThinking: async ({ id, thinking }) => {
-      const s = store.setConversationThinking(id, thinking);
-      listChanged();
-      return s;
-    },
-    deleteConversation: async ({ id }) => {
-      store.getSummary(id);
-      await chatService.stop(id);
-      store.deleteConversation(id);
-      budget.forget(id);
-      listChanged();
-      return null;
-    },
-    sendMessage: ({ conversationId, content, documents: docs }) => chatService.send(conversationId, content, docs),
-    stopGeneration: async ({ conversationId }) => {
-      await chatService.stop(conversationId);
-      return null;
-    },
-    regenerate: ({ conversationId }) => chatService.regenerate(conversationId),
-    editMessage: ({ conversationId, messageId, content }) => chatService.edit(conversationId, messageId, content),
-    deleteMessage: async ({ conversationId, messageId }) => {
-      const c = chatService.deleteMessage(conversationId, messageId);
-      void refreshBudget();
-      listChanged();
-      return c;
-    },
-    getBudget: ({ conversationId, draft, documents: docs }) => budget.getBudget(conversationId, draft, docs),
-    attachDocument: async ({ name, data }) => {
-      await models.ready();
-      // Stop (stopAttaching) aborts every attach of this name in progress.
-      const stop = new AbortController();
-      attachesInFlight.set(name, [...(attachesInFlight.get(name) ?? []), stop]);
-      try {
-        return await documents.attach(name, Buffer.from(data, 'base64'), (fraction, phase) => emit('documentProgress', { name, fraction, ...(phase ? { phase } : {}) }), stop.signal);
-      } finally {
-        const left = (attachesInFlight.get(name) ?? []).filter((c) => c !== stop);
-        if (left.length) attachesInFlight.set(name, left);
-        else attachesInFlight.delete(name);
-      }
-    },
-    stopAttaching: async ({ name }) => {
-      for (const c of attachesInFlight.get(name) ?? []) c.abort();
-      return null;
-    },
-    openDocument: ({ id }) => documents.open(id),
-    getSettings: async () => settingsService.get(),
-    updateSettings: async (patch) => {
-      const s = await settingsService.update(patch, { generating: chatService.generating });
-      void refreshBudget();
-      if (localServer && LOCAL_SERVER_KEYS.some((k) => patch[k] !== undefined)) await localServer.apply(s);
-      return s;
-    },
-    getModel: async () => models.state,
-    getLocalServer: async () => localServer?.state() ?? { status: 'unavailable', baseUrl: null, error: null },
-    openModel: async ({ path, quantize }) => {
-      const state = await models.open(path, quantize);
-      library.remember(path);
-      return state;
-    },
-    listModels: () => library.list(),
-    chooseModelFile: async () => (opts.chooseModelFile ? { available: true, path: await opts.chooseModelFile() } : { available: false, path: null }),
-    listRemoteModels: async ({ baseUrl, apiKey }) => ({ models: await models.listRemote(baseUrl, apiKey) }),
-    connectRemote: ({ baseUrl, model, apiKey, tokenizerPath }) => models.openRemote({ baseUrl, model, apiKey, tokenizerPath }),
-    importConversation: async ({ title, messages }) => {
-      const c = store.importConversation(title, messages);
-      listChanged();
-      return c;
-    },
-    selectBranch: async ({ conversationId, messageId }) => {
-      if (chatService.generating) throw new ServiceError('BUSY', 'an answer is being generated; stop it before switching to another version');
-      return chatService.withStreamedText(store.selectBranch(conversationId, messageId));
-    },
-  };
-
-  /** The engine once any load in progress is done. @throws ServiceError MODEL_NOT_READY when no model is loaded. */
-  const loadedEngine = async (): Promise<EngineSwitch> => {
-    await models.ready();
-    models.assertLoaded();
-    return engine;
-  };
-  const completions: CompletionBackend = {
-    instanceId,
-    model: () => (engine.model ? models.state.info : null),
-    health: () => {
-      const state = models.state;
-      if (engine.model && state.status !== 'loading') return { status: 'ok' };
-      return state.status === 'error' ? { status: 'error', error: state.error ?? 'no model is loaded' } : { status: 'loading' };
-    },
-    settings: () => settingsService.get(),
-    complete: (request, signal) => chatService.completion(request, signal),
-    tokenize: async (request) => (await loadedEngine()).tokenize(request),
-    detokenize: async (ids) => (await loadedEngine()).detokenize(ids),
-    renderChat: async (messages) => (await loadedEngine()).renderChat(messages),
-  };
+  const parts: HandlerParts = { store, chat, budget, documents, settings, models, library, emit, localServer: () => localServer, chooseModelFile: opts.chooseModelFile };
+  const completions = completionBackend({ instanceId, engine, models, settings, chat });
   const localServer = opts.localServer?.(completions) ?? null;
   if (localServer) await localServer.apply(settingsService.get());
 
   const modelLoaded = opts.loadModel === false ? Promise.resolve() : models.start();
   let disposing: Promise<void> | null = null;
   return {
-    handlers,
+    handlers: contractHandlers(parts),
     events,
     host,
     engine,
