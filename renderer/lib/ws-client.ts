@@ -45,6 +45,9 @@ export type WsApi = RopewalkApi & {
 
 const OPEN = 1;
 
+const DISCONNECTED = 'The connection to Ropewalk was lost before it answered; it is reconnecting, please try again.';
+const CLOSED = 'The connection to Ropewalk is closed.';
+
 interface PendingCall {
   frame: string;
   sent: boolean;
@@ -52,143 +55,196 @@ interface PendingCall {
   reject(error: Error): void;
 }
 
-export function createWsApi(url: string, createSocket: (url: string) => SocketLike, options: WsClientOptions = {}): WsApi {
-  const initialDelayMs = options.initialDelayMs ?? 250;
-  const maxDelayMs = options.maxDelayMs ?? 5000;
-  const timers = options.timers ?? platformTimers;
-  const pending = new Map<number, PendingCall>();
-  const listeners = new Map<EventName, Set<(data: never) => void>>();
-  const statusListeners = new Set<(status: ConnectionStatus) => void>();
-  let nextId = 1;
-  let socket: SocketLike | null = null;
-  let status: ConnectionStatus = 'connecting';
-  let attempt = 0;
-  let reconnectTimer: unknown = null;
-  let closedByUs = false;
+/** Calls awaiting their result, by call id: queued until the socket is open, then sent once. */
+class PendingCalls {
+  private readonly calls = new Map<number, PendingCall>();
+  private nextId = 1;
 
-  function setStatus(next: ConnectionStatus): void {
-    if (status === next) return;
-    status = next;
-    for (const l of statusListeners) l(next);
+  /** Queues a call (sent now when `socket` is open); settles with its result frame. */
+  add(method: MethodName, payload: unknown, socket: SocketLike | null): Promise<unknown> {
+    const id = this.nextId++;
+    const frame: WireCall = { kind: 'call', id, method, payload: payload ?? {} };
+    return new Promise((resolve, reject) => {
+      const entry: PendingCall = { frame: JSON.stringify(frame), sent: false, resolve, reject };
+      this.calls.set(id, entry);
+      if (socket && socket.readyState === OPEN) this.send(socket, entry);
+    });
   }
 
-  function connect(): void {
+  /** Sends every call not sent yet (the socket just opened). */
+  sendQueued(socket: SocketLike): void {
+    for (const call of this.calls.values()) if (!call.sent) this.send(socket, call);
+  }
+
+  /** Settles the call a result frame answers (unknown ids are ignored). */
+  settle(frame: Extract<ServerFrame, { kind: 'result' }>): void {
+    const call = this.calls.get(frame.id);
+    if (!call) return;
+    this.calls.delete(frame.id);
+    if (frame.ok) call.resolve(frame.value);
+    else call.reject(new ApiError(frame.error?.code ?? 'ERROR', frame.error?.message ?? 'The call failed.'));
+  }
+
+  /** Rejects the calls already sent (their answers are lost with the socket), or every call. */
+  reject(which: 'sent' | 'all', error: () => Error): void {
+    for (const [id, call] of this.calls) {
+      if (which === 'all' || call.sent) {
+        this.calls.delete(id);
+        call.reject(error());
+      }
+    }
+  }
+
+  private send(socket: SocketLike, call: PendingCall): void {
+    socket.send(call.frame);
+    call.sent = true;
+  }
+}
+
+/** Pushed-event listeners by event name; one that throws does not stop the others. */
+class EventListeners {
+  private readonly byEvent = new Map<EventName, Set<(data: never) => void>>();
+
+  on(event: EventName, listener: (data: never) => void): () => void {
+    let set = this.byEvent.get(event);
+    if (!set) this.byEvent.set(event, (set = new Set()));
+    set.add(listener);
+    return () => void set.delete(listener);
+  }
+
+  dispatch(event: EventName, data: unknown): void {
+    for (const l of [...(this.byEvent.get(event) ?? [])]) {
+      try {
+        l(data as never);
+      } catch (e) {
+        // One broken listener must not stop the others or the socket.
+        console.error(e);
+      }
+    }
+  }
+}
+
+/** One socket at a time to `url`, reconnected with exponential backoff until closed by us. */
+class WsConnection {
+  readonly calls = new PendingCalls();
+  readonly events = new EventListeners();
+  private readonly statusListeners = new Set<(status: ConnectionStatus) => void>();
+  private socket: SocketLike | null = null;
+  private current: ConnectionStatus = 'connecting';
+  private attempt = 0;
+  private reconnectTimer: unknown = null;
+  private closedByUs = false;
+  private readonly initialDelayMs: number;
+  private readonly maxDelayMs: number;
+  private readonly timers: Timers;
+
+  constructor(
+    private readonly url: string,
+    private readonly createSocket: (url: string) => SocketLike,
+    options: WsClientOptions,
+  ) {
+    this.initialDelayMs = options.initialDelayMs ?? 250;
+    this.maxDelayMs = options.maxDelayMs ?? 5000;
+    this.timers = options.timers ?? platformTimers;
+  }
+
+  get status(): ConnectionStatus {
+    return this.current;
+  }
+
+  onStatus(listener: (status: ConnectionStatus) => void): () => void {
+    this.statusListeners.add(listener);
+    return () => void this.statusListeners.delete(listener);
+  }
+
+  call(method: MethodName, payload: unknown): Promise<unknown> {
+    if (this.closedByUs) return Promise.reject(new ApiError('CLOSED', CLOSED));
+    return this.calls.add(method, payload, this.socket);
+  }
+
+  connect(): void {
     let s: SocketLike;
     try {
-      s = createSocket(url);
+      s = this.createSocket(this.url);
     } catch {
-      scheduleReconnect();
+      this.scheduleReconnect();
       return;
     }
-    socket = s;
+    this.socket = s;
     s.onopen = () => {
-      attempt = 0;
-      setStatus('open');
-      for (const call of pending.values()) {
-        if (!call.sent) {
-          s.send(call.frame);
-          call.sent = true;
-        }
-      }
+      this.attempt = 0;
+      this.setStatus('open');
+      this.calls.sendQueued(s);
     };
-    s.onmessage = (event: { data: unknown }) => onFrame(event.data);
+    s.onmessage = (event: { data: unknown }) => this.onFrame(event.data);
     s.onerror = () => {
       // A close event follows; reconnecting happens there.
     };
-    s.onclose = () => {
-      if (socket !== s) return;
-      socket = null;
-      for (const [id, call] of pending) {
-        if (call.sent) {
-          pending.delete(id);
-          call.reject(new ApiError('DISCONNECTED', 'The connection to Ropewalk was lost before it answered; it is reconnecting, please try again.'));
-        }
-      }
-      if (closedByUs) setStatus('closed');
-      else scheduleReconnect();
-    };
+    s.onclose = () => this.onClose(s);
   }
 
-  function scheduleReconnect(): void {
-    setStatus('reconnecting');
-    const delay = Math.min(maxDelayMs, initialDelayMs * 2 ** attempt);
-    attempt++;
-    reconnectTimer = timers.set(() => {
-      reconnectTimer = null;
-      if (!closedByUs) connect();
+  close(): void {
+    this.closedByUs = true;
+    if (this.reconnectTimer !== null) this.timers.clear(this.reconnectTimer);
+    this.reconnectTimer = null;
+    this.calls.reject('all', () => new ApiError('CLOSED', CLOSED));
+    if (this.socket) this.socket.close();
+    else this.setStatus('closed');
+  }
+
+  private onClose(s: SocketLike): void {
+    if (this.socket !== s) return;
+    this.socket = null;
+    this.calls.reject('sent', () => new ApiError('DISCONNECTED', DISCONNECTED));
+    if (this.closedByUs) this.setStatus('closed');
+    else this.scheduleReconnect();
+  }
+
+  private scheduleReconnect(): void {
+    this.setStatus('reconnecting');
+    const delay = Math.min(this.maxDelayMs, this.initialDelayMs * 2 ** this.attempt);
+    this.attempt++;
+    this.reconnectTimer = this.timers.set(() => {
+      this.reconnectTimer = null;
+      if (!this.closedByUs) this.connect();
     }, delay);
   }
 
-  function onFrame(data: unknown): void {
+  private onFrame(data: unknown): void {
     let frame: ServerFrame;
     try {
       frame = JSON.parse(typeof data === 'string' ? data : String(data)) as ServerFrame;
     } catch {
       return; // Not ours; the protocol is JSON text frames only.
     }
-    if (frame.kind === 'result') {
-      const call = pending.get(frame.id);
-      if (!call) return;
-      pending.delete(frame.id);
-      if (frame.ok) call.resolve(frame.value);
-      else call.reject(new ApiError(frame.error?.code ?? 'ERROR', frame.error?.message ?? 'The call failed.'));
-    } else if (frame.kind === 'event') {
-      const set = listeners.get(frame.event);
-      if (!set) return;
-      for (const l of [...set]) {
-        try {
-          l(frame.data as never);
-        } catch (e) {
-          // One broken listener must not stop the others or the socket.
-          console.error(e);
-        }
-      }
-    }
+    if (frame.kind === 'result') this.calls.settle(frame);
+    else if (frame.kind === 'event') this.events.dispatch(frame.event, frame.data);
   }
 
-  function call(method: MethodName, payload: unknown): Promise<unknown> {
-    if (closedByUs) return Promise.reject(new ApiError('CLOSED', 'The connection to Ropewalk is closed.'));
-    const id = nextId++;
-    const frame: WireCall = { kind: 'call', id, method, payload: payload ?? {} };
-    return new Promise((resolve, reject) => {
-      const entry: PendingCall = { frame: JSON.stringify(frame), sent: false, resolve, reject };
-      pending.set(id, entry);
-      if (socket && socket.readyState === OPEN) {
-        socket.send(entry.frame);
-        entry.sent = true;
-      }
-    });
+  private setStatus(next: ConnectionStatus): void {
+    if (this.current === next) return;
+    this.current = next;
+    for (const l of this.statusListeners) l(next);
   }
+}
 
+/**
+ * The contract over one WebSocket to `url` (see the file's contract): every method of
+ * METHOD_NAMES as a call, `on` for pushed events, the connection's status, `close`.
+ */
+export function createWsApi(url: string, createSocket: (url: string) => SocketLike, options: WsClientOptions = {}): WsApi {
+  const connection = new WsConnection(url, createSocket, options);
   const api = {
     on<E extends EventName>(event: E, listener: (payload: EventTypes[E]) => void): () => void {
-      let set = listeners.get(event);
-      if (!set) listeners.set(event, (set = new Set()));
-      const l = listener as (data: never) => void;
-      set.add(l);
-      return () => void set.delete(l);
+      return connection.events.on(event, listener as (data: never) => void);
     },
-    onStatus(listener: (status: ConnectionStatus) => void): () => void {
-      statusListeners.add(listener);
-      return () => void statusListeners.delete(listener);
-    },
+    onStatus: (listener: (status: ConnectionStatus) => void) => connection.onStatus(listener),
     get status(): ConnectionStatus {
-      return status;
+      return connection.status;
     },
-    close(): void {
-      closedByUs = true;
-      if (reconnectTimer !== null) timers.clear(reconnectTimer);
-      reconnectTimer = null;
-      for (const [id, c] of pending) {
-        pending.delete(id);
-        c.reject(new ApiError('CLOSED', 'The connection to Ropewalk is closed.'));
-      }
-      if (socket) socket.close();
-      else setStatus('closed');
-    },
+    close: () => connection.close(),
   } as Record<string, unknown>;
-  for (const method of METHOD_NAMES) api[method] = (request: unknown) => call(method, request);
-
-  connect();
+  for (const method of METHOD_NAMES) api[method] = (request: unknown) => connection.call(method, request);
+  connection.connect();
   return api as unknown as WsApi;
 }
