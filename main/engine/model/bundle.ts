@@ -131,6 +131,8 @@ async function sourceFiles(kind: SourceKind, p: string): Promise<string[]> {
  *   with a `note`, for a source whose weights are quantized already (`quantizeIgnored`).
  * @param opts.target the graph target to build for (default `CPU_TARGET`); a bundle folder is
  *   used as it is, whatever it was built for.
+ * @param opts.clock now in ms since the epoch, for the source fingerprint's racy-file check
+ *   (default `Date.now`; source-fingerprint.ts).
  * @returns the loaded bundle, and the note.
  * @throws ModelLoadError / TokenizerError for bad sources (nothing is left half-written in the cache).
  */
@@ -138,11 +140,11 @@ export async function resolveModel(
   source: string,
   cacheDir = defaultCacheDir(),
   onProgress?: ImportProgress,
-  opts: { quantize?: QuantizeOption; signal?: AbortSignal; target?: GraphTarget } = {},
+  opts: { quantize?: QuantizeOption; signal?: AbortSignal; target?: GraphTarget; clock?: () => number } = {},
 ): Promise<ResolvedBundle> {
-  const { quantize, signal, target = CPU_TARGET } = opts;
+  const { quantize, signal, target = CPU_TARGET, clock = Date.now } = opts;
   try {
-    return await resolveModelUnchecked(source, cacheDir, onProgress, quantize, signal, target);
+    return await resolveModelUnchecked(source, cacheDir, onProgress, quantize, signal, target, clock);
   } catch (e) {
     if (signal?.aborted) throw cancelled(e);
     // File-system surprises (EIO on /proc files, EACCES, …) are load errors too, in one sentence.
@@ -158,6 +160,7 @@ async function resolveModelUnchecked(
   quantize: QuantizeOption | undefined,
   signal: AbortSignal | undefined,
   target: GraphTarget,
+  clock: () => number,
 ): Promise<ResolvedBundle> {
   const src = await detectSource(path.resolve(source));
   const note = quantize ? await quantizeIgnored(src, quantize) : null;
@@ -166,7 +169,7 @@ async function resolveModelUnchecked(
   if (src.kind === 'bundle') return { ...(await loadBundle(src.path)), note };
   const files = await sourceFiles(src.kind, src.path);
   const salt = `${FINGERPRINT_SALT}:${quantize ?? 'as-stored'}${targetKey(target)}`;
-  const before = await fingerprintFiles(files, salt);
+  const before = await fingerprintFiles(files, salt, clock);
   const known = await bundleByFingerprint(cacheDir, before.key);
   if (known) {
     onProgress?.({ phase: 'cached', fraction: 1 });
@@ -180,7 +183,7 @@ async function resolveModelUnchecked(
   if (bundle) onProgress?.({ phase: 'cached', fraction: 1 });
   else bundle = await importInto(src, sourceHash, dir, quantize, target, onProgress, signal);
   // Remember the fingerprint only if no file changed while we read them and none is racy.
-  const after = await fingerprintFiles(files, salt);
+  const after = await fingerprintFiles(files, salt, clock);
   if (after.key === before.key && after.settled) await recordFingerprint(cacheDir, before.key, key);
   return { ...bundle, note };
 }

@@ -30,11 +30,13 @@ export interface SourceFingerprint {
 /**
  * Fingerprints `files` (a stable order, as the caller lists them) from `stat` alone.
  * @param salt mixed in, so a new bundle builder never matches an old fingerprint.
+ * @param clock now, ms since the epoch, for the racy-file check (default `Date.now`; tests pass
+ *   one ahead of the wall clock instead of waiting out the window).
  * @throws ModelLoadError naming a file that cannot be stat'ed.
  */
-export async function fingerprintFiles(files: readonly string[], salt: string): Promise<SourceFingerprint> {
+export async function fingerprintFiles(files: readonly string[], salt: string, clock: () => number = Date.now): Promise<SourceFingerprint> {
   const h = createHash('sha256').update(`${salt}\n`);
-  const now = BigInt(Date.now()) * 1_000_000n;
+  const now = BigInt(Math.floor(clock())) * 1_000_000n;
   const window = BigInt(RACY_WINDOW_MS) * 1_000_000n;
   let settled = true;
   for (const f of files) {
