@@ -41,6 +41,7 @@ import { writeSyntheticCheckpoint, type SyntheticSpec } from '../helpers/synthet
 import { defaultModelPath } from '../../main/common/default-model.ts';
 import { backendRows, storiesDecodeRates } from './backend-steps.ts';
 import { constrainedRows } from './constrained.ts';
+import { CAPACITY_HEAD, capacitySection } from './capacity.ts';
 
 const LENGTHS = (process.env.BENCH_LENGTHS ?? '256,2048,8192,32768').split(',').map(Number);
 const STEPS = Number(process.env.BENCH_STEPS ?? 12);
@@ -509,7 +510,7 @@ function printTable(head: string[], rows: string[][]): void {
   for (const r of rows) console.log(line(r));
 }
 
-const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'kv,loop,start,json,import,isolation').split(','));
+const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'kv,capacity,loop,start,json,import,isolation').split(','));
 
 /** The engine's own process against a worker thread, on the host's side (engine-isolation.ts). */
 async function isolationSection(model: string, cacheDir: string): Promise<void> {
@@ -525,6 +526,12 @@ async function isolationSection(model: string, cacheDir: string): Promise<void> 
 
 async function main(): Promise<void> {
   if (SECTIONS.has('kv')) await kvSteps();
+  if (SECTIONS.has('capacity')) {
+    const rows = await capacitySection();
+    printTable(CAPACITY_HEAD, rows);
+    const worst = Math.max(...rows.map((r) => Number(r[2].slice(0, -1))).map((x) => Math.max(x, 1 / x)));
+    summary.push(['decode step, farthest KV capacity from the smallest, same tokens held', `${worst.toFixed(3)}×`, '≤ 1.05×']);
+  }
   const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-bench-hf-'));
   try {
     const model = path.join(root, 'qwen3');

@@ -22,7 +22,7 @@ import { getLlama } from 'node-llama-cpp';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import type { GenerationStats } from '../../main/engine/generate/types.ts';
 import { qwen3_0_6bConfig, qwen3TokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
-import { mulberry32 } from '../helpers/prng.ts';
+import { poolWeights } from './pool-weights.ts';
 
 const LAYERS = Number(process.env.BENCH_LAYERS ?? 28);
 const FORMATS = (process.env.BENCH_FORMATS ?? 'F32,Q8_0,Q4_0').split(',') as ('F32' | 'Q8_0' | 'Q4_0')[];
@@ -31,22 +31,6 @@ const PREFILL = 128;
 const DECODE_PROMPT = 16;
 const DECODE = 32;
 const GREEDY = { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1 };
-
-/** Random values cut from one 4M-value pool (generating 600M fresh ones would take minutes). */
-function poolWeights(): (name: string, shape: number[]) => Float32Array {
-  const rand = mulberry32(7);
-  const pool = Float32Array.from({ length: 1 << 22 }, () => (rand() - 0.5) * 0.04);
-  let start = 0;
-  return (name, shape) => {
-    const n = shape.reduce((a, b) => a * b, 1);
-    const out = new Float32Array(n);
-    if (/norm\.weight$/.test(name)) return out.fill(1);
-    for (let i = 0; i < n; i += pool.length) out.set(pool.subarray(0, Math.min(pool.length, n - i)), i);
-    start = (start + 7919) % pool.length;
-    out.copyWithin(0, start % n);
-    return out;
-  };
-}
 
 const dirBytes = (dir: string) => readdirSync(dir).reduce((a, f) => a + statSync(path.join(dir, f)).size, 0);
 const fmt = (x: number) => x.toFixed(1).padStart(7);

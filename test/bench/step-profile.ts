@@ -1,0 +1,80 @@
+/**
+ * Where a decode step goes, by ONNX Runtime's profiler: one native-addon session of a bundle's
+ * `model.onnx` with profiling on, `steps` decode steps at position `held` with the KV capacity at
+ * `capacity` (the values held do not change a step's cost), then the profile's node events
+ * (`cat: "Node"`, `name: "<node>_kernel_time"`, `args.op_name`; ONNX Runtime's
+ * sequential_executor.cc) summed per op type and divided by the steps. Node time is far less
+ * sensitive to a loaded machine than wall time is (a preempted thread stretches one node, not the
+ * share of all of them), so compare shares and per-op sums of one run, not wall times of two.
+ * A bench helper, not a test: it asserts nothing.
+ */
+import { readFile, rm } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
+import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
+import type { ModelConfig } from '../../main/engine/model/manifest.ts';
+import { loadNativeAddon } from '../../main/engine/model/native-addon.ts';
+import { profileFolder } from '../../main/engine/model/placement.ts';
+
+/** One op type's time in a step: µs per step (summed over its nodes) and how many nodes ran. */
+export interface OpShare {
+  op: string;
+  usPerStep: number;
+  nodes: number;
+}
+
+/** A profiled decode: per-op node time, their sum, and the median wall time of a step (ms). */
+export interface StepProfile {
+  ops: OpShare[];
+  nodeUsPerStep: number;
+  wallMsPerStep: number;
+}
+
+/** Node events of a parsed Chrome-trace profile, summed per op type over `steps` steps. */
+export function opShares(events: unknown, steps: number): OpShare[] {
+  if (!Array.isArray(events)) throw new Error(`ONNX Runtime's profile is not a list of events (got ${typeof events})`);
+  const byOp = new Map<string, { us: number; nodes: Set<string> }>();
+  for (const e of events as { cat?: string; name?: string; dur?: number; args?: { op_name?: string } }[]) {
+    if (e?.cat !== 'Node' || typeof e.name !== 'string' || !e.name.endsWith('_kernel_time')) continue;
+    const op = String(e.args?.op_name ?? '?');
+    const slot = byOp.get(op) ?? byOp.set(op, { us: 0, nodes: new Set() }).get(op)!;
+    slot.us += e.dur ?? 0;
+    slot.nodes.add(e.name);
+  }
+  return [...byOp].map(([op, s]) => ({ op, usPerStep: s.us / steps, nodes: s.nodes.size })).sort((a, b) => b.usPerStep - a.usPerStep);
+}
+
+/**
+ * Profiles `steps` decode steps (after one unprofiled-for-timing warm-up step, which is where the
+ * KV blocks are allocated) of the native backend at `held` tokens and KV capacity `capacity`.
+ * @throws Error when the native addon is unavailable.
+ */
+export async function profileDecode(modelPath: string, c: ModelConfig, held: number, capacity: number, steps: number): Promise<StepProfile> {
+  const status = loadNativeAddon();
+  if (!status.available) throw new Error(status.reason);
+  const { dir, prefix } = await profileFolder();
+  const logits = new Float32Array(c.vocabSize);
+  const decoder = new status.addon.NativeDecoder(modelPath, {
+    executionProvider: 'cpu', numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim,
+    vocabSize: c.vocabSize, rotaryHalf: c.rope.rotaryDim / 2, logits, profilePrefix: prefix,
+  });
+  try {
+    const rope = new RopeCache(c.rope, capacity);
+    rope.ensure(held + 1);
+    decoder.resize(capacity, 0);
+    const { cos, sin } = rope.rows(held, 1);
+    const ids = Int32Array.of(7);
+    const wall: number[] = [];
+    for (let s = 0; s <= steps; s++) {
+      const t = performance.now();
+      await decoder.run(ids, cos, sin, held);
+      wall.push(performance.now() - t);
+    }
+    const events = JSON.parse(await readFile(decoder.endProfiling(), 'utf8'));
+    // The first run is in the profile too; it is a decode step like the others once the blocks exist.
+    const ops = opShares(events, steps + 1);
+    return { ops, nodeUsPerStep: ops.reduce((a, o) => a + o.usPerStep, 0), wallMsPerStep: [...wall.slice(1)].sort((a, b) => a - b)[Math.floor(steps / 2)] };
+  } finally {
+    decoder.dispose();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
