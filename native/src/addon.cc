@@ -3,10 +3,13 @@
 //   vulkanDevices(): { name: string, type: string }[]   this machine's Vulkan devices (throws without a loader)
 //   new NativeDecoder(modelPath, { executionProvider: 'cpu'|'webgpu'|'cuda', numLayers, numKvHeads,
 //                     headDim, vocabSize, rotaryHalf, logits: Float32Array(vocabSize),
-//                     profilePrefix?: string })
+//                     copyModel?: Uint8Array, profilePrefix?: string })
+//                     copyModel: the KV copy graph (kv-copy-graph.ts), needed for 'webgpu'/'cuda'
 //     .executionProvider: 'cpu'|'webgpu'|'cuda'    .fallbackReason: string|null
 //     .endProfiling(): string             stops the profiler (profilePrefix given), returns its file
 //     .capacity: number
+//     .kvMemory: string                   ONNX Runtime's name of the KV tensors' memory ('Cpu', 'Cuda', 'WebGPU_Buf')
+//     .stats: { runs, kvBinds, kvAllocs, kvCopies }   what moved so far (numbers)
 //     .resize(capacity, keep): void       grow the KV cache, keeping rows [0, keep)
 //     .run(tokenIds: Int32Array, cos: Float32Array, sin: Float32Array, past: number): Promise<void>
 //                                         one step, run on the libuv pool (Napi::AsyncWorker)
@@ -104,6 +107,8 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
                        {InstanceAccessor<&NativeDecoder::ExecutionProvider>("executionProvider"),
                         InstanceAccessor<&NativeDecoder::FallbackReason>("fallbackReason"),
                         InstanceAccessor<&NativeDecoder::Capacity>("capacity"),
+                        InstanceAccessor<&NativeDecoder::KvMemory>("kvMemory"),
+                        InstanceAccessor<&NativeDecoder::Stats>("stats"),
                         InstanceMethod<&NativeDecoder::Resize>("resize"), InstanceMethod<&NativeDecoder::Run>("run"),
                         InstanceMethod<&NativeDecoder::Shift>("shift"), InstanceMethod<&NativeDecoder::CopyOut>("copyOut"),
                         InstanceMethod<&NativeDecoder::CopyIn>("copyIn"),
@@ -130,9 +135,17 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
         logits.As<Napi::Float32Array>().ElementLength() != static_cast<size_t>(shape.vocabSize)) {
       ThrowAs(env, "ORT_ARG", "logits must be a Float32Array of vocabSize (" + std::to_string(shape.vocabSize) + ") floats");
     }
+    ropewalk::CopyModel copyModel;
+    Napi::Value copy = o.Get("copyModel");
+    if (!copy.IsUndefined()) {
+      if (!copy.IsTypedArray() || copy.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+        ThrowAs(env, "ORT_ARG", "copyModel must be a Uint8Array (the KV copy graph)");
+      }
+      copyModel = {copy.As<Napi::Uint8Array>().Data(), copy.As<Napi::Uint8Array>().ByteLength()};
+    }
     logits_ = Napi::Persistent(logits.As<Napi::Object>());
     float* logitsData = logits.As<Napi::Float32Array>().Data();
-    decoder_ = Guard(env, "ORT_LOAD", [&] { return std::make_unique<Decoder>(modelPath, shape, ep, profilePrefix, logitsData); });
+    decoder_ = Guard(env, "ORT_LOAD", [&] { return std::make_unique<Decoder>(modelPath, shape, ep, copyModel, profilePrefix, logitsData); });
   }
 
   Decoder& Live(Napi::Env env) {
@@ -158,6 +171,21 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
   }
   Napi::Value Capacity(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), decoder_ ? static_cast<double>(decoder_->Capacity()) : 0);
+  }
+
+  Napi::Value KvMemory(const Napi::CallbackInfo& info) {
+    Decoder& d = Live(info.Env());
+    return Napi::String::New(info.Env(), Guard(info.Env(), "ORT_RUN", [&] { return d.KvMemory(); }));
+  }
+  Napi::Value Stats(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const ropewalk::DecoderStats s = Live(env).Stats();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("runs", Napi::Number::New(env, static_cast<double>(s.runs)));
+    o.Set("kvBinds", Napi::Number::New(env, static_cast<double>(s.kvBinds)));
+    o.Set("kvAllocs", Napi::Number::New(env, static_cast<double>(s.kvAllocs)));
+    o.Set("kvCopies", Napi::Number::New(env, static_cast<double>(s.kvCopies)));
+    return o;
   }
 
   void Resize(const Napi::CallbackInfo& info) {

@@ -1,11 +1,7 @@
 // See decoder.h.
 #include "decoder.h"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <stdexcept>
 
 #include "ort_runtime.h"
@@ -16,27 +12,14 @@ namespace {
 template <typename T>
 using Owned = std::unique_ptr<T, void (*)(T*)>;
 
-// cudaMemcpy2D from the CUDA runtime the CUDA provider itself needs (libcudart.so.12); loaded
-// only on CUDA, and only at the first growth that has rows to keep. ORT 1.21's C API has no
-// device-to-device copy of its own.
-using CudaMemcpy2D = int (*)(void*, size_t, const void*, size_t, size_t, size_t, int);
-constexpr int kCudaMemcpyHostToDevice = 1;
-constexpr int kCudaMemcpyDeviceToHost = 2;
-constexpr int kCudaMemcpyDeviceToDevice = 3;
-
-CudaMemcpy2D LoadCudaMemcpy2D() {
-  static CudaMemcpy2D fn = nullptr;
-  if (fn != nullptr) return fn;
-  void* lib = dlopen("libcudart.so.12", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) throw OrtError(std::string("dlopen libcudart.so.12: ") + dlerror());
-  fn = reinterpret_cast<CudaMemcpy2D>(dlsym(lib, "cudaMemcpy2D"));
-  if (fn == nullptr) throw OrtError("dlsym: libcudart.so.12 has no cudaMemcpy2D");
-  return fn;
-}
+// ONNX Runtime's names of the device memory its CUDA and WebGPU providers allocate
+// (onnxruntime/core/framework/allocator.h: CUDA; WEBGPU_BUFFER, which 1.30 reports as
+// "WebGPU_Buf", the name onnxruntime-node's own binding uses for GPU-buffer tensors).
+const char* DeviceMemoryName(const std::string& ep) { return ep == "cuda" ? "Cuda" : "WebGPU_Buf"; }
 
 }  // namespace
 
-Decoder::Decoder(const std::string& modelPath, const DecoderShape& shape, const std::string& ep,
+Decoder::Decoder(const std::string& modelPath, const DecoderShape& shape, const std::string& ep, CopyModel copyModel,
                  const std::string& profilePrefix, float* logits)
     : shape_(shape), logits_(logits) {
   const OrtApi& api = Ort();
@@ -53,16 +36,19 @@ Decoder::Decoder(const std::string& modelPath, const DecoderShape& shape, const 
   try {
     Check(api.CreateIoBinding(session_, &binding_), "CreateIoBinding");
     Check(api.CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeDefault, &hostInfo_), "CreateCpuMemoryInfo");
-    if (OnCuda()) {
-      Check(api.CreateMemoryInfo("Cuda", OrtDeviceAllocator, 0, OrtMemTypeDefault, &deviceInfo_), "CreateMemoryInfo");
+    Check(api.GetAllocatorWithDefaultOptions(&hostAllocator_), "GetAllocatorWithDefaultOptions");
+    if (OnDevice()) {
+      if (copyModel.data == nullptr) throw OrtError("the KV copy graph is needed on " + ep_);
+      Check(api.CreateMemoryInfo(DeviceMemoryName(ep_), OrtDeviceAllocator, 0, OrtMemTypeDefault, &deviceInfo_),
+            "CreateMemoryInfo");
       Check(api.CreateAllocator(session_, deviceInfo_, &deviceAllocator_), "CreateAllocator");
+      copier_ = std::make_unique<KvCopier>(copyModel.data, copyModel.bytes, ep_);
     }
     for (int64_t l = 0; l < shape_.numLayers; l++) {
       const std::string n = std::to_string(l);
       pastNames_.insert(pastNames_.end(), {"past_key_" + n, "past_value_" + n});
       presentNames_.insert(presentNames_.end(), {"present_key_" + n, "present_value_" + n});
     }
-    blocks_.assign(shape_.numLayers, nullptr);
     const int64_t logitsDims[2] = {1, shape_.vocabSize};
     BindValue("logits", Wrap(hostInfo_, logits_, shape_.vocabSize * sizeof(float), logitsDims, 2,
                              ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT), true);
@@ -82,7 +68,9 @@ void Decoder::Release() {
   if (seqlensValue_) api.ReleaseValue(seqlensValue_), seqlensValue_ = nullptr;
   if (totalValue_) api.ReleaseValue(totalValue_), totalValue_ = nullptr;
   if (binding_) api.ReleaseIoBinding(binding_), binding_ = nullptr;  // drops its OrtValues first
-  for (void*& b : blocks_) FreeKv(b), b = nullptr;
+  for (OrtValue*& v : kv_) api.ReleaseValue(v), v = nullptr;         // before the allocator they came from
+  kv_.clear();
+  copier_.reset();
   if (deviceAllocator_) api.ReleaseAllocator(deviceAllocator_), deviceAllocator_ = nullptr;
   if (deviceInfo_) api.ReleaseMemoryInfo(deviceInfo_), deviceInfo_ = nullptr;
   if (hostInfo_) api.ReleaseMemoryInfo(hostInfo_), hostInfo_ = nullptr;
@@ -96,35 +84,33 @@ void Decoder::OpenSession(const std::string& modelPath, const std::string& ep, c
   Owned<OrtSessionOptions> options(rawOptions, api.ReleaseSessionOptions);
   Check(api.SetSessionGraphOptimizationLevel(options.get(), ORT_ENABLE_ALL), "SetSessionGraphOptimizationLevel");
   if (!profilePrefix.empty()) Check(api.EnableProfiling(options.get(), profilePrefix.c_str()), "EnableProfiling");
-  if (ep == "webgpu") {
-    // By name: the runtime onnxruntime-node ships registers "WebGPU" (its own defaults: adapter
-    // chosen by Dawn, device 0). Older runtimes refuse the name, and the caller falls back.
-    Check(api.SessionOptionsAppendExecutionProvider(options.get(), "WebGPU", nullptr, nullptr, 0),
-          "SessionOptionsAppendExecutionProvider(WebGPU)");
-  }
-  if (ep == "cuda") {
-    OrtCUDAProviderOptionsV2* rawCuda = nullptr;
-    Check(api.CreateCUDAProviderOptions(&rawCuda), "CreateCUDAProviderOptions");
-    Owned<OrtCUDAProviderOptionsV2> cudaOptions(rawCuda, api.ReleaseCUDAProviderOptions);
-    // Defaults (device 0, the session's arena) are what we want; UpdateCUDAProviderOptions would
-    // only restate them, and it already needs the provider library loaded.
-    Check(api.SessionOptionsAppendExecutionProvider_CUDA_V2(options.get(), cudaOptions.get()),
-          "SessionOptionsAppendExecutionProvider_CUDA_V2");
-  }
+  AppendExecutionProvider(options.get(), ep);
   Check(api.CreateSession(SharedEnv(), modelPath.c_str(), options.get(), &session_), "CreateSession");
 }
 
 std::string Decoder::EndProfiling() {
   const OrtApi& api = Ort();
-  OrtAllocator* allocator = nullptr;
-  Check(api.GetAllocatorWithDefaultOptions(&allocator), "GetAllocatorWithDefaultOptions");
   char* file = nullptr;
-  Check(api.SessionEndProfiling(session_, allocator, &file), "SessionEndProfiling");
+  Check(api.SessionEndProfiling(session_, hostAllocator_, &file), "SessionEndProfiling");
   std::string out = file == nullptr ? "" : file;
   if (file != nullptr) {
-    if (OrtStatus* status = api.AllocatorFree(allocator, file)) api.ReleaseStatus(status);
+    if (OrtStatus* status = api.AllocatorFree(hostAllocator_, file)) api.ReleaseStatus(status);
   }
   return out;
+}
+
+std::string Decoder::KvMemory() const {
+  const OrtMemoryInfo* info = deviceInfo_ != nullptr ? deviceInfo_ : hostInfo_;
+  if (!kv_.empty()) Check(Ort().GetTensorMemoryInfo(kv_[0], &info), "GetTensorMemoryInfo");
+  const char* name = nullptr;
+  Check(Ort().MemoryInfoGetName(info, &name), "MemoryInfoGetName");
+  return name;
+}
+
+DecoderStats Decoder::Stats() const {
+  DecoderStats s = stats_;
+  s.kvCopies = copier_ ? copier_->Runs() : 0;
+  return s;
 }
 
 OrtValue* Decoder::Wrap(const OrtMemoryInfo* info, void* data, size_t bytes, const int64_t* dims, size_t rank,
@@ -143,45 +129,48 @@ void Decoder::BindValue(const char* name, OrtValue* value, bool asOutput) {
   Check(status, asOutput ? "BindOutput" : "BindInput");
 }
 
-void* Decoder::AllocKv(size_t bytes) {
-  if (OnCuda()) {
-    void* p = nullptr;
-    Check(Ort().AllocatorAlloc(deviceAllocator_, bytes, &p), "AllocatorAlloc");
-    return p;
-  }
-  const size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
-  if (p == nullptr) throw OrtError("aligned_alloc: cannot allocate " + std::to_string(rounded) + " bytes for the KV cache");
-  // Zeroed like the JS backend's Float32Array, so rows past the held length never hold NaNs.
-  std::memset(p, 0, rounded);
-  return p;
+float* Decoder::HostData(OrtValue* value) const {
+  void* data = nullptr;
+  Check(Ort().GetTensorMutableData(value, &data), "GetTensorMutableData");
+  return static_cast<float*>(data);
 }
 
-void Decoder::FreeKv(void* block) {
-  if (block == nullptr) return;
-  if (OnCuda()) {
-    // Freeing cannot usefully fail; a status would only be leaked.
-    if (OrtStatus* status = Ort().AllocatorFree(deviceAllocator_, block)) Ort().ReleaseStatus(status);
-  } else {
-    std::free(block);
-  }
+// One KV tensor [1][Hkv][capacity][headDim] float32 from the allocator of the memory it lives in.
+OrtValue* Decoder::NewKv(int64_t capacity) {
+  const int64_t dims[4] = {1, shape_.numKvHeads, capacity, shape_.headDim};
+  OrtValue* value = nullptr;
+  Check(Ort().CreateTensorAsOrtValue(OnDevice() ? deviceAllocator_ : hostAllocator_, dims, 4,
+                                     ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &value),
+        "CreateTensorAsOrtValue(KV cache)");
+  stats_.kvAllocs++;
+  return value;
 }
 
-// Copies rows [0, rows) of each of the Hkv heads from stride srcCapacity to stride dstCapacity.
-// On CUDA `cudaKind` says which sides are device memory (a cudaMemcpyKind); `what` names the
-// operation in the error.
-void Decoder::CopyRows(float* dst, int64_t dstCapacity, const float* src, int64_t srcCapacity, int64_t rows,
-                       int cudaKind, const char* what) const {
-  const size_t rowBytes = static_cast<size_t>(shape_.headDim) * sizeof(float);
-  if (rows == 0) return;
-  if (OnCuda()) {
-    int rc = LoadCudaMemcpy2D()(dst, dstCapacity * rowBytes, src, srcCapacity * rowBytes, rows * rowBytes,
-                                static_cast<size_t>(shape_.numKvHeads), cudaKind);
-    if (rc != 0) throw OrtError("cudaMemcpy2D: error " + std::to_string(rc) + " while " + what);
+// Zeroed like the JS backend's Float32Array, so rows past the held length never hold NaNs (a
+// device's allocator hands out reused buffers).
+void Decoder::ZeroKv(OrtValue* kv, int64_t capacity) {
+  if (!OnDevice()) {
+    std::memset(HostData(kv), 0, static_cast<size_t>(shape_.numKvHeads * capacity * shape_.headDim) * sizeof(float));
     return;
   }
+  std::vector<float> zeroRow(static_cast<size_t>(shape_.numKvHeads * shape_.headDim), 0.0f);
+  const int64_t dims[4] = {1, shape_.numKvHeads, 1, shape_.headDim};
+  OrtValue* src = Wrap(hostInfo_, zeroRow.data(), zeroRow.size() * sizeof(float), dims, 4, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT);
+  Owned<OrtValue> owned(src, Ort().ReleaseValue);
+  copier_->Copy(src, 1, capacity, kv);
+}
+
+// Rows [0, rows) of each head from src (capacity srcCapacity) into dst (dstCapacity), the rest of
+// dst zeroed: memcpy on the host, the copy graph on a device.
+void Decoder::CopyRows(OrtValue* src, int64_t srcCapacity, OrtValue* dst, int64_t dstCapacity, int64_t rows) {
+  if (rows == 0) return ZeroKv(dst, dstCapacity);
+  if (OnDevice()) return copier_->Copy(src, rows, dstCapacity, dst);
+  const int64_t hd = shape_.headDim;
+  const float* s = HostData(src);
+  float* d = HostData(dst);
+  std::memset(d, 0, static_cast<size_t>(shape_.numKvHeads * dstCapacity * hd) * sizeof(float));
   for (int64_t h = 0; h < shape_.numKvHeads; h++) {
-    std::memcpy(dst + h * dstCapacity * shape_.headDim, src + h * srcCapacity * shape_.headDim, rows * rowBytes);
+    std::memcpy(d + h * dstCapacity * hd, s + h * srcCapacity * hd, static_cast<size_t>(rows * hd) * sizeof(float));
   }
 }
 
@@ -190,45 +179,35 @@ void Decoder::Resize(int64_t capacity, int64_t keep) {
     throw std::invalid_argument("resize: capacity " + std::to_string(capacity) + " keeping " + std::to_string(keep) +
                                 " rows of a cache of capacity " + std::to_string(capacity_));
   }
-  const int64_t perTensor = shape_.numKvHeads * capacity * shape_.headDim;  // floats
-  const int64_t oldPerTensor = shape_.numKvHeads * capacity_ * shape_.headDim;
-  std::vector<void*> fresh(shape_.numLayers, nullptr);
+  const size_t count = static_cast<size_t>(shape_.numLayers * 2);
+  std::vector<OrtValue*> fresh(count, nullptr);
   try {
-    for (auto& b : fresh) b = AllocKv(static_cast<size_t>(perTensor) * 2 * sizeof(float));
-    for (int64_t l = 0; l < shape_.numLayers && keep > 0; l++) {
-      for (int kv = 0; kv < 2; kv++) {
-        CopyRows(static_cast<float*>(fresh[l]) + kv * perTensor, capacity,
-                 static_cast<const float*>(blocks_[l]) + kv * oldPerTensor, capacity_, keep, kCudaMemcpyDeviceToDevice,
-                 "growing the KV cache");
-      }
+    for (size_t i = 0; i < count; i++) {
+      fresh[i] = NewKv(capacity);
+      CopyRows(keep > 0 ? kv_[i] : nullptr, capacity_, fresh[i], capacity, keep);
     }
-    BindBlocks(fresh, capacity);
+    BindKv(fresh);
   } catch (...) {
-    for (void* b : fresh) FreeKv(b);
-    // A half-rebound binding would point at freed memory: bind the old blocks again.
-    if (capacity_ > 0) BindBlocks(blocks_, capacity_);
+    for (OrtValue* v : fresh) if (v) Ort().ReleaseValue(v);
+    // A half-rebound binding would point at released tensors: bind the old ones again.
+    if (capacity_ > 0) BindKv(kv_);
     throw;
   }
-  for (void* b : blocks_) FreeKv(b);
-  blocks_.swap(fresh);
+  for (OrtValue* v : kv_) Ort().ReleaseValue(v);
+  kv_.swap(fresh);
   capacity_ = capacity;
 }
 
-// Binds each layer's block as past_* and present_*: two handles on one memory, so the graph
-// reads the past from it and appends the new rows into it.
-void Decoder::BindBlocks(const std::vector<void*>& blocks, int64_t capacity) {
-  const int64_t perTensor = shape_.numKvHeads * capacity * shape_.headDim;
-  const size_t bytes = static_cast<size_t>(perTensor) * sizeof(float);
-  const int64_t dims[4] = {1, shape_.numKvHeads, capacity, shape_.headDim};
-  const OrtMemoryInfo* info = OnCuda() ? deviceInfo_ : hostInfo_;
-  for (int64_t l = 0; l < shape_.numLayers; l++) {
-    for (int kv = 0; kv < 2; kv++) {
-      float* data = static_cast<float*>(blocks[l]) + kv * perTensor;
-      const size_t i = static_cast<size_t>(l * 2 + kv);
-      BindValue(pastNames_[i].c_str(), Wrap(info, data, bytes, dims, 4, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT), false);
-      BindValue(presentNames_[i].c_str(), Wrap(info, data, bytes, dims, 4, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT), true);
-    }
+// Binds each KV tensor as past_* and present_*: one OrtValue for both, so the graph reads the
+// past from it and appends the new rows into it (GroupQueryAttention's shared buffer, which its
+// CPU, CUDA and WebGPU kernels detect by past and present having the same data).
+void Decoder::BindKv(const std::vector<OrtValue*>& kv) {
+  const OrtApi& api = Ort();
+  for (size_t i = 0; i < kv.size(); i++) {
+    Check(api.BindInput(binding_, pastNames_[i].c_str(), kv[i]), "BindInput");
+    Check(api.BindOutput(binding_, presentNames_[i].c_str(), kv[i]), "BindOutput");
   }
+  stats_.kvBinds++;
 }
 
 void Decoder::Bind(const int32_t* tokenIds, int64_t count, const float* cos, const float* sin, int64_t past) {
@@ -246,8 +225,8 @@ void Decoder::Bind(const int32_t* tokenIds, int64_t count, const float* cos, con
   // The graph only reads its inputs; the const_cast is the C API's signature, not a write.
   BindValue("rope_cos", Wrap(hostInfo_, const_cast<float*>(cos), ropeBytes, ropeDims, 2, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT), false);
   BindValue("rope_sin", Wrap(hostInfo_, const_cast<float*>(sin), ropeBytes, ropeDims, 2, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT), false);
-  // Rebound every step although the OrtValues persist: on CUDA, BindInput is where host inputs
-  // are copied to the device.
+  // Rebound every step although the OrtValues persist: on a device, BindInput is where host
+  // inputs are copied to the device.
   Check(Ort().BindInput(binding_, "seqlens_k", seqlensValue_), "BindInput");
   Check(Ort().BindInput(binding_, "total_seq_len", totalValue_), "BindInput");
 }
@@ -255,27 +234,38 @@ void Decoder::Bind(const int32_t* tokenIds, int64_t count, const float* cos, con
 void Decoder::Run() {
   const OrtApi& api = Ort();
   Check(api.RunWithBinding(session_, nullptr, binding_), "RunWithBinding");
-  if (OnCuda()) Check(api.SynchronizeBoundOutputs(binding_), "SynchronizeBoundOutputs");
+  if (OnDevice()) Check(api.SynchronizeBoundOutputs(binding_), "SynchronizeBoundOutputs");
+  stats_.runs++;
 }
 
-void Decoder::CopyOut(int64_t length, float* host) const { CopyHost(true, length, host); }
+void Decoder::CopyOut(int64_t length, float* host) { CopyHost(true, length, host); }
 void Decoder::CopyIn(int64_t length, const float* host) { CopyHost(false, length, const_cast<float*>(host)); }
 
-// Per layer and key/value, CopyRows between the block (stride capacity) and the compact host
-// layout (stride length).
-void Decoder::CopyHost(bool out, int64_t length, float* host) const {
+// Per KV tensor, between it (stride capacity) and its part of the compact host layout (stride
+// length): memcpy on the host; on a device the copy graph with the host side wrapped.
+void Decoder::CopyHost(bool out, int64_t length, float* host) {
   if (length < 0 || length > capacity_) {
     throw std::invalid_argument("KV copy of " + std::to_string(length) + " positions from a cache of capacity " +
                                 std::to_string(capacity_));
   }
-  const int64_t perTensor = shape_.numKvHeads * capacity_ * shape_.headDim;
-  const int64_t compactPerTensor = shape_.numKvHeads * length * shape_.headDim;
-  for (int64_t l = 0; l < shape_.numLayers; l++) {
-    for (int kv = 0; kv < 2; kv++) {
-      float* device = static_cast<float*>(blocks_[l]) + kv * perTensor;
-      float* compact = host + (l * 2 + kv) * compactPerTensor;
-      if (out) CopyRows(compact, length, device, capacity_, length, kCudaMemcpyDeviceToHost, "copying the KV cache out");
-      else CopyRows(device, capacity_, compact, length, length, kCudaMemcpyHostToDevice, "copying the KV cache in");
+  if (length == 0) return;
+  const int64_t hd = shape_.headDim;
+  const int64_t compact = shape_.numKvHeads * length * hd;
+  const int64_t dims[4] = {1, shape_.numKvHeads, length, hd};
+  for (size_t i = 0; i < kv_.size(); i++) {
+    float* part = host + static_cast<int64_t>(i) * compact;
+    if (OnDevice()) {
+      OrtValue* wrapped = Wrap(hostInfo_, part, static_cast<size_t>(compact) * sizeof(float), dims, 4, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT);
+      Owned<OrtValue> owned(wrapped, Ort().ReleaseValue);
+      if (out) copier_->Copy(kv_[i], length, length, wrapped);
+      else copier_->Copy(wrapped, length, capacity_, kv_[i]);
+      continue;
+    }
+    float* data = HostData(kv_[i]);
+    for (int64_t h = 0; h < shape_.numKvHeads; h++) {
+      float* row = data + h * capacity_ * hd;
+      float* packed = part + h * length * hd;
+      std::memcpy(out ? packed : row, out ? row : packed, static_cast<size_t>(length * hd) * sizeof(float));
     }
   }
 }
@@ -288,49 +278,43 @@ void Decoder::Shift(int64_t keep, int64_t drop, int64_t length, const float* cos
                                 std::to_string(length) + " positions (capacity " + std::to_string(capacity_) +
                                 ", rotary dims " + std::to_string(rotaryDim) + ") is out of range");
   }
-  if (!OnCuda()) {
-    for (int64_t l = 0; l < shape_.numLayers; l++) {
-      ShiftHost(static_cast<float*>(blocks_[l]), keep, drop, length, cos, sin, interleaved, rotaryDim);
+  if (!OnDevice()) {
+    for (size_t i = 0; i < kv_.size(); i++) {
+      ShiftTensor(HostData(kv_[i]), capacity_, i % 2 == 0, keep, drop, length, cos, sin, interleaved, rotaryDim);
     }
     return;
   }
-  // Rare (once per context shift) and O(capacity): a host round trip keeps one implementation.
-  // One host block, reused for every layer.
-  const size_t blockFloats = static_cast<size_t>(2 * shape_.numKvHeads * capacity_ * shape_.headDim);
-  const size_t bytes = blockFloats * sizeof(float);
-  std::vector<float> host(blockFloats);
-  const CudaMemcpy2D copy = LoadCudaMemcpy2D();
-  for (int64_t l = 0; l < shape_.numLayers; l++) {
-    int rc = copy(host.data(), bytes, blocks_[l], bytes, bytes, 1, kCudaMemcpyDeviceToHost);
-    if (rc == 0) {
-      ShiftHost(host.data(), keep, drop, length, cos, sin, interleaved, rotaryDim);
-      rc = copy(blocks_[l], bytes, host.data(), bytes, bytes, 1, kCudaMemcpyHostToDevice);
-    }
-    if (rc != 0) throw OrtError("cudaMemcpy2D: error " + std::to_string(rc) + " while shifting the KV cache");
+  // Rare (once per context shift) and O(length): a host round trip keeps one implementation.
+  const int64_t compact = shape_.numKvHeads * length * shape_.headDim;
+  std::vector<float> host(static_cast<size_t>(compact));
+  const int64_t dims[4] = {1, shape_.numKvHeads, length, shape_.headDim};
+  OrtValue* wrapped = Wrap(hostInfo_, host.data(), host.size() * sizeof(float), dims, 4, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT);
+  Owned<OrtValue> owned(wrapped, Ort().ReleaseValue);
+  for (size_t i = 0; i < kv_.size(); i++) {
+    copier_->Copy(kv_[i], length, length, wrapped);
+    ShiftTensor(host.data(), length, i % 2 == 0, keep, drop, length, cos, sin, interleaved, rotaryDim);
+    copier_->Copy(wrapped, length, capacity_, kv_[i]);
   }
 }
 
-// One layer's block [2][Hkv][C][headDim]: in each head, rows [keep+drop, length) move down by
-// `drop` in one memmove (the ranges overlap); then the moved keys are rotated (as KvCache.discard).
-void Decoder::ShiftHost(float* block, int64_t keep, int64_t drop, int64_t length, const float* cos, const float* sin,
-                        bool interleaved, int64_t rotaryDim) {
+// One KV tensor [Hkv][stride][headDim]: in each head, rows [keep+drop, length) move down by
+// `drop` in one memmove (the ranges overlap); then moved keys are rotated (as KvCache.discard).
+void Decoder::ShiftTensor(float* t, int64_t stride, bool isKey, int64_t keep, int64_t drop, int64_t length,
+                          const float* cos, const float* sin, bool interleaved, int64_t rotaryDim) const {
   const int64_t hd = shape_.headDim;
   const int64_t half = rotaryDim / 2;
   const int64_t rows = length - keep - drop;
-  const int64_t perTensor = shape_.numKvHeads * capacity_ * hd;
-  for (int kv = 0; kv < 2; kv++) {
-    for (int64_t h = 0; h < shape_.numKvHeads; h++) {
-      float* moved = block + kv * perTensor + h * capacity_ * hd + keep * hd;
-      std::memmove(moved, moved + drop * hd, static_cast<size_t>(rows * hd) * sizeof(float));
-      if (kv == 1) continue;
-      for (float* row = moved; row < moved + rows * hd; row += hd) {
-        for (int64_t i = 0; i < half; i++) {
-          const int64_t ia = interleaved ? 2 * i : i;
-          const int64_t ib = interleaved ? 2 * i + 1 : i + half;
-          const double a = row[ia], b = row[ib];
-          row[ia] = static_cast<float>(a * cos[i] + b * sin[i]);
-          row[ib] = static_cast<float>(b * cos[i] - a * sin[i]);
-        }
+  for (int64_t h = 0; h < shape_.numKvHeads; h++) {
+    float* moved = t + h * stride * hd + keep * hd;
+    std::memmove(moved, moved + drop * hd, static_cast<size_t>(rows * hd) * sizeof(float));
+    if (!isKey) continue;
+    for (float* row = moved; row < moved + rows * hd; row += hd) {
+      for (int64_t i = 0; i < half; i++) {
+        const int64_t ia = interleaved ? 2 * i : i;
+        const int64_t ib = interleaved ? 2 * i + 1 : i + half;
+        const double a = row[ia], b = row[ib];
+        row[ia] = static_cast<float>(a * cos[i] + b * sin[i]);
+        row[ib] = static_cast<float>(b * cos[i] - a * sin[i]);
       }
     }
   }

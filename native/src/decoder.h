@@ -7,23 +7,27 @@
 // GroupQueryAttention writes only rows [P, P+T) in place and nothing of the cache moves per step.
 //
 // Memory, by execution provider:
-//   - KV: one block per layer [2][Hkv][C][headDim] float32 (key then value), owned here. CPU:
-//     64-byte aligned host memory. CUDA: device memory from the session's CUDA allocator.
-//     WebGPU: host memory as on CPU (ONNX Runtime copies past in and present out around the
-//     WebGPU nodes; the KV cache in WebGPU buffers is issue 16's item 2, not done).
-//     Resize(C', keep) is the only place the cache moves: once per growth, rows [0, keep) of
-//     each head, as the engine's growth rule (cache/growth.ts) decides.
+//   - KV: one tensor per layer and key/value [1][Hkv][C][headDim] float32, owned here. CPU:
+//     ONNX Runtime's CPU allocator (64-byte aligned), zeroed. CUDA ("Cuda") and WebGPU
+//     ("WebGPU_Buf"): the session's allocator for that device memory, so the kernels read and
+//     write them in place (on WebGPU a tensor's data is a buffer handle, not an address: one
+//     allocation per tensor, never offset). Resize(C', keep) is the only place the cache moves:
+//     once per growth, rows [0, keep) of each head, on the device (KvCopier) or by memcpy on CPU.
 //   - logits: the caller's float32 [V] host buffer (a JS Float32Array), bound once; the only
 //     per-step output that leaves the runtime.
-//   - RoPE rows: the caller's views of its cos/sin tables, wrapped (not copied) per step on CPU;
-//     on CUDA ONNX Runtime copies those 2*T*R/2 floats to the device when they are bound.
+//   - RoPE rows and the token ids: the caller's host memory, wrapped (not copied) per step; on a
+//     device ONNX Runtime copies those T ids and 2*T*R/2 floats in when they are bound.
+// Counters (Stats()) say what moved: a warm decode step changes none but `runs`.
 // Not thread-safe: one Bind+Run at a time (the N-API layer enforces it).
 #pragma once
 #include <onnxruntime_c_api.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "kv_copier.h"
 
 namespace ropewalk {
 
@@ -36,23 +40,39 @@ struct DecoderShape {
   int64_t rotaryHalf;  // R/2, columns of rope_cos / rope_sin
 };
 
+/** What the decoder has done since it opened (tests read it: a warm decode step moves nothing). */
+struct DecoderStats {
+  int64_t runs = 0;       // graph runs (prefill chunks and decode steps)
+  int64_t kvBinds = 0;    // times the KV tensors were bound as past/present (once per growth)
+  int64_t kvAllocs = 0;   // KV tensors allocated
+  int64_t kvCopies = 0;   // device copy-graph runs (growths, saves, restores, shifts)
+};
+
+/** The copy graph (main/engine/model/kv-copy-graph.ts), needed on a device EP. */
+struct CopyModel {
+  const void* data = nullptr;
+  size_t bytes = 0;
+};
+
 class Decoder {
  public:
   /**
    * Opens modelPath. ep: "cpu", "cuda" (the CUDA provider, options V2) or "webgpu" (the WebGPU
    * provider by name); when the append or the session creation with it fails, falls back to
-   * CPU and keeps the reason (FallbackReason()). profilePrefix: non-empty turns ONNX Runtime's
-   * profiler on (file `<prefix>_<time>.json`) until EndProfiling().
-   * logits: host float32 [vocabSize], must outlive the decoder.
-   * @throws OrtError when the model cannot be opened on the CPU either.
+   * CPU and keeps the reason (FallbackReason()). copyModel: opened on the same EP when it is a
+   * device. profilePrefix: non-empty turns ONNX Runtime's profiler on (file `<prefix>_<time>.json`)
+   * until EndProfiling(). logits: host float32 [vocabSize], must outlive the decoder.
+   * @throws OrtError when the model cannot be opened on the CPU either, or the copy graph not on
+   *   the device the model opened on.
    */
-  Decoder(const std::string& modelPath, const DecoderShape& shape, const std::string& ep,
+  Decoder(const std::string& modelPath, const DecoderShape& shape, const std::string& ep, CopyModel copyModel,
           const std::string& profilePrefix, float* logits);
   ~Decoder();
   Decoder(const Decoder&) = delete;
   Decoder& operator=(const Decoder&) = delete;
 
-  bool OnCuda() const { return ep_ == "cuda"; }
+  /** True on CUDA and WebGPU: the KV tensors are device memory. */
+  bool OnDevice() const { return ep_ != "cpu"; }
   /** The execution provider in use: "cpu", "cuda" or "webgpu". */
   const std::string& ExecutionProvider() const { return ep_; }
   /** Stops the profiler and returns the file it wrote. @throws OrtError (e.g. profiling was off). */
@@ -62,11 +82,14 @@ class Decoder {
   int64_t RotaryHalf() const { return shape_.rotaryHalf; }
   /** Floats one position takes in all layers' keys and values: numLayers * 2 * Hkv * headDim. */
   int64_t FloatsPerPosition() const { return shape_.numLayers * 2 * shape_.numKvHeads * shape_.headDim; }
+  /** ONNX Runtime's name of the memory the KV tensors live in: "Cpu", "Cuda" or "WebGPU_Buf". */
+  std::string KvMemory() const;
+  DecoderStats Stats() const;
 
   /**
-   * Reallocates the KV blocks at `capacity` positions, copying rows [0, keep) of every head, and
-   * binds them as past_* and present_*. @throws OrtError (allocation, copy) with the old blocks
-   * kept and bound, std::invalid_argument when keep > min(old capacity, capacity).
+   * Reallocates the KV tensors at `capacity` positions, copying rows [0, keep) of every head (the
+   * rest zeroed), and binds them as past_* and present_*. @throws OrtError (allocation, copy) with
+   * the old tensors kept and bound, std::invalid_argument when keep > min(old capacity, capacity).
    */
   void Resize(int64_t capacity, int64_t keep);
 
@@ -86,7 +109,7 @@ class Decoder {
    * keys' first rotaryDim dims are rotated by -drop positions: each pair (a, b) becomes
    * (a*cos + b*sin, b*cos - a*sin) with cos/sin [rotaryDim/2] the caller's cos(drop*invFreq_i),
    * sin(drop*invFreq_i) (unscaled). Pairs are (2i, 2i+1) when interleaved, else (i, i+R/2).
-   * Values only move. On CUDA each block is copied to the host, shifted, and copied back.
+   * Values only move. On a device each tensor's rows go to the host, shift, and come back.
    * @throws std::invalid_argument for a range outside [0, length] or length > Capacity(); OrtError.
    */
   void Shift(int64_t keep, int64_t drop, int64_t length, const float* cos, const float* sin, bool interleaved,
@@ -96,22 +119,22 @@ class Decoder {
    * Copies rows [0, length) of every layer's keys and values to/from `host`, laid out compactly
    * [numLayers][2 (key, value)][Hkv][length][headDim] float32 (what the engine keeps in memory for
    * a conversation it switched away from). CopyIn needs Capacity() >= length.
-   * @throws std::invalid_argument when length > Capacity(); OrtError for a failed CUDA copy.
+   * @throws std::invalid_argument when length > Capacity(); OrtError for a failed device copy.
    */
-  void CopyOut(int64_t length, float* host) const;
+  void CopyOut(int64_t length, float* host);
   void CopyIn(int64_t length, const float* host);
 
  private:
-  void CopyHost(bool out, int64_t length, float* host) const;
   void OpenSession(const std::string& modelPath, const std::string& ep, const std::string& profilePrefix);
   void Release();
-  void BindBlocks(const std::vector<void*>& blocks, int64_t capacity);
-  void* AllocKv(size_t bytes);
-  void FreeKv(void* block);
-  void ShiftHost(float* block, int64_t keep, int64_t drop, int64_t length, const float* cos, const float* sin,
-                 bool interleaved, int64_t rotaryDim);
-  void CopyRows(float* dst, int64_t dstCapacity, const float* src, int64_t srcCapacity, int64_t rows, int cudaKind,
-                const char* what) const;
+  void BindKv(const std::vector<OrtValue*>& kv);
+  OrtValue* NewKv(int64_t capacity);
+  void ZeroKv(OrtValue* kv, int64_t capacity);
+  float* HostData(OrtValue* value) const;
+  void CopyRows(OrtValue* src, int64_t srcCapacity, OrtValue* dst, int64_t dstCapacity, int64_t rows);
+  void CopyHost(bool out, int64_t length, float* host);
+  void ShiftTensor(float* t, int64_t stride, bool isKey, int64_t keep, int64_t drop, int64_t length, const float* cos,
+                   const float* sin, bool interleaved, int64_t rotaryDim) const;
   void BindValue(const char* name, OrtValue* value, bool asOutput);
   OrtValue* Wrap(const OrtMemoryInfo* info, void* data, size_t bytes, const int64_t* dims, size_t rank,
                  ONNXTensorElementDataType type);
@@ -123,10 +146,13 @@ class Decoder {
   OrtSession* session_ = nullptr;
   OrtIoBinding* binding_ = nullptr;
   OrtMemoryInfo* hostInfo_ = nullptr;
-  OrtMemoryInfo* deviceInfo_ = nullptr;  // CUDA only
-  OrtAllocator* deviceAllocator_ = nullptr;  // CUDA only
-  std::vector<void*> blocks_;  // per layer: [2][Hkv][C][headDim] float32
+  OrtAllocator* hostAllocator_ = nullptr;    // ONNX Runtime's default CPU allocator (not owned)
+  OrtMemoryInfo* deviceInfo_ = nullptr;      // CUDA / WebGPU only
+  OrtAllocator* deviceAllocator_ = nullptr;  // CUDA / WebGPU only: the session's, for deviceInfo_
+  std::unique_ptr<KvCopier> copier_;         // CUDA / WebGPU only
+  std::vector<OrtValue*> kv_;  // [layer*2 + (0 key | 1 value)]: [1][Hkv][C][headDim] float32
   int64_t capacity_ = 0;
+  DecoderStats stats_;
   std::vector<int64_t> tokenIds_;  // input_ids [1, T], reused across steps
   int32_t seqlensK_ = 0;
   int32_t totalSeqLen_ = 0;

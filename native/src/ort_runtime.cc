@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <memory>
 #include <mutex>
 
 namespace ropewalk {
@@ -51,6 +52,25 @@ OrtEnv* SharedEnv() {
     Check(Ort().CreateEnv(ORT_LOGGING_LEVEL_FATAL, "ropewalk", &g_env), "CreateEnv");
   }
   return g_env;
+}
+
+void AppendExecutionProvider(OrtSessionOptions* options, const std::string& ep) {
+  const OrtApi& api = Ort();
+  if (ep == "webgpu") {
+    // By name: the runtime onnxruntime-node ships registers "WebGPU" (its own defaults: adapter
+    // chosen by Dawn, device 0). Older runtimes refuse the name, and the caller falls back.
+    Check(api.SessionOptionsAppendExecutionProvider(options, "WebGPU", nullptr, nullptr, 0),
+          "SessionOptionsAppendExecutionProvider(WebGPU)");
+  }
+  if (ep == "cuda") {
+    OrtCUDAProviderOptionsV2* raw = nullptr;
+    Check(api.CreateCUDAProviderOptions(&raw), "CreateCUDAProviderOptions");
+    std::unique_ptr<OrtCUDAProviderOptionsV2, void (*)(OrtCUDAProviderOptionsV2*)> cuda(raw, api.ReleaseCUDAProviderOptions);
+    // Defaults (device 0, the session's arena) are what we want; UpdateCUDAProviderOptions would
+    // only restate them, and it already needs the provider library loaded.
+    Check(api.SessionOptionsAppendExecutionProvider_CUDA_V2(options, cuda.get()),
+          "SessionOptionsAppendExecutionProvider_CUDA_V2");
+  }
 }
 
 void Check(OrtStatus* status, const char* call) {

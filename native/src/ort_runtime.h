@@ -28,6 +28,12 @@ const OrtApi& Ort();
 /** The process-wide OrtEnv (created on first use, never released: ORT shares one per process). */
 OrtEnv* SharedEnv();
 
+/**
+ * Appends `ep` ("webgpu": by name, ONNX Runtime's defaults; "cuda": CUDA provider options V2,
+ * device 0) to `options`; "cpu" appends nothing. @throws OrtError naming the failed call.
+ */
+void AppendExecutionProvider(OrtSessionOptions* options, const std::string& ep);
+
 /** Throws OrtError("<call>: <message>") when status is an error; frees it either way. */
 void Check(OrtStatus* status, const char* call);
 

@@ -10,6 +10,7 @@
  *     back to the CPU with its note; `--ep webgpu` says why and runs on the CPU;
  *   - a model the WebGPU kernels refuse at load (Q4_0 today: GatherBlockQuantized) runs on the
  *     CPU after a note instead of failing.
+ * They run on the native backend (the default), whose KV cache lives in WebGPU buffers.
  * Without any Vulkan adapter the WebGPU tests fail saying so (they are not skipped).
  */
 import assert from 'node:assert/strict';
@@ -44,6 +45,8 @@ async function onWebGpu(args: string[]): Promise<ChatJson> {
   assert.doesNotMatch(r.stderr, /could not be used/, `no WebGPU adapter here: install Mesa's lavapipe (see .ci/run). ${describeRun(r)}`);
   const j = parseJsonRun(r);
   assert.equal(j.stats.executionProvider, 'webgpu', describeRun(r));
+  // The native addon, its KV cache in WebGPU buffers (test/integration/native-webgpu.test.ts).
+  assert.equal(j.stats.backend, 'native', describeRun(r));
   return j;
 }
 

@@ -56,12 +56,30 @@ export interface NativeDecoderOptions {
   rotaryHalf: number;
   /** float32 [vocabSize], bound once as the logits output; every run overwrites it. */
   logits: Float32Array;
+  /**
+   * The KV copy graph (kv-copy-graph.ts, `buildKvCopyGraph`), opened on the same provider: how
+   * the addon moves KV rows in device memory. Needed for 'webgpu' and 'cuda'.
+   */
+  copyModel?: Uint8Array;
   /** Turns ONNX Runtime's profiler on, writing `<prefix>_<time>.json`, until `endProfiling()`. */
   profilePrefix?: string;
 }
 
+/** What a native decoder has done since it opened (native/src/decoder.h DecoderStats). */
+export interface NativeDecoderStats {
+  /** Graph runs: prefill chunks and decode steps. */
+  runs: number;
+  /** Times the KV tensors were bound as past/present: once per growth (and restore). */
+  kvBinds: number;
+  /** KV tensors allocated (2 × layers per growth). */
+  kvAllocs: number;
+  /** Runs of the device copy graph (growths, saves, restores, shifts); 0 on the CPU. */
+  kvCopies: number;
+}
+
 /**
- * One ONNX Runtime session with its KV cache in addon-owned memory (host or CUDA device),
+ * One ONNX Runtime session with its KV cache in addon-owned memory (host, or the CUDA / WebGPU
+ * provider's device memory),
  * bound once per growth with IoBinding. Errors are Errors with `code` 'ORT_LOAD' | 'ORT_RUN' |
  * 'ORT_ARG' and a one-line message naming the ONNX Runtime call.
  */
@@ -71,6 +89,10 @@ export interface NativeDecoder {
   readonly fallbackReason: string | null;
   /** Positions the addon's KV blocks hold (0 before the first resize). */
   readonly capacity: number;
+  /** ONNX Runtime's name of the memory the KV tensors live in: 'Cpu', 'Cuda' or 'WebGPU_Buf'. */
+  readonly kvMemory: string;
+  /** Counters (a fresh object per read). */
+  readonly stats: NativeDecoderStats;
   /** Reallocates the KV blocks at `capacity` positions, copying rows [0, keep) of every head. */
   resize(capacity: number, keep: number): void;
   /**

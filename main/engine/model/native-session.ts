@@ -1,8 +1,9 @@
 /**
  * The native backend (`DecoderBackend` over the native/ addon): one ONNX Runtime session whose
- * KV cache lives in addon memory (host, or CUDA device memory; on WebGPU host memory that ONNX
- * Runtime copies to and from the device around the graph), bound with IoBinding so past and
- * present are the same buffers. Its first run is profiled (placement.ts). Per run the addon binds the token ids, wraps the RoPE rows (no
+ * KV cache lives in addon-owned tensors in the execution provider's memory (host on the CPU;
+ * CUDA device memory; WebGPU buffers), bound with IoBinding so past and present are the same
+ * tensors and a decode step moves only its token id and RoPE rows in and its logits out. A
+ * growth copies on the device (the copy graph, kv-copy-graph.ts). Its first run is profiled (placement.ts). Per run the addon binds the token ids, wraps the RoPE rows (no
  * copy) and writes the last position's logits into one Float32Array reused for every run.
  *
  * Growth stays the engine's rule (cache/growth.ts, applied by KvCache.ensure): when `run` sees
@@ -14,7 +15,8 @@ import type { KeyRotation, KvCache } from '../cache/kv-cache.ts';
 import type { DecoderBackend, ExecutionProvider, SessionInfo } from './backend.ts';
 import * as io from './io-names.ts';
 import type { ModelConfig } from './manifest.ts';
-import { loadNativeAddon, type NativeDecoder } from './native-addon.ts';
+import { buildKvCopyGraph } from './kv-copy-graph.ts';
+import { loadNativeAddon, type NativeDecoder, type NativeDecoderStats } from './native-addon.ts';
 import { ensureWebGpuEnvironment } from './ep-choice.ts';
 import { FirstRunProfile } from './placement.ts';
 import { providerFallback } from './js-session.ts';
@@ -47,8 +49,8 @@ export class NativeDecoderSession implements DecoderBackend {
   }
 
   /**
-   * Opens `model.onnx` through the addon with the requested provider (CUDA falls back to CPU
-   * with the reason in `info.fallbackReason`).
+   * Opens `model.onnx` through the addon with the requested provider (CUDA or WebGPU fall back
+   * to the CPU with the reason in `info.fallbackReason`).
    * @throws NativeUnavailableError when the addon cannot be loaded; ModelLoadError when ONNX
    *   Runtime cannot open the model.
    */
@@ -60,15 +62,14 @@ export class NativeDecoderSession implements DecoderBackend {
     const profile = await FirstRunProfile.create();
     try {
       const decoder = new status.addon.NativeDecoder(modelPath, {
-        // The addon opens cpu or cuda sessions; a webgpu request runs its graph (float32, all
-        // ops with CPU kernels too) on the CPU EP until the addon opens WebGPU sessions.
-        executionProvider: ep === 'cuda' ? 'cuda' : 'cpu',
+        executionProvider: ep,
         numLayers: config.numLayers,
         numKvHeads: config.numKvHeads,
         headDim: config.headDim,
         vocabSize: config.vocabSize,
         rotaryHalf: config.rope.rotaryDim / 2,
         logits,
+        copyModel: ep === 'cpu' ? undefined : buildKvCopyGraph('float32'),
         profilePrefix: profile.prefix,
       });
       return new NativeDecoderSession(decoder, config, logits, ep, profile);
@@ -76,6 +77,16 @@ export class NativeDecoderSession implements DecoderBackend {
       await profile.discard();
       throw new ModelLoadError(`ONNX Runtime cannot load the model: ${firstLine(e)}`, modelPath, { cause: e });
     }
+  }
+
+  /** ONNX Runtime's name of the memory the KV cache lives in: 'Cpu', 'Cuda' or 'WebGPU_Buf'. */
+  get kvMemory(): string {
+    return this.decoder.kvMemory;
+  }
+
+  /** The addon's counters: runs, KV binds, allocations and device copies (a warm step adds one run). */
+  get stats(): NativeDecoderStats {
+    return this.decoder.stats;
   }
 
   /** See DecoderBackend.run. A changed `kv.capacity` first grows the addon's KV blocks. */

@@ -3,18 +3,15 @@
  * else `js` with a one-line note why; `js` when asked. The note joins the execution provider's
  * own fallback reason in `SessionInfo.fallbackReason`.
  *
- * WebGPU runs on the JS backend: the addon opens a WebGPU session, but with its KV cache bound
- * in host memory (past and present the same buffer) the greedy tokens leave the CPU's after the
- * first (stories260K: 432 then 269, the CPU's 432 then 383), measured on lavapipe. The device-
- * resident KV cache that would fix it is issue 16's item 2.
+ * Every provider runs on the native backend: its KV cache lives in the provider's memory (WebGPU
+ * buffers, CUDA device memory). (With the KV cache in host memory, bound as past and present,
+ * WebGPU's greedy tokens left the CPU's from the second on: its GroupQueryAttention shares the
+ * buffer only when past and present are the same device buffer.)
  */
 import type { BackendKind, DecoderBackend, ExecutionProvider } from './backend.ts';
 import type { ModelConfig } from './manifest.ts';
 import { NativeDecoderSession, NativeUnavailableError } from './native-session.ts';
 import { DecoderSession } from './js-session.ts';
-
-/** Why `--backend native` runs WebGPU on the JS backend (see the file comment). */
-export const NATIVE_WEBGPU_NOTE = 'the native backend does not run WebGPU yet (its KV cache is host memory); using the JS backend';
 
 /** A backend and, when it is not the one asked for, why (one line). */
 export interface OpenedBackend {
@@ -38,8 +35,6 @@ export async function openDecoderBackend(
   let note: string | null = null;
   if (want === 'native' && kvDtype === 'float16') {
     note = 'native backend: its KV blocks are float32 and this graph is float16; using the JS backend';
-  } else if (want === 'native' && ep === 'webgpu') {
-    note = NATIVE_WEBGPU_NOTE;
   } else if (want === 'native') {
     try {
       return { backend: await NativeDecoderSession.create(modelPath, config, ep), note: null };
