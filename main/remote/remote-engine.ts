@@ -103,6 +103,7 @@ export class RemoteEngine implements ChatEngine {
       adapter: null,
       fallbackReason: maxContext === null ? `the server does not say its max context; ${UNKNOWN_CONTEXT} is assumed` : null,
       hasChatTemplate: true,
+      toolFormat: null,
       // Identifies what counts were made with (BudgetService caches them by it).
       bundleDir: `remote:${server.baseUrl}#${modelId}#${counter.method}`,
       weights: { formats: 'on the server', bundleBytes: 0, residentBytes: 0 },
@@ -241,7 +242,8 @@ export class RemoteEngine implements ChatEngine {
       ...(r.stop?.length ? { stop: r.stop } : {}),
       ...(r.ignoreEos ? { ignore_eos: true } : {}),
       // Constrained output is the remote server's to enforce (OpenAI's own field and shape).
-      ...(r.responseFormat ? { response_format: r.responseFormat.type === 'json_object' ? r.responseFormat : { type: 'json_schema', json_schema: { name: 'response', schema: r.responseFormat.schema, strict: true } } } : {}),
+      ...(r.responseFormat?.type === 'json_object' ? { response_format: r.responseFormat } : {}),
+      ...(r.responseFormat?.type === 'json_schema' ? { response_format: { type: 'json_schema', json_schema: { name: 'response', schema: r.responseFormat.schema, strict: true } } } : {}),
     };
   }
 

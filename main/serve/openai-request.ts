@@ -29,6 +29,7 @@ import { compileSchema } from '../engine/sampling/json-schema.ts';
 import { MAX_TOP_LOGPROBS } from '../engine/sampling/logprobs.ts';
 import { ApiError } from './api-error.ts';
 import { toolFields, type ToolMode } from './tool-calls.ts';
+import type { ToolFormat } from './tool-formats.ts';
 
 export { ApiError } from './api-error.ts';
 
@@ -281,12 +282,14 @@ function responseFormat(f: z.infer<typeof sampling.response_format>, stop: unkno
 
 const EMPTY_PROMPT = 'the prompt is empty; give some text';
 
-/** A `/v1/chat/completions` body. @throws ApiError 400 with `param` (every message empty: the last one's content). */
-export function parseChatRequest(body: unknown, s: Settings): ParsedRequest {
+/**
+ * A `/v1/chat/completions` body; `toolFormat`: how the loaded model writes tool calls (default hermes).
+ * @throws ApiError 400 with `param` (every message empty: the last one's content). */
+export function parseChatRequest(body: unknown, s: Settings, toolFormat?: ToolFormat): ParsedRequest {
   const b = parse(chatSchema, body);
   const messages = chatMessages(b.messages);
   if (b.top_logprobs != null && b.logprobs !== true) throw invalidField(['top_logprobs'], 'needs logprobs: true');
-  const tools = toolFields(b);
+  const tools = toolFields(b, toolFormat);
   // The engine refuses it too, but without the field: named here, the last message's content.
   if (messages.every((m) => m.content === '')) throw invalidField(['messages', messages.length - 1, 'content'], EMPTY_PROMPT);
   return {

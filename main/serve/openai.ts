@@ -148,7 +148,7 @@ function modelObject(m: ModelInfo): Record<string, unknown> {
 }
 
 async function generate(req: http.IncomingMessage, res: http.ServerResponse, backend: CompletionBackend, endpoint: Endpoint): Promise<void> {
-  const parsed = endpoint.parse(await readJson(req), backend.settings());
+  const parsed = endpoint.parse(await readJson(req), backend.settings(), backend.model()?.toolFormat);
   const info = loadedModel(backend, parsed.model);
   if (parsed.request.tools?.length && !info.hasChatTemplate) throw new ApiError(400, 'unsupported_parameter', `tools: ${info.name} has no chat template to give tools to`, 'tools');
 

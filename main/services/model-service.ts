@@ -301,6 +301,7 @@ export function toContractInfo(i: EngineModelInfo): ModelInfo {
     fallbackReason: i.fallbackReason,
     hasChatTemplate: i.hasChatTemplate,
     ...(i.thinkingToggle ? { thinkingToggle: true } : {}),
+    ...(i.toolFormat ? { toolFormat: i.toolFormat } : {}),
     weights: { ...i.weights },
   };
 }

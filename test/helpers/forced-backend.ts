@@ -59,7 +59,7 @@ function readQwen3Tokenizer(chatTemplate?: string): TextTokenizer {
 }
 
 /** A tiny Qwen3-shaped manifest (the forced backend never reads the sizes but the caches do). */
-function manifest(chatTemplate: string | null): ModelManifest {
+function manifest(chatTemplate: string | null, vocabSize = QWEN3_TOKENIZER_VOCAB): ModelManifest {
   return {
     format: 'ropewalk-bundle',
     version: 1,
@@ -67,7 +67,7 @@ function manifest(chatTemplate: string | null): ModelManifest {
     source: { kind: 'hf', path: 'none', sha256: '0' },
     config: {
       architecture: 'qwen3', hiddenSize: 8, intermediateSize: 8, numLayers: 1, numHeads: 1, numKvHeads: 1, headDim: 8,
-      vocabSize: QWEN3_TOKENIZER_VOCAB, rmsNormEps: 1e-6, tiedEmbeddings: false, attentionBias: false, qkNorm: true,
+      vocabSize, rmsNormEps: 1e-6, tiedEmbeddings: false, attentionBias: false, qkNorm: true,
       rope: { theta: 1e6, rotaryDim: 8, layout: 'half' }, trainedContext: 512,
     },
     specialTokens: { bos: null, eos: [QWEN3_IM_END, QWEN3_ENDOFTEXT] },
@@ -80,6 +80,11 @@ function manifest(chatTemplate: string | null): ModelManifest {
 /** An Engine that answers every prompt with `script` (token ids), on the Qwen3 tokenizer. */
 export function qwen3Engine(script: readonly number[], chatTemplate?: string): { engine: Engine; tokenizer: TextTokenizer } {
   const tokenizer = qwen3Tokenizer(chatTemplate);
-  const backend = new ForcedBackend(script, QWEN3_TOKENIZER_VOCAB, QWEN3_IM_END);
-  return { engine: new Engine({ manifest: manifest(tokenizer.chatTemplate), tokenizer, backend, bundleDir: 'none' }), tokenizer };
+  return { engine: forcedEngine(tokenizer, script), tokenizer };
+}
+
+/** An Engine on `tokenizer` (its model vocab the logits' size) that answers every prompt with `script`; EOS `<|im_end|>` past it. */
+export function forcedEngine(tokenizer: TextTokenizer, script: readonly number[]): Engine {
+  const backend = new ForcedBackend(script, tokenizer.modelVocabSize, QWEN3_IM_END);
+  return new Engine({ manifest: manifest(tokenizer.chatTemplate, tokenizer.modelVocabSize), tokenizer, backend, bundleDir: 'none' });
 }

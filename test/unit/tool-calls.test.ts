@@ -14,7 +14,7 @@ const weather = { type: 'function' as const, function: { name: 'get_weather', pa
 const time = { type: 'function' as const, function: { name: 'get_time', parameters: { type: 'object', properties: {} } } };
 
 describe('parseToolCalls', () => {
-  const mode = { names: ['get_weather', 'get_time'], forced: false, parallel: true };
+  const mode = { format: 'hermes' as const, names: ['get_weather', 'get_time'], forced: false, parallel: true };
   it('reads every declared call, keeps the other text as content', () => {
     const text = 'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>\n<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>';
     const { content, calls } = parseToolCalls(text, mode);

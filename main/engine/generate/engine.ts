@@ -47,6 +47,7 @@ import { prestartTemplateSandbox } from '../tokenizer/template-sandbox.ts';
 import { TextTokenizer } from '../tokenizer/tokenizer.ts';
 import { ContextShifter } from './context-shift.ts';
 import { Generation } from './generation.ts';
+import { detectToolFormat, type ToolFormat } from '../tokenizer/tool-format.ts';
 import { promptOpensReasoning, reasoningMarkers, type PartDelta, type ReasoningMarkers, type ReplyPart } from './reasoning.ts';
 import type { GenerationEvent, GenerationRequest, GenerationStats } from './types.ts';
 
@@ -102,6 +103,8 @@ export interface ModelInfo {
   hasChatTemplate: boolean;
   /** The chat template reads `enable_thinking` (Qwen3's), so `GenerationRequest.enableThinking` changes the prompt. */
   thinkingToggle?: boolean;
+  /** How the chat template writes tool calls (tokenizer/tool-format.ts); null: it takes no tools. */
+  toolFormat: ToolFormat | null;
   bundleDir: string;
   /** How the weights are stored: formats with counts, the bundle's size on disk, resident weight bytes. */
   weights: ModelWeightsInfo;
@@ -305,6 +308,7 @@ export class Engine {
       fallbackReason: oneLine(this.importNote, s.fallbackReason),
       hasChatTemplate: this.manifest.chatTemplate !== null,
       thinkingToggle: this.tokenizer.chatTemplate?.includes('enable_thinking') ?? false,
+      toolFormat: detectToolFormat(this.tokenizer.chatTemplate),
       bundleDir: this.bundleDir,
       weights: this.weightsInfo,
     };

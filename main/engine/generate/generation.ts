@@ -7,10 +7,11 @@
  */
 import { performance } from 'node:perf_hooks';
 import { InvalidOptionError, toEngineError } from '../errors.ts';
-import { JsonConstraint } from '../sampling/json-constraint.ts';
+import { JsonConstraint, type TokenConstraint } from '../sampling/json-constraint.ts';
 import { compileSchema, JSON_OBJECT } from '../sampling/json-schema.ts';
 import { validateTopLogprobs, type TokenLogprob } from '../sampling/logprobs.ts';
 import { Sampler } from '../sampling/sampler.ts';
+import { ToolCallConstraint } from '../sampling/tool-constraint.ts';
 import { StreamDecoder } from '../tokenizer/stream-decoder.ts';
 import type { TextTokenizer } from '../tokenizer/tokenizer.ts';
 import type { ContextShifter } from './context-shift.ts';
@@ -49,7 +50,7 @@ export class Generation {
   private readonly stops: StopStrings;
   private readonly decoder: StreamDecoder;
   /** The response_format's grammar, or null (then no mask is computed or applied). */
-  readonly constraint: JsonConstraint | null;
+  readonly constraint: TokenConstraint | null;
 
   /**
    * `req` has been validated; `prompt` is its token ids; `shifter` plans the context shifts when
@@ -72,7 +73,9 @@ export class Generation {
     this.constraint = req.responseFormat ? constraintFor(req.responseFormat, tokenizer) : null;
     this.eos = new Set(req.ignoreEos && !this.constraint ? [] : tokenizer.eos);
     this.stops = new StopStrings(req.stop);
-    this.decoder = new StreamDecoder(tokenizer, prompt);
+    // With tools in play, special tokens' text stays in the reply: Mistral's `[TOOL_CALLS]` and
+    // `[ARGS]`, Llama's `<|python_tag|>` are how its calls are read (tool-format.ts).
+    this.decoder = new StreamDecoder(tokenizer, prompt, { keepSpecial: (req.tools?.length ?? 0) > 0 });
     this.parts = new ReasoningSplitter(reasoning?.markers ?? null, reasoning?.openInPrompt ?? false);
   }
 
@@ -157,7 +160,11 @@ export class Generation {
  * The constraint of a request's response_format.
  * @throws UnsupportedSchemaError (InvalidOptionError) for a schema keyword not covered.
  */
-export function constraintFor(format: ResponseFormat, tokenizer: TextTokenizer): JsonConstraint {
+export function constraintFor(format: ResponseFormat, tokenizer: TextTokenizer): TokenConstraint {
+  if (format.type === 'tool_call') {
+    const tools = format.tools.map((t) => ({ name: t.name, node: compileSchema(t.parameters) }));
+    return new ToolCallConstraint(tools, { text: format.separator, id: tokenizer.tokenId(format.separator) ?? null }, tokenizer.tokenBytes(), tokenizer.eos);
+  }
   const node = format.type === 'json_object' ? JSON_OBJECT : compileSchema(format.schema);
   return new JsonConstraint(node, tokenizer.tokenBytes(), tokenizer.eos);
 }

@@ -36,7 +36,15 @@ export interface ToolCall {
  * Constrained output (OpenAI's `response_format`): any JSON object, or a value matching a JSON
  * Schema (what is covered: main/engine/sampling/json-schema.ts).
  */
-export type ResponseFormat = { type: 'json_object' } | { type: 'json_schema'; schema: unknown };
+export type ResponseFormat =
+  | { type: 'json_object' }
+  | { type: 'json_schema'; schema: unknown }
+  /**
+   * One tool call written `name<separator>{arguments}` (Mistral's `[TOOL_CALLS]name[ARGS]{…}`):
+   * a name of `tools`, the separator, then arguments matching that tool's parameters schema
+   * (sampling/tool-constraint.ts).
+   */
+  | { type: 'tool_call'; tools: { name: string; parameters: unknown }[]; separator: string };
 
 export interface GenerationRequest {
   /** Raw completion prompt (used as is). Exactly one of `prompt` and `messages`. */

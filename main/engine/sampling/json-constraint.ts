@@ -37,7 +37,17 @@ export interface ConstraintStats {
   maskMs: number;
 }
 
-export class JsonConstraint {
+/** What the generation loop asks of a constraint (JsonConstraint, tool-constraint.ts's ToolCallConstraint). */
+export interface TokenConstraint {
+  /** [V] 0/1, the ids allowed next (possibly a cached array: read it, do not keep or change it). */
+  mask(V: number): Uint8Array;
+  /** Moves past token `id`; throws EngineError('SESSION_RUN') for one the mask did not allow. */
+  accept(id: number): void;
+  /** The output is complete and nothing can follow (the generation ends there). */
+  readonly mustEnd: boolean;
+}
+
+export class JsonConstraint implements TokenConstraint {
   private state: MachineState;
   private readonly trie: TokenTrie;
   private readonly cache = new Map<string, Uint8Array>();

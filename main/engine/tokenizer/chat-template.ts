@@ -18,6 +18,7 @@
 import { TemplateError, TemplateLimitError } from '../errors.ts';
 import { DEFAULT_RENDER_LIMITS, type RenderLimits } from './jinja-compat.ts';
 import { renderInSandbox } from './template-sandbox.ts';
+import { MISTRAL_CALLS, mistralCallId } from './tool-format.ts';
 
 export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
 
@@ -81,15 +82,27 @@ export function renderChatTemplate(
 
 /**
  * A message as the template reads it: reasoning as `reasoning_content` only where the template
- * uses that name; tool calls in transformers' shape (`function.arguments` as text: templates print
- * a string as is) and a tool turn's `tool_call_id`.
+ * uses that name; tool calls in transformers' shape with `function.arguments` as the parsed
+ * object, as vLLM passes them (Llama's and Mistral's templates print `arguments | tojson`, which
+ * would quote a string; Qwen's prints either), text only when it is not JSON; a tool turn's
+ * `tool_call_id`. For a Mistral template, ids become 9 letters or digits (`mistralCallId`).
  */
 function templateMessage(m: ChatMessage, template: string): Record<string, unknown> {
   const out: Record<string, unknown> = { role: m.role, content: m.content };
+  const id = template.includes(MISTRAL_CALLS) ? mistralCallId : (x: string) => x;
   if (m.reasoning && m.role === 'assistant' && template.includes('reasoning_content')) out.reasoning_content = m.reasoning;
-  if (m.toolCalls?.length) out.tool_calls = m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
-  if (m.toolCallId !== undefined) out.tool_call_id = m.toolCallId;
+  if (m.toolCalls?.length) out.tool_calls = m.toolCalls.map((c) => ({ id: id(c.id), type: 'function', function: { name: c.name, arguments: argumentsValue(c.arguments) } }));
+  if (m.toolCallId !== undefined) out.tool_call_id = id(m.toolCallId);
   return out;
+}
+
+/** A call's arguments text as a value (an object, as clients send it), or the text when it is not JSON. */
+function argumentsValue(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
 }
 
 /** The conversation a model's template must render at load: a short exchange, then a question. */

@@ -26,6 +26,7 @@ const COMPACT_AT = 1024;
 /** Incremental detokenizer: `push(id)` returns only complete new UTF-8 text; `flush()` the rest. */
 export class StreamDecoder {
   private ids: number[];
+  private readonly skipSpecial: boolean;
   /** Window start: first id of the last emitted chunk (or of the context). */
   private prefix = 0;
   /** First id not yet emitted. */
@@ -39,7 +40,10 @@ export class StreamDecoder {
   constructor(
     private readonly tokenizer: TextTokenizer,
     context: readonly number[] = [],
+    /** `keepSpecial`: special tokens' text is part of the stream (default: dropped, as `decode`). */
+    opts: { keepSpecial?: boolean } = {},
   ) {
+    this.skipSpecial = !opts.keepSpecial;
     this.ids = context.slice(-4);
     this.read = this.ids.length;
   }
@@ -47,8 +51,8 @@ export class StreamDecoder {
   /** Appends `tokenId` and returns the text it completes ('' while a character is unfinished). */
   push(tokenId: number): string {
     this.ids.push(tokenId);
-    const before = this.tokenizer.decode(this.ids.slice(this.prefix, this.read));
-    const after = this.tokenizer.decode(this.ids.slice(this.prefix));
+    const before = this.decode(this.ids.slice(this.prefix, this.read));
+    const after = this.decode(this.ids.slice(this.prefix));
     // Nothing new yet (a skipped special token) or a partial character: hold, unless too long.
     const pending = after.length <= before.length || after.endsWith('\uFFFD');
     if (pending && this.ids.length - this.read < MAX_HELD) return '';
@@ -58,11 +62,15 @@ export class StreamDecoder {
 
   /** Returns the held-back text (U+FFFD for bytes that never completed) and resets to empty. */
   flush(): string {
-    const before = this.tokenizer.decode(this.ids.slice(this.prefix, this.read));
-    const after = this.tokenizer.decode(this.ids.slice(this.prefix));
+    const before = this.decode(this.ids.slice(this.prefix, this.read));
+    const after = this.decode(this.ids.slice(this.prefix));
     this.ids = [];
     this.prefix = this.read = 0;
     return after.slice(before.length);
+  }
+
+  private decode(ids: readonly number[]): string {
+    return this.tokenizer.decode(ids, { skipSpecial: this.skipSpecial });
   }
 
   private advance(): void {

@@ -92,7 +92,8 @@ export class TextTokenizer {
   /** BOS / first EOS as text, for chat templates' `bos_token` / `eos_token` (null: none). */
   readonly bosToken: string | null;
   readonly eosToken: string | null;
-  private readonly modelVocabSize: number;
+  /** Rows of the model's embedding (the logits' length). */
+  readonly modelVocabSize: number;
   private readonly file: string;
   /** How vocab pieces spell bytes (from tokenizer.json's decoder) and which ids are special added tokens. */
   private readonly pieceSpelling: PieceSpelling;
