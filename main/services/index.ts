@@ -16,6 +16,7 @@ import { EngineHost } from '../engine-host/host.ts';
 import type { TokenizeRequest } from '../engine-host/protocol.ts';
 import type { ChatMessage, GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
 import { BudgetService } from './budget.ts';
+import { notSavedOnRestart } from './answer-save.ts';
 import { ChatService } from './chat-service.ts';
 import { DocumentService } from './documents.ts';
 import { ServiceError } from './errors.ts';
@@ -107,7 +108,7 @@ export const INTERRUPTED_MESSAGE = 'the app stopped while this answer was being 
  */
 export async function startServices(opts: StartServicesOptions): Promise<Services> {
   const { store, recovery: storeRecovery } = openConversationStore(opts.dataDir);
-  store.recoverInterrupted(INTERRUPTED_MESSAGE);
+  store.recoverInterrupted(INTERRUPTED_MESSAGE, notSavedOnRestart);
   store.releaseDraftDocuments();
   const host = new EngineHost();
   const engine = new EngineSwitch(host);
