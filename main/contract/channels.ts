@@ -18,6 +18,7 @@ import type {
   DocumentText,
   ConversationSummary,
   Message,
+  NotSavedReason,
   ModelState,
   RemoteModelEntry,
   Settings,
@@ -216,6 +217,8 @@ export interface EventTypes {
   answerPrefill: { conversationId: string; messageId: string; processed: number; total: number };
   /** The answer ended (complete, cancelled or error); the final message with its stats. */
   answerDone: { conversationId: string; message: Message };
+  /** The answer's save state changed: `notSaved` a reason while the disk refuses its writes (kept in memory, retried), null once saved. */
+  answerSaveState: { conversationId: string; messageId: string; notSaved: NotSavedReason | null };
   /** The context budget changed (answer grew, settings changed, model reloaded). */
   budgetChanged: ContextBudget;
   modelState: ModelState;

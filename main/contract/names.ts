@@ -32,7 +32,7 @@ export const METHOD_NAMES = [
   'chooseModelFile',
 ] as const;
 
-export const EVENT_NAMES = ['answerDelta', 'answerWaiting', 'answerPrefill', 'answerDone', 'budgetChanged', 'modelState', 'conversationsChanged', 'documentProgress'] as const;
+export const EVENT_NAMES = ['answerDelta', 'answerWaiting', 'answerPrefill', 'answerDone', 'answerSaveState', 'budgetChanged', 'modelState', 'conversationsChanged', 'documentProgress'] as const;
 
 export type MethodName = (typeof METHOD_NAMES)[number];
 export type EventName = (typeof EVENT_NAMES)[number];

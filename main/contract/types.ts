@@ -9,6 +9,9 @@ export type Role = 'system' | 'user' | 'assistant';
 /** How an answer ended; `streaming` while it is being generated. */
 export type MessageStatus = 'complete' | 'streaming' | 'cancelled' | 'error';
 
+/** Why an answer's latest text is not in the database yet (the window shows "not saved yet: <reason>"). */
+export type NotSavedReason = 'disk full' | 'read-only' | 'disk error';
+
 export type FinishReason = 'stop' | 'length' | 'context-full' | 'cancelled' | 'error';
 
 /** Per-answer stats, shown under each assistant message. */
@@ -92,6 +95,11 @@ export interface Message {
    * first, this one included (the window shows ‹ i/n › and `selectBranch` switches).
    */
   branches?: string[];
+  /**
+   * Set while the answer's latest state is only in memory because the disk refused the write; the
+   * services retry and clear it once it is saved (event `answerSaveState`). Absent: saved.
+   */
+  notSaved?: NotSavedReason;
 }
 
 export interface ConversationSummary {

@@ -14,7 +14,9 @@
  *   16 ms) → answerDone (the final message, with stats), and budgetChanged (at the start, about
  *   every 250 ms while streaming by arithmetic, and recounted exactly at the end).
  * The growing answer is written to SQLite about every second and at the end, so a killed
- * process loses at most about a second of it. A stop keeps the partial answer ('cancelled'); a
+ * process loses at most about a second of it. A write the disk refuses (full, read-only, I/O
+ * error) keeps the answer in memory and retries with backoff (answer-save.ts): the window hears
+ * `answerSaveState` ("not saved yet: disk full") and, once space returns and it is written, null. A stop keeps the partial answer ('cancelled'); a
  * worker crash keeps it too ('error', and the worker is restarted with the model reloaded).
  *
  * Errors are `ServiceError`s (codes in each method's docstring) or the engine's `EngineError`s.
@@ -23,7 +25,8 @@ import { raiseUpToTrained, trainedContextReached, WINDOW_CONTEXT_REMEDIES } from
 import type { ContextBudget, Conversation, Message } from '../contract/types.ts';
 import type { ChatEngine } from '../engine-host/chat-engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
-import { DeltaBatcher, finalState, PeriodicSaver, type DoneEvent, type StreamEnd } from './answer-stream.ts';
+import { AnswerSaves, storageFault, type RetryingWriter } from './answer-save.ts';
+import { DeltaBatcher, finalState, PeriodicSaver, type DoneEvent, type Scheduler, type StreamEnd } from './answer-stream.ts';
 import type { BudgetService } from './budget.ts';
 import type { AssembledPrompt, Draft } from './documents.ts';
 import { EngineQueue } from './engine-queue.ts';
@@ -58,6 +61,8 @@ interface ActiveAnswer {
   releaseTurn: (() => void) | null;
   /** The answer's deltas (what a window that reloads must start from). */
   deltas: DeltaBatcher | null;
+  /** Writes the answer to the store, retrying when the disk refuses. */
+  writer: RetryingWriter | null;
 }
 
 export interface ChatServiceDeps {
@@ -69,16 +74,20 @@ export interface ChatServiceDeps {
   emit: Emit;
   /** The engine's queue (default: a new one of QUEUE_LIMIT). */
   queue?: EngineQueue;
+  /** Time for the save retries (default: Node's timers). */
+  scheduler?: Scheduler;
 }
 
 /** Sends, regenerates, edits and stops answers; streams them as events and saves them as they grow. */
 export class ChatService {
   private readonly answers = new Set<ActiveAnswer>();
   private readonly queue: EngineQueue;
+  private readonly saves: AnswerSaves;
   private disposed = false;
 
   constructor(private readonly deps: ChatServiceDeps) {
     this.queue = deps.queue ?? new EngineQueue();
+    this.saves = new AnswerSaves(deps.store, deps.emit, deps.scheduler);
   }
 
   /** Whether an answer is being generated or waits for the engine. */
@@ -178,17 +187,22 @@ export class ChatService {
     await answer.ended;
   }
 
-  /** The conversation with the streaming answer's text as far as the window has been sent it. */
-  withStreamedText(conv: Conversation): Conversation {
+  /**
+   * The conversation with the streaming answer's text as far as the window has been sent it, and
+   * answers the disk refused as they are in memory (with `notSaved`).
+   */
+  withStreamedText(stored: Conversation): Conversation {
+    const conv = this.saves.overlay(stored);
     const answer = this.windowAnswer();
     const streamed = answer?.deltas?.sent ?? '';
     const thought = answer?.deltas?.sentReasoning ?? '';
     if (!answer || answer.conversationId !== conv.id || !answer.messageId || !(streamed || thought)) return conv;
+    const notSaved = answer.writer?.notSaved;
     // Each text is the longer of the stored one and the one sent (both only grow while streaming).
     const longer = (a: string, b: string) => (a.length >= b.length ? a : b);
     const fresh = (m: Message): Message => {
       const reasoning = longer(thought, m.reasoning ?? '');
-      return { ...m, content: longer(streamed, m.content), ...(reasoning ? { reasoning } : {}) };
+      return { ...m, content: longer(streamed, m.content), ...(reasoning ? { reasoning } : {}), ...(notSaved ? { notSaved } : {}) };
     };
     return { ...conv, messages: conv.messages.map((m) => (m.id === answer.messageId ? fresh(m) : m)) };
   }
@@ -217,12 +231,16 @@ export class ChatService {
     }
   }
 
-  /** Stops any answer (waiting up to `timeoutMs` for it to be stored) and refuses new ones. */
+  /**
+   * Stops any answer (waiting up to `timeoutMs` for it to be stored) and refuses new ones; answers
+   * the disk refused get one last write (those still refused keep their note beside the database,
+   * so the next start says why). Call before closing the store.
+   */
   async dispose(timeoutMs = 3000): Promise<void> {
     this.disposed = true;
-    if (this.answers.size === 0) return;
     for (const answer of this.answers) answer.controller.abort();
-    await Promise.race([Promise.all([...this.answers].map((a) => a.ended)), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+    if (this.answers.size > 0) await Promise.race([Promise.all([...this.answers].map((a) => a.ended)), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+    this.saves.dispose();
   }
 
   /** The window's answer (at most one), generated or waiting. */
@@ -242,7 +260,7 @@ export class ChatService {
     if (conversationId !== null && this.windowAnswer()) throw new ServiceError('BUSY', 'an answer is already being generated; wait for it to finish or stop it');
     let end!: () => void;
     const ended = new Promise<void>((resolve) => (end = resolve));
-    const answer: ActiveAnswer = { conversationId, messageId: null, controller: new AbortController(), ended, end, releaseTurn: null, deltas: null };
+    const answer: ActiveAnswer = { conversationId, messageId: null, controller: new AbortController(), ended, end, releaseTurn: null, deltas: null, writer: null };
     this.answers.add(answer);
     try {
       await this.deps.models.ready();
@@ -272,7 +290,10 @@ export class ChatService {
     answer.end();
   }
 
-  /** Runs a window request holding the claim; the claim passes to the stream (`begin`) or is released on failure. */
+  /**
+   * Runs a window request holding the claim; the claim passes to the stream (`begin`) or is
+   * released on failure. @throws ServiceError NOT_SAVED when the disk refuses the new messages.
+   */
   private async withClaim<T>(conversationId: string, work: (answer: ActiveAnswer) => Promise<T>): Promise<T> {
     const answer = await this.claim(conversationId);
     try {
@@ -281,6 +302,8 @@ export class ChatService {
       return result;
     } catch (e) {
       if (!answer.messageId) this.release(answer);
+      const fault = storageFault(e);
+      if (fault) throw new ServiceError('NOT_SAVED', `your message could not be saved (${fault}); free some space or check the disk, then send it again`);
       throw e;
     }
   }
@@ -325,7 +348,7 @@ export class ChatService {
 
   /** Streams one answer to events and SQLite, then stores and announces its final state. Never rejects. */
   private async stream(answer: ActiveAnswer, message: Message, request: GenerationRequest, budget: ContextBudget, used: Pick<AssembledPrompt, 'documentParts' | 'documentRanges'>): Promise<void> {
-    const { emit, store } = this.deps;
+    const { emit } = this.deps;
     const conversationId = message.conversationId;
     const messageId = message.id;
     let generated = 0;
@@ -334,9 +357,11 @@ export class ChatService {
       DELTA_INTERVAL_MS,
     );
     answer.deltas = deltas;
+    const writer = (answer.writer = this.saves.writer(conversationId, messageId));
     // The saver is asked on every budget tick, so "due" is half a tick early to keep the 1 s bound.
-    // Both texts only grow, so their joined lengths' change is a change of either.
-    const saver = new PeriodicSaver(() => store.updateMessage(messageId, { content: deltas.text, reasoning: deltas.reasoning }), PERSIST_INTERVAL_MS - BUDGET_INTERVAL_MS / 2);
+    // Both texts only grow, so their joined lengths' change is a change of either. A write the disk
+    // refuses stays with the writer, which retries it (and any newer text) on its own.
+    const saver = new PeriodicSaver(() => writer.save({ content: deltas.text, reasoning: deltas.reasoning }), PERSIST_INTERVAL_MS - BUDGET_INTERVAL_MS / 2);
     let budgetReportedAt = 0; // begin() sent the budget with 0 generated tokens
     const ticker = setInterval(() => {
       saver.maybeSave(`${deltas.reasoning.length}:${deltas.text.length}`);
@@ -360,7 +385,7 @@ export class ChatService {
     deltas.flush();
     const state = finalState(end, deltas.sent, deltas.sentReasoning);
     if (state.stats && used.documentParts) state.stats = { ...state.stats, documentParts: used.documentParts, ...(used.documentRanges ? { documentRanges: used.documentRanges } : {}) };
-    const final = this.storeFinal(message, state);
+    const final = this.saves.saveFinal(writer, message, state);
     this.release(answer);
     // Restart before anyone hears of the end, so a send right after waits for the fresh worker.
     if ('failure' in end && end.failure.crashed && !this.disposed) void this.deps.models.recover();
@@ -384,16 +409,6 @@ export class ChatService {
       }
     }
     return null;
-  }
-
-  /** Writes the final state; a failed write turns it into an error the window shows. */
-  private storeFinal(message: Message, state: ReturnType<typeof finalState>): Message {
-    try {
-      this.deps.store.updateMessage(message.id, state);
-      return { ...message, ...state };
-    } catch (e) {
-      return { ...message, ...state, status: 'error', error: `the answer could not be saved: ${firstLine(e)}` };
-    }
   }
 
   /** The exact count now that the answer is part of the history. */

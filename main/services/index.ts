@@ -14,6 +14,7 @@ import type { Settings } from '../contract/types.ts';
 import { defaultModelPath } from '../common/default-model.ts';
 import { EngineHost } from '../engine-host/host.ts';
 import { BudgetService } from './budget.ts';
+import { notSavedOnRestart } from './answer-save.ts';
 import { ChatService } from './chat-service.ts';
 import { completionBackend, type CompletionBackend } from './completions.ts';
 import { DocumentService } from './documents.ts';
@@ -81,7 +82,7 @@ export const INTERRUPTED_MESSAGE = 'the app stopped while this answer was being 
  */
 export async function startServices(opts: StartServicesOptions): Promise<Services> {
   const { store, recovery: storeRecovery } = openConversationStore(opts.dataDir);
-  store.recoverInterrupted(INTERRUPTED_MESSAGE);
+  store.recoverInterrupted(INTERRUPTED_MESSAGE, notSavedOnRestart);
   store.releaseDraftDocuments();
   const host = new EngineHost();
   const engine = new EngineSwitch(host);

@@ -20,12 +20,15 @@ import { MessageTable, type NewMessage } from './store/messages.ts';
 import { schemaVersion } from './store/migrations.ts';
 import type { Attachment, MessagePatch, StoredDocument } from './store/rows.ts';
 import { SettingsTable } from './store/settings.ts';
+import { UnsavedMarks, type UnsavedMark } from './store/unsaved-marks.ts';
+import type { NotSavedReason } from '../contract/types.ts';
 
 export { DB_FILE, type StoreClock } from './store/database.ts';
 export { DEFAULT_TITLE } from './store/conversations.ts';
 export { AUTO_TITLE_CHARS, autoTitle, escapeLike, snippet } from './store/text.ts';
 export type { Attachment, MessagePatch, StoredDocument } from './store/rows.ts';
 export type { NewMessage } from './store/messages.ts';
+export type { UnsavedMark } from './store/unsaved-marks.ts';
 
 /** Conversations, messages, documents and settings in SQLite; each method is its part's (see there). */
 export class ConversationStore {
@@ -35,6 +38,7 @@ export class ConversationStore {
   private readonly messageTable: MessageTable;
   private readonly documents: DocumentTable;
   private readonly settings: SettingsTable;
+  private readonly unsaved: UnsavedMarks;
 
   /**
    * Opens (creating if needed) `<dataDir>/ropewalk.db` and migrates it to the current schema.
@@ -49,6 +53,7 @@ export class ConversationStore {
     this.messageTable = new MessageTable(this.s);
     this.documents = new DocumentTable(this.s);
     this.settings = new SettingsTable(this.s.db);
+    this.unsaved = new UnsavedMarks(this.file);
   }
 
   /** Schema version of the open file (number of migrations applied). */
@@ -98,7 +103,23 @@ export class ConversationStore {
   deleteMessagesAfter(conversationId: string, messageId: string): number { return this.messageTable.deleteMessagesAfter(conversationId, messageId); }
   deleteMessageWithAnswer(conversationId: string, messageId: string): string[] { return this.messageTable.deleteMessageWithAnswer(conversationId, messageId); }
   deleteMessage(id: string): boolean { return this.messageTable.deleteMessage(id); }
-  recoverInterrupted(reason: string): number { return this.messageTable.recoverInterrupted(reason); }
+
+  /**
+   * Answers left 'streaming' by a process that died: 'error' with `reason`, or with
+   * `unsavedReason(note)` for those whose last save failed and left a note in the sidecar
+   * (store/unsaved-marks.ts); the notes are blanked after. Call once at start. @returns how many.
+   */
+  recoverInterrupted(reason: string, unsavedReason?: (note: UnsavedMark) => string): number {
+    const own = new Map([...this.unsaved.left].map(([id, note]) => [id, unsavedReason ? unsavedReason(note) : reason]));
+    const fixed = this.messageTable.recoverInterrupted(reason, own);
+    this.unsaved.clearLeft();
+    return fixed;
+  }
+
+  /** Notes beside the database that saving message `id` failed for `reason` (store/unsaved-marks.ts). @returns whether the note was written. */
+  markUnsaved(id: string, reason: NotSavedReason): boolean { return this.unsaved.mark(id, reason, this.s.stamp()); }
+  /** Drops the note of message `id` (it is saved). */
+  clearUnsaved(id: string): void { this.unsaved.clear(id); }
 
   /** Puts another version of a message on the path (see MessageTable.selectBranch) and returns the conversation. */
   selectBranch(conversationId: string, messageId: string): Conversation {

@@ -4,7 +4,7 @@
  * line while streaming ("Reading prompt n/total", tokens so far), a reasoning model's thinking in
  * a collapsible block above the answer (Thinking.tsx), then the answer's stats (TTFT,
  * tokens/s, tokens reused from the KV cache, finish reason, the document parts used), its error
- * if any, Copy (the answer alone), and Regenerate on the last answer. User messages show their documents as chips
+ * if any, "not saved yet: disk full" while the disk refuses its writes (kept in memory, retried), Copy (the answer alone), and Regenerate on the last answer. User messages show their documents as chips
  * and can be deleted with their answer; a message the context-full policy leaves out is marked
  * "not in context".
  */
@@ -142,6 +142,11 @@ function AssistantMessage({ message, live, isLastAnswer, generating }: Omit<Mess
       {message.status === 'error' && (
         <p className="msg-error" role="note">
           {message.error ?? 'The answer failed.'}
+        </p>
+      )}
+      {message.notSaved && (
+        <p className="msg-not-saved" role="status">
+          not saved yet: {message.notSaved}
         </p>
       )}
       {!streaming && (

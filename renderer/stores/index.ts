@@ -114,6 +114,7 @@ export function createStores(api: RopewalkApi, options: StoreOptions): Stores {
           api.on('answerWaiting', (e) => chat.getState().onWaiting(e)),
           api.on('answerPrefill', (e) => chat.getState().onPrefill(e)),
           api.on('answerDone', (e) => chat.getState().onDone(e)),
+          api.on('answerSaveState', (e) => chat.getState().onSaveState(e)),
           api.on('budgetChanged', (e) => budget.getState().apply(e)),
           api.on('modelState', (e) => model.getState().apply(e)),
           api.on('conversationsChanged', (e) => conversations.getState().apply(e.conversations)),

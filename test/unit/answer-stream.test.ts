@@ -5,36 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { DeltaBatcher, finalState, PeriodicSaver, type DoneEvent, type Scheduler } from '../../main/services/answer-stream.ts';
+import { DeltaBatcher, finalState, PeriodicSaver, type DoneEvent } from '../../main/services/answer-stream.ts';
+import { ManualScheduler } from '../helpers/manual-scheduler.ts';
 import { mulberry32 } from '../helpers/prng.ts';
 import type { GenerationStats } from '../../main/engine/generate/types.ts';
-
-/** A manual clock with one-shot timers: `advance(ms)` moves time and runs the timers that come due, in order. */
-class ManualScheduler implements Scheduler {
-  time = 0;
-  private timers: { at: number; callback: () => void; id: number }[] = [];
-  private nextId = 0;
-  now = (): number => this.time;
-  after(delayMs: number, callback: () => void): unknown {
-    const id = this.nextId++;
-    this.timers.push({ at: this.time + delayMs, callback, id });
-    return id;
-  }
-  cancel(handle: unknown): void {
-    this.timers = this.timers.filter((t) => t.id !== handle);
-  }
-  advance(ms: number): void {
-    const until = this.time + ms;
-    for (;;) {
-      const due = this.timers.filter((t) => t.at <= until).sort((a, b) => a.at - b.at || a.id - b.id)[0];
-      if (!due) break;
-      this.cancel(due.id);
-      this.time = due.at;
-      due.callback();
-    }
-    this.time = until;
-  }
-}
 
 test('DeltaBatcher: the first text goes out at once, later text waits out the interval, flush sends the rest', () => {
   const clock = new ManualScheduler();

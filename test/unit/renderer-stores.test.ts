@@ -120,6 +120,27 @@ describe('renderer stores: answers', () => {
     assert.equal(isGenerating(chat.getState()), false);
   });
 
+  it('answerSaveState: "not saved yet" set on the answer while the disk refuses it, kept by deltas and done, cleared once saved', async () => {
+    const { fake, frames, stores } = await boot((f) => void f.addConversation('chat'));
+    const { chat } = stores;
+    chat.getState().setDraft('Tell me a story');
+    assert.ok(await chat.getState().send());
+    const conversationId = chat.getState().conversationId!;
+    const answer = chat.getState().messages.at(-1)!;
+    fake.emit('answerSaveState', { conversationId, messageId: answer.id, notSaved: 'disk full' });
+    assert.equal(chat.getState().messages.at(-1)!.notSaved, 'disk full');
+    fake.emit('answerDelta', { conversationId, messageId: answer.id, text: 'Once', generatedTokens: 1 });
+    frames.tick();
+    assert.deepEqual([chat.getState().messages.at(-1)!.content, chat.getState().messages.at(-1)!.notSaved], ['Once', 'disk full']);
+    fake.emit('answerDone', { conversationId, message: { ...done(answer, 'Once upon'), notSaved: 'disk full' } });
+    assert.equal(chat.getState().messages.at(-1)!.notSaved, 'disk full');
+    fake.emit('answerSaveState', { conversationId: 'another', messageId: answer.id, notSaved: null });
+    assert.equal(chat.getState().messages.at(-1)!.notSaved, 'disk full', 'another conversation\'s event changes nothing');
+    fake.emit('answerSaveState', { conversationId, messageId: answer.id, notSaved: null });
+    assert.equal('notSaved' in chat.getState().messages.at(-1)!, false);
+    assert.equal(chat.getState().messages.at(-1)!.content, 'Once upon');
+  });
+
   it('prefill progress shows while the prompt is read', async () => {
     const { fake, stores } = await boot((f) => void f.addConversation('chat'));
     stores.chat.getState().setDraft('hi');

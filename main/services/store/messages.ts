@@ -185,10 +185,16 @@ export class MessageTable {
   }
 
   /**
-   * Answers left 'streaming' by a process that died: marks them 'error' with `reason`, keeping
-   * their text. Call once at start, before any answer runs. @returns how many were fixed.
+   * Answers left 'streaming' by a process that died: marks them 'error' with `reason`, or with
+   * `reasons.get(id)` for those that have one of their own, keeping their text. Call once at
+   * start, before any answer runs. @returns how many were fixed.
    */
-  recoverInterrupted(reason: string): number {
-    return this.db.prepare(`UPDATE messages SET status = 'error', error = ? WHERE status = 'streaming'`).run(reason).changes;
+  recoverInterrupted(reason: string, reasons: ReadonlyMap<string, string> = new Map()): number {
+    return this.db.transaction((): number => {
+      const own = this.db.prepare(`UPDATE messages SET status = 'error', error = ? WHERE id = ? AND status = 'streaming'`);
+      let fixed = 0;
+      for (const [id, text] of reasons) fixed += own.run(text, id).changes;
+      return fixed + this.db.prepare(`UPDATE messages SET status = 'error', error = ? WHERE status = 'streaming'`).run(reason).changes;
+    })();
   }
 }

@@ -1,7 +1,8 @@
 /**
  * Chat store slice: answers as they stream. `answerDelta` text goes into the StreamBuffer (plain
  * memory) and is committed at most once per frame (`commitFrame`); `answerWaiting` shows that it
- * waits for the engine (Stop cancels it there); `answerPrefill` shows prompt progress; `answerDone` replaces the message with the final one. Events for a message the
+ * waits for the engine (Stop cancels it there); `answerPrefill` shows prompt progress; `answerDone` replaces the message with the final one;
+ * `answerSaveState` sets or clears the message's "not saved yet" reason. Events for a message the
  * window does not know yet go to EarlyArrivals (see renderer/lib/early-arrivals.ts). Events of
  * other conversations are ignored (opening one fetches its current state).
  */
@@ -71,6 +72,17 @@ export const createStreamSlice: ChatSlice<StreamSlice> = (ctx) => (set, get) => 
     const final = (m: typeof message) => (message.branches || !m.branches ? message : { ...message, branches: m.branches });
     set({ messages: s.messages.map((m) => (m.id === message.id ? final(m) : m)), live: withLive(s.live, message.id, null) });
     void ctx.budget().refresh();
+  },
+
+  onSaveState(event) {
+    const s = get();
+    if (event.conversationId !== s.conversationId) return;
+    const mark = (m: (typeof s.messages)[number]) => {
+      const { notSaved: _was, ...rest } = m;
+      return event.notSaved ? { ...rest, notSaved: event.notSaved } : rest;
+    };
+    if (!s.messages.some((m) => m.id === event.messageId && m.notSaved !== (event.notSaved ?? undefined))) return;
+    set({ messages: s.messages.map((m) => (m.id === event.messageId ? mark(m) : m)) });
   },
 
   dispose() {

@@ -105,6 +105,8 @@ export interface StreamSlice {
   onWaiting(event: EventTypes['answerWaiting']): void;
   onPrefill(event: EventTypes['answerPrefill']): void;
   onDone(event: EventTypes['answerDone']): void;
+  /** The disk refused (or took again) an answer's writes: sets or clears its `notSaved`. */
+  onSaveState(event: EventTypes['answerSaveState']): void;
   /** Cancels the pending frame. */
   dispose(): void;
 }
