@@ -207,6 +207,8 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     },
     regenerate: ({ conversationId }) => chatService.regenerate(conversationId),
     editMessage: ({ conversationId, messageId, content }) => chatService.edit(conversationId, messageId, content),
+    continueAnswer: ({ conversationId, messageId }) => chatService.continueAnswer(conversationId, messageId),
+    editAnswer: async ({ conversationId, messageId, content }) => chatService.editAnswer(conversationId, messageId, content),
     deleteMessage: async ({ conversationId, messageId }) => {
       const c = chatService.deleteMessage(conversationId, messageId);
       void refreshBudget();

@@ -1,5 +1,6 @@
 /**
- * Chat store slice: the answer actions — send, stop, regenerate, edit and resend, and switching
+ * Chat store slice: the answer actions — send, stop, regenerate, edit and resend, edit an
+ * answer's text, continue an answer that reached max new tokens, and switching
  * between the versions (branches) that regenerate and edit leave; the send's steps and its
  * stop-before-call race are in send.ts. Each call's
  * answer names the new assistant message; whatever streamed for it before that answer arrived
@@ -81,6 +82,28 @@ export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => 
       }
     },
 
+    async continueAnswer() {
+      const s = get();
+      const conversationId = s.conversationId;
+      const answer = lastAnswer(s.messages);
+      if (!conversationId || isGenerating(s) || answer?.stats?.finishReason !== 'length') return;
+      // Streaming at once, so deltas that come before the call's answer append to it.
+      const live = { generatedTokens: answer.stats.generatedTokens, prefill: null };
+      set({ pending: 'continue', editingId: null, messages: s.messages.map((m) => (m.id === answer.id ? { ...m, status: 'streaming' } : m)), live: withLive(s.live, answer.id, live) });
+      try {
+        await api.continueAnswer({ conversationId, messageId: answer.id });
+      } catch (e) {
+        // Refused: the answer as it was (unless its end arrived meanwhile).
+        if (get().conversationId === conversationId) {
+          set({ messages: get().messages.map((m) => (m.id === answer.id && m.status === 'streaming' ? answer : m)), live: withLive(get().live, answer.id, null) });
+        }
+        ctx.report(e);
+      } finally {
+        if (get().conversationId === conversationId) set({ pending: null });
+        void ctx.budget().refresh();
+      }
+    },
+
     async selectBranch(messageId) {
       const { conversationId } = get();
       if (!conversationId || isGenerating(get())) return;
@@ -108,6 +131,12 @@ export const createAnswerSlice: ChatSlice<AnswerSlice> = (ctx) => (set, get) => 
       if (!conversationId || !content.trim() || isGenerating(s)) return false;
       set({ pending: 'edit' });
       try {
+        if (s.messages.find((m) => m.id === messageId)?.role === 'assistant') {
+          // An answer's text: a new version at its place, nothing generated.
+          const conversation = await api.editAnswer({ conversationId, messageId, content });
+          if (get().conversationId === conversationId) set({ messages: visible(conversation.messages), live: liveFor(conversation.messages), editingId: null });
+          return true;
+        }
         const { userMessage, assistantMessage } = await api.editMessage({ conversationId, messageId, content });
         if (get().conversationId !== conversationId) return true;
         const messages = get().messages;
