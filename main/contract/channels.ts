@@ -113,6 +113,10 @@ export const requestSchemas = {
   regenerate: z.object({ conversationId: id }).strict(),
   /** Replaces a user message's text, drops everything after it, and answers again. */
   editMessage: z.object({ conversationId: id, messageId: id, content: text.refine((s) => s.trim().length > 0, 'the message is empty') }).strict(),
+  /** Continues the last answer, which ended at max new tokens, in the same message; tokens follow as `answerDelta` events. */
+  continueAnswer: z.object({ conversationId: id, messageId: id }).strict(),
+  /** Replaces an answer's text as a new version at its place (the earlier one stays as a branch); returns the conversation. */
+  editAnswer: z.object({ conversationId: id, messageId: id, content: text.refine((s) => s.trim().length > 0, 'the answer is empty') }).strict(),
   /** Deletes a message with its answer (a user message takes the answers after it); returns the conversation. */
   deleteMessage: z.object({ conversationId: id, messageId: id }).strict(),
   /** The context budget of a conversation (null: a new one) with this draft. */
@@ -180,6 +184,8 @@ export interface ResponseTypes extends Record<MethodName, unknown> {
   stopGeneration: null;
   regenerate: { assistantMessage: Message };
   editMessage: { userMessage: Message; assistantMessage: Message };
+  continueAnswer: { assistantMessage: Message };
+  editAnswer: Conversation;
   deleteMessage: Conversation;
   getBudget: ContextBudget;
   attachDocument: DocumentInfo;
@@ -208,9 +214,12 @@ export type Handlers = { [M in MethodName]: (request: RequestOf<M>) => Promise<R
 
 /** Events the services push to every window. */
 export interface EventTypes {
-  /** New answer text (batched: at most one per ~16 ms per answer). */
-  /** `text`: the answer's new text; `reasoning`: the reasoning's (absent: none in this delta). */
-  answerDelta: { conversationId: string; messageId: string; text: string; reasoning?: string; generatedTokens: number };
+  /**
+   * New answer text (batched: at most one per ~16 ms per answer). `text`: the answer's new text;
+   * `reasoning`: the reasoning's (absent: none in this delta); `generatedTokens`: the answer's so
+   * far; `tokensPerSec`: the decode speed so far (answer-stream.ts DecodeRate; absent before two tokens).
+   */
+  answerDelta: { conversationId: string; messageId: string; text: string; reasoning?: string; generatedTokens: number; tokensPerSec?: number };
   /** The answer waits for the engine (an API request is being answered); `ahead`: requests before it. */
   answerWaiting: { conversationId: string; messageId: string; ahead: number };
   /** Prompt prefill progress of an answer. */

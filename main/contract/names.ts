@@ -14,6 +14,8 @@ export const METHOD_NAMES = [
   'stopGeneration',
   'regenerate',
   'editMessage',
+  'continueAnswer',
+  'editAnswer',
   'deleteMessage',
   'getBudget',
   'attachDocument',

@@ -2,6 +2,7 @@
  * The parts an answer's stream is made of, each small enough to test alone:
  * - `DeltaBatcher`: token text (answer or reasoning) in, `answerDelta` events out, at most one per `intervalMs`
  *   (a window repaints per frame; one event per token costs more than it shows);
+ * - `DecodeRate`: the live tokens/s from the tokens' arrival times;
  * - `PeriodicSaver`: writes the growing text to SQLite when it changed and the last write is old
  *   enough, so a killed process loses at most about a second of an answer;
  * - `finalState`: how the stream ended (the engine's `done`, or a failure) → the stored message's
@@ -71,6 +72,15 @@ export class DeltaBatcher {
     return this.sentThought + this.pendingThought;
   }
 
+  /**
+   * Text the answer had before this stream (Continue): counted as sent, so `sent` and `text` are
+   * the whole answer's while only the new text goes out in deltas. Call before any `push`.
+   */
+  resume(text: string, reasoning: string): void {
+    this.sentText = text;
+    this.sentThought = reasoning;
+  }
+
   /** Adds text of `part`; it goes out at once if the last delta is `intervalMs` old, else when it is. */
   push(text: string, part: ReplyPart = 'content'): void {
     if (!text) return;
@@ -92,6 +102,35 @@ export class DeltaBatcher {
     this.pending = this.pendingThought = '';
     this.lastSend = this.scheduler.now();
     this.send(delta, thought);
+  }
+}
+
+/**
+ * Decode speed while an answer streams, from the times its tokens arrived:
+ *   tokens/s = (n − 1) × 1000 / (t_n − t_1)   (ms; n tokens so far, t_1 the first one's time)
+ * the engine's own `decodeTokensPerSec` definition (engine.ts `done`: the first token ends the
+ * prefill, so the decode steps are the n − 1 after it), so the live figure ends near the final one.
+ */
+export class DecodeRate {
+  private firstAt: number | null = null;
+  private lastAt = 0;
+  private tokens = 0;
+
+  constructor(private readonly now: Clock = monotonic) {}
+
+  /** The `n`-th token of this stream arrived (n counts from 1). */
+  tick(n: number): void {
+    const t = this.now();
+    if (this.firstAt === null) this.firstAt = t;
+    this.lastAt = t;
+    this.tokens = n;
+  }
+
+  /** Tokens/s so far, one decimal; null before two tokens (nothing measured yet). */
+  perSec(): number | null {
+    const ms = this.firstAt === null ? 0 : this.lastAt - this.firstAt;
+    if (this.tokens < 2 || ms <= 0) return null;
+    return Math.round(((this.tokens - 1) * 10_000) / ms) / 10;
   }
 }
 

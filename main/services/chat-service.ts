@@ -1,5 +1,6 @@
 /**
- * Answers: send, regenerate, edit, stop, and raw completions for the OpenAI-compatible API. The
+ * Answers: send, regenerate, edit, continue, stop, an answer's text edited, and raw completions
+ * for the OpenAI-compatible API. The
  * engine is single, so one answer is generated at a time for the whole app: every answer is
  * registered by `claim` (the window has one answer at a time: a second is refused with `BUSY`),
  * then waits its turn in the engine's FIFO queue (`EngineQueue`), shared by window answers and
@@ -26,7 +27,8 @@ import type { ContextBudget, Conversation, Message } from '../contract/types.ts'
 import type { ChatEngine } from '../engine-host/chat-engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
 import { AnswerSaves, storageFault, type RetryingWriter } from './answer-save.ts';
-import { DeltaBatcher, finalState, PeriodicSaver, type DoneEvent, type Scheduler, type StreamEnd } from './answer-stream.ts';
+import { DecodeRate, DeltaBatcher, finalState, PeriodicSaver, type DoneEvent, type Scheduler, type StreamEnd } from './answer-stream.ts';
+import { continuable, continuationPrompt, joinContinuation } from './continue-answer.ts';
 import type { BudgetService } from './budget.ts';
 import type { AssembledPrompt, Draft } from './documents.ts';
 import { EngineQueue } from './engine-queue.ts';
@@ -105,11 +107,54 @@ export class ChatService {
    * @throws ServiceError BUSY while this conversation's answer is generated; NOT_FOUND.
    */
   deleteMessage(conversationId: string, messageId: string): Conversation {
-    if ([...this.answers].some((a) => a.conversationId === conversationId)) {
-      throw new ServiceError('BUSY', 'an answer is being generated in this conversation; stop it before deleting messages');
-    }
+    this.assertIdle(conversationId, 'deleting messages');
     this.deps.store.deleteMessageWithAnswer(conversationId, messageId);
     return this.deps.store.getConversation(conversationId);
+  }
+
+  /**
+   * Replaces an answer's text with `content`, as a new version at its place: the earlier version
+   * and what followed it stay, as a branch (‹ i/n ›), and the next turn's prompt reads the new
+   * text. Nothing is generated; the new version has no stats (the model did not write it).
+   * @returns the conversation after. @throws ServiceError BUSY (an answer streams in this
+   *   conversation), NOT_FOUND, INVALID_REQUEST (not an answer).
+   */
+  editAnswer(conversationId: string, messageId: string, content: string): Conversation {
+    this.assertIdle(conversationId, 'editing an answer');
+    const { store, emit } = this.deps;
+    const edited = store.getConversation(conversationId).messages.find((m) => m.id === messageId);
+    if (!edited) throw new ServiceError('NOT_FOUND', `no message with id ${messageId} in this conversation`);
+    if (edited.role !== 'assistant') throw new ServiceError('INVALID_REQUEST', 'this is not an answer: edit your own message with editMessage');
+    store.leavePath(conversationId, messageId); // the earlier version and what followed stay, as a branch
+    store.appendMessage(conversationId, { role: 'assistant', content, ...(edited.reasoning ? { reasoning: edited.reasoning } : {}), status: 'complete', stats: null });
+    emit('conversationsChanged', { conversations: store.listConversations() });
+    void this.recountBudget(conversationId);
+    return store.getConversation(conversationId);
+  }
+
+  /**
+   * Continues the last answer, which ended at max new tokens, in the same message: its text is
+   * the reply's opening, so the KV cache already holds it (continue-answer.ts). The answer streams
+   * as a new one does, its deltas appended to the text it had.
+   * @throws ServiceError BUSY, CONTEXT_FULL, NOT_FOUND, INVALID_REQUEST (see `continuable`; a
+   *   remote engine), MODEL_NOT_READY, SHUT_DOWN.
+   */
+  async continueAnswer(conversationId: string, messageId: string): Promise<{ assistantMessage: Message }> {
+    return this.withClaim(conversationId, async (answer) => {
+      const { store, budget } = this.deps;
+      if (this.deps.models.state.info?.remote) throw new ServiceError('INVALID_REQUEST', 'a remote engine cannot continue an answer: its KV cache is the server\'s; regenerate it with a larger Max new tokens');
+      const { answer: base, history } = continuable(store.getConversation(conversationId).messages, messageId);
+      const { budget: counted, prompt, contextShift } = await budget.prepare(conversationId, '', history);
+      assertFits(counted, 'the conversation', this.deps.models.trainedContext);
+      const opening = continuationPrompt(prompt.messages, base);
+      store.updateMessage(base.id, { status: 'streaming', error: null });
+      answer.messageId = base.id;
+      const streaming: Message = { ...base, status: 'streaming', error: null };
+      this.deps.emit('budgetChanged', counted);
+      const request = { ...this.generationRequest(prompt, contextShift, store.conversationThinking(conversationId)), ...opening };
+      void this.stream(answer, streaming, request, counted, prompt, base);
+      return { assistantMessage: streaming };
+    });
   }
 
   /**
@@ -243,6 +288,13 @@ export class ChatService {
     this.saves.dispose();
   }
 
+  /** @throws ServiceError BUSY while this conversation's answer is generated or waits. */
+  private assertIdle(conversationId: string, doing: string): void {
+    if ([...this.answers].some((a) => a.conversationId === conversationId)) {
+      throw new ServiceError('BUSY', `an answer is being generated in this conversation; stop it before ${doing}`);
+    }
+  }
+
   /** The window's answer (at most one), generated or waiting. */
   private windowAnswer(): ActiveAnswer | null {
     for (const answer of this.answers) if (answer.conversationId !== null) return answer;
@@ -346,16 +398,22 @@ export class ChatService {
     };
   }
 
-  /** Streams one answer to events and SQLite, then stores and announces its final state. Never rejects. */
-  private async stream(answer: ActiveAnswer, message: Message, request: GenerationRequest, budget: ContextBudget, used: Pick<AssembledPrompt, 'documentParts' | 'documentRanges'>): Promise<void> {
+  /**
+   * Streams one answer to events and SQLite, then stores and announces its final state. `base`:
+   * the answer it continues (its text and tokens come first). Never rejects.
+   */
+  private async stream(answer: ActiveAnswer, message: Message, request: GenerationRequest, budget: ContextBudget, used: Pick<AssembledPrompt, 'documentParts' | 'documentRanges'>, base: Message | null = null): Promise<void> {
     const { emit } = this.deps;
     const conversationId = message.conversationId;
     const messageId = message.id;
-    let generated = 0;
-    const deltas = new DeltaBatcher(
-      (text, reasoning) => emit('answerDelta', { conversationId, messageId, text, ...(reasoning ? { reasoning } : {}), generatedTokens: generated }),
-      DELTA_INTERVAL_MS,
-    );
+    let generated = 0; // by this run (the budget's estimate adds these)
+    const before = base?.stats?.generatedTokens ?? 0;
+    const rate = new DecodeRate();
+    const deltas = new DeltaBatcher((text, reasoning) => {
+      const tokensPerSec = rate.perSec();
+      emit('answerDelta', { conversationId, messageId, text, ...(reasoning ? { reasoning } : {}), generatedTokens: before + generated, ...(tokensPerSec !== null ? { tokensPerSec } : {}) });
+    }, DELTA_INTERVAL_MS);
+    if (base) deltas.resume(base.content, base.reasoning ?? '');
     answer.deltas = deltas;
     const writer = (answer.writer = this.saves.writer(conversationId, messageId));
     // The saver is asked on every budget tick, so "due" is half a tick early to keep the 1 s bound.
@@ -374,8 +432,8 @@ export class ChatService {
     try {
       // Announced on the next turn of the event loop, after the send's own reply has gone out.
       await this.takeTurn(answer, (ahead) => setImmediate(() => emit('answerWaiting', { conversationId, messageId, ahead })));
-      const done = await this.relay(answer, message, request, deltas, () => generated++);
-      end = done ? { done } : { failure: { message: 'the answer ended without a result', crashed: false } };
+      const done = await this.relay(answer, message, request, deltas, () => rate.tick(++generated));
+      end = done ? { done: base ? joinContinuation(base, done) : done } : { failure: { message: 'the answer ended without a result', crashed: false } };
     } catch (e) {
       if (e instanceof ServiceError && e.code === 'CANCELLED') end = { stoppedWhileWaiting: true };
       else end = { failure: isCrash(e) ? { message: CRASH_MESSAGE, crashed: true } : { message: firstLine(e), crashed: false } };

@@ -114,7 +114,7 @@ function answerHandlers(
   { store, chat, budget }: HandlerParts,
   listChanged: () => void,
   refreshBudget: () => void,
-): Group<'sendMessage' | 'stopGeneration' | 'regenerate' | 'editMessage' | 'deleteMessage' | 'getBudget' | 'selectBranch'> {
+): Group<'sendMessage' | 'stopGeneration' | 'regenerate' | 'editMessage' | 'continueAnswer' | 'editAnswer' | 'deleteMessage' | 'getBudget' | 'selectBranch'> {
   return {
     sendMessage: ({ conversationId, content, documents }) => chat.send(conversationId, content, documents),
     stopGeneration: async ({ conversationId }) => {
@@ -123,6 +123,8 @@ function answerHandlers(
     },
     regenerate: ({ conversationId }) => chat.regenerate(conversationId),
     editMessage: ({ conversationId, messageId, content }) => chat.edit(conversationId, messageId, content),
+    continueAnswer: ({ conversationId, messageId }) => chat.continueAnswer(conversationId, messageId),
+    editAnswer: async ({ conversationId, messageId, content }) => chat.editAnswer(conversationId, messageId, content),
     deleteMessage: async ({ conversationId, messageId }) => {
       const c = chat.deleteMessage(conversationId, messageId);
       refreshBudget();

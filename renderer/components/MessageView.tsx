@@ -1,25 +1,27 @@
 /**
- * One message. User messages: plain text (whitespace kept) with Copy and Edit (an inline editor
- * that resends with `editMessage`, dropping what followed). Assistant messages: Markdown, a live
- * line while streaming ("Reading prompt n/total", tokens so far), a reasoning model's thinking in
- * a collapsible block above the answer (Thinking.tsx), then the answer's stats (TTFT,
- * tokens/s, tokens reused from the KV cache, finish reason, the document parts used), its error
- * if any, "not saved yet: disk full" while the disk refuses its writes (kept in memory, retried), Copy (the answer alone), and Regenerate on the last answer. User messages show their documents as chips
+ * One message. User messages: plain text (whitespace kept) with Copy and Edit (an inline editor,
+ * MessageEdit.tsx, that resends with `editMessage`; what followed stays as a branch). Assistant
+ * messages: Markdown, a live line while streaming (AnswerStats.tsx: "Reading prompt n/total",
+ * tokens so far and tokens/s), a reasoning model's thinking in a collapsible block above the
+ * answer (Thinking.tsx), then the answer's stats, its error if any, "not saved yet: disk full" while
+ * the disk refuses its writes (kept in memory, retried), Copy (the answer alone),
+ * Edit (its text, kept as a new version), and on the last answer Regenerate, and Continue when
+ * it reached max new tokens. User messages show their documents as chips
  * and can be deleted with their answer; a message the context-full policy leaves out is marked
  * "not in context".
  */
-import { Fragment, memo, useEffect, useRef, useState, type KeyboardEvent } from 'react';
+import { Fragment, memo } from 'react';
 import { useShallow } from 'zustand/react/shallow';
-import { contextShiftNote } from '../../main/contract/context-full.ts';
-import type { AnswerStats, Message } from '../../main/contract/types.ts';
-import { formatTokens } from '../lib/meter.ts';
+import type { Message } from '../../main/contract/types.ts';
 import { findCitations } from '../lib/citations.ts';
 import { useChat, useStores } from '../hooks.ts';
 import type { LiveAnswer } from '../stores/chat.ts';
+import { LiveLine, Stats } from './AnswerStats.tsx';
 import { CopyButton } from './CopyButton.tsx';
 import { Collapsible } from './Collapsible.tsx';
 import { DocumentChip } from './Documents.tsx';
 import { Markdown } from './Markdown.tsx';
+import { MessageEdit } from './MessageEdit.tsx';
 import { PencilIcon, RefreshIcon } from './icons.tsx';
 import { ThinkingBlock } from './Thinking.tsx';
 
@@ -40,7 +42,7 @@ export const MessageView = memo(function MessageView({ message, live, isLastAnsw
     message.role === 'user' ? (
       <UserMessage message={message} generating={generating} editing={editing} />
     ) : (
-      <AssistantMessage message={message} live={live} isLastAnswer={isLastAnswer} generating={generating} />
+      <AssistantMessage message={message} live={live} isLastAnswer={isLastAnswer} generating={generating} editing={editing} />
     );
   if (!outOfContext) return view;
   return (
@@ -53,7 +55,7 @@ export const MessageView = memo(function MessageView({ message, live, isLastAnsw
 
 function UserMessage({ message, generating, editing }: { message: Message; generating: boolean; editing: boolean }) {
   const stores = useStores();
-  if (editing) return <EditMessage message={message} />;
+  if (editing) return <MessageEdit message={message} />;
   const local = message.id.startsWith('local-');
   return (
     <article className="msg msg-user" aria-label="Your message">
@@ -86,48 +88,10 @@ function UserMessage({ message, generating, editing }: { message: Message; gener
   );
 }
 
-function EditMessage({ message }: { message: Message }) {
-  const stores = useStores();
-  const [value, setValue] = useState(message.content);
-  const area = useRef<HTMLTextAreaElement>(null);
-  useEffect(() => {
-    const el = area.current;
-    if (!el) return;
-    el.focus();
-    el.setSelectionRange(el.value.length, el.value.length);
-  }, []);
-  const submit = () => {
-    if (value.trim()) void stores.chat.getState().submitEdit(message.id, value);
-  };
-  const onKey = (e: KeyboardEvent) => {
-    if (e.key === 'Escape') {
-      e.preventDefault(); // this editor's Escape, not the window's
-      stores.chat.getState().cancelEdit();
-    }
-    if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
-      e.preventDefault();
-      submit();
-    }
-  };
-  return (
-    <article className="msg msg-user msg-editing" aria-label="Edit your message">
-      <textarea ref={area} aria-label="Edit message" value={value} onChange={(e) => setValue(e.target.value)} onKeyDown={onKey} />
-      <div className="msg-edit-actions">
-        <span className="hint">Sends the edited message; the answers after it stay as the earlier branch (‹ › on the message).</span>
-        <button type="button" className="btn btn-ghost btn-sm" onClick={() => stores.chat.getState().cancelEdit()}>
-          Cancel
-        </button>
-        <button type="button" className="btn btn-primary btn-sm" disabled={!value.trim()} onClick={submit}>
-          Save &amp; submit
-        </button>
-      </div>
-    </article>
-  );
-}
-
-function AssistantMessage({ message, live, isLastAnswer, generating }: Omit<MessageViewProps, 'editing'>) {
+function AssistantMessage({ message, live, isLastAnswer, generating, editing }: MessageViewProps) {
   const stores = useStores();
   const streaming = message.status === 'streaming';
+  if (editing && !streaming) return <MessageEdit message={message} />;
   return (
     <article className={`msg msg-assistant${streaming ? ' streaming' : ''}`} aria-label="Answer" aria-busy={streaming}>
       {message.reasoning && <ThinkingBlock id={message.id} reasoning={message.reasoning} thinking={streaming && !message.content} stats={message.stats} />}
@@ -156,6 +120,17 @@ function AssistantMessage({ message, live, isLastAnswer, generating }: Omit<Mess
           <div className="msg-actions">
             <BranchSwitch message={message} disabled={generating} />
             <CopyButton label="Copy" text={() => message.content} />
+            {!generating && (
+              <button type="button" className="btn btn-ghost btn-xs" title="Edit this answer's text (kept as a new version)" onClick={() => stores.chat.getState().startEdit(message.id)}>
+                <PencilIcon size={14} />
+                <span>Edit</span>
+              </button>
+            )}
+            {isLastAnswer && !generating && message.stats?.finishReason === 'length' && (
+              <button type="button" className="btn btn-ghost btn-xs" title="Go on from where the answer stopped, in the same answer" onClick={() => void stores.chat.getState().continueAnswer()}>
+                <span>Continue</span>
+              </button>
+            )}
             {isLastAnswer && !generating && (
               <button type="button" className="btn btn-ghost btn-xs" onClick={() => void stores.chat.getState().regenerate()}>
                 <RefreshIcon size={14} />
@@ -191,48 +166,6 @@ function BranchSwitch({ message, disabled }: { message: Message; disabled: boole
   );
 }
 
-function LiveLine({ live, hasText }: { live: LiveAnswer | undefined; hasText: boolean }) {
-  const prefill = live?.prefill;
-  if (live?.waiting && !prefill && !hasText) {
-    return (
-      <div className="live-line" role="status">
-        <span>Waiting for {live.waiting === 1 ? 'another request' : `${live.waiting} other requests`} to finish (Stop cancels)</span>
-      </div>
-    );
-  }
-  if (prefill && !hasText) {
-    const pct = prefill.total > 0 ? Math.round((prefill.processed / prefill.total) * 100) : 0;
-    return (
-      <div className="live-line" role="status">
-        <span>
-          Reading prompt {formatTokens(prefill.processed)}/{formatTokens(prefill.total)}
-        </span>
-        <span className="live-bar" aria-hidden="true">
-          <span style={{ width: `${pct}%` }} />
-        </span>
-      </div>
-    );
-  }
-  return (
-    <div className="live-line" role="status">
-      <span className="typing" aria-hidden="true">
-        <i />
-        <i />
-        <i />
-      </span>
-      <span>{live && live.generatedTokens > 0 ? `${formatTokens(live.generatedTokens)} tokens` : 'Thinking…'}</span>
-    </div>
-  );
-}
-
-const FINISH_LABELS: Record<AnswerStats['finishReason'], string> = {
-  stop: 'the model ended its answer',
-  length: 'the answer reached max new tokens',
-  'context-full': 'the conversation reached the max context',
-  cancelled: 'stopped by you',
-  error: 'the answer failed',
-};
-
 /** The citations of the conversation's documents in an answer, each a link that opens the reader at its page or section. */
 function Citations({ text }: { text: string }) {
   const stores = useStores();
@@ -254,75 +187,3 @@ function Citations({ text }: { text: string }) {
   );
 }
 
-/** "Used: …": the parts of documents the prompt held, each a link to its passage in the reader when its range is known. */
-function UsedParts({ stats }: { stats: AnswerStats }) {
-  const stores = useStores();
-  const parts = stats.documentParts ?? [];
-  return (
-    <span className="stats-parts">
-      Used:{' '}
-      {parts.map((p, i) => {
-        const r = stats.documentRanges?.[i];
-        return (
-          <Fragment key={i}>
-            {i > 0 ? '; ' : ''}
-            {r ? (
-              <button type="button" className="link-btn" title="Open this part in the reader" onClick={() => void stores.chat.getState().openDocument(r.documentId, { start: r.start, end: r.end })}>
-                {p}
-              </button>
-            ) : (
-              p
-            )}
-          </Fragment>
-        );
-      })}
-    </span>
-  );
-}
-
-function Stats({ stats }: { stats: AnswerStats }) {
-  if (stats.generatedTokens === 0) {
-    // No token: TTFT and tokens/s have nothing to measure ("TTFT 0 ms · 0.0 tok/s" would lie).
-    const what = stats.finishReason === 'cancelled' ? 'stopped before the first token' : `${FINISH_LABELS[stats.finishReason]} before the first token`;
-    return (
-      <span className="stats" title={statsTitle(stats)}>
-        <span className={`finish finish-${stats.finishReason}`}>{what}</span>
-      </span>
-    );
-  }
-  const tokPerSec = stats.decodeTokensPerSec.toFixed(stats.decodeTokensPerSec >= 100 ? 0 : 1);
-  // The chip is a short label; the sentence (the CLI's words too) is its tooltip and the stats' last line.
-  const shiftNote = contextShiftNote(stats.contextShift);
-  return (
-    <span className="stats" title={statsTitle(stats)}>
-      <span>TTFT {formatTokens(stats.ttftMs)} ms</span>
-      <span>{tokPerSec} tok/s</span>
-      <span>{formatTokens(stats.generatedTokens)} tokens</span>
-      {stats.reusedTokens > 0 && <span className="stats-reused">{formatTokens(stats.reusedTokens)} reused</span>}
-      {shiftNote && (
-        <span className="stats-shifted" title={shiftNote}>
-          context shifted
-        </span>
-      )}
-      <span className={`finish finish-${stats.finishReason}`}>{stats.finishReason}</span>
-      {stats.documentParts && stats.documentParts.length > 0 && <UsedParts stats={stats} />}
-    </span>
-  );
-}
-
-function statsTitle(s: AnswerStats): string {
-  if (s.generatedTokens === 0) {
-    return [`Finish reason: ${s.finishReason} (${FINISH_LABELS[s.finishReason]})`, `Prompt tokens: ${formatTokens(s.promptTokens)} (${formatTokens(s.reusedTokens)} reused from the cache)`].join('\n');
-  }
-  return [
-    `Finish reason: ${s.finishReason} (${FINISH_LABELS[s.finishReason]})`,
-    `Time to first token: ${s.ttftMs.toFixed(0)} ms`,
-    `Decode: ${s.decodeTokensPerSec.toFixed(1)} tokens/s`,
-    `Prefill: ${s.prefillTokensPerSec.toFixed(1)} tokens/s`,
-    `Prompt tokens: ${formatTokens(s.promptTokens)} (${formatTokens(s.reusedTokens)} reused from the cache)`,
-    `Generated tokens: ${formatTokens(s.generatedTokens)}`,
-  ]
-    .concat(s.executionProvider ? [`Execution provider: ${s.executionProvider}${s.nodesOnCpu != null && s.executionProvider !== 'cpu' ? ` (${formatTokens(s.nodesOnCpu)} nodes on the CPU)` : ''}`] : [])
-    .concat(contextShiftNote(s.contextShift) ?? [])
-    .join('\n');
-}

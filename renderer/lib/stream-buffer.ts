@@ -23,6 +23,8 @@ export interface StreamChunk {
   reasoning: string;
   /** The latest generated-token count reported for the message. */
   generatedTokens: number;
+  /** The latest decode speed reported (tokens/s); absent before two tokens. */
+  tokensPerSec?: number;
 }
 
 export type CommitFn = (chunks: ReadonlyMap<string, StreamChunk>) => void;
@@ -38,10 +40,11 @@ export class StreamBuffer {
   ) {}
 
   /** Buffers a delta of a message (answer text, and reasoning text); schedules one commit if none is scheduled. */
-  push(conversationId: string, messageId: string, text: string, generatedTokens: number, reasoning = ''): void {
+  push(conversationId: string, messageId: string, text: string, generatedTokens: number, reasoning = '', tokensPerSec?: number): void {
     const chunk = this.pending.get(messageId);
-    if (chunk) mergeChunk(chunk, { text, reasoning, generatedTokens });
-    else this.pending.set(messageId, { conversationId, text, reasoning, generatedTokens });
+    const rate = tokensPerSec !== undefined ? { tokensPerSec } : {};
+    if (chunk) mergeChunk(chunk, { text, reasoning, generatedTokens, ...rate });
+    else this.pending.set(messageId, { conversationId, text, reasoning, generatedTokens, ...rate });
     if (!this.scheduled) {
       this.scheduled = true;
       this.handle = this.scheduler.request(() => this.runFrame());
@@ -87,11 +90,12 @@ export class StreamBuffer {
   }
 }
 
-/** Appends `next` to `into` (texts in order; the larger token count, since counts only grow). */
-export function mergeChunk(into: StreamChunk, next: Pick<StreamChunk, 'text' | 'reasoning' | 'generatedTokens'>): void {
+/** Appends `next` to `into` (texts in order; the larger token count, since counts only grow; the latest rate). */
+export function mergeChunk(into: StreamChunk, next: Pick<StreamChunk, 'text' | 'reasoning' | 'generatedTokens' | 'tokensPerSec'>): void {
   into.text += next.text;
   into.reasoning += next.reasoning;
   into.generatedTokens = Math.max(into.generatedTokens, next.generatedTokens);
+  if (next.tokensPerSec !== undefined) into.tokensPerSec = next.tokensPerSec;
 }
 
 /** `m` with a chunk's text appended: the answer to `content`, the reasoning to `reasoning`. */

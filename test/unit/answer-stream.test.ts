@@ -1,11 +1,12 @@
 /**
  * The parts of an answer's stream (main/services/answer-stream.ts) on an injected clock and
  * scheduler (no real time passes): the delta batcher spaces deltas and loses no text; the periodic saver writes
- * only when due and changed, and retries a failed write; the final state of each kind of end.
+ * only when due and changed, and retries a failed write; the final state of each kind of end;
+ * the live decode rate; a resumed batcher (Continue) that counts the old text as sent.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { DeltaBatcher, finalState, PeriodicSaver, type DoneEvent } from '../../main/services/answer-stream.ts';
+import { DecodeRate, DeltaBatcher, finalState, PeriodicSaver, type DoneEvent } from '../../main/services/answer-stream.ts';
 import { ManualScheduler } from '../helpers/manual-scheduler.ts';
 import { mulberry32 } from '../helpers/prng.ts';
 import type { GenerationStats } from '../../main/engine/generate/types.ts';
@@ -143,4 +144,30 @@ test('finalState: complete, cancelled, engine error, thrown failure', () => {
   assert.deepEqual([failed.status, failed.error, failed.content], ['error', 'ONNX Runtime run failed', 'Once']);
   const crashed = finalState({ failure: { message: 'the engine stopped', crashed: true } }, 'Once up');
   assert.deepEqual(crashed, { content: 'Once up', status: 'error', stats: null, error: 'the engine stopped' });
+});
+
+test('DecodeRate: (n − 1) tokens over the time since the first one; nothing before two tokens', () => {
+  let t = 1000;
+  const rate = new DecodeRate(() => t);
+  assert.equal(rate.perSec(), null, 'no token yet');
+  rate.tick(1);
+  assert.equal(rate.perSec(), null, 'one token: no interval yet');
+  t += 50;
+  rate.tick(2);
+  assert.equal(rate.perSec(), 20, '1 step in 50 ms');
+  t += 250; // 4 more tokens over 250 ms: 5 steps in 300 ms
+  for (let n = 3; n <= 6; n++) rate.tick(n);
+  assert.equal(rate.perSec(), 16.7);
+});
+
+test('DeltaBatcher.resume: the text an answer had counts as sent; deltas carry only the new text', () => {
+  const sent: string[] = [];
+  const b = new DeltaBatcher((d) => sent.push(d), 16, new ManualScheduler());
+  b.resume('Once upon', 'hmm');
+  b.push(' a time');
+  b.flush();
+  assert.deepEqual(sent, [' a time']);
+  assert.equal(b.sent, 'Once upon a time');
+  assert.equal(b.text, 'Once upon a time');
+  assert.equal(b.sentReasoning, 'hmm');
 });

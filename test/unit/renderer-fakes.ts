@@ -226,6 +226,20 @@ export class FakeApi {
       c.messages.push(userMessage, assistantMessage);
       return { userMessage, assistantMessage };
     },
+    continueAnswer: ({ conversationId, messageId }) => {
+      const c = this.conversations.get(conversationId)!;
+      const answer = c.messages.find((m) => m.id === messageId)!;
+      answer.status = 'streaming';
+      return { assistantMessage: structuredClone(answer) };
+    },
+    editAnswer: ({ conversationId, messageId, content }) => {
+      const c = this.conversations.get(conversationId)!;
+      const i = c.messages.findIndex((m) => m.id === messageId);
+      const edited = this.message(conversationId, 'assistant', content, 'complete');
+      edited.branches = [messageId, edited.id];
+      c.messages = [...c.messages.slice(0, i), edited];
+      return structuredClone(c);
+    },
     getBudget: ({ conversationId, draft, documents }) => this.budgetOf(conversationId, draft, documents),
     getSettings: () => ({ ...this.settings }),
     updateSettings: (patch) => (this.settings = { ...this.settings, ...patch }),

@@ -259,6 +259,21 @@ describe('renderer stores: answers', () => {
     assert.equal(stores.chat.getState().editingId, null);
   });
 
+  it('a stop while the send checks the budget stops the answer right after the call, not before it', async () => {
+    const { fake, stores } = await boot((f) => void f.addConversation('chat'));
+    stores.chat.getState().setDraft('hi');
+    const sent = stores.chat.getState().send(); // suspended at the budget check
+    await stores.chat.getState().stop();
+    assert.equal(fake.count('stopGeneration'), 0, 'nothing to stop yet');
+    assert.ok(await sent);
+    await settle();
+    const order = fake.calls.map(([m]) => m).filter((m) => m === 'sendMessage' || m === 'stopGeneration');
+    assert.deepEqual(order, ['sendMessage', 'stopGeneration']);
+    // A stop after the call went out goes straight to the services.
+    await stores.chat.getState().stop();
+    assert.equal(fake.count('stopGeneration'), 2);
+  });
+
   it('send with no conversation open creates one first', async () => {
     const { fake, stores } = await boot();
     stores.chat.getState().setDraft('hello');

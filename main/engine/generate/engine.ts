@@ -331,9 +331,10 @@ export class Engine {
     if (req.messages!.every((m) => m.content.length === 0)) throw new InvalidOptionError('prompt', 'the prompt is empty');
     // The chat template (or, without one, the transcript) as the model will see it.
     if (!req.tools?.length && !req.replyPrefix) return this.tokenizer.encodeChat(req.messages!, { maxTokens, enableThinking: req.enableThinking });
-    if (!this.tokenizer.chatTemplate?.includes('tools')) throw new InvalidOptionError('tools', "this model's chat template does not take tools");
+    if (req.tools?.length && !this.tokenizer.chatTemplate?.includes('tools')) throw new InvalidOptionError('tools', "this model's chat template does not take tools");
     const text = this.tokenizer.renderChat(req.messages!, { enableThinking: req.enableThinking, ...(req.tools?.length ? { extra: { tools: req.tools } } : {}) }) + (req.replyPrefix ?? '');
-    return this.tokenizer.encode(text, { maxTokens });
+    // As encodeChat: a template's special tokens are parsed; a transcript (no template) is plain text.
+    return this.tokenizer.encode(text, { maxTokens, parseSpecial: this.tokenizer.chatTemplate !== null });
   }
 
   /** Forgets the KV cache contents (keeps its buffers) and the kept KV caches of earlier sequences. */

@@ -25,7 +25,7 @@ export function commitFrame(store: StoreApi<ChatState>, ctx: ChatContext, chunks
     if (!chunk) return m;
     known.add(m.id);
     if (m.status !== 'streaming') return m;
-    live[m.id] = { generatedTokens: chunk.generatedTokens, prefill: null };
+    live[m.id] = { generatedTokens: chunk.generatedTokens, prefill: null, ...(chunk.tokensPerSec !== undefined ? { tokensPerSec: chunk.tokensPerSec } : {}) };
     return withChunk(m, chunk);
   });
   for (const [id, chunk] of chunks) {
@@ -39,7 +39,7 @@ export const createStreamSlice: ChatSlice<StreamSlice> = (ctx) => (set, get) => 
 
   onDelta(event) {
     if (event.conversationId !== get().conversationId) return;
-    ctx.buffer.push(event.conversationId, event.messageId, event.text, event.generatedTokens, event.reasoning ?? '');
+    ctx.buffer.push(event.conversationId, event.messageId, event.text, event.generatedTokens, event.reasoning ?? '', event.tokensPerSec);
   },
 
   onWaiting(event) {

@@ -17,14 +17,16 @@ export interface LiveAnswer {
   prefill: { processed: number; total: number } | null;
   /** Requests ahead of it while it waits for the engine (an API request is being answered). */
   waiting?: number;
+  /** Decode speed so far (the services' measure from the tokens' times); absent before two tokens. */
+  tokensPerSec?: number;
 }
 
-export type PendingAction = 'send' | 'regenerate' | 'edit' | null;
+export type PendingAction = 'send' | 'regenerate' | 'edit' | 'continue' | null;
 
 export interface AnswerSlice {
   /** The send / regenerate / edit call in flight, if any. */
   pending: PendingAction;
-  /** The user message being edited inline. */
+  /** The message (yours, or an answer) being edited inline. */
   editingId: string | null;
   /** Sends the draft; resolves true when the services accepted it. */
   send(): Promise<boolean>;
@@ -32,7 +34,13 @@ export interface AnswerSlice {
   regenerate(): Promise<void>;
   startEdit(messageId: string): void;
   cancelEdit(): void;
+  /**
+   * Saves an edit: your message is resent (its answers stay as the earlier branch); an answer's
+   * text becomes a new version at its place, nothing generated. Resolves true when accepted.
+   */
   submitEdit(messageId: string, content: string): Promise<boolean>;
+  /** Continues the last answer when it reached max new tokens; it streams on in the same message. */
+  continueAnswer(): Promise<void>;
   /** Shows another version of a message (‹ i/n ›) and what followed it; the meter follows. */
   selectBranch(messageId: string): Promise<void>;
 }
