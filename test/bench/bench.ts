@@ -42,6 +42,7 @@ import { defaultModelPath } from '../../main/common/default-model.ts';
 import { backendRows, storiesDecodeRates } from './backend-steps.ts';
 import { constrainedRows } from './constrained.ts';
 import { CAPACITY_HEAD, capacitySection } from './capacity.ts';
+import { KV_STORAGE_HEAD, kvStorageSection } from './kv-dtype.ts';
 
 const LENGTHS = (process.env.BENCH_LENGTHS ?? '256,2048,8192,32768').split(',').map(Number);
 const STEPS = Number(process.env.BENCH_STEPS ?? 12);
@@ -510,7 +511,7 @@ function printTable(head: string[], rows: string[][]): void {
   for (const r of rows) console.log(line(r));
 }
 
-const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'kv,capacity,loop,start,json,import,isolation').split(','));
+const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'kv,capacity,kvdtype,loop,start,json,import,isolation').split(','));
 
 /** The engine's own process against a worker thread, on the host's side (engine-isolation.ts). */
 async function isolationSection(model: string, cacheDir: string): Promise<void> {
@@ -532,6 +533,7 @@ async function main(): Promise<void> {
     const worst = Math.max(...rows.map((r) => Number(r[2].slice(0, -1))).map((x) => Math.max(x, 1 / x)));
     summary.push(['decode step, farthest KV capacity from the smallest, same tokens held', `${worst.toFixed(3)}×`, '≤ 1.05×']);
   }
+  if (SECTIONS.has('kvdtype')) printTable(KV_STORAGE_HEAD, await kvStorageSection());
   const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-bench-hf-'));
   try {
     const model = path.join(root, 'qwen3');
