@@ -11,10 +11,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import onnxProto from 'onnx-proto';
 import { buildDecoderGraph } from '../../main/engine/model/decoder-graph.ts';
 import { importGguf } from '../../main/engine/model/gguf/import-gguf.ts';
 import { quantizeLinearWeights } from '../../main/engine/model/gguf/quantized-weights.ts';
-import { CPU_TARGET, EXECUTION_PROVIDERS, graphTarget } from '../../main/engine/model/graph-target.ts';
+import { CPU_TARGET, CUDA_FLOAT32_REFERENCE, EXECUTION_PROVIDERS, graphTarget } from '../../main/engine/model/graph-target.ts';
 import { importHuggingFace } from '../../main/engine/model/import-hf.ts';
 import { importLlama2c } from '../../main/engine/model/import-llama2c.ts';
 import type { ModelConfig, WeightSources } from '../../main/engine/model/manifest.ts';
@@ -25,6 +26,7 @@ import { writeSyntheticCheckpoint, type SyntheticSpec } from '../helpers/synthet
 const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-graph-kernels-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 
+const { onnx } = onnxProto;
 const models: { name: string; config: ModelConfig; weights: WeightSources }[] = [];
 const hf: { name: string; spec: SyntheticSpec; quantize?: 4 }[] = [
   { name: 'hf qwen3 QK-norm tied', spec: { family: 'qwen3', tied: true } },
@@ -80,6 +82,22 @@ test('the cuda graph is float16 inside, float32 at the edges the engine sees, wi
     assert.equal(values.get('logits'), 'float', m.name);
     const ops = opCounts(built.model);
     for (const op of ['Round', 'Abs', 'ReduceMax', 'Max']) assert.equal(ops[op], undefined, `${m.name}: ${op} ×${ops[op]} in the cuda graph`);
+  }
+});
+
+test('the float32 reference of the cuda graph is the cuda graph but for its float16 Casts (and Identity nodes: the logits leave a float32 graph as they are): MatMulNBits at accuracy level 0', () => {
+  for (const m of models) {
+    const built = buildDecoderGraph(m.config, m.weights, CUDA_FLOAT32_REFERENCE).model;
+    const f16 = opCounts(buildDecoderGraph(m.config, m.weights, graphTarget('cuda')).model);
+    const f32 = opCounts(built);
+    for (const c of [f16, f32]) {
+      delete c.Cast;
+      delete c.Identity;
+    }
+    assert.deepEqual(f32, f16, m.name);
+    assert.equal(nodeTypes(built).values.get('past_key_0'), 'float', m.name);
+    const levels = onnx.ModelProto.decode(built).graph!.node!.filter((n) => n.opType === 'MatMulNBits').map((n) => Number(n.attribute!.find((a) => a.name === 'accuracy_level')!.i));
+    assert.deepEqual([...new Set(levels)], levels.length ? [0] : [], m.name);
   }
 });
 

@@ -260,6 +260,12 @@ export class Engine {
     });
     if (m.chatTemplate !== null) probeChatTemplate((msgs) => tokenizer.renderChat(msgs), templateOrigin(m.source));
     const opened = await openDecoderBackend(bundle.modelPath, m.config, opts.backend, provider.ep, m.dtype);
+    if (opened.backend.info.executionProvider !== target.ep && opts.graphDtype === undefined) {
+      // The provider was probed but this session fell back to the CPU: the CPU graph, not the GPU's, runs there.
+      const why = oneLine(gpuNote, provider.note, opened.note, opened.backend.info.fallbackReason);
+      await opened.backend.dispose();
+      return Engine.open(source, { ...opts, executionProvider: 'cpu' }, why);
+    }
     const adapter = opened.backend.info.executionProvider === provider.ep ? provider.adapter : null;
     try {
       const backendNote = oneLine(gpuNote, provider.note, opened.note);

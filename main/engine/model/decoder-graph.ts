@@ -27,7 +27,7 @@ import * as io from './io-names.ts';
 import { isQuantized, layerWeight, weightValues, type ModelConfig, type QuantizedWeight, type WeightSource, type WeightSources } from './manifest.ts';
 import { DataType, OnnxGraphBuilder, type BuiltModel, type SegmentData } from './onnx-builder.ts';
 import { ACCURACY_LEVEL } from './gguf/quantized-weights.ts';
-import { CPU_TARGET, type GraphTarget } from './graph-target.ts';
+import { CPU_TARGET, emulatesLlamaCpp, type GraphTarget } from './graph-target.ts';
 import { floatType, floatWeight, gatherBlockQuantized, isGatherable, QuantizedMatMul, transpose } from './quantized-matmul.ts';
 
 export { isGatherable, transpose } from './quantized-matmul.ts';
@@ -61,9 +61,9 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   const hd = c.headDim;
   const R = c.rope.rotaryDim;
   const get = (name: string, shape: number[]): WeightSource => requireWeight(weights, name, shape);
-  // A float16 graph multiplies float16 activations by the dequantized blocks (accuracy level 0),
-  // as ONNX Runtime's CUDA MatMulNBits does; llama.cpp's int8 activations are a CPU float32 affair.
-  const mm = new QuantizedMatMul(g, target.dtype === 'float16' ? 0 : ACCURACY_LEVEL, target);
+  // A float16 or CUDA graph multiplies its activations by the dequantized blocks (accuracy level
+  // 0), as ONNX Runtime's CUDA MatMulNBits does; llama.cpp's int8 activations are a CPU affair.
+  const mm = new QuantizedMatMul(g, emulatesLlamaCpp(target) ? ACCURACY_LEVEL : 0, target);
   const F = floatType(target);
   const half = target.dtype === 'float16';
   const float = (name: string, dims: number[], data: SegmentData) => floatWeight(g, target, name, dims, data);

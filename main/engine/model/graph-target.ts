@@ -13,6 +13,9 @@
  *                   kernel), float16 weights and MatMulNBits scales, no llama.cpp emulation ops.
  * A float16 graph keeps float32 at its edges the engine sees: the RoPE rows come in as float32
  * and are cast once, the logits go out as float32; past/present/new KV rows are float16.
+ * `CUDA_FLOAT32_REFERENCE` (cuda, float32) is the CUDA graph in float32: never loaded on CUDA (no
+ * float32 GroupQueryAttention there; `graphTarget` refuses it), it runs on the CPU EP as the
+ * float32 reference the float16 graph is measured against (test/integration/graph-float16.test.ts).
  */
 import { InvalidOptionError } from '../errors.ts';
 import type { ExecutionProvider } from './backend.ts';
@@ -27,6 +30,23 @@ export interface GraphTarget {
 
 /** Today's graph: what every bundle was before targets existed (its cache key is unchanged). */
 export const CPU_TARGET: GraphTarget = Object.freeze({ ep: 'cpu', dtype: 'float32' });
+
+/**
+ * The CUDA graph in float32 (no llama.cpp emulation, quantized matmuls at accuracy level 0): a
+ * reference to run on the CPU EP, not a target to load (see the file comment).
+ */
+export const CUDA_FLOAT32_REFERENCE: GraphTarget = Object.freeze({ ep: 'cuda', dtype: 'float32' });
+
+/**
+ * Whether a graph computes quantized matmuls as llama.cpp's CPU does (int8 activations at
+ * MatMulNBits accuracy level 4, half-precision activation scales where its format has them):
+ * the float32 CPU and WebGPU graphs. Float16 graphs and the CUDA graph (and its float32
+ * reference) multiply their activations by the dequantized blocks (level 0): on a GPU the
+ * emulation only costs.
+ */
+export function emulatesLlamaCpp(t: GraphTarget): boolean {
+  return t.dtype === 'float32' && t.ep !== 'cuda';
+}
 
 export const EXECUTION_PROVIDERS: readonly ExecutionProvider[] = ['cpu', 'webgpu', 'cuda'];
 
@@ -56,14 +76,14 @@ export function targetKey(t: GraphTarget): string {
 }
 
 /**
- * The graph target the engine loads for a requested EP and, when asked, dtype. Without a dtype,
- * cpu and webgpu get their float32 graphs and cuda still gets the CPU graph: a CUDA session that
- * cannot start falls back to the CPU EP (session.ts), where a float16 graph runs, but slower and
- * less exactly than the float32 one; the CUDA float16 graph is loaded with `dtype` 'float16' (and
- * is the default once the EP is chosen before the bundle is resolved, issue 16 item 3).
+ * The graph target the engine loads for a requested EP and, when asked, dtype. Without a dtype:
+ * cpu and webgpu get their float32 graphs, cuda its float16 graph. The EP is chosen before the
+ * bundle is resolved (ep-choice.ts), so a `--ep cuda` without CUDA has become cpu here and gets
+ * the CPU graph; a CUDA session that still falls back at creation is re-opened on the CPU graph
+ * (Engine.open).
  * @throws InvalidOptionError as `graphTarget`.
  */
 export function engineGraphTarget(ep: ExecutionProvider = 'cpu', dtype?: GraphDtype): GraphTarget {
   if (dtype !== undefined) return graphTarget(ep, dtype);
-  return ep === 'webgpu' ? graphTarget('webgpu') : CPU_TARGET;
+  return ep === 'cpu' ? CPU_TARGET : graphTarget(ep);
 }
