@@ -25,6 +25,7 @@ import { firstLine, ServiceError } from '../services/errors.ts';
 import type { CompletionBackend } from '../services/index.ts';
 import { ApiError, parseChatRequest, parseCompletionRequest, type ParsedRequest } from './openai-request.ts';
 import { parseToolCalls, toolCallJson, type ToolMode } from './tool-calls.ts';
+import { ToolCallStream, type ToolStreamDelta } from './tool-stream.ts';
 
 export type { CompletionBackend };
 
@@ -204,26 +205,24 @@ async function answerStreamed(
     pending = [];
     return out;
   };
+  // With tools in play, content goes through the call reader: calls go out as tool_calls deltas.
+  const calls = parsed.tools ? new ToolCallStream(parsed.tools) : null;
+  const sendCalls = (deltas: ToolStreamDelta[]) => {
+    for (const d of deltas) {
+      if (d.type === 'content') chunk([endpoint.chunkChoice(d.text, null, 'content', takeLogprobs())]);
+      else chunk([{ index: 0, delta: { tool_calls: [toolCallDelta(d)] }, logprobs: takeLogprobs(), finish_reason: null }]);
+    }
+  };
   try {
     for (let it = first; !it.done; it = await events.next()) {
       const ev = it.value;
       if (ev.type === 'token' && ev.logprob) pending.push(ev.logprob);
-      // With tools in play the reply is read whole first: its calls are not content.
-      if (ev.type === 'token' && ev.text && !parsed.tools) chunk([endpoint.chunkChoice(ev.text, null, ev.part, takeLogprobs())]);
-      else if (ev.type === 'done' && ev.reason !== 'error' && parsed.tools) {
-        const { content, calls } = parseToolCalls(ev.text, parsed.tools);
-        if (ev.reasoning) chunk([endpoint.chunkChoice(ev.reasoning, null, 'reasoning')]);
-        if (content) chunk([endpoint.chunkChoice(content, null, 'content', takeLogprobs())]);
-        // As OpenAI streams calls: per call, its index, id and name first, then its arguments.
-        calls.forEach((c, index) => {
-          chunk([{ index: 0, delta: { tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }, logprobs: null, finish_reason: null }]);
-          chunk([{ index: 0, delta: { tool_calls: [{ index, function: { arguments: c.arguments } }] }, logprobs: null, finish_reason: null }]);
-        });
-        chunk([endpoint.chunkChoice('', calls.length ? 'tool_calls' : finishReason(ev.reason), 'content', takeLogprobs())]);
-        if (parsed.includeUsage) chunk([], { usage: usage(ev) });
-      } else if (ev.type === 'done' && ev.reason === 'error') send(errorJson(new ApiError(500, ev.error?.code.toLowerCase() ?? 'generation_error', ev.error?.message ?? 'the generation failed')));
+      if (ev.type === 'token' && ev.text && calls && ev.part === 'content') sendCalls(calls.push(ev.text));
+      else if (ev.type === 'token' && ev.text) chunk([endpoint.chunkChoice(ev.text, null, ev.part, takeLogprobs())]);
+      else if (ev.type === 'done' && ev.reason === 'error') send(errorJson(new ApiError(500, ev.error?.code.toLowerCase() ?? 'generation_error', ev.error?.message ?? 'the generation failed')));
       else if (ev.type === 'done') {
-        chunk([endpoint.chunkChoice('', finishReason(ev.reason), 'content', takeLogprobs())]);
+        if (calls) sendCalls(calls.finish().deltas);
+        chunk([endpoint.chunkChoice('', calls?.callCount ? 'tool_calls' : finishReason(ev.reason), 'content', takeLogprobs())]);
         if (parsed.includeUsage) chunk([], { usage: usage(ev) });
       }
     }
@@ -231,6 +230,12 @@ async function answerStreamed(
     send(errorJson(toApiError(e, endpoint.promptParam)));
   }
   res.end('data: [DONE]\n\n');
+}
+
+/** A call's delta as OpenAI streams it: its opening (index, id, type, name, empty arguments), or an arguments fragment. */
+function toolCallDelta(d: Exclude<ToolStreamDelta, { type: 'content' }>): Record<string, unknown> {
+  if (d.type === 'call') return { index: d.index, id: d.id, type: 'function', function: { name: d.name, arguments: '' } };
+  return { index: d.index, function: { arguments: d.text } };
 }
 
 /** Token counts of what the model was fed and generated (prompt + completion ≤ the max context; completion includes the reasoning). */
