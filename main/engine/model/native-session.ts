@@ -13,7 +13,7 @@ import { ModelLoadError, NativeUnavailableError, SessionRunError, firstLine } fr
 import type { KeyRotation, KvCache } from '../cache/kv-cache.ts';
 import type { DecoderBackend, ExecutionProvider, SessionInfo } from './backend.ts';
 import * as io from './io-names.ts';
-import type { ModelConfig } from './manifest.ts';
+import { ropeColumns, type ModelConfig } from './manifest.ts';
 import { loadNativeAddon, type NativeDecoder } from './native-addon.ts';
 import { ensureWebGpuEnvironment } from './ep-choice.ts';
 import { FirstRunProfile } from './placement.ts';
@@ -67,7 +67,7 @@ export class NativeDecoderSession implements DecoderBackend {
         numKvHeads: config.numKvHeads,
         headDim: config.headDim,
         vocabSize: config.vocabSize,
-        rotaryHalf: config.rope.rotaryDim / 2,
+        rotaryHalf: ropeColumns(config),
         logits,
         profilePrefix: profile.prefix,
       });
@@ -91,7 +91,7 @@ export class NativeDecoderSession implements DecoderBackend {
       await this.decoder.run(ids, cos, sin, P);
       if (this.profile.pending) this.info.nodesOnCpu = await this.profile.finish(() => this.decoder.endProfiling());
     } catch (e) {
-      const half = this.config.rope.rotaryDim / 2;
+      const half = ropeColumns(this.config);
       throw new SessionRunError(firstLine(e), {
         [io.INPUT_IDS]: [1, T],
         [io.ROPE_COS]: [T, half],
