@@ -13,7 +13,7 @@ export const GGUF_ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3'
 
 /**
  * Canonical (Hugging Face) weight name → GGUF tensor name (llama.cpp `llama-arch.cpp` names).
- * Gemma (`c.gemma`): `post_attention_layernorm` follows attention (`attn_post_norm`), and the
+ * Gemma (`c.gemma`): `post_attention_layernorm` follows attention (`post_attention_norm`), and the
  * MLP's norms are `ffn_norm` (pre) and `post_ffw_norm`.
  */
 export function ggufTensorName(canonical: string, c?: Pick<ModelConfig, 'gemma'>): string {
@@ -42,7 +42,7 @@ export function ggufTensorName(canonical: string, c?: Pick<ModelConfig, 'gemma'>
 
 /** Gemma's norms under llama.cpp's names (`LLM_ARCH_GEMMA2` tensors). */
 const GEMMA_NORM_NAMES: Record<string, string> = {
-  'post_attention_layernorm.weight': 'attn_post_norm.weight',
+  'post_attention_layernorm.weight': 'post_attention_norm.weight',
   'pre_feedforward_layernorm.weight': 'ffn_norm.weight',
   'post_feedforward_layernorm.weight': 'post_ffw_norm.weight',
 };
