@@ -85,9 +85,61 @@ test('gemma2: the soft-caps bite (the reference without them is far off)', async
   assert.ok(diff > 1e-2, `soft-caps change the logits by only ${diff}`);
 });
 
+/** Gemma 3's template (google/gemma-3-1b-it tokenizer_config.json): a system message opens the first user turn. */
+const GEMMA3_TEMPLATE = `{{ bos_token }}
+{%- if messages[0]['role'] == 'system' -%}
+    {%- if messages[0]['content'] is string -%}
+        {%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}
+    {%- else -%}
+        {%- set first_user_prefix = messages[0]['content'][0]['text'] + '\n\n' -%}
+    {%- endif -%}
+    {%- set loop_messages = messages[1:] -%}
+{%- else -%}
+    {%- set first_user_prefix = "" -%}
+    {%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}
+        {{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}
+    {%- endif -%}
+    {%- if (message['role'] == 'assistant') -%}
+        {%- set role = "model" -%}
+    {%- else -%}
+        {%- set role = message['role'] -%}
+    {%- endif -%}
+    {{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else "") }}
+    {%- if message['content'] is string -%}
+        {{ message['content'] | trim }}
+    {%- elif message['content'] is iterable -%}
+        {%- for item in message['content'] -%}
+            {%- if item['type'] == 'image' -%}
+                {{ '<start_of_image>' }}
+            {%- elif item['type'] == 'text' -%}
+                {{ item['text'] | trim }}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- else -%}
+        {{ raise_exception("Invalid content type") }}
+    {%- endif -%}
+    {{ '<end_of_turn>\n' }}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{'<start_of_turn>model\n'}}
+{%- endif -%}
+`;
+
+test("Gemma 3's chat template: the system message opens the first user turn", () => {
+  const text = renderChatTemplate(GEMMA3_TEMPLATE, [
+    { role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Hello!' }, { role: 'user', content: 'A story?' },
+  ], { addGenerationPrompt: true, bosToken: '<bos>' });
+  assert.equal(text, '<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n<start_of_turn>user\nA story?<end_of_turn>\n<start_of_turn>model\n');
+});
+
 test("Gemma's chat template: <start_of_turn> user / model turns, the generation prompt opens a model turn", () => {
   const text = renderChatTemplate(GEMMA_CHAT_TEMPLATE, [
     { role: 'user', content: 'Hi ' }, { role: 'assistant', content: 'Hello!' }, { role: 'user', content: 'A story?' },
   ], { addGenerationPrompt: true, bosToken: '<bos>' });
   assert.equal(text, '<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n<start_of_turn>user\nA story?<end_of_turn>\n<start_of_turn>model\n');
+  // Gemma 2's template refuses a system message itself (as transformers' apply_chat_template does).
+  assert.throws(() => renderChatTemplate(GEMMA_CHAT_TEMPLATE, [{ role: 'system', content: 'x' }, { role: 'user', content: 'Hi' }], { addGenerationPrompt: true }), /System role not supported/);
 });
