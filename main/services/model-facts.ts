@@ -124,7 +124,7 @@ function ggufQuantization(g: GgufHeader, elementsByType: Map<number, number>): s
 function ggufResidentBytes(g: GgufHeader, config: ModelConfig): number {
   let bytes = 0;
   for (const [name, shape] of expectedWeights(config)) {
-    const t = g.tensors.get(ggufTensorName(name));
+    const t = g.tensors.get(ggufTensorName(name, config));
     if (!t) continue;
     const elements = shape.reduce((a, b) => a * b, 1);
     const embedding = name === 'model.embed_tokens.weight';

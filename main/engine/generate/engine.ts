@@ -201,7 +201,7 @@ export class Engine {
     this.weightsInfo = parts.weights ?? { formats: '', bundleBytes: 0, residentBytes: 0 };
     this.maxContext = opts.maxContext ?? c.trainedContext;
     this.prefillChunk = opts.prefillChunk ?? 256;
-    this.rope = new RopeCache(c.rope, this.maxContext);
+    this.rope = new RopeCache(c.rope, this.maxContext, c.localRope);
     this.kv = new KvCache({
       numLayers: c.numLayers,
       numKvHeads: c.numKvHeads,
@@ -447,6 +447,12 @@ export class Engine {
       return false;
     }
     const c = this.manifest.config;
+    // Layers with RoPEs of two bases (Gemma 3) would need a rotation per layer kind, which the
+    // backends' shift does not take yet: such a model ends at a full context instead.
+    if (c.localRope) {
+      gen.finish('context-full');
+      return false;
+    }
     const { cos, sin } = this.rope.shiftRotation(plan.drop);
     this.backend.shift(this.kv, plan.keep, plan.drop, { cos, sin, rotaryDim: c.rope.rotaryDim, interleaved: c.rope.layout === 'interleaved' });
     this.cachedTokens.splice(plan.keep, plan.drop);

@@ -14,8 +14,11 @@
  * written) under MatMul; a float16 target (CUDA) stores float weights and runs activations and
  * the KV cache in float16, casting the RoPE rows in and the logits out.
  *
- * Sliding-window layers (`config.slidingWindow`, Mistral) set GroupQueryAttention's
- * `local_window_size` (`localWindow`); the KV cache layout is the same.
+ * Sliding-window layers (`config.slidingWindow`, Mistral, Gemma) set GroupQueryAttention's
+ * `local_window_size` (`localWindow`); the KV cache layout is the same. Family variants are
+ * small named steps in block-variants.ts (Gemma 2/3: embedding scale, norms after attention and
+ * MLP, GELU-tanh, q·k scale and soft-caps); a model whose sliding layers have a RoPE of their own
+ * (`config.localRope`, Gemma 3) takes RoPE rows [T, R], global pairs then local ones.
  *
  * Per layer (Touvron et al. 2023, "LLaMA"; Qwen2/3 add q/k/v bias and per-head q/k RMSNorm):
  *   h = RMSNorm(x); q,k,v = h·Wqᵀ, h·Wkᵀ, h·Wvᵀ (+b); [Qwen3] q,k = RMSNorm_head(q,k)
@@ -24,13 +27,15 @@
  */
 import { ModelLoadError } from '../errors.ts';
 import * as io from './io-names.ts';
-import { isQuantized, layerWeight, weightValues, type ModelConfig, type QuantizedWeight, type WeightSource, type WeightSources } from './manifest.ts';
+import { isQuantized, layerWeight, ropeColumns, weightValues, type ModelConfig, type QuantizedWeight, type WeightSource, type WeightSources } from './manifest.ts';
 import { DataType, OnnxGraphBuilder, type BuiltModel, type SegmentData } from './onnx-builder.ts';
 import { ACCURACY_LEVEL } from './gguf/quantized-weights.ts';
 import { CPU_TARGET, emulatesLlamaCpp, type GraphTarget } from './graph-target.ts';
+import { attentionAttributes, gatedActivation, scaleEmbedding, softcapLogits } from './block-variants.ts';
 import { floatType, floatWeight, gatherBlockQuantized, isGatherable, QuantizedMatMul, transpose } from './quantized-matmul.ts';
 
 export { isGatherable, transpose } from './quantized-matmul.ts';
+export { localWindow } from './block-variants.ts';
 
 /** File name of the external weight data, beside `model.onnx`. */
 export const EXTERNAL_DATA_FILE = 'model.onnx.data';
@@ -70,8 +75,8 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
 
   // 1. inputs
   const inputIds = g.input(io.INPUT_IDS, DataType.INT64, [1, 'T']);
-  const cos = g.input(io.ROPE_COS, DataType.FLOAT, ['T', R / 2]);
-  const sin = g.input(io.ROPE_SIN, DataType.FLOAT, ['T', R / 2]);
+  const cos = g.input(io.ROPE_COS, DataType.FLOAT, ['T', ropeColumns(c)]);
+  const sin = g.input(io.ROPE_SIN, DataType.FLOAT, ['T', ropeColumns(c)]);
   const seqlensK = g.input(io.SEQLENS_K, DataType.INT32, [1]);
   const totalSeqLen = g.input(io.TOTAL_SEQ_LEN, DataType.INT32, []);
 
@@ -79,8 +84,13 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   const pairShape = c.rope.layout === 'half' ? [1, -1, 1, 1, R / 2] : [1, -1, 1, R / 2, 1];
   const ropeShape = g.int64(pairShape);
   const toF = (v: string) => (half ? g.op('Cast', [v], { to: F }) : v);
-  const cosB = toF(g.op('Reshape', [cos, ropeShape]));
-  const sinB = toF(g.op('Reshape', [sin, ropeShape]));
+  const scalar = (v: number) => toF(g.float32([v]));
+  // [global, local] cos/sin tables: the same one twice unless sliding layers have their own RoPE.
+  const [cosG, cosL] = c.localRope ? g.node('Split', [cos], 2, { axis: 1, num_outputs: 2 }) : [cos, cos];
+  const [sinG, sinL] = c.localRope ? g.node('Split', [sin], 2, { axis: 1, num_outputs: 2 }) : [sin, sin];
+  const ropeTables = (cs: string, sn: string) => ({ cosB: toF(g.op('Reshape', [cs, ropeShape])), sinB: toF(g.op('Reshape', [sn, ropeShape])) });
+  const globalTables = ropeTables(cosG, sinG);
+  const localTables = c.localRope ? ropeTables(cosL, sinL) : globalTables;
 
   const shapeHeads = (h: number) => g.int64([1, 0, h, hd]);
   const shapeFlat = g.int64([1, 0, -1]);
@@ -100,6 +110,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     float(embedName, [c.vocabSize, D], floatData(embedW));
     x = g.op('Gather', [embedName, inputIds], { axis: 0 });
   }
+  x = scaleEmbedding(g, x, c, scalar);
 
   const rmsNorm = (input: string, weightName: string, size: number): string => {
     const w = get(weightName, [size]);
@@ -129,7 +140,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   const shapeRot = g.int64([1, 0, 0, R]);
 
   /** RoPE on heads [1, T, H, hd] (Su et al. 2021): (a, b) → (a·cos − b·sin, b·cos + a·sin). */
-  const rope = (heads: string): string => {
+  const rope = (heads: string, { cosB, sinB }: { cosB: string; sinB: string }): string => {
     let rot = heads;
     let pass: string | null = null;
     if (splitR) [rot, pass] = g.node('Split', [heads, splitR], 2, { axis: 3 });
@@ -154,15 +165,16 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
       qh = rmsNorm(qh, L('self_attn.q_norm.weight'), hd);
       kh = rmsNorm(kh, L('self_attn.k_norm.weight'), hd);
     }
-    q = g.op('Reshape', [rope(qh), shapeFlat]);
-    k = g.op('Reshape', [rope(kh), shapeFlat]);
+    const tables = (c.slidingWindow?.[i] ?? 0) > 0 ? localTables : globalTables;
+    q = g.op('Reshape', [rope(qh, tables), shapeFlat]);
+    k = g.op('Reshape', [rope(kh, tables), shapeFlat]);
     const pk = g.input(io.pastKey(i), F, [1, Hkv, 'C', hd]);
     const pv = g.input(io.pastValue(i), F, [1, Hkv, 'C', hd]);
     const [attn] = g.node(
       'GroupQueryAttention',
       [q, k, v, pk, pv, seqlensK, totalSeqLen],
       [g.tmp('attn'), io.presentKey(i), io.presentValue(i)],
-      { num_heads: Hq, kv_num_heads: Hkv, scale: { float: 1 / Math.sqrt(hd) }, do_rotary: 0, ...localWindow(c, i) },
+      { num_heads: Hq, kv_num_heads: Hkv, do_rotary: 0, ...attentionAttributes(c, i) },
       'com.microsoft',
     );
     g.output(io.presentKey(i), F, [1, Hkv, 'C', hd]);
@@ -172,21 +184,25 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     g.node('Identity', [v], [io.newValue(i)]);
     g.output(io.newKey(i), F, [1, 'T', Hkv * hd]);
     g.output(io.newValue(i), F, [1, 'T', Hkv * hd]);
-    x = g.op('Add', [x, linear(attn, L('self_attn.o_proj'), D, Hq * hd, false)]);
+    // Gemma normalizes each sub-block's output too (post_attention / post_feedforward norms).
+    const post = (y: string, norm: string) => (c.gemma ? rmsNorm(y, L(norm), D) : y);
+    x = g.op('Add', [x, post(linear(attn, L('self_attn.o_proj'), D, Hq * hd, false), 'post_attention_layernorm.weight')]);
 
-    const h2 = rmsNorm(x, L('post_attention_layernorm.weight'), D);
+    const h2 = rmsNorm(x, L(c.gemma ? 'pre_feedforward_layernorm.weight' : 'post_attention_layernorm.weight'), D);
     const gate = linear(h2, L('mlp.gate_proj'), c.intermediateSize, D, false);
     const up = linear(h2, L('mlp.up_proj'), c.intermediateSize, D, false);
-    const act = g.op('Mul', [g.op('Mul', [gate, g.op('Sigmoid', [gate])]), up]);
-    x = g.op('Add', [x, linear(act, L('mlp.down_proj'), D, c.intermediateSize, false)]);
+    const act = gatedActivation(g, gate, up, c, scalar);
+    x = g.op('Add', [x, post(linear(act, L('mlp.down_proj'), D, c.intermediateSize, false), 'post_feedforward_layernorm.weight')]);
   }
 
   // 4. last position only → final norm → logits [1, V]
   const last = g.op('Gather', [x, g.int64([-1], [])], { axis: 1 }); // [1, D]
   const normed = rmsNorm(last, 'model.norm.weight', D);
   // float32 logits out: Identity (or the Gemm itself) in a float32 graph, a Cast in a float16 one.
-  const logits = (y: string) => g.node(half ? 'Cast' : 'Identity', [y], [io.LOGITS], half ? { to: DataType.FLOAT } : {});
-  const gemm = (b: string) => (half ? logits(g.op('Gemm', [normed, b], { transB: 1 })) : g.node('Gemm', [normed, b], [io.LOGITS], { transB: 1 }));
+  // A soft-capped model (Gemma 2) caps the classifier's output first.
+  const capped = (c.gemma?.finalLogitSoftcap ?? 0) > 0;
+  const logits = (y: string) => g.node(half ? 'Cast' : 'Identity', [softcapLogits(g, y, c, scalar)], [io.LOGITS], half ? { to: DataType.FLOAT } : {});
+  const gemm = (b: string) => (half || capped ? logits(g.op('Gemm', [normed, b], { transB: 1 })) : g.node('Gemm', [normed, b], [io.LOGITS], { transB: 1 }));
   if (c.tiedEmbeddings && !weights.has('lm_head.weight') && isQuantized(embedW)) {
     logits(mm.apply(normed, embedName, embedW));
   } else if (c.tiedEmbeddings && !weights.has('lm_head.weight')) {
@@ -243,18 +259,3 @@ export function matMulNBitsGraph(w: QuantizedWeight, accuracyLevel = ACCURACY_LE
   g.output('y', DataType.FLOAT, ['M', w.shape[0]]);
   return g.build('matmulnbits', { '': 18, 'com.microsoft': 1 }, 'MatMulNBits probe');
 }
-
-/**
- * GroupQueryAttention's `local_window_size` for layer `i` of a sliding-window model: W itself,
- * the keys a query sees including its own (measured on ONNX Runtime 1.30's CPU kernel against the
- * reference's window mask, test/integration/sliding-window.test.ts: W − 1 is off by one key from
- * position W on); none for a full-attention layer. @throws ModelLoadError for a window under 2
- * (never tested on the kernel; no real model has one).
- */
-export function localWindow(c: ModelConfig, i: number): { local_window_size?: number } {
-  const w = c.slidingWindow?.[i] ?? 0;
-  if (w === 0) return {};
-  if (!Number.isInteger(w) || w < 2) throw new ModelLoadError(`layer ${i}'s sliding window ${w} is not supported: a window must hold at least 2 tokens`);
-  return { local_window_size: w };
-}
-

@@ -47,8 +47,10 @@ import {
   type WeightSources,
 } from './manifest.ts';
 import { MAX_TENSOR_ELEMENTS, openSafetensors, type SafetensorsFile } from './safetensors.ts';
+import { gemmaHfOptions, gemmaLayerSlides } from './families.ts';
 
-export const SUPPORTED_MODEL_TYPES = ['llama', 'mistral', 'qwen2', 'qwen3'] as const;
+export const SUPPORTED_MODEL_TYPES = ['llama', 'mistral', 'qwen2', 'qwen3', 'gemma2', 'gemma3_text'] as const;
+type ModelType = (typeof SUPPORTED_MODEL_TYPES)[number];
 
 /**
  * Upper bounds on config sizes, checked before any weight is read. Each is several times the
@@ -69,7 +71,10 @@ export const HF_LIMITS = {
 } as const;
 
 /** transformers' defaults for `max_position_embeddings` when a config omits it. */
-const DEFAULT_CONTEXT: Record<Architecture, number> = { llama: 2048, mistral: 131_072, qwen2: 32_768, qwen3: 32_768 };
+const DEFAULT_CONTEXT: Record<Architecture, number> = { llama: 2048, mistral: 131_072, qwen2: 32_768, qwen3: 32_768, gemma2: 8192, gemma3: 131_072 };
+
+/** The architecture a model_type becomes (Gemma 3's text-only `gemma3_text` is `gemma3`). */
+const architectureOf = (t: ModelType): Architecture => (t === 'gemma3_text' ? 'gemma3' : t);
 
 const posInt = z.number().int().positive();
 const tokenId = z.number().int().nonnegative();
@@ -84,13 +89,17 @@ const ConfigSchema = z.object({
   model_type: z.enum(SUPPORTED_MODEL_TYPES),
   hidden_size: posInt, intermediate_size: posInt, num_hidden_layers: posInt, num_attention_heads: posInt, vocab_size: posInt,
   num_key_value_heads: posInt.nullish(), head_dim: posInt.nullish(),
-  rms_norm_eps: z.number().positive().default(1e-6), hidden_act: z.string().default('silu'),
-  tie_word_embeddings: z.boolean().default(false), attention_bias: z.boolean().default(false), mlp_bias: z.boolean().default(false),
+  rms_norm_eps: z.number().positive().default(1e-6), hidden_act: z.string().nullish(), hidden_activation: z.string().nullish(),
+  tie_word_embeddings: z.boolean().optional(), attention_bias: z.boolean().default(false), mlp_bias: z.boolean().default(false),
   rope_theta: positive, partial_rotary_factor: fraction, rope_scaling: RopeSchema.nullish(), rope_parameters: RopeSchema.nullish(),
   max_position_embeddings: posInt.optional(),
   bos_token_id: tokenId.nullish(), eos_token_id: z.union([tokenId, z.array(tokenId)]).nullish(),
   sliding_window: z.number().int().nullish(), use_sliding_window: z.boolean().nullish(),
   max_window_layers: z.number().int().nonnegative().nullish(), layer_types: z.array(z.string()).nullish(),
+  // Gemma 2 / 3 (families.ts)
+  query_pre_attn_scalar: z.number().positive().nullish(), attn_logit_softcapping: z.number().positive().nullish(),
+  final_logit_softcapping: z.number().positive().nullish(), rope_local_base_freq: z.number().positive().nullish(),
+  sliding_window_pattern: z.number().int().positive().nullish(),
 });
 type HfConfig = z.infer<typeof ConfigSchema>;
 
@@ -108,7 +117,7 @@ function zodMessage(err: z.ZodError): string {
  */
 export function parseHfConfig(json: unknown, file: string): ModelConfig {
   const modelType = (json as { model_type?: unknown } | null)?.model_type;
-  if (!SUPPORTED_MODEL_TYPES.includes(modelType as Architecture)) {
+  if (!SUPPORTED_MODEL_TYPES.includes(modelType as ModelType)) {
     throw new ModelLoadError(`unsupported model_type ${JSON.stringify(modelType)}; supported: ${SUPPORTED_MODEL_TYPES.join(', ')}`, file);
   }
   const parsed = ConfigSchema.safeParse(json);
@@ -125,7 +134,11 @@ export function parseHfConfig(json: unknown, file: string): ModelConfig {
   limit('num_hidden_layers', c.num_hidden_layers, HF_LIMITS.numLayers);
   limit('num_attention_heads', c.num_attention_heads, HF_LIMITS.numHeads);
   limit('vocab_size', c.vocab_size, HF_LIMITS.vocabSize);
-  if (c.hidden_act !== 'silu') fail(`hidden_act ${c.hidden_act} is not supported; supported: silu`);
+  const gemma = c.model_type === 'gemma2' || c.model_type === 'gemma3_text';
+  // Gemma's MLP reads hidden_activation (transformers' Gemma2MLP), the others hidden_act.
+  const act = (gemma ? (c.hidden_activation ?? c.hidden_act) : c.hidden_act) ?? (gemma ? 'gelu_pytorch_tanh' : 'silu');
+  const wantAct = gemma ? 'gelu_pytorch_tanh' : 'silu';
+  if (act !== wantAct) fail(`${gemma ? 'hidden_activation' : 'hidden_act'} ${act} is not supported; supported: ${wantAct}`);
   if (c.mlp_bias) fail('mlp_bias true is not supported');
   const numKvHeads = c.num_key_value_heads ?? c.num_attention_heads;
   if (c.num_attention_heads % numKvHeads !== 0) {
@@ -136,21 +149,24 @@ export function parseHfConfig(json: unknown, file: string): ModelConfig {
   }
   const headDim = c.head_dim ?? c.hidden_size / c.num_attention_heads;
   limit('head_dim', headDim, HF_LIMITS.headDim);
-  const trainedContext = c.max_position_embeddings ?? DEFAULT_CONTEXT[c.model_type];
+  const architecture = architectureOf(c.model_type);
+  const trainedContext = c.max_position_embeddings ?? DEFAULT_CONTEXT[architecture];
   limit('max_position_embeddings', trainedContext, HF_LIMITS.maxPositionEmbeddings);
   const config: ModelConfig = {
-    architecture: c.model_type,
+    architecture,
     hiddenSize: c.hidden_size, intermediateSize: c.intermediate_size, numLayers: c.num_hidden_layers,
     numHeads: c.num_attention_heads, numKvHeads, headDim, vocabSize: c.vocab_size,
-    rmsNormEps: c.rms_norm_eps, tiedEmbeddings: c.tie_word_embeddings,
+    // Gemma's configs tie by default (Gemma2Config / Gemma3TextConfig), the others do not.
+    rmsNormEps: c.rms_norm_eps, tiedEmbeddings: c.tie_word_embeddings ?? gemma,
     // Qwen2 always has q/k/v biases; Mistral never; Llama and Qwen3 follow the flag.
     attentionBias: c.model_type === 'qwen2' || (c.model_type !== 'mistral' && c.attention_bias),
-    qkNorm: c.model_type === 'qwen3',
+    qkNorm: c.model_type === 'qwen3' || c.model_type === 'gemma3_text',
     rope: parseRope(c, headDim, trainedContext, fail),
     trainedContext,
   };
   const slidingWindow = parseSlidingWindow(c, fail);
   if (slidingWindow) config.slidingWindow = slidingWindow;
+  if (gemma) Object.assign(config, gemmaHfOptions(c, config));
   let total = 0;
   for (const [name, shape] of expectedWeights(config)) {
     const n = shape.reduce((a, b) => a * b, 1);
@@ -168,6 +184,8 @@ export function parseHfConfig(json: unknown, file: string): ModelConfig {
  * The per-layer window (`ModelConfig.slidingWindow`), as transformers decides it: Mistral's
  * `sliding_window` (null: none) windows every layer; Qwen2/Qwen3 window only with
  * `use_sliding_window`, and then the layers from `max_window_layers` on (`Qwen2Config`:
+ * "sliding_attention" if i ≥ max_window_layers); Gemma 2 every even layer, Gemma 3 all but every
+ * `sliding_window_pattern`-th (families.ts `gemmaLayerSlides`; window 4096 when absent) (Qwen2:
  * "sliding_attention" if i ≥ max_window_layers); an explicit `layer_types` ("sliding_attention" /
  * "full_attention" per layer) decides over both. Llama: none. null when no layer is windowed.
  * @throws (via `fail`) for a window under 2, a `layer_types` of the wrong length or with another
@@ -176,7 +194,9 @@ export function parseHfConfig(json: unknown, file: string): ModelConfig {
 function parseSlidingWindow(c: HfConfig, fail: (m: string) => never): number[] | null {
   if (c.model_type === 'llama') return null;
   const qwen = c.model_type === 'qwen2' || c.model_type === 'qwen3';
-  const window = qwen && !c.use_sliding_window ? null : (c.sliding_window ?? null);
+  const gemma = c.model_type === 'gemma2' || c.model_type === 'gemma3_text';
+  // Gemma2Config / Gemma3TextConfig default to a 4096-token window when the field is absent.
+  const window = qwen && !c.use_sliding_window ? null : c.sliding_window === undefined && gemma ? 4096 : (c.sliding_window ?? null);
   const n = c.num_hidden_layers;
   let sliding: boolean[];
   if (c.layer_types) {
@@ -185,6 +205,8 @@ function parseSlidingWindow(c: HfConfig, fail: (m: string) => never): number[] |
     if (other !== undefined) fail(`layer_types ${JSON.stringify(other)} is not supported; supported: sliding_attention, full_attention`);
     sliding = c.layer_types.map((t) => t === 'sliding_attention');
     if (window === null && sliding.some(Boolean)) fail('layer_types names sliding_attention layers but the config has no sliding_window');
+  } else if (c.model_type === 'gemma2' || c.model_type === 'gemma3_text') {
+    sliding = Array.from({ length: n }, (_, i) => window !== null && gemmaLayerSlides(c.model_type, i, c.sliding_window_pattern));
   } else {
     const from = qwen ? (c.max_window_layers ?? 0) : 0;
     sliding = Array.from({ length: n }, (_, i) => window !== null && i >= from);
@@ -260,6 +282,10 @@ export function expectedWeights(c: ModelConfig): Map<string, number[]> {
     }
     w('self_attn.o_proj.weight', [D, q]);
     w('post_attention_layernorm.weight', [D]);
+    if (c.gemma) {
+      w('pre_feedforward_layernorm.weight', [D]);
+      w('post_feedforward_layernorm.weight', [D]);
+    }
     w('mlp.gate_proj.weight', [c.intermediateSize, D]);
     w('mlp.up_proj.weight', [c.intermediateSize, D]);
     w('mlp.down_proj.weight', [D, c.intermediateSize]);
@@ -351,7 +377,7 @@ async function readTokenizerFiles(folder: string, config: ModelConfig, hf: HfTok
   const ct = tc?.chat_template;
   // A list of named templates: "default" is the chat one (others are e.g. "tool_use", "rag").
   const chatTemplate = (Array.isArray(ct) ? (ct.find((t) => t.name === 'default') ?? ct[0])?.template : ct) ?? jinja ?? null;
-  const addBos = tc?.add_bos_token ?? (config.architecture === 'llama' || config.architecture === 'mistral');
+  const addBos = tc?.add_bos_token ?? ['llama', 'mistral', 'gemma2', 'gemma3'].includes(config.architecture);
   const tokenizerConfig = tcRaw ?? { add_bos_token: addBos };
   const check = (json: unknown): TokenizerFacts => checkTokenizerJson(json, { folder, config, hf, tc, gen, addBos });
   return { tokenizerFile: tokFile, tokenizerConfig, chatTemplate, addBos, check };
@@ -428,6 +454,34 @@ interface OpenWeights {
   sources: ReadonlyMap<string, LazyTensor32>;
   close(): Promise<void>;
 }
+
+/**
+ * Gemma's norm weights as their effective multipliers: transformers' GemmaRMSNorm computes
+ * x̂ · (1 + w) in float32 (`modeling_gemma2.py`), so every `*norm.weight` gets 1 added (in float32,
+ * as it is read: the same bits as transformers' sum), which is also how llama.cpp's converter
+ * stores them in GGUF; the graph's norm is then the plain x̂ · w.
+ */
+function withNormOffset(sources: ReadonlyMap<string, LazyTensor32>): ReadonlyMap<string, LazyTensor32> {
+  const plusOne = (a: Float32Array) => {
+    for (let i = 0; i < a.length; i++) a[i] += 1;
+    return a;
+  };
+  const out = new Map<string, LazyTensor32>();
+  for (const [name, t] of sources) {
+    if (!/norm\.weight$/.test(name)) out.set(name, t);
+    else {
+      out.set(name, {
+        shape: t.shape,
+        load: async () => plusOne(await t.load()),
+        chunks: async function* (elements) {
+          for await (const part of t.chunks(elements)) yield plusOne(part);
+        },
+      });
+    }
+  }
+  return out;
+}
+
 
 /**
  * Opens the weight files and checks, from their headers only, that every expected tensor is
@@ -552,6 +606,7 @@ export async function openHuggingFace(folder: string, opts: { sourceHash?: strin
   const config = parseHfConfig(rawConfig, configFile);
   const hf = rawConfig as { bos_token_id?: number | null; eos_token_id?: number | number[] | null };
   const opened = await openWeights(root, expectedWeights(config));
+  if (config.gemma) opened.sources = withNormOffset(opened.sources);
   try {
     const tok = await readTokenizerFiles(root, config, hf);
     const sha256 = opts.sourceHash ?? (await hashFiles(await hfSourceFiles(root)));

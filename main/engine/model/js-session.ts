@@ -24,7 +24,7 @@ import { InvalidOptionError, ModelLoadError, SessionRunError, firstLine } from '
 import type { KeyRotation, KvBuffer, KvCache } from '../cache/kv-cache.ts';
 import * as io from './io-names.ts';
 import type { DecoderBackend, ExecutionProvider, SessionInfo } from './backend.ts';
-import type { ModelConfig } from './manifest.ts';
+import { ropeColumns, type ModelConfig } from './manifest.ts';
 import { ensureWebGpuEnvironment, ortReason } from './ep-choice.ts';
 import { FirstRunProfile } from './placement.ts';
 
@@ -135,7 +135,7 @@ export class DecoderSession implements DecoderBackend {
   ): Promise<Float32Array> {
     const T = tokenIds.length;
     const P = kv.length;
-    const half = this.config.rope.rotaryDim / 2;
+    const half = ropeColumns(this.config);
     // Only the small per-step inputs change; the KV entries stay bound until a growth.
     this.bindKv(kv);
     this.bindStepInputs(T);
@@ -203,7 +203,7 @@ export class DecoderSession implements DecoderBackend {
   private bindStepInputs(T: number): void {
     if (this.boundT === T) return;
     const c = this.config;
-    const half = c.rope.rotaryDim / 2;
+    const half = ropeColumns(c);
     this.feeds[io.INPUT_IDS] = new ort.Tensor('int64', new BigInt64Array(T), [1, T]);
     this.feeds[io.ROPE_COS] = new ort.Tensor('float32', new Float32Array(T * half), [T, half]);
     this.feeds[io.ROPE_SIN] = new ort.Tensor('float32', new Float32Array(T * half), [T, half]);

@@ -48,7 +48,7 @@ export interface RopeConfig {
   frequencyFactors?: number[];
 }
 
-export type Architecture = 'llama' | 'mistral' | 'qwen2' | 'qwen3';
+export type Architecture = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gemma2' | 'gemma3';
 
 /** Shapes and hyper-parameters of a decoder-only transformer. */
 export interface ModelConfig {
@@ -78,6 +78,42 @@ export interface ModelConfig {
    * Absent: every layer full (llama2.c, Llama, and models without a window).
    */
   slidingWindow?: number[];
+  /**
+   * RoPE of the sliding-window layers where it differs from `rope` (Gemma 3: base 10,000 on local
+   * layers, 1,000,000 and maybe linear scaling on global ones); same rotaryDim and layout. The
+   * RoPE rows then carry both tables side by side, [T, R] (see `ropeColumns`).
+   */
+  localRope?: RopeConfig;
+  /** Gemma 2/3 block variants (`gemmaOptions` of families.ts); absent: Llama's block. */
+  gemma?: GemmaOptions;
+}
+
+/**
+ * What Gemma 2 and 3 change in the Llama block (transformers `modeling_gemma2.py`,
+ * `modeling_gemma3.py`; llama.cpp `llm_build_gemma2_iswa` / `llm_build_gemma3_iswa`):
+ * the embedding times sqrt(hidden) (`embeddingScale`), norms after attention and after the MLP
+ * as well as before them (weights `post_attention_layernorm` — after attention here —,
+ * `pre_feedforward_layernorm`, `post_feedforward_layernorm`), a GELU-tanh gated MLP, q·k scaled
+ * by `attentionScale` (query_pre_attn_scalar^-0.5) and optionally soft-capped. Norm weights are
+ * stored as their effective multipliers (1 + w of a Hugging Face checkpoint; GGUF stores them so).
+ */
+export interface GemmaOptions {
+  /** Multiplier on the gathered embedding rows: sqrt(hidden_size) (float32). */
+  embeddingScale: number;
+  /** Scale of q·k before the softmax (GroupQueryAttention `scale`). */
+  attentionScale: number;
+  /** c in c·tanh(s / c) on the scaled attention logits (Gemma 2: 50); 0 = none. */
+  attentionSoftcap: number;
+  /** c in c·tanh(l / c) on the output logits (Gemma 2: 30); 0 = none. */
+  finalLogitSoftcap: number;
+}
+
+/**
+ * Columns of the RoPE rows the graph takes (rope_cos / rope_sin [T, columns]): R/2, or R when the
+ * sliding-window layers have a RoPE of their own (`localRope`: global pairs, then local pairs).
+ */
+export function ropeColumns(c: Pick<ModelConfig, 'rope' | 'localRope'>): number {
+  return c.localRope ? c.rope.rotaryDim : c.rope.rotaryDim / 2;
 }
 
 export interface SpecialTokens {
@@ -201,7 +237,8 @@ export function quantizedBytes(t: QuantizedWeight): number {
  *   model.layers.{i}.input_layernorm.weight [D]
  *   model.layers.{i}.self_attn.{q,k,v,o}_proj.weight [out, in]   (+ .bias for q,k,v when attentionBias)
  *   model.layers.{i}.self_attn.{q,k}_norm.weight [headDim]       (qkNorm)
- *   model.layers.{i}.post_attention_layernorm.weight [D]
+ *   model.layers.{i}.post_attention_layernorm.weight [D]           (Gemma: after attention, and
+ *   model.layers.{i}.{pre,post}_feedforward_layernorm.weight [D]  these two around the MLP)
  *   model.layers.{i}.mlp.{gate,up,down}_proj.weight [out, in]
  *   model.norm.weight [D]
  *   lm_head.weight [V, D]                                        (absent when tiedEmbeddings, unless

@@ -14,7 +14,7 @@ import { ModelLoadError, NativeUnavailableError, SessionRunError, firstLine } fr
 import type { KeyRotation, KvCache } from '../cache/kv-cache.ts';
 import type { DecoderBackend, ExecutionProvider, SessionInfo } from './backend.ts';
 import * as io from './io-names.ts';
-import type { ModelConfig } from './manifest.ts';
+import { ropeColumns, type ModelConfig } from './manifest.ts';
 import { buildKvCopyGraph } from './kv-copy-graph.ts';
 import { loadNativeAddon, type NativeDecoder, type NativeDecoderStats } from './native-addon.ts';
 import { ensureWebGpuEnvironment } from './ep-choice.ts';
@@ -67,7 +67,7 @@ export class NativeDecoderSession implements DecoderBackend {
         numKvHeads: config.numKvHeads,
         headDim: config.headDim,
         vocabSize: config.vocabSize,
-        rotaryHalf: config.rope.rotaryDim / 2,
+        rotaryHalf: ropeColumns(config),
         logits,
         copyModel: ep === 'cpu' ? undefined : buildKvCopyGraph('float32'),
         profilePrefix: profile.prefix,
@@ -102,7 +102,7 @@ export class NativeDecoderSession implements DecoderBackend {
       await this.decoder.run(ids, cos, sin, P);
       if (this.profile.pending) this.info.nodesOnCpu = await this.profile.finish(() => this.decoder.endProfiling());
     } catch (e) {
-      const half = this.config.rope.rotaryDim / 2;
+      const half = ropeColumns(this.config);
       throw new SessionRunError(firstLine(e), {
         [io.INPUT_IDS]: [1, T],
         [io.ROPE_COS]: [T, half],

@@ -251,6 +251,16 @@ export class OnnxGraphBuilder {
     return name;
   }
 
+  /** A small float32 constant stored inside the model (scalars of an elementwise formula). */
+  float32(values: number[], dims: number[] = []): string {
+    const name = this.tmp('const_f32');
+    const raw = new Float32Array(values);
+    this.initializers.push(
+      onnx.TensorProto.create({ name, dims, dataType: DataType.FLOAT, rawData: new Uint8Array(raw.buffer) }),
+    );
+    return name;
+  }
+
   /** Serializes the model with the given opset imports ({ '': 17, 'com.microsoft': 1 }). */
   build(graphName: string, opsets: Record<string, number>, docString: string): BuiltModel {
     const graph = onnx.GraphProto.create({

@@ -5,13 +5,18 @@
  */
 import { ModelLoadError } from '../../errors.ts';
 import { HF_LIMITS } from '../import-hf.ts';
+import { gemmaGgufOptions } from '../families.ts';
 import type { Architecture, ModelConfig, RopeConfig } from '../manifest.ts';
 import type { GgufFile } from './gguf-file.ts';
 
-export const GGUF_ARCHITECTURES = ['llama', 'qwen2', 'qwen3'] as const;
+export const GGUF_ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3'] as const;
 
-/** Canonical (Hugging Face) weight name → GGUF tensor name (llama.cpp `llama-arch.cpp` names). */
-export function ggufTensorName(canonical: string): string {
+/**
+ * Canonical (Hugging Face) weight name → GGUF tensor name (llama.cpp `llama-arch.cpp` names).
+ * Gemma (`c.gemma`): `post_attention_layernorm` follows attention (`post_attention_norm`), and the
+ * MLP's norms are `ffn_norm` (pre) and `post_ffw_norm`.
+ */
+export function ggufTensorName(canonical: string, c?: Pick<ModelConfig, 'gemma'>): string {
   const top: Record<string, string> = {
     'model.embed_tokens.weight': 'token_embd.weight',
     'model.norm.weight': 'output_norm.weight',
@@ -29,10 +34,18 @@ export function ggufTensorName(canonical: string): string {
     'post_attention_layernorm.weight': 'ffn_norm.weight',
     'mlp.gate_proj.weight': 'ffn_gate.weight', 'mlp.up_proj.weight': 'ffn_up.weight', 'mlp.down_proj.weight': 'ffn_down.weight',
   };
+  if (c?.gemma) Object.assign(per, GEMMA_NORM_NAMES);
   const suffix = per[m[2]];
   if (!suffix) throw new ModelLoadError(`no GGUF name for weight ${canonical}`);
   return `blk.${m[1]}.${suffix}`;
 }
+
+/** Gemma's norms under llama.cpp's names (`LLM_ARCH_GEMMA2` tensors). */
+const GEMMA_NORM_NAMES: Record<string, string> = {
+  'post_attention_layernorm.weight': 'post_attention_norm.weight',
+  'pre_feedforward_layernorm.weight': 'ffn_norm.weight',
+  'post_feedforward_layernorm.weight': 'post_ffw_norm.weight',
+};
 
 /**
  * The model config from a GGUF file's metadata and tensor list (an open file, or a header read
@@ -72,6 +85,7 @@ export function ggufConfig(g: Pick<GgufFile, 'file' | 'tensors'> & { metadata: R
   if (rotaryDim % 2 !== 0 || rotaryDim > headDim) fail(`GGUF rope.dimension_count ${rotaryDim} is odd or larger than the head size ${headDim}`);
   const trainedContext = int('context_length', HF_LIMITS.maxPositionEmbeddings);
   const rope: RopeConfig = { theta: num('rope.freq_base', 10000), rotaryDim, layout: arch === 'llama' ? 'interleaved' : 'half' };
+  const gemma = arch === 'gemma2' || arch === 'gemma3';
   const scalingType = meta[`${arch}.rope.scaling.type`];
   if (scalingType !== undefined && scalingType !== 'none') {
     const factor = num('rope.scaling.factor');
@@ -85,15 +99,20 @@ export function ggufConfig(g: Pick<GgufFile, 'file' | 'tensors'> & { metadata: R
     } else fail(`unsupported GGUF rope.scaling.type ${JSON.stringify(scalingType)}; supported: none, linear, yarn`);
   }
   const numLayers = int('block_count', HF_LIMITS.numLayers);
-  // Sliding window (llama.cpp's n_swa: a query sees the W tokens up to itself), on every layer:
-  // a per-layer pattern (`sliding_window_pattern`, Gemma's and gpt-oss's way) is refused rather
-  // than guessed.
-  // 0 is llama.cpp's "no window".
-  const window = Number(meta[`${arch}.attention.sliding_window`] ?? 0) === 0 ? undefined : meta[`${arch}.attention.sliding_window`];
+  // Sliding window (llama.cpp's n_swa: a query sees the W tokens up to itself; 0 = none), on every
+  // layer, or on Gemma's layers as llama.cpp's fixed pattern for the architecture says; a pattern
+  // key in the metadata (`sliding_window_pattern`, gpt-oss's and Gemma 3n's way) is refused rather
+  // than guessed. llama.cpp's Gemma 2 windows 4096 tokens where a file does not say.
+  const defaultWindow = arch === 'gemma2' ? 4096 : undefined;
+  const window = Number(meta[`${arch}.attention.sliding_window`] ?? defaultWindow ?? 0) === 0 ? undefined : (meta[`${arch}.attention.sliding_window`] ?? defaultWindow);
   const pattern = Object.keys(meta).find((k) => k.startsWith(`${arch}.attention.sliding_window_`));
   if (window !== undefined && pattern) fail(`GGUF metadata ${pattern} (a per-layer sliding-window pattern) is not supported`);
-  const slidingWindow = window === undefined ? undefined : Array<number>(numLayers).fill(int('attention.sliding_window', HF_LIMITS.maxPositionEmbeddings));
-  if (slidingWindow && slidingWindow[0] < 2) fail(`GGUF metadata ${arch}.attention.sliding_window = 1 is not supported: a window must hold at least 2 tokens`);
+  // Gemma 2 windows every other layer, Gemma 3 five of every six (llama.cpp `set_swa_pattern`).
+  const windowed = (i: number) => (arch === 'gemma2' ? i % 2 === 0 : arch === 'gemma3' ? i % 6 < 5 : true);
+  const w = window === undefined ? 0 : int('attention.sliding_window', HF_LIMITS.maxPositionEmbeddings, defaultWindow);
+  const slidingWindow = window === undefined ? undefined : Array.from({ length: numLayers }, (_, i) => (windowed(i) ? w : 0));
+  if (slidingWindow && w < 2) fail(`GGUF metadata ${arch}.attention.sliding_window = 1 is not supported: a window must hold at least 2 tokens`);
+  const family = gemma ? gemmaGgufOptions(meta, arch, { numLayers, hiddenSize, numHeads, headDim, rope, slidingWindow }, fail) : {};
   return {
     architecture: arch as Architecture,
     hiddenSize,
@@ -110,6 +129,7 @@ export function ggufConfig(g: Pick<GgufFile, 'file' | 'tensors'> & { metadata: R
     rope,
     trainedContext,
     ...(slidingWindow ? { slidingWindow } : {}),
+    ...family,
   };
 }
 

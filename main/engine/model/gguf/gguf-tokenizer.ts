@@ -34,6 +34,9 @@ const PRE_TOKENIZERS: Record<string, string | null> = {
   qwen2: "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
 };
 
+/** Gemma's and Phi-3's end-of-turn tokens (`<end_of_turn>`, `<|end|>`): also EOS where present. */
+const END_OF_TURN_TEXTS = ['<end_of_turn>', '<|end|>'];
+
 /** What import needs from the tokenizer metadata. */
 export interface GgufTokenizer {
   tokenizerJson: object;
@@ -131,7 +134,10 @@ export function ggufTokenizer(meta: Record<string, MetadataValue>, file: string)
   }
 
   const bos = id('bos_token_id');
-  const eos = [...new Set([id('eos_token_id'), id('eot_token_id'), id('eom_token_id')].filter((x): x is number => x !== null))];
+  // End-of-turn markers that files name only by their text, which llama.cpp's vocabulary also
+  // ends generation at (llama-vocab.cpp's end-of-generation list): Gemma's and Phi-3's.
+  const turnEnds = END_OF_TURN_TEXTS.map((t) => texts.indexOf(t)).filter((i) => i >= 0);
+  const eos = [...new Set([id('eos_token_id'), id('eot_token_id'), id('eom_token_id'), ...turnEnds].filter((x): x is number => x !== null))];
   const addBosMeta = meta['tokenizer.ggml.add_bos_token'];
   const addBos = typeof addBosMeta === 'boolean' ? addBosMeta : model === 'llama';
   if (addBos && bos === null) fail('tokenizer.ggml.add_bos_token is set but there is no tokenizer.ggml.bos_token_id');

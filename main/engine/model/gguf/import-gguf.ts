@@ -105,8 +105,8 @@ export async function openGgufModel(file: string, opts: { quantized?: boolean; s
     }
     const tensors = new Map<string, GgufTensor>();
     for (const [name, shape] of expectedWeights(config)) {
-      const t = g.tensors.get(ggufTensorName(name));
-      if (!t) throw new ModelLoadError(`tensor ${ggufTensorName(name)} is missing`, abs);
+      const t = g.tensors.get(ggufTensorName(name, config));
+      if (!t) throw new ModelLoadError(`tensor ${ggufTensorName(name, config)} is missing`, abs);
       if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
         throw new ModelLoadError(`tensor ${t.name} expected shape [${shape.join(', ')}], found [${t.shape.join(', ')}]`, abs);
       }

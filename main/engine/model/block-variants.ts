@@ -1,0 +1,75 @@
+/**
+ * The family-specific steps of the decoder graph (decoder-graph.ts), each a few nodes over the
+ * builder, so the Llama path stays as it was and a family's option set (`ModelConfig.gemma`,
+ * `localRope`) switches them on:
+ *   - Gemma's embedding scale, GELU-tanh gated MLP and final-logit soft-cap;
+ *   - GroupQueryAttention's per-layer attributes: q·k scale, logit soft-cap, sliding window.
+ * Formulas and sources are on each function. Only ops every graph target already has kernels for
+ * (Mul, Add, Sub, Sigmoid) are used: tanh(z) = 2σ(2z) − 1, so GELU-tanh and the soft-cap need no
+ * Tanh or FastGelu kernel.
+ */
+import { ModelLoadError } from '../errors.ts';
+import type { ModelConfig } from './manifest.ts';
+import type { OnnxGraphBuilder } from './onnx-builder.ts';
+
+/** A float scalar constant in the graph's float type (`toF` casts it for a float16 graph). */
+type Scalar = (v: number) => string;
+
+/**
+ * Gemma's scaled embedding: x · sqrt(hidden_size) (transformers `Gemma2Model.forward`
+ * `normalizer`; llama.cpp `ggml_scale(inpL, sqrtf(n_embd))`). Identity without `c.gemma`.
+ */
+export function scaleEmbedding(g: OnnxGraphBuilder, x: string, c: ModelConfig, scalar: Scalar): string {
+  return c.gemma ? g.op('Mul', [x, scalar(c.gemma.embeddingScale)]) : x;
+}
+
+/**
+ * The MLP's gate activation times `up`: SiLU (Llama: gate·σ(gate)) or, for Gemma, GELU with the
+ * tanh approximation (Hendrycks & Gimpel 2016; transformers `gelu_pytorch_tanh`):
+ *   gelu(x) = ½x(1 + tanh(√(2/π)(x + 0.044715x³))) = x·σ(x·(k₁ + k₂x²)),
+ *   k₁ = 2√(2/π), k₂ = 0.044715·k₁   (since ½(1 + tanh z) = σ(2z)).
+ */
+export function gatedActivation(g: OnnxGraphBuilder, gate: string, up: string, c: ModelConfig, scalar: Scalar): string {
+  if (!c.gemma) return g.op('Mul', [g.op('Mul', [gate, g.op('Sigmoid', [gate])]), up]);
+  const k1 = 2 * Math.sqrt(2 / Math.PI);
+  const inner = g.op('Add', [scalar(k1), g.op('Mul', [scalar(0.044715 * k1), g.op('Mul', [gate, gate])])]);
+  const gelu = g.op('Mul', [gate, g.op('Sigmoid', [g.op('Mul', [gate, inner])])]);
+  return g.op('Mul', [gelu, up]);
+}
+
+/**
+ * Final-logit soft-cap c·tanh(l / c) = 2c·σ(2l / c) − c (Gemma 2's `final_logit_softcapping`,
+ * transformers `Gemma2ForCausalLM.forward`; llama.cpp scales by 1/c, tanh, scales by c).
+ * Identity when there is none.
+ */
+export function softcapLogits(g: OnnxGraphBuilder, logits: string, c: ModelConfig, scalar: Scalar): string {
+  const cap = c.gemma?.finalLogitSoftcap ?? 0;
+  if (cap === 0) return logits;
+  const s = g.op('Sigmoid', [g.op('Mul', [logits, scalar(2 / cap)])]);
+  return g.op('Sub', [g.op('Mul', [s, scalar(2 * cap)]), scalar(cap)]);
+}
+
+/**
+ * GroupQueryAttention's attributes for layer `i`: `scale` (1/√headDim, or Gemma's
+ * query_pre_attn_scalar^-0.5), `softcap` (c·tanh(s/c) on the scaled logits, ONNX Runtime's
+ * `softcap`; Gemma 2's attn_logit_softcapping) and `local_window_size` (`localWindow`).
+ */
+export function attentionAttributes(c: ModelConfig, i: number): Record<string, { float: number } | number> {
+  const scale = c.gemma?.attentionScale ?? 1 / Math.sqrt(c.headDim);
+  const softcap = c.gemma?.attentionSoftcap ?? 0;
+  return { scale: { float: scale }, ...(softcap > 0 ? { softcap: { float: softcap } } : {}), ...localWindow(c, i) };
+}
+
+/**
+ * GroupQueryAttention's `local_window_size` for layer `i` of a sliding-window model: W itself,
+ * the keys a query sees including its own (measured on ONNX Runtime 1.30's CPU kernel against the
+ * reference's window mask, test/integration/sliding-window.test.ts: W − 1 is off by one key from
+ * position W on); none for a full-attention layer. @throws ModelLoadError for a window under 2
+ * (never tested on the kernel; no real model has one).
+ */
+export function localWindow(c: ModelConfig, i: number): { local_window_size?: number } {
+  const w = c.slidingWindow?.[i] ?? 0;
+  if (w === 0) return {};
+  if (!Number.isInteger(w) || w < 2) throw new ModelLoadError(`layer ${i}'s sliding window ${w} is not supported: a window must hold at least 2 tokens`);
+  return { local_window_size: w };
+}

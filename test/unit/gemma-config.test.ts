@@ -1,0 +1,87 @@
+/**
+ * Gemma 2 / Gemma 3 config rules without weights: a Hugging Face config.json (transformers'
+ * defaults where a field is absent, null soft-caps as none, the per-layer window pattern) and
+ * GGUF metadata (llama.cpp's defaults: Gemma 2's 4096-token window and 50 / 30 soft-caps, the
+ * 27B sizes' attention scale, Gemma 3's local RoPE base), each against hand-written values; and
+ * the refusals, quoting the bad value.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ModelLoadError } from '../../main/engine/errors.ts';
+import { ggufConfig } from '../../main/engine/model/gguf/gguf-config.ts';
+import { parseHfConfig } from '../../main/engine/model/import-hf.ts';
+
+const FILE = '/models/g/config.json';
+const gemma2 = {
+  model_type: 'gemma2', hidden_size: 64, intermediate_size: 128, num_hidden_layers: 4, num_attention_heads: 4, num_key_value_heads: 2,
+  head_dim: 16, vocab_size: 1000, hidden_activation: 'gelu_pytorch_tanh',
+};
+
+describe('parseHfConfig: Gemma', () => {
+  it("gemma2 with transformers' defaults: tied, window 4096 on even layers, soft-caps 50 / 30, scale 256^-0.5", () => {
+    const c = parseHfConfig(gemma2, FILE);
+    assert.equal(c.tiedEmbeddings, true);
+    assert.deepEqual(c.slidingWindow, [4096, 0, 4096, 0]);
+    assert.deepEqual(c.gemma, { embeddingScale: 8, attentionScale: 1 / 16, attentionSoftcap: 50, finalLogitSoftcap: 30 });
+    assert.equal(c.trainedContext, 8192);
+    assert.equal(c.localRope, undefined);
+  });
+  it('null soft-caps are none; layer_types decides the window over the pattern', () => {
+    const c = parseHfConfig({ ...gemma2, attn_logit_softcapping: null, final_logit_softcapping: null, sliding_window: 8, layer_types: ['full_attention', 'sliding_attention', 'full_attention', 'full_attention'] }, FILE);
+    assert.deepEqual(c.slidingWindow, [0, 8, 0, 0]);
+    assert.equal(c.gemma!.attentionSoftcap, 0);
+    assert.equal(c.gemma!.finalLogitSoftcap, 0);
+  });
+  it('gemma3_text: sliding_window_pattern 2 slides layers 0 and 2; their RoPE has rope_local_base_freq; q/k norms', () => {
+    const c = parseHfConfig({ ...gemma2, model_type: 'gemma3_text', sliding_window: 32, sliding_window_pattern: 2, rope_theta: 1e6, rope_local_base_freq: 20000 }, FILE);
+    assert.equal(c.architecture, 'gemma3');
+    assert.deepEqual(c.slidingWindow, [32, 0, 32, 0]);
+    assert.deepEqual(c.localRope, { theta: 20000, rotaryDim: 16, layout: 'half' });
+    assert.equal(c.rope.theta, 1e6);
+    assert.equal(c.qkNorm, true);
+    assert.equal(c.gemma!.attentionSoftcap, 0);
+  });
+  it('refuses another activation, quoting it', () => {
+    assert.throws(() => parseHfConfig({ ...gemma2, hidden_activation: 'gelu' }, FILE), (e: unknown) => e instanceof ModelLoadError && /hidden_activation gelu is not supported; supported: gelu_pytorch_tanh/.test(e.message));
+  });
+});
+
+/** A GGUF header as ggufConfig reads it: metadata and the tensors it looks at. */
+function header(arch: string, meta: Record<string, unknown>, layers = 4) {
+  const tensors = new Map<string, { shape: number[] }>([['token_embd.weight', { shape: [512, 64] }]]);
+  if (arch === 'gemma3') tensors.set('blk.0.attn_q_norm.weight', { shape: [16] });
+  return {
+    file: '/models/g.gguf',
+    tensors: tensors as never,
+    metadata: {
+      'general.architecture': arch, [`${arch}.context_length`]: 8192, [`${arch}.embedding_length`]: 64, [`${arch}.feed_forward_length`]: 128,
+      [`${arch}.block_count`]: layers, [`${arch}.attention.head_count`]: 4, [`${arch}.attention.head_count_kv`]: 2,
+      [`${arch}.attention.key_length`]: 16, [`${arch}.attention.layer_norm_rms_epsilon`]: 1e-6, ...meta,
+    },
+  };
+}
+
+describe('ggufConfig: Gemma', () => {
+  it("gemma2 without window or soft-cap keys takes llama.cpp's: 4096 on even layers, 50 / 30", () => {
+    const c = ggufConfig(header('gemma2', {}));
+    assert.deepEqual(c.slidingWindow, [4096, 0, 4096, 0]);
+    assert.deepEqual(c.gemma, { embeddingScale: 8, attentionScale: 0.25, attentionSoftcap: 50, finalLogitSoftcap: 30 });
+  });
+  it("a 46-layer gemma2 (llama.cpp's 27B) scales by 1/√(hidden / heads), not 1/√head_dim", () => {
+    assert.equal(ggufConfig(header('gemma2', {}, 46)).gemma!.attentionScale, 1 / Math.sqrt(16));
+    const wide = header('gemma2', { 'gemma2.attention.key_length': 32 }, 46);
+    assert.equal(ggufConfig(wide).gemma!.attentionScale, 1 / Math.sqrt(16));
+    assert.equal(ggufConfig(header('gemma2', { 'gemma2.attention.key_length': 32 }, 42)).gemma!.attentionScale, 1 / Math.sqrt(32));
+  });
+  it('gemma3: five of six layers slide, with a local RoPE of base 10,000 (or rope.freq_base_swa)', () => {
+    const c = ggufConfig(header('gemma3', { 'gemma3.attention.sliding_window': 512, 'gemma3.rope.freq_base': 1e6 }, 7));
+    assert.deepEqual(c.slidingWindow, [512, 512, 512, 512, 512, 0, 512]);
+    assert.deepEqual(c.localRope, { theta: 10000, rotaryDim: 16, layout: 'half' });
+    assert.equal(c.gemma!.finalLogitSoftcap, 0);
+    const swa = ggufConfig(header('gemma3', { 'gemma3.attention.sliding_window': 512, 'gemma3.rope.freq_base_swa': 5000 }, 7));
+    assert.equal(swa.localRope!.theta, 5000);
+  });
+  it('a window pattern key is refused, naming it', () => {
+    assert.throws(() => ggufConfig(header('gemma3', { 'gemma3.attention.sliding_window': 512, 'gemma3.attention.sliding_window_pattern': 6 })), /gemma3\.attention\.sliding_window_pattern .* is not supported/);
+  });
+});
