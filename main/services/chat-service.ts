@@ -293,16 +293,18 @@ export class ChatService {
     const message = this.deps.store.appendMessage(conversationId, { role: 'assistant', content: '', status: 'streaming' });
     answer.messageId = message.id;
     this.deps.emit('budgetChanged', budget);
-    void this.stream(answer, message, this.generationRequest(prompt, contextShift, this.deps.store.conversationThinking(conversationId)), budget, prompt);
+    const request = this.generationRequest(conversationId, prompt, contextShift, this.deps.store.conversationThinking(conversationId));
+    void this.stream(answer, message, request, budget, prompt);
     return message;
   }
 
   /**
    * What the engine is asked for: the assembled prompt (see BudgetService.prepare) under the
-   * current settings, and the conversation's Think toggle (null: the template's default).
+   * conversation's settings (the settings with its own sampler over them), and its Think toggle
+   * (null: the template's default).
    */
-  private generationRequest(prompt: AssembledPrompt, contextShift: GenerationRequest['contextShift'], thinking: boolean | null): GenerationRequest {
-    const s = this.deps.settings.get();
+  private generationRequest(conversationId: string, prompt: AssembledPrompt, contextShift: GenerationRequest['contextShift'], thinking: boolean | null): GenerationRequest {
+    const s = this.deps.settings.forConversation(conversationId);
     return {
       messages: prompt.messages,
       ...(thinking !== null ? { enableThinking: thinking } : {}),

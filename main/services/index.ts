@@ -24,6 +24,7 @@ import { EngineSwitch } from './engine-switch.ts';
 import { ModelService } from './model-service.ts';
 import { RemoteKeyStore, type SecretCipher } from './secrets.ts';
 import { FALLBACK_MAX_CONTEXT, SettingsService } from './settings.ts';
+import { ModelProfiles } from './model-profiles.ts';
 import { ModelLibraryService } from './model-library.ts';
 import type { ConversationStore } from './store.ts';
 import { openConversationStore, type StoreRecovery } from './store-recovery.ts';
@@ -147,6 +148,7 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     modelsFolder: () => settingsService.get().modelsFolder,
     maxContext: (trained) => settingsService.userMaxContext ?? trained ?? FALLBACK_MAX_CONTEXT,
   });
+  const profiles = new ModelProfiles(store);
   const documents = new DocumentService(engine, store);
   const budget = new BudgetService(engine, store, settings, models, documents);
   chat = new ChatService({ engine, store, settings, budget, models, emit });
@@ -183,6 +185,12 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     },
     setConversationPolicy: async ({ id, policy }) => {
       const s = store.setConversationPolicy(id, policy);
+      listChanged();
+      void refreshBudget();
+      return s;
+    },
+    setConversationSettings: async ({ id, settings: own }) => {
+      const s = settingsService.setForConversation(id, own);
       listChanged();
       void refreshBudget();
       return s;
@@ -235,6 +243,8 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     getSettings: async () => settingsService.get(),
     updateSettings: async (patch) => {
       const s = await settingsService.update(patch, { generating: chatService.generating });
+      const loaded = models.localPath;
+      if (loaded !== null) profiles.record(loaded, patch as Partial<Settings>);
       void refreshBudget();
       if (localServer && LOCAL_SERVER_KEYS.some((k) => patch[k] !== undefined)) await localServer.apply(s);
       return s;
@@ -242,7 +252,13 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     getModel: async () => models.state,
     getLocalServer: async () => localServer?.state() ?? { status: 'unavailable', baseUrl: null, error: null },
     openModel: async ({ path, quantize }) => {
-      const state = await models.open(path, quantize);
+      // The model's remembered defaults: its weights choice unless one is asked for, its max
+      // context for the load, its sampler and system prompt once it loaded (model-profiles.ts).
+      const remembered = profiles.get(path);
+      const weights = quantize !== undefined ? quantize : (remembered?.quantize ?? null);
+      const defaults = remembered ? { maxContext: remembered.settings.maxContext, apply: () => settingsService.applyModelDefaults(remembered.settings) } : undefined;
+      const state = await models.open(path, weights ?? undefined, defaults);
+      profiles.record(path, {}, weights);
       library.remember(path);
       return state;
     },
