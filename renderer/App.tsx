@@ -12,6 +12,7 @@ import { ariaKeysOf, withKeys } from './lib/shortcuts.ts';
 import { ChatView } from './components/ChatView.tsx';
 import { Composer } from './components/Composer.tsx';
 import { ExportMenu } from './components/ExportMenu.tsx';
+import { ChatSettingsMenu } from './components/ChatSettings.tsx';
 import { ModelLibrary } from './components/ModelLibrary.tsx';
 import { ModelPanel } from './components/ModelPanel.tsx';
 import { isModelFile, openDroppedModel } from './lib/dropped-model.ts';
@@ -100,6 +101,7 @@ function ChatHeader() {
         <h1 className="chat-title">{conversationId ? title || 'New chat' : 'Ropewalk'}</h1>
       </div>
       <div className="chat-header-right">
+        <ChatSettingsMenu />
         <ExportMenu />
         {modelName && (
           <span className="model-pill" title="Model in use">

@@ -67,6 +67,18 @@ export const settingsPatchSchema = z
     repetitionPenalty: z.number().gt(0).max(10),
     seed: z.number().int().min(0).max(2 ** 32 - 1).nullable(),
     systemPrompt: z.string().max(100_000),
+    /** Named system prompts; names unique case-insensitively (the error quotes the repeated one). */
+    systemPromptPresets: z
+      .array(z.object({ name: z.string().trim().min(1).max(80), text: z.string().max(100_000) }).strict())
+      .max(100)
+      .superRefine((presets, ctx) => {
+        const seen = new Set<string>();
+        for (const p of presets) {
+          const key = p.name.toLowerCase();
+          if (seen.has(key)) ctx.addIssue({ code: 'custom', message: `two system prompt presets are named ${JSON.stringify(p.name)}; a name must be unique` });
+          seen.add(key);
+        }
+      }),
     contextFullPolicy: z.enum(CONTEXT_FULL_POLICIES),
     kvCacheBudgetMiB: z.number().int().min(0).max(1 << 20),
     executionProvider: z.enum(EXECUTION_PROVIDER_PREFERENCES),
@@ -89,6 +101,20 @@ export const settingsPatchSchema = z
   .partial()
   .strict();
 
+/**
+ * A chat's own system prompt and sampler (main/contract/types.ts ChatSettings): the same ranges
+ * as the settings; a field left out follows the setting.
+ */
+export const chatSettingsSchema = settingsPatchSchema.pick({
+  systemPrompt: true,
+  temperature: true,
+  topK: true,
+  topP: true,
+  minP: true,
+  repetitionPenalty: true,
+  maxTokens: true,
+});
+
 const remoteUrl = z.string().trim().min(1).max(2000);
 const apiKey = z.string().max(4096).regex(/^[\x21-\x7e]*$/, 'an API key is printable ASCII without spaces');
 
@@ -102,6 +128,8 @@ export const requestSchemas = {
   setConversationPolicy: z.object({ id, policy: z.enum(CONTEXT_FULL_POLICIES).nullable() }).strict(),
   /** A chat's Think toggle: `enable_thinking` for a template that reads it; null: the template's default. */
   setConversationThinking: z.object({ id, thinking: z.boolean().nullable() }).strict(),
+  /** A chat's own system prompt and sampler, replacing what it had ({}: none, every setting applies). */
+  setConversationSettings: z.object({ id, settings: chatSettingsSchema }).strict(),
   deleteConversation: z.object({ id }).strict(),
   /** Appends a user message and starts the answer; tokens follow as `answerDelta` events. */
   sendMessage: z
@@ -133,9 +161,10 @@ export const requestSchemas = {
   getLocalServer: z.object({}).strict(),
   /**
    * Imports/loads a model from a path on this machine (llama2.c file, HF folder, GGUF file,
-   * bundle); `quantize` imports its float Linear weights as 4- or 8-bit blocks (none: as stored).
+   * bundle); `quantize` imports its float Linear weights as 4- or 8-bit blocks (null: as stored;
+   * absent: the choice remembered for this model, else as stored).
    */
-  openModel: z.object({ path: z.string().min(1).max(4096), quantize: z.enum(QUANTIZE_OPTIONS).optional() }).strict(),
+  openModel: z.object({ path: z.string().min(1).max(4096), quantize: z.enum(QUANTIZE_OPTIONS).nullable().optional() }).strict(),
   /** The models an OpenAI-compatible server lists (`apiKey` omitted: the one saved for that URL). */
   listRemoteModels: z.object({ baseUrl: remoteUrl, apiKey: apiKey.optional() }).strict(),
   /**
@@ -179,6 +208,7 @@ export interface ResponseTypes extends Record<MethodName, unknown> {
   renameConversation: ConversationSummary;
   setConversationPolicy: ConversationSummary;
   setConversationThinking: ConversationSummary;
+  setConversationSettings: ConversationSummary;
   deleteConversation: null;
   sendMessage: { userMessage: Message; assistantMessage: Message };
   stopGeneration: null;

@@ -9,6 +9,7 @@ export const METHOD_NAMES = [
   'renameConversation',
   'setConversationPolicy',
   'setConversationThinking',
+  'setConversationSettings',
   'deleteConversation',
   'sendMessage',
   'stopGeneration',

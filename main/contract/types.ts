@@ -113,6 +113,32 @@ export interface ConversationSummary {
   contextFullPolicy?: ContextFullPolicy;
   /** This conversation's Think toggle (`enable_thinking` for a template that reads it); absent: the template's default. */
   thinking?: boolean;
+  /** This conversation's own system prompt and sampler (each field absent: the setting applies); absent: none of its own. */
+  chatSettings?: ChatSettings;
+}
+
+/**
+ * A chat's own system prompt and sampler, stored with the conversation: each field present
+ * overrides the setting of the same name for this chat (its prompt, its meter, its exports).
+ */
+export interface ChatSettings {
+  systemPrompt?: string;
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  minP?: number;
+  repetitionPenalty?: number;
+  /** Most tokens an answer may have (the reserve); below the max context. */
+  maxTokens?: number;
+}
+/** The settings a chat may override, in the order the window lists them. */
+export const CHAT_SETTING_KEYS = ['systemPrompt', 'temperature', 'topK', 'topP', 'minP', 'repetitionPenalty', 'maxTokens'] as const satisfies readonly (keyof ChatSettings & keyof Settings)[];
+
+/** A named system prompt the user saved (Settings → System prompt → Presets). */
+export interface SystemPromptPreset {
+  /** 1–80 characters, unique (case-insensitively) among the presets. */
+  name: string;
+  text: string;
 }
 
 export interface Conversation extends ConversationSummary {
@@ -155,6 +181,8 @@ export interface Settings {
   /** null: a fresh random seed per answer. */
   seed: number | null;
   systemPrompt: string;
+  /** Saved system prompts, chosen by name in the settings or a chat's settings (at most 100). */
+  systemPromptPresets: SystemPromptPreset[];
   contextFullPolicy: ContextFullPolicy;
   /**
    * Memory for the KV caches of recently left conversations, MiB (0: none kept); the least

@@ -123,7 +123,7 @@ export class BudgetService {
     await this.models.ready();
     this.models.assertLoaded();
     const key = conversationId ?? '';
-    const s = this.settings.get();
+    const s = this.settings.forConversation(conversationId);
     const stored = messages ?? (conversationId ? this.store.getConversation(conversationId).messages : []);
     const system = systemMessages(s.systemPrompt);
     const hasDraft = draft.length > 0 || documents.length > 0;

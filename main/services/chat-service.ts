@@ -151,7 +151,7 @@ export class ChatService {
       answer.messageId = base.id;
       const streaming: Message = { ...base, status: 'streaming', error: null };
       this.deps.emit('budgetChanged', counted);
-      const request = { ...this.generationRequest(prompt, contextShift, store.conversationThinking(conversationId)), ...opening };
+      const request = { ...this.generationRequest(conversationId, prompt, contextShift, store.conversationThinking(conversationId)), ...opening };
       void this.stream(answer, streaming, request, counted, prompt, base);
       return { assistantMessage: streaming };
     });
@@ -368,16 +368,18 @@ export class ChatService {
     const message = this.deps.store.appendMessage(conversationId, { role: 'assistant', content: '', status: 'streaming' });
     answer.messageId = message.id;
     this.deps.emit('budgetChanged', budget);
-    void this.stream(answer, message, this.generationRequest(prompt, contextShift, this.deps.store.conversationThinking(conversationId)), budget, prompt);
+    const request = this.generationRequest(conversationId, prompt, contextShift, this.deps.store.conversationThinking(conversationId));
+    void this.stream(answer, message, request, budget, prompt);
     return message;
   }
 
   /**
    * What the engine is asked for: the assembled prompt (see BudgetService.prepare) under the
-   * current settings, and the conversation's Think toggle (null: the template's default).
+   * conversation's settings (the settings with its own sampler over them), and its Think toggle
+   * (null: the template's default).
    */
-  private generationRequest(prompt: AssembledPrompt, contextShift: GenerationRequest['contextShift'], thinking: boolean | null): GenerationRequest {
-    const s = this.deps.settings.get();
+  private generationRequest(conversationId: string, prompt: AssembledPrompt, contextShift: GenerationRequest['contextShift'], thinking: boolean | null): GenerationRequest {
+    const s = this.deps.settings.forConversation(conversationId);
     return {
       messages: prompt.messages,
       ...(thinking !== null ? { enableThinking: thinking } : {}),

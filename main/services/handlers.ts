@@ -15,6 +15,7 @@ import type { DocumentService } from './documents.ts';
 import { ServiceError } from './errors.ts';
 import type { Emit } from './events.ts';
 import type { ModelLibraryService } from './model-library.ts';
+import type { ModelProfiles } from './model-profiles.ts';
 import type { ModelService } from './model-service.ts';
 import type { SettingsService } from './settings.ts';
 import type { ConversationStore } from './store.ts';
@@ -41,6 +42,8 @@ export interface HandlerParts {
   localServer: () => LocalServerControl | null;
   /** The desktop app's native file dialog (none: serve mode). */
   chooseModelFile?: () => Promise<string | null>;
+  /** Each model's remembered load and generation defaults (model-profiles.ts). */
+  profiles: ModelProfiles;
 }
 
 const LOCAL_SERVER_KEYS = ['localServer', 'localServerPort', 'localServerCors'] as const;
@@ -77,10 +80,10 @@ export function contractHandlers(p: HandlerParts): Handlers {
 type Group<K extends keyof Handlers> = Pick<Handlers, K>;
 
 function conversationHandlers(
-  { store, chat, budget }: HandlerParts,
+  { store, chat, budget, settings }: HandlerParts,
   listChanged: () => void,
   refreshBudget: () => void,
-): Group<'listConversations' | 'createConversation' | 'getConversation' | 'renameConversation' | 'setConversationPolicy' | 'setConversationThinking' | 'deleteConversation' | 'importConversation'> {
+): Group<'listConversations' | 'createConversation' | 'getConversation' | 'renameConversation' | 'setConversationPolicy' | 'setConversationSettings' | 'setConversationThinking' | 'deleteConversation' | 'importConversation'> {
   /** Runs a change of one conversation's summary and pushes the list. */
   const changed = <T>(change: () => T): T => {
     const out = change();
@@ -94,6 +97,11 @@ function conversationHandlers(
     renameConversation: async ({ id, title }) => changed(() => store.renameConversation(id, title)),
     setConversationPolicy: async ({ id, policy }) => {
       const s = changed(() => store.setConversationPolicy(id, policy));
+      refreshBudget();
+      return s;
+    },
+    setConversationSettings: async ({ id, settings: own }) => {
+      const s = changed(() => settings.setForConversation(id, own));
       refreshBudget();
       return s;
     },
@@ -159,11 +167,13 @@ function documentHandlers({ documents, models, emit }: HandlerParts): Group<'att
   };
 }
 
-function settingsHandlers({ settings, chat, localServer }: HandlerParts, refreshBudget: () => void): Group<'getSettings' | 'updateSettings' | 'getLocalServer'> {
+function settingsHandlers({ settings, chat, localServer, models, profiles }: HandlerParts, refreshBudget: () => void): Group<'getSettings' | 'updateSettings' | 'getLocalServer'> {
   return {
     getSettings: async () => settings.get(),
     updateSettings: async (patch) => {
       const s = await settings.update(patch, { generating: chat.generating });
+      const loaded = models.localPath;
+      if (loaded !== null) profiles.record(loaded, patch as Partial<Settings>);
       refreshBudget();
       const server = localServer();
       if (server && LOCAL_SERVER_KEYS.some((k) => patch[k] !== undefined)) await server.apply(s);
@@ -173,11 +183,17 @@ function settingsHandlers({ settings, chat, localServer }: HandlerParts, refresh
   };
 }
 
-function modelHandlers({ models, library, chooseModelFile }: HandlerParts): Group<'getModel' | 'openModel' | 'listModels' | 'chooseModelFile' | 'listRemoteModels' | 'connectRemote'> {
+function modelHandlers({ models, library, chooseModelFile, profiles, settings }: HandlerParts): Group<'getModel' | 'openModel' | 'listModels' | 'chooseModelFile' | 'listRemoteModels' | 'connectRemote'> {
   return {
     getModel: async () => models.state,
     openModel: async ({ path, quantize }) => {
-      const state = await models.open(path, quantize);
+      // The model's remembered defaults: its weights choice unless one is asked for, its max
+      // context for the load, its sampler and system prompt once it loaded (model-profiles.ts).
+      const remembered = profiles.get(path);
+      const weights = quantize !== undefined ? quantize : (remembered?.quantize ?? null);
+      const defaults = remembered ? { maxContext: remembered.settings.maxContext, apply: () => settings.applyModelDefaults(remembered.settings) } : undefined;
+      const state = await models.open(path, weights ?? undefined, defaults);
+      profiles.record(path, {}, weights);
       library.remember(path);
       return state;
     },

@@ -24,6 +24,7 @@ import { EngineSwitch } from './engine-switch.ts';
 import { ModelService } from './model-service.ts';
 import { RemoteKeyStore, type SecretCipher } from './secrets.ts';
 import { FALLBACK_MAX_CONTEXT, SettingsService } from './settings.ts';
+import { ModelProfiles } from './model-profiles.ts';
 import { ModelLibraryService } from './model-library.ts';
 import type { ConversationStore } from './store.ts';
 import { openConversationStore, type StoreRecovery } from './store-recovery.ts';
@@ -122,12 +123,13 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     modelsFolder: () => settingsService.get().modelsFolder,
     maxContext: (trained) => settingsService.userMaxContext ?? trained ?? FALLBACK_MAX_CONTEXT,
   });
+  const profiles = new ModelProfiles(store);
   const documents = new DocumentService(engine, store);
   const budget = new BudgetService(engine, store, settings, models, documents);
   chat = new ChatService({ engine, store, settings, budget, models, emit });
   const settingsService = settings;
   const chatService = chat;
-  const parts: HandlerParts = { store, chat, budget, documents, settings, models, library, emit, localServer: () => localServer, chooseModelFile: opts.chooseModelFile };
+  const parts: HandlerParts = { store, chat, budget, documents, settings, models, library, emit, localServer: () => localServer, chooseModelFile: opts.chooseModelFile, profiles };
   const completions = completionBackend({ instanceId, engine, models, settings, chat });
   const localServer = opts.localServer?.(completions) ?? null;
   if (localServer) await localServer.apply(settingsService.get());

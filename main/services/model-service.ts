@@ -5,9 +5,10 @@
  * - `start()` loads, in the background, the model the user last opened (remembered in the
  *   settings table) or else the embedded stories260K; if the remembered one fails, the embedded
  *   one is loaded and the failure is reported in `error`.
- * - `open(path, quantize?)` imports and loads a model with progress (`quantize`: its float Linear
+ * - `open(path, quantize?, defaults?)` imports and loads a model with progress (`quantize`: its float Linear
  *   weights as 4- or 8-bit blocks, a bundle of their own; remembered with the path, and kept by
- *   reloads when the settings change). A failure leaves the previous model
+ *   reloads when the settings change; `defaults`: the model's remembered max context, and the
+ *   rest of its defaults applied before the window hears it is ready, model-profiles.ts). A failure leaves the previous model
  *   loaded and answering (the worker swaps only after a successful load), sets `error`, and
  *   rejects with the engine's error (code MODEL_LOAD, TOKENIZER or INVALID_OPTION).
  * - One load at a time, never while an answer is generated (`BUSY`).
@@ -70,6 +71,13 @@ export interface ModelServiceOptions {
   nameOf?: (path: string) => string | null;
 }
 
+/** What `open` takes from a model's remembered defaults. */
+export interface OpenDefaults {
+  maxContext?: number;
+  /** Applies the rest (the settings) once the model loaded. */
+  apply?: () => void;
+}
+
 /** Loads the default or an opened model in the engine worker and reports ModelState as it goes. */
 export class ModelService {
   private current: ModelState = { status: 'loading', info: null, progress: null, error: null };
@@ -87,6 +95,11 @@ export class ModelService {
   /** The loaded model's trained context, or undefined before any model loaded. */
   get trainedContext(): number | undefined {
     return this.current.info?.trainedContext;
+  }
+
+  /** The path of the local model loaded now (null: none yet, or a remote engine answers). */
+  get localPath(): string | null {
+    return this.deps.engine.remote ? null : this.source;
   }
 
   /** Resolves once no load or recovery is in progress (never rejects). */
@@ -174,13 +187,16 @@ export class ModelService {
   /**
    * Imports (first time) and loads the model at `path`, emitting progress.
    * @param quantize import its float Linear weights as 4- or 8-bit blocks (undefined: as stored).
+   * @param defaults the model's remembered defaults (model-profiles.ts): its max context for the
+   *   load, and `apply` (called once it loaded, before the window hears it is ready).
    * @returns the new state. @throws ServiceError BUSY; the engine's load error (old model kept).
    */
-  async open(path: string, quantize?: QuantizeOption): Promise<ModelState> {
+  async open(path: string, quantize?: QuantizeOption, defaults?: OpenDefaults): Promise<ModelState> {
     this.assertFree();
     await this.exclusive(async () => {
       try {
-        await this.load(path, undefined, quantize);
+        const options = defaults?.maxContext !== undefined ? { ...this.deps.loadOptions(), maxContext: defaults.maxContext } : undefined;
+        await this.load(path, options, quantize, defaults?.apply);
         this.deps.store.setSettings({ [MODEL_PATH_KEY]: path, [MODEL_QUANTIZE_KEY]: quantize, [REMOTE_KEY]: undefined });
       } catch (e) {
         this.fail(e);
@@ -243,7 +259,7 @@ export class ModelService {
     return p;
   }
 
-  private async load(path: string, options?: Pick<LoadOptions, 'maxContext' | 'executionProvider' | 'backend'>, quantize?: QuantizeOption): Promise<void> {
+  private async load(path: string, options?: Pick<LoadOptions, 'maxContext' | 'executionProvider' | 'backend'>, quantize?: QuantizeOption, beforeReady?: () => void): Promise<void> {
     this.set({ status: 'loading', info: this.current.info, progress: { phase: 'start', fraction: 0 }, error: null });
     const opts = options ?? this.deps.loadOptions();
     const info = await this.deps.host.load(
@@ -254,6 +270,7 @@ export class ModelService {
     this.source = path;
     this.quantize = quantize;
     this.deps.engine.use(null);
+    beforeReady?.();
     this.loaded(info);
   }
 

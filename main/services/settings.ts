@@ -5,7 +5,7 @@
  * reloads the model with the new options through `ModelService.reload`; if that fails the old
  * model and the old settings stay, and the call rejects with the load error.
  */
-import type { Settings } from '../contract/types.ts';
+import type { ChatSettings, ConversationSummary, Settings } from '../contract/types.ts';
 import { settingsPatchSchema, type RequestOf } from '../contract/channels.ts';
 import { ServiceError } from './errors.ts';
 import type { ConversationStore } from './store.ts';
@@ -33,6 +33,7 @@ export const DEFAULT_SETTINGS: Omit<Settings, 'maxContext' | 'maxTokens'> = {
   repetitionPenalty: 1,
   seed: null,
   systemPrompt: '',
+  systemPromptPresets: [],
   contextFullPolicy: 'stop',
   kvCacheBudgetMiB: 1024,
   executionProvider: 'auto',
@@ -60,6 +61,44 @@ export class SettingsService {
     const stored = this.stored();
     const maxContext = stored.maxContext ?? this.models.trainedContext ?? FALLBACK_MAX_CONTEXT;
     return { ...DEFAULT_SETTINGS, maxContext, maxTokens: defaultMaxTokens(maxContext), ...stored };
+  }
+
+  /**
+   * The settings a conversation runs under: the settings with its own system prompt and sampler
+   * over them (null: a new conversation, the settings alone). A chat's max new tokens that the
+   * max context no longer leaves room for (the max context was lowered since) is not used.
+   */
+  forConversation(conversationId: string | null): Settings {
+    const s = this.get();
+    const own = conversationId !== null ? this.store.conversationSettings(conversationId) : null;
+    if (!own) return s;
+    const { maxTokens, ...rest } = own;
+    return { ...s, ...rest, ...(maxTokens !== undefined && maxTokens < s.maxContext ? { maxTokens } : {}) };
+  }
+
+  /**
+   * Replaces a conversation's own system prompt and sampler (validated by the contract's schema;
+   * `{}`: none). @throws ServiceError INVALID_REQUEST when its max new tokens is not below the
+   * max context (quoting both); NOT_FOUND for an unknown conversation.
+   */
+  setForConversation(conversationId: string, own: ChatSettings): ConversationSummary {
+    const maxContext = this.get().maxContext;
+    if (own.maxTokens !== undefined && own.maxTokens >= maxContext) {
+      throw new ServiceError('INVALID_REQUEST', `invalid chat settings: max new tokens (${own.maxTokens}) must be less than the max context (${maxContext}), or no room is left for the prompt`);
+    }
+    return this.store.setConversationSettings(conversationId, stripUndefined(own));
+  }
+
+  /**
+   * Stores a model's remembered settings as the settings (no reload: the caller loads it with
+   * them). A max new tokens the max context leaves no room for is skipped.
+   */
+  applyModelDefaults(defaults: Partial<Settings>): void {
+    const values: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(stripUndefined(defaults))) values[PREFIX + k] = v;
+    const maxContext = defaults.maxContext ?? this.get().maxContext;
+    if (defaults.maxTokens !== undefined && defaults.maxTokens >= maxContext) delete values[`${PREFIX}maxTokens`];
+    this.store.setSettings(values);
   }
 
   /** The max context the user chose, or undefined (the model's trained context applies). */

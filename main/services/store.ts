@@ -11,7 +11,7 @@
  * Errors: a missing conversation, message or document throws `ServiceError('NOT_FOUND', …)`;
  * anything SQLite reports (disk full, corrupt file) propagates as the driver's error.
  */
-import type { ContextFullPolicy, Conversation, ConversationSummary, DocumentFit, Message } from '../contract/types.ts';
+import type { ChatSettings, ContextFullPolicy, Conversation, ConversationSummary, DocumentFit, Message } from '../contract/types.ts';
 import type { ExtractedDocument } from '../documents/extract.ts';
 import { ConversationTable } from './store/conversations.ts';
 import { StoreDatabase, type StoreClock } from './store/database.ts';
@@ -73,6 +73,8 @@ export class ConversationStore {
   conversationPolicy(id: string): ContextFullPolicy | null { return this.conversations.conversationPolicy(id); }
   conversationThinking(id: string): boolean | null { return this.conversations.conversationThinking(id); }
   setConversationThinking(id: string, thinking: boolean | null): ConversationSummary { return this.conversations.setConversationThinking(id, thinking); }
+  conversationSettings(id: string): ChatSettings | null { return this.conversations.conversationSettings(id); }
+  setConversationSettings(id: string, settings: ChatSettings): ConversationSummary { return this.conversations.setConversationSettings(id, settings); }
   hasConversation(id: string): boolean { return this.conversations.hasConversation(id); }
   renameConversation(id: string, title: string): ConversationSummary { return this.conversations.renameConversation(id, title); }
   setConversationPolicy(id: string, policy: ContextFullPolicy | null): ConversationSummary { return this.conversations.setConversationPolicy(id, policy); }

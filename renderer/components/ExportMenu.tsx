@@ -6,6 +6,7 @@
  */
 import { useRef } from 'react';
 import { useChat, useConversations, useStores } from '../hooks.ts';
+import { effectiveSettings } from '../lib/chat-settings.ts';
 import { conversationToJson, conversationToMarkdown, exportFileName } from '../lib/conversation-file.ts';
 import { DownloadIcon, UploadIcon } from './icons.tsx';
 
@@ -29,7 +30,9 @@ export function ExportMenu() {
   const save = (kind: 'md' | 'json') => {
     const { messages } = stores.chat.getState();
     const conversation = { id: conversationId, title: summary?.title ?? 'Conversation', createdAt: summary?.createdAt ?? Date.now(), updatedAt: summary?.updatedAt ?? Date.now(), messages };
-    const ctx = { settings: stores.settings.getState().settings, model: stores.model.getState().model?.info?.name ?? null, now: Date.now() };
+    // The settings this chat runs under: its own system prompt and sampler over the settings.
+    const settings = stores.settings.getState().settings;
+    const ctx = { settings: settings && effectiveSettings(settings, summary?.chatSettings), model: stores.model.getState().model?.info?.name ?? null, now: Date.now() };
     if (kind === 'md') download(exportFileName(conversation.title, 'md'), 'text/markdown;charset=utf-8', conversationToMarkdown(conversation, ctx));
     else download(exportFileName(conversation.title, 'json'), 'application/json', conversationToJson(conversation, ctx));
     menu.current?.removeAttribute('open');

@@ -7,7 +7,7 @@
 import { Debouncer, platformTimers, type Timers } from '../lib/debounce.ts';
 import { createStore, type StoreApi } from 'zustand/vanilla';
 import type { RopewalkApi } from '../../main/contract/channels.ts';
-import type { ContextFullPolicy, ConversationSummary } from '../../main/contract/types.ts';
+import type { ChatSettings, ContextFullPolicy, ConversationSummary } from '../../main/contract/types.ts';
 import type { ChatStore } from './chat.ts';
 import { parseConversationFile } from '../lib/conversation-file.ts';
 import type { NoticesStore } from './notices.ts';
@@ -27,6 +27,8 @@ export interface ConversationsState {
   setPolicy(id: string, policy: ContextFullPolicy | null): Promise<boolean>;
   /** Sets a conversation's Think toggle (null: the template's default). */
   setThinking(id: string, thinking: boolean | null): Promise<boolean>;
+  /** Replaces a conversation's own system prompt and sampler ({}: the settings apply); the budget follows. */
+  setChatSettings(id: string, settings: ChatSettings): Promise<boolean>;
   /** Imports a conversation from an exported JSON file's text and opens it; false (and a notice) when it cannot. */
   importFile(text: string): Promise<boolean>;
   /** Deletes; if it was open, opens the most recent remaining one (or none). */
@@ -43,7 +45,7 @@ export type ConversationsStore = StoreApi<ConversationsState>;
 export const byRecent = (a: ConversationSummary, b: ConversationSummary) => b.updatedAt - a.updatedAt || b.createdAt - a.createdAt;
 
 /** A summary without the fields a caller's object may carry beyond it (a whole Conversation). */
-const summaryOf = ({ id, title, createdAt, updatedAt, match, contextFullPolicy, thinking }: ConversationSummary): ConversationSummary => ({
+const summaryOf = ({ id, title, createdAt, updatedAt, match, contextFullPolicy, thinking, chatSettings }: ConversationSummary): ConversationSummary => ({
   id,
   title,
   createdAt,
@@ -51,6 +53,7 @@ const summaryOf = ({ id, title, createdAt, updatedAt, match, contextFullPolicy, 
   ...(match === undefined ? {} : { match }),
   ...(contextFullPolicy === undefined ? {} : { contextFullPolicy }),
   ...(thinking === undefined ? {} : { thinking }),
+  ...(chatSettings === undefined ? {} : { chatSettings }),
 });
 
 export function createConversationsStore(
@@ -162,6 +165,9 @@ export function createConversationsStore(
       },
       async setThinking(id, thinking) {
         return changed(() => api.setConversationThinking({ id, thinking }));
+      },
+      async setChatSettings(id, settings) {
+        return changed(() => api.setConversationSettings({ id, settings }));
       },
       async remove(id) {
         try {

@@ -25,7 +25,7 @@ export interface ModelStoreState {
   /** Why the last remote call failed (shown in the remote engine form). */
   remoteError: string | null;
   load(): Promise<void>;
-  /** Imports and loads the model at `path`; `quantize` null or absent: its weights as stored. */
+  /** Imports and loads the model at `path`; `quantize` null: its weights as stored; absent: as last opened (else as stored). */
   open(path: string, quantize?: QuantizeOption | null): Promise<void>;
   /** Asks a server for its models (`apiKey` undefined: the one saved for that URL). */
   listRemote(baseUrl: string, apiKey?: string): Promise<void>;
@@ -60,7 +60,7 @@ export function createModelStore(api: RopewalkApi, notices: NoticesStore, onChan
       }
       set({ opening: true, openError: null });
       try {
-        const model = await api.openModel({ path: trimmed, ...(quantize ? { quantize } : {}) });
+        const model = await api.openModel({ path: trimmed, ...(quantize !== undefined ? { quantize } : {}) });
         set({ model, openError: null });
         onChanged();
       } catch (e) {

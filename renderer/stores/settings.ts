@@ -16,6 +16,8 @@ export interface SettingsState {
   localServer: LocalServerState | null;
   /** Patches in flight. */
   saving: number;
+  /** When the last patch was accepted (ms since the epoch; the panel says "Saved"); null: none yet. */
+  savedAt: number | null;
   load(): Promise<void>;
   /** Saves a patch; resolves true when the services accepted it. */
   update(patch: SettingsPatch): Promise<boolean>;
@@ -28,6 +30,7 @@ export function createSettingsStore(api: RopewalkApi, notices: NoticesStore, onC
     settings: null,
     localServer: null,
     saving: 0,
+    savedAt: null,
     async load() {
       try {
         set({ settings: await api.getSettings({}), localServer: await api.getLocalServer({}) });
@@ -38,7 +41,7 @@ export function createSettingsStore(api: RopewalkApi, notices: NoticesStore, onC
     async update(patch) {
       set({ saving: get().saving + 1 });
       try {
-        set({ settings: await api.updateSettings(patch) });
+        set({ settings: await api.updateSettings(patch), savedAt: Date.now() });
         if (patch.localServer !== undefined || patch.localServerPort !== undefined || patch.localServerCors !== undefined) set({ localServer: await api.getLocalServer({}) });
         onChanged();
         return true;

@@ -27,12 +27,13 @@ export interface E2eApp {
 
 /**
  * Builds the renderer, starts serve mode (seeded by `seed` before it opens the database; `env`
- * added to its environment, e.g. ROPEWALK_DEFAULT_MODEL) and Chromium.
+ * added to its environment, e.g. ROPEWALK_DEFAULT_MODEL) and Chromium. `reuse.dataDir`: serve
+ * over that data folder (an earlier app's, for a restart), which `close()` then leaves in place.
  */
-export async function startE2eApp(seed?: (store: ConversationStore) => void, env: Record<string, string> = {}): Promise<E2eApp> {
+export async function startE2eApp(seed?: (store: ConversationStore) => void, env: Record<string, string> = {}, reuse: { dataDir?: string } = {}): Promise<E2eApp> {
   assert.ok(existsSync(CHROMIUM), `Debian's chromium is needed at ${CHROMIUM} (apt-get install chromium)`);
   const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-e2e-'));
-  const dataDir = path.join(root, 'data');
+  const dataDir = reuse.dataDir ?? path.join(root, 'data');
   await buildRenderer({});
   mkdirSync(dataDir, { recursive: true });
   if (seed) {

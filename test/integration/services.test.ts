@@ -81,6 +81,7 @@ test('on start the embedded model loads with no setup; defaults follow its train
     repetitionPenalty: 1,
     seed: null,
     systemPrompt: '',
+    systemPromptPresets: [],
     contextFullPolicy: 'stop',
     kvCacheBudgetMiB: 1024,
     executionProvider: 'cpu', // set at start (the default is auto: settings-service.test.ts)
@@ -383,7 +384,10 @@ test('openModel with quantize: the float checkpoint loads as 8-bit blocks, remem
   await s.modelLoaded;
   assert.equal((await call('getModel', {})).info?.weights.formats, q8.info?.weights.formats, 'restarted with the quantized bundle');
   await assert.rejects(call('openModel', { path: STORIES_BIN, quantize: 'q3' as never }), rejectsWith('INVALID_REQUEST'));
-  const plain = await call('openModel', { path: STORIES_BIN });
+  // Opened again without a choice: the weights choice remembered for this model (model-profiles.ts).
+  const again = await call('openModel', { path: STORIES_BIN });
+  assert.equal(again.info?.weights.formats, q8.info?.weights.formats, 'the remembered q8');
+  const plain = await call('openModel', { path: STORIES_BIN, quantize: null });
   assert.doesNotMatch(plain.info?.weights.formats ?? '', /q8/);
   assert.equal(s.store.getSettings()['model.quantize'], undefined);
 });

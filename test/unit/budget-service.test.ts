@@ -39,7 +39,8 @@ test('overlapping budget computations of one conversation tokenize its history o
     getConversation: () => ({ messages: [message('user', 'hello'), message('assistant', ' world')] }),
     conversationPolicy: () => null, // no policy of its own
   } as unknown as ConversationStore;
-  const settings = { get: () => ({ systemPrompt: '', maxContext: 512, maxTokens: 128, contextFullPolicy: 'stop' }) } as unknown as SettingsService;
+  const get = () => ({ systemPrompt: '', maxContext: 512, maxTokens: 128, contextFullPolicy: 'stop' });
+  const settings = { get, forConversation: get } as unknown as SettingsService;
   const models = { ready: async () => undefined, assertLoaded: () => undefined } as unknown as ModelService;
   const budget = new BudgetService(host, store, settings, models, new DocumentService(host, store));
 

@@ -175,6 +175,14 @@ export class FakeApi {
       const { messages: _m, ...summary } = c;
       return structuredClone(summary);
     },
+    setConversationSettings: ({ id, settings }) => {
+      const c = this.conversations.get(id);
+      if (!c) throw new ApiError('NOT_FOUND', `no conversation ${id}`);
+      if (Object.keys(settings).length) c.chatSettings = settings;
+      else delete c.chatSettings;
+      const { messages: _m, ...summary } = c;
+      return structuredClone(summary);
+    },
     deleteConversation: ({ id }) => {
       this.conversations.delete(id);
       return null;

@@ -581,7 +581,7 @@ describe('renderer stores: model and errors', () => {
     assert.equal(stores.model.getState().opening, false);
   });
 
-  it('open sends the weights choice: quantize q4/q8 with the path, none when the weights stay as stored', async () => {
+  it('open sends the weights choice: quantize q4/q8 with the path, null when the weights stay as stored, none for the remembered choice', async () => {
     const { fake, stores } = await boot();
     await stores.model.getState().open('  /models/qwen3-hf ', 'q4');
     await stores.model.getState().open('/models/qwen3-hf', 'q8');
@@ -589,7 +589,7 @@ describe('renderer stores: model and errors', () => {
     await stores.model.getState().open('/models/qwen3-hf');
     assert.deepEqual(
       fake.calls.filter(([m]) => m === 'openModel').map(([, r]) => r),
-      [{ path: '/models/qwen3-hf', quantize: 'q4' }, { path: '/models/qwen3-hf', quantize: 'q8' }, { path: '/models/qwen3-hf' }, { path: '/models/qwen3-hf' }],
+      [{ path: '/models/qwen3-hf', quantize: 'q4' }, { path: '/models/qwen3-hf', quantize: 'q8' }, { path: '/models/qwen3-hf', quantize: null }, { path: '/models/qwen3-hf' }],
     );
     assert.equal(stores.model.getState().openError, null);
   });

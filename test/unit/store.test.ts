@@ -11,6 +11,7 @@ import { after, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { ServiceError } from '../../main/services/errors.ts';
 import { autoTitle, ConversationStore, DB_FILE, DEFAULT_TITLE, escapeLike } from '../../main/services/store.ts';
+import { MIGRATIONS } from '../../main/services/store/migrations.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-store-test-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -20,7 +21,7 @@ const freshDir = () => path.join(root, `db${n++}`);
 test('a fresh database is migrated, in WAL mode, and re-opening it keeps the data and the schema', () => {
   const dir = freshDir();
   const a = new ConversationStore(dir);
-  assert.equal(a.schemaVersion, 6);
+  assert.equal(a.schemaVersion, MIGRATIONS.length);
   assert.equal(a.journalMode, 'wal');
   const c = a.createConversation('kept');
   a.appendMessage(c.id, { role: 'user', content: 'hello', status: 'complete' });
@@ -28,7 +29,7 @@ test('a fresh database is migrated, in WAL mode, and re-opening it keeps the dat
   a.close(); // idempotent
 
   const b = new ConversationStore(dir);
-  assert.equal(b.schemaVersion, 6);
+  assert.equal(b.schemaVersion, MIGRATIONS.length);
   assert.equal(b.getConversation(c.id).messages[0].content, 'hello');
   b.close();
 

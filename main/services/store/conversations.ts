@@ -1,13 +1,13 @@
 /**
  * Conversations in the store: create, list and search, rename, the per-conversation settings
- * (context-full policy, Think toggle), the automatic title, delete (cascading to messages).
+ * (context-full policy, Think toggle, its own system prompt and sampler), the automatic title, delete (cascading to messages).
  * Errors: ServiceError NOT_FOUND for an unknown id.
  */
 import type Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
-import type { ContextFullPolicy, Conversation, ConversationSummary } from '../../contract/types.ts';
+import type { ChatSettings, ContextFullPolicy, Conversation, ConversationSummary } from '../../contract/types.ts';
 import type { StoreDatabase } from './database.ts';
-import { notFound, toSummary, type ConversationRow } from './rows.ts';
+import { chatSettingsOf, notFound, toSummary, type ConversationRow } from './rows.ts';
 import { autoTitle, escapeLike, snippet } from './text.ts';
 
 export const DEFAULT_TITLE = 'New chat';
@@ -43,7 +43,7 @@ export class ConversationTable {
   createConversation(title?: string): Conversation {
     const now = this.s.stamp();
     const t = title?.trim();
-    const row: ConversationRow = { id: randomUUID(), title: t || DEFAULT_TITLE, title_source: t ? 'user' : 'default', created_at: now, updated_at: now, context_full_policy: null, thinking: null };
+    const row: ConversationRow = { id: randomUUID(), title: t || DEFAULT_TITLE, title_source: t ? 'user' : 'default', created_at: now, updated_at: now, context_full_policy: null, thinking: null, chat_settings: null };
     this.db
       .prepare(`INSERT INTO conversations (id, title, title_source, created_at, updated_at) VALUES (@id, @title, @title_source, @created_at, @updated_at)`)
       .run(row);
@@ -72,6 +72,22 @@ export class ConversationTable {
    */
   setConversationThinking(id: string, thinking: boolean | null): ConversationSummary {
     const r = this.db.prepare(`UPDATE conversations SET thinking = ? WHERE id = ?`).run(thinking === null ? null : thinking ? 1 : 0, id);
+    if (r.changes === 0) throw notFound('conversation', id);
+    return this.getSummary(id);
+  }
+
+  /** A conversation's own system prompt and sampler; null: none of its own, or no such conversation. */
+  conversationSettings(id: string): ChatSettings | null {
+    return chatSettingsOf(this.db.prepare(`SELECT chat_settings FROM conversations WHERE id = ?`).pluck().get(id) as string | null | undefined);
+  }
+
+  /**
+   * Replaces a conversation's own system prompt and sampler (`{}`: none of its own; validation is
+   * the caller's); its place in the list stays. @throws ServiceError NOT_FOUND.
+   */
+  setConversationSettings(id: string, settings: ChatSettings): ConversationSummary {
+    const json = Object.keys(settings).length > 0 ? JSON.stringify(settings) : null;
+    const r = this.db.prepare(`UPDATE conversations SET chat_settings = ? WHERE id = ?`).run(json, id);
     if (r.changes === 0) throw notFound('conversation', id);
     return this.getSummary(id);
   }

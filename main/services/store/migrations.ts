@@ -77,6 +77,8 @@ export const MIGRATIONS: readonly string[] = [
   // Pages of a document read by OCR, and pages without any text: JSON arrays of page numbers; NULL: none.
   `ALTER TABLE documents ADD COLUMN ocr_pages TEXT;
    ALTER TABLE documents ADD COLUMN pages_without_text TEXT;`,
+  // A conversation's own system prompt and sampler: JSON ChatSettings (main/contract/types.ts); NULL: none.
+  `ALTER TABLE conversations ADD COLUMN chat_settings TEXT;`,
 ];
 
 /** Schema version of an open database (number of migrations applied). */

@@ -3,7 +3,7 @@
  * mappings to the contract's types (`main/contract/types.ts`), plus the shapes the store's parts
  * share. Pure: no database access here.
  */
-import type { AnswerStats, ContextFullPolicy, ConversationSummary, DocumentFit, DocumentInfo, Message, MessageStatus, Role } from '../../contract/types.ts';
+import type { AnswerStats, ChatSettings, ContextFullPolicy, ConversationSummary, DocumentFit, DocumentInfo, Message, MessageStatus, Role } from '../../contract/types.ts';
 import type { DocumentPart } from '../../documents/extract.ts';
 import { ServiceError } from '../errors.ts';
 
@@ -15,6 +15,8 @@ export interface ConversationRow {
   updated_at: number;
   context_full_policy: ContextFullPolicy | null;
   thinking: 0 | 1 | null;
+  /** JSON ChatSettings; NULL: none of its own. */
+  chat_settings: string | null;
 }
 
 export interface MessageRow {
@@ -78,7 +80,20 @@ export function toSummary(r: ConversationRow): ConversationSummary {
   const summary: ConversationSummary = { id: r.id, title: r.title, createdAt: r.created_at, updatedAt: r.updated_at };
   if (r.context_full_policy) summary.contextFullPolicy = r.context_full_policy;
   if (r.thinking !== null && r.thinking !== undefined) summary.thinking = r.thinking === 1;
+  const own = chatSettingsOf(r.chat_settings);
+  if (own) summary.chatSettings = own;
   return summary;
+}
+
+/** A stored chat_settings value as ChatSettings; null for none, an empty object, or a hand-edited value that is not an object. */
+export function chatSettingsOf(json: string | null | undefined): ChatSettings | null {
+  if (!json) return null;
+  try {
+    const v = JSON.parse(json) as unknown;
+    return v && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length > 0 ? (v as ChatSettings) : null;
+  } catch {
+    return null;
+  }
 }
 
 export function toDocumentInfo(r: Pick<DocumentRow, 'id' | 'hash' | 'name' | 'kind' | 'size' | 'tokens' | 'tokens_model' | 'ocr_pages' | 'pages_without_text'>): DocumentInfo {
