@@ -56,6 +56,155 @@ const summaryOf = ({ id, title, createdAt, updatedAt, match, contextFullPolicy, 
   ...(chatSettings === undefined ? {} : { chatSettings }),
 });
 
+/**
+ * Which answers of `listConversations` are still news. Calls are numbered, so an older call
+ * answering after a newer one (or after a pushed list) is dropped; summaries upserted here are
+ * stamped by a logical clock, so a list call that started before a chat was created here does
+ * not drop that chat from the list when it answers.
+ */
+class ListFreshness {
+  private latest = 0;
+  private clock = 0;
+  private readonly upsertedAt = new Map<string, number>();
+
+  /** Starts a list call: its number and the clock it started at. */
+  begin(): { call: number; startedAt: number } {
+    return { call: ++this.latest, startedAt: this.clock };
+  }
+
+  /** Whether `call` is still the newest list (nothing started or was pushed since). */
+  isLatest(call: number): boolean {
+    return call === this.latest;
+  }
+
+  /** A list arrived by other means (a pushed event): every call in flight is stale now. */
+  supersede(): void {
+    this.latest++;
+  }
+
+  upserted(id: string): void {
+    this.upsertedAt.set(id, ++this.clock);
+  }
+
+  forget(id: string): void {
+    this.upsertedAt.delete(id);
+  }
+
+  /** The summaries of `current` a list that started at `startedAt` cannot know (upserted since), absent from `listed`. */
+  newerThan(current: readonly ConversationSummary[], listed: readonly ConversationSummary[], startedAt: number): ConversationSummary[] {
+    const ids = new Set(listed.map((c) => c.id));
+    return current.filter((c) => !ids.has(c.id) && (this.upsertedAt.get(c.id) ?? 0) > startedAt);
+  }
+}
+
+type SetState = StoreApi<ConversationsState>['setState'];
+type GetState = StoreApi<ConversationsState>['getState'];
+
+/** What the store's action groups share. */
+interface ListDeps {
+  api: RopewalkApi;
+  chat: () => ChatStore;
+  report(e: unknown): void;
+  freshness: ListFreshness;
+}
+
+/** Lists the conversations (the search's hits when there is one), dropping a stale answer. */
+async function listConversations({ api, chat, report, freshness }: ListDeps, set: SetState, get: GetState): Promise<void> {
+  const search = get().search.trim();
+  const { call, startedAt } = freshness.begin();
+  try {
+    const items = await api.listConversations(search ? { search } : {});
+    if (!freshness.isLatest(call)) return;
+    const newer = search ? [] : freshness.newerThan(get().items, items, startedAt);
+    set({ items: [...items, ...newer].sort(byRecent), loaded: true });
+    // The whole list (no search): drafts of chats deleted elsewhere are forgotten.
+    if (!search) chat().getState().keepDraftsOf(get().items.map((c) => c.id));
+  } catch (e) {
+    report(e);
+  }
+}
+
+/** New chat and import: each opens what it made. */
+function creationActions(d: ListDeps, set: SetState, get: GetState): Pick<ConversationsState, 'create' | 'importFile'> {
+  const { api, chat, report } = d;
+  let creating = false; // one createConversation at a time (a double click makes one chat)
+  return {
+    async create() {
+      if (creating) return;
+      const open = chat().getState();
+      if (open.conversationId !== null && !open.loading && open.messages.length === 0) {
+        // Already in an empty chat: a second empty one would only clutter the list.
+        if (get().search) get().setSearch('');
+        return;
+      }
+      creating = true;
+      try {
+        const conversation = await api.createConversation({});
+        get().upsert(conversation);
+        chat().getState().show(conversation);
+        if (get().search) {
+          set({ search: '' });
+          await listConversations(d, set, get);
+        }
+      } catch (e) {
+        report(e);
+      } finally {
+        creating = false;
+      }
+    },
+    async importFile(text) {
+      try {
+        const { title, messages } = parseConversationFile(text);
+        const conversation = await api.importConversation({ title, messages });
+        get().upsert(conversation);
+        chat().getState().show(conversation);
+        return true;
+      } catch (e) {
+        report(e);
+        return false;
+      }
+    },
+  };
+}
+
+/** Changes of one conversation's summary, and deleting one; each false (and a notice) when it fails. */
+function summaryActions({ api, chat, report, freshness }: ListDeps, set: SetState, get: GetState): Pick<ConversationsState, 'rename' | 'setPolicy' | 'setThinking' | 'setChatSettings' | 'remove'> {
+  /** Applies a call that answers with the changed summary. */
+  async function changed(call: () => Promise<ConversationSummary>): Promise<boolean> {
+    try {
+      get().upsert(await call());
+      return true;
+    } catch (e) {
+      report(e);
+      return false;
+    }
+  }
+  return {
+    async rename(id, title) {
+      const trimmed = title.trim();
+      return trimmed ? changed(() => api.renameConversation({ id, title: trimmed })) : false;
+    },
+    setPolicy: (id, policy) => changed(() => api.setConversationPolicy({ id, policy })),
+    setThinking: (id, thinking) => changed(() => api.setConversationThinking({ id, thinking })),
+    setChatSettings: (id, settings) => changed(() => api.setConversationSettings({ id, settings })),
+    async remove(id) {
+      try {
+        await api.deleteConversation({ id });
+      } catch (e) {
+        report(e);
+        return false;
+      }
+      const items = get().items.filter((c) => c.id !== id);
+      freshness.forget(id);
+      chat().getState().forgetDraft(id);
+      set({ items });
+      if (chat().getState().conversationId === id) await chat().getState().open(items[0]?.id ?? null);
+      return true;
+    },
+  };
+}
+
+/** The conversation list store (see the file's contract); `timers` drive the search's debounce. */
 export function createConversationsStore(
   api: RopewalkApi,
   notices: NoticesStore,
@@ -63,44 +212,10 @@ export function createConversationsStore(
   debounceMs = 150,
   timers: Timers = platformTimers,
 ): ConversationsStore {
-  const report = (e: unknown) => notices.getState().report(e);
   const debounce = new Debouncer(debounceMs, timers);
-  let seq = 0;
-  let creating = false; // one createConversation at a time (a double click makes one chat)
-  // When each summary was last upserted (a logical clock), so a list call that started before
-  // a chat was created here does not drop it from the list when it answers.
-  let clock = 0;
-  const upsertedAt = new Map<string, number>();
-
+  const d: ListDeps = { api, chat, report: (e) => notices.getState().report(e), freshness: new ListFreshness() };
   return createStore<ConversationsState>()((set, get) => {
-    async function list(): Promise<void> {
-      const search = get().search.trim();
-      const mine = ++seq;
-      const startedAt = clock;
-      try {
-        const items = await api.listConversations(search ? { search } : {});
-        if (mine !== seq) return;
-        const listed = new Set(items.map((c) => c.id));
-        const newer = search ? [] : get().items.filter((c) => !listed.has(c.id) && (upsertedAt.get(c.id) ?? 0) > startedAt);
-        set({ items: [...items, ...newer].sort(byRecent), loaded: true });
-        // The whole list (no search): drafts of chats deleted elsewhere are forgotten.
-        if (!search) chat().getState().keepDraftsOf(get().items.map((c) => c.id));
-      } catch (e) {
-        report(e);
-      }
-    }
-
-    /** Applies a call that answers with the changed summary; false (and a notice) when it fails. */
-    async function changed(call: () => Promise<ConversationSummary>): Promise<boolean> {
-      try {
-        get().upsert(await call());
-        return true;
-      } catch (e) {
-        report(e);
-        return false;
-      }
-    }
-
+    const list = () => listConversations(d, set, get);
     return {
       items: [],
       search: '',
@@ -114,87 +229,20 @@ export function createConversationsStore(
         if (chat().getState().conversationId === id) return;
         await chat().getState().open(id);
       },
-      async create() {
-        if (creating) return;
-        const open = chat().getState();
-        if (open.conversationId !== null && !open.loading && open.messages.length === 0) {
-          // Already in an empty chat: a second empty one would only clutter the list.
-          if (get().search) get().setSearch('');
-          return;
-        }
-        creating = true;
-        try {
-          const conversation = await api.createConversation({});
-          get().upsert(conversation);
-          chat().getState().show(conversation);
-          if (get().search) {
-            set({ search: '' });
-            await list();
-          }
-        } catch (e) {
-          report(e);
-        } finally {
-          creating = false;
-        }
-      },
-      async importFile(text) {
-        try {
-          const { title, messages } = parseConversationFile(text);
-          const conversation = await api.importConversation({ title, messages });
-          get().upsert(conversation);
-          chat().getState().show(conversation);
-          return true;
-        } catch (e) {
-          report(e);
-          return false;
-        }
-      },
-      async rename(id, title) {
-        const trimmed = title.trim();
-        if (!trimmed) return false;
-        try {
-          get().upsert(await api.renameConversation({ id, title: trimmed }));
-          return true;
-        } catch (e) {
-          report(e);
-          return false;
-        }
-      },
-      async setPolicy(id, policy) {
-        return changed(() => api.setConversationPolicy({ id, policy }));
-      },
-      async setThinking(id, thinking) {
-        return changed(() => api.setConversationThinking({ id, thinking }));
-      },
-      async setChatSettings(id, settings) {
-        return changed(() => api.setConversationSettings({ id, settings }));
-      },
-      async remove(id) {
-        try {
-          await api.deleteConversation({ id });
-        } catch (e) {
-          report(e);
-          return false;
-        }
-        const items = get().items.filter((c) => c.id !== id);
-        upsertedAt.delete(id);
-        chat().getState().forgetDraft(id);
-        set({ items });
-        if (chat().getState().conversationId === id) await chat().getState().open(items[0]?.id ?? null);
-        return true;
-      },
+      ...creationActions(d, set, get),
+      ...summaryActions(d, set, get),
       apply(conversations) {
         if (get().search.trim()) {
           void list(); // the event carries every conversation; ask again for the filtered list
           return;
         }
-        seq++; // an older list call must not overwrite this
+        d.freshness.supersede(); // an older list call must not overwrite this
         set({ items: [...conversations].sort(byRecent), loaded: true });
         chat().getState().keepDraftsOf(conversations.map((c) => c.id));
       },
       upsert(summary) {
         const clean = summaryOf(summary);
-        upsertedAt.set(clean.id, ++clock);
+        d.freshness.upserted(clean.id);
         const items = get().items.filter((c) => c.id !== clean.id);
         set({ items: [...items, clean].sort(byRecent) });
       },
