@@ -34,6 +34,29 @@ export const realScheduler: Scheduler = {
 };
 
 /**
+ * Runs `tick` every `intervalMs` on `scheduler` (re-armed after each run, so a slow tick delays
+ * the next rather than piling up) until `stop()`. The answer's budget and save ticker.
+ */
+export function every(scheduler: Scheduler, intervalMs: number, tick: () => void): { stop(): void } {
+  let handle: unknown = null;
+  let stopped = false;
+  const arm = (): void => {
+    handle = scheduler.after(intervalMs, () => {
+      if (stopped) return;
+      tick();
+      arm();
+    });
+  };
+  arm();
+  return {
+    stop() {
+      stopped = true;
+      if (handle !== null) scheduler.cancel(handle);
+    },
+  };
+}
+
+/**
  * Batches token text into deltas spaced at least `intervalMs` apart, the answer's and the
  * reasoning's apart; `sent` + pending = all answer text pushed (`sentReasoning` likewise).
  */

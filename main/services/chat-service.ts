@@ -27,7 +27,7 @@ import type { ContextBudget, Conversation, Message } from '../contract/types.ts'
 import type { ChatEngine } from '../engine-host/chat-engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
 import { AnswerSaves, storageFault, type RetryingWriter } from './answer-save.ts';
-import { DecodeRate, DeltaBatcher, finalState, PeriodicSaver, type DoneEvent, type Scheduler, type StreamEnd } from './answer-stream.ts';
+import { DecodeRate, DeltaBatcher, every, finalState, PeriodicSaver, realScheduler, type DoneEvent, type Scheduler, type StreamEnd } from './answer-stream.ts';
 import { continuable, continuationPrompt, joinContinuation } from './continue-answer.ts';
 import type { BudgetService } from './budget.ts';
 import type { AssembledPrompt, Draft } from './documents.ts';
@@ -76,7 +76,7 @@ export interface ChatServiceDeps {
   emit: Emit;
   /** The engine's queue (default: a new one of QUEUE_LIMIT). */
   queue?: EngineQueue;
-  /** Time for the save retries (default: Node's timers). */
+  /** Time for the answers' streams — delta batching, the budget and save ticker, tokens/s — and the save retries (default: Node's timers; tests drive a manual one). */
   scheduler?: Scheduler;
 }
 
@@ -85,11 +85,13 @@ export class ChatService {
   private readonly answers = new Set<ActiveAnswer>();
   private readonly queue: EngineQueue;
   private readonly saves: AnswerSaves;
+  private readonly scheduler: Scheduler;
   private disposed = false;
 
   constructor(private readonly deps: ChatServiceDeps) {
     this.queue = deps.queue ?? new EngineQueue();
-    this.saves = new AnswerSaves(deps.store, deps.emit, deps.scheduler);
+    this.scheduler = deps.scheduler ?? realScheduler;
+    this.saves = new AnswerSaves(deps.store, deps.emit, this.scheduler);
   }
 
   /** Whether an answer is being generated or waits for the engine. */
@@ -410,25 +412,25 @@ export class ChatService {
     const messageId = message.id;
     let generated = 0; // by this run (the budget's estimate adds these)
     const before = base?.stats?.generatedTokens ?? 0;
-    const rate = new DecodeRate();
+    const rate = new DecodeRate(this.scheduler.now);
     const deltas = new DeltaBatcher((text, reasoning) => {
       const tokensPerSec = rate.perSec();
       emit('answerDelta', { conversationId, messageId, text, ...(reasoning ? { reasoning } : {}), generatedTokens: before + generated, ...(tokensPerSec !== null ? { tokensPerSec } : {}) });
-    }, DELTA_INTERVAL_MS);
+    }, DELTA_INTERVAL_MS, this.scheduler);
     if (base) deltas.resume(base.content, base.reasoning ?? '');
     answer.deltas = deltas;
     const writer = (answer.writer = this.saves.writer(conversationId, messageId));
     // The saver is asked on every budget tick, so "due" is half a tick early to keep the 1 s bound.
     // Both texts only grow, so their joined lengths' change is a change of either. A write the disk
     // refuses stays with the writer, which retries it (and any newer text) on its own.
-    const saver = new PeriodicSaver(() => writer.save({ content: deltas.text, reasoning: deltas.reasoning }), PERSIST_INTERVAL_MS - BUDGET_INTERVAL_MS / 2);
+    const saver = new PeriodicSaver(() => writer.save({ content: deltas.text, reasoning: deltas.reasoning }), PERSIST_INTERVAL_MS - BUDGET_INTERVAL_MS / 2, this.scheduler.now);
     let budgetReportedAt = 0; // begin() sent the budget with 0 generated tokens
-    const ticker = setInterval(() => {
+    const ticker = every(this.scheduler, BUDGET_INTERVAL_MS, () => {
       saver.maybeSave(`${deltas.reasoning.length}:${deltas.text.length}`);
       if (generated === budgetReportedAt) return;
       budgetReportedAt = generated;
       emit('budgetChanged', this.deps.budget.estimate(budget, generated, Boolean(request.contextShift)));
-    }, BUDGET_INTERVAL_MS);
+    });
 
     let end: StreamEnd;
     try {
@@ -440,7 +442,7 @@ export class ChatService {
       if (e instanceof ServiceError && e.code === 'CANCELLED') end = { stoppedWhileWaiting: true };
       else end = { failure: isCrash(e) ? { message: CRASH_MESSAGE, crashed: true } : { message: firstLine(e), crashed: false } };
     } finally {
-      clearInterval(ticker);
+      ticker.stop();
     }
     deltas.flush();
     const state = finalState(end, deltas.sent, deltas.sentReasoning);

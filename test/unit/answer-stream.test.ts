@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { DecodeRate, DeltaBatcher, finalState, PeriodicSaver, type DoneEvent } from '../../main/services/answer-stream.ts';
+import { DecodeRate, DeltaBatcher, every, finalState, PeriodicSaver, type DoneEvent } from '../../main/services/answer-stream.ts';
 import { ManualScheduler } from '../helpers/manual-scheduler.ts';
 import { mulberry32 } from '../helpers/prng.ts';
 import type { GenerationStats } from '../../main/engine/generate/types.ts';
@@ -170,4 +170,16 @@ test('DeltaBatcher.resume: the text an answer had counts as sent; deltas carry o
   assert.equal(b.sent, 'Once upon a time');
   assert.equal(b.text, 'Once upon a time');
   assert.equal(b.sentReasoning, 'hmm');
+});
+
+test('every: ticks at each interval on the injected scheduler, re-armed after each run, never after stop', () => {
+  const clock = new ManualScheduler();
+  const at: number[] = [];
+  const ticker = every(clock, 250, () => at.push(clock.now()));
+  clock.advance(1000);
+  assert.deepEqual(at, [250, 500, 750, 1000]);
+  ticker.stop();
+  clock.advance(1000);
+  assert.equal(at.length, 4);
+  assert.equal(clock.pending, 0, 'no timer left armed');
 });
