@@ -6,7 +6,8 @@
  * "Saved"; the meter, the prompt and the exports follow them (renderer/lib/chat-settings.ts).
  */
 import { useRef, useState } from 'react';
-import { CHAT_SETTING_KEYS, type ChatSettings } from '../../main/contract/types.ts';
+import { CHAT_SETTING_KEYS } from '../../main/contract/chat-setting-keys.ts';
+import type { ChatSettings } from '../../main/contract/types.ts';
 import { useChat, useConversations, useModel, useSettings, useStores } from '../hooks.ts';
 import { Field, FIELDS, NumberField, type NumberFieldSpec } from './fields.tsx';
 import { presetOf, SaveStatus, SystemPromptText } from './SystemPromptPresets.tsx';
