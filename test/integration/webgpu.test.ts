@@ -8,7 +8,7 @@
  *     gpu-graph, no FusedMatMul; with the float32 CPU graph the 35 FusedMatMul stay on the CPU);
  *   - no adapter (the Vulkan loader pointed at no driver, VK_ICD_FILENAMES): `--ep auto` falls
  *     back to the CPU with its note; `--ep webgpu` says why and runs on the CPU;
- *   - a model the WebGPU kernels refuse at load (Q4_0 today: GatherBlockQuantized) runs on the
+ *   - a model the WebGPU kernels would refuse at load (as Q4_0 once was: GatherBlockQuantized) runs on the
  *     CPU after a note instead of failing.
  * They run on the native backend (the default), whose KV cache lives in WebGPU buffers.
  * Without any Vulkan adapter the WebGPU tests fail saying so (they are not skipped).
