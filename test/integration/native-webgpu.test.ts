@@ -10,11 +10,12 @@
  *     in WebGPU buffers, gives the JS backend's tokens on WebGPU through the same script;
  *   - the KV tensors live in ONNX Runtime's WebGPU buffer memory, and a warm decode step binds,
  *     allocates and copies nothing of the KV cache (the addon's counters: only `runs` moves);
- *     a growth binds once and copies each layer's keys and values once, on the device.
+ *     a growth binds once and copies each layer's keys and values once, on the device: the copy
+ *     graph's nodes are all placed on WebGPU (ONNX Runtime's placement log).
  * Without a Vulkan adapter these fail saying so (they are not skipped).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
@@ -23,9 +24,11 @@ import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import { resolveModel } from '../../main/engine/model/bundle.ts';
 import { graphTarget } from '../../main/engine/model/graph-target.ts';
+import { buildKvCopyGraph } from '../../main/engine/model/kv-copy-graph.ts';
 import { NativeDecoderSession } from '../../main/engine/model/native-session.ts';
 import { assertSameScript, kvScript } from '../helpers/kv-script.ts';
 import { argmax } from '../helpers/onnx-runner.ts';
+import { placementLog } from '../helpers/ort-placement.ts';
 import { GGUF_DIR, STORIES_BIN } from '../helpers/paths.ts';
 
 const cacheDir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-native-webgpu-'));
@@ -104,6 +107,14 @@ test('native backend on webgpu: the KV tensors are WebGPU buffers; a warm decode
     assert.equal(after16.kvCopies, grown.kvCopies + tensors, 'a growth copies each tensor once on the device');
   } finally {
     await session.dispose();
+  }
+});
+
+test("the KV copy graph (float32, float16) is placed wholly on WebGPU by ONNX Runtime's own placement log: a growth never leaves the device", () => {
+  for (const dtype of ['float32', 'float16'] as const) {
+    const file = path.join(cacheDir, `kv-copy-${dtype}.onnx`);
+    writeFileSync(file, buildKvCopyGraph(dtype));
+    assert.deepEqual(placementLog(file), { cpu: 0, webgpu: 2 }, dtype);
   }
 });
 
