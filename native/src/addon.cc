@@ -3,7 +3,8 @@
 //   vulkanDevices(): { name: string, type: string }[]   this machine's Vulkan devices (throws without a loader)
 //   new NativeDecoder(modelPath, { executionProvider: 'cpu'|'webgpu'|'cuda', numLayers, numKvHeads,
 //                     headDim, vocabSize, rotaryHalf, logits: Float32Array(vocabSize),
-//                     copyModel?: Uint8Array, profilePrefix?: string })
+//                     kvDtype?: 'float32'|'float16', copyModel?: Uint8Array, profilePrefix?: string })
+//                     kvDtype: the graph's past/present dtype (default float32)
 //                     copyModel: the KV copy graph (kv-copy-graph.ts), needed for 'webgpu'/'cuda'
 //     .executionProvider: 'cpu'|'webgpu'|'cuda'    .fallbackReason: string|null
 //     .endProfiling(): string             stops the profiler (profilePrefix given), returns its file
@@ -123,8 +124,12 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
     }
     std::string modelPath = info[0].As<Napi::String>();
     Napi::Object o = info[1].As<Napi::Object>();
+    std::string kvDtype = o.Has("kvDtype") && !o.Get("kvDtype").IsUndefined() ? o.Get("kvDtype").ToString().Utf8Value() : "float32";
+    if (kvDtype != "float32" && kvDtype != "float16") {
+      ThrowAs(env, "ORT_ARG", "kvDtype must be 'float32' or 'float16', got '" + kvDtype + "'");
+    }
     DecoderShape shape{PositiveInt(o, "numLayers"), PositiveInt(o, "numKvHeads"), PositiveInt(o, "headDim"),
-                       PositiveInt(o, "vocabSize"), PositiveInt(o, "rotaryHalf")};
+                       PositiveInt(o, "vocabSize"), PositiveInt(o, "rotaryHalf"), kvDtype == "float16"};
     std::string ep = o.Get("executionProvider").ToString();
     if (ep != "cpu" && ep != "webgpu" && ep != "cuda") {
       ThrowAs(env, "ORT_ARG", "executionProvider must be 'cpu', 'webgpu' or 'cuda', got '" + ep + "'");

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "half.h"
 #include "ort_runtime.h"
 
 namespace ropewalk {
@@ -21,7 +22,10 @@ const char* DeviceMemoryName(const std::string& ep) { return ep == "cuda" ? "Cud
 
 Decoder::Decoder(const std::string& modelPath, const DecoderShape& shape, const std::string& ep, CopyModel copyModel,
                  const std::string& profilePrefix, float* logits)
-    : shape_(shape), logits_(logits) {
+    : shape_(shape),
+      logits_(logits),
+      kvType_(shape.kvFloat16 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 : ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT),
+      kvElem_(shape.kvFloat16 ? 2 : 4) {
   const OrtApi& api = Ort();
   SharedEnv();  // ORT's default logger, which the CUDA provider options already use, lives in the env
   if (ep != "cpu") {
@@ -129,18 +133,17 @@ void Decoder::BindValue(const char* name, OrtValue* value, bool asOutput) {
   Check(status, asOutput ? "BindOutput" : "BindInput");
 }
 
-float* Decoder::HostData(OrtValue* value) const {
+char* Decoder::HostData(OrtValue* value) const {
   void* data = nullptr;
   Check(Ort().GetTensorMutableData(value, &data), "GetTensorMutableData");
-  return static_cast<float*>(data);
+  return static_cast<char*>(data);
 }
 
-// One KV tensor [1][Hkv][capacity][headDim] float32 from the allocator of the memory it lives in.
+// One KV tensor [1][Hkv][capacity][headDim] of the KV dtype from the allocator of its memory.
 OrtValue* Decoder::NewKv(int64_t capacity) {
   const int64_t dims[4] = {1, shape_.numKvHeads, capacity, shape_.headDim};
   OrtValue* value = nullptr;
-  Check(Ort().CreateTensorAsOrtValue(OnDevice() ? deviceAllocator_ : hostAllocator_, dims, 4,
-                                     ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &value),
+  Check(Ort().CreateTensorAsOrtValue(OnDevice() ? deviceAllocator_ : hostAllocator_, dims, 4, kvType_, &value),
         "CreateTensorAsOrtValue(KV cache)");
   stats_.kvAllocs++;
   return value;
@@ -150,14 +153,18 @@ OrtValue* Decoder::NewKv(int64_t capacity) {
 // device's allocator hands out reused buffers).
 void Decoder::ZeroKv(OrtValue* kv, int64_t capacity) {
   if (!OnDevice()) {
-    std::memset(HostData(kv), 0, static_cast<size_t>(shape_.numKvHeads * capacity * shape_.headDim) * sizeof(float));
+    std::memset(HostData(kv), 0, static_cast<size_t>(shape_.numKvHeads * capacity * shape_.headDim) * kvElem_);
     return;
   }
-  std::vector<float> zeroRow(static_cast<size_t>(shape_.numKvHeads * shape_.headDim), 0.0f);
-  const int64_t dims[4] = {1, shape_.numKvHeads, 1, shape_.headDim};
-  OrtValue* src = Wrap(hostInfo_, zeroRow.data(), zeroRow.size() * sizeof(float), dims, 4, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT);
-  Owned<OrtValue> owned(src, Ort().ReleaseValue);
-  copier_->Copy(src, 1, capacity, kv);
+  std::vector<char> zeroRow(static_cast<size_t>(shape_.numKvHeads * shape_.headDim) * kvElem_, 0);  // 0 bits: +0.0
+  Owned<OrtValue> src(WrapStaging(zeroRow, 1), Ort().ReleaseValue);
+  copier_->Copy(src.get(), 1, capacity, kv);
+}
+
+// Host bytes [1][Hkv][length][headDim] of the KV dtype, wrapped as a tensor (for the copy graph).
+OrtValue* Decoder::WrapStaging(std::vector<char>& bytes, int64_t length) {
+  const int64_t dims[4] = {1, shape_.numKvHeads, length, shape_.headDim};
+  return Wrap(hostInfo_, bytes.data(), bytes.size(), dims, 4, kvType_);
 }
 
 // Rows [0, rows) of each head from src (capacity srcCapacity) into dst (dstCapacity), the rest of
@@ -165,12 +172,12 @@ void Decoder::ZeroKv(OrtValue* kv, int64_t capacity) {
 void Decoder::CopyRows(OrtValue* src, int64_t srcCapacity, OrtValue* dst, int64_t dstCapacity, int64_t rows) {
   if (rows == 0) return ZeroKv(dst, dstCapacity);
   if (OnDevice()) return copier_->Copy(src, rows, dstCapacity, dst);
-  const int64_t hd = shape_.headDim;
-  const float* s = HostData(src);
-  float* d = HostData(dst);
-  std::memset(d, 0, static_cast<size_t>(shape_.numKvHeads * dstCapacity * hd) * sizeof(float));
+  const size_t rowBytes = static_cast<size_t>(shape_.headDim) * kvElem_;
+  const char* s = HostData(src);
+  char* d = HostData(dst);
+  std::memset(d, 0, static_cast<size_t>(shape_.numKvHeads * dstCapacity) * rowBytes);
   for (int64_t h = 0; h < shape_.numKvHeads; h++) {
-    std::memcpy(d + h * dstCapacity * hd, s + h * srcCapacity * hd, static_cast<size_t>(rows * hd) * sizeof(float));
+    std::memcpy(d + h * dstCapacity * rowBytes, s + h * srcCapacity * rowBytes, static_cast<size_t>(rows) * rowBytes);
   }
 }
 
@@ -241,33 +248,69 @@ void Decoder::Run() {
 void Decoder::CopyOut(int64_t length, float* host) { CopyHost(true, length, host); }
 void Decoder::CopyIn(int64_t length, const float* host) { CopyHost(false, length, const_cast<float*>(host)); }
 
-// Per KV tensor, between it (stride capacity) and its part of the compact host layout (stride
-// length): memcpy on the host; on a device the copy graph with the host side wrapped.
+// Every KV tensor to or from its part of the compact float32 host layout (stride length).
 void Decoder::CopyHost(bool out, int64_t length, float* host) {
   if (length < 0 || length > capacity_) {
     throw std::invalid_argument("KV copy of " + std::to_string(length) + " positions from a cache of capacity " +
                                 std::to_string(capacity_));
   }
   if (length == 0) return;
-  const int64_t hd = shape_.headDim;
-  const int64_t compact = shape_.numKvHeads * length * hd;
-  const int64_t dims[4] = {1, shape_.numKvHeads, length, hd};
+  const int64_t compact = shape_.numKvHeads * length * shape_.headDim;
   for (size_t i = 0; i < kv_.size(); i++) {
     float* part = host + static_cast<int64_t>(i) * compact;
-    if (OnDevice()) {
-      OrtValue* wrapped = Wrap(hostInfo_, part, static_cast<size_t>(compact) * sizeof(float), dims, 4, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT);
-      Owned<OrtValue> owned(wrapped, Ort().ReleaseValue);
-      if (out) copier_->Copy(kv_[i], length, length, wrapped);
-      else copier_->Copy(wrapped, length, capacity_, kv_[i]);
-      continue;
-    }
-    float* data = HostData(kv_[i]);
-    for (int64_t h = 0; h < shape_.numKvHeads; h++) {
-      float* row = data + h * capacity_ * hd;
-      float* packed = part + h * length * hd;
-      std::memcpy(out ? packed : row, out ? row : packed, static_cast<size_t>(length * hd) * sizeof(float));
-    }
+    if (out) ReadCompact(i, length, part);
+    else WriteCompact(i, length, part);
   }
+}
+
+// Rows [0, length) of KV tensor i as float32 [Hkv][length][headDim]: on a device through a host
+// staging tensor of the KV dtype (the copy graph), on the host straight from its rows.
+void Decoder::ReadCompact(size_t i, int64_t length, float* out) {
+  const int64_t hd = shape_.headDim;
+  const size_t n = static_cast<size_t>(length * hd);  // elements per head
+  std::vector<char> staging;
+  const char* src = nullptr;
+  int64_t stride = capacity_;
+  if (OnDevice()) {
+    staging.resize(static_cast<size_t>(shape_.numKvHeads) * n * kvElem_);
+    Owned<OrtValue> wrapped(WrapStaging(staging, length), Ort().ReleaseValue);
+    copier_->Copy(kv_[i], length, length, wrapped.get());
+    src = staging.data();
+    stride = length;
+  } else {
+    src = HostData(kv_[i]);
+  }
+  for (int64_t h = 0; h < shape_.numKvHeads; h++) {
+    const char* row = src + static_cast<size_t>(h * stride * hd) * kvElem_;
+    float* dst = out + h * length * hd;
+    if (kvElem_ == 4) std::memcpy(dst, row, n * sizeof(float));
+    else for (size_t j = 0; j < n; j++) dst[j] = HalfToFloat(reinterpret_cast<const uint16_t*>(row)[j]);
+  }
+}
+
+// The reverse of ReadCompact (a device tensor's rows past `length` come back zero).
+void Decoder::WriteCompact(size_t i, int64_t length, const float* in) {
+  const int64_t hd = shape_.headDim;
+  const size_t n = static_cast<size_t>(length * hd);
+  std::vector<char> staging;
+  char* dst = nullptr;
+  int64_t stride = capacity_;
+  if (OnDevice()) {
+    staging.resize(static_cast<size_t>(shape_.numKvHeads) * n * kvElem_);
+    dst = staging.data();
+    stride = length;
+  } else {
+    dst = HostData(kv_[i]);
+  }
+  for (int64_t h = 0; h < shape_.numKvHeads; h++) {
+    char* row = dst + static_cast<size_t>(h * stride * hd) * kvElem_;
+    const float* src = in + h * length * hd;
+    if (kvElem_ == 4) std::memcpy(row, src, n * sizeof(float));
+    else for (size_t j = 0; j < n; j++) reinterpret_cast<uint16_t*>(row)[j] = FloatToHalf(src[j]);
+  }
+  if (!OnDevice()) return;
+  Owned<OrtValue> wrapped(WrapStaging(staging, length), Ort().ReleaseValue);
+  copier_->Copy(wrapped.get(), length, capacity_, kv_[i]);
 }
 
 void Decoder::Shift(int64_t keep, int64_t drop, int64_t length, const float* cos, const float* sin, bool interleaved,
@@ -278,22 +321,20 @@ void Decoder::Shift(int64_t keep, int64_t drop, int64_t length, const float* cos
                                 std::to_string(length) + " positions (capacity " + std::to_string(capacity_) +
                                 ", rotary dims " + std::to_string(rotaryDim) + ") is out of range");
   }
-  if (!OnDevice()) {
+  if (!OnDevice() && kvElem_ == 4) {
     for (size_t i = 0; i < kv_.size(); i++) {
-      ShiftTensor(HostData(kv_[i]), capacity_, i % 2 == 0, keep, drop, length, cos, sin, interleaved, rotaryDim);
+      float* data = reinterpret_cast<float*>(HostData(kv_[i]));
+      ShiftTensor(data, capacity_, i % 2 == 0, keep, drop, length, cos, sin, interleaved, rotaryDim);
     }
     return;
   }
-  // Rare (once per context shift) and O(length): a host round trip keeps one implementation.
-  const int64_t compact = shape_.numKvHeads * length * shape_.headDim;
-  std::vector<float> host(static_cast<size_t>(compact));
-  const int64_t dims[4] = {1, shape_.numKvHeads, length, shape_.headDim};
-  OrtValue* wrapped = Wrap(hostInfo_, host.data(), host.size() * sizeof(float), dims, 4, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT);
-  Owned<OrtValue> owned(wrapped, Ort().ReleaseValue);
+  // A device's or float16 rows: rare (once per context shift) and O(length), so a float32 host
+  // round trip keeps one implementation.
+  std::vector<float> host(static_cast<size_t>(shape_.numKvHeads * length * shape_.headDim));
   for (size_t i = 0; i < kv_.size(); i++) {
-    copier_->Copy(kv_[i], length, length, wrapped);
+    ReadCompact(i, length, host.data());
     ShiftTensor(host.data(), length, i % 2 == 0, keep, drop, length, cos, sin, interleaved, rotaryDim);
-    copier_->Copy(wrapped, length, capacity_, kv_[i]);
+    WriteCompact(i, length, host.data());
   }
 }
 

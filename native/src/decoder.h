@@ -2,12 +2,12 @@
 //
 // Graph contract (main/engine/model/io-names.ts): input_ids int64 [1, T], rope_cos/rope_sin
 // float32 [T, R/2], seqlens_k int32 [1] = P+T-1, total_seq_len int32 [] = P+T,
-// past_key_i/past_value_i float32 [1, Hkv, C, headDim] (BNSH), outputs logits float32 [1, V] and
+// past_key_i/past_value_i float32 or float16 (the graph's KV dtype) [1, Hkv, C, headDim] (BNSH), outputs logits float32 [1, V] and
 // present_key_i/present_value_i, which are bound to the SAME OrtValues as past_*, so
 // GroupQueryAttention writes only rows [P, P+T) in place and nothing of the cache moves per step.
 //
 // Memory, by execution provider:
-//   - KV: one tensor per layer and key/value [1][Hkv][C][headDim] float32, owned here. CPU:
+//   - KV: one tensor per layer and key/value [1][Hkv][C][headDim] of the KV dtype, owned here. CPU:
 //     ONNX Runtime's CPU allocator (64-byte aligned), zeroed. CUDA ("Cuda") and WebGPU
 //     ("WebGPU_Buf"): the session's allocator for that device memory, so the kernels read and
 //     write them in place (on WebGPU a tensor's data is a buffer handle, not an address: one
@@ -38,6 +38,7 @@ struct DecoderShape {
   int64_t headDim;
   int64_t vocabSize;
   int64_t rotaryHalf;  // R/2, columns of rope_cos / rope_sin
+  bool kvFloat16;      // KV tensors (past/present) float16 rather than float32
 };
 
 /** What the decoder has done since it opened (tests read it: a warm decode step moves nothing). */
@@ -117,8 +118,9 @@ class Decoder {
 
   /**
    * Copies rows [0, length) of every layer's keys and values to/from `host`, laid out compactly
-   * [numLayers][2 (key, value)][Hkv][length][headDim] float32 (what the engine keeps in memory for
-   * a conversation it switched away from). CopyIn needs Capacity() >= length.
+   * [numLayers][2 (key, value)][Hkv][length][headDim] float32 whatever the KV dtype (what the
+   * engine keeps in memory for a conversation it switched away from; float16 KV is converted,
+   * round to nearest even). CopyIn needs Capacity() >= length.
    * @throws std::invalid_argument when length > Capacity(); OrtError for a failed device copy.
    */
   void CopyOut(int64_t length, float* host);
@@ -130,8 +132,11 @@ class Decoder {
   void BindKv(const std::vector<OrtValue*>& kv);
   OrtValue* NewKv(int64_t capacity);
   void ZeroKv(OrtValue* kv, int64_t capacity);
-  float* HostData(OrtValue* value) const;
+  char* HostData(OrtValue* value) const;
   void CopyRows(OrtValue* src, int64_t srcCapacity, OrtValue* dst, int64_t dstCapacity, int64_t rows);
+  void ReadCompact(size_t i, int64_t length, float* out);
+  void WriteCompact(size_t i, int64_t length, const float* in);
+  OrtValue* WrapStaging(std::vector<char>& bytes, int64_t length);
   void CopyHost(bool out, int64_t length, float* host);
   void ShiftTensor(float* t, int64_t stride, bool isKey, int64_t keep, int64_t drop, int64_t length, const float* cos,
                    const float* sin, bool interleaved, int64_t rotaryDim) const;
@@ -150,7 +155,9 @@ class Decoder {
   OrtMemoryInfo* deviceInfo_ = nullptr;      // CUDA / WebGPU only
   OrtAllocator* deviceAllocator_ = nullptr;  // CUDA / WebGPU only: the session's, for deviceInfo_
   std::unique_ptr<KvCopier> copier_;         // CUDA / WebGPU only
-  std::vector<OrtValue*> kv_;  // [layer*2 + (0 key | 1 value)]: [1][Hkv][C][headDim] float32
+  ONNXTensorElementDataType kvType_;  // FLOAT or FLOAT16
+  size_t kvElem_;                     // bytes per KV element: 4 or 2
+  std::vector<OrtValue*> kv_;  // [layer*2 + (0 key | 1 value)]: [1][Hkv][C][headDim] of kvType_
   int64_t capacity_ = 0;
   DecoderStats stats_;
   std::vector<int64_t> tokenIds_;  // input_ids [1, T], reused across steps

@@ -8,7 +8,7 @@
  * after the run minus before the load: `nvidia-smi` for NVIDIA, sysfs `mem_info_vram_used` for
  * AMD; "n/a" where neither can be read), and beside them the bound a decode step cannot beat:
  * memory bandwidth ÷ bytes read per token (resident weights + the KV cache's keys and values of
- * C positions, float32), as tokens/s, and the share of it reached.
+ * C positions, in the graph's KV dtype: float16 on CUDA), as tokens/s, and the share of it reached.
  *
  * Bandwidth: `--bandwidth GB/s`, else looked up by the GPU's name in BANDWIDTH_GBS (vendors'
  * spec sheets), else not shown. Model: `--model` (anything `npm run chat` opens), else a
@@ -24,6 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
+import { kvElementBytes } from '../../main/engine/cache/kv-cache.ts';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import type { GenerationStats } from '../../main/engine/generate/types.ts';
 import { parseExecutionProvider } from '../../main/engine/model/ep-choice.ts';
@@ -107,7 +108,7 @@ async function measure(ep: ExecutionProvider, model: string, cacheDir: string, m
     }
     const bandwidth = ep === 'cpu' ? flagBandwidth : (flagBandwidth ?? bandwidthFor(info.adapter));
     const c = engine.manifest.config;
-    const kvBytesPerPosition = c.numLayers * 2 * c.numKvHeads * c.headDim * 4;
+    const kvBytesPerPosition = c.numLayers * 2 * c.numKvHeads * c.headDim * kvElementBytes(engine.manifest.dtype === 'float16' ? 'float16' : 'float32');
     for (const ctx of contexts) {
       const s = await answer(engine, ctx - decode, decode);
       const perToken = info.weights.residentBytes + kvBytesPerPosition * s.contextUsed;
@@ -115,6 +116,7 @@ async function measure(ep: ExecutionProvider, model: string, cacheDir: string, m
       const mem = gpuMemoryUsed();
       rows.push([
         ep,
+        info.backend,
         (info.adapter ?? '?').slice(0, 28),
         loadS.toFixed(2),
         String(s.contextUsed),
@@ -154,7 +156,7 @@ async function main(): Promise<void> {
     const cacheDir = path.join(tmp, 'cache');
     const maxContext = Math.max(...contexts) + decode + 16;
     console.log(`model ${path.basename(model)}; contexts ${contexts.join(', ')}; ${decode} decode tokens; greedy`);
-    const head = ['EP', 'GPU', 'load s', 'context', 'TTFT ms', 'prefill tok/s', 'decode tok/s', 'bound tok/s', 'of bound', 'GPU mem'];
+    const head = ['EP', 'backend', 'GPU', 'load s', 'context', 'TTFT ms', 'prefill tok/s', 'decode tok/s', 'bound tok/s', 'of bound', 'GPU mem'];
     const rows: string[][] = [];
     for (const ep of eps) {
       try {
@@ -167,7 +169,7 @@ async function main(): Promise<void> {
     const line = (r: string[]) => r.map((x, i) => x.padStart(widths[i])).join('  ');
     console.log(line(head));
     for (const r of rows) console.log(line(r));
-    console.log('bound: bandwidth ÷ (resident weights + float32 KV of the context) per decoded token; "—": bandwidth unknown (--bandwidth GB/s)');
+    console.log('bound: bandwidth ÷ (resident weights + the KV of the context, in the graph\'s dtype) per decoded token; "—": bandwidth unknown (--bandwidth GB/s)');
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }

@@ -9,7 +9,8 @@
  * Teacher-forced along the float32 reference's greedy path for 64 steps after a prompt: the
  * float16 graph's top-1 token agrees at >= 95 % of steps and the log-probabilities of the float32
  * top-8 stay within 2e-2 (stories260K, a synthetic Qwen3, Q8_0; Q4_0 and Q5_1 measure past it:
- * see BOUND). Both run on the JS backend (host KV, float16 rows).
+ * see BOUND). Both run on the JS backend (host KV, float16 rows); the native backend's float16
+ * KV tensors give the JS backend's tokens.
  * Not checked here: the same graph on CUDA's own float16 kernels (no GPU).
  */
 import assert from 'node:assert/strict';
@@ -23,6 +24,7 @@ import { Engine } from '../../main/engine/generate/engine.ts';
 import { resolveModel } from '../../main/engine/model/bundle.ts';
 import { CUDA_FLOAT32_REFERENCE, graphTarget, type GraphTarget } from '../../main/engine/model/graph-target.ts';
 import { DecoderSession } from '../../main/engine/model/js-session.ts';
+import { assertSameScript, kvScript } from '../helpers/kv-script.ts';
 import { argmax } from '../helpers/onnx-runner.ts';
 import { GGUF_DIR, STORIES_BIN } from '../helpers/paths.ts';
 import { writeSyntheticCheckpoint } from '../helpers/synthetic-hf.ts';
@@ -129,14 +131,19 @@ for (const m of MODELS) {
   });
 }
 
-test('the engine loads a float16 graph (graphDtype) on the JS backend, saying why', async () => {
-  const f16 = await Engine.load(STORIES_BIN, { cacheDir, graphDtype: 'float16' });
+test('the float16 graph on the native backend (float16 KV tensors) gives the greedy tokens of the JS backend through KV growths, context shifts, prefix reuse and a conversation switch', async (t) => {
+  const opts = { cacheDir, graphDtype: 'float16' as const, maxContext: 64 };
+  const js = await Engine.load(STORIES_BIN, { ...opts, backend: 'js' });
+  const native = await Engine.load(STORIES_BIN, { ...opts, backend: 'native' });
   try {
-    assert.equal(f16.info.executionProvider, 'cpu');
-    assert.equal(f16.manifest.dtype, 'float16');
-    assert.equal(f16.info.backend, 'js', 'the native addon keeps float32 KV tensors; a float16 graph runs on the JS backend');
-    assert.match(f16.info.fallbackReason ?? '', /float16/);
+    assert.equal(native.manifest.dtype, 'float16');
+    assert.equal(native.info.backend, 'native', String(native.sessionInfo.fallbackReason));
+    assert.equal(native.sessionInfo.fallbackReason, null);
+    assert.equal(js.info.backend, 'js');
+    const n = assertSameScript(await kvScript(js), await kvScript(native));
+    t.diagnostic(`float16 graph: ${n} greedy tokens equal on both backends`);
   } finally {
-    await f16.dispose();
+    await native.dispose();
+    await js.dispose();
   }
 });

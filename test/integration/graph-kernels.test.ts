@@ -18,6 +18,7 @@ import { quantizeLinearWeights } from '../../main/engine/model/gguf/quantized-we
 import { CPU_TARGET, CUDA_FLOAT32_REFERENCE, EXECUTION_PROVIDERS, graphTarget } from '../../main/engine/model/graph-target.ts';
 import { importHuggingFace } from '../../main/engine/model/import-hf.ts';
 import { importLlama2c } from '../../main/engine/model/import-llama2c.ts';
+import { buildKvCopyGraph } from '../../main/engine/model/kv-copy-graph.ts';
 import type { ModelConfig, WeightSources } from '../../main/engine/model/manifest.ts';
 import { kernelViolations, nodeTypes, opCounts } from '../helpers/graph-kernels.ts';
 import { GGUF_DIR, STORIES_BIN } from '../helpers/paths.ts';
@@ -98,6 +99,12 @@ test('the float32 reference of the cuda graph is the cuda graph but for its floa
     assert.equal(nodeTypes(built).values.get('past_key_0'), 'float', m.name);
     const levels = onnx.ModelProto.decode(built).graph!.node!.filter((n) => n.opType === 'MatMulNBits').map((n) => Number(n.attribute!.find((a) => a.name === 'accuracy_level')!.i));
     assert.deepEqual([...new Set(levels)], levels.length ? [0] : [], m.name);
+  }
+});
+
+test("the native addon's KV copy graph (Slice + Pad), float32 and float16, has a kernel for every node on cuda and webgpu", () => {
+  for (const dtype of ['float32', 'float16'] as const) {
+    for (const ep of ['cuda', 'webgpu'] as const) assert.deepEqual(kernelViolations(buildKvCopyGraph(dtype), ep), [], `${dtype} on ${ep}`);
   }
 });
 

@@ -113,7 +113,7 @@ test('one ONNX Runtime per process: both backends share onnxruntime-node\'s libr
   assert.equal(libs.size, 1, [...libs].join(', '));
 });
 
-test('bad input: an unreadable model is ModelLoadError quoting the file; a step past the capacity is SessionRunError', async () => {
+test('bad input: an unreadable model is ModelLoadError quoting the file, so is an unknown KV dtype; a step past the capacity is SessionRunError', async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-native-bad-'));
   try {
     const bad = path.join(dir, 'model.onnx');
@@ -126,6 +126,12 @@ test('bad input: an unreadable model is ModelLoadError quoting the file; a step 
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+  // A KV dtype the addon does not know: ModelLoadError quoting it (the TypeScript type forbids it; a caller's cast does not).
+  await assert.rejects(NativeDecoderSession.create(bundle.modelPath, bundle.manifest.config, 'cpu', 'bfloat16' as 'float16'), (e: unknown) => {
+    assert.ok(e instanceof ModelLoadError);
+    assert.match(e.message, /kvDtype must be 'float32' or 'float16', got 'bfloat16'/);
+    return true;
+  });
   const native = await NativeDecoderSession.create(bundle.modelPath, bundle.manifest.config);
   try {
     const c = bundle.manifest.config;

@@ -6,57 +6,40 @@
  *     tokens at a max context of 64 (KV growths 8 → 64, context shifts), a follow-up that reuses
  *     the first answer's prefix, and a return to it after another prompt (its KV rows copied out
  *     of the WebGPU buffers and back in);
+ *   - the float16 WebGPU graph (lavapipe has shader-f16): the native backend, float16 KV tensors
+ *     in WebGPU buffers, gives the JS backend's tokens on WebGPU through the same script;
  *   - the KV tensors live in ONNX Runtime's WebGPU buffer memory, and a warm decode step binds,
  *     allocates and copies nothing of the KV cache (the addon's counters: only `runs` moves);
- *     a growth binds once and copies each layer's keys and values once, on the device.
+ *     a growth binds once and copies each layer's keys and values once, on the device: the copy
+ *     graph's nodes are all placed on WebGPU (ONNX Runtime's placement log).
  * Without a Vulkan adapter these fail saying so (they are not skipped).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { KvCache } from '../../main/engine/cache/kv-cache.ts';
 import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
 import { Engine } from '../../main/engine/generate/engine.ts';
-import type { GenerationEvent, GenerationRequest } from '../../main/engine/generate/types.ts';
 import { resolveModel } from '../../main/engine/model/bundle.ts';
 import { graphTarget } from '../../main/engine/model/graph-target.ts';
+import { buildKvCopyGraph } from '../../main/engine/model/kv-copy-graph.ts';
 import { NativeDecoderSession } from '../../main/engine/model/native-session.ts';
+import { assertSameScript, kvScript } from '../helpers/kv-script.ts';
 import { argmax } from '../helpers/onnx-runner.ts';
+import { placementLog } from '../helpers/ort-placement.ts';
 import { GGUF_DIR, STORIES_BIN } from '../helpers/paths.ts';
 
 const cacheDir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-native-webgpu-'));
 after(() => rmSync(cacheDir, { recursive: true, force: true }));
 
-const GREEDY = { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1 };
 const MAX_CONTEXT = 64;
 const MODELS = [
   { name: 'stories260K (llama2.c, float32)', file: STORIES_BIN },
   { name: 'stories260K Q8_0 GGUF', file: path.join(GGUF_DIR, 'stories260K-q8_0.gguf') },
   { name: 'stories260K Q4_0 GGUF', file: path.join(GGUF_DIR, 'stories260K-q4_0.gguf') },
 ];
-const P = 'Once upon a time, there was a little girl named Lily.';
-const OTHER = 'Tom had a big red truck. He liked to drive it around the house and make loud noises.';
-
-async function answer(engine: Engine, prompt: string, maxTokens: number, extra: Partial<GenerationRequest> = {}) {
-  let last: GenerationEvent | undefined;
-  for await (const ev of engine.generate({ prompt, maxTokens, sampler: GREEDY, ignoreEos: true, ...extra })) last = ev;
-  assert.ok(last?.type === 'done' && last.reason === 'length', JSON.stringify(last));
-  return last;
-}
-
-/** One engine's answers to the scripted conversation: long (shifts), follow-up (reuse), switch and back. */
-async function script(engine: Engine) {
-  const long = await answer(engine, P, 100, { contextShift: true });
-  engine.reset();
-  const first = await answer(engine, P, 20);
-  const followUp = `${P}${first.text} The`;
-  const reuse = await answer(engine, followUp, 20);
-  await answer(engine, OTHER, 8);
-  const back = await answer(engine, followUp, 20);
-  return { long, first, reuse, back };
-}
 
 for (const m of MODELS) {
   test(`native backend on webgpu, ${m.name}: the CPU provider's greedy tokens through KV growths, context shifts, prefix reuse and a conversation switch`, async (t) => {
@@ -65,23 +48,30 @@ for (const m of MODELS) {
     try {
       assert.equal(gpu.info.executionProvider, 'webgpu', `no WebGPU adapter here: install Mesa's lavapipe (see .ci/run); ${gpu.sessionInfo.fallbackReason}`);
       assert.equal(gpu.info.backend, 'native', String(gpu.sessionInfo.fallbackReason));
-      const a = await script(cpu);
-      const b = await script(gpu);
-      assert.ok(a.long.stats.contextShifts >= 1 && a.long.tokens.length === 100, `the long answer shifted ${a.long.stats.contextShifts} times`);
-      assert.equal(b.long.stats.contextShifts, a.long.stats.contextShifts);
-      assert.deepEqual(b.long.tokens, a.long.tokens, `WebGPU ${b.long.text}\nCPU    ${a.long.text}`);
-      assert.deepEqual(b.first.tokens, a.first.tokens);
-      assert.ok(b.reuse.stats.reusedTokens >= b.first.stats.promptTokens, `the follow-up reused ${b.reuse.stats.reusedTokens} tokens`);
-      assert.deepEqual(b.reuse.tokens, a.reuse.tokens);
-      assert.equal(b.back.stats.reusedTokens, b.reuse.stats.promptTokens - 1, "back after another prompt: all but the last prompt token reused (the last is run for its logits)");
-      assert.deepEqual(b.back.tokens, a.reuse.tokens, 'the KV rows copied out of the WebGPU buffers and back in changed the answer');
-      t.diagnostic(`${m.name}: ${b.long.tokens.length + b.first.tokens.length + 2 * b.reuse.tokens.length} greedy tokens equal; ${b.long.stats.contextShifts} shifts`);
+      const n = assertSameScript(await kvScript(cpu), await kvScript(gpu));
+      t.diagnostic(`${m.name}: ${n} greedy tokens equal`);
     } finally {
       await gpu.dispose();
       await cpu.dispose();
     }
   });
 }
+
+test('the float16 WebGPU graph (shader-f16) on the native backend, float16 KV in WebGPU buffers: the greedy tokens of the JS backend on WebGPU through the same script', async (t) => {
+  const opts = { cacheDir, graphDtype: 'float16' as const, maxContext: MAX_CONTEXT, executionProvider: 'webgpu' as const };
+  const js = await Engine.load(STORIES_BIN, { ...opts, backend: 'js' });
+  const native = await Engine.load(STORIES_BIN, { ...opts, backend: 'native' });
+  try {
+    assert.equal(native.manifest.dtype, 'float16');
+    for (const e of [js, native]) assert.equal(e.info.executionProvider, 'webgpu', String(e.sessionInfo.fallbackReason));
+    assert.equal(native.info.backend, 'native', String(native.sessionInfo.fallbackReason));
+    const n = assertSameScript(await kvScript(js), await kvScript(native));
+    t.diagnostic(`float16 on WebGPU: ${n} greedy tokens equal on both backends`);
+  } finally {
+    await native.dispose();
+    await js.dispose();
+  }
+});
 
 test('native backend on webgpu: the KV tensors are WebGPU buffers; a warm decode step binds, allocates and copies none of them', async () => {
   const bundle = await resolveModel(STORIES_BIN, cacheDir, undefined, { target: graphTarget('webgpu') });
@@ -117,6 +107,14 @@ test('native backend on webgpu: the KV tensors are WebGPU buffers; a warm decode
     assert.equal(after16.kvCopies, grown.kvCopies + tensors, 'a growth copies each tensor once on the device');
   } finally {
     await session.dispose();
+  }
+});
+
+test("the KV copy graph (float32, float16) is placed wholly on WebGPU by ONNX Runtime's own placement log: a growth never leaves the device", () => {
+  for (const dtype of ['float32', 'float16'] as const) {
+    const file = path.join(cacheDir, `kv-copy-${dtype}.onnx`);
+    writeFileSync(file, buildKvCopyGraph(dtype));
+    assert.deepEqual(placementLog(file), { cpu: 0, webgpu: 2 }, dtype);
   }
 });
 

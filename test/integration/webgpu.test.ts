@@ -8,17 +8,17 @@
  *     gpu-graph, no FusedMatMul; with the float32 CPU graph the 35 FusedMatMul stay on the CPU);
  *   - no adapter (the Vulkan loader pointed at no driver, VK_ICD_FILENAMES): `--ep auto` falls
  *     back to the CPU with its note; `--ep webgpu` says why and runs on the CPU;
- *   - a model the WebGPU kernels refuse at load (Q4_0 today: GatherBlockQuantized) runs on the
+ *   - a model the WebGPU kernels would refuse at load (as Q4_0 once was: GatherBlockQuantized) runs on the
  *     CPU after a note instead of failing.
  * They run on the native backend (the default), whose KV cache lives in WebGPU buffers.
  * Without any Vulkan adapter the WebGPU tests fail saying so (they are not skipped).
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { before, test } from 'node:test';
 import { describeRun, freshCacheDir, parseJsonRun, runChat, type ChatJson } from '../helpers/cli-run.ts';
+import { placementLog } from '../helpers/ort-placement.ts';
 import { GGUF_DIR } from '../helpers/paths.ts';
 
 const PROMPT = 'Once upon a time';
@@ -73,30 +73,6 @@ test('a model WebGPU opens but cannot run (whatever the reason) never fails the 
   else assert.equal(j.stats.executionProvider, 'webgpu');
   assert.deepEqual(j.tokens, cpu.get(q4.name)!.tokens);
 });
-
-/**
- * Compute nodes ONNX Runtime's verbose placement log puts on the CPU provider when it opens
- * `model` on WebGPU (a child process: the log goes to its stderr). Independent of the profiler
- * that `nodesOnCpu` reads.
- */
-function placementLog(model: string): { cpu: number; webgpu: number } {
-  const script = `const ort = require('onnxruntime-node'); ort.InferenceSession.create(${JSON.stringify(model)}, { executionProviders: ['webgpu'], logSeverityLevel: 0, logVerbosityLevel: 0, graphOptimizationLevel: 'all' }).then(() => process.exit(0), (e) => { console.error('ERR ' + e.message); process.exit(1); });`;
-  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', maxBuffer: 1 << 28, env: { ...process.env, XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR || '/tmp' } });
-  assert.equal(r.status, 0, r.stderr.split('\n').find((l) => l.startsWith('ERR ')) ?? 'the placement child failed');
-  let where = '';
-  const n = { cpu: 0, webgpu: 0 };
-  for (const line of `${r.stdout}${r.stderr}`.split('\n')) {
-    const placed = /Node\(s\) placed on \[(\w+)\]/.exec(line);
-    const all = /All nodes placed on \[(\w+)\]\. Number of nodes: (\d+)/.exec(line);
-    if (all && all[1] === 'WebGpuExecutionProvider') n.webgpu += Number(all[2]);
-    if (placed) where = placed[1];
-    else if (/VerifyEachNodeIsAssignedToAnEp\]   (\w+) /.test(line) && !/Memcpy(From|To)Host/.test(line)) {
-      if (where === 'CPUExecutionProvider') n.cpu++;
-      if (where === 'WebGpuExecutionProvider') n.webgpu++;
-    }
-  }
-  return n;
-}
 
 test("nodesOnCpu on WebGPU equals the CPU nodes of ONNX Runtime's own placement log (stories260K)", async () => {
   const j = await onWebGpu(MODELS[0].args);

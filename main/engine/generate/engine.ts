@@ -228,7 +228,7 @@ export class Engine {
   /**
    * `load`, with `gpuNote` saying why a GPU provider was left (then opts ask for the CPU). A GPU
    * provider that opens but cannot run the model at the warm-up (a kernel's own limits, e.g.
-   * WebGPU's GatherBlockQuantized on Q4_0) is left for the CPU, with its reason in the note.
+   * WebGPU's GatherBlockQuantized once refused Q4_0) is left for the CPU, with its reason in the note.
    */
   private static async open(source: string, opts: EngineOptions, gpuNote: string | null): Promise<Engine> {
     if (opts.maxContext !== undefined) validateMaxContext(opts.maxContext);

@@ -56,6 +56,8 @@ export interface NativeDecoderOptions {
   rotaryHalf: number;
   /** float32 [vocabSize], bound once as the logits output; every run overwrites it. */
   logits: Float32Array;
+  /** The graph's past/present element type (default float32); saved copies are float32 either way. */
+  kvDtype?: 'float32' | 'float16';
   /**
    * The KV copy graph (kv-copy-graph.ts, `buildKvCopyGraph`), opened on the same provider: how
    * the addon moves KV rows in device memory. Needed for 'webgpu' and 'cuda'.

@@ -15,6 +15,7 @@ import type { KeyRotation, KvCache } from '../cache/kv-cache.ts';
 import type { DecoderBackend, ExecutionProvider, SessionInfo } from './backend.ts';
 import * as io from './io-names.ts';
 import { ropeColumns, type ModelConfig } from './manifest.ts';
+import type { GraphDtype } from './graph-target.ts';
 import { buildKvCopyGraph } from './kv-copy-graph.ts';
 import { loadNativeAddon, type NativeDecoder, type NativeDecoderStats } from './native-addon.ts';
 import { ensureWebGpuEnvironment } from './ep-choice.ts';
@@ -50,11 +51,12 @@ export class NativeDecoderSession implements DecoderBackend {
 
   /**
    * Opens `model.onnx` through the addon with the requested provider (CUDA or WebGPU fall back
-   * to the CPU with the reason in `info.fallbackReason`).
+   * to the CPU with the reason in `info.fallbackReason`); `kvDtype` is the graph's KV dtype (the
+   * bundle manifest's `dtype`).
    * @throws NativeUnavailableError when the addon cannot be loaded; ModelLoadError when ONNX
    *   Runtime cannot open the model.
    */
-  static async create(modelPath: string, config: ModelConfig, ep: ExecutionProvider = 'cpu'): Promise<NativeDecoderSession> {
+  static async create(modelPath: string, config: ModelConfig, ep: ExecutionProvider = 'cpu', kvDtype: GraphDtype = 'float32'): Promise<NativeDecoderSession> {
     const status = loadNativeAddon();
     if (!status.available) throw new NativeUnavailableError(status.reason);
     const logits = new Float32Array(config.vocabSize);
@@ -69,7 +71,8 @@ export class NativeDecoderSession implements DecoderBackend {
         vocabSize: config.vocabSize,
         rotaryHalf: ropeColumns(config),
         logits,
-        copyModel: ep === 'cpu' ? undefined : buildKvCopyGraph('float32'),
+        kvDtype,
+        copyModel: ep === 'cpu' ? undefined : buildKvCopyGraph(kvDtype),
         profilePrefix: profile.prefix,
       });
       return new NativeDecoderSession(decoder, config, logits, ep, profile);

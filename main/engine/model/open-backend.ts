@@ -21,8 +21,8 @@ export interface OpenedBackend {
 
 /**
  * @param want 'native' (the default) or 'js'.
- * @param kvDtype the graph's KV dtype (the bundle manifest's `dtype`): the native addon's KV
- *   blocks are float32, so a float16 graph opens on the JS backend, with a note.
+ * @param kvDtype the graph's KV dtype (the bundle manifest's `dtype`), the native addon's KV
+ *   tensors' element type.
  * @throws ModelLoadError when ONNX Runtime cannot load the model (on either backend).
  */
 export async function openDecoderBackend(
@@ -33,11 +33,9 @@ export async function openDecoderBackend(
   kvDtype: 'float32' | 'float16' = 'float32',
 ): Promise<OpenedBackend> {
   let note: string | null = null;
-  if (want === 'native' && kvDtype === 'float16') {
-    note = 'native backend: its KV blocks are float32 and this graph is float16; using the JS backend';
-  } else if (want === 'native') {
+  if (want === 'native') {
     try {
-      return { backend: await NativeDecoderSession.create(modelPath, config, ep), note: null };
+      return { backend: await NativeDecoderSession.create(modelPath, config, ep, kvDtype), note: null };
     } catch (e) {
       if (!(e instanceof NativeUnavailableError)) throw e;
       note = `native backend unavailable: ${e.reason}; using the JS backend`;
