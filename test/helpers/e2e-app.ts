@@ -22,6 +22,8 @@ export interface E2eApp {
   url: string;
   browser: Browser;
   dataDir: string;
+  /** The serve process's id (its engine runs in a child of it). */
+  servePid: number;
   close(): Promise<void>;
 }
 
@@ -59,6 +61,7 @@ export async function startE2eApp(seed?: (store: ConversationStore) => void, env
     url: firstLine,
     browser,
     dataDir,
+    servePid: server.pid!,
     async close() {
       await browser.close();
       if (server.exitCode === null) {
