@@ -29,12 +29,13 @@ export interface E2eApp {
 
 /**
  * Builds the renderer, starts serve mode (seeded by `seed` before it opens the database; `env`
- * added to its environment, e.g. ROPEWALK_DEFAULT_MODEL) and Chromium.
+ * added to its environment, e.g. ROPEWALK_DEFAULT_MODEL; `opts.dataDir` its data folder, e.g. on
+ * a small tmpfs, instead of one in the temp folder) and Chromium.
  */
-export async function startE2eApp(seed?: (store: ConversationStore) => void, env: Record<string, string> = {}): Promise<E2eApp> {
+export async function startE2eApp(seed?: (store: ConversationStore) => void, env: Record<string, string> = {}, opts: { dataDir?: string } = {}): Promise<E2eApp> {
   assert.ok(existsSync(CHROMIUM), `Debian's chromium is needed at ${CHROMIUM} (apt-get install chromium)`);
   const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-e2e-'));
-  const dataDir = path.join(root, 'data');
+  const dataDir = opts.dataDir ?? path.join(root, 'data');
   await buildRenderer({});
   mkdirSync(dataDir, { recursive: true });
   if (seed) {
