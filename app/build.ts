@@ -12,6 +12,11 @@
  *   beside main.js for the same reason.
  * - dist/app/template-worker.js: the chat-template sandbox (main/engine/tokenizer/template-worker.ts),
  *   beside main.js and worker.js, both of which start it.
+ * - dist/app/package.json: `{"type":"module"}`. The engine worker and the template worker are
+ *   entry points of another process or thread, started from app.asar.unpacked (electron-builder.yml
+ *   asarUnpack), where the project's package.json (inside the asar) is not seen; this one tells
+ *   Node there that the bundles are ESM (Node 20.19+ and 22 would also detect it from the syntax,
+ *   parsing twice; this does not rely on that).
  * - dist/app/preload.cjs: the sandboxed preload, CommonJS, whose only require is `electron`
  *   (checked after the build: a sandboxed preload can require nothing else, and zod must not be
  *   in it).
@@ -22,7 +27,7 @@
  * - Then, if renderer/build.ts exists, it is run too (it writes dist/renderer/).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
@@ -82,9 +87,19 @@ export function checkPreloadBundle(file: string, metafile: esbuild.Metafile): vo
   if (packages.length) throw new Error(`the preload bundles node_modules code: ${packages.slice(0, 5).join(', ')}`);
 }
 
-/** Bundles main, worker and preload into `outDir` (default dist/app) and checks the preload. */
+/** What says "ESM" to Node beside the bundles when they run from app.asar.unpacked (see the contract above). */
+export const BUNDLE_PACKAGE_JSON = '{ "type": "module" }\n';
+
+/** Writes `outDir`/package.json (BUNDLE_PACKAGE_JSON). */
+export function writeBundlePackageJson(outDir: string): void {
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(path.join(outDir, 'package.json'), BUNDLE_PACKAGE_JSON);
+}
+
+/** Bundles main, worker and preload into `outDir` (default dist/app), beside their package.json, and checks the preload. */
 export async function buildApp(outDir = path.join(PROJECT_ROOT, 'dist/app')): Promise<void> {
   const opts = bundleOptions(outDir);
+  writeBundlePackageJson(outDir);
   const builds = [opts.main, opts.worker, opts.extractWorker, opts.templateWorker].map((o) => esbuild.build(o));
   const [preload] = await Promise.all([esbuild.build(opts.preload), ...builds]);
   checkPreloadBundle(opts.preload.outfile!, preload.metafile!);

@@ -18,7 +18,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { app, BrowserWindow, dialog, Menu, safeStorage, session } from 'electron';
+import { app, BrowserWindow, dialog, Menu, safeStorage, session, utilityProcess } from 'electron';
 import type { Router } from '../main/composition/router.ts';
 import { startBackend } from '../main/composition/start-backend.ts';
 import { forwardEvents, registerIpc } from './ipc.ts';
@@ -26,6 +26,7 @@ import { DisposableStore } from './lifecycle.ts';
 import { buildAppMenu } from './menu.ts';
 import { registerAppScheme, serveRenderer } from './scheme.ts';
 import { safeStorageCipher } from './secrets.ts';
+import { utilityEngineSpawn } from './utility-engine.ts';
 import { createMainWindow, hardenSession, hardenWebContents } from './window.ts';
 
 type Services = Awaited<ReturnType<typeof startBackend>>;
@@ -105,6 +106,8 @@ function runApp(): void {
         localServer: true,
         secretCipher: safeStorageCipher(safeStorage),
         chooseModelFile: () => chooseModelFile(currentWindow()),
+        // The engine in a utility process (app/utility-engine.ts); Electron's own fork is typed against electron.d.ts here.
+        engineSpawn: utilityEngineSpawn((modulePath, args, options) => utilityProcess.fork(modulePath, args, options)),
       });
       services = started;
       store.add(registerIpc(router, currentWindow));

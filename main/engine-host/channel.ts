@@ -8,16 +8,22 @@
  * or an out-of-memory kill inside a worker thread ends the whole process — window, services and
  * the conversation's last second with it. In a child process it ends only the engine: the host sees
  * `exit` with the signal, fails what was pending with WorkerCrashedError and starts a new one (LM
- * Studio isolates inference the same way). The Electron shell may pass its own `utilityProcess`
- * factory later; under plain Node (serve, the CLI, the tests) `fork` is that process.
+ * Studio isolates inference the same way). The process itself comes from an `EngineSpawn`: under
+ * plain Node (serve, the CLI, the tests) `forkEngine` (`child_process.fork`); in the desktop app
+ * Electron's `utilityProcess.fork` (app/engine-process.ts), because the packaged app's fuses turn
+ * ELECTRON_RUN_AS_NODE off, so a forked Electron binary would start a second app, not Node. Both
+ * are seen through one small seam, `EngineProcess` (send, messages, exit, kill, pid).
  *
- * The engine side of a channel is `enginePort()`: the worker's `parentPort`, or the child's IPC.
+ * The engine side of a channel is `enginePort()`: the worker's `parentPort`, Electron's
+ * `process.parentPort` in a utility process, or the forked child's IPC.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parentPort, type Worker } from 'node:worker_threads';
 import { CodedError } from '../common/errors.ts';
 import { workerThread } from '../common/worker-thread.ts';
+import { unpackedPath } from '../common/asar-path.ts';
+import type { EngineProcess as GenericEngineProcess, EngineSpawn } from '../common/engine-process.ts';
 import type { HostToWorker, WorkerToHost } from './protocol.ts';
 
 /** Where the engine runs: its own process (default) or a thread of this one. */
@@ -40,29 +46,53 @@ export interface EngineChannel {
   readonly pid: number | null;
 }
 
+/** The engine's process, in this protocol's messages (the seam: main/common/engine-process.ts). */
+export type EngineProcess = GenericEngineProcess<HostToWorker, WorkerToHost>;
+export type { EngineSpawn };
+
 /**
- * Starts the engine module at `url` in a child process (`.ts` under tsx's loader in source runs).
- * Its stdout is not inherited (the CLI's stdout carries the answer); its stderr is, so a native
- * crash report still reaches the terminal.
+ * `child_process.fork` as an EngineSpawn. Its stdout is not inherited (the CLI's stdout carries
+ * the answer); its stderr is, so a native crash report still reaches the terminal.
  */
-export function processChannel(url: URL): EngineChannel {
-  // tsx's loader by its resolved URL, so the child finds it whatever its working directory.
-  const execArgv = url.pathname.endsWith('.ts') ? ['--import', import.meta.resolve('tsx')] : [];
-  // Under Electron, process.execPath is the app itself: ELECTRON_RUN_AS_NODE makes the child plain Node.
+export const forkEngine = (modulePath: string, { execArgv }: { execArgv: string[] }): EngineProcess => {
+  // Under Electron (unpackaged), process.execPath is the app itself: ELECTRON_RUN_AS_NODE makes the child plain Node.
   const env = process.versions.electron ? { ...process.env, ELECTRON_RUN_AS_NODE: '1' } : process.env;
-  const child = fork(fileURLToPath(url), [], { execArgv, env, serialization: 'advanced', stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-  return channelOver({
-    post: (m) => {
+  const child = fork(modulePath, [], { execArgv, env, serialization: 'advanced', stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  return {
+    send: (m) => {
       if (child.connected) child.send(m);
     },
-    listen: (fn) => child.on('message', (m) => fn(m as WorkerToHost)),
-    deaths: (fn) => {
+    onMessage: (fn) => void child.on('message', (m) => fn(m as WorkerToHost)),
+    onEnd: (fn) => {
       child.once('error', (e) => fn(e.message));
       child.once('exit', (code, signal) => fn(signal ? `signal ${signal}` : `exit code ${code}`));
     },
-    kill: () => child.kill('SIGKILL'),
-    pid: child.pid ?? null,
-    alreadyEnded: () => isEnded(child),
+    kill: () => void child.kill('SIGKILL'),
+    get pid() {
+      return child.pid ?? null;
+    },
+    get ended() {
+      return child.exitCode !== null || child.signalCode !== null;
+    },
+  };
+};
+
+/**
+ * Starts the engine module at `url` in a process of its own through `spawn` (`.ts` under tsx's
+ * loader in source runs). A module inside app.asar is started from app.asar.unpacked, where
+ * electron-builder.yml unpacks it: a process's entry point and what it loads must be real files.
+ */
+export function processChannel(url: URL, spawn: EngineSpawn = forkEngine): EngineChannel {
+  // tsx's loader by its resolved URL, so the child finds it whatever its working directory.
+  const execArgv = url.pathname.endsWith('.ts') ? ['--import', import.meta.resolve('tsx')] : [];
+  const child = spawn(unpackedPath(fileURLToPath(url)), { execArgv }) as EngineProcess;
+  return channelOver({
+    post: (m) => child.send(m),
+    listen: (fn) => child.onMessage(fn),
+    deaths: (fn) => child.onEnd(fn),
+    kill: () => child.kill(),
+    pid: () => child.pid,
+    alreadyEnded: () => child.ended,
   });
 }
 
@@ -81,7 +111,7 @@ export function threadChannel(url: URL): EngineChannel {
       w.once('exit', (code) => fn(`exit code ${code}`));
     },
     kill: () => void w.terminate(),
-    pid: null,
+    pid: () => null,
     alreadyEnded: () => w.threadId === -1,
   });
 }
@@ -91,7 +121,7 @@ interface ChannelParts {
   listen(fn: (m: WorkerToHost) => void): void;
   deaths(fn: (why: string) => void): void;
   kill(): void;
-  pid: number | null;
+  pid(): number | null;
   alreadyEnded(): boolean;
 }
 
@@ -118,12 +148,10 @@ function channelOver(parts: ChannelParts): EngineChannel {
     },
     whenEnded,
     kill: parts.kill,
-    pid: parts.pid,
+    get pid() {
+      return parts.pid();
+    },
   };
-}
-
-function isEnded(child: ChildProcess): boolean {
-  return child.exitCode !== null || child.signalCode !== null;
 }
 
 /** The engine's end of the channel: a worker's `parentPort`, or a forked child's IPC. */
@@ -134,15 +162,24 @@ export interface EnginePort {
   onHostGone(listener: () => void): void;
 }
 
+/** Electron's `process.parentPort` in a utility process: messages arrive as `{ data }` (electron.d.ts ParentPort). */
+export interface UtilityParentPort {
+  postMessage(message: unknown): void;
+  on(event: 'message', listener: (event: { data: unknown }) => void): unknown;
+}
+
 /**
  * This engine's port to its host.
- * @throws EngineChannelError when this module runs neither in a worker thread nor in a forked child.
+ * @throws EngineChannelError when this module runs neither in a worker thread, nor in a utility
+ *   process, nor in a forked child.
  */
 export function enginePort(): EnginePort {
   if (parentPort) {
     const port = parentPort;
     return { post: (m) => port.postMessage(m), onMessage: (l) => void port.on('message', l), onHostGone: () => undefined };
   }
+  const utility = (process as { parentPort?: UtilityParentPort }).parentPort;
+  if (utility) return utilityPort(utility);
   if (process.send) {
     const send = process.send.bind(process);
     return {
@@ -156,9 +193,21 @@ export function enginePort(): EnginePort {
   throw new EngineChannelError();
 }
 
+/**
+ * The engine's end in an Electron utility process. Electron ends a utility process with the app,
+ * so there is no host-gone signal to wait for.
+ */
+export function utilityPort(port: UtilityParentPort): EnginePort {
+  return {
+    post: (m) => port.postMessage(m),
+    onMessage: (l) => void port.on('message', (e) => l(e.data as HostToWorker)),
+    onHostGone: () => undefined,
+  };
+}
+
 /** The engine module was started directly, not by an engine host. */
 export class EngineChannelError extends CodedError<'ENGINE_CHANNEL'> {
   constructor() {
-    super('ENGINE_CHANNEL', 'the engine must be started by the engine host (a worker thread or a forked child process)');
+    super('ENGINE_CHANNEL', 'the engine must be started by the engine host (a worker thread, a utility process or a forked child process)');
   }
 }

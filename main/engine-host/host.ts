@@ -12,7 +12,7 @@
  *   reloads the last model; this process, the window and the services go on.
  */
 import type { ChatEngine } from './chat-engine.ts';
-import { processChannel, threadChannel, type EngineChannel, type EngineIsolation } from './channel.ts';
+import { processChannel, threadChannel, type EngineChannel, type EngineIsolation, type EngineSpawn } from './channel.ts';
 import { deserializeEngineError, EngineError, WorkerCrashedError } from '../engine/errors.ts';
 import type { ModelInfo } from '../engine/generate/engine.ts';
 import type { ChatMessage, GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
@@ -42,8 +42,13 @@ export class EngineHost implements ChatEngine {
   /** Where the engine runs: 'process' (default: a native crash ends only the engine) or 'thread'. */
   readonly isolation: EngineIsolation;
 
-  constructor(options: { isolation?: EngineIsolation } = {}) {
+  /** How a process-isolated engine's process is started (default: child_process.fork). */
+  private readonly spawn: EngineSpawn | undefined;
+
+  /** `spawn`: the desktop app's utilityProcess (app/engine-process.ts); ignored with isolation 'thread'. */
+  constructor(options: { isolation?: EngineIsolation; spawn?: EngineSpawn } = {}) {
     this.isolation = options.isolation ?? 'process';
+    this.spawn = options.spawn;
   }
 
   /**
@@ -71,7 +76,7 @@ export class EngineHost implements ChatEngine {
     if (this.worker) return this.worker;
     // Source runs (tsx) load worker.ts; the bundled app loads the compiled worker.js beside this file.
     const ext = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
-    const w = startEngineWorker(new URL(`./worker.${ext}`, import.meta.url), this.isolation);
+    const w = startEngineWorker(new URL(`./worker.${ext}`, import.meta.url), this.isolation, this.spawn);
     const dispatch = (m: WorkerToHost): void => {
       if (m.type === 'batch') m.messages.forEach(dispatch);
       else this.listeners.get(m.id)?.onMessage(m);
@@ -309,8 +314,8 @@ export async function exitProcess(code: number, signal: NodeJS.Signals | null, g
 }
 
 /** Starts the engine worker: its own process, or a thread of this one. */
-function startEngineWorker(url: URL, isolation: EngineIsolation): EngineChannel {
-  const w = isolation === 'process' ? processChannel(url) : threadChannel(url);
+function startEngineWorker(url: URL, isolation: EngineIsolation, spawn?: EngineSpawn): EngineChannel {
+  const w = isolation === 'process' ? processChannel(url, spawn) : threadChannel(url);
   liveWorkers.add(w);
   void w.whenEnded.then(() => liveWorkers.delete(w));
   return w;

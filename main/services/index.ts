@@ -13,6 +13,7 @@ import type { Handlers } from '../contract/channels.ts';
 import type { Settings } from '../contract/types.ts';
 import { defaultModelPath } from '../common/default-model.ts';
 import { EngineHost } from '../engine-host/host.ts';
+import type { EngineSpawn } from '../engine-host/channel.ts';
 import { BudgetService } from './budget.ts';
 import { notSavedOnRestart } from './answer-save.ts';
 import { ChatService } from './chat-service.ts';
@@ -49,6 +50,8 @@ export interface StartServicesOptions {
   executionProvider?: Settings['executionProvider'];
   /** The desktop app's native file dialog: the chosen model file, or null when cancelled (none: serve mode, no dialog). */
   chooseModelFile?: () => Promise<string | null>;
+  /** How the engine's own process is started (the desktop app: Electron's utilityProcess; default: child_process.fork). */
+  engineSpawn?: EngineSpawn;
 }
 
 export interface Services {
@@ -85,7 +88,7 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
   const { store, recovery: storeRecovery } = openConversationStore(opts.dataDir);
   store.recoverInterrupted(INTERRUPTED_MESSAGE, notSavedOnRestart);
   store.releaseDraftDocuments();
-  const host = new EngineHost();
+  const host = new EngineHost({ spawn: opts.engineSpawn });
   const engine = new EngineSwitch(host);
   const instanceId = randomUUID();
   const keys = new RemoteKeyStore(store, opts.secretCipher ?? null);

@@ -516,8 +516,13 @@ const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'kv,capacity,kvdtype,loo
 /** The engine's own process against a worker thread, on the host's side (engine-isolation.ts). */
 async function isolationSection(model: string, cacheDir: string): Promise<void> {
   const rows = await isolationCost(model, cacheDir);
-  console.log('\nengine isolation (host side: token events received), medians of 5 interleaved rounds, 64 tokens after a 250-token prompt');
-  printTable(['isolation', 'TTFT', 'decode tok/s'], rows.map((r) => [r.isolation, `${r.ttftMs.toFixed(1)} ms`, r.decodeTokPerSec.toFixed(1)]));
+  console.log('\nengine isolation (host side: token events received), medians of 5 interleaved rounds, 64 tokens after a 250-token prompt;');
+  console.log('to the first token: the engine\'s own TTFT, the gap to the host\'s, CPU and run-queue wait over all threads of both processes');
+  const ms = (x: number | null) => (x === null ? 'n/a' : `${x.toFixed(1)} ms`);
+  printTable(
+    ['isolation', 'TTFT', 'decode tok/s', 'engine TTFT', 'gap', 'CPU', 'run-queue wait'],
+    rows.map((r) => [r.isolation, ms(r.ttftMs), r.decodeTokPerSec.toFixed(1), ms(r.engineTtftMs), ms(r.gapMs), ms(r.cpuMs), ms(r.runQueueMs)]),
+  );
   const [thread, proc] = rows;
   summary.push(
     ['engine process / thread: TTFT', `${(proc.ttftMs / thread.ttftMs).toFixed(3)}×`, '≤ 1.01×'],

@@ -11,7 +11,8 @@ const [dataDir, cacheDir] = process.argv.slice(2);
 const say = (o: unknown) => process.stdout.write(`${JSON.stringify(o)}\n`);
 const s = await startBackend({ dataDir, cacheDir, defaultModel: STORIES_BIN, executionProvider: 'cpu' });
 await s.modelLoaded;
-await s.router.call('updateSettings', LONG());
+// Greedy with a strong repetition bonus: stories260K never picks EOS, so the answer runs until killed.
+await s.router.call('updateSettings', { maxContext: 16384, maxTokens: 12000, temperature: 0, repetitionPenalty: 0.1 });
 let streaming = false;
 s.router.onEvent((event, data) => {
   if (event === 'answerDelta' && !streaming) {
@@ -22,8 +23,3 @@ s.router.onEvent((event, data) => {
 });
 const conv = (await s.router.call('createConversation', {})) as { id: string };
 await s.router.call('sendMessage', { conversationId: conv.id, content: 'Once upon a time' });
-
-/** Greedy with a strong repetition bonus: stories260K never picks EOS, so the answer runs until killed. */
-function LONG() {
-  return { maxContext: 16384, maxTokens: 12000, temperature: 0, repetitionPenalty: 0.1 };
-}

@@ -22,13 +22,16 @@ export interface E2eApp {
   url: string;
   browser: Browser;
   dataDir: string;
+  /** The serve process's id (its engine runs in a child of it). */
+  servePid: number;
   close(): Promise<void>;
 }
 
 /**
  * Builds the renderer, starts serve mode (seeded by `seed` before it opens the database; `env`
  * added to its environment, e.g. ROPEWALK_DEFAULT_MODEL) and Chromium. `reuse.dataDir`: serve
- * over that data folder (an earlier app's, for a restart), which `close()` then leaves in place.
+ * over that data folder (an earlier app's, for a restart; or one on a small tmpfs), which
+ * `close()` then leaves in place.
  */
 export async function startE2eApp(seed?: (store: ConversationStore) => void, env: Record<string, string> = {}, reuse: { dataDir?: string } = {}): Promise<E2eApp> {
   assert.ok(existsSync(CHROMIUM), `Debian's chromium is needed at ${CHROMIUM} (apt-get install chromium)`);
@@ -60,6 +63,7 @@ export async function startE2eApp(seed?: (store: ConversationStore) => void, env
     url: firstLine,
     browser,
     dataDir,
+    servePid: server.pid!,
     async close() {
       await browser.close();
       if (server.exitCode === null) {

@@ -2,10 +2,14 @@
  * The bundles app/build.ts makes, checked without Electron: the preload is one CommonJS file that
  * requires only electron and, run in a bare VM context with a fake electron, exposes exactly the
  * contract; main.js imports only Node built-ins and the external packages; the engine worker
- * bundle loads the real stories260K model in a plain Node worker thread and generates.
+ * bundle loads the real stories260K model in a plain Node worker thread and generates; and, in the
+ * packaged layout, started as its own process from `resources/app.asar/dist/app/worker.js` where
+ * only what electron-builder.yml unpacks is on disk (app.asar.unpacked: the listed dist/app files,
+ * symlinks to the listed packages, resolved as links), it loads and generates too — so a file the
+ * engine's process needs and the config does not unpack fails here.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,7 +17,11 @@ import { after, before, describe, it } from 'node:test';
 import vm from 'node:vm';
 import { Worker } from 'node:worker_threads';
 import * as esbuild from 'esbuild';
-import { bundleOptions, checkPreloadBundle, EXTERNAL_PACKAGES } from '../../app/build.ts';
+import { pathToFileURL } from 'node:url';
+import { bundleOptions, checkPreloadBundle, EXTERNAL_PACKAGES, writeBundlePackageJson } from '../../app/build.ts';
+import { forkEngine, processChannel } from '../../main/engine-host/channel.ts';
+import type { WorkerToHost } from '../../main/engine-host/protocol.ts';
+import { NATIVE_ADDON_FILE, PACKAGED_ADDON_FILE } from '../../main/engine/model/native-addon.ts';
 import { channelOf, EVENT_CHANNEL, METHOD_NAMES } from '../../main/contract/names.ts';
 import { withStringMetadata } from '../helpers/gguf-edit.ts';
 import { PROJECT_ROOT, STORIES_BIN, STORIES_GGUF } from '../helpers/paths.ts';
@@ -142,6 +150,83 @@ describe('engine worker bundle', () => {
     } finally {
       await worker.terminate();
       rmSync(cacheDir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** electron-builder.yml's asarUnpack globs, as written. */
+function asarUnpackGlobs(): string[] {
+  const yml = readFileSync(path.join(PROJECT_ROOT, 'electron-builder.yml'), 'utf8');
+  const block = yml.split(/^asarUnpack:\n/m)[1].split(/^\S/m)[0];
+  return [...block.matchAll(/^\s+-\s+"([^"]+)"/gm)].map((m) => m[1]);
+}
+
+/**
+ * `resources/` as a packaged app has it, holding only what the globs unpack: dist/app files copied
+ * from the bundles in `bundles`, node_modules packages as symlinks; the addon where extraResources
+ * puts it. No app.asar: anything read from inside it would fail.
+ */
+function unpackedLayout(root: string, bundles: string): string {
+  const resources = path.join(root, 'resources');
+  const unpacked = path.join(resources, 'app.asar.unpacked');
+  mkdirSync(path.join(unpacked, 'dist', 'app'), { recursive: true });
+  mkdirSync(path.join(unpacked, 'node_modules'), { recursive: true });
+  for (const glob of asarUnpackGlobs()) {
+    const file = /^dist\/app\/([^*/]+)$/.exec(glob)?.[1];
+    if (file === 'package.json') writeBundlePackageJson(path.join(unpacked, 'dist', 'app'));
+    else if (file) copyFileSync(path.join(bundles, file), path.join(unpacked, 'dist', 'app', file));
+    const pkg = /^\*\*\/node_modules\/(.+)\/\*\*$/.exec(glob)?.[1];
+    if (pkg && existsSync(path.join(PROJECT_ROOT, 'node_modules', pkg))) {
+      mkdirSync(path.dirname(path.join(unpacked, 'node_modules', pkg)), { recursive: true });
+      symlinkSync(path.join(PROJECT_ROOT, 'node_modules', pkg), path.join(unpacked, 'node_modules', pkg));
+    }
+  }
+  mkdirSync(path.dirname(path.join(resources, PACKAGED_ADDON_FILE)), { recursive: true });
+  symlinkSync(path.join(PROJECT_ROOT, NATIVE_ADDON_FILE), path.join(resources, PACKAGED_ADDON_FILE));
+  return resources;
+}
+
+describe('the engine process in the packaged layout', () => {
+  it('starts from app.asar.unpacked with only what electron-builder.yml unpacks, loads stories260K on the native backend and generates', { timeout: 120_000 }, async () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-packaged-'));
+    const savedResources = process.env.ROPEWALK_RESOURCES_PATH;
+    try {
+      const resources = unpackedLayout(root, OUT);
+      process.env.ROPEWALK_RESOURCES_PATH = resources;
+      // Where host.ts points in the packaged app: beside main.js, inside the archive.
+      const url = pathToFileURL(path.join(resources, 'app.asar', 'dist', 'app', 'worker.js'));
+      // Links resolved as links: a package not unpacked is not found through a real path elsewhere.
+      const channel = processChannel(url, (modulePath, o) => forkEngine(modulePath, { execArgv: ['--preserve-symlinks', ...o.execArgv] }));
+      const replies: WorkerToHost[] = [];
+      const done = new Promise<{ text: string; backend: string }>((resolve, reject) => {
+        let backend = '';
+        channel.onDeath((why) => reject(new Error(`the engine process ended: ${why}`)));
+        const onReply = (m: WorkerToHost): void => {
+          replies.push(m);
+          if (m.type === 'batch') return m.messages.forEach(onReply);
+          if (m.type === 'error') reject(new Error(JSON.stringify(m.error)));
+          if (m.type === 'loaded') {
+            backend = m.info.backend;
+            const sampler = { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1 };
+            channel.post({ type: 'generate', id: 2, request: { prompt: 'Once upon a time', maxTokens: 12, sampler } });
+          }
+          if (m.type === 'event' && m.event.type === 'done') resolve({ text: m.event.text, backend });
+        };
+        channel.onMessage(onReply);
+        channel.post({ type: 'load', id: 1, source: STORIES_BIN, options: { cacheDir: path.join(root, 'cache') } });
+      });
+      try {
+        const { text, backend } = await done;
+        assert.match(text, /^, there was a little girl/);
+        assert.equal(backend, 'native', 'the addon from resources/native, its ONNX Runtime from the unpacked onnxruntime-node');
+      } finally {
+        channel.kill();
+        await channel.whenEnded;
+      }
+    } finally {
+      if (savedResources === undefined) delete process.env.ROPEWALK_RESOURCES_PATH;
+      else process.env.ROPEWALK_RESOURCES_PATH = savedResources;
+      rmSync(root, { recursive: true, force: true });
     }
   });
 });

@@ -5,8 +5,9 @@
  * "not saved yet: disk full" (answerSaveState; getConversation shows `notSaved`); the database
  * keeps the text written before; a new message is refused with NOT_SAVED naming the cause. Once
  * space returns the retry writes the whole answer and the note clears. Killed while full (SIGKILL
- * of a child process running the services), the next start marks the answer with the disk as the
- * cause, not "the app stopped", keeping the text saved before.
+ * of a child process running the services), or closed while full (the last write at close fails
+ * too), the next start marks the answer with the disk as the cause, not "the app stopped",
+ * keeping the text saved before.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -135,6 +136,39 @@ test('killed while the disk is full: the next start marks the answer "not saved:
     assert.equal(answer.content, before.content, 'the text saved before the disk filled');
   } finally {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await s?.dispose();
+    fs.unmount();
+  }
+});
+
+test('closed while the disk is full: the last write at close fails too, and the next start says the disk was full', { skip: TMPFS_SKIP, timeout: 120_000 }, async () => {
+  const fs = mountTmpfs(TMPFS_BYTES);
+  let s: Backend | null = null;
+  try {
+    const dataDir = path.join(fs.dir, 'data');
+    const start = () => startBackend({ dataDir, cacheDir: path.join(cacheRoot, 'c'), defaultModel: STORIES_BIN, executionProvider: 'cpu' });
+    s = await start();
+    await s.modelLoaded;
+    const call = s.router.call.bind(s.router) as (m: string, p: unknown) => Promise<any>;
+    await call('updateSettings', LONG_ANSWER);
+    const conv = await call('createConversation', {});
+    const streaming = nextEvent(s.router, 'answerDelta', (d) => d.conversationId === conv.id);
+    const { assistantMessage } = await call('sendMessage', { conversationId: conv.id, content: 'Once upon a time' });
+    await streaming;
+    const notSaved = nextEvent(s.router, 'answerSaveState', (d) => d.messageId === assistantMessage.id, 20_000);
+    fs.fill();
+    await notSaved;
+    const before = storedRow(dataDir, assistantMessage.id);
+    await s.dispose(); // stops the answer (its final state refused) and closes
+    s = null;
+    fs.free();
+    s = await start();
+    const { messages } = (await s.router.call('getConversation', { id: conv.id })) as ResponseOf<'getConversation'>;
+    const answer = messages.find((m) => m.id === assistantMessage.id)!;
+    assert.equal(answer.status, 'error');
+    assert.match(answer.error ?? '', /^not saved: the disk was full when this answer was last written/);
+    assert.equal(answer.content, before.content, 'the text saved before the disk filled');
+  } finally {
     await s?.dispose();
     fs.unmount();
   }

@@ -10,6 +10,7 @@
 import { firstLine, NativeUnavailableError } from '../errors.ts';
 import { existsSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { unpackedPath } from '../../common/asar-path.ts';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -36,14 +37,8 @@ export function addonCandidates(env: NodeJS.ProcessEnv, resourcesPath: string | 
   return out;
 }
 
-/**
- * The real path of a file that electron-builder unpacked beside the archive: `…/app.asar/x` is
- * `…/app.asar.unpacked/x` (Electron's fs reads inside the archive; the dynamic loader cannot).
- * Other paths are returned as they are.
- */
-export function unpackedPath(p: string): string {
-  return p.replace(/([\\/])app\.asar([\\/])/, '$1app.asar.unpacked$2');
-}
+/** `…/app.asar/x` → `…/app.asar.unpacked/x` (main/common/asar-path.ts). */
+export { unpackedPath } from '../../common/asar-path.ts';
 
 /** Options of `new NativeDecoder`; sizes are positive integers. */
 export interface NativeDecoderOptions {
