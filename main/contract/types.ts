@@ -183,6 +183,8 @@ export interface Settings {
   kvCacheBudgetMiB: number;
   executionProvider: ExecutionProviderPreference;
   backend: BackendPreference;
+  /** ONNX Runtime's intra-op threads for the CPU work, 0–1024 (0: its default, one per physical core); a change reloads the model. */
+  threads: number;
   /** Serve the OpenAI-compatible API of the loaded model on 127.0.0.1 (desktop app; off by default). */
   /** Ropewalk's own models folder ('' = the default, ~/.ropewalk/models). */
   modelsFolder: string;

@@ -43,11 +43,12 @@ class Decoder {
    * provider by name); when the append or the session creation with it fails, falls back to
    * CPU and keeps the reason (FallbackReason()). profilePrefix: non-empty turns ONNX Runtime's
    * profiler on (file `<prefix>_<time>.json`) until EndProfiling().
-   * logits: host float32 [vocabSize], must outlive the decoder.
+   * logits: host float32 [vocabSize], must outlive the decoder. intraOpThreads: ONNX Runtime's
+   * intra-op thread pool size (0: its default, the physical cores).
    * @throws OrtError when the model cannot be opened on the CPU either.
    */
   Decoder(const std::string& modelPath, const DecoderShape& shape, const std::string& ep,
-          const std::string& profilePrefix, float* logits);
+          const std::string& profilePrefix, float* logits, int intraOpThreads = 0);
   ~Decoder();
   Decoder(const Decoder&) = delete;
   Decoder& operator=(const Decoder&) = delete;
@@ -103,7 +104,7 @@ class Decoder {
 
  private:
   void CopyHost(bool out, int64_t length, float* host) const;
-  void OpenSession(const std::string& modelPath, const std::string& ep, const std::string& profilePrefix);
+  void OpenSession(const std::string& modelPath, const std::string& ep, const std::string& profilePrefix, int intraOpThreads);
   void Release();
   void BindBlocks(const std::vector<void*>& blocks, int64_t capacity);
   void* AllocKv(size_t bytes);

@@ -86,6 +86,7 @@ test('on start the embedded model loads with no setup; defaults follow its train
     kvCacheBudgetMiB: 1024,
     executionProvider: 'cpu', // set at start (the default is auto: settings-service.test.ts)
     backend: 'native',
+    threads: 0, // ONNX Runtime's default: one per physical core
     localServer: false, // the desktop app's Local server is off by default
     localServerPort: 8756,
     localServerCors: '',

@@ -58,6 +58,8 @@ export interface NativeDecoderOptions {
   logits: Float32Array;
   /** Turns ONNX Runtime's profiler on, writing `<prefix>_<time>.json`, until `endProfiling()`. */
   profilePrefix?: string;
+  /** ONNX Runtime's intra-op threads, 0–1024 (0 or absent: its default, the physical cores). */
+  intraOpThreads?: number;
 }
 
 /**

@@ -48,11 +48,12 @@ export class NativeDecoderSession implements DecoderBackend {
 
   /**
    * Opens `model.onnx` through the addon with the requested provider (CUDA falls back to CPU
-   * with the reason in `info.fallbackReason`).
+   * with the reason in `info.fallbackReason`); `intraOpThreads`: ONNX Runtime's intra-op thread
+   * pool (0: its default, the physical cores).
    * @throws NativeUnavailableError when the addon cannot be loaded; ModelLoadError when ONNX
    *   Runtime cannot open the model.
    */
-  static async create(modelPath: string, config: ModelConfig, ep: ExecutionProvider = 'cpu'): Promise<NativeDecoderSession> {
+  static async create(modelPath: string, config: ModelConfig, ep: ExecutionProvider = 'cpu', intraOpThreads = 0): Promise<NativeDecoderSession> {
     const status = loadNativeAddon();
     if (!status.available) throw new NativeUnavailableError(status.reason);
     const logits = new Float32Array(config.vocabSize);
@@ -70,6 +71,7 @@ export class NativeDecoderSession implements DecoderBackend {
         rotaryHalf: config.rope.rotaryDim / 2,
         logits,
         profilePrefix: profile.prefix,
+        intraOpThreads,
       });
       return new NativeDecoderSession(decoder, config, logits, ep, profile);
     } catch (e) {

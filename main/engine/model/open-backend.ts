@@ -26,6 +26,7 @@ export interface OpenedBackend {
  * @param want 'native' (the default) or 'js'.
  * @param kvDtype the graph's KV dtype (the bundle manifest's `dtype`): the native addon's KV
  *   blocks are float32, so a float16 graph opens on the JS backend, with a note.
+ * @param intraOpThreads ONNX Runtime's intra-op threads (0: its default, the physical cores).
  * @throws ModelLoadError when ONNX Runtime cannot load the model (on either backend).
  */
 export async function openDecoderBackend(
@@ -34,6 +35,7 @@ export async function openDecoderBackend(
   want: BackendKind = 'native',
   ep: ExecutionProvider = 'cpu',
   kvDtype: 'float32' | 'float16' = 'float32',
+  intraOpThreads = 0,
 ): Promise<OpenedBackend> {
   let note: string | null = null;
   if (want === 'native' && kvDtype === 'float16') {
@@ -42,11 +44,11 @@ export async function openDecoderBackend(
     note = NATIVE_WEBGPU_NOTE;
   } else if (want === 'native') {
     try {
-      return { backend: await NativeDecoderSession.create(modelPath, config, ep), note: null };
+      return { backend: await NativeDecoderSession.create(modelPath, config, ep, intraOpThreads), note: null };
     } catch (e) {
       if (!(e instanceof NativeUnavailableError)) throw e;
       note = `native backend unavailable: ${e.reason}; using the JS backend`;
     }
   }
-  return { backend: await DecoderSession.create(modelPath, config, ep), note };
+  return { backend: await DecoderSession.create(modelPath, config, ep, intraOpThreads), note };
 }
