@@ -16,6 +16,7 @@ import { useBudget, useChat, useConversations, useOpenChatPolicy, useSettings, u
 import { ariaKeysOf, withKeys } from '../lib/shortcuts.ts';
 import { IS_MAC } from '../window-effects.ts';
 import { refusalReason } from '../lib/meter.ts';
+import { conversationRecap } from '../lib/recap.ts';
 import { isGenerating } from '../stores/chat.ts';
 import { ContextMeter } from './ContextMeter.tsx';
 import { Attachments, NotFitOffer, useOwnBudget } from './Documents.tsx';
@@ -133,7 +134,7 @@ export function Composer() {
 
 /**
  * What can make the conversation fit, as the services worked it out (`budget.remedies`): a new
- * chat; a rolling window for this chat when the message fits without the history; a shorter
+ * chat, or one whose message starts with a summary of this one; a rolling window for this chat when the message fits without the history; a shorter
  * reply for this chat (its own max new tokens) only when one fits. Each changes this chat's
  * settings, never the global ones (with no chat yet, the settings).
  */
@@ -148,6 +149,15 @@ function RefusalActions({ budget }: { budget: ContextBudget }) {
   const shorter = remedies?.shorterReply ?? null;
   const useRolling = () =>
     void (conversationId !== null ? stores.conversations.getState().setPolicy(conversationId, 'rolling-window') : stores.settings.getState().update({ contextFullPolicy: 'rolling-window' }));
+  // A new chat that starts from a summary of this one (the questions asked, the last answer's
+  // beginning: renderer/lib/recap.ts), about a quarter of the max context (≈ 4 characters a token), then the draft.
+  const withSummary = async () => {
+    const { messages, draft } = stores.chat.getState();
+    const recap = conversationRecap(messages, Math.max(200, budget.maxContext));
+    await stores.conversations.getState().create();
+    stores.chat.getState().setDraft(recap + draft);
+  };
+  const hasHistory = budget.history > 0;
   const useShorter = (maxTokens: number) =>
     void (conversationId !== null ? stores.conversations.getState().setChatSettings(conversationId, { ...chatSettings, maxTokens }) : stores.settings.getState().update({ maxTokens }));
   return (
@@ -155,6 +165,11 @@ function RefusalActions({ budget }: { budget: ContextBudget }) {
       <button type="button" className="btn btn-secondary btn-xs" onClick={() => void stores.chat.getState().open(null)}>
         New chat
       </button>
+      {hasHistory && (
+        <button type="button" className="btn btn-secondary btn-xs" title="A new chat whose message starts with a summary of this one (the questions asked, the last answer's beginning)" onClick={() => void withSummary()}>
+          New chat with a summary
+        </button>
+      )}
       {rolling && (
         <button type="button" className="btn btn-secondary btn-xs" title={`${CONTEXT_FULL_WORDS['rolling-window'].hint} (This chat only.)`} onClick={useRolling}>
           Use a rolling window

@@ -10,7 +10,8 @@
  *   3. The last exchange alone over the max (Stop): Send is disabled with the reason; the offers
  *      are buttons and only what can work: "Use a rolling window" (this chat's policy, the
  *      setting stays Stop), no shorter reply; where a shorter reply fits it is offered at the
- *      size that fits and sets this chat's max new tokens (the setting stays 128).
+ *      size that fits and sets this chat's max new tokens (the setting stays 128); "New chat
+ *      with a summary" opens a new chat whose message starts with one and fits.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -30,6 +31,7 @@ const CHATS: Record<string, { policy: 'truncate-middle' | 'rolling-window' | nul
   Rolling: { policy: 'rolling-window', turns: [['user', 'Tell a story.'], ['assistant', story(8)], ['user', 'Another one.'], ['assistant', story(40)]] },
   'Too long': { policy: null, turns: [['user', 'Tell a story.'], ['assistant', story(40)]] },
   Shorter: { policy: null, turns: [['user', 'Tell a story.'], ['assistant', story(28)]] },
+  Summary: { policy: null, turns: [['user', 'Tell a story about a cat.'], ['assistant', story(40)]] },
 };
 
 let app: E2eApp;
@@ -103,7 +105,7 @@ test('the last exchange alone over the max: Send disabled with the reason; a rol
   assert.equal(await send.getAttribute('aria-describedby'), 'composer-reason');
   assert.equal(await send.getAttribute('title'), await reason.innerText());
   const offers = page.getByRole('group', { name: 'Make it fit' }).getByRole('button');
-  assert.deepEqual(await offers.allInnerTexts(), ['New chat', 'Use a rolling window']);
+  assert.deepEqual(await offers.allInnerTexts(), ['New chat', 'New chat with a summary', 'Use a rolling window']);
   // The offers look like buttons: a border and a background of their own, unlike the text around them.
   const look = await offers.first().evaluate((el) => ({ border: getComputedStyle(el).borderTopWidth, bg: getComputedStyle(el).backgroundColor }));
   assert.notEqual(look.border, '0px', JSON.stringify(look));
@@ -131,4 +133,19 @@ test("a shorter reply is offered only at a size that fits, and sets this chat's 
   assert.equal(await page.locator('#setting-maxTokens').inputValue(), '128', 'the setting stays');
   await page.getByLabel('Chat settings').click();
   assert.equal(await page.locator('#chat-maxTokens').inputValue(), String(fitting), "this chat's own max new tokens");
+});
+
+test('"New chat with a summary": a new chat whose message starts with a summary of the old one, then the draft; it fits', async () => {
+  await openChat('Summary');
+  const box = page.getByRole('textbox', { name: 'Message' });
+  await box.fill('What next?');
+  await page.locator('#composer-reason').waitFor({ timeout: 30_000 });
+  await page.getByRole('button', { name: 'New chat with a summary' }).click();
+  await until('a new chat is open', async () => (await page.locator('.chat-title').innerText()) === 'New chat', 10_000);
+  const text = await box.inputValue();
+  assert.match(text, /^Summary of an earlier chat:\n- I asked: Tell a story about a cat\.\n- The last answer began: Once upon a time/);
+  assert.ok(text.endsWith('\n\nWhat next?'), JSON.stringify(text.slice(-40)));
+  const expected = await modelCount([['user', text]]);
+  await until('the meter counts it', async () => (await meterNow()) === expected, 30_000);
+  assert.equal(await page.locator('#composer-reason').count(), 0, 'it fits');
 });
