@@ -123,8 +123,6 @@ export interface ChatSettings {
   /** Most tokens an answer may have (the reserve); below the max context. */
   maxTokens?: number;
 }
-/** The settings a chat may override, in the order the window lists them. */
-export const CHAT_SETTING_KEYS = ['systemPrompt', 'temperature', 'topK', 'topP', 'minP', 'repetitionPenalty', 'maxTokens'] as const satisfies readonly (keyof ChatSettings & keyof Settings)[];
 
 /** A named system prompt the user saved (Settings → System prompt → Presets). */
 export interface SystemPromptPreset {

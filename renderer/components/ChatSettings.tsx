@@ -6,12 +6,18 @@
  * "Saved"; the meter, the prompt and the exports follow them (renderer/lib/chat-settings.ts).
  */
 import { useState } from 'react';
-import { CHAT_SETTING_KEYS, type ChatSettings } from '../../main/contract/types.ts';
+import type { ChatSettings } from '../../main/contract/types.ts';
 import { useChat, useConversations, useModel, useSettings, useStores } from '../hooks.ts';
 import { Field, FIELDS, NumberField, type NumberFieldSpec } from './fields.tsx';
 import { presetOf, SaveStatus, SystemPromptText } from './SystemPromptPresets.tsx';
 
 const NONE: ChatSettings = {};
+
+/** Every field of ChatSettings, in the order the popover lists them (a missing one fails to type-check). */
+const CHAT_SETTING_KEYS = ['systemPrompt', 'temperature', 'topK', 'topP', 'minP', 'repetitionPenalty', 'maxTokens'] as const satisfies readonly (keyof ChatSettings)[];
+type _AllListed = Exclude<keyof ChatSettings, (typeof CHAT_SETTING_KEYS)[number]> extends never ? true : never;
+const _allListed: _AllListed = true;
+void _allListed;
 
 /** The numeric settings a chat may have its own of, as their fields: empty text means "as the setting". */
 const CHAT_FIELDS: NumberFieldSpec[] = CHAT_SETTING_KEYS.flatMap((key) => {
