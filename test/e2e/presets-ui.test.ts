@@ -4,11 +4,11 @@
  * exactly: its reading equals the loaded model's own count of [system, draft] from serve's
  * `POST /tokenize` (the engine's tokenizer and template, not the budget code), and the answer's
  * prompt tokens as the engine prefilled them (read from SQLite); the chat's own max new tokens
- * bounds the answer; another chat keeps the settings. A system prompt saved as a preset, and
+ * bounds the answer, and the Markdown export stamps them; another chat keeps the settings. A system prompt saved as a preset, and
  * the chat's own settings, are there again after a restart (a new serve over the same data).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
@@ -89,6 +89,13 @@ test("a chat's own system prompt reaches the prompt, counted exactly by the mete
   db.close();
   assert.equal(stats.promptTokens, expected, 'the engine prefilled what the meter counted');
   assert.ok(stats.generatedTokens <= 12, `the chat's max new tokens bounds the answer (${stats.generatedTokens})`);
+
+  // The export stamps the settings this chat ran under: its own system prompt and sampler.
+  await page.locator('summary[aria-label="Export"]').click();
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: /Markdown/ }).click()]);
+  const md = readFileSync(await download.path(), 'utf8');
+  assert.match(md, new RegExp(`## System\\n\\n${CHAT_SYSTEM.replace('.', '\\.')}\\n`));
+  assert.match(md, /max new tokens 12 · temperature 0 ·/);
 
   // Another chat: the settings (no system prompt).
   await page.getByRole('button', { name: 'New chat' }).click();
