@@ -131,4 +131,8 @@ test("a chat's own system prompt reaches the prompt, counted exactly by the mete
   // Its own system prompt, not the preset now in the settings, is in its prompt.
   const conversation = [{ role: 'system', content: CHAT_SYSTEM }, { role: 'user', content: DRAFT }, { role: 'assistant', content: answer.content }];
   await waitMeter(page, await modelCount(app!.url, conversation), 'the first chat after the restart');
+  // A preset chosen for this chat becomes its system prompt.
+  await page.locator('#chat-system-source').selectOption({ label: 'Preset: Little dog' });
+  await until('the preset is the chat prompt', async () => (await page.locator('#chat-system-prompt').inputValue()) === PRESET, 10_000);
+  await waitMeter(page, await modelCount(app!.url, [{ role: 'system', content: PRESET }, ...conversation.slice(1)]), 'the chat under the preset');
 });
