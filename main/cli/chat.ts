@@ -66,6 +66,7 @@ async function main(argv: string[]): Promise<number> {
         ...(opts.maxContext !== null ? { maxContext: opts.maxContext } : {}),
         executionProvider: opts.ep,
         ...(opts.backend !== null ? { backend: opts.backend } : {}),
+        ...(opts.threads > 0 ? { threads: opts.threads } : {}),
         ...(opts.quantize ? { quantize: opts.quantize } : {}),
       },
       (phase, fraction, detail) => {

@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 // growth.ts, not engine.ts: the CLI's main thread must not load ONNX Runtime (the worker does).
 import { MAX_CONTEXT_LIMIT } from '../engine/cache/growth.ts';
-import type { BackendKind, ExecutionProviderChoice } from '../engine/model/backend.ts';
+import { MAX_THREADS, type BackendKind, type ExecutionProviderChoice } from '../engine/model/backend.ts';
 import { CONTEXT_FULL_POLICIES, EXECUTION_PROVIDER_PREFERENCES, QUANTIZE_OPTIONS, type ContextFullPolicy, type QuantizeOption } from '../contract/types.ts';
 import type { SamplerOptions } from '../engine/sampling/sampler.ts';
 
@@ -23,6 +23,8 @@ export interface ChatOptions {
   ep: ExecutionProviderChoice;
   /** null: native when the addon loads, else js (the engine says why). */
   backend: BackendKind | null;
+  /** ONNX Runtime's intra-op threads (0: its default, the physical cores). */
+  threads: number;
   /** Quantize a float model's Linear weights at import. */
   quantize: QuantizeOption | null;
   json: boolean;
@@ -68,6 +70,7 @@ export const USAGE = `usage: npm run chat -- [options] "prompt"
                         execution provider (default auto: CUDA, else WebGPU on a GPU, else CPU;
                         a provider that cannot be used falls back to CPU with a note)
   --backend native|js   decoder backend (default native: the C++ addon; js when it cannot load, with a message)
+  --threads N           ONNX Runtime's intra-op threads for the CPU work (default 0: one per physical core)
   --quantize q4|q8      import a float model's linear weights as 4- or 8-bit blocks (round to nearest)
   --attach FILE         attach a document (repeatable): text, Markdown, code, PDF, .docx, HTML,
                         PNG, JPEG (scanned pages and images by OCR)
@@ -124,6 +127,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
         system: { type: 'string' },
         ep: { type: 'string' },
         backend: { type: 'string' },
+        threads: { type: 'string' },
         quantize: { type: 'string' },
         json: { type: 'boolean' },
         attach: { type: 'string', multiple: true },
@@ -181,6 +185,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
     ignoreEos: v['ignore-eos'] ?? false,
     ep,
     backend,
+    threads: int('threads', v.threads, 0, MAX_THREADS) ?? 0,
     quantize,
     json: v.json ?? false,
     system: v.system ?? null,

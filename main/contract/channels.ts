@@ -83,6 +83,7 @@ export const settingsPatchSchema = z
     kvCacheBudgetMiB: z.number().int().min(0).max(1 << 20),
     executionProvider: z.enum(EXECUTION_PROVIDER_PREFERENCES),
     backend: z.enum(['native', 'js']),
+    threads: z.number().int().min(0).max(1024),
     /** Ropewalk's own models folder, listed by the library ('' = the default, ~/.ropewalk/models). */
     modelsFolder: z.string().max(4096),
     localServer: z.boolean(),

@@ -189,6 +189,8 @@ export interface Settings {
   kvCacheBudgetMiB: number;
   executionProvider: ExecutionProviderPreference;
   backend: BackendPreference;
+  /** ONNX Runtime's intra-op threads for the CPU work, 0–1024 (0: its default, one per physical core); a change reloads the model. */
+  threads: number;
   /** Serve the OpenAI-compatible API of the loaded model on 127.0.0.1 (desktop app; off by default). */
   /** Ropewalk's own models folder ('' = the default, ~/.ropewalk/models). */
   modelsFolder: string;
@@ -298,6 +300,18 @@ export interface ContextBudget {
   kv: CacheUsage;
   /** Messages the context-full policy leaves out of the prompt ("not in context"), oldest first. */
   outOfContext: string[];
+  /**
+   * Tokens left out: of `outOfContext` (the prompt with them − the prompt as fed), and while an
+   * answer shifts the context, of what the shifts dropped; 0 when nothing is left out.
+   */
+  droppedTokens: number;
+  /**
+   * Set when the next message does not fit (`fits` false): what would make it fit.
+   * `rollingWindow`: the system prompt and this message (with its documents) fit without any of
+   * the history, so a rolling window for this chat works; `shorterReply`: the largest reply
+   * reserve (max new tokens) with which it fits, or null when no shorter reply does.
+   */
+  remedies?: { rollingWindow: boolean; shorterReply: number | null };
   /** The counts are an estimate (a remote engine with no tokenize endpoint and no tokenizer.json): the meter shows "≈". */
   estimated: boolean;
 }

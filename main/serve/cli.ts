@@ -27,7 +27,7 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${USAGE}\n`);
     return;
   }
-  const services = await startBackend({ dataDir: opts.dataDir, loadModel: false, ...(opts.ep ? { executionProvider: opts.ep } : {}) });
+  const services = await startBackend({ dataDir: opts.dataDir, loadModel: false, ...(opts.ep ? { executionProvider: opts.ep } : {}), ...(opts.threads !== null ? { threads: opts.threads } : {}) });
   let server;
   try {
     server = await startServer({ router: services.router, port: opts.port, staticDir: opts.staticDir, completions: services.completions, cors: opts.cors });

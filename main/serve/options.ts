@@ -2,7 +2,8 @@
  * Command-line options of `npm run serve`: `--port N` (0–65535, 0 = any free port), `--data DIR`
  * (created if missing; must be a writable folder), `--static DIR`, `--cors ORIGIN` (one origin,
  * scheme://host[:port], allowed to call /v1 from a browser), `--ep auto|cpu|webgpu|cuda` (saved as
- * the execution-provider setting before the model loads). Bad options throw
+ * the execution-provider setting before the model loads), `--threads N` (0–1024, saved as the
+ * threads setting before the model loads; 0: ONNX Runtime's default). Bad options throw
  * `UsageError` with one sentence (the CLI prints it and exits 2).
  */
 import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
@@ -12,13 +13,14 @@ import { EXECUTION_PROVIDER_PREFERENCES, type ExecutionProviderPreference } from
 import { projectRoot } from '../common/default-model.ts';
 import { userDataDir } from './user-data.ts';
 
-export const USAGE = `usage: npm run serve -- [--port N] [--data DIR] [--static DIR] [--cors ORIGIN] [--ep auto|cpu|webgpu|cuda]
+export const USAGE = `usage: npm run serve -- [--port N] [--data DIR] [--static DIR] [--cors ORIGIN] [--ep auto|cpu|webgpu|cuda] [--threads N]
   --port N      TCP port on 127.0.0.1 (0 = any free port; default 0)
   --data DIR    folder of the database (default: ${userDataDir()})
   --static DIR  folder of the built renderer (default: dist/renderer)
   --cors ORIGIN let this one origin (e.g. http://localhost:3000) call /v1 from a browser (default: none)
   --ep EP       execution provider, saved as the window's setting (default: the setting, first auto:
-                CUDA, else WebGPU on a GPU, else CPU; a fallback is said on stderr)`;
+                CUDA, else WebGPU on a GPU, else CPU; a fallback is said on stderr)
+  --threads N   ONNX Runtime's intra-op threads, saved as the window's setting (0: one per physical core)`;
 
 /** A bad command line: serve prints its one-line message and exits with code 2. */
 export class UsageError extends Error {}
@@ -31,17 +33,19 @@ export interface ServeOptions {
   cors: string | null;
   /** `--ep`: stored as the execution-provider setting before the model loads; null: the setting as it is. */
   ep: ExecutionProviderPreference | null;
+  /** `--threads`: stored as the threads setting before the model loads; null: the setting as it is. */
+  threads: number | null;
 }
 
 /** Parses the command line. @returns 'help' for --help. @throws UsageError with one sentence. */
 export function parseServeOptions(argv: string[]): ServeOptions | 'help' {
-  const o: ServeOptions = { port: 0, dataDir: userDataDir(), staticDir: path.join(projectRoot(), 'dist', 'renderer'), cors: null, ep: null };
+  const o: ServeOptions = { port: 0, dataDir: userDataDir(), staticDir: path.join(projectRoot(), 'dist', 'renderer'), cors: null, ep: null, threads: null };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--help' || arg === '-h') return 'help';
     const eq = arg.indexOf('=');
     const name = eq > 0 ? arg.slice(0, eq) : arg;
-    if (name !== '--port' && name !== '--data' && name !== '--static' && name !== '--cors' && name !== '--ep') throw new UsageError(`unknown option ${arg} (see --help)`);
+    if (name !== '--port' && name !== '--data' && name !== '--static' && name !== '--cors' && name !== '--ep' && name !== '--threads') throw new UsageError(`unknown option ${arg} (see --help)`);
     const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
     if (value === undefined || value === '') throw new UsageError(`${name} needs a value`);
     if (name === '--port') {
@@ -51,6 +55,9 @@ export function parseServeOptions(argv: string[]): ServeOptions | 'help' {
       const ep = EXECUTION_PROVIDER_PREFERENCES.find((p) => p === value);
       if (ep === undefined) throw new UsageError(`--ep must be ${EXECUTION_PROVIDER_PREFERENCES.join(', ')}, got ${JSON.stringify(value)}`);
       o.ep = ep;
+    } else if (name === '--threads') {
+      if (!/^\d{1,4}$/.test(value) || Number(value) > 1024) throw new UsageError(`--threads must be an integer from 0 to 1024 (0: one per physical core), got ${JSON.stringify(value)}`);
+      o.threads = Number(value);
     } else if (name === '--cors') {
       o.cors = corsOrigin(value);
     } else if (name === '--data') {

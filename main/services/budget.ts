@@ -11,7 +11,10 @@
  *             context (the engine's context shift, context-policy.ts's SHIFT_KEEP), so only the
  *             prompt must fit, not the reserve.
  * The prompt as fed comes from `DocumentService.assemble`, which the answer uses too, after the
- * context-full policy has left out the oldest exchanges (`outOfContext`; see context-policy.ts).
+ * context-full policy has left out the oldest exchanges (`outOfContext`, and `droppedTokens` =
+ * count(prompt with them) − count(prompt as fed); see context-policy.ts). The settings are the
+ * conversation's (its own system prompt and sampler over the settings). A budget that does not
+ * fit carries `remedies`: whether a rolling window would make it fit, the largest reply that fits.
  *
  * The renderer debounces its calls as the user types; this side protects the worker anyway:
  * concurrent requests for one conversation are coalesced (while one is counted, only the latest
@@ -137,10 +140,18 @@ export class BudgetService {
     // The count of `prompt` as fed, when already known (a policy other than stop counts it first).
     let fedCount: number | null = null;
     const policy = this.policyOf(conversationId);
+    // The count of the prompt with the whole history, when some of it is left out.
+    let wholeCount = 0;
+    // Only a regenerate (`messages` given, no draft) answers the last exchange again, so only then
+    // must it stay: the meter's empty draft counts what the next message would send, for which
+    // the last exchange is history like the others (issue 19: under a rolling window an empty
+    // draft read 538 / 512 and was refused, until one typed).
+    const protectLast = !hasDraft && messages !== undefined;
     if (policy !== 'stop' && stored.length > 0 && (fedCount = await count(prompt)) > room) {
       const fitsWith = async (k: Message[]) => (await count(await this.documents.assemble(system, k, pending, room))) <= room;
-      ({ kept, dropped } = await keptHistory(policy, stored, !hasDraft, fitsWith));
+      ({ kept, dropped } = await keptHistory(policy, stored, protectLast, fitsWith));
       if (dropped.length) {
+        wholeCount = fedCount;
         prompt = await this.documents.assemble(system, kept, pending, room);
         fedCount = null;
       }
@@ -159,9 +170,30 @@ export class BudgetService {
       rope: { capacity: caches.rope.capacity, bytes: caches.rope.bytes },
       kv: { capacity: caches.kv.capacity, bytes: caches.kv.bytes },
       outOfContext: dropped.map((m) => m.id),
+      droppedTokens: dropped.length ? Math.max(0, wholeCount - all) : 0,
       estimated: this.engine.countAccuracy === 'estimate',
     }, SHIFT_KEEP[policy] !== false);
+    if (!budget.fits) budget.remedies = await this.remedies(budget, system, pending, room, count);
     return { budget, prompt, contextShift: SHIFT_KEEP[policy] };
+  }
+
+  /**
+   * What would make a budget that does not fit fit (ContextBudget.remedies): a rolling window
+   * when the system prompt and the pending message alone fit under it (one more count: the
+   * prompt without history, its room the max context, as the rolling window needs), and the
+   * largest reply reserve that fits: maxContext − used, when that is at least 1 and below the
+   * reserve (under a policy that shifts, `used` itself is at the max, so none).
+   */
+  private async remedies(
+    b: ContextBudget,
+    system: ChatMessage[],
+    pending: Draft | null,
+    room: number,
+    count: (p: AssembledPrompt) => Promise<number>,
+  ): Promise<NonNullable<ContextBudget['remedies']>> {
+    const alone = pending ? await count(await this.documents.assemble(system, [], pending, room)) : b.system;
+    const shorter = b.maxContext - b.used;
+    return { rollingWindow: alone < b.maxContext, shorterReply: shorter >= 1 && shorter < b.reserve && b.total > b.maxContext ? shorter : null };
   }
 
   /**
@@ -173,12 +205,18 @@ export class BudgetService {
   estimate(base: ContextBudget, generatedTokens: number, shifts: boolean): ContextBudget {
     const d = this.drafts.get(base.conversationId ?? '');
     const draft = d?.tokens ?? base.draft;
-    return assemble(base.conversationId, base.maxContext, base.reserve, base.system, base.documents, base.history + generatedTokens, draft, {
+    // An answer that shifts the context holds at most the max context: what passes it was dropped.
+    const grown = base.system + base.documents + base.history + generatedTokens + draft;
+    const over = shifts ? Math.max(0, grown - base.maxContext) : 0;
+    const b = assemble(base.conversationId, base.maxContext, base.reserve, base.system, base.documents, base.history + generatedTokens - over, draft, {
       rope: base.rope,
       kv: base.kv,
       outOfContext: base.outOfContext,
+      droppedTokens: base.droppedTokens + over,
       estimated: base.estimated,
     }, shifts);
+    // Shifting, the answer goes on at the max context; the exact count at its end says whether the next message fits.
+    return over > 0 ? { ...b, fits: true } : b;
   }
 
   /** The draft (text and attached documents) last counted for a conversation (empty if none). */
@@ -236,7 +274,7 @@ function assemble(
   documents: number,
   history: number,
   draft: number,
-  caches: Pick<ContextBudget, 'rope' | 'kv' | 'outOfContext' | 'estimated'>,
+  caches: Pick<ContextBudget, 'rope' | 'kv' | 'outOfContext' | 'droppedTokens' | 'estimated'>,
   /** The answer may shift the context (rolling window, truncate middle): only the prompt must fit. */
   shifts: boolean,
 ): ContextBudget {

@@ -48,6 +48,8 @@ export interface StartServicesOptions {
   secretCipher?: SecretCipher | null;
   /** Saved as the execution-provider setting before the first load (`serve --ep`). */
   executionProvider?: Settings['executionProvider'];
+  /** `serve --threads`: stored as the threads setting before the model loads. */
+  threads?: number;
   /** The desktop app's native file dialog: the chosen model file, or null when cancelled (none: serve mode, no dialog). */
   chooseModelFile?: () => Promise<string | null>;
   /** How the engine's own process is started (the desktop app: Electron's utilityProcess; default: child_process.fork). */
@@ -110,6 +112,7 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
       ...(settings?.userMaxContext !== undefined ? { maxContext: settings.userMaxContext } : {}),
       executionProvider: settings?.get().executionProvider ?? 'auto',
       backend: settings?.get().backend ?? 'native',
+      threads: settings?.get().threads ?? 0,
     }),
     isGenerating: () => chat?.generating ?? false,
     onLoaded: () => void (chat && refreshActiveBudget({ budget, chat, emit })),
@@ -120,6 +123,7 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
   host.onCrash(() => void models.recover());
   settings = new SettingsService(store, models);
   if (opts.executionProvider !== undefined) settings.presetExecutionProvider(opts.executionProvider);
+  if (opts.threads !== undefined) settings.presetThreads(opts.threads);
   const library: ModelLibraryService = new ModelLibraryService({
     store,
     builtinPath: opts.defaultModel ?? defaultModelPath(),

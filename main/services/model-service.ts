@@ -62,7 +62,7 @@ export interface ModelServiceOptions {
   /** Where imported bundles are cached (default: the engine's, ~/.cache/ropewalk/models). */
   cacheDir?: string;
   /** The load options the settings ask for (max context set by the user, execution provider). */
-  loadOptions: () => Pick<LoadOptions, 'maxContext' | 'executionProvider' | 'backend'>;
+  loadOptions: () => Pick<LoadOptions, 'maxContext' | 'executionProvider' | 'backend' | 'threads'>;
   /** Whether an answer is being generated now (a load must wait for it). */
   isGenerating: () => boolean;
   /** Called after a model loaded (the budget changes with it). */
@@ -210,7 +210,7 @@ export class ModelService {
    * Reloads the current model with new options (the settings changed).
    * @throws ServiceError BUSY / MODEL_NOT_READY; the engine's load error (old model kept).
    */
-  async reload(options: Pick<LoadOptions, 'maxContext' | 'executionProvider' | 'backend'>): Promise<void> {
+  async reload(options: Pick<LoadOptions, 'maxContext' | 'executionProvider' | 'backend' | 'threads'>): Promise<void> {
     this.assertFree();
     if (this.deps.engine.remote) return; // the server's own settings apply; the local model reloads when it is used again
     const source = this.source;
@@ -259,7 +259,7 @@ export class ModelService {
     return p;
   }
 
-  private async load(path: string, options?: Pick<LoadOptions, 'maxContext' | 'executionProvider' | 'backend'>, quantize?: QuantizeOption, beforeReady?: () => void): Promise<void> {
+  private async load(path: string, options?: Pick<LoadOptions, 'maxContext' | 'executionProvider' | 'backend' | 'threads'>, quantize?: QuantizeOption, beforeReady?: () => void): Promise<void> {
     this.set({ status: 'loading', info: this.current.info, progress: { phase: 'start', fraction: 0 }, error: null });
     const opts = options ?? this.deps.loadOptions();
     const info = await this.deps.host.load(

@@ -1,8 +1,8 @@
 /**
  * Settings: the defaults, what the user changed (persisted in the store's settings table, one
  * key per field), and the checks a change must pass. `maxContext` follows the loaded model's
- * trained context until the user sets it. A change of `maxContext`, `executionProvider` or `backend`
- * reloads the model with the new options through `ModelService.reload`; if that fails the old
+ * trained context until the user sets it. A change of `maxContext`, `executionProvider`, `backend`
+ * or `threads` reloads the model with the new options through `ModelService.reload`; if that fails the old
  * model and the old settings stay, and the call rejects with the load error.
  */
 import type { ChatSettings, ConversationSummary, Settings } from '../contract/types.ts';
@@ -38,11 +38,15 @@ export const DEFAULT_SETTINGS: Omit<Settings, 'maxContext' | 'maxTokens'> = {
   kvCacheBudgetMiB: 1024,
   executionProvider: 'auto',
   backend: 'native',
+  threads: 0,
   modelsFolder: '',
   localServer: false,
   localServerPort: DEFAULT_LOCAL_SERVER_PORT,
   localServerCors: '',
 };
+
+/** The settings a change of which reloads the model. */
+const RELOAD_KEYS = ['maxContext', 'executionProvider', 'backend', 'threads'] as const satisfies readonly (keyof Settings)[];
 
 const KEYS = ['maxContext', 'maxTokens', ...Object.keys(DEFAULT_SETTINGS)] as (keyof Settings)[];
 const PREFIX = 'settings.';
@@ -124,11 +128,10 @@ export class SettingsService {
         `invalid settings: max tokens (${next.maxTokens}) must be less than the max context (${next.maxContext}), or no room is left for the prompt`,
       );
     }
-    const changed = (k: 'maxContext' | 'executionProvider' | 'backend') => patch[k] !== undefined && patch[k] !== before[k];
-    const reload = changed('maxContext') || changed('executionProvider') || changed('backend');
-    if (reload) {
-      if (opts.generating) throw new ServiceError('BUSY', 'an answer is being generated; stop it before changing the max context, the execution provider or the backend');
-      await this.models.reload({ maxContext: next.maxContext, executionProvider: next.executionProvider, backend: next.backend });
+    const changed = (k: (typeof RELOAD_KEYS)[number]) => patch[k] !== undefined && patch[k] !== before[k];
+    if (RELOAD_KEYS.some(changed)) {
+      if (opts.generating) throw new ServiceError('BUSY', 'an answer is being generated; stop it before changing the max context, the execution provider, the backend or the threads');
+      await this.models.reload({ maxContext: next.maxContext, executionProvider: next.executionProvider, backend: next.backend, threads: next.threads });
     }
     const values: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(stripUndefined(patch))) values[PREFIX + k] = v;
@@ -146,6 +149,17 @@ export class SettingsService {
       throw new ServiceError('INVALID_REQUEST', `invalid settings: execution provider ${JSON.stringify(ep)} is not one of auto, cpu, webgpu, cuda`);
     }
     this.store.setSettings({ [`${PREFIX}executionProvider`]: ep });
+  }
+
+  /**
+   * Stores the thread count before the first load, without a reload (`serve --threads`).
+   * @throws ServiceError INVALID_REQUEST for a value outside 0–1024, quoting it.
+   */
+  presetThreads(threads: number): void {
+    if (!settingsPatchSchema.safeParse({ threads }).success) {
+      throw new ServiceError('INVALID_REQUEST', `invalid settings: threads ${JSON.stringify(threads)} is not a whole number from 0 to 1024`);
+    }
+    this.store.setSettings({ [`${PREFIX}threads`]: threads });
   }
 
   private stored(): Partial<Settings> {

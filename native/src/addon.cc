@@ -3,7 +3,8 @@
 //   vulkanDevices(): { name: string, type: string }[]   this machine's Vulkan devices (throws without a loader)
 //   new NativeDecoder(modelPath, { executionProvider: 'cpu'|'webgpu'|'cuda', numLayers, numKvHeads,
 //                     headDim, vocabSize, rotaryHalf, logits: Float32Array(vocabSize),
-//                     kvDtype?: 'float32'|'float16', copyModel?: Uint8Array, profilePrefix?: string })
+//                     kvDtype?: 'float32'|'float16', copyModel?: Uint8Array, profilePrefix?: string,
+//                     intraOpThreads?: number (0 or absent: ORT's default) })
 //                     kvDtype: the graph's past/present dtype (default float32)
 //                     copyModel: the KV copy graph (kv-copy-graph.ts), needed for 'webgpu'/'cuda'
 //     .executionProvider: 'cpu'|'webgpu'|'cuda'    .fallbackReason: string|null
@@ -135,6 +136,12 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
       ThrowAs(env, "ORT_ARG", "executionProvider must be 'cpu', 'webgpu' or 'cuda', got '" + ep + "'");
     }
     std::string profilePrefix = o.Has("profilePrefix") && !o.Get("profilePrefix").IsUndefined() ? o.Get("profilePrefix").ToString().Utf8Value() : "";
+    int intraOpThreads = 0;
+    if (o.Has("intraOpThreads") && !o.Get("intraOpThreads").IsUndefined()) {
+      const double t = o.Get("intraOpThreads").ToNumber().DoubleValue();
+      if (!(t >= 0 && t <= 1024 && t == static_cast<int>(t))) ThrowAs(env, "ORT_ARG", "intraOpThreads must be a whole number from 0 to 1024, got " + std::to_string(t));
+      intraOpThreads = static_cast<int>(t);
+    }
     Napi::Value logits = o.Get("logits");
     if (!logits.IsTypedArray() || logits.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array ||
         logits.As<Napi::Float32Array>().ElementLength() != static_cast<size_t>(shape.vocabSize)) {
@@ -150,7 +157,7 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
     }
     logits_ = Napi::Persistent(logits.As<Napi::Object>());
     float* logitsData = logits.As<Napi::Float32Array>().Data();
-    decoder_ = Guard(env, "ORT_LOAD", [&] { return std::make_unique<Decoder>(modelPath, shape, ep, copyModel, profilePrefix, logitsData); });
+    decoder_ = Guard(env, "ORT_LOAD", [&] { return std::make_unique<Decoder>(modelPath, shape, ep, copyModel, profilePrefix, logitsData, intraOpThreads); });
   }
 
   Decoder& Live(Napi::Env env) {

@@ -21,7 +21,7 @@ const char* DeviceMemoryName(const std::string& ep) { return ep == "cuda" ? "Cud
 }  // namespace
 
 Decoder::Decoder(const std::string& modelPath, const DecoderShape& shape, const std::string& ep, CopyModel copyModel,
-                 const std::string& profilePrefix, float* logits)
+                 const std::string& profilePrefix, float* logits, int intraOpThreads)
     : shape_(shape),
       logits_(logits),
       kvType_(shape.kvFloat16 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 : ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT),
@@ -30,13 +30,13 @@ Decoder::Decoder(const std::string& modelPath, const DecoderShape& shape, const 
   SharedEnv();  // ORT's default logger, which the CUDA provider options already use, lives in the env
   if (ep != "cpu") {
     try {
-      OpenSession(modelPath, ep, profilePrefix);
+      OpenSession(modelPath, ep, profilePrefix, intraOpThreads);
       ep_ = ep;
     } catch (const OrtError& e) {
       fallbackReason_ = e.what();
     }
   }
-  if (session_ == nullptr) OpenSession(modelPath, "cpu", profilePrefix);
+  if (session_ == nullptr) OpenSession(modelPath, "cpu", profilePrefix, intraOpThreads);
   try {
     Check(api.CreateIoBinding(session_, &binding_), "CreateIoBinding");
     Check(api.CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeDefault, &hostInfo_), "CreateCpuMemoryInfo");
@@ -81,11 +81,12 @@ void Decoder::Release() {
   if (session_) api.ReleaseSession(session_), session_ = nullptr;
 }
 
-void Decoder::OpenSession(const std::string& modelPath, const std::string& ep, const std::string& profilePrefix) {
+void Decoder::OpenSession(const std::string& modelPath, const std::string& ep, const std::string& profilePrefix, int intraOpThreads) {
   const OrtApi& api = Ort();
   OrtSessionOptions* rawOptions = nullptr;
   Check(api.CreateSessionOptions(&rawOptions), "CreateSessionOptions");
   Owned<OrtSessionOptions> options(rawOptions, api.ReleaseSessionOptions);
+  if (intraOpThreads > 0) Check(api.SetIntraOpNumThreads(options.get(), intraOpThreads), "SetIntraOpNumThreads");
   Check(api.SetSessionGraphOptimizationLevel(options.get(), ORT_ENABLE_ALL), "SetSessionGraphOptimizationLevel");
   if (!profilePrefix.empty()) Check(api.EnableProfiling(options.get(), profilePrefix.c_str()), "EnableProfiling");
   AppendExecutionProvider(options.get(), ep);

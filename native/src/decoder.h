@@ -63,11 +63,12 @@ class Decoder {
    * CPU and keeps the reason (FallbackReason()). copyModel: opened on the same EP when it is a
    * device. profilePrefix: non-empty turns ONNX Runtime's profiler on (file `<prefix>_<time>.json`)
    * until EndProfiling(). logits: host float32 [vocabSize], must outlive the decoder.
+   * intraOpThreads: ONNX Runtime's intra-op thread pool size (0: its default, the physical cores).
    * @throws OrtError when the model cannot be opened on the CPU either, or the copy graph not on
    *   the device the model opened on.
    */
   Decoder(const std::string& modelPath, const DecoderShape& shape, const std::string& ep, CopyModel copyModel,
-          const std::string& profilePrefix, float* logits);
+          const std::string& profilePrefix, float* logits, int intraOpThreads = 0);
   ~Decoder();
   Decoder(const Decoder&) = delete;
   Decoder& operator=(const Decoder&) = delete;
@@ -127,7 +128,7 @@ class Decoder {
   void CopyIn(int64_t length, const float* host);
 
  private:
-  void OpenSession(const std::string& modelPath, const std::string& ep, const std::string& profilePrefix);
+  void OpenSession(const std::string& modelPath, const std::string& ep, const std::string& profilePrefix, int intraOpThreads);
   void Release();
   void BindKv(const std::vector<OrtValue*>& kv);
   OrtValue* NewKv(int64_t capacity);

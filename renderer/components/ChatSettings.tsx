@@ -5,14 +5,19 @@
  * conversation through `setConversationSettings`, each change on its own, acknowledged with
  * "Saved"; the meter, the prompt and the exports follow them (renderer/lib/chat-settings.ts).
  */
-import { useRef, useState } from 'react';
-import { CHAT_SETTING_KEYS } from '../../main/contract/chat-setting-keys.ts';
+import { useState } from 'react';
 import type { ChatSettings } from '../../main/contract/types.ts';
 import { useChat, useConversations, useModel, useSettings, useStores } from '../hooks.ts';
 import { Field, FIELDS, NumberField, type NumberFieldSpec } from './fields.tsx';
 import { presetOf, SaveStatus, SystemPromptText } from './SystemPromptPresets.tsx';
 
 const NONE: ChatSettings = {};
+
+/** Every field of ChatSettings, in the order the popover lists them (a missing one fails to type-check). */
+const CHAT_SETTING_KEYS = ['systemPrompt', 'temperature', 'topK', 'topP', 'minP', 'repetitionPenalty', 'maxTokens'] as const satisfies readonly (keyof ChatSettings)[];
+type _AllListed = Exclude<keyof ChatSettings, (typeof CHAT_SETTING_KEYS)[number]> extends never ? true : never;
+const _allListed: _AllListed = true;
+void _allListed;
 
 /** The numeric settings a chat may have its own of, as their fields: empty text means "as the setting". */
 const CHAT_FIELDS: NumberFieldSpec[] = CHAT_SETTING_KEYS.flatMap((key) => {
@@ -25,16 +30,17 @@ const CHAT_FIELDS: NumberFieldSpec[] = CHAT_SETTING_KEYS.flatMap((key) => {
 export function ChatSettingsMenu() {
   const conversationId = useChat((s) => s.conversationId);
   const own = useConversations((s) => s.items.find((c) => c.id === conversationId)?.chatSettings ?? NONE);
-  const menu = useRef<HTMLDetailsElement>(null);
+  // The form is rendered only while open: its fields' labels would otherwise repeat the settings panel's.
+  const [open, setOpen] = useState(false);
   if (!conversationId) return null;
   const count = Object.keys(own).length;
   return (
-    <details className="menu chat-settings-menu" ref={menu}>
+    <details className="menu chat-settings-menu" open={open} onToggle={(e) => setOpen(e.currentTarget.open)}>
       <summary className={`btn btn-ghost btn-xs${count ? ' pressed' : ''}`} aria-label="Chat settings" title="This chat's own system prompt and sampling">
         Chat settings{count ? ` (${count})` : ''}
       </summary>
       <div className="menu-list chat-settings" role="group" aria-label="This chat's settings">
-        <ChatSettingsForm conversationId={conversationId} own={own} />
+        {open && <ChatSettingsForm conversationId={conversationId} own={own} />}
       </div>
     </details>
   );

@@ -3,18 +3,20 @@
  * attached), Attach and the attached documents, Send — or Stop while an answer is generated
  * (Escape too; focus stays in the textbox) — and the context meter. When the budget says the next
  * message will not fit, the reason is shown with what can be done (for documents: raise the max
- * context, use the relevant parts, cancel; else: a new chat, a context-full policy, a shorter
- * reply reserve), and Send refuses without calling the services. The line follows the live
+ * context, use the relevant parts, cancel; else: a new chat, a rolling window or a shorter reply
+ * for this chat, each only when it would make the message fit), and Send is disabled (the reason its description and tooltip) and refuses
+ * without calling the services. The line follows the live
  * budget, so a settings change updates it at once. For a model whose template reads
  * `enable_thinking`, the open chat's Think toggle sits beside the meter.
  */
 import { useEffect, useRef, type KeyboardEvent } from 'react';
 import { CONTEXT_FULL_WORDS } from '../../main/contract/context-full.ts';
-import type { ContextFullPolicy } from '../../main/contract/types.ts';
-import { useBudget, useChat, useOpenChatPolicy, useSettings, useStores, useUi } from '../hooks.ts';
+import type { ContextBudget } from '../../main/contract/types.ts';
+import { useBudget, useChat, useConversations, useOpenChatPolicy, useSettings, useStores, useUi } from '../hooks.ts';
 import { ariaKeysOf, withKeys } from '../lib/shortcuts.ts';
 import { IS_MAC } from '../window-effects.ts';
 import { refusalReason } from '../lib/meter.ts';
+import { conversationRecap } from '../lib/recap.ts';
 import { isGenerating } from '../stores/chat.ts';
 import { ContextMeter } from './ContextMeter.tsx';
 import { Attachments, NotFitOffer, useOwnBudget } from './Documents.tsx';
@@ -103,7 +105,16 @@ export function Composer() {
               <span>Stop</span>
             </button>
           ) : (
-            <button key="send" type="button" className={`btn btn-primary btn-send${reason ? ' refused' : ''}`} disabled={!draft.trim()} onClick={send}>
+            // Disabled while the message would be refused, with the reason as its description (and tooltip).
+            <button
+              key="send"
+              type="button"
+              className={`btn btn-primary btn-send${reason ? ' refused' : ''}`}
+              disabled={!draft.trim() || reason !== null}
+              title={reason ?? (draft.trim() ? 'Send (Enter)' : 'Type a message to send')}
+              aria-describedby={reason ? 'composer-reason' : undefined}
+              onClick={send}
+            >
               <span>Send</span>
               <SendIcon size={14} />
             </button>
@@ -116,39 +127,56 @@ export function Composer() {
         </p>
       )}
       {budget && hasAttachments && <NotFitOffer budget={budget} />}
-      {reason && budget && !(hasAttachments && budget.documents > 0) && <RefusalActions />}
+      {reason && budget && !(hasAttachments && budget.documents > 0) && <RefusalActions budget={budget} />}
     </div>
   );
 }
 
-/** What to do when the conversation does not fit: a new chat, a context-full policy, a shorter reply. */
-function RefusalActions() {
+/**
+ * What can make the conversation fit, as the services worked it out (`budget.remedies`): a new
+ * chat, or one whose message starts with a summary of this one; a rolling window for this chat when the message fits without the history; a shorter
+ * reply for this chat (its own max new tokens) only when one fits. Each changes this chat's
+ * settings, never the global ones (with no chat yet, the settings).
+ */
+function RefusalActions({ budget }: { budget: ContextBudget }) {
   const stores = useStores();
-  const maxTokens = useSettings((s) => s.settings?.maxTokens ?? 0);
   const setting = useSettings((s) => s.settings?.contextFullPolicy ?? 'stop');
   const { conversationId, own } = useOpenChatPolicy();
+  const chatSettings = useConversations((s) => s.items.find((c) => c.id === conversationId)?.chatSettings);
   const policy = own ?? setting;
-  // A policy chosen here applies to this chat (its own policy); with no chat yet, to the setting.
-  const apply = (p: ContextFullPolicy) =>
-    void (conversationId !== null ? stores.conversations.getState().setPolicy(conversationId, p) : stores.settings.getState().update({ contextFullPolicy: p }));
-  const shorter = Math.max(1, Math.floor(maxTokens / 2));
+  const remedies = budget.remedies;
+  const rolling = policy !== 'rolling-window' && (remedies ? remedies.rollingWindow : policy === 'stop');
+  const shorter = remedies?.shorterReply ?? null;
+  const useRolling = () =>
+    void (conversationId !== null ? stores.conversations.getState().setPolicy(conversationId, 'rolling-window') : stores.settings.getState().update({ contextFullPolicy: 'rolling-window' }));
+  // A new chat that starts from a summary of this one (the questions asked, the last answer's
+  // beginning: renderer/lib/recap.ts), about a quarter of the max context (≈ 4 characters a token), then the draft.
+  const withSummary = async () => {
+    const { messages, draft } = stores.chat.getState();
+    const recap = conversationRecap(messages, Math.max(200, budget.maxContext));
+    await stores.conversations.getState().create();
+    stores.chat.getState().setDraft(recap + draft);
+  };
+  const hasHistory = budget.history > 0;
+  const useShorter = (maxTokens: number) =>
+    void (conversationId !== null ? stores.conversations.getState().setChatSettings(conversationId, { ...chatSettings, maxTokens }) : stores.settings.getState().update({ maxTokens }));
   return (
     <div className="refusal-actions" role="group" aria-label="Make it fit">
-      <button type="button" className="btn" onClick={() => void stores.chat.getState().open(null)}>
+      <button type="button" className="btn btn-secondary btn-xs" onClick={() => void stores.chat.getState().open(null)}>
         New chat
       </button>
-      {policy === 'stop' && (
-        <>
-          <button type="button" className="btn" title={CONTEXT_FULL_WORDS['rolling-window'].hint} onClick={() => apply('rolling-window')}>
-            Use a rolling window
-          </button>
-          <button type="button" className="btn" title={CONTEXT_FULL_WORDS['truncate-middle'].hint} onClick={() => apply('truncate-middle')}>
-            {CONTEXT_FULL_WORDS['truncate-middle'].label}
-          </button>
-        </>
+      {hasHistory && (
+        <button type="button" className="btn btn-secondary btn-xs" title="A new chat whose message starts with a summary of this one (the questions asked, the last answer's beginning)" onClick={() => void withSummary()}>
+          New chat with a summary
+        </button>
       )}
-      {maxTokens > 1 && (
-        <button type="button" className="btn" onClick={() => void stores.settings.getState().update({ maxTokens: shorter })}>
+      {rolling && (
+        <button type="button" className="btn btn-secondary btn-xs" title={`${CONTEXT_FULL_WORDS['rolling-window'].hint} (This chat only.)`} onClick={useRolling}>
+          Use a rolling window
+        </button>
+      )}
+      {shorter !== null && (
+        <button type="button" className="btn btn-secondary btn-xs" title="This chat's max new tokens: the longest reply that fits" onClick={() => useShorter(shorter)}>
           Shorter reply ({shorter} tokens)
         </button>
       )}

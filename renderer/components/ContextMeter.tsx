@@ -1,7 +1,8 @@
 /**
  * The context meter: tokens used (system + documents + history + draft) against the max context,
  * as a segmented bar (system, documents, history, draft, reserved for the reply) and
- * `1,234 / 2,048`, and how many messages the context-full policy leaves out.
+ * `1,234 / 2,048` — what will be sent: under a policy that leaves messages out, the kept part,
+ * with `(166 dropped)` for the tokens left out — and how many messages the policy leaves out.
  * role=meter with aria-valuenow = used and aria-valuemax = max context; amber from 80 %, red
  * when the next message will not fit. Hover or focus shows the breakdown and the RoPE and KV
  * cache capacity and bytes. Counts that are an estimate (a remote engine that cannot count
@@ -9,14 +10,14 @@
  */
 import type { ContextBudget } from '../../main/contract/types.ts';
 import { useBudget, useSettings } from '../hooks.ts';
-import { formatBytes, formatTokens, meterLevel, meterSegments, meterText, percentUsed, type MeterInput } from '../lib/meter.ts';
+import { droppedText, formatBytes, formatTokens, meterLevel, meterSegments, meterText, percentUsed, type MeterInput } from '../lib/meter.ts';
 
 export function ContextMeter() {
   const budget = useBudget((s) => s.budget);
   const maxContext = useSettings((s) => s.settings?.maxContext ?? 0);
   const maxTokens = useSettings((s) => s.settings?.maxTokens ?? 0);
   // Until the first getBudget answers, an empty conversation under the saved settings.
-  const b: MeterInput & Partial<Pick<ContextBudget, 'rope' | 'kv' | 'outOfContext' | 'estimated'>> = budget ?? {
+  const b: MeterInput & Partial<Pick<ContextBudget, 'rope' | 'kv' | 'outOfContext' | 'droppedTokens' | 'estimated'>> = budget ?? {
     maxContext,
     system: 0,
     documents: 0,
@@ -32,6 +33,7 @@ export function ContextMeter() {
   const pct = percentUsed(b.used, b.maxContext);
   const out = b.outOfContext?.length ?? 0;
   const about = b.estimated ? 'about ' : '';
+  const dropped = droppedText(b.droppedTokens);
 
   return (
     <div className={`meter-wrap meter-${level}`}>
@@ -42,7 +44,7 @@ export function ContextMeter() {
         aria-valuemin={0}
         aria-valuemax={b.maxContext}
         aria-valuenow={b.used}
-        aria-valuetext={`${about}${formatTokens(b.used)} of ${formatTokens(b.maxContext)} tokens`}
+        aria-valuetext={`${about}${formatTokens(b.used)} of ${formatTokens(b.maxContext)} tokens${dropped}`}
         aria-describedby="context-meter-tip"
         tabIndex={0}
       >
@@ -51,7 +53,10 @@ export function ContextMeter() {
             s.percent > 0 ? <span key={s.key} className={`meter-seg seg-${s.key}`} style={{ width: `${s.percent}%` }} /> : null,
           )}
         </span>
-        <span className="meter-text">{meterText(b.used, b.maxContext, b.estimated)}</span>
+        <span className="meter-text">
+          {meterText(b.used, b.maxContext, b.estimated)}
+          {dropped}
+        </span>
       </div>
       {out > 0 && (
         <span className="meter-out" title="Messages the context-full policy leaves out of the prompt">
@@ -60,7 +65,7 @@ export function ContextMeter() {
       )}
       <div className="meter-tip" role="tooltip" id="context-meter-tip">
         <div className="tip-title">
-          Context {meterText(b.used, b.maxContext, b.estimated)} tokens ({pct}%)
+          Context {meterText(b.used, b.maxContext, b.estimated)} tokens ({pct}%){dropped}
         </div>
         {b.estimated && <div className="tip-note">An estimate (≈): the remote engine has no tokenize endpoint and no tokenizer.json was given.</div>}
         <table>

@@ -4,6 +4,7 @@
  * preference. Each field is checked here against the contract's ranges (the services check
  * again) and saved on its own shortly after typing stops, or at once on blur / Enter.
  */
+import { useState } from 'react';
 import { CONTEXT_FULL_WORDS } from '../../main/contract/context-full.ts';
 import type { ContextFullPolicy, Settings } from '../../main/contract/types.ts';
 import { useModel, useOpenChatPolicy, useSettings, useStores } from '../hooks.ts';
@@ -88,7 +89,11 @@ function PolicyOptions() {
 function ChatPolicyField({ fallback }: { fallback: ContextFullPolicy }) {
   const stores = useStores();
   const { conversationId, own } = useOpenChatPolicy();
+  const [savedAt, setSavedAt] = useState<number | null>(null);
   if (conversationId === null) return null;
+  const choose = async (policy: ContextFullPolicy | null) => {
+    if (await stores.conversations.getState().setPolicy(conversationId, policy)) setSavedAt(Date.now());
+  };
   return (
     <Field
       id="setting-chat-policy"
@@ -98,11 +103,12 @@ function ChatPolicyField({ fallback }: { fallback: ContextFullPolicy }) {
       <select
         id="setting-chat-policy"
         value={own ?? ''}
-        onChange={(e) => void stores.conversations.getState().setPolicy(conversationId, (e.target.value || null) as ContextFullPolicy | null)}
+        onChange={(e) => void choose((e.target.value || null) as ContextFullPolicy | null)}
       >
         <option value="">As the setting ({CONTEXT_FULL_WORDS[fallback].label})</option>
         <PolicyOptions />
       </select>
+      <SaveStatus id="chat-policy-status" saving={false} savedAt={savedAt} />
     </Field>
   );
 }

@@ -22,7 +22,7 @@ export interface FieldContext {
 
 export const numberIn = (min: number, max: number, opts: RangeOptions = {}): Parser => (text) => parseDecimal(text, min, max, opts);
 
-export type NumericKey = 'maxContext' | 'maxTokens' | 'temperature' | 'topK' | 'topP' | 'minP' | 'repetitionPenalty' | 'seed' | 'kvCacheBudgetMiB';
+export type NumericKey = 'maxContext' | 'maxTokens' | 'temperature' | 'topK' | 'topP' | 'minP' | 'repetitionPenalty' | 'seed' | 'kvCacheBudgetMiB' | 'threads';
 
 export interface NumberFieldSpec {
   key: NumericKey;
@@ -67,6 +67,13 @@ export const FIELDS: NumberFieldSpec[] = [
     hint: 'Memory for the KV caches of recent conversations, so going back to one does not prefill it again; the least recently used goes first; 0 keeps none.',
     parse: numberIn(0, 1 << 20, { integer: true }),
     step: '64',
+  },
+  {
+    key: 'threads',
+    label: 'CPU threads',
+    hint: "ONNX Runtime's intra-op threads; 0: one per physical core. A change reloads the model.",
+    parse: numberIn(0, 1024, { integer: true }),
+    step: '1',
   },
 ];
 

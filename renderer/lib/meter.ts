@@ -70,6 +70,11 @@ export function meterText(used: number, maxContext: number, estimated = false): 
   return `${estimated ? '≈' : ''}${formatTokens(used)} / ${formatTokens(maxContext)}`;
 }
 
+/** The meter's note of what the context-full policy leaves out: ` (166 dropped)`, or '' for none. */
+export function droppedText(droppedTokens: number | undefined): string {
+  return droppedTokens && droppedTokens > 0 ? ` (${formatTokens(droppedTokens)} dropped)` : '';
+}
+
 /** Bytes in B, KiB, MiB or GiB with at most one decimal: `1536` → `1.5 KiB`. */
 export function formatBytes(bytes: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];

@@ -4,11 +4,11 @@
  * exactly: its reading equals the loaded model's own count of [system, draft] from serve's
  * `POST /tokenize` (the engine's tokenizer and template, not the budget code), and the answer's
  * prompt tokens as the engine prefilled them (read from SQLite); the chat's own max new tokens
- * bounds the answer; another chat keeps the settings. A system prompt saved as a preset, and
+ * bounds the answer, and the Markdown export stamps them; another chat keeps the settings. A system prompt saved as a preset, and
  * the chat's own settings, are there again after a restart (a new serve over the same data).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
@@ -90,6 +90,13 @@ test("a chat's own system prompt reaches the prompt, counted exactly by the mete
   assert.equal(stats.promptTokens, expected, 'the engine prefilled what the meter counted');
   assert.ok(stats.generatedTokens <= 12, `the chat's max new tokens bounds the answer (${stats.generatedTokens})`);
 
+  // The export stamps the settings this chat ran under: its own system prompt and sampler.
+  await page.locator('summary[aria-label="Export"]').click();
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: /Markdown/ }).click()]);
+  const md = readFileSync(await download.path(), 'utf8');
+  assert.match(md, new RegExp(`## System\\n\\n${CHAT_SYSTEM.replace('.', '\\.')}\\n`));
+  assert.match(md, /max new tokens 12 · temperature 0 ·/);
+
   // Another chat: the settings (no system prompt).
   await page.getByRole('button', { name: 'New chat' }).click();
   await box.fill(DRAFT);
@@ -124,4 +131,8 @@ test("a chat's own system prompt reaches the prompt, counted exactly by the mete
   // Its own system prompt, not the preset now in the settings, is in its prompt.
   const conversation = [{ role: 'system', content: CHAT_SYSTEM }, { role: 'user', content: DRAFT }, { role: 'assistant', content: answer.content }];
   await waitMeter(page, await modelCount(app!.url, conversation), 'the first chat after the restart');
+  // A preset chosen for this chat becomes its system prompt.
+  await page.locator('#chat-system-source').selectOption({ label: 'Preset: Little dog' });
+  await until('the preset is the chat prompt', async () => (await page.locator('#chat-system-prompt').inputValue()) === PRESET, 10_000);
+  await waitMeter(page, await modelCount(app!.url, [{ role: 'system', content: PRESET }, ...conversation.slice(1)]), 'the chat under the preset');
 });

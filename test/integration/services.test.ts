@@ -86,6 +86,7 @@ test('on start the embedded model loads with no setup; defaults follow its train
     kvCacheBudgetMiB: 1024,
     executionProvider: 'cpu', // set at start (the default is auto: settings-service.test.ts)
     backend: 'native',
+    threads: 0, // ONNX Runtime's default: one per physical core
     localServer: false, // the desktop app's Local server is off by default
     localServerPort: 8756,
     localServerCors: '',
@@ -94,7 +95,7 @@ test('on start the embedded model loads with no setup; defaults follow its train
   assert.equal(m.info?.backend, 'native', String(m.info?.fallbackReason));
   assert.deepEqual(await call('getLocalServer', {}), { status: 'unavailable', baseUrl: null, error: null }, 'no local server outside the desktop app');
   const b = await call('getBudget', { conversationId: null, draft: '' });
-  assert.deepEqual({ ...b, rope: null, kv: null }, { conversationId: null, maxContext: 512, system: 0, documents: 0, history: 0, draft: 0, reserve: 128, used: 0, total: 128, fits: true, rope: null, kv: null, outOfContext: [], estimated: false });
+  assert.deepEqual({ ...b, rope: null, kv: null }, { conversationId: null, maxContext: 512, system: 0, documents: 0, history: 0, draft: 0, reserve: 128, used: 0, total: 128, fits: true, rope: null, kv: null, outOfContext: [], droppedTokens: 0, estimated: false });
   const c = await call('createConversation', {});
   const empty = await call('getBudget', { conversationId: c.id, draft: '' });
   assert.equal(empty.used, 0);

@@ -57,3 +57,24 @@ test('--stop with --json-schema is a usage error (a stop string would cut the JS
   const alone = [parseChatOptions(['--json-schema', 's.json', 'Hi']), parseChatOptions(['--stop', '"', 'Hi'])];
   assert.deepEqual(alone.map((o) => (o === 'help' ? null : [o.jsonSchema, o.stop])), [['s.json', []], [null, ['"']]]);
 });
+
+test('--threads (chat and serve): 0 to 1024, default 0 (ONNX Runtime: one per physical core); anything else is a usage error quoting it', async () => {
+  const { parseServeOptions, UsageError: ServeUsageError } = await import('../../main/serve/options.ts');
+  const chatThreads = (argv: string[]) => {
+    const o = parseChatOptions([...argv, 'Once upon a time']);
+    return o === 'help' ? undefined : o.threads;
+  };
+  assert.equal(chatThreads([]), 0);
+  assert.equal(chatThreads(['--threads', '3']), 3);
+  assert.throws(() => chatThreads(['--threads', '1025']), (e: unknown) => e instanceof UsageError && e.message === '--threads must be between 0 and 1024, got 1025');
+  assert.throws(() => chatThreads(['--threads', 'two']), (e: unknown) => e instanceof UsageError && e.message === '--threads must be an integer, got "two"');
+  const serveThreads = (argv: string[]) => {
+    const o = parseServeOptions([...argv, '--data', process.cwd()]);
+    return o === 'help' ? undefined : o.threads;
+  };
+  assert.equal(serveThreads([]), null);
+  assert.equal(serveThreads(['--threads=2']), 2);
+  for (const bad of ['-1', '2000', '1.5']) {
+    assert.throws(() => serveThreads(['--threads', bad]), (e: unknown) => e instanceof ServeUsageError && e.message === `--threads must be an integer from 0 to 1024 (0: one per physical core), got "${bad}"`);
+  }
+});

@@ -137,6 +137,7 @@ export class FakeApi {
       rope: { capacity: 1024, bytes: 65536 },
       kv: { capacity: 1024, bytes: 1 << 21 },
       outOfContext: [],
+      droppedTokens: 0,
       estimated: false,
     };
   }

@@ -24,7 +24,7 @@ test('lowering the max context re-derives a default max tokens; a chosen one is 
 
   const lowered = await settings.update({ maxContext: 128 }, { generating: false });
   assert.deepEqual([lowered.maxContext, lowered.maxTokens], [128, 32]);
-  assert.deepEqual(reloads, [{ maxContext: 128, executionProvider: 'auto', backend: 'native' }]);
+  assert.deepEqual(reloads, [{ maxContext: 128, executionProvider: 'auto', backend: 'native', threads: 0 }]);
 
   await settings.update({ maxTokens: 100 }, { generating: false });
   await assert.rejects(

@@ -34,6 +34,7 @@ import { KvCache } from '../cache/kv-cache.ts';
 import { commonPrefix, DEFAULT_KV_CACHE_BUDGET_BYTES, KeptKvCaches } from '../cache/kv-keep.ts';
 import { RopeCache } from '../cache/rope-cache.ts';
 import type { BackendKind, DecoderBackend, ExecutionProvider, ExecutionProviderChoice, SessionInfo } from '../model/backend.ts';
+import { MAX_THREADS } from '../model/backend.ts';
 import { chooseExecutionProvider, parseExecutionProvider, type ProviderProbe } from '../model/ep-choice.ts';
 import { engineGraphTarget, type GraphDtype } from '../model/graph-target.ts';
 import { resolveModel, type ImportProgress, type QuantizeOption } from '../model/bundle.ts';
@@ -66,6 +67,11 @@ export interface EngineOptions {
   graphDtype?: GraphDtype;
   /** Decoder backend (default 'native'; falls back to 'js' with a note when the addon cannot load). */
   backend?: BackendKind;
+  /**
+   * ONNX Runtime's intra-op threads for the CPU work, a whole number 0–1024 (default 0: ONNX
+   * Runtime's own default, one per physical core). @see MAX_THREADS
+   */
+  threads?: number;
   /** Memory for kept KV caches of earlier sequences, bytes (default DEFAULT_KV_CACHE_BUDGET_BYTES). */
   kvCacheBudgetBytes?: number;
   /** Prefill chunk size in tokens (default 256). */
@@ -139,6 +145,14 @@ export interface EngineParts {
 function oneLine(...notes: (string | null)[]): string | null {
   const said = notes.filter((n): n is string => n !== null);
   return said.length ? said.join('; ') : null;
+}
+
+/** Validates a thread count (0: ONNX Runtime's default). @throws InvalidOptionError quoting it. */
+export function validateThreads(n: unknown): number {
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > MAX_THREADS) {
+    throw new InvalidOptionError('threads', `${String(n)} is not a whole number from 0 (ONNX Runtime's default: the physical cores) to ${MAX_THREADS}`);
+  }
+  return n;
 }
 
 /** Validates a max-context value. @throws InvalidOptionError quoting it. */
@@ -232,6 +246,7 @@ export class Engine {
    */
   private static async open(source: string, opts: EngineOptions, gpuNote: string | null): Promise<Engine> {
     if (opts.maxContext !== undefined) validateMaxContext(opts.maxContext);
+    if (opts.threads !== undefined) validateThreads(opts.threads);
     if (opts.backend !== undefined && opts.backend !== 'native' && opts.backend !== 'js') {
       throw new InvalidOptionError('backend', `expected native or js, got ${String(opts.backend)}`);
     }
@@ -259,7 +274,7 @@ export class Engine {
       chatTemplate: m.chatTemplate,
     });
     if (m.chatTemplate !== null) probeChatTemplate((msgs) => tokenizer.renderChat(msgs), templateOrigin(m.source));
-    const opened = await openDecoderBackend(bundle.modelPath, m.config, opts.backend, provider.ep, m.dtype);
+    const opened = await openDecoderBackend(bundle.modelPath, m.config, opts.backend, provider.ep, m.dtype, opts.threads ?? 0);
     if (opened.backend.info.executionProvider !== target.ep && opts.graphDtype === undefined) {
       // The provider was probed but this session fell back to the CPU: the CPU graph, not the GPU's, runs there.
       const why = oneLine(gpuNote, provider.note, opened.note, opened.backend.info.fallbackReason);

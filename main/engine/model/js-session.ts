@@ -79,13 +79,15 @@ export class DecoderSession implements DecoderBackend {
   }
 
   /**
-   * Opens `model.onnx` with the requested execution provider, falling back to CPU.
+   * Opens `model.onnx` with the requested execution provider, falling back to CPU;
+   * `intraOpThreads`: ONNX Runtime's intra-op thread pool (0: its default, the physical cores).
    * @throws ModelLoadError when ONNX Runtime cannot load the model at all.
    */
-  static async create(modelPath: string, config: ModelConfig, ep: ExecutionProvider = 'cpu'): Promise<DecoderSession> {
+  static async create(modelPath: string, config: ModelConfig, ep: ExecutionProvider = 'cpu', intraOpThreads = 0): Promise<DecoderSession> {
     const profile = await FirstRunProfile.create();
     const options = (provider: ExecutionProvider): ort.InferenceSession.SessionOptions => ({
       executionProviders: [provider],
+      ...(intraOpThreads > 0 ? { intraOpNumThreads: intraOpThreads } : {}),
       graphOptimizationLevel: 'all',
       logSeverityLevel: 3,
       enableProfiling: true,

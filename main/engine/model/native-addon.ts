@@ -60,6 +60,8 @@ export interface NativeDecoderOptions {
   copyModel?: Uint8Array;
   /** Turns ONNX Runtime's profiler on, writing `<prefix>_<time>.json`, until `endProfiling()`. */
   profilePrefix?: string;
+  /** ONNX Runtime's intra-op threads, 0–1024 (0 or absent: its default, the physical cores). */
+  intraOpThreads?: number;
 }
 
 /** What a native decoder has done since it opened (native/src/decoder.h DecoderStats). */

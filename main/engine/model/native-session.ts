@@ -52,11 +52,12 @@ export class NativeDecoderSession implements DecoderBackend {
   /**
    * Opens `model.onnx` through the addon with the requested provider (CUDA or WebGPU fall back
    * to the CPU with the reason in `info.fallbackReason`); `kvDtype` is the graph's KV dtype (the
-   * bundle manifest's `dtype`).
+   * bundle manifest's `dtype`); `intraOpThreads`: ONNX Runtime's intra-op thread pool (0: its
+   * default, the physical cores).
    * @throws NativeUnavailableError when the addon cannot be loaded; ModelLoadError when ONNX
    *   Runtime cannot open the model.
    */
-  static async create(modelPath: string, config: ModelConfig, ep: ExecutionProvider = 'cpu', kvDtype: GraphDtype = 'float32'): Promise<NativeDecoderSession> {
+  static async create(modelPath: string, config: ModelConfig, ep: ExecutionProvider = 'cpu', kvDtype: GraphDtype = 'float32', intraOpThreads = 0): Promise<NativeDecoderSession> {
     const status = loadNativeAddon();
     if (!status.available) throw new NativeUnavailableError(status.reason);
     const logits = new Float32Array(config.vocabSize);
@@ -74,6 +75,7 @@ export class NativeDecoderSession implements DecoderBackend {
         kvDtype,
         copyModel: ep === 'cpu' ? undefined : buildKvCopyGraph(kvDtype),
         profilePrefix: profile.prefix,
+        intraOpThreads,
       });
       return new NativeDecoderSession(decoder, config, logits, ep, profile);
     } catch (e) {

@@ -23,6 +23,7 @@ export interface OpenedBackend {
  * @param want 'native' (the default) or 'js'.
  * @param kvDtype the graph's KV dtype (the bundle manifest's `dtype`), the native addon's KV
  *   tensors' element type.
+ * @param intraOpThreads ONNX Runtime's intra-op threads (0: its default, the physical cores).
  * @throws ModelLoadError when ONNX Runtime cannot load the model (on either backend).
  */
 export async function openDecoderBackend(
@@ -31,15 +32,16 @@ export async function openDecoderBackend(
   want: BackendKind = 'native',
   ep: ExecutionProvider = 'cpu',
   kvDtype: 'float32' | 'float16' = 'float32',
+  intraOpThreads = 0,
 ): Promise<OpenedBackend> {
   let note: string | null = null;
   if (want === 'native') {
     try {
-      return { backend: await NativeDecoderSession.create(modelPath, config, ep, kvDtype), note: null };
+      return { backend: await NativeDecoderSession.create(modelPath, config, ep, kvDtype, intraOpThreads), note: null };
     } catch (e) {
       if (!(e instanceof NativeUnavailableError)) throw e;
       note = `native backend unavailable: ${e.reason}; using the JS backend`;
     }
   }
-  return { backend: await DecoderSession.create(modelPath, config, ep), note };
+  return { backend: await DecoderSession.create(modelPath, config, ep, intraOpThreads), note };
 }
