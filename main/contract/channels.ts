@@ -30,7 +30,7 @@ export * from './names.ts';
 const id = z.string().min(1).max(64);
 const text = z.string().max(1_000_000);
 /** Documents attached to a message, in order, each whole or cut to the relevant parts when it does not fit. */
-const attachedDocuments = z.array(z.object({ id, fit: z.enum(['whole', 'relevant']) }).strict()).max(16);
+const attachedDocuments = z.array(z.object({ id, fit: z.enum(['whole', 'relevant']), name: z.string().trim().min(1).max(255).optional() }).strict()).max(16);
 export { MAX_DOCUMENT_BYTES };
 /** Base64 of a file one byte over the limit: it reaches the service and gets the error naming the limit. */
 const MAX_ATTACHMENT_BASE64 = Math.ceil((MAX_DOCUMENT_BYTES + 1) / 3) * 4;

@@ -46,6 +46,17 @@ export interface AnswerStats {
 /** How a document goes into the prompt: its whole text, or the chunks most relevant to the question. */
 export type DocumentFit = 'whole' | 'relevant';
 
+/**
+ * A stored document as a message (or the draft) carries it: how it is fitted into the prompt, and
+ * the name of the file attached (absent: the stored document's). The store keeps one copy per
+ * content, so two files with the same bytes share a document but each keeps its own name.
+ */
+export interface AttachedDocument {
+  id: string;
+  fit: DocumentFit;
+  name?: string;
+}
+
 /** What the window knows of an attached document (its text comes from `openDocument`). */
 export interface DocumentInfo {
   id: string;

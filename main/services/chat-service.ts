@@ -202,7 +202,7 @@ export class ChatService {
       if (messages[i].role !== 'user') throw new ServiceError('INVALID_REQUEST', 'only your own messages can be edited');
       const before = messages.slice(0, i);
       // The edited message keeps the documents it carries.
-      const documents = (messages[i].documents ?? []).map((d) => ({ id: d.id, fit: d.fit }));
+      const documents = (messages[i].documents ?? []).map((d) => ({ id: d.id, fit: d.fit, name: d.name }));
       const { budget: counted, prompt, contextShift } = await budget.prepare(conversationId, content, before, documents);
       assertFits(counted, 'this message', this.deps.models.trainedContext);
       store.leavePath(conversationId, messageId); // the earlier version and its answers stay, as a branch

@@ -11,7 +11,7 @@
  * Errors: a missing conversation, message or document throws `ServiceError('NOT_FOUND', …)`;
  * anything SQLite reports (disk full, corrupt file) propagates as the driver's error.
  */
-import type { ContextFullPolicy, Conversation, ConversationSummary, DocumentFit, Message } from '../contract/types.ts';
+import type { AttachedDocument, ContextFullPolicy, Conversation, ConversationSummary, Message } from '../contract/types.ts';
 import type { ExtractedDocument } from '../documents/extract.ts';
 import { ConversationTable } from './store/conversations.ts';
 import { StoreDatabase, type StoreClock } from './store/database.ts';
@@ -111,7 +111,7 @@ export class ConversationStore {
   getDocument(id: string): StoredDocument { return this.documents.getDocument(id); }
   documentTokens(id: string, model: string): number | null { return this.documents.documentTokens(id, model); }
   setDocumentTokens(id: string, tokens: number, model: string): void { this.documents.setDocumentTokens(id, tokens, model); }
-  attachDocuments(messageId: string, documents: readonly { id: string; fit: DocumentFit }[]): void { this.documents.attachDocuments(messageId, documents); }
+  attachDocuments(messageId: string, documents: readonly AttachedDocument[]): void { this.documents.attachDocuments(messageId, documents); }
   attachmentsOf(messageId: string): Attachment[] { return this.documents.attachmentsOf(messageId); }
   countDocuments(): number { return this.documents.countDocuments(); }
   releaseDraftDocuments(): number { return this.documents.releaseDraftDocuments(); }

@@ -2,12 +2,15 @@
  * A conversation as a file: export to Markdown (for reading) or JSON (for keeping; it imports
  * back), with the settings it was answered under and each answer's stats; and the JSON read back
  * for import. The JSON format is `{ format: "ropewalk.conversation", version: 1, title, createdAt,
- * exportedAt, model, settings, messages: [{ role, content, reasoning?, status, stats, error, createdAt }] }`
- * (`reasoning`: an answer's thinking, apart from its content). Markdown shows the thinking as a
- * quoted block before the answer ("> **Thinking** …").
+ * exportedAt, model, settings, messages: [{ role, content, reasoning?, attachments?, status, stats, error, createdAt }] }`
+ * (`reasoning`: an answer's thinking, apart from its content; `attachments`: the documents a
+ * message carries, `[{ name, kind, hash, text }]`, each under the name it was attached with).
+ * Markdown shows the thinking as a quoted block before the answer ("> **Thinking** …") and names
+ * a message's documents under it ("_Attached: notes.md (markdown), rope.pdf (pdf)_").
+ * Import reads the messages back; their attachments are not re-created (yet).
  * Pure: strings in, strings out; `ConversationFileError` quotes what is wrong with a file.
  */
-import type { AnswerStats, Conversation, Message, Settings } from '../../main/contract/types.ts';
+import type { AnswerStats, Conversation, DocumentInfo, Message, Settings } from '../../main/contract/types.ts';
 
 export const FILE_FORMAT = 'ropewalk.conversation';
 export const FILE_VERSION = 1;
@@ -32,6 +35,22 @@ interface ExportContext {
   model: string | null;
   /** ms since the epoch. */
   now: number;
+  /** The extracted text of the documents the messages carry, by document id (absent: none to export). */
+  documentTexts?: ReadonlyMap<string, string>;
+}
+
+/** A document as an export carries it. */
+export interface ExportedAttachment {
+  name: string;
+  kind: string;
+  /** SHA-256 of the file, hex. */
+  hash: string;
+  /** Its extracted text; null when it could not be read for the export. */
+  text: string | null;
+}
+
+function attachmentsOf(documents: readonly DocumentInfo[] | undefined, texts: ReadonlyMap<string, string> | undefined): ExportedAttachment[] {
+  return (documents ?? []).map((d) => ({ name: d.name, kind: d.kind, hash: d.hash, text: texts?.get(d.id) ?? null }));
 }
 
 export function conversationToJson(conversation: Conversation, ctx: ExportContext): string {
@@ -44,7 +63,10 @@ export function conversationToJson(conversation: Conversation, ctx: ExportContex
       exportedAt: ctx.now,
       model: ctx.model,
       settings: ctx.settings,
-      messages: conversation.messages.map(({ role, content, reasoning, status, stats, error, createdAt }) => ({ role, content, ...(reasoning ? { reasoning } : {}), status, stats, error, createdAt })),
+      messages: conversation.messages.map(({ role, content, reasoning, documents, status, stats, error, createdAt }) => {
+        const attachments = attachmentsOf(documents, ctx.documentTexts);
+        return { role, content, ...(reasoning ? { reasoning } : {}), ...(attachments.length ? { attachments } : {}), status, stats, error, createdAt };
+      }),
     },
     null,
     2,
@@ -65,6 +87,7 @@ export function conversationToMarkdown(conversation: Conversation, ctx: ExportCo
     lines.push(m.role === 'user' ? '## You' : m.role === 'assistant' ? '## Assistant' : '## System', '');
     if (m.reasoning) lines.push(quoted(m.reasoning, m.stats), '');
     lines.push(m.content, '');
+    if (m.documents?.length) lines.push(`_Attached: ${m.documents.map((d) => `${d.name} (${d.kind})`).join(', ')}_`, '');
     if (m.stats) lines.push(`_${statsLine(m.stats)}_`, '');
     if (m.error) lines.push(`_Error: ${m.error}_`, '');
   }

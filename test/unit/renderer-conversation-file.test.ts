@@ -62,6 +62,27 @@ describe('conversation files', () => {
     assert.throws(() => parseConversationFile('{"format":"ropewalk.conversation","version":1,"messages":[{"role":"robot","content":"x"}]}'), /message 1 needs a role/);
   });
 
+  it('documents: JSON carries each as an attachment (name, kind, hash, text), Markdown names them under the message', () => {
+    const doc = (id: string, name: string, kind: 'text' | 'pdf') => ({ id, name, kind, size: 10, hash: `${id}`.padEnd(64, '0'), tokens: 5, fit: 'whole' as const });
+    const c: Conversation = {
+      ...conversation,
+      messages: [
+        { id: 'u1', conversationId: 'c1', role: 'user', content: 'Compare them', status: 'complete', stats: null, error: null, createdAt: 1, documents: [doc('d1', 'notes.md', 'text'), doc('d2', 'rope.pdf', 'pdf')] },
+        { id: 'a1', conversationId: 'c1', role: 'assistant', content: 'They agree.', status: 'complete', stats, error: null, createdAt: 2 },
+      ],
+    };
+    const texts = new Map([['d1', 'Tie a bowline.']]); // d2 could not be read
+    const json = JSON.parse(conversationToJson(c, { ...ctx, documentTexts: texts }));
+    assert.deepEqual(json.messages[0].attachments, [
+      { name: 'notes.md', kind: 'text', hash: 'd1'.padEnd(64, '0'), text: 'Tie a bowline.' },
+      { name: 'rope.pdf', kind: 'pdf', hash: 'd2'.padEnd(64, '0'), text: null },
+    ]);
+    assert.equal('attachments' in json.messages[1], false, 'none on a message without documents');
+    assert.match(conversationToMarkdown(c, ctx), /## You\n\nCompare them\n\n_Attached: notes\.md \(text\), rope\.pdf \(pdf\)_\n\n## Assistant/);
+    // The file still imports (its attachments are not re-created).
+    assert.deepEqual(parseConversationFile(JSON.stringify(json)).messages.map((m) => m.content), ['Compare them', 'They agree.']);
+  });
+
   it('file names come from the title, made safe', () => {
     assert.equal(exportFileName('Math / notes?', 'md'), 'Math notes.md');
     assert.equal(exportFileName('///', 'json'), 'conversation.json');

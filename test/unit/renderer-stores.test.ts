@@ -9,6 +9,7 @@ import { describe, it } from 'node:test';
 import type { RopewalkApi } from '../../main/contract/channels.ts';
 import type { Message } from '../../main/contract/types.ts';
 import { isGenerating } from '../../renderer/stores/chat.ts';
+import { summaryById } from '../../renderer/stores/conversations.ts';
 import { createStores, type Stores } from '../../renderer/stores/index.ts';
 import { loadErrorOf } from '../../renderer/stores/model.ts';
 import { FakeApi, ManualFrames, ManualTimers, settle } from './renderer-fakes.ts';
@@ -414,6 +415,29 @@ describe('renderer stores: conversations', () => {
     assert.equal(stores.chat.getState().conversationId, a.id);
     assert.ok(await stores.conversations.getState().remove(a.id));
     assert.equal(stores.chat.getState().conversationId, null);
+  });
+
+  it('a search that hides the open chat keeps its title, policy and Think toggle (the header said "New chat")', async () => {
+    const { fake, timers, stores } = await boot((f) => {
+      f.addConversation('Cooking', [['user', 'pasta?']]);
+      const open = f.addConversation('Harbor notes', [['user', 'tides?']]);
+      open.contextFullPolicy = 'rolling-window';
+      open.thinking = false;
+    });
+    const open = stores.chat.getState().conversationId!;
+    assert.equal(summaryById(stores.conversations.getState(), open)?.title, 'Harbor notes');
+    stores.conversations.getState().setSearch('cook');
+    timers.runDue();
+    await settle();
+    assert.deepEqual(stores.conversations.getState().items.map((c) => c.title), ['Cooking'], 'the open chat is not listed');
+    const summary = summaryById(stores.conversations.getState(), open);
+    assert.deepEqual([summary?.title, summary?.contextFullPolicy, summary?.thinking], ['Harbor notes', 'rolling-window', false]);
+    // Renamed elsewhere while hidden: the event updates it too.
+    const all = [...fake.conversations.values()].map(({ messages: _m, ...c }) => ({ ...c, title: c.id === open ? 'Harbor, renamed' : c.title }));
+    fake.emit('conversationsChanged', { conversations: all });
+    assert.equal(summaryById(stores.conversations.getState(), open)?.title, 'Harbor, renamed');
+    assert.ok(await stores.conversations.getState().remove(open));
+    assert.equal(summaryById(stores.conversations.getState(), open), null, 'forgotten when deleted');
   });
 
   it('conversationsChanged replaces the list', async () => {

@@ -20,7 +20,7 @@ const freshDir = () => path.join(root, `db${n++}`);
 test('a fresh database is migrated, in WAL mode, and re-opening it keeps the data and the schema', () => {
   const dir = freshDir();
   const a = new ConversationStore(dir);
-  assert.equal(a.schemaVersion, 6);
+  assert.equal(a.schemaVersion, 7);
   assert.equal(a.journalMode, 'wal');
   const c = a.createConversation('kept');
   a.appendMessage(c.id, { role: 'user', content: 'hello', status: 'complete' });
@@ -28,7 +28,7 @@ test('a fresh database is migrated, in WAL mode, and re-opening it keeps the dat
   a.close(); // idempotent
 
   const b = new ConversationStore(dir);
-  assert.equal(b.schemaVersion, 6);
+  assert.equal(b.schemaVersion, 7);
   assert.equal(b.getConversation(c.id).messages[0].content, 'hello');
   b.close();
 

@@ -6,7 +6,7 @@
  */
 import type Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
-import type { DocumentFit } from '../../contract/types.ts';
+import type { AttachedDocument, DocumentFit } from '../../contract/types.ts';
 import type { ExtractedDocument } from '../../documents/extract.ts';
 import type { StoreDatabase } from './database.ts';
 import { notFound, pageList, toStoredDocument, type Attachment, type DocumentRow, type StoredDocument } from './rows.ts';
@@ -20,12 +20,13 @@ export class DocumentTable {
   }
 
   /**
-   * Stores an extracted document, or returns the one with the same content (hash) already stored.
+   * Stores an extracted document, or returns the one with the same content (hash) already stored,
+   * under this file's name (an attachment of it keeps that name; the stored row keeps the first).
    * Until a message carries it, it is a draft: `releaseDraftDocuments` removes drafts.
    */
   putDocument(d: Omit<ExtractedDocument, 'ocrPages' | 'pagesWithoutText'> & Partial<Pick<ExtractedDocument, 'ocrPages' | 'pagesWithoutText'>>): StoredDocument {
     const existing = this.db.prepare(`SELECT * FROM documents WHERE hash = ?`).get(d.hash) as DocumentRow | undefined;
-    if (existing) return toStoredDocument(existing);
+    if (existing) return { ...toStoredDocument(existing), name: d.name };
     const row: DocumentRow = {
       id: randomUUID(),
       hash: d.hash,
@@ -68,23 +69,26 @@ export class DocumentTable {
   }
 
   /**
-   * Links documents to a user message, in order, with how each is fitted into the prompt.
+   * Links documents to a user message, in order, with how each is fitted into the prompt and the
+   * name of the file attached (when it differs from the stored document's).
    * @throws ServiceError NOT_FOUND for an unknown document.
    */
-  attachDocuments(messageId: string, documents: readonly { id: string; fit: DocumentFit }[]): void {
-    const put = this.db.prepare(`INSERT INTO attachments (message_id, document_id, position, fit) VALUES (?, ?, ?, ?)`);
+  attachDocuments(messageId: string, documents: readonly AttachedDocument[]): void {
+    const put = this.db.prepare(`INSERT INTO attachments (message_id, document_id, position, fit, name) VALUES (?, ?, ?, ?, ?)`);
     this.db.transaction(() => {
       documents.forEach((d, i) => {
-        this.getDocument(d.id);
-        put.run(messageId, d.id, i, d.fit);
+        const stored = this.getDocument(d.id);
+        put.run(messageId, d.id, i, d.fit, d.name && d.name !== stored.name ? d.name : null);
       });
     })();
   }
 
-  /** The documents a message carries, with their text, in order. */
+  /** The documents a message carries, with their text, in order, each under its attachment's name. */
   attachmentsOf(messageId: string): Attachment[] {
     const rows = this.db
-      .prepare(`SELECT d.*, a.fit AS fit FROM attachments a JOIN documents d ON d.id = a.document_id WHERE a.message_id = ? ORDER BY a.position`)
+      .prepare(
+        `SELECT d.*, COALESCE(a.name, d.name) AS name, a.fit AS fit FROM attachments a JOIN documents d ON d.id = a.document_id WHERE a.message_id = ? ORDER BY a.position`,
+      )
       .all(messageId) as (DocumentRow & { fit: DocumentFit })[];
     return rows.map((r) => ({ document: toStoredDocument(r), fit: r.fit }));
   }

@@ -77,6 +77,9 @@ export const MIGRATIONS: readonly string[] = [
   // Pages of a document read by OCR, and pages without any text: JSON arrays of page numbers; NULL: none.
   `ALTER TABLE documents ADD COLUMN ocr_pages TEXT;
    ALTER TABLE documents ADD COLUMN pages_without_text TEXT;`,
+  // The name of the file as attached (NULL: the document's): the same content under two names
+  // is one document, and each attachment keeps its own file's name.
+  `ALTER TABLE attachments ADD COLUMN name TEXT;`,
 ];
 
 /** Schema version of an open database (number of migrations applied). */
