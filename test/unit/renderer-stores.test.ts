@@ -609,6 +609,26 @@ describe('renderer stores: model and errors', () => {
     assert.equal(loadErrorOf(stores.model.getState()), null, 'a model loaded: the error is gone');
   });
 
+  it('the memory refusal after a max-context change is said once (the path field), and a later load clears any banner of it', async () => {
+    const { fake, stores } = await boot();
+    const refusal = 'the model needs about 28.45 GiB (…) but only 8.00 GiB of memory is available; set the max context to 35072 or less';
+    fake.fail('updateSettings', 'MODEL_LOAD', refusal);
+    assert.equal(await stores.settings.getState().update({ maxContext: 131_072 }), false);
+    fake.emit('modelState', { ...fake.model, status: 'ready', error: refusal }); // the services keep the old model and say why
+    assert.equal(loadErrorOf(stores.model.getState()), refusal);
+    assert.deepEqual(stores.notices.getState().notices, [], 'not in the banner as well (it was, twice over)');
+    // A banner of a failed load from elsewhere (an older window's call) goes once a model loads.
+    stores.notices.getState().report(Object.assign(new Error(refusal), { code: 'MODEL_LOAD' }));
+    stores.notices.getState().report(Object.assign(new Error('The database is locked.'), { code: 'DB' }));
+    fake.emit('modelState', { ...fake.model, status: 'ready', error: null });
+    assert.equal(loadErrorOf(stores.model.getState()), null);
+    assert.deepEqual(stores.notices.getState().notices.map((n) => n.code), ['DB'], 'the load notice went; others stay');
+    // Other settings errors still reach the banner.
+    fake.fail('updateSettings', 'INVALID_REQUEST', 'invalid settings: max tokens (600) must be less than the max context (512)');
+    await stores.settings.getState().update({ maxTokens: 600 });
+    assert.equal(stores.notices.getState().notices.at(-1)?.code, 'INVALID_REQUEST');
+  });
+
   it('banners: the same notice is shown once however often it recurs, and each can be dismissed', async () => {
     const { stores } = await boot();
     stores.notices.getState().report(Object.assign(new Error('The database is locked.'), { code: 'DB' }));

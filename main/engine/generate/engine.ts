@@ -37,7 +37,7 @@ import { chooseExecutionProvider, parseExecutionProvider, type ProviderProbe } f
 import { engineGraphTarget, type GraphDtype } from '../model/graph-target.ts';
 import { resolveModel, type ImportProgress, type QuantizeOption } from '../model/bundle.ts';
 import type { ModelManifest } from '../model/manifest.ts';
-import { availableMemory, bundleBytes, checkMemory, estimateMemory } from '../model/memory.ts';
+import { availableMemory, bundleBytes, checkMemory, estimateMemory, weightsQuantized } from '../model/memory.ts';
 import { openDecoderBackend } from '../model/open-backend.ts';
 import { tokenLogprob, type TokenLogprob } from '../sampling/logprobs.ts';
 import { Sampler, SamplerScratch, validateSamplerOptions } from '../sampling/sampler.ts';
@@ -257,7 +257,7 @@ export class Engine {
     if (m.chatTemplate !== null) prestartTemplateSandbox(); // boots while the tokenizer is read
     const maxContext = opts.maxContext ?? m.config.trainedContext;
     const estimate = await estimateMemory(m, bundle.dir, maxContext);
-    checkMemory(estimate, maxContext, opts.availableMemoryBytes ?? availableMemory(), bundle.dir);
+    checkMemory(estimate, maxContext, opts.availableMemoryBytes ?? availableMemory(), bundle.dir, weightsQuantized(m.weights));
     const weights: ModelWeightsInfo = {
       formats: Object.entries(m.weights?.counts ?? { float32: 0 }).sort().map(([f, n]) => `${f} ×${n}`).join(', '),
       bundleBytes: await bundleBytes(bundle.dir),
