@@ -52,6 +52,23 @@ const answerStatsSchema = z
     documentParts: z.array(z.string().max(1000)).max(1000).optional(),
     documentRanges: z.array(z.object({ documentId: id, start: count, end: count }).strict()).max(1000).optional(),
     contextShift: z.object({ shifts: count, droppedTokens: count }).strict().optional(),
+    // Every answer since they were kept has these: without them a real answer's export did not import back.
+    executionProvider: z.enum(['cpu', 'webgpu', 'cuda']).optional(),
+    nodesOnCpu: count.nullable().optional(),
+    model: z.string().max(500).optional(),
+    settings: z
+      .object({
+        maxContext: count,
+        maxTokens: count,
+        temperature: rate,
+        topK: count,
+        topP: rate,
+        minP: rate,
+        repetitionPenalty: rate,
+        seed: z.number().int().min(0).max(2 ** 32 - 1).nullable(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 

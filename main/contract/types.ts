@@ -3,6 +3,7 @@
  * Plain JSON-safe data only. Platform-free: imports nothing from Node, Electron or the DOM, so the
  * renderer can import it (as types) and so can the preload bundle.
  */
+import type { MemoryFacts } from './memory-fit.ts';
 
 export type Role = 'system' | 'user' | 'assistant';
 
@@ -41,6 +42,23 @@ export interface AnswerStats {
    * how many times, and how many of the oldest tokens left the KV cache in all.
    */
   contextShift?: { shifts: number; droppedTokens: number };
+  /** The model that wrote it (its name as the model card shows it); absent in answers saved before it was kept. */
+  model?: string;
+  /** The settings it was generated under (the chat's own, where it has them); absent in answers saved before they were kept. */
+  settings?: AnswerSettings;
+}
+
+/** The generation settings an answer was written under, as its stats keep them (exports stamp each answer with its own). */
+export interface AnswerSettings {
+  maxContext: number;
+  maxTokens: number;
+  temperature: number;
+  topK: number;
+  topP: number;
+  minP: number;
+  repetitionPenalty: number;
+  /** null: a random seed. */
+  seed: number | null;
 }
 
 /** How a document goes into the prompt: its whole text, or the chunks most relevant to the question. */
@@ -210,6 +228,8 @@ export interface ModelInfo {
   weights: { formats: string; bundleBytes: number; residentBytes: number };
   /** Set when a remote engine answers (then backend, execution provider and weights mean nothing). */
   remote?: RemoteEngineInfo;
+  /** The load's memory estimate in parts (memory-fit.ts judges another max context with it); absent: unknown (a remote engine). */
+  memory?: MemoryFacts;
 }
 
 /** A remote engine (an OpenAI-compatible server) as the window sees it; never its API key. */

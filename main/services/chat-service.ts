@@ -24,7 +24,7 @@ import { raiseUpToTrained, trainedContextReached, WINDOW_CONTEXT_REMEDIES } from
 import type { ContextBudget, Conversation, Message } from '../contract/types.ts';
 import type { ChatEngine } from '../engine-host/chat-engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
-import { DecodeRate, DeltaBatcher, finalState, PeriodicSaver, type DoneEvent, type StreamEnd } from './answer-stream.ts';
+import { answerSetup, DecodeRate, DeltaBatcher, finalState, PeriodicSaver, type DoneEvent, type StreamEnd } from './answer-stream.ts';
 import { continuable, continuationPrompt, joinContinuation } from './continue-answer.ts';
 import type { BudgetService } from './budget.ts';
 import type { AssembledPrompt, Draft } from './documents.ts';
@@ -418,6 +418,8 @@ export class ChatService {
     deltas.flush();
     const state = finalState(end, deltas.sent, deltas.sentReasoning);
     if (state.stats && used.documentParts) state.stats = { ...state.stats, documentParts: used.documentParts, ...(used.documentRanges ? { documentRanges: used.documentRanges } : {}) };
+    // What wrote it, kept with it: an export stamps each answer with its own model and settings.
+    if (state.stats && 'done' in end) state.stats = { ...state.stats, ...answerSetup(request, end.done.stats.maxContext, this.deps.models.state.info?.name ?? null) };
     const final = this.storeFinal(message, state);
     this.release(answer);
     // Restart before anyone hears of the end, so a send right after waits for the fresh worker.

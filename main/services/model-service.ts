@@ -302,6 +302,7 @@ export function toContractInfo(i: EngineModelInfo): ModelInfo {
     hasChatTemplate: i.hasChatTemplate,
     ...(i.thinkingToggle ? { thinkingToggle: true } : {}),
     weights: { ...i.weights },
+    ...(i.memory ? { memory: { ...i.memory } } : {}),
   };
 }
 

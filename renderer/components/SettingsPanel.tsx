@@ -6,6 +6,7 @@
  */
 import { useEffect, useRef, useState, type ReactNode } from 'react';
 import { maxContextCaution } from '../../main/contract/context-caution.ts';
+import { maxContextMemoryNote, type MemoryFacts } from '../../main/contract/memory-fit.ts';
 import { CONTEXT_FULL_WORDS } from '../../main/contract/context-full.ts';
 import type { ContextFullPolicy, Settings } from '../../main/contract/types.ts';
 import { useModel, useOpenChatPolicy, useSettings, useStores } from '../hooks.ts';
@@ -19,6 +20,8 @@ type Parser = (text: string) => Parsed;
 interface FieldContext {
   settings: Settings;
   trainedContext: number | null;
+  /** The loaded model's memory estimate in parts (null: unknown, e.g. a remote engine). */
+  memory: MemoryFacts | null;
 }
 
 const numberIn = (min: number, max: number, opts: RangeOptions = {}): Parser => (text) => parseDecimal(text, min, max, opts);
@@ -36,6 +39,8 @@ interface NumberFieldSpec {
   refuse?: (value: number, ctx: FieldContext) => string | null;
   /** A caution shown at the field for a value that is allowed. */
   warn?: (value: number, ctx: FieldContext) => string | null;
+  /** A fact about the value as typed, shown under the field (null: none). */
+  note?: (value: number, ctx: FieldContext) => string | null;
 }
 
 const FIELDS: NumberFieldSpec[] = [
@@ -46,6 +51,8 @@ const FIELDS: NumberFieldSpec[] = [
     parse: numberIn(16, 1 << 20, { integer: true }),
     step: '1',
     warn: (v, { trainedContext }) => maxContextCaution(v, trainedContext),
+    // The KV cache this max context takes, and whether the model fits with it: the load's own estimate.
+    note: (v, { memory }) => (memory ? maxContextMemoryNote(memory, v) : null),
   },
   {
     key: 'maxTokens',
@@ -78,6 +85,7 @@ export function SettingsPanel() {
   const settings = useSettings((s) => s.settings);
   const saving = useSettings((s) => s.saving > 0);
   const trainedContext = useModel((s) => s.model?.info?.trainedContext ?? null);
+  const memory = useModel((s) => s.model?.info?.memory ?? null);
   const save = (patch: SettingsPatch) => stores.settings.getState().update(patch);
 
   if (!settings) return <section className="panel-section"><h2>Settings</h2><p className="muted">Loading…</p></section>;
@@ -92,7 +100,7 @@ export function SettingsPanel() {
             key={f.key}
             field={f}
             value={settings[f.key]}
-            ctx={{ settings, trainedContext }}
+            ctx={{ settings, trainedContext, memory }}
             onSave={(v) => save({ [f.key]: v } as SettingsPatch)}
           />
         ))}
@@ -167,8 +175,8 @@ function ChatPolicyField({ fallback }: { fallback: ContextFullPolicy }) {
   );
 }
 
-function Field(props: { id: string; label: string; hint?: string; error?: string | null; warning?: string | null; children: ReactNode }) {
-  const { id, label, hint, error, warning, children } = props;
+function Field(props: { id: string; label: string; hint?: string; error?: string | null; warning?: string | null; note?: string | null; children: ReactNode }) {
+  const { id, label, hint, error, warning, note, children } = props;
   return (
     <div className={`field${error ? ' invalid' : ''}`}>
       <label htmlFor={id}>{label}</label>
@@ -184,6 +192,11 @@ function Field(props: { id: string; label: string; hint?: string; error?: string
       ) : hint ? (
         <span className="field-hint">{hint}</span>
       ) : null}
+      {note && (
+        <span className="field-note" id={`${id}-note`} role="status">
+          {note}
+        </span>
+      )}
     </div>
   );
 }
@@ -256,8 +269,9 @@ function NumberField(props: { field: NumberFieldSpec; value: number | null; ctx:
   );
   const shown = field.parse(draft.text);
   const warning = shown.ok && shown.value !== null && field.warn ? field.warn(shown.value, ctx) : null;
+  const note = shown.ok && shown.value !== null && field.note ? field.note(shown.value, ctx) : null;
   return (
-    <Field id={id} label={field.label} hint={field.hint} error={error} warning={warning}>
+    <Field id={id} label={field.label} hint={field.hint} error={error} warning={warning} note={note}>
       <input
         id={id}
         type="text"

@@ -8,9 +8,13 @@
  * Markdown shows the thinking as a quoted block before the answer ("> **Thinking** …") and names
  * a message's documents under it ("_Attached: notes.md (markdown), rope.pdf (pdf)_").
  * Import reads the messages back; their attachments are not re-created (yet).
+ * Each answer is stamped with what wrote it, as its stats recorded it (`stats.model`,
+ * `stats.settings`; an answer saved before they were kept has none): the file's top-level
+ * `model` and `settings` (Markdown: "settings at export") are the ones in use when exporting,
+ * which another model's answers did not run under.
  * Pure: strings in, strings out; `ConversationFileError` quotes what is wrong with a file.
  */
-import type { AnswerStats, Conversation, DocumentInfo, Message, Settings } from '../../main/contract/types.ts';
+import type { AnswerSettings, AnswerStats, Conversation, DocumentInfo, Message, Settings } from '../../main/contract/types.ts';
 
 export const FILE_FORMAT = 'ropewalk.conversation';
 export const FILE_VERSION = 1;
@@ -75,13 +79,8 @@ export function conversationToJson(conversation: Conversation, ctx: ExportContex
 
 export function conversationToMarkdown(conversation: Conversation, ctx: ExportContext): string {
   const lines = [`# ${conversation.title}`, ''];
-  const facts = [`Exported ${new Date(ctx.now).toISOString()}`];
-  if (ctx.model) facts.push(`model ${ctx.model}`);
-  if (ctx.settings) {
-    const s = ctx.settings;
-    facts.push(`max context ${s.maxContext}`, `max new tokens ${s.maxTokens}`, `temperature ${s.temperature}`, `top-k ${s.topK}`, `top-p ${s.topP}`, `min-p ${s.minP}`, `seed ${s.seed ?? 'random'}`);
-  }
-  lines.push(`_${facts.join(' · ')}_`, '');
+  const now = [...(ctx.model ? [`model ${ctx.model}`] : []), ...(ctx.settings ? settingsFacts(ctx.settings) : [])];
+  lines.push(`_${[`Exported ${new Date(ctx.now).toISOString()}`, ...(now.length ? [`settings at export: ${now.join(' · ')}`] : [])].join(' · ')}_`, '');
   if (ctx.settings?.systemPrompt) lines.push('## System', '', ctx.settings.systemPrompt, '');
   for (const m of conversation.messages) {
     lines.push(m.role === 'user' ? '## You' : m.role === 'assistant' ? '## Assistant' : '## System', '');
@@ -100,9 +99,16 @@ function quoted(reasoning: string, stats: AnswerStats | null): string {
   return [`**Thinking**${facts}`, '', ...reasoning.split('\n')].map((l) => (l ? `> ${l}` : '>')).join('\n');
 }
 
+/** The settings as the export writes them: "max context 2048 · max new tokens 256 · … · seed random". */
+function settingsFacts(s: AnswerSettings): string[] {
+  return [`max context ${s.maxContext}`, `max new tokens ${s.maxTokens}`, `temperature ${s.temperature}`, `top-k ${s.topK}`, `top-p ${s.topP}`, `min-p ${s.minP}`, `seed ${s.seed ?? 'random'}`];
+}
+
+/** An answer's stats line, with the model and settings that wrote it when its stats recorded them. */
 function statsLine(s: AnswerStats): string {
-  if (s.generatedTokens === 0) return `${s.finishReason} before the first token · ${s.promptTokens} prompt tokens`;
-  return `${s.generatedTokens} tokens · TTFT ${Math.round(s.ttftMs)} ms · ${s.decodeTokensPerSec.toFixed(1)} tok/s · ${s.finishReason}`;
+  const own = [...(s.model ? [`model ${s.model}`] : []), ...(s.settings ? settingsFacts(s.settings) : [])];
+  const run = s.generatedTokens === 0 ? `${s.finishReason} before the first token · ${s.promptTokens} prompt tokens` : `${s.generatedTokens} tokens · TTFT ${Math.round(s.ttftMs)} ms · ${s.decodeTokensPerSec.toFixed(1)} tok/s · ${s.finishReason}`;
+  return [run, ...own].join(' · ');
 }
 
 const ROLES = new Set(['user', 'assistant', 'system']);

@@ -39,7 +39,7 @@ describe('conversation files', () => {
 
   it('Markdown has the title, the settings, each message and the answer stats', () => {
     const md = conversationToMarkdown(conversation, ctx);
-    assert.match(md, /^# Math \/ notes\?\n\n_Exported 2026-11-30T00:00:00.000Z · model stories260K · max context 2048 · max new tokens 256 · temperature 0.8 · top-k 40 · top-p 0.95 · min-p 0.05 · seed 7_\n/);
+    assert.match(md, /^# Math \/ notes\?\n\n_Exported 2026-11-30T00:00:00.000Z · settings at export: model stories260K · max context 2048 · max new tokens 256 · temperature 0.8 · top-k 40 · top-p 0.95 · min-p 0.05 · seed 7_\n/);
     assert.match(md, /## System\n\nBe brief.\n/);
     assert.match(md, /## You\n\nWhat is \$x\^2\$\?\n\n## Assistant\n\nA square.\n\n_40 tokens · TTFT 42 ms · 55.5 tok\/s · stop_\n/);
   });
@@ -60,6 +60,16 @@ describe('conversation files', () => {
     assert.throws(() => parseConversationFile('{"format":"other"}'), /not a Ropewalk conversation export \(format "other"\)/);
     assert.throws(() => parseConversationFile('{"format":"ropewalk.conversation","version":9,"messages":[]}'), /version 9 is not one this Ropewalk reads/);
     assert.throws(() => parseConversationFile('{"format":"ropewalk.conversation","version":1,"messages":[{"role":"robot","content":"x"}]}'), /message 1 needs a role/);
+  });
+
+  it("each answer is stamped with the model and settings its stats recorded, not the ones at export (another model's answer said the current one)", () => {
+    const older = { ...stats, model: 'Qwen3-0.6B', settings: { maxContext: 40960, maxTokens: 512, temperature: 0.6, topK: 20, topP: 0.95, minP: 0, repetitionPenalty: 1, seed: null } };
+    const c: Conversation = { ...conversation, messages: [{ id: 'a', conversationId: 'c1', role: 'assistant', content: 'Old.', status: 'complete', stats: older, error: null, createdAt: 1 }] };
+    const md = conversationToMarkdown(c, ctx); // exported while stories260K is loaded
+    assert.match(md, /_40 tokens · TTFT 42 ms · 55\.5 tok\/s · stop · model Qwen3-0\.6B · max context 40960 · max new tokens 512 · temperature 0\.6 · top-k 20 · top-p 0\.95 · min-p 0 · seed random_/);
+    assert.match(md, /settings at export: model stories260K/);
+    assert.deepEqual(JSON.parse(conversationToJson(c, ctx)).messages[0].stats, older);
+    assert.deepEqual(parseConversationFile(conversationToJson(c, ctx)).messages[0].stats, older, 'kept through an import');
   });
 
   it('documents: JSON carries each as an attachment (name, kind, hash, text), Markdown names them under the message', () => {

@@ -113,6 +113,16 @@ export interface ModelInfo {
   bundleDir: string;
   /** How the weights are stored: formats with counts, the bundle's size on disk, resident weight bytes. */
   weights: ModelWeightsInfo;
+  /** The load's memory estimate in parts (memory.ts), so another max context can be judged before a reload; absent: unknown. */
+  memory?: LoadMemoryFacts;
+}
+
+/** Bytes: the weights as stored, one position's KV and RoPE rows, and the memory available when the load checked. */
+export interface LoadMemoryFacts {
+  weightBytes: number;
+  kvBytesPerPosition: number;
+  ropeBytesPerPosition: number;
+  availableBytes: number;
 }
 
 /** Storage of a loaded model's weights (manifest `weights`), for `--json` and the model panel. */
@@ -138,6 +148,8 @@ export interface EngineParts {
   adapter?: string | null;
   /** How the weights are stored (default: unknown, zeros). */
   weights?: ModelWeightsInfo;
+  /** The load's memory estimate in parts (ModelInfo.memory), if known. */
+  memory?: LoadMemoryFacts;
 }
 
 /** Notes (null: none) joined into the one line `ModelInfo.fallbackReason` holds, or null when there are none. */
@@ -181,6 +193,7 @@ export class Engine {
   private readonly prefillChunk: number;
   private readonly bundleDir: string;
   private readonly weightsInfo: ModelWeightsInfo;
+  private readonly memoryFacts: LoadMemoryFacts | undefined;
   /** The sampler's [V] work buffers, lent to every generation (none allocates its own). */
   private readonly samplerScratch: SamplerScratch;
   /** Token ids whose keys/values are in the KV cache, in order (length == kv.length). */
@@ -213,6 +226,7 @@ export class Engine {
     this.adapter = parts.adapter ?? null;
     this.bundleDir = parts.bundleDir;
     this.weightsInfo = parts.weights ?? { formats: '', bundleBytes: 0, residentBytes: 0 };
+    this.memoryFacts = parts.memory;
     this.maxContext = opts.maxContext ?? c.trainedContext;
     this.prefillChunk = opts.prefillChunk ?? 256;
     this.rope = new RopeCache(c.rope, this.maxContext);
@@ -257,7 +271,15 @@ export class Engine {
     if (m.chatTemplate !== null) prestartTemplateSandbox(); // boots while the tokenizer is read
     const maxContext = opts.maxContext ?? m.config.trainedContext;
     const estimate = await estimateMemory(m, bundle.dir, maxContext);
-    checkMemory(estimate, maxContext, opts.availableMemoryBytes ?? availableMemory(), bundle.dir, weightsQuantized(m.weights));
+    const available = opts.availableMemoryBytes ?? availableMemory();
+    checkMemory(estimate, maxContext, available, bundle.dir, weightsQuantized(m.weights));
+    // Both caches grow linearly with the max context, so one position's bytes judge any other.
+    const memory: LoadMemoryFacts = {
+      weightBytes: estimate.weightBytes,
+      kvBytesPerPosition: estimate.kvCacheBytes / maxContext,
+      ropeBytesPerPosition: estimate.ropeCacheBytes / maxContext,
+      availableBytes: available,
+    };
     const weights: ModelWeightsInfo = {
       formats: Object.entries(m.weights?.counts ?? { float32: 0 }).sort().map(([f, n]) => `${f} ×${n}`).join(', '),
       bundleBytes: await bundleBytes(bundle.dir),
@@ -277,7 +299,7 @@ export class Engine {
     const adapter = opened.backend.info.executionProvider === provider.ep ? provider.adapter : null;
     try {
       const backendNote = oneLine(gpuNote, provider.note, opened.note);
-      const engine = new Engine({ manifest: m, tokenizer, backend: opened.backend, bundleDir: bundle.dir, backendNote, importNote: bundle.note, weights, adapter }, opts);
+      const engine = new Engine({ manifest: m, tokenizer, backend: opened.backend, bundleDir: bundle.dir, backendNote, importNote: bundle.note, weights, adapter, memory }, opts);
       await engine.warmUp();
       return engine;
     } catch (e) {
@@ -324,6 +346,7 @@ export class Engine {
       thinkingToggle: this.tokenizer.chatTemplate?.includes('enable_thinking') ?? false,
       bundleDir: this.bundleDir,
       weights: this.weightsInfo,
+      ...(this.memoryFacts ? { memory: this.memoryFacts } : {}),
     };
   }
 
