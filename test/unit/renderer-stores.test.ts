@@ -254,6 +254,59 @@ describe('renderer stores: answers', () => {
     assert.equal(fake.count('stopGeneration'), 2);
   });
 
+  it('Continue: the answer streams on in place at once (early deltas append to its text), with the live rate; the done replaces it', async () => {
+    const { fake, frames, stores } = await boot((f) => {
+      const c = f.addConversation('chat', [['user', 'Once']]);
+      const a = f.message(c.id, 'assistant', 'upon a time', 'complete');
+      a.stats = { finishReason: 'length', promptTokens: 2, generatedTokens: 3, reusedTokens: 0, ttftMs: 5, prefillTokensPerSec: 100, decodeTokensPerSec: 50 };
+      c.messages.push(a);
+    });
+    const conversationId = stores.chat.getState().conversationId!;
+    const answer = stores.chat.getState().messages.at(-1)!;
+    const going = stores.chat.getState().continueAnswer();
+    assert.equal(stores.chat.getState().messages.at(-1)!.status, 'streaming', 'streaming from the click on');
+    assert.equal(stores.chat.getState().live[answer.id].generatedTokens, 3, 'the count goes on from the first run');
+    fake.emit('answerDelta', { conversationId, messageId: answer.id, text: ' there', generatedTokens: 4, tokensPerSec: 61.5 });
+    frames.tick();
+    await going;
+    assert.deepEqual(fake.calls.find(([m]) => m === 'continueAnswer')?.[1], { conversationId, messageId: answer.id });
+    assert.equal(stores.chat.getState().messages.at(-1)!.content, 'upon a time there', 'appended to the text it had');
+    assert.equal(stores.chat.getState().live[answer.id].tokensPerSec, 61.5);
+    fake.emit('answerDone', { conversationId, message: done(answer, 'upon a time there was') });
+    assert.equal(stores.chat.getState().messages.length, 2, 'one answer');
+    assert.equal(stores.chat.getState().messages.at(-1)!.content, 'upon a time there was');
+    assert.equal(isGenerating(stores.chat.getState()), false);
+  });
+
+  it('Continue refused by the services: the answer is as it was, the reason in the banner', async () => {
+    const { fake, stores } = await boot((f) => {
+      const c = f.addConversation('chat', [['user', 'Once']]);
+      const a = f.message(c.id, 'assistant', 'upon a time', 'complete');
+      a.stats = { finishReason: 'length', promptTokens: 2, generatedTokens: 3, reusedTokens: 0, ttftMs: 5, prefillTokensPerSec: 100, decodeTokensPerSec: 50 };
+      c.messages.push(a);
+    });
+    const before = stores.chat.getState().messages.at(-1)!;
+    fake.fail('continueAnswer', 'INVALID_REQUEST', 'a remote engine cannot continue an answer');
+    await stores.chat.getState().continueAnswer();
+    assert.deepEqual(stores.chat.getState().messages.at(-1), before);
+    assert.equal(stores.chat.getState().live[before.id], undefined);
+    assert.equal(isGenerating(stores.chat.getState()), false);
+    assert.match(stores.notices.getState().notices.at(-1)!.message, /cannot continue/);
+  });
+
+  it("editing an answer saves its text as a new version (editAnswer), generating nothing", async () => {
+    const { fake, stores } = await boot((f) => void f.addConversation('chat', [['user', 'q'], ['assistant', 'first']]));
+    const answer = stores.chat.getState().messages[1];
+    stores.chat.getState().startEdit(answer.id);
+    assert.ok(await stores.chat.getState().submitEdit(answer.id, 'better'));
+    assert.equal(fake.count('editAnswer'), 1);
+    assert.equal(fake.count('editMessage'), 0);
+    const last = stores.chat.getState().messages.at(-1)!;
+    assert.deepEqual([last.content, last.status, last.branches?.length], ['better', 'complete', 2]);
+    assert.equal(stores.chat.getState().editingId, null);
+    assert.equal(isGenerating(stores.chat.getState()), false);
+  });
+
   it('send with no conversation open creates one first', async () => {
     const { fake, stores } = await boot();
     stores.chat.getState().setDraft('hello');
