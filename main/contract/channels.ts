@@ -7,7 +7,7 @@
  * Platform-free: zod and types only.
  */
 import { z } from 'zod';
-import { CONTEXT_FULL_POLICIES, EXECUTION_PROVIDER_PREFERENCES, QUANTIZE_OPTIONS } from './types.ts';
+import { CONTEXT_FULL_POLICIES, DOCUMENT_KINDS, EXECUTION_PROVIDER_PREFERENCES, QUANTIZE_OPTIONS } from './types.ts';
 import { ORIGIN_RULE, parseOrigin } from './origin.ts';
 import { MAX_DOCUMENT_BYTES } from './limits.ts';
 import type {
@@ -175,6 +175,11 @@ export const requestSchemas = {
               status: z.enum(['complete', 'cancelled', 'error']),
               stats: answerStatsSchema.nullable(),
               error: z.string().max(10_000).nullable(),
+              /** A user message's documents, as an export carries them: their text comes back, their page labels do not. */
+              attachments: z
+                .array(z.object({ name: z.string().trim().min(1).max(255), kind: z.enum(DOCUMENT_KINDS), hash: z.string().regex(/^[0-9a-f]{64}$/), text: text.nullable() }).strict())
+                .max(16)
+                .optional(),
             })
             .strict(),
         )

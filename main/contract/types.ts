@@ -75,11 +75,25 @@ export interface AttachedDocument {
   name?: string;
 }
 
+/** The kinds of file a document is extracted from. */
+export const DOCUMENT_KINDS = ['text', 'markdown', 'code', 'pdf', 'docx', 'html', 'image'] as const;
+export type DocumentKind = (typeof DOCUMENT_KINDS)[number];
+
+/** A document as an exported conversation carries it, and an import brings it back (its text, not its file). */
+export interface ExportedAttachment {
+  name: string;
+  kind: DocumentKind;
+  /** SHA-256 of the file, hex. */
+  hash: string;
+  /** Its extracted text; null when it could not be read for the export (an import then leaves it out). */
+  text: string | null;
+}
+
 /** What the window knows of an attached document (its text comes from `openDocument`). */
 export interface DocumentInfo {
   id: string;
   name: string;
-  kind: 'text' | 'markdown' | 'code' | 'pdf' | 'docx' | 'html' | 'image';
+  kind: DocumentKind;
   /** File size, bytes. */
   size: number;
   /** SHA-256 of the file, hex. */

@@ -7,14 +7,15 @@
  * message carries, `[{ name, kind, hash, text }]`, each under the name it was attached with).
  * Markdown shows the thinking as a quoted block before the answer ("> **Thinking** …") and names
  * a message's documents under it ("_Attached: notes.md (markdown), rope.pdf (pdf)_").
- * Import reads the messages back; their attachments are not re-created (yet).
+ * Import reads the messages back with their documents' text (a document exported without text,
+ * or of an unknown kind, is left out; page labels do not travel, so citations of pages do not link).
  * Each answer is stamped with what wrote it, as its stats recorded it (`stats.model`,
  * `stats.settings`; an answer saved before they were kept has none): the file's top-level
  * `model` and `settings` (Markdown: "settings at export") are the ones in use when exporting,
  * which another model's answers did not run under.
  * Pure: strings in, strings out; `ConversationFileError` quotes what is wrong with a file.
  */
-import type { AnswerSettings, AnswerStats, Conversation, DocumentInfo, Message, Settings } from '../../main/contract/types.ts';
+import { DOCUMENT_KINDS, type AnswerSettings, type AnswerStats, type Conversation, type DocumentInfo, type DocumentKind, type ExportedAttachment, type Message, type Settings } from '../../main/contract/types.ts';
 
 export const FILE_FORMAT = 'ropewalk.conversation';
 export const FILE_VERSION = 1;
@@ -22,7 +23,7 @@ export const FILE_VERSION = 1;
 /** What an import needs: the title and the messages in order. */
 export interface ImportedConversation {
   title: string;
-  messages: Array<Pick<Message, 'role' | 'content' | 'reasoning' | 'stats' | 'error'> & { status: Exclude<Message['status'], 'streaming'> }>;
+  messages: Array<Pick<Message, 'role' | 'content' | 'reasoning' | 'stats' | 'error'> & { status: Exclude<Message['status'], 'streaming'>; attachments?: ExportedAttachment[] }>;
 }
 
 export class ConversationFileError extends Error {
@@ -41,16 +42,6 @@ interface ExportContext {
   now: number;
   /** The extracted text of the documents the messages carry, by document id (absent: none to export). */
   documentTexts?: ReadonlyMap<string, string>;
-}
-
-/** A document as an export carries it. */
-export interface ExportedAttachment {
-  name: string;
-  kind: string;
-  /** SHA-256 of the file, hex. */
-  hash: string;
-  /** Its extracted text; null when it could not be read for the export. */
-  text: string | null;
 }
 
 function attachmentsOf(documents: readonly DocumentInfo[] | undefined, texts: ReadonlyMap<string, string> | undefined): ExportedAttachment[] {
@@ -145,9 +136,21 @@ export function parseConversationFile(text: string): ImportedConversation {
       status: status === 'streaming' ? 'error' : status,
       stats: m.stats && typeof m.stats === 'object' ? (m.stats as AnswerStats) : null,
       error: typeof m.error === 'string' ? m.error : status === 'streaming' ? 'interrupted before it was exported' : null,
+      ...attachmentsIn(m.role === 'user' ? m.attachments : undefined),
     };
   });
   return { title, messages };
+}
+
+/** The documents of an exported message that can come back: named, of a known kind, hashed, with text. */
+function attachmentsIn(raw: unknown): { attachments?: ExportedAttachment[] } {
+  if (!Array.isArray(raw)) return {};
+  const kinds: readonly string[] = DOCUMENT_KINDS;
+  const ok = raw.filter(
+    (a): a is ExportedAttachment =>
+      Boolean(a) && typeof a.name === 'string' && a.name.trim() !== '' && kinds.includes(a.kind as DocumentKind) && typeof a.hash === 'string' && /^[0-9a-f]{64}$/.test(a.hash) && typeof a.text === 'string',
+  );
+  return ok.length ? { attachments: ok.slice(0, 16).map(({ name, kind, hash, text }) => ({ name: name.trim().slice(0, 255), kind, hash, text })) } : {};
 }
 
 /** A file name for a conversation's export: its title, made safe, and the extension. */

@@ -89,8 +89,11 @@ describe('conversation files', () => {
     ]);
     assert.equal('attachments' in json.messages[1], false, 'none on a message without documents');
     assert.match(conversationToMarkdown(c, ctx), /## You\n\nCompare them\n\n_Attached: notes\.md \(text\), rope\.pdf \(pdf\)_\n\n## Assistant/);
-    // The file still imports (its attachments are not re-created).
-    assert.deepEqual(parseConversationFile(JSON.stringify(json)).messages.map((m) => m.content), ['Compare them', 'They agree.']);
+    // Read back: the document with its text comes back; the one exported without text does not.
+    const back = parseConversationFile(JSON.stringify(json));
+    assert.deepEqual(back.messages.map((m) => m.content), ['Compare them', 'They agree.']);
+    assert.deepEqual(back.messages[0].attachments, [{ name: 'notes.md', kind: 'text', hash: 'd1'.padEnd(64, '0'), text: 'Tie a bowline.' }]);
+    assert.equal('attachments' in back.messages[1], false);
   });
 
   it('file names come from the title, made safe', () => {

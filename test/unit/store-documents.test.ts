@@ -68,3 +68,26 @@ test('search finds a conversation by the text of a document it carries, with the
     s.close();
   }
 });
+
+test('an imported conversation brings its documents back (their text, under their names); a claimed hash never shows another text', () => {
+  const s = fresh();
+  try {
+    const mine = s.putDocument(doc('mine.txt', 'My own notes.', 'c'.repeat(64)));
+    const c = s.importConversation('Imported', [
+      { role: 'user', content: 'Compare them', status: 'complete', attachments: [
+        { name: 'notes.md', kind: 'markdown', hash: 'd'.repeat(64), text: 'Tie a bowline.' },
+        { name: 'unread.pdf', kind: 'pdf', hash: 'e'.repeat(64), text: null },
+        { name: 'claims mine.txt', kind: 'text', hash: 'c'.repeat(64), text: 'Something else.' },
+      ] },
+      { role: 'assistant', content: 'They agree.', status: 'complete' },
+    ]);
+    const [q] = c.messages;
+    assert.deepEqual(q.documents?.map((d) => [d.name, d.kind]), [['notes.md', 'markdown'], ['claims mine.txt', 'text']], 'one without text is left out');
+    const texts = s.attachmentsOf(q.id).map((a) => a.document.text);
+    assert.deepEqual(texts, ['Tie a bowline.', 'Something else.']);
+    assert.notEqual(s.attachmentsOf(q.id)[1].document.id, mine.id, 'the hash of another text: stored apart');
+    assert.equal(s.getDocument(mine.id).text, 'My own notes.', 'the existing document is untouched');
+  } finally {
+    s.close();
+  }
+});

@@ -5,7 +5,7 @@
  * Errors: ServiceError NOT_FOUND for an unknown document.
  */
 import type Database from 'better-sqlite3';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { AttachedDocument, DocumentFit } from '../../contract/types.ts';
 import type { ExtractedDocument } from '../../documents/extract.ts';
 import type { StoreDatabase } from './database.ts';
@@ -48,6 +48,18 @@ export class DocumentTable {
       )
       .run(row);
     return toStoredDocument(row);
+  }
+
+  /**
+   * A document from an exported conversation (its text, not its file: no page labels). Stored
+   * under its hash unless a document of that hash with other text is there (a file may claim any
+   * hash): then under the hash of its text, so an import never shows another document's text.
+   */
+  importDocument(a: { name: string; kind: StoredDocument['kind']; hash: string; text: string }): StoredDocument {
+    const doc = { name: a.name, kind: a.kind, size: Buffer.byteLength(a.text), hash: a.hash, text: a.text, parts: [] };
+    const existing = this.db.prepare(`SELECT text FROM documents WHERE hash = ?`).pluck().get(a.hash) as string | undefined;
+    if (existing === undefined || existing === a.text) return this.putDocument(doc);
+    return this.putDocument({ ...doc, hash: createHash('sha256').update(`imported text\u0000${a.text}`).digest('hex') });
   }
 
   /** A stored document with its text. @throws ServiceError NOT_FOUND. */
