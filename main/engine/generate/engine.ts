@@ -355,7 +355,7 @@ export class Engine {
    * With `maxTokens`, a prompt far over it is refused after counting only part of it.
    * @throws ContextOverflowError (past `maxTokens`), InvalidOptionError for an empty prompt or a request with neither/both prompt forms.
    */
-  encodeRequest(req: Pick<GenerationRequest, 'prompt' | 'messages' | 'enableThinking' | 'tools' | 'replyPrefix'>, maxTokens?: number): number[] {
+  encodeRequest(req: Pick<GenerationRequest, 'prompt' | 'messages' | 'enableThinking' | 'tools' | 'replyPrefix' | 'replyReasoning'>, maxTokens?: number): number[] {
     if ((req.prompt === undefined) === (req.messages === undefined)) {
       throw new InvalidOptionError('request', 'give exactly one of prompt and messages');
     }
@@ -366,11 +366,20 @@ export class Engine {
     }
     if (req.messages!.every((m) => m.content.length === 0)) throw new InvalidOptionError('prompt', 'the prompt is empty');
     // The chat template (or, without one, the transcript) as the model will see it.
-    if (!req.tools?.length && !req.replyPrefix) return this.tokenizer.encodeChat(req.messages!, { maxTokens, enableThinking: req.enableThinking });
+    const opening = this.replyOpening(req);
+    if (!req.tools?.length && !opening) return this.tokenizer.encodeChat(req.messages!, { maxTokens, enableThinking: req.enableThinking });
     if (req.tools?.length && !this.tokenizer.chatTemplate?.includes('tools')) throw new InvalidOptionError('tools', "this model's chat template does not take tools");
-    const text = this.tokenizer.renderChat(req.messages!, { enableThinking: req.enableThinking, ...(req.tools?.length ? { extra: { tools: req.tools } } : {}) }) + (req.replyPrefix ?? '');
+    const text = this.tokenizer.renderChat(req.messages!, { enableThinking: req.enableThinking, ...(req.tools?.length ? { extra: { tools: req.tools } } : {}) }) + opening;
     // As encodeChat: a template's special tokens are parsed; a transcript (no template) is plain text.
     return this.tokenizer.encode(text, { maxTokens, parseSpecial: this.tokenizer.chatTemplate !== null });
+  }
+
+  /** The text a reply opens with: its reasoning inside the markers (see `replyReasoning`), then `replyPrefix`. */
+  private replyOpening(req: Pick<GenerationRequest, 'replyPrefix' | 'replyReasoning'>): string {
+    const m = this.reasoningMarkers;
+    const prefix = req.replyPrefix ?? '';
+    if (!m || !req.replyReasoning) return prefix;
+    return prefix ? `${m.open}\n${req.replyReasoning}\n${m.close}\n\n${prefix}` : `${m.open}\n${req.replyReasoning}`;
   }
 
   /** Forgets the KV cache contents (keeps its buffers) and the kept KV caches of earlier sequences. */
@@ -505,9 +514,11 @@ export class Engine {
    * tokens, special ones spelled out) already opened the block. Null for a raw prompt or a
    * model without markers: the reply is all content.
    */
-  private replyReasoning(req: GenerationRequest, prompt: number[]): { markers: ReasoningMarkers; openInPrompt: boolean } | null {
+  private replyReasoning(req: GenerationRequest, prompt: number[]): { markers: ReasoningMarkers; openInPrompt: boolean; midway?: boolean } | null {
     const markers = this.reasoningMarkers;
     if (!markers || req.messages === undefined) return null;
+    // A continued reply still inside its reasoning (`replyReasoning`, no `replyPrefix`) goes on reasoning.
+    if (req.replyReasoning && !req.replyPrefix) return { markers, openInPrompt: true, midway: true };
     const tail = this.tokenizer.decode(prompt.slice(-REASONING_TAIL_TOKENS), { skipSpecial: false });
     return { markers, openInPrompt: promptOpensReasoning(tail, markers) };
   }

@@ -62,7 +62,7 @@ export class Generation {
     sampler: Sampler,
     tokenizer: TextTokenizer,
     readonly shifter: ContextShifter | null = null,
-    reasoning: { markers: ReasoningMarkers; openInPrompt: boolean } | null = null,
+    reasoning: { markers: ReasoningMarkers; openInPrompt: boolean; midway?: boolean } | null = null,
   ) {
     this.prompt = prompt;
     this.sampler = sampler;
@@ -73,7 +73,7 @@ export class Generation {
     this.eos = new Set(req.ignoreEos && !this.constraint ? [] : tokenizer.eos);
     this.stops = new StopStrings(req.stop);
     this.decoder = new StreamDecoder(tokenizer, prompt);
-    this.parts = new ReasoningSplitter(reasoning?.markers ?? null, reasoning?.openInPrompt ?? false);
+    this.parts = new ReasoningSplitter(reasoning?.markers ?? null, reasoning?.openInPrompt ?? false, reasoning?.midway ?? false);
   }
 
   /** The answer's text so far: every emitted content delta, joined (never taken back). */
