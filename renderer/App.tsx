@@ -6,7 +6,7 @@
  * the chat instead (stores/ui.ts says when).
  */
 import { useChat, useConversations, useModel, useStores, useUi } from './hooks.ts';
-import { DocumentReader } from './components/Documents.tsx';
+import { DocumentReader } from './components/DocumentReader.tsx';
 import type { WsApi } from './lib/ws-client.ts';
 import { ariaKeysOf, withKeys } from './lib/shortcuts.ts';
 import { ChatView } from './components/ChatView.tsx';
@@ -24,6 +24,7 @@ import { Sidebar } from './components/Sidebar.tsx';
 import { WindowSettings } from './components/WindowSettings.tsx';
 import { ChipIcon, PanelIcon, SidebarIcon } from './components/icons.tsx';
 import { sidebarIsOverlay, PANEL_NARROW_BELOW } from './stores/ui.ts';
+import { summaryById } from './stores/conversations.ts';
 import { IS_MAC, useShortcuts, useTheme, useUrlHash, useWindowWidth } from './window-effects.ts';
 
 export function App({ connection }: { connection: WsApi | null }) {
@@ -80,7 +81,8 @@ function ChatHeader() {
   const sidebarOpen = useUi((s) => s.sidebarOpen);
   const panelOpen = useUi((s) => s.panelOpen);
   const conversationId = useChat((s) => s.conversationId);
-  const title = useConversations((s) => s.items.find((c) => c.id === conversationId)?.title ?? null);
+  // Known whatever the search shows (a search that hides the open chat keeps its title).
+  const title = useConversations((s) => summaryById(s, conversationId)?.title ?? null);
   const modelName = useModel((s) => s.model?.info?.name ?? null);
   const chip = useModel(useShallow((s) => engineChip(s.model?.info ?? null)));
   return (

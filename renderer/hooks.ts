@@ -8,7 +8,7 @@ import type { ContextFullPolicy } from '../main/contract/types.ts';
 import { useStore } from 'zustand';
 import type { BudgetState } from './stores/budget.ts';
 import type { ChatState } from './stores/chat.ts';
-import type { ConversationsState } from './stores/conversations.ts';
+import { summaryById, type ConversationsState } from './stores/conversations.ts';
 import type { Stores } from './stores/index.ts';
 import type { LibraryState } from './stores/library.ts';
 import type { ModelStoreState } from './stores/model.ts';
@@ -36,6 +36,6 @@ export const useUi = <T,>(selector: (s: UiState) => T): T => useStore(useStores(
 /** The open chat's id and its own context-full policy (null: none of its own, the setting applies). */
 export function useOpenChatPolicy(): { conversationId: string | null; own: ContextFullPolicy | null } {
   const conversationId = useChat((s) => s.conversationId);
-  const own = useConversations((s) => s.items.find((c) => c.id === conversationId)?.contextFullPolicy ?? null);
+  const own = useConversations((s) => summaryById(s, conversationId)?.contextFullPolicy ?? null);
   return { conversationId, own };
 }

@@ -84,7 +84,9 @@ function run(stores: Stores, id: ShortcutId): boolean {
       ui.togglePanel();
       return true;
     case 'stop':
-      if (!isGenerating(stores.chat.getState())) return false;
+      // The document reader's own Escape closes it (DocumentReader.tsx), and nothing else.
+      if (stores.chat.getState().reading) return false;
+      if (!isGenerating(stores.chat.getState())) return ui.closeOverlay();
       void stores.chat.getState().stop();
       ui.focusComposer();
       return true;
@@ -97,8 +99,10 @@ export function useShortcuts(stores: Stores): void {
       if (e.defaultPrevented || e.isComposing) return;
       const id = shortcutOf(e, IS_MAC);
       if (!id) return;
-      // Escape in a one-line field (search, rename, a setting) belongs to that field.
-      if (id === 'stop' && e.target instanceof HTMLElement && (e.target.tagName === 'INPUT' || e.target.tagName === 'SELECT')) return;
+      // Escape in a one-line field (search, rename, a setting) does not stop an answer (it may
+      // still close the overlay the field is in).
+      const inField = e.target instanceof HTMLElement && (e.target.tagName === 'INPUT' || e.target.tagName === 'SELECT');
+      if (id === 'stop' && inField && isGenerating(stores.chat.getState())) return;
       if (run(stores, id)) e.preventDefault();
     };
     window.addEventListener('keydown', onKey);

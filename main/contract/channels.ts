@@ -7,7 +7,7 @@
  * Platform-free: zod and types only.
  */
 import { z } from 'zod';
-import { CONTEXT_FULL_POLICIES, EXECUTION_PROVIDER_PREFERENCES, QUANTIZE_OPTIONS } from './types.ts';
+import { CONTEXT_FULL_POLICIES, DOCUMENT_KINDS, EXECUTION_PROVIDER_PREFERENCES, QUANTIZE_OPTIONS } from './types.ts';
 import { ORIGIN_RULE, parseOrigin } from './origin.ts';
 import { MAX_DOCUMENT_BYTES } from './limits.ts';
 import type {
@@ -31,7 +31,7 @@ export * from './names.ts';
 const id = z.string().min(1).max(64);
 const text = z.string().max(1_000_000);
 /** Documents attached to a message, in order, each whole or cut to the relevant parts when it does not fit. */
-const attachedDocuments = z.array(z.object({ id, fit: z.enum(['whole', 'relevant']) }).strict()).max(16);
+const attachedDocuments = z.array(z.object({ id, fit: z.enum(['whole', 'relevant']), name: z.string().trim().min(1).max(255).optional() }).strict()).max(16);
 export { MAX_DOCUMENT_BYTES };
 /** Base64 of a file one byte over the limit: it reaches the service and gets the error naming the limit. */
 const MAX_ATTACHMENT_BASE64 = Math.ceil((MAX_DOCUMENT_BYTES + 1) / 3) * 4;
@@ -53,6 +53,23 @@ const answerStatsSchema = z
     documentParts: z.array(z.string().max(1000)).max(1000).optional(),
     documentRanges: z.array(z.object({ documentId: id, start: count, end: count }).strict()).max(1000).optional(),
     contextShift: z.object({ shifts: count, droppedTokens: count }).strict().optional(),
+    // Every answer since they were kept has these: without them a real answer's export did not import back.
+    executionProvider: z.enum(['cpu', 'webgpu', 'cuda']).optional(),
+    nodesOnCpu: count.nullable().optional(),
+    model: z.string().max(500).optional(),
+    settings: z
+      .object({
+        maxContext: count,
+        maxTokens: count,
+        temperature: rate,
+        topK: count,
+        topP: rate,
+        minP: rate,
+        repetitionPenalty: rate,
+        seed: z.number().int().min(0).max(2 ** 32 - 1).nullable(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -189,6 +206,11 @@ export const requestSchemas = {
               status: z.enum(['complete', 'cancelled', 'error']),
               stats: answerStatsSchema.nullable(),
               error: z.string().max(10_000).nullable(),
+              /** A user message's documents, as an export carries them: their text comes back, their page labels do not. */
+              attachments: z
+                .array(z.object({ name: z.string().trim().min(1).max(255), kind: z.enum(DOCUMENT_KINDS), hash: z.string().regex(/^[0-9a-f]{64}$/), text: text.nullable() }).strict())
+                .max(16)
+                .optional(),
             })
             .strict(),
         )

@@ -3,6 +3,7 @@
  * Plain JSON-safe data only. Platform-free: imports nothing from Node, Electron or the DOM, so the
  * renderer can import it (as types) and so can the preload bundle.
  */
+import type { MemoryFacts } from './memory-fit.ts';
 
 export type Role = 'system' | 'user' | 'assistant';
 
@@ -44,16 +45,58 @@ export interface AnswerStats {
    * how many times, and how many of the oldest tokens left the KV cache in all.
    */
   contextShift?: { shifts: number; droppedTokens: number };
+  /** The model that wrote it (its name as the model card shows it); absent in answers saved before it was kept. */
+  model?: string;
+  /** The settings it was generated under (the chat's own, where it has them); absent in answers saved before they were kept. */
+  settings?: AnswerSettings;
+}
+
+/** The generation settings an answer was written under, as its stats keep them (exports stamp each answer with its own). */
+export interface AnswerSettings {
+  maxContext: number;
+  maxTokens: number;
+  temperature: number;
+  topK: number;
+  topP: number;
+  minP: number;
+  repetitionPenalty: number;
+  /** null: a random seed. */
+  seed: number | null;
 }
 
 /** How a document goes into the prompt: its whole text, or the chunks most relevant to the question. */
 export type DocumentFit = 'whole' | 'relevant';
 
+/**
+ * A stored document as a message (or the draft) carries it: how it is fitted into the prompt, and
+ * the name of the file attached (absent: the stored document's). The store keeps one copy per
+ * content, so two files with the same bytes share a document but each keeps its own name.
+ */
+export interface AttachedDocument {
+  id: string;
+  fit: DocumentFit;
+  name?: string;
+}
+
+/** The kinds of file a document is extracted from. */
+export const DOCUMENT_KINDS = ['text', 'markdown', 'code', 'pdf', 'docx', 'html', 'image'] as const;
+export type DocumentKind = (typeof DOCUMENT_KINDS)[number];
+
+/** A document as an exported conversation carries it, and an import brings it back (its text, not its file). */
+export interface ExportedAttachment {
+  name: string;
+  kind: DocumentKind;
+  /** SHA-256 of the file, hex. */
+  hash: string;
+  /** Its extracted text; null when it could not be read for the export (an import then leaves it out). */
+  text: string | null;
+}
+
 /** What the window knows of an attached document (its text comes from `openDocument`). */
 export interface DocumentInfo {
   id: string;
   name: string;
-  kind: 'text' | 'markdown' | 'code' | 'pdf' | 'docx' | 'html' | 'image';
+  kind: DocumentKind;
   /** File size, bytes. */
   size: number;
   /** SHA-256 of the file, hex. */
@@ -240,6 +283,8 @@ export interface ModelInfo {
   weights: { formats: string; bundleBytes: number; residentBytes: number };
   /** Set when a remote engine answers (then backend, execution provider and weights mean nothing). */
   remote?: RemoteEngineInfo;
+  /** The load's memory estimate in parts (memory-fit.ts judges another max context with it); absent: unknown (a remote engine). */
+  memory?: MemoryFacts;
 }
 
 /** A remote engine (an OpenAI-compatible server) as the window sees it; never its API key. */

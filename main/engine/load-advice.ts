@@ -31,7 +31,7 @@ const EVERY_ADVICE = [...ADVICE.map(([, a]) => a), FALLBACK];
  * 0", "expected a …"), or that are not about loading at all: a token id asked of a loaded
  * tokenizer (the caller's input, which the caller names).
  */
-const NO_ADVICE = /; (lower|use|export|choose|open|delete|free|check|download|put|fix)\b|^not a model: expected |^cannot decode token id/;
+const NO_ADVICE = /; (lower|set|use|export|choose|open|delete|free|check|download|put|fix)\b|^not a model: expected |^cannot decode token id/;
 
 /**
  * The sentence to append to a load failure's message, or null when it already says what to do

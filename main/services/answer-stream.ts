@@ -13,7 +13,7 @@
 import { performance } from 'node:perf_hooks';
 import type { AnswerStats, Message } from '../contract/types.ts';
 import type { ReplyPart } from '../engine/generate/reasoning.ts';
-import type { GenerationEvent, GenerationStats } from '../engine/generate/types.ts';
+import type { GenerationEvent, GenerationRequest, GenerationStats } from '../engine/generate/types.ts';
 
 export type Clock = () => number;
 const monotonic: Clock = () => performance.now();
@@ -207,6 +207,19 @@ export function finalState(end: StreamEnd, streamed: string, streamedReasoning =
   const stats = toAnswerStats(done.reason, done.stats);
   if (done.reason === 'error') return { content, ...reasoning, status: 'error', stats, error: done.error?.message ?? 'the answer failed' };
   return { content, ...reasoning, status: done.reason === 'cancelled' ? 'cancelled' : 'complete', stats, error: null };
+}
+
+/**
+ * What an answer was written with, for its stats: the model's name and the request's settings
+ * (the sampler and max new tokens as sent, so a chat's own settings are what is kept) at the
+ * engine's max context.
+ */
+export function answerSetup(request: Pick<GenerationRequest, 'maxTokens' | 'sampler'>, maxContext: number, model: string | null): Pick<AnswerStats, 'model' | 'settings'> {
+  const { temperature, topK, topP, minP, repetitionPenalty, seed } = request.sampler;
+  return {
+    ...(model ? { model } : {}),
+    settings: { maxContext, maxTokens: request.maxTokens, temperature, topK, topP, minP, repetitionPenalty, seed: seed ?? null },
+  };
 }
 
 /** The per-answer stats the window shows, from the engine's GenerationStats. */

@@ -2,8 +2,8 @@
  * Answers: send, regenerate, edit, continue, stop, an answer's text edited, and raw completions
  * for the OpenAI-compatible API. The
  * engine is single, so one answer is generated at a time for the whole app: every answer is
- * registered by `claim` (the window has one answer at a time: a second is refused with `BUSY`),
- * then waits its turn in the engine's FIFO queue (`EngineQueue`), shared by window answers and
+ * registered by `claim` (answer-slots.ts; the window has one answer at a time: a second is refused
+ * with `BUSY`), then waits its turn in the engine's FIFO queue (`EngineQueue`), shared by window answers and
  * API requests. A window answer that must wait is announced with `answerWaiting`; Stop takes it
  * out of the queue (stored as 'cancelled', empty).
  *
@@ -27,11 +27,12 @@ import type { ContextBudget, Conversation, Message } from '../contract/types.ts'
 import type { ChatEngine } from '../engine-host/chat-engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
 import { AnswerSaves, storageFault, type RetryingWriter } from './answer-save.ts';
-import { DecodeRate, DeltaBatcher, every, finalState, PeriodicSaver, realScheduler, type DoneEvent, type Scheduler, type StreamEnd } from './answer-stream.ts';
+import { answerSetup, DecodeRate, DeltaBatcher, every, finalState, PeriodicSaver, realScheduler, type DoneEvent, type Scheduler, type StreamEnd } from './answer-stream.ts';
 import { continuable, continuationPrompt, joinContinuation } from './continue-answer.ts';
 import type { BudgetService } from './budget.ts';
 import type { AssembledPrompt, Draft } from './documents.ts';
-import { EngineQueue } from './engine-queue.ts';
+import { AnswerSlots, type ActiveAnswer } from './answer-slots.ts';
+import type { EngineQueue } from './engine-queue.ts';
 import { WorkerCrashedError } from '../engine/errors.ts';
 import { firstLine, ServiceError } from './errors.ts';
 import type { Emit } from './events.ts';
@@ -49,24 +50,6 @@ export const PERSIST_INTERVAL_MS = 1000;
 export const BUDGET_INTERVAL_MS = 250;
 export const CRASH_MESSAGE = 'the engine stopped unexpectedly; it has been restarted';
 
-/** An answer generated or waiting for the engine: whose, how to stop it, and when it has ended. */
-interface ActiveAnswer {
-  /** The conversation it answers; null for an API completion. */
-  conversationId: string | null;
-  /** The stored assistant message once it exists; until then a failure releases the claim. */
-  messageId: string | null;
-  controller: AbortController;
-  /** Settles when the answer has ended and its final state is stored. */
-  ended: Promise<void>;
-  end: () => void;
-  /** Hands the engine to the next in the queue, once this answer has its turn. */
-  releaseTurn: (() => void) | null;
-  /** The answer's deltas (what a window that reloads must start from). */
-  deltas: DeltaBatcher | null;
-  /** Writes the answer to the store, retrying when the disk refuses. */
-  writer: RetryingWriter | null;
-}
-
 export interface ChatServiceDeps {
   engine: ChatEngine;
   store: ConversationStore;
@@ -82,26 +65,28 @@ export interface ChatServiceDeps {
 
 /** Sends, regenerates, edits and stops answers; streams them as events and saves them as they grow. */
 export class ChatService {
-  private readonly answers = new Set<ActiveAnswer>();
-  private readonly queue: EngineQueue;
+  private readonly slots: AnswerSlots;
   private readonly saves: AnswerSaves;
   private readonly scheduler: Scheduler;
-  private disposed = false;
 
   constructor(private readonly deps: ChatServiceDeps) {
-    this.queue = deps.queue ?? new EngineQueue();
+    this.slots = new AnswerSlots(deps.models, deps.queue);
     this.scheduler = deps.scheduler ?? realScheduler;
     this.saves = new AnswerSaves(deps.store, deps.emit, this.scheduler);
   }
 
   /** Whether an answer is being generated or waits for the engine. */
   get generating(): boolean {
-    return this.answers.size > 0;
+    return this.slots.size > 0;
   }
 
   /** How many answers wait for the engine (window and API). */
   get waiting(): number {
-    return this.queue.waiting;
+    return this.slots.waiting;
+  }
+
+  private get disposed(): boolean {
+    return this.slots.isClosed;
   }
 
   /**
@@ -213,7 +198,7 @@ export class ChatService {
       if (messages[i].role !== 'user') throw new ServiceError('INVALID_REQUEST', 'only your own messages can be edited');
       const before = messages.slice(0, i);
       // The edited message keeps the documents it carries.
-      const documents = (messages[i].documents ?? []).map((d) => ({ id: d.id, fit: d.fit }));
+      const documents = (messages[i].documents ?? []).map((d) => ({ id: d.id, fit: d.fit, name: d.name }));
       const { budget: counted, prompt, contextShift } = await budget.prepare(conversationId, content, before, documents);
       assertFits(counted, 'this message', this.deps.models.trainedContext);
       store.leavePath(conversationId, messageId); // the earlier version and its answers stay, as a branch
@@ -228,7 +213,7 @@ export class ChatService {
 
   /** Stops the answer being generated in this conversation, if any; resolves once it is stored. */
   async stop(conversationId: string): Promise<void> {
-    const answer = this.windowAnswer();
+    const answer = this.slots.windowAnswer();
     if (!answer || answer.conversationId !== conversationId) return;
     answer.controller.abort();
     await answer.ended;
@@ -240,7 +225,7 @@ export class ChatService {
    */
   withStreamedText(stored: Conversation): Conversation {
     const conv = this.saves.overlay(stored);
-    const answer = this.windowAnswer();
+    const answer = this.slots.windowAnswer();
     const streamed = answer?.deltas?.sent ?? '';
     const thought = answer?.deltas?.sentReasoning ?? '';
     if (!answer || answer.conversationId !== conv.id || !answer.messageId || !(streamed || thought)) return conv;
@@ -262,19 +247,19 @@ export class ChatService {
    *   `next()`; the engine's InvalidOptionError / ContextOverflowError before any event.
    */
   async *completion(request: GenerationRequest, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
-    const answer = await this.claim(null);
+    const answer = await this.slots.claim(null);
     const stopAnswer = () => answer.controller.abort();
     signal?.addEventListener('abort', stopAnswer, { once: true });
     if (signal?.aborted) stopAnswer();
     try {
-      await this.takeTurn(answer);
+      await this.slots.takeTurn(answer);
       yield* this.deps.engine.generate(request, { signal: answer.controller.signal });
     } catch (e) {
       if (isCrash(e) && !this.disposed) void this.deps.models.recover();
       throw e;
     } finally {
       signal?.removeEventListener('abort', stopAnswer);
-      this.release(answer);
+      this.slots.release(answer);
     }
   }
 
@@ -284,64 +269,15 @@ export class ChatService {
    * so the next start says why). Call before closing the store.
    */
   async dispose(timeoutMs = 3000): Promise<void> {
-    this.disposed = true;
-    for (const answer of this.answers) answer.controller.abort();
-    if (this.answers.size > 0) await Promise.race([Promise.all([...this.answers].map((a) => a.ended)), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+    await this.slots.close(timeoutMs);
     this.saves.dispose();
   }
 
   /** @throws ServiceError BUSY while this conversation's answer is generated or waits. */
   private assertIdle(conversationId: string, doing: string): void {
-    if ([...this.answers].some((a) => a.conversationId === conversationId)) {
+    if (this.slots.busyIn(conversationId)) {
       throw new ServiceError('BUSY', `an answer is being generated in this conversation; stop it before ${doing}`);
     }
-  }
-
-  /** The window's answer (at most one), generated or waiting. */
-  private windowAnswer(): ActiveAnswer | null {
-    for (const answer of this.answers) if (answer.conversationId !== null) return answer;
-    return null;
-  }
-
-  /**
-   * The one way an answer starts: refuses when shutting down (and a second window answer), then
-   * waits for any model load and checks a model is loaded (releasing the claim if not). The
-   * engine itself is taken later, in turn (`takeTurn`).
-   * @throws ServiceError SHUT_DOWN, BUSY, MODEL_NOT_READY.
-   */
-  private async claim(conversationId: string | null): Promise<ActiveAnswer> {
-    if (this.disposed) throw new ServiceError('SHUT_DOWN', 'the app is shutting down');
-    if (conversationId !== null && this.windowAnswer()) throw new ServiceError('BUSY', 'an answer is already being generated; wait for it to finish or stop it');
-    let end!: () => void;
-    const ended = new Promise<void>((resolve) => (end = resolve));
-    const answer: ActiveAnswer = { conversationId, messageId: null, controller: new AbortController(), ended, end, releaseTurn: null, deltas: null, writer: null };
-    this.answers.add(answer);
-    try {
-      await this.deps.models.ready();
-      this.deps.models.assertLoaded();
-      return answer;
-    } catch (e) {
-      this.release(answer);
-      throw e;
-    }
-  }
-
-  /**
-   * Waits in the engine's queue until this answer's turn (`onWait(ahead)` if it must wait).
-   * @throws ServiceError CANCELLED (stopped while waiting), QUEUE_FULL.
-   */
-  private async takeTurn(answer: ActiveAnswer, onWait?: (ahead: number) => void): Promise<void> {
-    answer.releaseTurn = await this.queue.acquire(answer.controller.signal, onWait);
-    // A model load may have started while this answer waited.
-    await this.deps.models.ready();
-    this.deps.models.assertLoaded();
-  }
-
-  /** Ends an answer: the engine passes to the next in the queue, and `stop()` callers waiting on it resume. */
-  private release(answer: ActiveAnswer): void {
-    this.answers.delete(answer);
-    answer.releaseTurn?.();
-    answer.end();
   }
 
   /**
@@ -349,13 +285,13 @@ export class ChatService {
    * released on failure. @throws ServiceError NOT_SAVED when the disk refuses the new messages.
    */
   private async withClaim<T>(conversationId: string, work: (answer: ActiveAnswer) => Promise<T>): Promise<T> {
-    const answer = await this.claim(conversationId);
+    const answer = await this.slots.claim(conversationId);
     try {
       const result = await work(answer);
       this.deps.emit('conversationsChanged', { conversations: this.deps.store.listConversations() });
       return result;
     } catch (e) {
-      if (!answer.messageId) this.release(answer);
+      if (!answer.messageId) this.slots.release(answer);
       const fault = storageFault(e);
       if (fault) throw new ServiceError('NOT_SAVED', `your message could not be saved (${fault}); free some space or check the disk, then send it again`);
       throw e;
@@ -435,7 +371,7 @@ export class ChatService {
     let end: StreamEnd;
     try {
       // Announced on the next turn of the event loop, after the send's own reply has gone out.
-      await this.takeTurn(answer, (ahead) => setImmediate(() => emit('answerWaiting', { conversationId, messageId, ahead })));
+      await this.slots.takeTurn(answer, (ahead) => setImmediate(() => emit('answerWaiting', { conversationId, messageId, ahead })));
       const done = await this.relay(answer, message, request, deltas, () => rate.tick(++generated));
       end = done ? { done: base ? joinContinuation(base, done) : done } : { failure: { message: 'the answer ended without a result', crashed: false } };
     } catch (e) {
@@ -447,8 +383,10 @@ export class ChatService {
     deltas.flush();
     const state = finalState(end, deltas.sent, deltas.sentReasoning);
     if (state.stats && used.documentParts) state.stats = { ...state.stats, documentParts: used.documentParts, ...(used.documentRanges ? { documentRanges: used.documentRanges } : {}) };
+    // What wrote it, kept with it: an export stamps each answer with its own model and settings.
+    if (state.stats && 'done' in end) state.stats = { ...state.stats, ...answerSetup(request, end.done.stats.maxContext, this.deps.models.state.info?.name ?? null) };
     const final = this.saves.saveFinal(writer, message, state);
-    this.release(answer);
+    this.slots.release(answer);
     // Restart before anyone hears of the end, so a send right after waits for the fresh worker.
     if ('failure' in end && end.failure.crashed && !this.disposed) void this.deps.models.recover();
     emit('answerDone', { conversationId, message: final });

@@ -8,7 +8,7 @@
  * not fit, the chunks that rank best against the latest question (`fitDocuments`), so each
  * follow-up re-ranks. The same assembly feeds the budget (counted) and the answer (generated).
  */
-import type { DocumentFit, DocumentInfo, DocumentText, Message } from '../contract/types.ts';
+import type { AttachedDocument, DocumentFit, DocumentInfo, DocumentText, Message } from '../contract/types.ts';
 import type { ChatEngine } from '../engine-host/chat-engine.ts';
 import type { ChatMessage } from '../engine/generate/types.ts';
 import { ChunkCache, fitDocuments, type AttachedText } from '../documents/assemble.ts';
@@ -33,7 +33,7 @@ export interface AssembledPrompt {
 /** Documents attached to a message not stored yet (the composer's draft). */
 export interface Draft {
   content: string;
-  documents: readonly { id: string; fit: DocumentFit }[];
+  documents: readonly AttachedDocument[];
 }
 
 export class DocumentService {
@@ -62,8 +62,8 @@ export class DocumentService {
   }
 
   /** Info of stored documents, counted for the loaded model. @throws NOT_FOUND. */
-  async infos(ids: readonly { id: string; fit: DocumentFit }[]): Promise<DocumentInfo[]> {
-    return Promise.all(ids.map(async (d) => ({ ...(await this.withTokens(this.store.getDocument(d.id))), fit: d.fit })));
+  async infos(ids: readonly AttachedDocument[]): Promise<DocumentInfo[]> {
+    return Promise.all(ids.map(async (d) => ({ ...(await this.withTokens(named(this.store.getDocument(d.id), d.name))), fit: d.fit })));
   }
 
   /**
@@ -76,7 +76,7 @@ export class DocumentService {
     const model = this.engine.model?.bundleDir ?? '';
     const turns = history.map((m) => ({ message: m, attachments: m.role === 'user' && m.documents?.length ? this.store.attachmentsOf(m.id) : [] }));
     if (draft) {
-      const attachments = draft.documents.map((d) => ({ document: this.store.getDocument(d.id), fit: d.fit }));
+      const attachments = draft.documents.map((d) => ({ document: named(this.store.getDocument(d.id), d.name), fit: d.fit }));
       turns.push({ message: draftMessage(draft.content, attachments), attachments });
     }
     const texts = new Map(turns.map((t) => [t.message.id, t.attachments.map((a): AttachedText => ({ key: `${a.document.id}\u0000${model}`, name: a.document.name, text: a.document.text, parts: a.document.parts, fit: a.fit }))]));
@@ -106,6 +106,11 @@ export class DocumentService {
     this.store.setDocumentTokens(d.id, tokens, model);
     return { ...info, tokens };
   }
+}
+
+/** A stored document under the name of the file attached (absent: its own). */
+function named(d: StoredDocument, name: string | undefined): StoredDocument {
+  return name ? { ...d, name } : d;
 }
 
 /** The text the latest user message asks (what the relevant parts are ranked against). */

@@ -320,6 +320,7 @@ export function toContractInfo(i: EngineModelInfo): ModelInfo {
     ...(i.thinkingToggle ? { thinkingToggle: true } : {}),
     ...(i.toolFormat ? { toolFormat: i.toolFormat } : {}),
     weights: { ...i.weights },
+    ...(i.memory ? { memory: { ...i.memory } } : {}),
   };
 }
 

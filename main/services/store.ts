@@ -11,7 +11,7 @@
  * Errors: a missing conversation, message or document throws `ServiceError('NOT_FOUND', …)`;
  * anything SQLite reports (disk full, corrupt file) propagates as the driver's error.
  */
-import type { ChatSettings, ContextFullPolicy, Conversation, ConversationSummary, DocumentFit, Message } from '../contract/types.ts';
+import type { AttachedDocument, ChatSettings, ContextFullPolicy, Conversation, ConversationSummary, ExportedAttachment, Message } from '../contract/types.ts';
 import type { ExtractedDocument } from '../documents/extract.ts';
 import { ConversationTable } from './store/conversations.ts';
 import { StoreDatabase, type StoreClock } from './store/database.ts';
@@ -87,11 +87,15 @@ export class ConversationStore {
   }
 
   /** Creates a conversation holding `messages` in order (an import), in one transaction; its title counts as the user's. */
-  importConversation(title: string, messages: ReadonlyArray<NewMessage>): Conversation {
+  importConversation(title: string, messages: ReadonlyArray<NewMessage & { attachments?: readonly ExportedAttachment[] }>): Conversation {
     return this.s.db.transaction((): Conversation => {
       const c = this.conversations.createConversation(title);
       this.s.db.prepare(`UPDATE conversations SET title_source = 'user' WHERE id = ?`).run(c.id);
-      for (const m of messages) this.messageTable.appendMessage(c.id, m);
+      for (const { attachments, ...m } of messages) {
+        const written = this.messageTable.appendMessage(c.id, m);
+        const docs = m.role === 'user' ? (attachments ?? []).flatMap((a) => (a.text === null ? [] : [{ id: this.documents.importDocument({ ...a, text: a.text }).id, fit: 'whole' as const, name: a.name }])) : [];
+        if (docs.length > 0) this.documents.attachDocuments(written.id, docs);
+      }
       return this.getConversation(c.id);
     })();
   }
@@ -134,7 +138,7 @@ export class ConversationStore {
   getDocument(id: string): StoredDocument { return this.documents.getDocument(id); }
   documentTokens(id: string, model: string): number | null { return this.documents.documentTokens(id, model); }
   setDocumentTokens(id: string, tokens: number, model: string): void { this.documents.setDocumentTokens(id, tokens, model); }
-  attachDocuments(messageId: string, documents: readonly { id: string; fit: DocumentFit }[]): void { this.documents.attachDocuments(messageId, documents); }
+  attachDocuments(messageId: string, documents: readonly AttachedDocument[]): void { this.documents.attachDocuments(messageId, documents); }
   attachmentsOf(messageId: string): Attachment[] { return this.documents.attachmentsOf(messageId); }
   countDocuments(): number { return this.documents.countDocuments(); }
   releaseDraftDocuments(): number { return this.documents.releaseDraftDocuments(); }

@@ -2,10 +2,10 @@
  * Documents in the window: chips (a document's name and tokens, pages read by OCR, pages without
  * text; clicking one opens its extracted
  * text in the reader), the composer's attachments row with its Attach button (a file input), the
- * offer when the documents do not fit (raise the max context, use the relevant parts, cancel),
- * and the reader dialog. Files are only read as bytes here; the services extract the text.
+ * offer when the documents do not fit (raise the max context, use the relevant parts, cancel);
+ * the reader dialog is DocumentReader.tsx. Files are only read as bytes here; the services extract the text.
  */
-import { useEffect, useRef } from 'react';
+import { useRef } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import { raiseToFit } from '../../main/contract/context-full.ts';
 import { noTextWarning, ocrNote, pageList } from '../../main/contract/document-pages.ts';
@@ -28,7 +28,7 @@ export function DocumentChip({ doc, onRemove }: { doc: ChipDoc; onRemove?: () =>
   const title = [`Open the text of ${doc.name}`, ...notes].join('\n');
   return (
     <span className="doc-chip" data-fit={doc.fit} data-warning={doc.pagesWithoutText?.length ? 'true' : undefined}>
-      <button type="button" className="doc-chip-open" title={title} onClick={() => void stores.chat.getState().openDocument(doc.id)}>
+      <button type="button" className="doc-chip-open" title={title} onClick={() => void stores.chat.getState().openDocument(doc.id, undefined, doc.name)}>
         <span className="doc-chip-name">{doc.name}</span>
         <span className="doc-chip-meta">
           {tokens}
@@ -123,47 +123,6 @@ export function NotFitOffer({ budget }: { budget: ContextBudget }) {
         </button>
       </div>
       {raiseTo === null && trained > 0 && <p className="not-fit-note">The model was trained on {formatTokens(trained)} positions; a larger max context is not offered.</p>}
-    </div>
-  );
-}
-
-/** The text, with the highlighted passage (if any) marked and scrolled into view. */
-function ReaderText({ text, highlight }: { text: string; highlight?: { start: number; end: number } }) {
-  const mark = useRef<HTMLElement>(null);
-  useEffect(() => {
-    mark.current?.scrollIntoView({ block: 'start' });
-  }, [text, highlight?.start, highlight?.end]);
-  if (!highlight) return <pre className="doc-reader-text">{text}</pre>;
-  return (
-    <pre className="doc-reader-text">
-      {text.slice(0, highlight.start)}
-      <mark ref={mark} className="doc-reader-mark">
-        {text.slice(highlight.start, highlight.end)}
-      </mark>
-      {text.slice(highlight.end)}
-    </pre>
-  );
-}
-
-/** The reader: a document's extracted text, as plain text (never HTML). */
-export function DocumentReader() {
-  const stores = useStores();
-  const doc = useChat((s) => s.reading);
-  if (!doc) return null;
-  return (
-    <div className="doc-reader-backdrop" onClick={() => stores.chat.getState().closeDocument()}>
-      <div className="doc-reader" role="dialog" aria-modal="true" aria-label={doc.name} onClick={(e) => e.stopPropagation()}>
-        <header>
-          <h2>{doc.name}</h2>
-          <span className="doc-chip-meta">
-            {doc.kind} · {doc.tokens === null ? '' : `${formatTokens(doc.tokens)} tokens`}
-          </span>
-          <button type="button" className="btn" onClick={() => stores.chat.getState().closeDocument()}>
-            Close
-          </button>
-        </header>
-        <ReaderText text={doc.text} highlight={doc.highlight} />
-      </div>
     </div>
   );
 }

@@ -1,12 +1,13 @@
 /**
  * Export the open conversation (Markdown to read, JSON to keep and import back), with the
- * settings it runs under and each answer's stats; and Import…, which reads a JSON export and
+ * settings it runs under, each answer's stats and the documents (JSON: with their text); and Import…, which reads a JSON export and
  * opens it as a new conversation. Files are made in the window (lib/conversation-file.ts) and
  * saved as a download; nothing leaves the machine.
  */
 import { useRef } from 'react';
 import { useChat, useConversations, useStores } from '../hooks.ts';
 import { effectiveSettings } from '../lib/chat-settings.ts';
+import { summaryById } from '../stores/conversations.ts';
 import { conversationToJson, conversationToMarkdown, exportFileName } from '../lib/conversation-file.ts';
 import { DownloadIcon, UploadIcon } from './icons.tsx';
 
@@ -23,16 +24,17 @@ export function ExportMenu() {
   const stores = useStores();
   const conversationId = useChat((s) => s.conversationId);
   const hasMessages = useChat((s) => s.messages.length > 0);
-  const summary = useConversations((s) => s.items.find((c) => c.id === conversationId) ?? null);
+  const summary = useConversations((s) => summaryById(s, conversationId));
   const menu = useRef<HTMLDetailsElement>(null);
   if (!conversationId || !hasMessages) return null;
 
-  const save = (kind: 'md' | 'json') => {
+  const save = async (kind: 'md' | 'json') => {
     const { messages } = stores.chat.getState();
     const conversation = { id: conversationId, title: summary?.title ?? 'Conversation', createdAt: summary?.createdAt ?? Date.now(), updatedAt: summary?.updatedAt ?? Date.now(), messages };
     // The settings this chat runs under: its own system prompt and sampler over the settings.
     const settings = stores.settings.getState().settings;
-    const ctx = { settings: settings && effectiveSettings(settings, summary?.chatSettings), model: stores.model.getState().model?.info?.name ?? null, now: Date.now() };
+    const documentTexts = kind === 'json' ? await stores.chat.getState().documentTexts() : undefined;
+    const ctx = { settings: settings && effectiveSettings(settings, summary?.chatSettings), model: stores.model.getState().model?.info?.name ?? null, now: Date.now(), documentTexts };
     if (kind === 'md') download(exportFileName(conversation.title, 'md'), 'text/markdown;charset=utf-8', conversationToMarkdown(conversation, ctx));
     else download(exportFileName(conversation.title, 'json'), 'application/json', conversationToJson(conversation, ctx));
     menu.current?.removeAttribute('open');
@@ -44,10 +46,10 @@ export function ExportMenu() {
         <DownloadIcon size={18} />
       </summary>
       <div className="menu-list" role="group" aria-label="Export as">
-        <button type="button" className="btn btn-ghost btn-sm" onClick={() => save('md')}>
+        <button type="button" className="btn btn-ghost btn-sm" onClick={() => void save('md')}>
           Markdown (.md)
         </button>
-        <button type="button" className="btn btn-ghost btn-sm" onClick={() => save('json')}>
+        <button type="button" className="btn btn-ghost btn-sm" onClick={() => void save('json')}>
           JSON (.json, imports back)
         </button>
       </div>

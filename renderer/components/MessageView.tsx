@@ -14,7 +14,7 @@ import { Fragment, memo } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import type { Message } from '../../main/contract/types.ts';
 import { findCitations } from '../lib/citations.ts';
-import { useChat, useStores } from '../hooks.ts';
+import { useChat, useModel, useStores } from '../hooks.ts';
 import type { LiveAnswer } from '../stores/chat.ts';
 import { LiveLine, Stats } from './AnswerStats.tsx';
 import { CopyButton } from './CopyButton.tsx';
@@ -91,6 +91,8 @@ function UserMessage({ message, generating, editing }: { message: Message; gener
 function AssistantMessage({ message, live, isLastAnswer, generating, editing }: MessageViewProps) {
   const stores = useStores();
   const streaming = message.status === 'streaming';
+  // A remote engine's KV cache is the server's: Continue is a local model's (the services refuse it too).
+  const local = useModel((s) => !s.model?.info?.remote);
   if (editing && !streaming) return <MessageEdit message={message} />;
   return (
     <article className={`msg msg-assistant${streaming ? ' streaming' : ''}`} aria-label="Answer" aria-busy={streaming}>
@@ -126,7 +128,7 @@ function AssistantMessage({ message, live, isLastAnswer, generating, editing }: 
                 <span>Edit</span>
               </button>
             )}
-            {isLastAnswer && !generating && message.stats?.finishReason === 'length' && (
+            {isLastAnswer && !generating && local && message.stats?.finishReason === 'length' && (
               <button type="button" className="btn btn-ghost btn-xs" title="Go on from where the answer stopped, in the same answer" onClick={() => void stores.chat.getState().continueAnswer()}>
                 <span>Continue</span>
               </button>

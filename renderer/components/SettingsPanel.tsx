@@ -19,6 +19,7 @@ export function SettingsPanel() {
   const saving = useSettings((s) => s.saving > 0);
   const savedAt = useSettings((s) => s.savedAt);
   const trainedContext = useModel((s) => s.model?.info?.trainedContext ?? null);
+  const memory = useModel((s) => s.model?.info?.memory ?? null);
   const save = (patch: SettingsPatch) => stores.settings.getState().update(patch);
 
   if (!settings) return <section className="panel-section"><h2>Settings</h2><p className="muted">Loading…</p></section>;
@@ -33,7 +34,7 @@ export function SettingsPanel() {
             key={f.key}
             field={f}
             value={settings[f.key]}
-            ctx={{ settings, trainedContext }}
+            ctx={{ settings, trainedContext, memory }}
             onSave={(v) => save({ [f.key]: v } as SettingsPatch)}
           />
         ))}

@@ -11,6 +11,7 @@ import { useState } from 'react';
 import type { AnswerStats } from '../../main/contract/types.ts';
 import { useChat, useConversations, useModel, useStores } from '../hooks.ts';
 import { formatTokens } from '../lib/meter.ts';
+import { summaryById } from '../stores/conversations.ts';
 
 /** The block's title: "Thinking…" while it is written, then its duration and tokens when the stats say them. */
 export function thinkingTitle(thinking: boolean, stats: AnswerStats | null): string {
@@ -46,7 +47,7 @@ export function ThinkToggle() {
   const stores = useStores();
   const offered = useModel((s) => s.model?.info?.thinkingToggle === true && !s.model.info.remote);
   const conversationId = useChat((s) => s.conversationId);
-  const own = useConversations((s) => s.items.find((c) => c.id === conversationId)?.thinking);
+  const own = useConversations((s) => summaryById(s, conversationId)?.thinking);
   if (!offered || conversationId === null) return null;
   const on = own ?? true;
   return (

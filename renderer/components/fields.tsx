@@ -6,6 +6,7 @@
  */
 import { useEffect, useRef, useState, type ReactNode } from 'react';
 import { maxContextCaution } from '../../main/contract/context-caution.ts';
+import { maxContextMemoryNote, type MemoryFacts } from '../../main/contract/memory-fit.ts';
 import type { Settings } from '../../main/contract/types.ts';
 import { parseDecimal, type Parsed, type RangeOptions } from '../lib/numbers.ts';
 
@@ -18,6 +19,8 @@ export type Parser = (text: string) => Parsed;
 export interface FieldContext {
   settings: Settings;
   trainedContext: number | null;
+  /** The loaded model's memory estimate in parts (null: unknown, e.g. a remote engine). */
+  memory?: MemoryFacts | null;
 }
 
 export const numberIn = (min: number, max: number, opts: RangeOptions = {}): Parser => (text) => parseDecimal(text, min, max, opts);
@@ -35,6 +38,8 @@ export interface NumberFieldSpec {
   refuse?: (value: number, ctx: FieldContext) => string | null;
   /** A caution shown at the field for a value that is allowed. */
   warn?: (value: number, ctx: FieldContext) => string | null;
+  /** A fact about the value as typed, shown under the field (null: none). */
+  note?: (value: number, ctx: FieldContext) => string | null;
 }
 
 export const FIELDS: NumberFieldSpec[] = [
@@ -45,6 +50,8 @@ export const FIELDS: NumberFieldSpec[] = [
     parse: numberIn(16, 1 << 20, { integer: true }),
     step: '1',
     warn: (v, { trainedContext }) => maxContextCaution(v, trainedContext),
+    // The KV cache this max context takes, and whether the model fits with it: the load's own estimate.
+    note: (v, { memory }) => (memory ? maxContextMemoryNote(memory, v) : null),
   },
   {
     key: 'maxTokens',
@@ -77,8 +84,8 @@ export const FIELDS: NumberFieldSpec[] = [
   },
 ];
 
-export function Field(props: { id: string; label: string; hint?: string; error?: string | null; warning?: string | null; children: ReactNode }) {
-  const { id, label, hint, error, warning, children } = props;
+export function Field(props: { id: string; label: string; hint?: string; error?: string | null; warning?: string | null; note?: string | null; children: ReactNode }) {
+  const { id, label, hint, error, warning, note, children } = props;
   return (
     <div className={`field${error ? ' invalid' : ''}`}>
       <label htmlFor={id}>{label}</label>
@@ -94,6 +101,11 @@ export function Field(props: { id: string; label: string; hint?: string; error?:
       ) : hint ? (
         <span className="field-hint">{hint}</span>
       ) : null}
+      {note && (
+        <span className="field-note" id={`${id}-note`} role="status">
+          {note}
+        </span>
+      )}
     </div>
   );
 }
@@ -166,8 +178,9 @@ export function NumberField(props: { field: NumberFieldSpec; value: number | nul
   );
   const shown = field.parse(draft.text);
   const warning = shown.ok && shown.value !== null && field.warn ? field.warn(shown.value, ctx) : null;
+  const note = shown.ok && shown.value !== null && field.note ? field.note(shown.value, ctx) : null;
   return (
-    <Field id={id} label={field.label} hint={field.hint} error={error} warning={warning}>
+    <Field id={id} label={field.label} hint={field.hint} error={error} warning={warning} note={note}>
       <input
         id={id}
         type="text"

@@ -5,7 +5,8 @@
  * relative URLs that would navigate the app window). Shared by the Markdown component and its tests.
  *
  * Beyond GitHub-flavoured Markdown: `$…$` and `$$…$$` are math, typeset by KaTeX (remark-math +
- * rehype-katex; KaTeX's `trust` stays off, so \href, \url and \includegraphics render as plain
+ * rehype-katex; `$$…$$` is display math wherever it is written, on its own lines or within one
+ * (remark-math reads the one-line form as inline; `remarkDisplayDollars` fixes that); KaTeX's `trust` stays off, so \href, \url and \includegraphics render as plain
  * text, and invalid TeX is shown as its source text, in the text colour, never as an error), and
  * fenced code is highlighted by rehype-highlight (highlight.js grammars through lowlight: spans
  * with `hljs-*` classes, coloured by chat.css; a fence naming an unknown language stays plain).
@@ -30,8 +31,35 @@ export function safeUrl(url: string): string | null {
   return ALLOWED_PROTOCOLS.has(parsed.protocol) ? parsed.href : null;
 }
 
+/** The parts of an mdast node this file reads (remark's tree; structural, so no type package is needed). */
+interface MdNode {
+  type: string;
+  children?: MdNode[];
+  position?: { start: { offset?: number } };
+  data?: { hProperties?: Record<string, unknown> };
+}
+
+/**
+ * A remark plugin: inline math written with two dollars (`$$E = mc^2$$`, on one line) becomes
+ * display math, as it is in TeX and as people mean it (remark-math keeps it inline-size, since
+ * its flow form needs the fences on their own lines). The source text tells one dollar from two.
+ */
+export function remarkDisplayDollars() {
+  return (tree: MdNode, file: { value: unknown }) => {
+    const source = String(file.value);
+    const walk = (node: MdNode): void => {
+      const at = node.position?.start.offset;
+      if (node.type === 'inlineMath' && at !== undefined && source.startsWith('$$', at)) {
+        node.data = { ...node.data, hProperties: { ...node.data?.hProperties, className: ['language-math', 'math-display'] } };
+      }
+      node.children?.forEach(walk);
+    };
+    walk(tree);
+  };
+}
+
 /** GitHub-flavoured Markdown (tables, strikethrough, task lists, autolinks) and math. */
-export const remarkPlugins: NonNullable<Options['remarkPlugins']> = [remarkGfm, remarkMath];
+export const remarkPlugins: NonNullable<Options['remarkPlugins']> = [remarkGfm, remarkMath, remarkDisplayDollars];
 
 /**
  * KaTeX: errors shown as the TeX source in the surrounding text colour (`throwOnError: false`

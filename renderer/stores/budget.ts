@@ -8,7 +8,7 @@
 import { Debouncer, platformTimers, type Timers } from '../lib/debounce.ts';
 import { createStore, type StoreApi } from 'zustand/vanilla';
 import type { RopewalkApi } from '../../main/contract/channels.ts';
-import type { ContextBudget, DocumentFit } from '../../main/contract/types.ts';
+import type { AttachedDocument, ContextBudget } from '../../main/contract/types.ts';
 import { describeError } from '../lib/errors.ts';
 import { meterInputFor } from '../lib/meter.ts';
 import type { NoticesStore } from './notices.ts';
@@ -17,7 +17,7 @@ export interface BudgetContext {
   conversationId: string | null;
   draft: string;
   /** Documents attached to the draft. */
-  documents: { id: string; fit: DocumentFit }[];
+  documents: AttachedDocument[];
   /** The conversation is known to have no messages (loaded, or new), not merely still loading. */
   empty: boolean;
 }
@@ -43,8 +43,8 @@ export interface BudgetState {
 export type BudgetStore = StoreApi<BudgetState>;
 
 /** What a budget was counted for: the draft's text and its documents. */
-export function draftKey(draft: string, documents: readonly { id: string; fit: DocumentFit }[]): string {
-  return documents.length === 0 ? draft : `${draft}\u0000${documents.map((d) => `${d.id}:${d.fit}`).join(',')}`;
+export function draftKey(draft: string, documents: readonly AttachedDocument[]): string {
+  return documents.length === 0 ? draft : `${draft}\u0000${documents.map((d) => `${d.id}:${d.fit}:${d.name ?? ''}`).join(',')}`;
 }
 
 export function createBudgetStore(

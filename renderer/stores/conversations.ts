@@ -13,7 +13,13 @@ import { parseConversationFile } from '../lib/conversation-file.ts';
 import type { NoticesStore } from './notices.ts';
 
 export interface ConversationsState {
+  /** The list shown: every conversation, or those the search finds. */
   items: ConversationSummary[];
+  /**
+   * Every conversation known, by id, whatever the search shows: the open chat's title, policy
+   * and Think toggle are read here (`summaryById`), so a search that hides it changes none of them.
+   */
+  known: Record<string, ConversationSummary>;
   search: string;
   loaded: boolean;
   load(): Promise<void>;
@@ -41,6 +47,21 @@ export interface ConversationsState {
 }
 
 export type ConversationsStore = StoreApi<ConversationsState>;
+
+/** A conversation's summary, shown in the list or not (null: not known). */
+export function summaryById(s: Pick<ConversationsState, 'known'>, id: string | null): ConversationSummary | null {
+  return id === null ? null : (s.known[id] ?? null);
+}
+
+/** `known` with `summaries` set (a search hit's `match` is not kept: it belongs to the list). */
+function withKnown(known: Record<string, ConversationSummary>, summaries: readonly ConversationSummary[], replace = false): Record<string, ConversationSummary> {
+  const next = replace ? {} : { ...known };
+  for (const c of summaries) {
+    const { match: _match, ...summary } = summaryOf(c);
+    next[c.id] = summary;
+  }
+  return next;
+}
 
 export const byRecent = (a: ConversationSummary, b: ConversationSummary) => b.updatedAt - a.updatedAt || b.createdAt - a.createdAt;
 
@@ -116,7 +137,7 @@ async function listConversations({ api, chat, report, freshness }: ListDeps, set
     const items = await api.listConversations(search ? { search } : {});
     if (!freshness.isLatest(call)) return;
     const newer = search ? [] : freshness.newerThan(get().items, items, startedAt);
-    set({ items: [...items, ...newer].sort(byRecent), loaded: true });
+    set({ items: [...items, ...newer].sort(byRecent), known: withKnown(get().known, items, !search), loaded: true });
     // The whole list (no search): drafts of chats deleted elsewhere are forgotten.
     if (!search) chat().getState().keepDraftsOf(get().items.map((c) => c.id));
   } catch (e) {
@@ -195,9 +216,10 @@ function summaryActions({ api, chat, report, freshness }: ListDeps, set: SetStat
         return false;
       }
       const items = get().items.filter((c) => c.id !== id);
+      const { [id]: _gone, ...known } = get().known;
       freshness.forget(id);
       chat().getState().forgetDraft(id);
-      set({ items });
+      set({ items, known });
       if (chat().getState().conversationId === id) await chat().getState().open(items[0]?.id ?? null);
       return true;
     },
@@ -218,6 +240,7 @@ export function createConversationsStore(
     const list = () => listConversations(d, set, get);
     return {
       items: [],
+      known: {},
       search: '',
       loaded: false,
       load: list,
@@ -232,6 +255,7 @@ export function createConversationsStore(
       ...creationActions(d, set, get),
       ...summaryActions(d, set, get),
       apply(conversations) {
+        set({ known: withKnown(get().known, conversations, true) });
         if (get().search.trim()) {
           void list(); // the event carries every conversation; ask again for the filtered list
           return;
@@ -244,7 +268,7 @@ export function createConversationsStore(
         const clean = summaryOf(summary);
         d.freshness.upserted(clean.id);
         const items = get().items.filter((c) => c.id !== clean.id);
-        set({ items: [...items, clean].sort(byRecent) });
+        set({ items: [...items, clean].sort(byRecent), known: withKnown(get().known, [clean]) });
       },
       dispose() {
         debounce.cancel();

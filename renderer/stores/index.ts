@@ -65,7 +65,7 @@ export function createStores(api: RopewalkApi, options: StoreOptions): Stores {
       return {
         conversationId: c.conversationId,
         draft: c.draft,
-        documents: c.attachments.map((a) => ({ id: a.id, fit: a.fit })),
+        documents: c.attachments.map((a) => ({ id: a.id, fit: a.fit, name: a.name })),
         empty: !c.loading && c.messages.length === 0,
       };
     },

@@ -3,7 +3,9 @@
  * `openModel`), and the open-model action (a path, and optionally `quantize`: a float model's
  * Linear weights imported as 4- or 8-bit blocks, as the CLI's `--quantize`). A failed load is shown once, at the model path field
  * (`loadError`: the call's error, or the services' last load error), not in the banner or the
- * model card; it clears when a model loads. The remote engine form's calls (`listRemote`,
+ * model card (a settings change that makes the model fail to load, too little memory for the max
+ * context, is not put in the banner either); it, and any banner notice of a failed load, clears
+ * when a model loads. The remote engine form's calls (`listRemote`,
  * `connectRemote`) keep their own state: the models the server lists and why a call failed.
  */
 import { createStore, type StoreApi } from 'zustand/vanilla';
@@ -62,6 +64,7 @@ export function createModelStore(api: RopewalkApi, notices: NoticesStore, onChan
       try {
         const model = await api.openModel({ path: trimmed, ...(quantize !== undefined ? { quantize } : {}) });
         set({ model, openError: null });
+        notices.getState().clearCode('MODEL_LOAD'); // an earlier load's failure no longer holds
         onChanged();
       } catch (e) {
         set({ openError: describeError(e).message });
@@ -94,7 +97,9 @@ export function createModelStore(api: RopewalkApi, notices: NoticesStore, onChan
       }
     },
     apply(state) {
-      set(state.status === 'ready' && !state.error ? { model: state, openError: null } : { model: state });
+      const loaded = state.status === 'ready' && !state.error;
+      set(loaded ? { model: state, openError: null } : { model: state });
+      if (loaded) notices.getState().clearCode('MODEL_LOAD'); // an earlier load's failure no longer holds
       if (state.status === 'ready') onChanged();
     },
   }));

@@ -17,6 +17,8 @@ export interface NoticesState {
   /** Adds a notice for anything thrown; a notice already shown is not added again (it moves last). */
   report(error: unknown): void;
   dismiss(id: number): void;
+  /** Drops the notices of one code (what they said is no longer true: a model loaded since a MODEL_LOAD). */
+  clearCode(code: string): void;
   clear(): void;
 }
 
@@ -39,6 +41,9 @@ export function createNoticesStore(): NoticesStore {
     },
     dismiss(id) {
       set({ notices: get().notices.filter((n) => n.id !== id) });
+    },
+    clearCode(code) {
+      if (get().notices.some((n) => n.code === code)) set({ notices: get().notices.filter((n) => n.code !== code) });
     },
     clear() {
       set({ notices: [] });

@@ -7,6 +7,7 @@
 import { createStore, type StoreApi } from 'zustand/vanilla';
 import type { RequestOf, RopewalkApi } from '../../main/contract/channels.ts';
 import type { LocalServerState, Settings } from '../../main/contract/types.ts';
+import { describeError } from '../lib/errors.ts';
 import type { NoticesStore } from './notices.ts';
 
 export type SettingsPatch = RequestOf<'updateSettings'>;
@@ -46,7 +47,9 @@ export function createSettingsStore(api: RopewalkApi, notices: NoticesStore, onC
         onChanged();
         return true;
       } catch (e) {
-        notices.getState().report(e);
+        // A model that does not load with the new settings (too little memory for the max
+        // context) is said once, at the model path field, from the model state (loadErrorOf).
+        if (describeError(e).code !== 'MODEL_LOAD') notices.getState().report(e);
         return false;
       } finally {
         set({ saving: get().saving - 1 });

@@ -36,6 +36,11 @@ export interface UiState {
   toggleSidebar(): void;
   /** Closes the sidebar when it covers the chat (narrow), e.g. after a conversation is picked. */
   closeSidebarOverlay(): void;
+  /**
+   * Escape with no answer to stop: closes what covers the chat at this width — the narrow
+   * sidebar, else the narrow settings panel. @returns whether it closed one.
+   */
+  closeOverlay(): boolean;
   togglePanel(): void;
   setTheme(theme: ThemeChoice): void;
   focusComposer(): void;
@@ -85,6 +90,18 @@ export function createUiStore(options: { width: number; storage?: KeyValueStorag
     },
     closeSidebarOverlay() {
       if (sidebarMode(get().width) === 'narrow' && get().sidebarOpen) set({ sidebarOpen: false });
+    },
+    closeOverlay() {
+      const { sidebarOpen, panelOpen, width } = get();
+      if (sidebarMode(width) === 'narrow' && sidebarOpen) {
+        set({ sidebarOpen: false });
+        return true;
+      }
+      if (panelMode(width) === 'narrow' && panelOpen) {
+        get().togglePanel();
+        return true;
+      }
+      return false;
     },
     togglePanel() {
       const { panelOpen, width } = get();

@@ -86,3 +86,13 @@ test("an answer's text edited: a new version at its place (‹ 2/2 ›), kept af
   await until('the model’s version is one click away', async () => (await answers().last().locator('.markdown').innerText()) === before, 10_000);
   assert.deepEqual(pageErrors, []);
 });
+
+test('the Max context field shows the KV cache a max context takes and whether it fits, before any reload', async () => {
+  const note = page.locator('#setting-maxContext-note');
+  // stories260K: 5 layers × 4 KV heads × 8 × 2 × 4 bytes = 1,280 bytes a position; at its 512: 640 KiB.
+  await until('the note for the loaded max context', async () => /^KV cache at 512 positions: 0\.6 MiB; with the weights and RoPE tables .* available: fits$/.test(await note.innerText().catch(() => '')), 10_000);
+  await page.locator('#setting-maxContext').fill('4096');
+  assert.match(await note.innerText(), /^KV cache at 4,096 positions: 5\.0 MiB;/, 'it follows the value as typed');
+  assert.deepEqual(pageErrors, []);
+});
+

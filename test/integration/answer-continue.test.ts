@@ -3,7 +3,8 @@
  * through the router as the window calls them: Continue after an answer reached max new tokens
  * (the same message grows, the KV cache holds its tokens so almost nothing is prefilled, and
  * greedy decoding gives what one longer answer gives), the live tokens/s on the deltas, and an
- * answer's text edited (a new version at its place; the next turn's prompt reads it).
+ * answer's text edited (a new version at its place; the next turn's prompt reads it); and each
+ * answer's stats keeping the model and settings that wrote it.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -113,6 +114,11 @@ test('live tokens/s: the deltas after the second token carry a positive rate nea
     if (d.generatedTokens < 2) assert.equal(d.tokensPerSec, undefined, 'nothing measured before two tokens');
     else assert.ok(d.tokensPerSec! > 0, JSON.stringify(d));
   }
+  // What wrote it is kept with it (exports stamp each answer with its own), and imports back.
+  assert.equal(done.stats?.model, 'stories260K');
+  assert.deepEqual(done.stats?.settings, { maxContext: 512, maxTokens: 60, temperature: 0, topK: 40, topP: 0.95, minP: 0.05, repetitionPenalty: 1, seed: null });
+  const imported = await call('importConversation', { title: 'back', messages: [{ role: 'assistant', content: done.content, status: 'complete', stats: done.stats, error: null }] });
+  assert.deepEqual(imported.messages[0].stats, done.stats);
   const last = deltas.at(-1)!;
   assert.ok(last.tokensPerSec !== undefined, 'the last delta has a rate');
   // The same definition as the engine's; the two clocks differ by the worker hop only.

@@ -190,7 +190,7 @@ test('an unsupported GGUF architecture is refused naming it', async () => {
 test('a model whose weights and KV cache at the max context do not fit is refused before loading', async () => {
   await assert.rejects(Engine.load(STORIES_GGUF, { cacheDir, availableMemoryBytes: 1_000_000 }), (e: unknown) => {
     assert.ok(e instanceof ModelLoadError);
-    assert.match(e.message, /needs about 0\.00 GiB \(weights 0\.00 GiB \+ KV cache 0\.00 GiB at max context 2048\) but only 0\.00 GiB of memory is available; lower the max context/);
+    assert.match(e.message, /needs about 0\.00 GiB \(weights 0\.00 GiB \+ KV cache 0\.00 GiB at max context 2048\) but only 0\.00 GiB of memory is available; its weights alone do not fit; open it with 4-bit weights/);
     return true;
   });
   const engine = await Engine.load(STORIES_GGUF, { cacheDir, availableMemoryBytes: 4_000_000 });

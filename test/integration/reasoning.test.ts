@@ -144,3 +144,19 @@ test('chat CLI: --json has reasoning apart; plain text: the answer on stdout, th
   const off = await runChat(['--model', modelDir, '--no-think', 'Hi'], cacheDir, 120_000);
   assert.deepEqual([off.stdout, /Thinking/.test(off.stderr)], ['Hello!\n', false]);
 });
+
+test('Continue after "length" on a reasoning model: cut inside the thinking it goes on thinking, cut in the answer it goes on answering', async () => {
+  for (const [maxTokens, cut] of [[3, ['Let me', '']], [6, ['Let me think', 'Hello']]] as const) {
+    await call('updateSettings', { maxTokens });
+    const c = await call('createConversation', {});
+    let done = nextEvent(backend.router, 'answerDone', (d) => d.conversationId === c.id, 60_000);
+    await call('sendMessage', { conversationId: c.id, content: 'Hi' });
+    const first = (await done).message;
+    assert.deepEqual([first.reasoning ?? '', first.content, first.stats?.finishReason], [...cut, 'length'], `cut at ${maxTokens} tokens`);
+    await call('updateSettings', { maxTokens: 50 });
+    done = nextEvent(backend.router, 'answerDone', (d) => d.conversationId === c.id, 60_000);
+    await call('continueAnswer', { conversationId: c.id, messageId: first.id });
+    const whole = (await done).message;
+    assert.deepEqual([whole.id, whole.reasoning, whole.content, whole.stats?.finishReason, whole.stats?.generatedTokens], [first.id, 'Let me think', 'Hello!', 'stop', 7], `continued from ${maxTokens} tokens`);
+  }
+});

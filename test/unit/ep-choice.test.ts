@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseChatOptions, UsageError } from '../../main/cli/options.ts';
-import { chooseExecutionProvider, ensureWebGpuEnvironment, likelyAdapter, ortReason, parseExecutionProvider, type GpuAdapter, type ProviderProbe } from '../../main/engine/model/ep-choice.ts';
+import { chooseExecutionProvider, cudaReason, ensureWebGpuEnvironment, likelyAdapter, ortReason, parseExecutionProvider, type GpuAdapter, type ProviderProbe } from '../../main/engine/model/ep-choice.ts';
 import { InvalidOptionError } from '../../main/engine/errors.ts';
 import { placementFromProfile } from '../../main/engine/model/placement.ts';
 import { parseServeOptions, UsageError as ServeUsageError } from '../../main/serve/options.ts';
@@ -97,6 +97,14 @@ test("ortReason: ONNX Runtime's source location and failed check are cut, other 
   const raw = '/onnxruntime_src/onnxruntime/core/providers/webgpu/webgpu_context.cc:136 onnxruntime::webgpu::WebGpuContext::Initialize(const onnxruntime::webgpu::WebGpuContextConfig&)::<lambda()> adapter_result.status == wgpu::RequestAdapterStatus::Success was false. Failed to get a WebGPU adapter: No supported adapters';
   assert.equal(ortReason(new Error(raw)), NO_ADAPTER);
   assert.equal(ortReason(new Error(`${NO_CUDA}\nmore`)), NO_CUDA);
+});
+
+test("cudaReason: ONNX Runtime's CUDA failures in one readable line (it quoted a C function)", () => {
+  assert.equal(cudaReason(new Error(NO_CUDA)), "onnxruntime-node's CUDA libraries are not installed");
+  assert.equal(cudaReason(new Error('libcublasLt.so.12: cannot open shared object file: No such file or directory')), 'the CUDA runtime or cuDNN libraries are not found');
+  assert.equal(cudaReason(new Error('/x/cuda_call.cc:123 CUDA failure 35: CUDA driver version is insufficient for CUDA runtime version')), 'the NVIDIA driver is older than the CUDA runtime needs');
+  assert.equal(cudaReason(new Error('CUDA failure 100: no CUDA-capable device is detected')), 'no CUDA device found');
+  assert.equal(cudaReason(new Error('something new\nand more')), 'something new', 'an unknown failure: its first line, as ortReason gives it');
 });
 
 test('ensureWebGpuEnvironment: XDG_RUNTIME_DIR set when unset, kept when set', () => {

@@ -146,7 +146,7 @@ export class FakeApi {
     listConversations: ({ search }) =>
       [...this.conversations.values()]
         .filter((c) => !search || c.title.toLowerCase().includes(search.toLowerCase()))
-        .map(({ id, title, createdAt, updatedAt }) => ({ id, title, createdAt, updatedAt })),
+        .map(({ messages: _m, ...summary }) => structuredClone(summary)),
     createConversation: ({ title }) => this.addConversation(title ?? 'New chat'),
     getConversation: ({ id }) => {
       const c = this.conversations.get(id);

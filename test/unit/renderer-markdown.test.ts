@@ -59,6 +59,16 @@ describe('renderer Markdown safety', () => {
     assert.match(html, /<span class="katex-error" title="[^"]*" style="color:currentColor">\\frac\{1<\/span>/);
   });
 
+  it('$$…$$ on one line is display math, as within a paragraph; $…$ stays inline (it rendered inline-size)', () => {
+    for (const src of ['$$E = mc^2$$', 'The energy\n$$E = mc^2$$\nof a mass.', 'So $$E = mc^2$$ here.']) {
+      const html = render(src);
+      assert.equal((html.match(/<span class="katex-display">/g) ?? []).length, 1, `${JSON.stringify(src)}: ${html.slice(0, 120)}`);
+    }
+    assert.doesNotMatch(render('Energy $E = mc^2$ inline, and a price of $5 and $6.'), /katex-display/);
+    // A dollar pair inside code is not math at all.
+    assert.doesNotMatch(render('`$$x$$`'), /katex/);
+  });
+
   it('KaTeX makes no links or images from TeX (trust off): \\href and \\includegraphics stay text', () => {
     const html = render('$\\href{javascript:alert(1)}{x}$ and $\\includegraphics{https://example.com/a.png}$');
     assert.doesNotMatch(html, /<a |<img /);

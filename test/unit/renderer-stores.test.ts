@@ -9,6 +9,7 @@ import { describe, it } from 'node:test';
 import type { RopewalkApi } from '../../main/contract/channels.ts';
 import type { Message } from '../../main/contract/types.ts';
 import { isGenerating } from '../../renderer/stores/chat.ts';
+import { summaryById } from '../../renderer/stores/conversations.ts';
 import { createStores, type Stores } from '../../renderer/stores/index.ts';
 import { loadErrorOf } from '../../renderer/stores/model.ts';
 import { FakeApi, ManualFrames, ManualTimers, settle } from './renderer-fakes.ts';
@@ -274,6 +275,59 @@ describe('renderer stores: answers', () => {
     assert.equal(fake.count('stopGeneration'), 2);
   });
 
+  it('Continue: the answer streams on in place at once (early deltas append to its text), with the live rate; the done replaces it', async () => {
+    const { fake, frames, stores } = await boot((f) => {
+      const c = f.addConversation('chat', [['user', 'Once']]);
+      const a = f.message(c.id, 'assistant', 'upon a time', 'complete');
+      a.stats = { finishReason: 'length', promptTokens: 2, generatedTokens: 3, reusedTokens: 0, ttftMs: 5, prefillTokensPerSec: 100, decodeTokensPerSec: 50 };
+      c.messages.push(a);
+    });
+    const conversationId = stores.chat.getState().conversationId!;
+    const answer = stores.chat.getState().messages.at(-1)!;
+    const going = stores.chat.getState().continueAnswer();
+    assert.equal(stores.chat.getState().messages.at(-1)!.status, 'streaming', 'streaming from the click on');
+    assert.equal(stores.chat.getState().live[answer.id].generatedTokens, 3, 'the count goes on from the first run');
+    fake.emit('answerDelta', { conversationId, messageId: answer.id, text: ' there', generatedTokens: 4, tokensPerSec: 61.5 });
+    frames.tick();
+    await going;
+    assert.deepEqual(fake.calls.find(([m]) => m === 'continueAnswer')?.[1], { conversationId, messageId: answer.id });
+    assert.equal(stores.chat.getState().messages.at(-1)!.content, 'upon a time there', 'appended to the text it had');
+    assert.equal(stores.chat.getState().live[answer.id].tokensPerSec, 61.5);
+    fake.emit('answerDone', { conversationId, message: done(answer, 'upon a time there was') });
+    assert.equal(stores.chat.getState().messages.length, 2, 'one answer');
+    assert.equal(stores.chat.getState().messages.at(-1)!.content, 'upon a time there was');
+    assert.equal(isGenerating(stores.chat.getState()), false);
+  });
+
+  it('Continue refused by the services: the answer is as it was, the reason in the banner', async () => {
+    const { fake, stores } = await boot((f) => {
+      const c = f.addConversation('chat', [['user', 'Once']]);
+      const a = f.message(c.id, 'assistant', 'upon a time', 'complete');
+      a.stats = { finishReason: 'length', promptTokens: 2, generatedTokens: 3, reusedTokens: 0, ttftMs: 5, prefillTokensPerSec: 100, decodeTokensPerSec: 50 };
+      c.messages.push(a);
+    });
+    const before = stores.chat.getState().messages.at(-1)!;
+    fake.fail('continueAnswer', 'INVALID_REQUEST', 'a remote engine cannot continue an answer');
+    await stores.chat.getState().continueAnswer();
+    assert.deepEqual(stores.chat.getState().messages.at(-1), before);
+    assert.equal(stores.chat.getState().live[before.id], undefined);
+    assert.equal(isGenerating(stores.chat.getState()), false);
+    assert.match(stores.notices.getState().notices.at(-1)!.message, /cannot continue/);
+  });
+
+  it("editing an answer saves its text as a new version (editAnswer), generating nothing", async () => {
+    const { fake, stores } = await boot((f) => void f.addConversation('chat', [['user', 'q'], ['assistant', 'first']]));
+    const answer = stores.chat.getState().messages[1];
+    stores.chat.getState().startEdit(answer.id);
+    assert.ok(await stores.chat.getState().submitEdit(answer.id, 'better'));
+    assert.equal(fake.count('editAnswer'), 1);
+    assert.equal(fake.count('editMessage'), 0);
+    const last = stores.chat.getState().messages.at(-1)!;
+    assert.deepEqual([last.content, last.status, last.branches?.length], ['better', 'complete', 2]);
+    assert.equal(stores.chat.getState().editingId, null);
+    assert.equal(isGenerating(stores.chat.getState()), false);
+  });
+
   it('send with no conversation open creates one first', async () => {
     const { fake, stores } = await boot();
     stores.chat.getState().setDraft('hello');
@@ -435,6 +489,29 @@ describe('renderer stores: conversations', () => {
     assert.equal(stores.chat.getState().conversationId, a.id);
     assert.ok(await stores.conversations.getState().remove(a.id));
     assert.equal(stores.chat.getState().conversationId, null);
+  });
+
+  it('a search that hides the open chat keeps its title, policy and Think toggle (the header said "New chat")', async () => {
+    const { fake, timers, stores } = await boot((f) => {
+      f.addConversation('Cooking', [['user', 'pasta?']]);
+      const open = f.addConversation('Harbor notes', [['user', 'tides?']]);
+      open.contextFullPolicy = 'rolling-window';
+      open.thinking = false;
+    });
+    const open = stores.chat.getState().conversationId!;
+    assert.equal(summaryById(stores.conversations.getState(), open)?.title, 'Harbor notes');
+    stores.conversations.getState().setSearch('cook');
+    timers.runDue();
+    await settle();
+    assert.deepEqual(stores.conversations.getState().items.map((c) => c.title), ['Cooking'], 'the open chat is not listed');
+    const summary = summaryById(stores.conversations.getState(), open);
+    assert.deepEqual([summary?.title, summary?.contextFullPolicy, summary?.thinking], ['Harbor notes', 'rolling-window', false]);
+    // Renamed elsewhere while hidden: the event updates it too.
+    const all = [...fake.conversations.values()].map(({ messages: _m, ...c }) => ({ ...c, title: c.id === open ? 'Harbor, renamed' : c.title }));
+    fake.emit('conversationsChanged', { conversations: all });
+    assert.equal(summaryById(stores.conversations.getState(), open)?.title, 'Harbor, renamed');
+    assert.ok(await stores.conversations.getState().remove(open));
+    assert.equal(summaryById(stores.conversations.getState(), open), null, 'forgotten when deleted');
   });
 
   it('conversationsChanged replaces the list', async () => {
@@ -604,6 +681,26 @@ describe('renderer stores: model and errors', () => {
     assert.equal(loadErrorOf(stores.model.getState()), 'cannot read /nowhere/model.bin');
     fake.emit('modelState', { ...fake.model, status: 'ready', error: null });
     assert.equal(loadErrorOf(stores.model.getState()), null, 'a model loaded: the error is gone');
+  });
+
+  it('the memory refusal after a max-context change is said once (the path field), and a later load clears any banner of it', async () => {
+    const { fake, stores } = await boot();
+    const refusal = 'the model needs about 28.45 GiB (…) but only 8.00 GiB of memory is available; set the max context to 35072 or less';
+    fake.fail('updateSettings', 'MODEL_LOAD', refusal);
+    assert.equal(await stores.settings.getState().update({ maxContext: 131_072 }), false);
+    fake.emit('modelState', { ...fake.model, status: 'ready', error: refusal }); // the services keep the old model and say why
+    assert.equal(loadErrorOf(stores.model.getState()), refusal);
+    assert.deepEqual(stores.notices.getState().notices, [], 'not in the banner as well (it was, twice over)');
+    // A banner of a failed load from elsewhere (an older window's call) goes once a model loads.
+    stores.notices.getState().report(Object.assign(new Error(refusal), { code: 'MODEL_LOAD' }));
+    stores.notices.getState().report(Object.assign(new Error('The database is locked.'), { code: 'DB' }));
+    fake.emit('modelState', { ...fake.model, status: 'ready', error: null });
+    assert.equal(loadErrorOf(stores.model.getState()), null);
+    assert.deepEqual(stores.notices.getState().notices.map((n) => n.code), ['DB'], 'the load notice went; others stay');
+    // Other settings errors still reach the banner.
+    fake.fail('updateSettings', 'INVALID_REQUEST', 'invalid settings: max tokens (600) must be less than the max context (512)');
+    await stores.settings.getState().update({ maxTokens: 600 });
+    assert.equal(stores.notices.getState().notices.at(-1)?.code, 'INVALID_REQUEST');
   });
 
   it('banners: the same notice is shown once however often it recurs, and each can be dismissed', async () => {

@@ -56,6 +56,21 @@ describe('window layout store', () => {
     assert.equal(createUiStore({ width: 500, storage }).getState().sidebarOpen, false);
   });
 
+  it('Escape closes what covers the chat: the narrow sidebar, then the narrow panel; nothing in a wide window', () => {
+    const narrow = createUiStore({ width: 420 });
+    narrow.getState().toggleSidebar();
+    narrow.getState().togglePanel();
+    assert.deepEqual([narrow.getState().sidebarOpen, narrow.getState().panelOpen], [true, true]);
+    assert.equal(narrow.getState().closeOverlay(), true);
+    assert.deepEqual([narrow.getState().sidebarOpen, narrow.getState().panelOpen], [false, true], 'the sidebar first');
+    assert.equal(narrow.getState().closeOverlay(), true);
+    assert.equal(narrow.getState().panelOpen, false);
+    assert.equal(narrow.getState().closeOverlay(), false, 'nothing left to close');
+    const wide = createUiStore({ width: 1400 });
+    assert.equal(wide.getState().closeOverlay(), false);
+    assert.deepEqual([wide.getState().sidebarOpen, wide.getState().panelOpen], [true, true], 'beside the chat, not over it: kept');
+  });
+
   it('Ctrl/Cmd+K opens a collapsed sidebar and asks for the search field', () => {
     const ui = createUiStore({ width: 420 });
     ui.getState().focusSearch();

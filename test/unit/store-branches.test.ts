@@ -83,8 +83,9 @@ test('a database from before branches becomes one line per conversation', () => 
   s.close();
   // Undo the migrations from branches on by hand (branches is the third, a chat's own policy the
   // fourth, reasoning and the Think toggle the fifth, documents' page lists the sixth, a chat's own
-  // settings the seventh): what an older Ropewalk wrote.
+  // settings the seventh, an attachment's own name the eighth): what an older Ropewalk wrote.
   const db = new Database(path.join(dir, DB_FILE));
+  db.exec(`ALTER TABLE attachments DROP COLUMN name;`);
   db.exec(`ALTER TABLE conversations DROP COLUMN chat_settings;`);
   db.exec(`ALTER TABLE documents DROP COLUMN pages_without_text; ALTER TABLE documents DROP COLUMN ocr_pages;`);
   db.exec(`ALTER TABLE messages DROP COLUMN reasoning; ALTER TABLE conversations DROP COLUMN thinking;`);

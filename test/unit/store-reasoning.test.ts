@@ -28,8 +28,9 @@ test('a database from before reasoning gains the columns; its answers have none'
   s.appendMessage(c.id, { role: 'assistant', content: '<think>x</think>y', status: 'complete' });
   s.close();
   const db = new Database(path.join(dir, DB_FILE));
-  // Undo the migrations after reasoning's (a chat's own settings, the seventh; documents' page
-  // lists, the sixth), then reasoning's (the fifth).
+  // Undo the migrations after reasoning's (an attachment's own name, the eighth; a chat's own
+  // settings, the seventh; documents' page lists, the sixth), then reasoning's (the fifth).
+  db.exec(`ALTER TABLE attachments DROP COLUMN name;`);
   db.exec(`ALTER TABLE conversations DROP COLUMN chat_settings;`);
   db.exec(`ALTER TABLE documents DROP COLUMN pages_without_text; ALTER TABLE documents DROP COLUMN ocr_pages;`);
   db.exec(`ALTER TABLE messages DROP COLUMN reasoning; ALTER TABLE conversations DROP COLUMN thinking;`);

@@ -39,7 +39,7 @@ import { chooseExecutionProvider, parseExecutionProvider, type ProviderProbe } f
 import { engineGraphTarget, type GraphDtype } from '../model/graph-target.ts';
 import { resolveModel, type ImportProgress, type QuantizeOption } from '../model/bundle.ts';
 import type { ModelManifest } from '../model/manifest.ts';
-import { availableMemory, bundleBytes, checkMemory, estimateMemory } from '../model/memory.ts';
+import { availableMemory, bundleBytes, checkMemory, estimateMemory, weightsQuantized } from '../model/memory.ts';
 import { openDecoderBackend } from '../model/open-backend.ts';
 import { tokenLogprob, type TokenLogprob } from '../sampling/logprobs.ts';
 import { Sampler, SamplerScratch, validateSamplerOptions } from '../sampling/sampler.ts';
@@ -114,6 +114,16 @@ export interface ModelInfo {
   bundleDir: string;
   /** How the weights are stored: formats with counts, the bundle's size on disk, resident weight bytes. */
   weights: ModelWeightsInfo;
+  /** The load's memory estimate in parts (memory.ts), so another max context can be judged before a reload; absent: unknown. */
+  memory?: LoadMemoryFacts;
+}
+
+/** Bytes: the weights as stored, one position's KV and RoPE rows, and the memory available when the load checked. */
+export interface LoadMemoryFacts {
+  weightBytes: number;
+  kvBytesPerPosition: number;
+  ropeBytesPerPosition: number;
+  availableBytes: number;
 }
 
 /** Storage of a loaded model's weights (manifest `weights`), for `--json` and the model panel. */
@@ -139,6 +149,8 @@ export interface EngineParts {
   adapter?: string | null;
   /** How the weights are stored (default: unknown, zeros). */
   weights?: ModelWeightsInfo;
+  /** The load's memory estimate in parts (ModelInfo.memory), if known. */
+  memory?: LoadMemoryFacts;
 }
 
 /** Notes (null: none) joined into the one line `ModelInfo.fallbackReason` holds, or null when there are none. */
@@ -182,6 +194,7 @@ export class Engine {
   private readonly prefillChunk: number;
   private readonly bundleDir: string;
   private readonly weightsInfo: ModelWeightsInfo;
+  private readonly memoryFacts: LoadMemoryFacts | undefined;
   /** The sampler's [V] work buffers, lent to every generation (none allocates its own). */
   private readonly samplerScratch: SamplerScratch;
   /** Token ids whose keys/values are in the KV cache, in order (length == kv.length). */
@@ -213,6 +226,7 @@ export class Engine {
     this.adapter = parts.adapter ?? null;
     this.bundleDir = parts.bundleDir;
     this.weightsInfo = parts.weights ?? { formats: '', bundleBytes: 0, residentBytes: 0 };
+    this.memoryFacts = parts.memory;
     this.maxContext = opts.maxContext ?? c.trainedContext;
     this.prefillChunk = opts.prefillChunk ?? 256;
     this.rope = new RopeCache(c.rope, this.maxContext, c.localRope);
@@ -258,7 +272,15 @@ export class Engine {
     if (m.chatTemplate !== null) prestartTemplateSandbox(); // boots while the tokenizer is read
     const maxContext = opts.maxContext ?? m.config.trainedContext;
     const estimate = await estimateMemory(m, bundle.dir, maxContext);
-    checkMemory(estimate, maxContext, opts.availableMemoryBytes ?? availableMemory(), bundle.dir);
+    const available = opts.availableMemoryBytes ?? availableMemory();
+    checkMemory(estimate, maxContext, available, bundle.dir, weightsQuantized(m.weights));
+    // Both caches grow linearly with the max context, so one position's bytes judge any other.
+    const memory: LoadMemoryFacts = {
+      weightBytes: estimate.weightBytes,
+      kvBytesPerPosition: estimate.kvCacheBytes / maxContext,
+      ropeBytesPerPosition: estimate.ropeCacheBytes / maxContext,
+      availableBytes: available,
+    };
     const weights: ModelWeightsInfo = {
       formats: Object.entries(m.weights?.counts ?? { float32: 0 }).sort().map(([f, n]) => `${f} ×${n}`).join(', '),
       bundleBytes: await bundleBytes(bundle.dir),
@@ -284,7 +306,7 @@ export class Engine {
     const adapter = opened.backend.info.executionProvider === provider.ep ? provider.adapter : null;
     try {
       const backendNote = oneLine(gpuNote, provider.note, opened.note);
-      const engine = new Engine({ manifest: m, tokenizer, backend: opened.backend, bundleDir: bundle.dir, backendNote, importNote: bundle.note, weights, adapter }, opts);
+      const engine = new Engine({ manifest: m, tokenizer, backend: opened.backend, bundleDir: bundle.dir, backendNote, importNote: bundle.note, weights, adapter, memory }, opts);
       await engine.warmUp();
       return engine;
     } catch (e) {
@@ -332,6 +354,7 @@ export class Engine {
       toolFormat: detectToolFormat(this.tokenizer.chatTemplate),
       bundleDir: this.bundleDir,
       weights: this.weightsInfo,
+      ...(this.memoryFacts ? { memory: this.memoryFacts } : {}),
     };
   }
 
@@ -340,7 +363,7 @@ export class Engine {
    * With `maxTokens`, a prompt far over it is refused after counting only part of it.
    * @throws ContextOverflowError (past `maxTokens`), InvalidOptionError for an empty prompt or a request with neither/both prompt forms.
    */
-  encodeRequest(req: Pick<GenerationRequest, 'prompt' | 'messages' | 'enableThinking' | 'tools' | 'replyPrefix'>, maxTokens?: number): number[] {
+  encodeRequest(req: Pick<GenerationRequest, 'prompt' | 'messages' | 'enableThinking' | 'tools' | 'replyPrefix' | 'replyReasoning'>, maxTokens?: number): number[] {
     if ((req.prompt === undefined) === (req.messages === undefined)) {
       throw new InvalidOptionError('request', 'give exactly one of prompt and messages');
     }
@@ -351,11 +374,20 @@ export class Engine {
     }
     if (req.messages!.every((m) => m.content.length === 0)) throw new InvalidOptionError('prompt', 'the prompt is empty');
     // The chat template (or, without one, the transcript) as the model will see it.
-    if (!req.tools?.length && !req.replyPrefix) return this.tokenizer.encodeChat(req.messages!, { maxTokens, enableThinking: req.enableThinking });
+    const opening = this.replyOpening(req);
+    if (!req.tools?.length && !opening) return this.tokenizer.encodeChat(req.messages!, { maxTokens, enableThinking: req.enableThinking });
     if (req.tools?.length && !this.tokenizer.chatTemplate?.includes('tools')) throw new InvalidOptionError('tools', "this model's chat template does not take tools");
-    const text = this.tokenizer.renderChat(req.messages!, { enableThinking: req.enableThinking, ...(req.tools?.length ? { extra: { tools: req.tools } } : {}) }) + (req.replyPrefix ?? '');
+    const text = this.tokenizer.renderChat(req.messages!, { enableThinking: req.enableThinking, ...(req.tools?.length ? { extra: { tools: req.tools } } : {}) }) + opening;
     // As encodeChat: a template's special tokens are parsed; a transcript (no template) is plain text.
     return this.tokenizer.encode(text, { maxTokens, parseSpecial: this.tokenizer.chatTemplate !== null });
+  }
+
+  /** The text a reply opens with: its reasoning inside the markers (see `replyReasoning`), then `replyPrefix`. */
+  private replyOpening(req: Pick<GenerationRequest, 'replyPrefix' | 'replyReasoning'>): string {
+    const m = this.reasoningMarkers;
+    const prefix = req.replyPrefix ?? '';
+    if (!m || !req.replyReasoning) return prefix;
+    return prefix ? `${m.open}\n${req.replyReasoning}\n${m.close}\n\n${prefix}` : `${m.open}\n${req.replyReasoning}`;
   }
 
   /** Forgets the KV cache contents (keeps its buffers) and the kept KV caches of earlier sequences. */
@@ -496,9 +528,11 @@ export class Engine {
    * tokens, special ones spelled out) already opened the block. Null for a raw prompt or a
    * model without markers: the reply is all content.
    */
-  private replyReasoning(req: GenerationRequest, prompt: number[]): { markers: ReasoningMarkers; openInPrompt: boolean } | null {
+  private replyReasoning(req: GenerationRequest, prompt: number[]): { markers: ReasoningMarkers; openInPrompt: boolean; midway?: boolean } | null {
     const markers = this.reasoningMarkers;
     if (!markers || req.messages === undefined) return null;
+    // A continued reply still inside its reasoning (`replyReasoning`, no `replyPrefix`) goes on reasoning.
+    if (req.replyReasoning && !req.replyPrefix) return { markers, openInPrompt: true, midway: true };
     const tail = this.tokenizer.decode(prompt.slice(-REASONING_TAIL_TOKENS), { skipSpecial: false });
     return { markers, openInPrompt: promptOpensReasoning(tail, markers) };
   }

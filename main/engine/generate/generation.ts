@@ -63,7 +63,7 @@ export class Generation {
     sampler: Sampler,
     tokenizer: TextTokenizer,
     readonly shifter: ContextShifter | null = null,
-    reasoning: { markers: ReasoningMarkers; openInPrompt: boolean } | null = null,
+    reasoning: { markers: ReasoningMarkers; openInPrompt: boolean; midway?: boolean } | null = null,
   ) {
     this.prompt = prompt;
     this.sampler = sampler;
@@ -76,7 +76,7 @@ export class Generation {
     // With tools in play, special tokens' text stays in the reply: Mistral's `[TOOL_CALLS]` and
     // `[ARGS]`, Llama's `<|python_tag|>` are how its calls are read (tool-format.ts).
     this.decoder = new StreamDecoder(tokenizer, prompt, { keepSpecial: (req.tools?.length ?? 0) > 0 });
-    this.parts = new ReasoningSplitter(reasoning?.markers ?? null, reasoning?.openInPrompt ?? false);
+    this.parts = new ReasoningSplitter(reasoning?.markers ?? null, reasoning?.openInPrompt ?? false, reasoning?.midway ?? false);
   }
 
   /** The answer's text so far: every emitted content delta, joined (never taken back). */

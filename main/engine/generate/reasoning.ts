@@ -72,11 +72,13 @@ export class ReasoningSplitter {
 
   /**
    * `markers`: the model's (null: everything is content). `openInPrompt`: the prompt already
-   * opened the block (`promptOpensReasoning`), so the reply starts inside it.
+   * opened the block (`promptOpensReasoning`), so the reply starts inside it. `midway`: the
+   * prompt holds reasoning already (a continued reply), so the reply's leading whitespace is its
+   * text, not the marker's.
    */
-  constructor(private readonly markers: ReasoningMarkers | null, openInPrompt = false) {
+  constructor(private readonly markers: ReasoningMarkers | null, openInPrompt = false, midway = false) {
     this.state = markers === null ? 'content' : openInPrompt ? 'reasoning' : 'start';
-    this.trimLead = openInPrompt;
+    this.trimLead = openInPrompt && !midway;
   }
 
   /** The part text written now goes to ('content' while it is still undecided at the start). */

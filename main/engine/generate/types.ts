@@ -70,6 +70,13 @@ export interface GenerationRequest {
   /** Text that opens the reply, fed as prompt after the template's generation prompt (e.g. `<tool_call>\n` to force a call); not part of the output. */
   replyPrefix?: string;
   /**
+   * Reasoning the reply already opened with (Continue of a reasoning model's answer): written
+   * inside the model's markers before `replyPrefix` (`<think>\n…\n</think>\n\n`, as Qwen3
+   * writes it); with no `replyPrefix` the block is left open and the reply goes on reasoning.
+   * Ignored for a model without markers. Not part of the output.
+   */
+  replyReasoning?: string;
+  /**
    * Report each generated token's log-probability and this many most likely alternatives
    * (0–20) from the raw logits, before penalties, temperature and filters (sampling/logprobs.ts).
    * Absent: none computed.

@@ -102,6 +102,24 @@ export function ortReason(e: unknown): string {
 }
 
 /**
+ * Why the CUDA provider did not open, in the user's words: ONNX Runtime's known failures named
+ * for what to do about them, anything else as `ortReason` gives it. The raw text
+ * ("OrtSessionOptionsAppendExecutionProvider_Cuda: Failed to load shared library") names a C
+ * function, not the cause: onnxruntime-node ships without its CUDA libraries (its install script
+ * fetches them; see the README's "On a GPU").
+ */
+export function cudaReason(e: unknown): string {
+  const raw = ortReason(e);
+  if (/libcudart|libcublas|libcudnn|CUDA_PATH/i.test(raw)) return 'the CUDA runtime or cuDNN libraries are not found';
+  if (/Failed to load (shared )?library|cannot open shared object|libonnxruntime_providers_(shared|cuda)/i.test(raw)) {
+    return "onnxruntime-node's CUDA libraries are not installed";
+  }
+  if (/insufficient ?driver|driver version is insufficient/i.test(raw)) return 'the NVIDIA driver is older than the CUDA runtime needs';
+  if (/no CUDA-capable device|cudaErrorNoDevice|CUDA failure 100/i.test(raw)) return 'no CUDA device found';
+  return raw;
+}
+
+/**
  * Dawn's Vulkan backend wants XDG_RUNTIME_DIR; where it is unset (a service, a container), the
  * OS's temporary folder stands in. Set in the process environment before the first WebGPU session.
  */
@@ -129,7 +147,7 @@ async function opensHere(ep: 'cuda' | 'webgpu'): Promise<string | null> {
     await s.release();
     return null;
   } catch (e) {
-    return ortReason(e);
+    return ep === 'cuda' ? cudaReason(e) : ortReason(e);
   }
 }
 

@@ -68,16 +68,45 @@ export function estimateForShape(c: CacheShape, weightBytes: number, maxContext:
 
 const gib = (b: number) => `${(b / 2 ** 30).toFixed(2)} GiB`;
 
+/** The smallest max context a model loads with (the settings' lower bound). */
+const MIN_CONTEXT = 16;
+
 /**
- * Refuses a load that cannot fit.
+ * The largest max context whose estimate fits `available`: the bytes left after the weights over
+ * the bytes a position takes (KV + RoPE rows, from the estimate at `maxContext`), rounded down to
+ * a multiple of 256 when that is above it; 0 when not even MIN_CONTEXT fits.
+ */
+export function largestFittingContext(e: MemoryEstimate, maxContext: number, available: number): number {
+  const perPosition = (e.kvCacheBytes + e.ropeCacheBytes) / maxContext;
+  const n = Math.floor((available - e.weightBytes) / perPosition);
+  if (!(n >= MIN_CONTEXT)) return 0;
+  return n >= 512 ? n - (n % 256) : n;
+}
+
+/** Whether a bundle's weights are stored quantized already (any format other than the float ones). */
+export function weightsQuantized(weights: { counts: Record<string, number> } | undefined): boolean {
+  return Object.keys(weights?.counts ?? {}).some((f) => !/^(float32|float16|bfloat16)$/.test(f));
+}
+
+/**
+ * Refuses a load that cannot fit, saying what would: the largest max context that fits, and, for
+ * float weights only, 4-bit weights (the window's Weights choice, the terminal's `--quantize q4`;
+ * weights stored quantized already are not offered it).
  * @param available bytes the model may use (the OS's available memory by default).
+ * @param quantized the weights are stored quantized already.
  * @throws ModelLoadError quoting the estimate, its parts, the max context and what is available.
  */
-export function checkMemory(e: MemoryEstimate, maxContext: number, available: number, dir: string): void {
+export function checkMemory(e: MemoryEstimate, maxContext: number, available: number, dir: string, quantized = false): void {
   if (e.totalBytes <= available) return;
+  const fits = largestFittingContext(e, maxContext, available);
+  const fourBit = 'open it with 4-bit weights (Weights: Quantize to 4 bits; in the terminal --quantize q4)';
+  const todo =
+    fits > 0
+      ? `set the max context to ${fits} or less${quantized ? '' : `, or ${fourBit}`}`
+      : `its weights alone do not fit; ${quantized ? '' : `${fourBit} or `}choose a smaller model`;
   throw new ModelLoadError(
     `the model needs about ${gib(e.totalBytes)} (weights ${gib(e.weightBytes)} + KV cache ${gib(e.kvCacheBytes)} at max context ${maxContext}) ` +
-      `but only ${gib(available)} of memory is available; lower the max context or use a quantized model (--quantize q4)`,
+      `but only ${gib(available)} of memory is available; ${todo}`,
     dir,
   );
 }

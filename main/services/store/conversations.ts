@@ -21,22 +21,30 @@ export class ConversationTable {
   }
 
   /**
-   * Conversations, most recently updated first. `search` matches titles and message text as a
-   * literal substring, case-insensitively for ASCII (`%` and `_` are not wildcards); a
-   * conversation found by its messages carries `match`, the text around the first hit.
+   * Conversations, most recently updated first. `search` matches titles, message text and the
+   * text of the documents the messages carry, as a literal substring, case-insensitively for
+   * ASCII (`%` and `_` are not wildcards); a conversation found by its messages carries `match`,
+   * the text around the first hit, or by a document only, "name: " and the text around its hit.
    */
   listConversations(search?: string): ConversationSummary[] {
     const q = search?.trim();
     if (!q) return (this.db.prepare(`SELECT * FROM conversations ORDER BY updated_at DESC, rowid DESC`).all() as ConversationRow[]).map(toSummary);
     const rows = this.db
       .prepare(
-        `SELECT c.*, (SELECT m.content FROM messages m WHERE m.conversation_id = c.id AND m.on_path = 1 AND m.role <> 'system' AND m.content LIKE @q ESCAPE '\\' ORDER BY m.seq LIMIT 1) AS hit
+        `SELECT c.*, (SELECT m.content FROM messages m WHERE m.conversation_id = c.id AND m.on_path = 1 AND m.role <> 'system' AND m.content LIKE @q ESCAPE '\\' ORDER BY m.seq LIMIT 1) AS hit,
+           (SELECT COALESCE(a.name, d.name) || char(31) || d.text FROM messages m JOIN attachments a ON a.message_id = m.id JOIN documents d ON d.id = a.document_id
+            WHERE m.conversation_id = c.id AND m.on_path = 1 AND d.text LIKE @q ESCAPE '\\' ORDER BY m.seq, a.position LIMIT 1) AS doc_hit
          FROM conversations c
-         WHERE c.title LIKE @q ESCAPE '\\' OR hit IS NOT NULL
+         WHERE c.title LIKE @q ESCAPE '\\' OR hit IS NOT NULL OR doc_hit IS NOT NULL
          ORDER BY c.updated_at DESC, c.rowid DESC`,
       )
-      .all({ q: `%${escapeLike(q)}%` }) as Array<ConversationRow & { hit: string | null }>;
-    return rows.map((r) => (r.hit === null ? toSummary(r) : { ...toSummary(r), match: snippet(r.hit, q) }));
+      .all({ q: `%${escapeLike(q)}%` }) as Array<ConversationRow & { hit: string | null; doc_hit: string | null }>;
+    return rows.map((r) => {
+      if (r.hit !== null) return { ...toSummary(r), match: snippet(r.hit, q) };
+      if (r.doc_hit === null) return toSummary(r);
+      const cut = r.doc_hit.indexOf('\u001f'); // char(31) between the name and the text
+      return { ...toSummary(r), match: `${r.doc_hit.slice(0, cut)}: ${snippet(r.doc_hit.slice(cut + 1), q)}` };
+    });
   }
 
   /** Creates an empty conversation; without a title it is "New chat" until its first message. */

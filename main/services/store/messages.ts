@@ -39,7 +39,7 @@ export class MessageTable {
     const rows = this.db.prepare(`SELECT * FROM messages WHERE conversation_id = ? ORDER BY seq`).all(conversationId) as MessageRow[];
     const docs = this.db
       .prepare(
-        `SELECT a.message_id, a.fit, d.id, d.hash, d.name, d.kind, d.size, d.tokens, d.tokens_model, d.ocr_pages, d.pages_without_text FROM attachments a
+        `SELECT a.message_id, a.fit, d.id, d.hash, COALESCE(a.name, d.name) AS name, d.kind, d.size, d.tokens, d.tokens_model, d.ocr_pages, d.pages_without_text FROM attachments a
          JOIN messages m ON m.id = a.message_id JOIN documents d ON d.id = a.document_id
          WHERE m.conversation_id = ? ORDER BY a.message_id, a.position`,
       )

@@ -79,6 +79,9 @@ export const MIGRATIONS: readonly string[] = [
    ALTER TABLE documents ADD COLUMN pages_without_text TEXT;`,
   // A conversation's own system prompt and sampler: JSON ChatSettings (main/contract/types.ts); NULL: none.
   `ALTER TABLE conversations ADD COLUMN chat_settings TEXT;`,
+  // The name of the file as attached (NULL: the document's): the same content under two names
+  // is one document, and each attachment keeps its own file's name.
+  `ALTER TABLE attachments ADD COLUMN name TEXT;`,
 ];
 
 /** Schema version of an open database (number of migrations applied). */

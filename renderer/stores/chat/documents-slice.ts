@@ -72,9 +72,10 @@ export const createDocumentsSlice: ChatSlice<DocumentsSlice> = (ctx) => (set, ge
     void ctx.budget().refresh();
   },
 
-  async openDocument(id, at) {
+  async openDocument(id, at, name) {
     try {
-      const doc = await ctx.deps.api.openDocument({ id });
+      const stored = await ctx.deps.api.openDocument({ id });
+      const doc = name ? { ...stored, name } : stored;
       const highlight = at && 'part' in at ? partRange(doc.parts, at.part, doc.text.length) : at;
       set({ reading: highlight ? { ...doc, highlight } : doc });
     } catch (e) {
@@ -84,5 +85,17 @@ export const createDocumentsSlice: ChatSlice<DocumentsSlice> = (ctx) => (set, ge
 
   closeDocument() {
     set({ reading: null });
+  },
+
+  async documentTexts() {
+    const ids = [...new Set(get().messages.flatMap((m) => (m.documents ?? []).map((d) => d.id)))];
+    const texts = new Map<string, string>();
+    await Promise.all(
+      ids.map(async (id) => {
+        const doc = await ctx.deps.api.openDocument({ id }).catch(() => null); // one that cannot be read exports without text
+        if (doc) texts.set(id, doc.text);
+      }),
+    );
+    return texts;
   },
 });

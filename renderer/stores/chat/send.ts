@@ -115,7 +115,7 @@ export function showOptimistic(ctx: ChatContext, get: Get, set: Set, conversatio
 export async function callSend(ctx: ChatContext, get: Get, set: Set, gate: SendGate, optimistic: Message, attachments: DocumentInfo[]): Promise<true> {
   const { api } = ctx.deps;
   const { conversationId, content } = optimistic;
-  const documents = attachments.map((a) => ({ id: a.id, fit: a.fit }));
+  const documents = attachments.map((a) => ({ id: a.id, fit: a.fit, name: a.name }));
   const call = api.sendMessage({ conversationId, content, ...(documents.length ? { documents } : {}) });
   // Sent after the call on the same ordered transport: the services see the send first.
   if (gate.stopRequested) void api.stopGeneration({ conversationId }).catch((e: unknown) => ctx.report(e));

@@ -87,9 +87,12 @@ export interface DocumentsSlice {
   /**
    * Opens a document in the reader; `at` highlights a passage: a UTF-16 range of its text, or a
    * part by label ('page 2', '§ Setup'; a citation). A part the document lacks opens it unhighlighted.
+   * `name`: the name it was attached under (the same content under two names is one document).
    */
-  openDocument(id: string, at?: { start: number; end: number } | { part: string }): Promise<void>;
+  openDocument(id: string, at?: { start: number; end: number } | { part: string }, name?: string): Promise<void>;
   closeDocument(): void;
+  /** The extracted text of every document the open conversation's messages carry, by id (for an export). */
+  documentTexts(): Promise<Map<string, string>>;
 }
 
 export interface DraftSlice {
