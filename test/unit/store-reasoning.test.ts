@@ -34,7 +34,7 @@ test('a database from before reasoning gains the columns; its answers have none'
   db.exec(`ALTER TABLE conversations DROP COLUMN chat_settings;`);
   db.exec(`ALTER TABLE documents DROP COLUMN pages_without_text; ALTER TABLE documents DROP COLUMN ocr_pages;`);
   db.exec(`ALTER TABLE messages DROP COLUMN reasoning; ALTER TABLE conversations DROP COLUMN thinking;`);
-  db.pragma(`user_version = ${version - 3}`);
+  db.pragma(`user_version = 4`); // the schema before reasoning's (the fifth)
   db.close();
   const again = new ConversationStore(dir);
   try {
