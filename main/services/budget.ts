@@ -155,7 +155,8 @@ export class BudgetService {
     const hasDraft = draft.length > 0 || documents.length > 0;
     const pending = hasDraft ? { content: draft, documents } : null;
     const room = s.maxContext - s.maxTokens;
-    const count = (p: AssembledPrompt) => this.engine.countTokens({ messages: p.messages });
+    // A prompt with whole documents of megabytes that surely do not fit is measured, not counted (DocumentService.assemble).
+    const count = async (p: AssembledPrompt) => (p.measured ? (await this.engine.countTokens({ messages: p.measured.messages })) + p.measured.tokens : this.engine.countTokens({ messages: p.messages }));
     let prompt = await this.documents.assemble(system, stored, pending, room);
     // The context-full policy leaves out the oldest exchanges (never the system prompt).
     let kept: readonly Message[] = stored;
@@ -185,7 +186,7 @@ export class BudgetService {
       rope: { capacity: caches.rope.capacity, bytes: caches.rope.bytes },
       kv: { capacity: caches.kv.capacity, bytes: caches.kv.bytes },
       outOfContext: dropped.map((m) => m.id),
-      estimated: this.engine.countAccuracy === 'estimate',
+      estimated: this.engine.countAccuracy === 'estimate' || prompt.measured !== null,
     }, SHIFT_KEEP[policy] !== false);
     return { budget, prompt, contextShift: SHIFT_KEEP[policy] };
   }

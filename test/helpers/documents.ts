@@ -5,6 +5,7 @@
  * file. The PDF writer computes a correct cross-reference table, so readers take the fast path.
  */
 import JSZip from 'jszip';
+import { mulberry32 } from './prng.ts';
 
 /** Escapes a string for a PDF literal string `( … )`. */
 function pdfString(s: string): string {
@@ -158,4 +159,30 @@ export async function buildDocx(blocks: readonly DocxBlock[]): Promise<Buffer> {
 <w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${body}</w:body></w:document>`,
   );
   return zip.generateAsync({ type: 'nodebuffer' });
+}
+
+/**
+ * About `chars` characters of sentences drawn from a small vocabulary (seeded: `mulberry32`), in
+ * paragraphs of 2–6 sentences of 6–19 words, one sentence in 50 ending "barrels of tar number N"
+ * (N counting up): text that does not repeat, as a book does not (a repeated paragraph would let
+ * a count cache answer everything).
+ */
+export function variedText(chars: number, seed = 12345): string {
+  const r = mulberry32(seed);
+  const words = 'the a ropewalk hemp rope ship harbour tar sailor knot bowline day night long short twisted into for of and was were master counted mast sail wind sea boat net fish quay ferry dawn noon dry wet old new little girl boy dog cat ran walked saw said happy sad big small red blue green tree house town river'.split(' ');
+  const out: string[] = [];
+  let length = 0;
+  let n = 0;
+  while (length < chars) {
+    const sentences = Array.from({ length: 2 + Math.floor(r() * 5) }, () => {
+      const w = Array.from({ length: 6 + Math.floor(r() * 14) }, () => words[Math.floor(r() * words.length)]);
+      if (r() < 0.02) w.push(`barrels of tar number ${n++}`);
+      const s = w.join(' ');
+      return `${s[0].toUpperCase()}${s.slice(1)}.`;
+    });
+    const para = `${sentences.join(' ')}\n\n`;
+    out.push(para);
+    length += para.length;
+  }
+  return out.join('');
 }
