@@ -27,6 +27,13 @@ export interface ScannedPage {
   height: number;
 }
 
+/** A typed page with a scanned image pasted in: its lines, and the image drawn over `at` (page units, from the bottom left). */
+export interface MixedPage {
+  lines: readonly PlacedLine[];
+  image: ScannedPage;
+  at: { x: number; y: number; width: number; height: number };
+}
+
 /** Content stream of a page: lines one under the other from the top (14 pt leading), or each string at its place. */
 function textOps(lines: readonly string[] | readonly PlacedLine[]): string {
   const placed = lines.filter((l): l is PlacedLine => typeof l !== 'string');
@@ -41,7 +48,7 @@ function textOps(lines: readonly string[] | readonly PlacedLine[]): string {
  * extractor). With `encrypted`, the trailer carries a standard security handler (R2) whose user
  * password is not empty, so a reader must refuse it without a password.
  */
-export function buildPdf(pages: (readonly string[] | readonly PlacedLine[] | ScannedPage | null)[], opts: { encrypted?: boolean } = {}): Buffer {
+export function buildPdf(pages: (readonly string[] | readonly PlacedLine[] | ScannedPage | MixedPage | null)[], opts: { encrypted?: boolean } = {}): Buffer {
   const objects: string[] = [];
   const fontId = 3;
   const pageIds: number[] = [];
@@ -55,13 +62,20 @@ export function buildPdf(pages: (readonly string[] | readonly PlacedLine[] | Sca
     pageIds.push(pageId);
     let ops: string;
     let images = '';
-    if (lines === null) ops = `0.5 g 72 72 400 600 re f`;
-    else if ('jpeg' in lines) {
+    const jpegObject = (im: ScannedPage) => {
       const imageId = next++;
       // The JPEG's bytes as they are (latin1 keeps every byte), decoded by the reader (DCTDecode).
-      objects[imageId] = `<< /Type /XObject /Subtype /Image /Width ${lines.width} /Height ${lines.height} /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /DCTDecode /Length ${lines.jpeg.length} >>\nstream\n${lines.jpeg.toString('latin1')}\nendstream`;
-      ops = `q 612 0 0 792 0 0 cm /Im1 Do Q`;
+      objects[imageId] = `<< /Type /XObject /Subtype /Image /Width ${im.width} /Height ${im.height} /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /DCTDecode /Length ${im.jpeg.length} >>\nstream\n${im.jpeg.toString('latin1')}\nendstream`;
       images = ` /XObject << /Im1 ${imageId} 0 R >>`;
+    };
+    if (lines === null) ops = `0.5 g 72 72 400 600 re f`;
+    else if ('jpeg' in lines) {
+      jpegObject(lines);
+      ops = `q 612 0 0 792 0 0 cm /Im1 Do Q`;
+    } else if ('image' in lines) {
+      jpegObject(lines.image);
+      const { x, y, width, height } = lines.at;
+      ops = `${textOps(lines.lines)} q ${width} 0 0 ${height} ${x} ${y} cm /Im1 Do Q`;
     } else ops = textOps(lines);
     objects[pageId] = `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${contentId} 0 R /Resources << /Font << /F1 ${fontId} 0 R >>${images} >> >>`;
     objects[contentId] = `<< /Length ${Buffer.byteLength(ops, 'latin1')} >>\nstream\n${ops}\nendstream`;
