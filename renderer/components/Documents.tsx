@@ -22,7 +22,7 @@ type ChipDoc = Pick<DocumentInfo, 'id' | 'name' | 'tokens' | 'fit'> & Partial<Pi
  */
 export function DocumentChip({ doc, onRemove }: { doc: ChipDoc; onRemove?: () => void }) {
   const stores = useStores();
-  const tokens = doc.tokens === null ? '' : ` · ${doc.tokensEstimated ? '≈ ' : ''}${formatTokens(doc.tokens)} tokens`;
+  const tokens = doc.tokens === null ? '' : ` · ${doc.tokensEstimated ? '≈' : ''}${formatTokens(doc.tokens)} tokens`;
   const facts = { kind: doc.kind ?? '', ocrPages: doc.ocrPages, pagesWithoutText: doc.pagesWithoutText };
   const notes = [ocrNote(facts), noTextWarning(facts)].filter((n): n is string => n !== null);
   const title = [`Open the text of ${doc.name}`, ...notes].join('\n');
@@ -156,7 +156,7 @@ export function DocumentReader() {
         <header>
           <h2>{doc.name}</h2>
           <span className="doc-chip-meta">
-            {doc.kind} · {doc.tokens === null ? '' : `${doc.tokensEstimated ? '≈ ' : ''}${formatTokens(doc.tokens)} tokens`}
+            {doc.kind} · {doc.tokens === null ? '' : `${doc.tokensEstimated ? '≈' : ''}${formatTokens(doc.tokens)} tokens`}
           </span>
           <button type="button" className="btn" onClick={() => stores.chat.getState().closeDocument()}>
             Close
