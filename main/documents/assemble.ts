@@ -93,11 +93,18 @@ function chunked(spans: ChunkSpan[]): Chunked {
  * their pieces (`counts`, by content hash and tokenizer).
  */
 export class ChunkCache {
-  private readonly entries = new Map<string, Promise<Chunked>>();
+  private readonly entries = new Map<string, { chunked: Promise<Chunked>; chars: number }>();
+  private chars = 0;
   readonly counts: TokenCountCache;
+  /**
+   * @param capacity most documents (by key and chunk size) kept
+   * @param maxChars most characters of their texts kept together (the chunks and BM25 index of
+   *   a 5 MB text take about 170 MiB), the oldest leaving first; the latest always stays
+   */
   constructor(
     private readonly capacity = 8,
     counts = new TokenCountCache(),
+    private readonly maxChars = 16 * 1024 * 1024,
   ) {
     this.counts = counts;
   }
@@ -110,14 +117,26 @@ export class ChunkCache {
   /** `d`'s chunks of `size` tokens (their units counted by `count`) and their BM25 index, computed once per key and size. */
   get(d: AttachedText, size: number, count: CountTokens): Promise<Chunked> {
     const key = `${d.key}\u0000${size}`;
-    let hit = this.entries.get(key);
-    if (!hit) {
-      hit = splitChunks(d.text, d.parts, count, { chunkTokens: size, overlapTokens: size / 8 }).then(chunked);
-      this.entries.set(key, hit);
-      hit.catch(() => this.entries.delete(key));
-      if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
-    }
-    return hit;
+    const hit = this.entries.get(key);
+    if (hit) return hit.chunked;
+    const made = splitChunks(d.text, d.parts, count, { chunkTokens: size, overlapTokens: size / 8 }).then(chunked);
+    this.entries.set(key, { chunked: made, chars: d.text.length });
+    this.chars += d.text.length;
+    made.catch(() => this.entries.get(key)?.chunked === made && this.drop(key));
+    while (this.entries.size > 1 && (this.entries.size > this.capacity || this.chars > this.maxChars)) this.drop(this.entries.keys().next().value!);
+    return made;
+  }
+
+  /** Documents kept now (for tests). */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private drop(key: string): void {
+    const e = this.entries.get(key);
+    if (!e) return;
+    this.entries.delete(key);
+    this.chars -= e.chars;
   }
 }
 

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { ChunkCache } from '../../main/documents/assemble.ts';
 import { chunkDocument, splitChunks, type CountTokens } from '../../main/documents/chunk.ts';
 import { rankChunks, selectChunks, selectCounted } from '../../main/documents/rank.ts';
 import { TokenCountCache } from '../../main/documents/token-cache.ts';
@@ -63,5 +64,24 @@ describe('selectCounted', () => {
     }
     // The 10-token budget fits no 24-token chunk: estimates over it plus the slack are not counted.
     assert.ok(batches.flat().length < 4 * exact.length, `${batches.flat().length} chunk counts for ${exact.length} chunks × 4 budgets`);
+  });
+});
+
+describe('ChunkCache', () => {
+  it('keeps at most maxChars of texts (the oldest leaving first, the latest always) and chunks a kept one once', async () => {
+    const cache = new ChunkCache(8, undefined, 100);
+    const { count, batches } = recording();
+    const doc = (key: string, chars: number) => ({ key, name: key, text: 'word '.repeat(chars / 5), parts: [], fit: 'relevant' as const });
+    const a = doc('a', 60);
+    await cache.get(a, 16, count);
+    const first = batches.length;
+    await cache.get(a, 16, count);
+    assert.equal(batches.length, first, 'a kept document is not chunked again');
+    await cache.get(doc('b', 30), 16, count);
+    assert.equal(cache.size, 2);
+    await cache.get(doc('c', 30), 16, count);
+    assert.equal(cache.size, 2, "'a' left: 60 + 30 + 30 > 100");
+    await cache.get(doc('huge', 500), 16, count);
+    assert.equal(cache.size, 1, 'the latest stays even alone over the bound');
   });
 });
