@@ -17,6 +17,9 @@
  *   asarUnpack), where the project's package.json (inside the asar) is not seen; this one tells
  *   Node there that the bundles are ESM (Node 20.19+ and 22 would also detect it from the syntax,
  *   parsing twice; this does not rely on that).
+ * - dist/app/ocr-worker.cjs: the OCR worker thread's script (main/documents/ocr-worker.cjs,
+ *   copied: plain CommonJS that requires tesseract.js's worker script), beside the bundles that
+ *   start OCR (main.js, extract-worker.js); unpacked from the asar (electron-builder.yml).
  * - dist/app/preload.cjs: the sandboxed preload, CommonJS, whose only require is `electron`
  *   (checked after the build: a sandboxed preload can require nothing else, and zod must not be
  *   in it).
@@ -27,7 +30,7 @@
  * - Then, if renderer/build.ts exists, it is run too (it writes dist/renderer/).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
@@ -103,6 +106,8 @@ export async function buildApp(outDir = path.join(PROJECT_ROOT, 'dist/app')): Pr
   const builds = [opts.main, opts.worker, opts.extractWorker, opts.templateWorker].map((o) => esbuild.build(o));
   const [preload] = await Promise.all([esbuild.build(opts.preload), ...builds]);
   checkPreloadBundle(opts.preload.outfile!, preload.metafile!);
+  mkdirSync(outDir, { recursive: true });
+  copyFileSync(path.join(PROJECT_ROOT, 'main/documents/ocr-worker.cjs'), path.join(outDir, 'ocr-worker.cjs'));
 }
 
 /** Runs renderer/build.ts when it exists (owned by the renderer; writes dist/renderer/). */
@@ -119,7 +124,7 @@ function buildRenderer(): void {
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
   try {
     await buildApp();
-    console.error('app/build: dist/app/main.js, dist/app/worker.js, dist/app/extract-worker.js, dist/app/template-worker.js, dist/app/preload.cjs');
+    console.error('app/build: dist/app/main.js, dist/app/worker.js, dist/app/extract-worker.js, dist/app/template-worker.js, dist/app/ocr-worker.cjs, dist/app/preload.cjs');
     buildRenderer();
   } catch (e) {
     console.error(`app/build: ${e instanceof Error ? e.message : String(e)}`);

@@ -87,12 +87,13 @@ export async function documentPrompt(
     { role: 'user', content: userTurnText(question, only.map((a) => documentBlock(a.name, body(a)))) },
   ];
   const fitted = await fitDocuments({ counter, render: (body) => render(body), attachments, question, room: opts.room, cache: new ChunkCache() });
-  const total = await counter.countTokens({ messages: fitted.messages });
+  // Whole documents of megabytes that surely do not fit are measured, not counted (fitDocuments).
+  const total = fitted.measured ? (await counter.countTokens({ messages: fitted.measured.messages })) + fitted.measured.tokens : await counter.countTokens({ messages: fitted.messages });
   if (total > opts.room) {
     const raise = raiseUpToTrained(opts.maxContext, opts.trainedContext, CLI_CONTEXT_REMEDIES);
     const hint = opts.relevant ? 'even the relevant parts do not fit beside the question' : raise ? `use --fit relevant, ${raise} or lower --max-tokens` : 'use --fit relevant or lower --max-tokens';
     throw new UsageError(
-      `the documents do not fit: the prompt needs ${total} tokens plus ${opts.reserve} reserved for the answer (--max-tokens), ${total + opts.reserve} > max context ${opts.maxContext}; ${hint}`,
+      `the documents do not fit: the prompt needs ${fitted.measured ? 'about ' : ''}${total} tokens plus ${opts.reserve} reserved for the answer (--max-tokens), ${total + opts.reserve} > max context ${opts.maxContext}; ${hint}`,
     );
   }
   // Tokens per document as counted in the prompt: the count with the first k minus the first k − 1.

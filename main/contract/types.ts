@@ -103,6 +103,8 @@ export interface DocumentInfo {
   hash: string;
   /** Tokens of the text alone for the loaded model (null: not counted yet). */
   tokens: number | null;
+  /** True when `tokens` is measured, not counted: a text over 256 Ki characters, at the characters per token of its first 16 Ki. */
+  tokensEstimated?: boolean;
   fit: DocumentFit;
   /** 1-based pages (an image: 1) whose text was read by OCR; absent when none. */
   ocrPages?: number[];

@@ -11,9 +11,18 @@
  * Languages: `ROPEWALK_OCR_LANGS` (default `eng`, several as `eng+deu`) read from
  * `ROPEWALK_OCR_DATA` (a folder holding `<lang>.traineddata.gz`, e.g. copied from
  * `@tesseract.js-data/deu/4.0.0_best_int`), else from the installed English package.
+ *
+ * The worker thread runs ocr-worker.cjs (tesseract's worker script with the console silenced, so
+ * Tesseract's own messages never reach stderr: our error says what failed). `ocrPaths(base)`
+ * gives the files the worker reads from disk: that script (beside the sources, or beside the
+ * bundles in dist/app/), tesseract.js's own worker script, and the English data; in a packaged
+ * app each path inside `app.asar` is taken from `app.asar.unpacked` (`unpackedPath`), where
+ * electron-builder.yml unpacks them, since a worker thread reads with plain fs, outside
+ * Electron's asar support.
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { firstLine } from '../common/errors.ts';
 import { DocumentError } from './errors.ts';
 
@@ -27,10 +36,32 @@ export interface OcrOptions {
   onProgress?: (fraction: number) => void;
 }
 
-/** The folder of the English LSTM data in node_modules. */
-function englishData(): string {
-  const pkg = createRequire(import.meta.url).resolve('@tesseract.js-data/eng/package.json');
-  return path.join(path.dirname(pkg), '4.0.0_best_int');
+/** A path inside an Electron `app.asar` as the same path in `app.asar.unpacked` (others as they are). */
+export function unpackedPath(p: string): string {
+  return p.replace(/([\\/])app\.asar([\\/])/, '$1app.asar.unpacked$2');
+}
+
+/** The files the OCR worker reads from disk (see the file comment). */
+export interface OcrPaths {
+  /** ocr-worker.cjs, the script the worker thread runs. */
+  workerPath: string;
+  /** tesseract.js's worker script, which it requires. */
+  tesseractWorker: string;
+  /** The folder holding eng.traineddata.gz. */
+  englishData: string;
+}
+
+/**
+ * Where the OCR files are for code at `base` (this module's URL, or a bundle's: dist/app/ holds
+ * ocr-worker.cjs beside main.js and extract-worker.js), mapped out of app.asar.
+ */
+export function ocrPaths(base: string | URL = import.meta.url): OcrPaths {
+  const require = createRequire(base);
+  return {
+    workerPath: unpackedPath(fileURLToPath(new URL('./ocr-worker.cjs', base))),
+    tesseractWorker: unpackedPath(require.resolve('tesseract.js/src/worker-script/node/index.js')),
+    englishData: unpackedPath(path.join(path.dirname(require.resolve('@tesseract.js-data/eng/package.json')), '4.0.0_best_int')),
+  };
 }
 
 export class OcrReader {
@@ -49,10 +80,12 @@ export class OcrReader {
     const { createWorker, OEM } = await import('tesseract.js');
     const progress: { current: ((f: number) => void) | null } = { current: null };
     const langs = process.env.ROPEWALK_OCR_LANGS || 'eng';
-    const langPath = process.env.ROPEWALK_OCR_DATA || englishData();
+    const paths = ocrPaths();
+    const langPath = process.env.ROPEWALK_OCR_DATA || paths.englishData;
     let worker: TesseractWorker;
     try {
       worker = await createWorker(langs, OEM.LSTM_ONLY, {
+        workerPath: paths.workerPath,
         langPath,
         gzip: true,
         cacheMethod: 'none',

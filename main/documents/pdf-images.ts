@@ -7,8 +7,10 @@
  * decoded by pdf.js (JPEG, Flate, CCITT, JBIG2 …) into pixels, made grey and written as PGM.
  * Image masks (`paintImageMaskXObject`: 1-bit stencils) and vector-drawn text are not read.
  *
- * Contract: `pageImages(page)` → PGM (P5) bytes of each image at least `MIN_OCR_PIXELS` large,
- * in paint order, at the image's own resolution.
+ * Contract: `pageImages(page)` → each image at least `MIN_OCR_PIXELS` large, in paint order: its
+ * PGM (P5) bytes at the image's own resolution and the box it covers on the page (page units,
+ * y up: the unit square through the current transformation matrix, tracked through the
+ * operator list's save / restore / transform and form XObjects' matrices).
  */
 type PdfPage = Awaited<ReturnType<Awaited<ReturnType<typeof import('unpdf').getDocumentProxy>>['getPage']>>;
 
@@ -23,20 +25,59 @@ interface DecodedImage {
   data?: Uint8Array | Uint8ClampedArray;
 }
 
+/** Where an image lies on its page: page units, y up. */
+export interface PageBox {
+  x0: number;
+  y0: number;
+  x1: number;
+  y1: number;
+}
+
+export interface PageImage {
+  /** PGM (P5) bytes. */
+  bytes: Uint8Array;
+  box: PageBox;
+}
+
+/** A PDF matrix [a b c d e f]: x' = a x + c y + e, y' = b x + d y + f. */
+type Matrix = [number, number, number, number, number, number];
+
+/** m × n: n applied first (PDF's `cm` premultiplies the current matrix). */
+function multiply(n: Matrix, m: Matrix): Matrix {
+  return [n[0] * m[0] + n[1] * m[2], n[0] * m[1] + n[1] * m[3], n[2] * m[0] + n[3] * m[2], n[2] * m[1] + n[3] * m[3], n[4] * m[0] + n[5] * m[2] + m[4], n[4] * m[1] + n[5] * m[3] + m[5]];
+}
+
+/** The unit square's corners through `m`, as a box. */
+function unitBox(m: Matrix): PageBox {
+  const xs = [m[4], m[0] + m[4], m[2] + m[4], m[0] + m[2] + m[4]];
+  const ys = [m[5], m[1] + m[5], m[3] + m[5], m[1] + m[3] + m[5]];
+  return { x0: Math.min(...xs), y0: Math.min(...ys), x1: Math.max(...xs), y1: Math.max(...ys) };
+}
+
 /** See the file comment. */
-export async function pageImages(page: PdfPage): Promise<Uint8Array[]> {
+export async function pageImages(page: PdfPage): Promise<PageImage[]> {
   const { getResolvedPDFJS } = await import('unpdf');
   const { OPS } = await getResolvedPDFJS();
   const list = await page.getOperatorList();
-  const out: Uint8Array[] = [];
+  const out: PageImage[] = [];
+  let ctm: Matrix = [1, 0, 0, 1, 0, 0];
+  const saved: Matrix[] = [];
   for (let k = 0; k < list.fnArray.length; k++) {
     const fn = list.fnArray[k];
+    const args = list.argsArray[k];
+    if (fn === OPS.save) saved.push(ctm);
+    else if (fn === OPS.restore) ctm = saved.pop() ?? ctm;
+    else if (fn === OPS.transform) ctm = multiply(args as Matrix, ctm);
+    else if (fn === OPS.paintFormXObjectBegin) {
+      saved.push(ctm);
+      if (Array.isArray(args[0])) ctm = multiply(args[0] as Matrix, ctm);
+    } else if (fn === OPS.paintFormXObjectEnd) ctm = saved.pop() ?? ctm;
     let image: DecodedImage | null = null;
-    if (fn === OPS.paintImageXObject) image = await objectOf(page, list.argsArray[k][0] as string);
-    else if (fn === OPS.paintInlineImageXObject) image = list.argsArray[k][0] as DecodedImage;
+    if (fn === OPS.paintImageXObject) image = await objectOf(page, args[0] as string);
+    else if (fn === OPS.paintInlineImageXObject) image = args[0] as DecodedImage;
     if (image?.data && image.width * image.height >= MIN_OCR_PIXELS) {
       const grey = toGrey(image);
-      if (grey) out.push(pgm(image.width, image.height, grey));
+      if (grey) out.push({ bytes: pgm(image.width, image.height, grey), box: unitBox(ctm) });
     }
   }
   return out;

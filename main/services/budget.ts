@@ -132,7 +132,8 @@ export class BudgetService {
     const hasDraft = draft.length > 0 || documents.length > 0;
     const pending = hasDraft ? { content: draft, documents } : null;
     const room = s.maxContext - s.maxTokens;
-    const count = (p: AssembledPrompt) => this.engine.countTokens({ messages: p.messages });
+    // A prompt with whole documents of megabytes that surely do not fit is measured, not counted (DocumentService.assemble).
+    const count = async (p: AssembledPrompt) => (p.measured ? (await this.engine.countTokens({ messages: p.measured.messages })) + p.measured.tokens : this.engine.countTokens({ messages: p.messages }));
     let prompt = await this.documents.assemble(system, stored, pending, room);
     // The context-full policy leaves out the oldest exchanges (never the system prompt).
     let kept: readonly Message[] = stored;
@@ -171,7 +172,7 @@ export class BudgetService {
       kv: { capacity: caches.kv.capacity, bytes: caches.kv.bytes },
       outOfContext: dropped.map((m) => m.id),
       droppedTokens: dropped.length ? Math.max(0, wholeCount - all) : 0,
-      estimated: this.engine.countAccuracy === 'estimate',
+      estimated: this.engine.countAccuracy === 'estimate' || prompt.measured !== null,
     }, SHIFT_KEEP[policy] !== false);
     if (!budget.fits) budget.remedies = await this.remedies(budget, system, pending, room, count);
     return { budget, prompt, contextShift: SHIFT_KEEP[policy] };

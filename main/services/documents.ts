@@ -15,6 +15,8 @@ import { ChunkCache, fitDocuments, type AttachedText } from '../documents/assemb
 import { extractDocumentOffThread } from '../documents/extract-off-thread.ts';
 import type { ExtractProgress } from '../documents/extract.ts';
 import { documentBlock, userTurnText } from '../documents/prompt.ts';
+import { EXACT_CHARS } from '../documents/chunk.ts';
+import { documentTokens } from '../documents/token-cache.ts';
 import { historyMessages } from './history.ts';
 import type { Attachment, ConversationStore, StoredDocument } from './store.ts';
 
@@ -28,6 +30,8 @@ export interface AssembledPrompt {
   documentParts: string[] | null;
   /** For each of `documentParts`: the document and the chunk's UTF-16 range in its text (the reader opens there). */
   documentRanges: { documentId: string; start: number; end: number }[] | null;
+  /** Whole documents too long to count, measured instead (assemble.ts FitResult.measured); null: count `messages`. */
+  measured: { messages: ChatMessage[]; tokens: number } | null;
 }
 
 /** Documents attached to a message not stored yet (the composer's draft). */
@@ -90,27 +94,39 @@ export class DocumentService {
       question: lastQuestion(messages),
       room,
       cache: this.chunks,
+      tokenizer: model,
     });
     const documentRanges = fitted.usedRanges?.map((r) => ({ documentId: ids[r.attachment], start: r.start, end: r.end })) ?? null;
-    return { messages: fitted.messages, documentParts: fitted.documentParts, documentRanges, plain };
+    return { messages: fitted.messages, documentParts: fitted.documentParts, documentRanges, plain, measured: fitted.measured };
   }
 
-  /** The document's info with its token count for the loaded model (counted once per model, stored). */
+  /**
+   * The document's info with its token count for the loaded model (counted once per model,
+   * stored) by token-cache.ts `documentTokens` through the chunk cache's counts (which the
+   * relevant parts reuse): whole up to 64 Ki characters, in paragraphs up to 256 Ki (one encode
+   * of megabytes takes minutes), beyond measured (`tokensEstimated`: the chip says ≈), so
+   * attaching 5 MB tokenizes 16 KB.
+   */
   private async withTokens(d: StoredDocument): Promise<DocumentInfo> {
     const model = this.engine.model?.bundleDir;
     const { text: _text, parts: _parts, ...info } = d;
     if (!model) return info;
     const stored = this.store.documentTokens(d.id, model);
-    if (stored !== null) return { ...info, tokens: stored };
-    const [tokens] = await this.engine.countEach([d.text]);
+    if (stored !== null) return { ...info, tokens: stored, ...estimated(d) };
+    const { tokens } = await documentTokens(d.text, this.chunks.counter(model, this.engine));
     this.store.setDocumentTokens(d.id, tokens, model);
-    return { ...info, tokens };
+    return { ...info, tokens, ...estimated(d) };
   }
 }
 
 /** A stored document under the name of the file attached (absent: its own). */
 function named(d: StoredDocument, name: string | undefined): StoredDocument {
   return name ? { ...d, name } : d;
+}
+
+/** `tokensEstimated` for a text too long to count (see withTokens). */
+function estimated(d: StoredDocument): { tokensEstimated?: true } {
+  return d.text.length > EXACT_CHARS ? { tokensEstimated: true } : {};
 }
 
 /** The text the latest user message asks (what the relevant parts are ranked against). */

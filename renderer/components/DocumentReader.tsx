@@ -83,7 +83,7 @@ function ReaderDialog({ doc }: { doc: DocumentText & { highlight?: { start: numb
         <header>
           <h2>{doc.name}</h2>
           <span className="doc-chip-meta">
-            {doc.kind} · {doc.tokens === null ? '' : `${formatTokens(doc.tokens)} tokens`}
+            {doc.kind} · {doc.tokens === null ? '' : `${doc.tokensEstimated ? '≈' : ''}${formatTokens(doc.tokens)} tokens`}
           </span>
           <button type="button" className="btn" onClick={close}>
             Close

@@ -13,7 +13,7 @@ import type { ContextBudget, DocumentInfo } from '../../main/contract/types.ts';
 import { useBudget, useChat, useModel, useStores } from '../hooks.ts';
 import { formatTokens } from '../lib/meter.ts';
 
-type ChipDoc = Pick<DocumentInfo, 'id' | 'name' | 'tokens' | 'fit'> & Partial<Pick<DocumentInfo, 'kind' | 'ocrPages' | 'pagesWithoutText'>>;
+type ChipDoc = Pick<DocumentInfo, 'id' | 'name' | 'tokens' | 'fit'> & Partial<Pick<DocumentInfo, 'kind' | 'ocrPages' | 'pagesWithoutText' | 'tokensEstimated'>>;
 
 /**
  * A document chip: opens the extracted text. It says which pages OCR read ("OCR p. 2–3") and,
@@ -22,7 +22,7 @@ type ChipDoc = Pick<DocumentInfo, 'id' | 'name' | 'tokens' | 'fit'> & Partial<Pi
  */
 export function DocumentChip({ doc, onRemove }: { doc: ChipDoc; onRemove?: () => void }) {
   const stores = useStores();
-  const tokens = doc.tokens === null ? '' : ` · ${formatTokens(doc.tokens)} tokens`;
+  const tokens = doc.tokens === null ? '' : ` · ${doc.tokensEstimated ? '≈' : ''}${formatTokens(doc.tokens)} tokens`;
   const facts = { kind: doc.kind ?? '', ocrPages: doc.ocrPages, pagesWithoutText: doc.pagesWithoutText };
   const notes = [ocrNote(facts), noTextWarning(facts)].filter((n): n is string => n !== null);
   const title = [`Open the text of ${doc.name}`, ...notes].join('\n');

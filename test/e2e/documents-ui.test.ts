@@ -16,7 +16,7 @@ import { createInterface } from 'node:readline';
 import { after, before, test } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { buildRenderer } from '../../renderer/build.ts';
-import { buildPdf } from '../helpers/documents.ts';
+import { buildPdf, variedText } from '../helpers/documents.ts';
 import { PROJECT_ROOT } from '../helpers/paths.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -164,6 +164,14 @@ test('a file dropped on the chat and a file pasted into the message box are atta
   await until('the pasted file is a chip too', async () => (await page.locator('.attachments .doc-chip-name').allInnerTexts()).join(',') === 'dropped.txt,pasted.md');
   assert.equal(await page.getByRole('textbox', { name: 'Message' }).inputValue(), '', 'a pasted file is not pasted as text');
   await until('the meter has a documents segment', async () => (await page.locator('.meter .seg-documents').count()) === 1);
+
+  // A text over 256 Ki characters: its count is measured, and the chip says ≈.
+  await attach([{ name: 'book.txt', mimeType: 'text/plain', buffer: Buffer.from(variedText(300_000)) }]);
+  const book = page.locator('.attachments .doc-chip').filter({ hasText: 'book.txt' });
+  await until('the big text is a chip with its count', async () => /tokens/.test(await book.locator('.doc-chip-meta').innerText().catch(() => '')));
+  assert.match(await book.locator('.doc-chip-meta').innerText(), /^ ?· ≈[\d,]+ tokens$/);
+  assert.doesNotMatch(await page.locator('.attachments .doc-chip').filter({ hasText: 'pasted.md' }).locator('.doc-chip-meta').innerText(), /≈/, 'a small one is counted');
+  await page.getByRole('button', { name: 'Remove book.txt' }).click();
 
   // A PDF whose page 2 has no text (no text layer, no image for OCR): the chip names the page.
   await attach([{ name: 'mixed.pdf', mimeType: 'application/pdf', buffer: buildPdf([['Page one has text.'], null]) }]);

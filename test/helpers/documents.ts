@@ -5,6 +5,7 @@
  * file. The PDF writer computes a correct cross-reference table, so readers take the fast path.
  */
 import JSZip from 'jszip';
+import { mulberry32 } from './prng.ts';
 
 /** Escapes a string for a PDF literal string `( … )`. */
 function pdfString(s: string): string {
@@ -26,6 +27,13 @@ export interface ScannedPage {
   height: number;
 }
 
+/** A typed page with a scanned image pasted in: its lines, and the image drawn over `at` (page units, from the bottom left). */
+export interface MixedPage {
+  lines: readonly PlacedLine[];
+  image: ScannedPage;
+  at: { x: number; y: number; width: number; height: number };
+}
+
 /** Content stream of a page: lines one under the other from the top (14 pt leading), or each string at its place. */
 function textOps(lines: readonly string[] | readonly PlacedLine[]): string {
   const placed = lines.filter((l): l is PlacedLine => typeof l !== 'string');
@@ -40,7 +48,7 @@ function textOps(lines: readonly string[] | readonly PlacedLine[]): string {
  * extractor). With `encrypted`, the trailer carries a standard security handler (R2) whose user
  * password is not empty, so a reader must refuse it without a password.
  */
-export function buildPdf(pages: (readonly string[] | readonly PlacedLine[] | ScannedPage | null)[], opts: { encrypted?: boolean } = {}): Buffer {
+export function buildPdf(pages: (readonly string[] | readonly PlacedLine[] | ScannedPage | MixedPage | null)[], opts: { encrypted?: boolean } = {}): Buffer {
   const objects: string[] = [];
   const fontId = 3;
   const pageIds: number[] = [];
@@ -54,13 +62,20 @@ export function buildPdf(pages: (readonly string[] | readonly PlacedLine[] | Sca
     pageIds.push(pageId);
     let ops: string;
     let images = '';
-    if (lines === null) ops = `0.5 g 72 72 400 600 re f`;
-    else if ('jpeg' in lines) {
+    const jpegObject = (im: ScannedPage) => {
       const imageId = next++;
       // The JPEG's bytes as they are (latin1 keeps every byte), decoded by the reader (DCTDecode).
-      objects[imageId] = `<< /Type /XObject /Subtype /Image /Width ${lines.width} /Height ${lines.height} /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /DCTDecode /Length ${lines.jpeg.length} >>\nstream\n${lines.jpeg.toString('latin1')}\nendstream`;
-      ops = `q 612 0 0 792 0 0 cm /Im1 Do Q`;
+      objects[imageId] = `<< /Type /XObject /Subtype /Image /Width ${im.width} /Height ${im.height} /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /DCTDecode /Length ${im.jpeg.length} >>\nstream\n${im.jpeg.toString('latin1')}\nendstream`;
       images = ` /XObject << /Im1 ${imageId} 0 R >>`;
+    };
+    if (lines === null) ops = `0.5 g 72 72 400 600 re f`;
+    else if ('jpeg' in lines) {
+      jpegObject(lines);
+      ops = `q 612 0 0 792 0 0 cm /Im1 Do Q`;
+    } else if ('image' in lines) {
+      jpegObject(lines.image);
+      const { x, y, width, height } = lines.at;
+      ops = `${textOps(lines.lines)} q ${width} 0 0 ${height} ${x} ${y} cm /Im1 Do Q`;
     } else ops = textOps(lines);
     objects[pageId] = `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${contentId} 0 R /Resources << /Font << /F1 ${fontId} 0 R >>${images} >> >>`;
     objects[contentId] = `<< /Length ${Buffer.byteLength(ops, 'latin1')} >>\nstream\n${ops}\nendstream`;
@@ -158,4 +173,30 @@ export async function buildDocx(blocks: readonly DocxBlock[]): Promise<Buffer> {
 <w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${body}</w:body></w:document>`,
   );
   return zip.generateAsync({ type: 'nodebuffer' });
+}
+
+/**
+ * About `chars` characters of sentences drawn from a small vocabulary (seeded: `mulberry32`), in
+ * paragraphs of 2–6 sentences of 6–19 words, one sentence in 50 ending "barrels of tar number N"
+ * (N counting up): text that does not repeat, as a book does not (a repeated paragraph would let
+ * a count cache answer everything).
+ */
+export function variedText(chars: number, seed = 12345): string {
+  const r = mulberry32(seed);
+  const words = 'the a ropewalk hemp rope ship harbour tar sailor knot bowline day night long short twisted into for of and was were master counted mast sail wind sea boat net fish quay ferry dawn noon dry wet old new little girl boy dog cat ran walked saw said happy sad big small red blue green tree house town river'.split(' ');
+  const out: string[] = [];
+  let length = 0;
+  let n = 0;
+  while (length < chars) {
+    const sentences = Array.from({ length: 2 + Math.floor(r() * 5) }, () => {
+      const w = Array.from({ length: 6 + Math.floor(r() * 14) }, () => words[Math.floor(r() * words.length)]);
+      if (r() < 0.02) w.push(`barrels of tar number ${n++}`);
+      const s = w.join(' ');
+      return `${s[0].toUpperCase()}${s.slice(1)}.`;
+    });
+    const para = `${sentences.join(' ')}\n\n`;
+    out.push(para);
+    length += para.length;
+  }
+  return out.join('');
 }

@@ -16,16 +16,15 @@ export interface RenderedPage {
   height: number;
 }
 
-/** One image per entry of `pages` (each a list of paragraphs). */
-export async function renderTextImages(pages: readonly (readonly string[])[], type: 'png' | 'jpeg'): Promise<RenderedPage[]> {
+/** One image per entry of `pages` (each a list of paragraphs); `size` other than a Letter page (CSS pixels, 72 px margins). */
+export async function renderTextImages(pages: readonly (readonly string[])[], type: 'png' | 'jpeg', size: { width: number; height: number } = { width: 816, height: 1056 }): Promise<RenderedPage[]> {
   assert.ok(existsSync(CHROMIUM), `Debian's chromium is needed at ${CHROMIUM} (apt-get install chromium)`);
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
   try {
-    const width = 816;
-    const height = 1056;
+    const { width, height } = size;
     const page = await browser.newPage({ viewport: { width, height }, deviceScaleFactor: 1 });
     const out: RenderedPage[] = [];
     for (const paragraphs of pages) {

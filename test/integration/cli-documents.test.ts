@@ -89,3 +89,11 @@ test('--attach an image: read by OCR, said on stderr, ocrPages in --json (issue 
   assert.match(r.stderr, /^note: ferry\.png: text read by OCR$/m);
   assert.deepEqual(json.passages!.map((p) => p.label), ['ferry.png']);
 });
+
+test('--attach a corrupt PNG: exit 2 with our one line, none of Tesseract\'s own (libpng error: Read Error) on stderr', async () => {
+  // A PNG signature and a truncated IHDR chunk: the type is recognised, the image cannot be decoded.
+  const bad = file('broken.png', Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]), Buffer.from('IHDRgarbagegarbage')]));
+  const r = await runChat(['--attach', bad, 'q'], cache);
+  assertOneLineError(r, 2, /broken\.png: the image could not be read by OCR/);
+  assert.doesNotMatch(r.stderr, /libpng/);
+});

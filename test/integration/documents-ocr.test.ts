@@ -18,6 +18,7 @@ const PAGE_ONE = [
   'In winter the north wind brings fog from the sea, so the lighthouse keeper lights the lamp before four in the afternoon.',
 ];
 const PAGE_TWO = ['Tide tables for the second quarter are printed on the back of the ferry timetable.'];
+const SCANNED_PARAGRAPH = ['The old ropewalk by the harbor was a quarter of a mile long, and the spinners walked backwards down it all day.'];
 
 /** Lowercase words of a text, without punctuation. */
 const words = (text: string) => text.toLowerCase().match(/[a-z0-9]+/g) ?? [];
@@ -82,6 +83,32 @@ describe('OCR', () => {
     assert.ok(d.text.endsWith('\n\nPage four has one too.'), d.text);
     assert.ok(wordRecall(PAGE_TWO.join(' '), d.text.slice(d.parts[1].start, d.parts[2].start)) >= 0.95, d.text);
     assert.ok(phases.has('ocr'), 'OCR progress crosses the worker');
+  });
+
+  it('a typed page with a scanned paragraph pasted in: the image read by OCR and merged in reading order', async () => {
+    // 612 × 300 pt at the middle of the page, rendered at 816 × 400 px (96 dpi); typed lines above and below it.
+    const [region] = await renderTextImages([SCANNED_PARAGRAPH], 'jpeg', { width: 816, height: 400 });
+    const page = {
+      lines: [
+        { x: 72, y: 740, text: 'Typed heading above the scan.' },
+        { x: 72, y: 100, text: 'Typed footer below the scan.' },
+      ],
+      image: scanned(region),
+      at: { x: 0, y: 250, width: 612, height: 300 },
+    };
+    const d = await extractDocument('pasted.pdf', buildPdf([['Page one is typed.'], page]));
+    assert.deepEqual(d.ocrPages, [2]);
+    assert.deepEqual(d.pagesWithoutText, []);
+    const second = d.text.slice(d.parts[1].start);
+    const recall = wordRecall(SCANNED_PARAGRAPH.join(' '), second);
+    assert.ok(recall >= 0.95, `recognised ${(recall * 100).toFixed(1)} % of the scanned words: ${JSON.stringify(second)}`);
+    const [above, scan, below] = ['Typed heading above the scan.', 'ropewalk', 'Typed footer below the scan.'].map((w) => second.indexOf(w));
+    assert.ok(above === 0 && above < scan && scan < below, `in reading order: ${JSON.stringify(second)}`);
+    // An image over the page's text (a letterhead, a watermark) is not read.
+    const over = { ...page, at: { x: 0, y: 0, width: 612, height: 792 } };
+    const plain = await extractDocument('letterhead.pdf', buildPdf([over]));
+    assert.deepEqual(plain.ocrPages, []);
+    assert.equal(plain.text, (await extractDocument('typed.pdf', buildPdf([page.lines]))).text, 'the text as without the image');
   });
 
   it('Stop (an AbortSignal) ends the OCR with DOCUMENT_CANCELLED, naming the file', async () => {

@@ -16,7 +16,7 @@ import type { Message } from '../../main/contract/types.ts';
 import { RouterError } from '../../main/composition/router.ts';
 import { startBackend as startServices, type Backend as Services } from '../../main/composition/start-backend.ts';
 import { CITATION_NOTE } from '../../main/documents/prompt.ts';
-import { buildPdf } from '../helpers/documents.ts';
+import { buildPdf, variedText } from '../helpers/documents.ts';
 import { STORIES_BIN } from '../helpers/paths.ts';
 import { nextEvent, record } from '../helpers/router-events.ts';
 
@@ -130,6 +130,32 @@ test('a document that does not fit: refused whole, answered from the relevant pa
 
   const { done: next } = await sendAndWait(c.id, 'Who played with ball number 3?');
   assert.ok(next.stats!.documentParts!.some((p) => p.startsWith('big.md: § Part 3,')), `re-ranked for the follow-up: ${next.stats!.documentParts!.join('; ')}`);
+});
+
+test('a text of megabytes through the window path: attached with a measured count, refused whole from a measure, answered from the relevant parts', async (t) => {
+  const text = variedText(2 * 1024 * 1024, 31);
+  const started = Date.now();
+  const doc = await call('attachDocument', { name: 'book.txt', data: b64(text) });
+  const attachMs = Date.now() - started;
+  assert.equal(doc.tokensEstimated, true);
+  assert.ok(doc.tokens! > 400_000, `${doc.tokens} tokens`);
+  const c = await call('createConversation', {});
+  const q = 'How many barrels of tar?';
+  const wholeAt = Date.now();
+  const whole = await call('getBudget', { conversationId: c.id, draft: q, documents: [{ id: doc.id, fit: 'whole' }] });
+  const wholeMs = Date.now() - wholeAt;
+  assert.equal(whole.fits, false);
+  assert.equal(whole.estimated, true, 'the whole count is a measure');
+  assert.ok(Math.abs(whole.documents - doc.tokens!) < 100, `documents ${whole.documents} ≈ ${doc.tokens}`);
+  const relevantAt = Date.now();
+  const relevant = await call('getBudget', { conversationId: c.id, draft: q, documents: [{ id: doc.id, fit: 'relevant' }] });
+  const relevantMs = Date.now() - relevantAt;
+  assert.equal(relevant.fits, true, JSON.stringify(relevant));
+  assert.equal(relevant.estimated, false);
+  const { done } = await sendAndWait(c.id, q, [{ id: doc.id, fit: 'relevant' }]);
+  assert.equal(done.status, 'complete', done.error ?? '');
+  assert.ok(done.stats!.documentParts!.length >= 3, done.stats!.documentParts!.join('; '));
+  t.diagnostic(`2 MiB text: attach ${attachMs} ms, whole budget ${wholeMs} ms, relevant budget ${relevantMs} ms (load ${os.loadavg()[0].toFixed(1)})`);
 });
 
 test('long conversations: stop refuses, rolling window and truncate middle leave the oldest turns out, a message is deleted with its answer', async () => {
