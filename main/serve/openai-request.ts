@@ -200,8 +200,42 @@ function isJsonObject(body: unknown): body is Record<string, unknown> {
   return typeof body === 'object' && body !== null && !Array.isArray(body);
 }
 
-/** The chat messages as the engine takes them. @throws ApiError 400 naming the message at fault. */
+/**
+ * The chat messages as the engine takes them.
+ * @throws ApiError 400 naming the message at fault (and for tool history, the field: a call's
+ *   `arguments` that are not a JSON object, a tool message whose `tool_call_id` matches no call
+ *   of an earlier assistant message).
+ */
 export function chatMessages(messages: ChatBody['messages']): ChatMessage[] {
+  const out = messageList(messages);
+  checkToolHistory(out);
+  return out;
+}
+
+/**
+ * Tool history a template can render: each call's arguments a JSON object (Llama's and Mistral's
+ * templates print them with `tojson`; found in the tools pass: text that is not JSON reached the
+ * model quoted, or failed in the template), each tool message answering a call made before it.
+ * @throws ApiError 400 with `param` naming the field.
+ */
+function checkToolHistory(messages: ChatMessage[]): void {
+  const ids = new Set<string>();
+  messages.forEach((m, i) => {
+    m.toolCalls?.forEach((c, j) => {
+      let v: unknown;
+      try {
+        v = JSON.parse(c.arguments);
+      } catch {
+        v = undefined;
+      }
+      if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ApiError(400, 'invalid_request', `messages[${i}].tool_calls[${j}].function.arguments: ${JSON.stringify(c.arguments.slice(0, 60))} is not a JSON object`, `messages[${i}].tool_calls[${j}].function.arguments`);
+      ids.add(c.id);
+    });
+    if (m.role === 'tool' && !ids.has(m.toolCallId!)) throw new ApiError(400, 'invalid_request', `messages[${i}].tool_call_id: ${JSON.stringify(m.toolCallId!.slice(0, 60))} matches no tool call of an earlier assistant message`, `messages[${i}].tool_call_id`);
+  });
+}
+
+function messageList(messages: ChatBody['messages']): ChatMessage[] {
   return messages.map((m, i) => {
     const role = m.role === 'developer' ? 'system' : m.role;
     if (role !== 'system' && role !== 'user' && role !== 'assistant' && role !== 'tool') {
