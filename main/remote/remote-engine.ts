@@ -141,7 +141,7 @@ export class RemoteEngine implements ChatEngine {
     return new RemoteEngine(server, config.model, counter, listed.maxContext ?? counter.maxModelLen);
   }
 
-  countTokens(request: Pick<GenerationRequest, 'prompt' | 'messages'>): Promise<number> {
+  countTokens(request: Pick<GenerationRequest, 'prompt' | 'messages' | 'enableThinking'>): Promise<number> {
     return this.counter.count(request);
   }
 

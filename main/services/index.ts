@@ -190,6 +190,7 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     setConversationThinking: async ({ id, thinking }) => {
       const s = store.setConversationThinking(id, thinking);
       listChanged();
+      void refreshBudget(); // the toggle changes the prompt the meter counts
       return s;
     },
     deleteConversation: async ({ id }) => {

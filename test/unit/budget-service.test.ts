@@ -38,6 +38,7 @@ test('overlapping budget computations of one conversation tokenize its history o
   const store = {
     getConversation: () => ({ messages: [message('user', 'hello'), message('assistant', ' world')] }),
     conversationPolicy: () => null, // no policy of its own
+    conversationThinking: () => null, // no Think toggle set
   } as unknown as ConversationStore;
   const settings = { get: () => ({ systemPrompt: '', maxContext: 512, maxTokens: 128, contextFullPolicy: 'stop' }) } as unknown as SettingsService;
   const models = { ready: async () => undefined, assertLoaded: () => undefined } as unknown as ModelService;
