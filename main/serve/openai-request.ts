@@ -327,13 +327,14 @@ function responseFormat(f: z.infer<typeof sampling.response_format>, stop: unkno
 const EMPTY_PROMPT = 'the prompt is empty; give some text';
 
 /**
- * A `/v1/chat/completions` body; `toolFormat`: how the loaded model writes tool calls (default hermes).
+ * A `/v1/chat/completions` body; `model`: the loaded model's tool format (default hermes), and
+ * whether it is remote (then tools and tool_choice are relayed to its server as they are).
  * @throws ApiError 400 with `param` (every message empty: the last one's content). */
-export function parseChatRequest(body: unknown, s: Settings, toolFormat?: ToolFormat): ParsedRequest {
+export function parseChatRequest(body: unknown, s: Settings, model?: { toolFormat?: ToolFormat; remote?: unknown } | null): ParsedRequest {
   const b = parse(chatSchema, body);
   const messages = chatMessages(b.messages);
   if (b.top_logprobs != null && b.logprobs !== true) throw invalidField(['top_logprobs'], 'needs logprobs: true');
-  const tools = toolFields(b, toolFormat);
+  const tools = toolFields(b, model?.toolFormat, model?.remote !== undefined);
   // The engine refuses it too, but without the field: named here, the last message's content.
   if (messages.every((m) => m.content === '')) throw invalidField(['messages', messages.length - 1, 'content'], EMPTY_PROMPT);
   return {

@@ -67,6 +67,13 @@ export interface GenerationRequest {
   responseFormat?: ResponseFormat;
   /** OpenAI tool definitions (`{ type: 'function', function: { name, description, parameters } }`), given to the chat template as `tools`. */
   tools?: unknown[];
+  /**
+   * OpenAI's `tool_choice` and `parallel_tool_calls`, for a remote engine to relay (its server
+   * constrains the call); the local engine takes tools through the template and a forced call
+   * through `replyPrefix` and `responseFormat` instead, and ignores these.
+   */
+  toolChoice?: 'auto' | 'none' | 'required' | { name: string };
+  parallelToolCalls?: boolean;
   /** Text that opens the reply, fed as prompt after the template's generation prompt (e.g. `<tool_call>\n` to force a call); not part of the output. */
   replyPrefix?: string;
   /**
@@ -155,6 +162,8 @@ export type GenerationEvent =
       reasoning: string;
       promptTokens: number[];
       tokens: number[];
+      /** Calls a remote engine's server returned as `tool_calls` (main/remote/relay.ts); absent locally, where calls are read from `text`. */
+      toolCalls?: ToolCall[];
       /** Per generated token (as `tokens`), when the request asked for log-probabilities. */
       logprobs?: TokenLogprob[];
       stats: GenerationStats;
