@@ -8,7 +8,7 @@
  * `top_logprobs`). The server's own template and constraint do the work; nothing is parsed from
  * its text here. Pure: no I/O.
  */
-import type { ChatMessage, GenerationRequest, ToolCall } from '../engine/generate/types.ts';
+import type { ChatMessage, GenerationRequest, ToolCall, ToolCallDelta } from '../engine/generate/types.ts';
 import type { TokenLogprob, TokenLogprobEntry } from '../engine/sampling/logprobs.ts';
 
 /** The request fields for tools and log-probabilities, in OpenAI's names. */
@@ -44,15 +44,17 @@ interface WireToolCall {
 export class RelayedToolCalls {
   private readonly calls: ToolCall[] = [];
 
-  /** Takes a chunk's `delta.tool_calls` (fragments) or a whole `message.tool_calls`. */
-  take(wire: unknown): void {
-    if (!Array.isArray(wire)) return;
-    wire.forEach((w: WireToolCall, i) => {
+  /** Takes a chunk's `delta.tool_calls` (fragments) or a whole `message.tool_calls`; returns them as deltas, to stream on. */
+  take(wire: unknown): ToolCallDelta[] {
+    if (!Array.isArray(wire)) return [];
+    return wire.map((w: WireToolCall, i) => {
       const index = typeof w.index === 'number' ? w.index : i;
       const call = (this.calls[index] ??= { id: '', name: '', arguments: '' });
-      if (typeof w.id === 'string' && w.id) call.id = w.id;
-      if (typeof w.function?.name === 'string') call.name += w.function.name;
-      if (typeof w.function?.arguments === 'string') call.arguments += w.function.arguments;
+      const d: ToolCallDelta = { index };
+      if (typeof w.id === 'string' && w.id) call.id = d.id = w.id;
+      if (typeof w.function?.name === 'string' && w.function.name) call.name += d.name = w.function.name;
+      if (typeof w.function?.arguments === 'string') call.arguments += d.arguments = w.function.arguments;
+      return d;
     });
   }
 

@@ -27,7 +27,7 @@ import type { ChatEngine, CountAccuracy } from '../engine-host/chat-engine.ts';
 import type { EngineCacheStats } from '../engine-host/protocol.ts';
 import type { ModelInfo } from '../engine/generate/engine.ts';
 import type { PartDelta } from '../engine/generate/reasoning.ts';
-import type { FinishReason, GenerationEvent, GenerationRequest, GenerationStats } from '../engine/generate/types.ts';
+import type { FinishReason, GenerationEvent, GenerationRequest, GenerationStats, ToolCallDelta } from '../engine/generate/types.ts';
 import type { TokenLogprob } from '../engine/sampling/logprobs.ts';
 import { InvalidOptionError } from '../engine/errors.ts';
 import { RemoteEngineError } from './errors.ts';
@@ -190,7 +190,7 @@ export class RemoteEngine implements ChatEngine {
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     if (opts.signal?.aborted) ac.abort();
     const chat = request.messages !== undefined;
-    const run: Run = { text: '', reasoning: '', chunks: 0, reasoningChunks: 0, firstAt: null, reasoningEndAt: null, finish: null, usage: null, calls: new RelayedToolCalls(), logprobs: [] };
+    const run: Run = { text: '', reasoning: '', chunks: 0, reasoningChunks: 0, firstAt: null, reasoningEndAt: null, finish: null, usage: null, calls: new RelayedToolCalls(), toolDeltas: [], logprobs: [] };
     try {
       let res: Response;
       try {
@@ -212,6 +212,7 @@ export class RemoteEngine implements ChatEngine {
           // One chunk ≈ one token: a chunk with reasoning and content counts once (id −1 on the second).
           const got = run.logprobs.length;
           const deltas = this.takeChunk(data, chat, run);
+          for (const toolCall of run.toolDeltas.splice(0)) yield { type: 'token', id: -1, text: '', part: 'content', toolCall };
           // A chunk's log-probabilities ride on its token events; more entries than deltas on text-less ones (id −1).
           const lps = run.logprobs.slice(got);
           for (let i = 0; i < Math.max(deltas.length, lps.length); i++) {
@@ -285,7 +286,7 @@ export class RemoteEngine implements ChatEngine {
     const c = j.choices?.[0];
     if (typeof c?.finish_reason === 'string') run.finish = c.finish_reason;
     const parts = chat ? (c?.delta ?? c?.message) : undefined;
-    run.calls.take(parts?.tool_calls);
+    run.toolDeltas.push(...run.calls.take(parts?.tool_calls));
     run.logprobs.push(...relayedLogprobs(c?.logprobs));
     const out: PartDelta[] = [];
     const thought = parts?.reasoning_content ?? parts?.reasoning;
@@ -357,6 +358,8 @@ interface Run {
   finish: string | null;
   usage: { prompt: number; completion: number; reasoning: number | null } | null;
   calls: RelayedToolCalls;
+  /** The last chunk's tool_calls deltas, to stream on. */
+  toolDeltas: ToolCallDelta[];
   logprobs: TokenLogprob[];
 }
 

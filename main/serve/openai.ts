@@ -207,6 +207,7 @@ async function answerStreamed(
   };
   // With tools in play, content goes through the call reader: calls go out as tool_calls deltas.
   const calls = parsed.tools && !parsed.tools.relayed ? new ToolCallStream(parsed.tools) : null;
+  let relayedDeltas = false;
   const sendCalls = (deltas: ToolStreamDelta[]) => {
     for (const d of deltas) {
       if (d.type === 'content') chunk([endpoint.chunkChoice(d.text, null, 'content', takeLogprobs())]);
@@ -217,14 +218,19 @@ async function answerStreamed(
     for (let it = first; !it.done; it = await events.next()) {
       const ev = it.value;
       if (ev.type === 'token' && ev.logprob) pending.push(ev.logprob);
-      if (ev.type === 'token' && ev.text && calls && ev.part === 'content') sendCalls(calls.push(ev.text));
+      if (ev.type === 'token' && ev.toolCall) {
+        // A remote engine's server streamed it: relayed as it came (the id and name once, then fragments).
+        const { index, id, name, arguments: args } = ev.toolCall;
+        relayedDeltas = true;
+        chunk([{ index: 0, delta: { tool_calls: [{ index, ...(id ? { id, type: 'function' } : {}), function: { ...(name ? { name } : {}), arguments: args ?? '' } }] }, logprobs: null, finish_reason: null }]);
+      } else if (ev.type === 'token' && ev.text && calls && ev.part === 'content') sendCalls(calls.push(ev.text));
       else if (ev.type === 'token' && ev.text) chunk([endpoint.chunkChoice(ev.text, null, ev.part, takeLogprobs())]);
       else if (ev.type === 'done' && ev.reason === 'error') send(errorJson(new ApiError(500, ev.error?.code.toLowerCase() ?? 'generation_error', ev.error?.message ?? 'the generation failed')));
       else if (ev.type === 'done') {
         if (calls) sendCalls(calls.finish().deltas);
-        // A remote engine's calls come with its done event (its server assembled them): each sent whole.
+        // A remote engine's calls not streamed as deltas (none came) are sent whole from its done event.
         const relayed = ev.toolCalls ?? [];
-        relayed.forEach((c, index) => sendCalls([{ type: 'call', index, id: c.id, name: c.name }, { type: 'arguments', index, text: c.arguments }]));
+        if (!relayedDeltas) relayed.forEach((c, index) => sendCalls([{ type: 'call', index, id: c.id, name: c.name }, { type: 'arguments', index, text: c.arguments }]));
         chunk([endpoint.chunkChoice('', calls?.callCount || relayed.length ? 'tool_calls' : finishReason(ev.reason), 'content', takeLogprobs())]);
         if (parsed.includeUsage) chunk([], { usage: usage(ev) });
       }

@@ -56,13 +56,22 @@ test('a named tool_choice goes to the remote server; its call comes back with id
   assert.equal(back.choices.length, 1);
 });
 
-test('streamed: the relayed call assembles in the SDK’s stream helper', async () => {
+test('streamed: the relayed call comes in the remote server’s fragments and assembles in the SDK’s stream helper', async () => {
   const stream = client.chat.completions.stream({ model, messages: ask, tools, tool_choice: 'required', max_tokens: 120, temperature: 0 });
+  const fragments: string[] = [];
+  stream.on('tool_calls.function.arguments.delta', (e) => fragments.push(e.arguments_delta));
   const final = await stream.finalChatCompletion();
   const call = final.choices[0].message.tool_calls?.[0];
   assert.equal(final.choices[0].finish_reason, 'tool_calls');
   assert.ok(call?.type === 'function' && call.function.name === 'get_weather');
   assert.ok(ajv.validate(params, JSON.parse(call.function.arguments)), call.function.arguments);
+  // Relayed as the remote server streamed them: the same fragments as A's own stream of the same (greedy) request.
+  const direct = new OpenAI({ baseURL: a!.baseUrl, apiKey: 'none', maxRetries: 0, timeout: 120_000 }).chat.completions.stream({ model, messages: ask, tools, tool_choice: 'required', max_tokens: 120, temperature: 0 });
+  const own: string[] = [];
+  direct.on('tool_calls.function.arguments.delta', (e) => own.push(e.arguments_delta));
+  await direct.finalChatCompletion();
+  assert.deepEqual(fragments, own);
+  assert.equal(fragments.join(''), call.function.arguments);
 });
 
 test('logprobs and top_logprobs come from the remote server, streamed and not; response_format is its to enforce', async () => {

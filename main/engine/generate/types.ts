@@ -25,6 +25,14 @@ export interface ChatMessage {
   toolCallId?: string;
 }
 
+/** A fragment of a streamed tool call (OpenAI's `delta.tool_calls[i]`). */
+export interface ToolCallDelta {
+  index: number;
+  id?: string;
+  name?: string;
+  arguments?: string;
+}
+
 /** One function call: its id, name, and arguments as JSON text. */
 export interface ToolCall {
   id: string;
@@ -152,7 +160,11 @@ export type GenerationEvent =
    * held the end of the reasoning and the start of the answer): count tokens by `id >= 0`.
    * `logprob`: the sampled token's, when the request asked (none for id −1).
    */
-  | { type: 'token'; id: number; text: string; part: ReplyPart; logprob?: TokenLogprob }
+  | {
+      type: 'token'; id: number; text: string; part: ReplyPart; logprob?: TokenLogprob;
+      /** A remote engine's server's `tool_calls` delta as it streamed it (id −1, no text): the call's index, its id and name once, arguments fragments. */
+      toolCall?: ToolCallDelta;
+    }
   | {
       type: 'done';
       reason: FinishReason;
