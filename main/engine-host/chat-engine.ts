@@ -17,7 +17,7 @@ export interface ChatEngine {
   /** Whether `countTokens` / `countEach` are exact. */
   readonly countAccuracy: CountAccuracy;
   /** Tokens the request's prompt takes (template and BOS included). */
-  countTokens(request: Pick<GenerationRequest, 'prompt' | 'messages'>): Promise<number>;
+  countTokens(request: Pick<GenerationRequest, 'prompt' | 'messages' | 'enableThinking'>): Promise<number>;
   /** Tokens of plain texts (no BOS, no template), in order. */
   countEach(texts: string[]): Promise<number[]>;
   /** RoPE and KV cache counters (a remote engine's are all 0: its caches are the server's). */

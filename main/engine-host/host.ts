@@ -144,7 +144,7 @@ export class EngineHost implements ChatEngine {
   }
 
   /** Number of prompt tokens the request would use (template and BOS included). */
-  async countTokens(request: Pick<GenerationRequest, 'prompt' | 'messages'>): Promise<number> {
+  async countTokens(request: Pick<GenerationRequest, 'prompt' | 'messages' | 'enableThinking'>): Promise<number> {
     return (await this.call({ type: 'count', request })) as number;
   }
 

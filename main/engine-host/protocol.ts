@@ -27,7 +27,7 @@ export type HostToWorker =
   | { type: 'load'; id: number; source: string; options: LoadOptions }
   | { type: 'generate'; id: number; request: GenerationRequest }
   | { type: 'cancel'; id: number }
-  | { type: 'count'; id: number; request: Pick<GenerationRequest, 'prompt' | 'messages'> }
+  | { type: 'count'; id: number; request: Pick<GenerationRequest, 'prompt' | 'messages' | 'enableThinking'> }
   /** Token counts of plain texts (no BOS, no template, special tokens as text): document chunks. */
   | { type: 'countEach'; id: number; texts: string[] }
   /** Token ids of a chat (template applied, as `generate` feeds it) or of a text (BOS only with `addSpecial`; special tokens' text parsed only with `parseSpecial`). */

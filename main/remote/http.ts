@@ -2,7 +2,8 @@
  * The remote engine's HTTP: one `RemoteServer` per base URL and key, making JSON requests and
  * opening streams with Node's fetch, turning every failure into a `RemoteEngineError` (errors.ts).
  * The key goes only into the `Authorization` header, never into a message. Non-streaming calls
- * time out after `timeoutMs`; a stream runs until it ends or the caller aborts.
+ * time out after `timeoutMs`; a stream runs until it ends or the caller aborts. Also the reading
+ * of a stream's Server-Sent Events (`serverSentData`) and of a body that ignored `stream` (`wholeBody`).
  */
 import { RemoteEngineError, httpFailure, networkFailure } from './errors.ts';
 
@@ -84,5 +85,30 @@ export class RemoteServer {
       throw httpFailure(res.status, text, { baseUrl: this.baseUrl, model, what, retryAfter: res.headers.get('retry-after') });
     }
     return res;
+  }
+}
+
+/** A whole (non-streamed) JSON answer as the one event it amounts to, then `[DONE]`. */
+export async function* wholeBody(res: Response): AsyncGenerator<string> {
+  yield await res.text();
+  yield '[DONE]';
+}
+
+/** The `data:` payloads of a Server-Sent Events body, in order (multi-line data joined by '\n'). */
+export async function* serverSentData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const bytes of body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(bytes, { stream: true });
+    let cut: RegExpExecArray | null;
+    while ((cut = /\r?\n\r?\n/.exec(buffer))) {
+      const event = buffer.slice(0, cut.index);
+      buffer = buffer.slice(cut.index + cut[0].length);
+      const data = event
+        .split(/\r?\n/)
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).replace(/^ /, ''));
+      if (data.length) yield data.join('\n');
+    }
   }
 }

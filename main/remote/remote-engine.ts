@@ -15,6 +15,9 @@
  *   and stops) and ends with done{reason:'cancelled'} and the text so far. A stream that ends
  *   before the answer did (no finish_reason, no `[DONE]`), or carries an error object, ends with
  *   done{reason:'error'} and the partial text, saying why.
+ * - Tools, tool choice, tool history, log-probabilities and response_format are relayed to the
+ *   server; its tool_calls come back in done.toolCalls, its log-probabilities on the token events
+ *   (relay.ts).
  * - Stats come from the server's `usage` when it sends one (else the counter and the chunks);
  *   TTFT and tokens/s are measured here, so they include the network.
  * Failures before the first event are thrown as RemoteEngineError (errors.ts).
@@ -24,10 +27,12 @@ import type { ChatEngine, CountAccuracy } from '../engine-host/chat-engine.ts';
 import type { EngineCacheStats } from '../engine-host/protocol.ts';
 import type { ModelInfo } from '../engine/generate/engine.ts';
 import type { PartDelta } from '../engine/generate/reasoning.ts';
-import type { ChatMessage, FinishReason, GenerationEvent, GenerationRequest, GenerationStats } from '../engine/generate/types.ts';
+import type { FinishReason, GenerationEvent, GenerationRequest, GenerationStats, ToolCallDelta } from '../engine/generate/types.ts';
+import type { TokenLogprob } from '../engine/sampling/logprobs.ts';
 import { InvalidOptionError } from '../engine/errors.ts';
 import { RemoteEngineError } from './errors.ts';
-import { normalizeBaseUrl, RemoteServer } from './http.ts';
+import { normalizeBaseUrl, RemoteServer, serverSentData, wholeBody } from './http.ts';
+import { relayedLogprobs, RelayedToolCalls, relayFields, wireMessage } from './relay.ts';
 import { chooseCounter, type CountMethod, type TokenCounter } from './token-counter.ts';
 
 /** What a remote engine is made from (the key is kept by the caller; see services/secrets.ts). */
@@ -141,7 +146,7 @@ export class RemoteEngine implements ChatEngine {
     return new RemoteEngine(server, config.model, counter, listed.maxContext ?? counter.maxModelLen);
   }
 
-  countTokens(request: Pick<GenerationRequest, 'prompt' | 'messages'>): Promise<number> {
+  countTokens(request: Pick<GenerationRequest, 'prompt' | 'messages' | 'enableThinking'>): Promise<number> {
     return this.counter.count(request);
   }
 
@@ -172,18 +177,20 @@ export class RemoteEngine implements ChatEngine {
     return new RemoteEngineError('config', `this Ropewalk's engine is remote (${this.server.baseUrl}); ask that server for token ids and its chat template`);
   }
 
-  /** @throws InvalidOptionError before any event for tools or log-probabilities, which are not relayed (yet), rather than dropping them. */
+  /**
+   * Tools, tool choice and log-probabilities go to the server (relay.ts); a local reply prefix
+   * cannot (it is this engine's way of forcing a call: a caller must pass `toolChoice`).
+   * @throws InvalidOptionError before any event for `replyPrefix`.
+   */
   async *generate(request: GenerationRequest, opts: { signal?: AbortSignal } = {}): AsyncGenerator<GenerationEvent> {
-    if (request.tools?.length || request.replyPrefix || request.logprobs !== undefined) {
-      throw new InvalidOptionError('request', 'tool calls and log-probabilities are not relayed to a remote engine yet; ask that server directly');
-    }
+    if (request.replyPrefix) throw new InvalidOptionError('request', 'a reply prefix is not relayed to a remote engine; pass toolChoice to force a tool call');
     const started = performance.now();
     const ac = new AbortController();
     const onAbort = () => ac.abort();
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     if (opts.signal?.aborted) ac.abort();
     const chat = request.messages !== undefined;
-    const run: Run = { text: '', reasoning: '', chunks: 0, reasoningChunks: 0, firstAt: null, reasoningEndAt: null, finish: null, usage: null };
+    const run: Run = { text: '', reasoning: '', chunks: 0, reasoningChunks: 0, firstAt: null, reasoningEndAt: null, finish: null, usage: null, calls: new RelayedToolCalls(), toolDeltas: [], logprobs: [] };
     try {
       let res: Response;
       try {
@@ -203,8 +210,15 @@ export class RemoteEngine implements ChatEngine {
             break;
           }
           // One chunk ≈ one token: a chunk with reasoning and content counts once (id −1 on the second).
+          const got = run.logprobs.length;
           const deltas = this.takeChunk(data, chat, run);
-          for (let i = 0; i < deltas.length; i++) yield { type: 'token', id: i === 0 ? 0 : -1, text: deltas[i]!.text, part: deltas[i]!.part };
+          for (const toolCall of run.toolDeltas.splice(0)) yield { type: 'token', id: -1, text: '', part: 'content', toolCall };
+          // A chunk's log-probabilities ride on its token events; more entries than deltas on text-less ones (id −1).
+          const lps = run.logprobs.slice(got);
+          for (let i = 0; i < Math.max(deltas.length, lps.length); i++) {
+            const logprob = lps[i];
+            yield { type: 'token', id: i === 0 ? 0 : -1, text: deltas[i]?.text ?? '', part: deltas[i]?.part ?? 'content', ...(logprob ? { logprob } : {}) };
+          }
         }
       } catch (e) {
         if (ac.signal.aborted) return yield await this.done(request, run, started, 'cancelled');
@@ -242,6 +256,7 @@ export class RemoteEngine implements ChatEngine {
       ...(r.stop?.length ? { stop: r.stop } : {}),
       ...(r.ignoreEos ? { ignore_eos: true } : {}),
       // Constrained output is the remote server's to enforce (OpenAI's own field and shape).
+      ...relayFields(r, r.messages !== undefined),
       ...(r.responseFormat?.type === 'json_object' ? { response_format: r.responseFormat } : {}),
       ...(r.responseFormat?.type === 'json_schema' ? { response_format: { type: 'json_schema', json_schema: { name: 'response', schema: r.responseFormat.schema, strict: true } } } : {}),
     };
@@ -250,7 +265,7 @@ export class RemoteEngine implements ChatEngine {
   /** Reads one event's JSON into `run`; returns its reasoning and content text. @throws RemoteEngineError for an error event or bad JSON. */
   private takeChunk(data: string, chat: boolean, run: Run): PartDelta[] {
     let j: {
-      choices?: { delta?: WireParts; message?: WireParts; text?: unknown; finish_reason?: unknown }[];
+      choices?: { delta?: WireParts; message?: WireParts; text?: unknown; finish_reason?: unknown; logprobs?: unknown }[];
       usage?: { prompt_tokens?: unknown; completion_tokens?: unknown; completion_tokens_details?: { reasoning_tokens?: unknown } | null } | null;
       error?: { message?: unknown };
     };
@@ -271,6 +286,8 @@ export class RemoteEngine implements ChatEngine {
     const c = j.choices?.[0];
     if (typeof c?.finish_reason === 'string') run.finish = c.finish_reason;
     const parts = chat ? (c?.delta ?? c?.message) : undefined;
+    run.toolDeltas.push(...run.calls.take(parts?.tool_calls));
+    run.logprobs.push(...relayedLogprobs(c?.logprobs));
     const out: PartDelta[] = [];
     const thought = parts?.reasoning_content ?? parts?.reasoning;
     if (typeof thought === 'string' && thought !== '') {
@@ -317,7 +334,13 @@ export class RemoteEngine implements ChatEngine {
       rope: { capacity: 0, growths: 0, bytes: 0, rowsComputed: 0 },
       kv: { capacity: 0, growths: 0, bytes: 0 },
     };
-    return { type: 'done', reason, text: run.text, reasoning: run.reasoning, promptTokens: [], tokens: [], stats, ...(failure ? { error: { code: 'REMOTE', message: failure } } : {}) };
+    const calls = run.calls.all;
+    return {
+      type: 'done', reason, text: run.text, reasoning: run.reasoning, promptTokens: [], tokens: [], stats,
+      ...(calls.length ? { toolCalls: calls } : {}),
+      ...(request.logprobs !== undefined ? { logprobs: run.logprobs } : {}),
+      ...(failure ? { error: { code: 'REMOTE', message: failure } } : {}),
+    };
   }
 }
 
@@ -334,6 +357,10 @@ interface Run {
   reasoningEndAt: number | null;
   finish: string | null;
   usage: { prompt: number; completion: number; reasoning: number | null } | null;
+  calls: RelayedToolCalls;
+  /** The last chunk's tool_calls deltas, to stream on. */
+  toolDeltas: ToolCallDelta[];
+  logprobs: TokenLogprob[];
 }
 
 /** A chunk's delta (or a whole answer's message) as servers send it. */
@@ -341,11 +368,7 @@ interface WireParts {
   content?: unknown;
   reasoning_content?: unknown;
   reasoning?: unknown;
-}
-
-/** A chat message in the request: an assistant's reasoning as `reasoning_content` (what llama.cpp's server and vLLM read). */
-function wireMessage(m: ChatMessage): Record<string, string> {
-  return { role: m.role, content: m.content, ...(m.reasoning ? { reasoning_content: m.reasoning } : {}) };
+  tool_calls?: unknown;
 }
 
 /** OpenAI's finish_reason → the engine's ('length' is the only one that is not a stop). */
@@ -357,29 +380,4 @@ function finishOf(reason: string | null): FinishReason {
 function describeCut(e: unknown): string {
   const cause = (e as { cause?: { message?: string; code?: string } }).cause;
   return cause?.code === 'UND_ERR_SOCKET' || /other side closed/.test(cause?.message ?? '') ? 'the server closed the connection' : (cause?.message ?? (e instanceof Error ? e.message : String(e)));
-}
-
-/** A whole (non-streamed) JSON answer as the one event it amounts to, then `[DONE]`. */
-async function* wholeBody(res: Response): AsyncGenerator<string> {
-  yield await res.text();
-  yield '[DONE]';
-}
-
-/** The `data:` payloads of a Server-Sent Events body, in order (multi-line data joined by '\n'). */
-async function* serverSentData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for await (const bytes of body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(bytes, { stream: true });
-    let cut: RegExpExecArray | null;
-    while ((cut = /\r?\n\r?\n/.exec(buffer))) {
-      const event = buffer.slice(0, cut.index);
-      buffer = buffer.slice(cut.index + cut[0].length);
-      const data = event
-        .split(/\r?\n/)
-        .filter((l) => l.startsWith('data:'))
-        .map((l) => l.slice(5).replace(/^ /, ''));
-      if (data.length) yield data.join('\n');
-    }
-  }
 }

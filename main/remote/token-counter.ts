@@ -19,7 +19,7 @@ import type { RemoteServer } from './http.ts';
 export type CountMethod = 'server' | 'tokenizer' | 'estimate';
 
 /** What is counted: a raw prompt or chat messages (the engine's GenerationRequest forms). */
-export type CountRequest = { prompt?: string; messages?: ChatMessage[] };
+export type CountRequest = { prompt?: string; messages?: ChatMessage[]; enableThinking?: boolean };
 
 /** Counts a remote engine's tokens. */
 export interface TokenCounter {
@@ -101,7 +101,9 @@ export function llamaCppCounter(server: RemoteServer): TokenCounter {
     maxModelLen: null,
     async count(req, signal) {
       if (!req.messages) return tokenize(req.prompt ?? '', true, signal);
-      const t = (await server.json('/apply-template', 'applying the chat template', { messages: req.messages }, { signal })) as { prompt?: unknown };
+      // The Think toggle as the server's template gets it when answering (llama.cpp reads chat_template_kwargs here too).
+      const kwargs = req.enableThinking !== undefined ? { chat_template_kwargs: { enable_thinking: req.enableThinking } } : {};
+      const t = (await server.json('/apply-template', 'applying the chat template', { messages: req.messages, ...kwargs }, { signal })) as { prompt?: unknown };
       if (typeof t.prompt !== 'string') throw new RemoteEngineError('bad-response', `the remote engine at ${server.baseUrl} answered /apply-template without a prompt`);
       return tokenize(t.prompt, true, signal);
     },
@@ -130,7 +132,7 @@ export function tokenizerCounter(tokenizerPath: string): TokenCounter {
   return {
     method: 'tokenizer',
     maxModelLen: null,
-    count: async (req) => (req.messages ? tokenizer.encodeChat(req.messages) : tokenizer.encode(req.prompt ?? '', { parseSpecial: false })).length,
+    count: async (req) => (req.messages ? tokenizer.encodeChat(req.messages, { enableThinking: req.enableThinking }) : tokenizer.encode(req.prompt ?? '', { parseSpecial: false })).length,
     countEach: async (texts) => texts.map((t) => tokenizer.encode(t, { addBos: false, parseSpecial: false }).length),
   };
 }

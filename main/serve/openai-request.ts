@@ -190,8 +190,42 @@ function isJsonObject(body: unknown): body is Record<string, unknown> {
   return typeof body === 'object' && body !== null && !Array.isArray(body);
 }
 
-/** The chat messages as the engine takes them. @throws ApiError 400 naming the message at fault. */
+/**
+ * The chat messages as the engine takes them.
+ * @throws ApiError 400 naming the message at fault (and for tool history, the field: a call's
+ *   `arguments` that are not a JSON object, a tool message whose `tool_call_id` matches no call
+ *   of an earlier assistant message).
+ */
 export function chatMessages(messages: ChatBody['messages']): ChatMessage[] {
+  const out = messageList(messages);
+  checkToolHistory(out);
+  return out;
+}
+
+/**
+ * Tool history a template can render: each call's arguments a JSON object (Llama's and Mistral's
+ * templates print them with `tojson`; found in the tools pass: text that is not JSON reached the
+ * model quoted, or failed in the template), each tool message answering a call made before it.
+ * @throws ApiError 400 with `param` naming the field.
+ */
+function checkToolHistory(messages: ChatMessage[]): void {
+  const ids = new Set<string>();
+  messages.forEach((m, i) => {
+    m.toolCalls?.forEach((c, j) => {
+      let v: unknown;
+      try {
+        v = JSON.parse(c.arguments);
+      } catch {
+        v = undefined;
+      }
+      if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ApiError(400, 'invalid_request', `messages[${i}].tool_calls[${j}].function.arguments: ${JSON.stringify(c.arguments.slice(0, 60))} is not a JSON object`, `messages[${i}].tool_calls[${j}].function.arguments`);
+      ids.add(c.id);
+    });
+    if (m.role === 'tool' && !ids.has(m.toolCallId!)) throw new ApiError(400, 'invalid_request', `messages[${i}].tool_call_id: ${JSON.stringify(m.toolCallId!.slice(0, 60))} matches no tool call of an earlier assistant message`, `messages[${i}].tool_call_id`);
+  });
+}
+
+function messageList(messages: ChatBody['messages']): ChatMessage[] {
   return messages.map((m, i) => {
     const role = m.role === 'developer' ? 'system' : m.role;
     if (role !== 'system' && role !== 'user' && role !== 'assistant' && role !== 'tool') {
@@ -283,13 +317,14 @@ function responseFormat(f: z.infer<typeof sampling.response_format>, stop: unkno
 const EMPTY_PROMPT = 'the prompt is empty; give some text';
 
 /**
- * A `/v1/chat/completions` body; `toolFormat`: how the loaded model writes tool calls (default hermes).
+ * A `/v1/chat/completions` body; `model`: the loaded model's tool format (default hermes), and
+ * whether it is remote (then tools and tool_choice are relayed to its server as they are).
  * @throws ApiError 400 with `param` (every message empty: the last one's content). */
-export function parseChatRequest(body: unknown, s: Settings, toolFormat?: ToolFormat): ParsedRequest {
+export function parseChatRequest(body: unknown, s: Settings, model?: { toolFormat?: ToolFormat; remote?: unknown } | null): ParsedRequest {
   const b = parse(chatSchema, body);
   const messages = chatMessages(b.messages);
   if (b.top_logprobs != null && b.logprobs !== true) throw invalidField(['top_logprobs'], 'needs logprobs: true');
-  const tools = toolFields(b, toolFormat);
+  const tools = toolFields(b, model?.toolFormat, model?.remote !== undefined);
   // The engine refuses it too, but without the field: named here, the last message's content.
   if (messages.every((m) => m.content === '')) throw invalidField(['messages', messages.length - 1, 'content'], EMPTY_PROMPT);
   return {

@@ -149,7 +149,7 @@ function modelObject(m: ModelInfo): Record<string, unknown> {
 }
 
 async function generate(req: http.IncomingMessage, res: http.ServerResponse, backend: CompletionBackend, endpoint: Endpoint): Promise<void> {
-  const parsed = endpoint.parse(await readJson(req), backend.settings(), backend.model()?.toolFormat);
+  const parsed = endpoint.parse(await readJson(req), backend.settings(), backend.model());
   const info = loadedModel(backend, parsed.model);
   if (parsed.request.tools?.length && !info.hasChatTemplate) throw new ApiError(400, 'unsupported_parameter', `tools: ${info.name} has no chat template to give tools to`, 'tools');
 
@@ -177,7 +177,7 @@ async function answerWhole(res: http.ServerResponse, events: AsyncGenerator<Gene
   const logprobs = done.logprobs ? endpoint.logprobs(done.logprobs, 0) : null;
   const choice = endpoint.choice(done.text, finishReason(done.reason), done.reasoning, logprobs);
   if (tools) {
-    const { content, calls } = parseToolCalls(done.text, tools);
+    const { content, calls } = tools.relayed ? { content: done.text || null, calls: done.toolCalls ?? [] } : parseToolCalls(done.text, tools);
     if (calls.length > 0) Object.assign(choice, { message: { role: 'assistant', content, ...(done.reasoning ? { reasoning_content: done.reasoning } : {}), tool_calls: calls.map(toolCallJson) }, finish_reason: 'tool_calls' });
   }
   json(res, 200, { ...meta, object: endpoint.object, choices: [choice], usage: usage(done) });
@@ -206,7 +206,8 @@ async function answerStreamed(
     return out;
   };
   // With tools in play, content goes through the call reader: calls go out as tool_calls deltas.
-  const calls = parsed.tools ? new ToolCallStream(parsed.tools) : null;
+  const calls = parsed.tools && !parsed.tools.relayed ? new ToolCallStream(parsed.tools) : null;
+  let relayedDeltas = false;
   const sendCalls = (deltas: ToolStreamDelta[]) => {
     for (const d of deltas) {
       if (d.type === 'content') chunk([endpoint.chunkChoice(d.text, null, 'content', takeLogprobs())]);
@@ -217,12 +218,20 @@ async function answerStreamed(
     for (let it = first; !it.done; it = await events.next()) {
       const ev = it.value;
       if (ev.type === 'token' && ev.logprob) pending.push(ev.logprob);
-      if (ev.type === 'token' && ev.text && calls && ev.part === 'content') sendCalls(calls.push(ev.text));
+      if (ev.type === 'token' && ev.toolCall) {
+        // A remote engine's server streamed it: relayed as it came (the id and name once, then fragments).
+        const { index, id, name, arguments: args } = ev.toolCall;
+        relayedDeltas = true;
+        chunk([{ index: 0, delta: { tool_calls: [{ index, ...(id ? { id, type: 'function' } : {}), function: { ...(name ? { name } : {}), arguments: args ?? '' } }] }, logprobs: null, finish_reason: null }]);
+      } else if (ev.type === 'token' && ev.text && calls && ev.part === 'content') sendCalls(calls.push(ev.text));
       else if (ev.type === 'token' && ev.text) chunk([endpoint.chunkChoice(ev.text, null, ev.part, takeLogprobs())]);
       else if (ev.type === 'done' && ev.reason === 'error') send(errorJson(new ApiError(500, ev.error?.code.toLowerCase() ?? 'generation_error', ev.error?.message ?? 'the generation failed')));
       else if (ev.type === 'done') {
         if (calls) sendCalls(calls.finish().deltas);
-        chunk([endpoint.chunkChoice('', calls?.callCount ? 'tool_calls' : finishReason(ev.reason), 'content', takeLogprobs())]);
+        // A remote engine's calls not streamed as deltas (none came) are sent whole from its done event.
+        const relayed = ev.toolCalls ?? [];
+        if (!relayedDeltas) relayed.forEach((c, index) => sendCalls([{ type: 'call', index, id: c.id, name: c.name }, { type: 'arguments', index, text: c.arguments }]));
+        chunk([endpoint.chunkChoice('', calls?.callCount || relayed.length ? 'tool_calls' : finishReason(ev.reason), 'content', takeLogprobs())]);
         if (parsed.includeUsage) chunk([], { usage: usage(ev) });
       }
     }

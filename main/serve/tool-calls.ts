@@ -31,6 +31,8 @@ export interface ToolMode {
   names: string[];
   forced: boolean;
   parallel: boolean;
+  /** A remote engine's server reads the calls (the done event's `toolCalls`): nothing is parsed here. */
+  relayed?: boolean;
 }
 
 /** The text that opens a forced call in the Qwen/Hermes format. */
@@ -38,11 +40,12 @@ export const TOOL_CALL_OPEN = formatRules('hermes').open;
 
 /**
  * The request fields for `body`'s tools, and how to read the reply (null: no tools in play).
- * `format`: how the model's template writes calls (default hermes).
+ * `format`: how the model's template writes calls (default hermes); `relayed`: a remote engine
+ * answers, so the tools and the choice go to its server as they are (no prefix, no constraint here).
  * @throws ApiError 400: a named tool_choice that names no tool, a required one without tools, a
  *   parameters schema not covered, or response_format beside a forced call.
  */
-export function toolFields(body: ToolBody & { response_format?: { type: string } | null | undefined }, format: ToolFormat = 'hermes'): { fields: Pick<GenerationRequest, 'tools' | 'replyPrefix' | 'responseFormat'>; mode: ToolMode | null } {
+export function toolFields(body: ToolBody & { response_format?: { type: string } | null | undefined }, format: ToolFormat = 'hermes', relayed = false): { fields: Pick<GenerationRequest, 'tools' | 'replyPrefix' | 'responseFormat' | 'toolChoice' | 'parallelToolCalls'>; mode: ToolMode | null } {
   const tools = body.tools ?? [];
   const choice = body.tool_choice ?? 'auto';
   if (tools.length === 0) {
@@ -51,7 +54,12 @@ export function toolFields(body: ToolBody & { response_format?: { type: string }
   }
   if (choice === 'none') return { fields: {}, mode: null };
   const names = tools.map((t) => t.function.name);
-  const mode: ToolMode = { format, names, forced: choice !== 'auto', parallel: body.parallel_tool_calls !== false };
+  const mode: ToolMode = { format, names, forced: choice !== 'auto', parallel: body.parallel_tool_calls !== false, ...(relayed ? { relayed } : {}) };
+  if (relayed) {
+    if (typeof choice !== 'string' && !names.includes(choice.function.name)) throw new ApiError(400, 'invalid_request', `tool_choice.function.name: no tool is named ${JSON.stringify(choice.function.name).slice(0, 80)}`, 'tool_choice.function.name');
+    const toolChoice = typeof choice === 'string' ? choice : { name: choice.function.name };
+    return { fields: { tools, toolChoice, ...(typeof body.parallel_tool_calls === 'boolean' ? { parallelToolCalls: body.parallel_tool_calls } : {}) }, mode };
+  }
   if (choice === 'auto') return { fields: { tools }, mode };
   const chosen = typeof choice === 'string' ? tools : tools.filter((t) => t.function.name === choice.function.name);
   if (chosen.length === 0) throw new ApiError(400, 'invalid_request', `tool_choice.function.name: no tool is named ${JSON.stringify(typeof choice === 'string' ? '' : choice.function.name).slice(0, 80)}`, 'tool_choice.function.name');

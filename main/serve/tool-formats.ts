@@ -46,7 +46,8 @@ const mistralId = (): string => randomUUID().replace(/-/g, '').slice(0, 9);
 
 /** `{name: const, <key>: parameters}` for each tool (any of them). */
 function callSchema(chosen: ChosenTool[], key: 'arguments' | 'parameters'): unknown {
-  const branches = chosen.map((t) => ({ type: 'object', properties: { name: { const: t.name }, [key]: t.parameters }, required: ['name', key], additionalProperties: false }));
+  // The name first, as the templates write a call: a stream can then open the call before its arguments.
+  const branches = chosen.map((t) => ({ type: 'object', properties: { name: { const: t.name }, [key]: t.parameters }, required: ['name', key], additionalProperties: false, propertyOrdering: ['name', key] }));
   return branches.length === 1 ? branches[0] : { anyOf: branches };
 }
 

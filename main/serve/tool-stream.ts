@@ -174,7 +174,7 @@ export class ToolCallStream {
   private sentContent = 0;
   /** Per call index sent: its id and how much of its arguments went out. */
   private readonly sent: { id: string; args: number }[] = [];
-  private readonly rules;
+  private readonly rules: ReturnType<typeof formatRules>;
 
   constructor(private readonly mode: ToolMode) {
     this.rules = formatRules(mode.format);

@@ -10,6 +10,8 @@
  *             used < maxContext: the answer then shifts the context when it reaches the max
  *             context (the engine's context shift, context-policy.ts's SHIFT_KEEP), so only the
  *             prompt must fit, not the reserve.
+ * Every count renders the template with the conversation's Think toggle (`enable_thinking`), as the
+ * answer's request does.
  * The prompt as fed comes from `DocumentService.assemble`, which the answer uses too, after the
  * context-full policy has left out the oldest exchanges (`outOfContext`, and `droppedTokens` =
  * count(prompt with them) − count(prompt as fed); see context-policy.ts). The settings are the
@@ -132,8 +134,11 @@ export class BudgetService {
     const hasDraft = draft.length > 0 || documents.length > 0;
     const pending = hasDraft ? { content: draft, documents } : null;
     const room = s.maxContext - s.maxTokens;
+    // The Think toggle changes the prompt (Qwen3's closes an empty block when it is off): counted as the answer sends it.
+    const thinking = conversationId ? this.store.conversationThinking(conversationId) : null;
+    const think = thinking !== null ? { enableThinking: thinking } : {};
     // A prompt with whole documents of megabytes that surely do not fit is measured, not counted (DocumentService.assemble).
-    const count = async (p: AssembledPrompt) => (p.measured ? (await this.engine.countTokens({ messages: p.measured.messages })) + p.measured.tokens : this.engine.countTokens({ messages: p.messages }));
+    const count = async (p: AssembledPrompt) => (p.measured ? (await this.engine.countTokens({ messages: p.measured.messages, ...think })) + p.measured.tokens : this.engine.countTokens({ messages: p.messages, ...think }));
     let prompt = await this.documents.assemble(system, stored, pending, room);
     // The context-full policy leaves out the oldest exchanges (never the system prompt).
     let kept: readonly Message[] = stored;
@@ -158,9 +163,9 @@ export class BudgetService {
       }
     }
     const plainHistory = historyMessages(kept);
-    const { system: sys, history: hist } = await this.countHistory(key, system, plainHistory);
+    const { system: sys, history: hist } = await this.countHistory(key, system, plainHistory, think);
     // The plain prompt (no documents) with the draft's turn, then the prompt as fed.
-    const plainAll = hasDraft && prompt.plain.some((m) => m.content.length > 0) ? await this.engine.countTokens({ messages: prompt.plain }) : sys + hist;
+    const plainAll = hasDraft && prompt.plain.some((m) => m.content.length > 0) ? await this.engine.countTokens({ messages: prompt.plain, ...think }) : sys + hist;
     const withDocuments = kept.some((m) => m.documents?.length) || documents.length > 0;
     const all = withDocuments ? (fedCount ?? (await count(prompt))) : plainAll;
     const draftTokens = hasDraft ? Math.max(0, plainAll - sys - hist) : 0;
@@ -248,13 +253,13 @@ export class BudgetService {
    * cache holds the in-flight promise, so overlapping requests (the server's recount after an
    * answer and the window's refresh) tokenize once. A failure is not cached.
    */
-  private countHistory(key: string, system: ChatMessage[], history: ChatMessage[]): Promise<{ system: number; history: number }> {
-    const signature = `${this.engine.model?.bundleDir ?? ''}\u0000${JSON.stringify(system)}\u0000${JSON.stringify(history)}`;
+  private countHistory(key: string, system: ChatMessage[], history: ChatMessage[], think: { enableThinking?: boolean }): Promise<{ system: number; history: number }> {
+    const signature = `${this.engine.model?.bundleDir ?? ''}\u0000${JSON.stringify(system)}\u0000${JSON.stringify(history)}\u0000${think.enableThinking ?? ''}`;
     const hit = this.counted.get(key);
     if (hit && hit.signature === signature) return hit.counts;
     const counts = (async () => {
-      const sys = system.length ? await this.engine.countTokens({ messages: system }) : 0;
-      const hist = history.length ? Math.max(0, (await this.engine.countTokens({ messages: [...system, ...history] })) - sys) : 0;
+      const sys = system.length ? await this.engine.countTokens({ messages: system, ...think }) : 0;
+      const hist = history.length ? Math.max(0, (await this.engine.countTokens({ messages: [...system, ...history], ...think })) - sys) : 0;
       return { system: sys, history: hist };
     })();
     this.counted.delete(key);

@@ -36,7 +36,7 @@ export class EngineSwitch implements ChatEngine {
     return this.active.countAccuracy;
   }
 
-  countTokens(request: Pick<GenerationRequest, 'prompt' | 'messages'>) {
+  countTokens(request: Pick<GenerationRequest, 'prompt' | 'messages' | 'enableThinking'>) {
     return this.active.countTokens(request);
   }
 

@@ -105,7 +105,11 @@ function conversationHandlers(
       refreshBudget();
       return s;
     },
-    setConversationThinking: async ({ id, thinking }) => changed(() => store.setConversationThinking(id, thinking)),
+    setConversationThinking: async ({ id, thinking }) => {
+      const s = changed(() => store.setConversationThinking(id, thinking));
+      refreshBudget(); // the toggle changes the prompt the meter counts
+      return s;
+    },
     deleteConversation: async ({ id }) => {
       store.getSummary(id);
       await chat.stop(id);

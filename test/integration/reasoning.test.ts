@@ -122,6 +122,18 @@ test('a conversation stores the reasoning apart, streams it in answerDelta.reaso
   assert.deepEqual([second.reasoning ?? '', second.content, second.stats?.reasoningTokens], ['', 'Hello!', undefined]);
 });
 
+test('the meter counts the prompt as the answer sends it, Think toggle included (it was 4 tokens low with Think off)', async () => {
+  for (const thinking of [false, true, null]) {
+    const c = await call('createConversation', {});
+    if (thinking !== null) await call('setConversationThinking', { id: c.id, thinking });
+    const budget = await call('getBudget', { conversationId: c.id, draft: 'Hi' });
+    const done = nextEvent(backend.router, 'answerDone', (d) => d.conversationId === c.id, 60_000);
+    await call('sendMessage', { conversationId: c.id, content: 'Hi' });
+    const stats = (await done).message.stats;
+    assert.equal(budget.used, stats?.promptTokens, `Think ${thinking}: the meter said ${budget.used}, the answer was fed ${stats?.promptTokens}`);
+  }
+});
+
 test('the remote engine reads a server’s reasoning_content as reasoning', async () => {
   const remote = await RemoteEngine.connect({ baseUrl: `http://127.0.0.1:${srv.port}/v1`, apiKey: null, model, tokenizerPath: null });
   const parts: Record<string, string> = { reasoning: '', content: '' };

@@ -18,6 +18,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { RequestOf, ResponseOf, MethodName } from '../../main/contract/channels.ts';
 import type { Settings } from '../../main/contract/types.ts';
+import type { GenerationEvent } from '../../main/engine/generate/types.ts';
 import { startBackend, type Backend } from '../../main/composition/start-backend.ts';
 import { RouterError } from '../../main/composition/router.ts';
 import { STORIES_BIN } from '../helpers/paths.ts';
@@ -136,13 +137,16 @@ test('a remote engine: listed, connected, and answering through the same path as
   const withDraft = await remote.host.countTokens({ messages: [...history, { role: 'user', content: 'And then' }] });
   assert.equal(budget.draft, withDraft - all);
 
-  // What the remote path does not relay is refused, not dropped.
+  // A local reply prefix cannot be relayed: refused, not dropped. Log-probabilities are relayed
+  // (tools too: remote-relay.test.ts, on a model with a template).
   const sampler = { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1 };
-  for (const extra of [{ logprobs: 2 }, { tools: [{ type: 'function', function: { name: 'f' } }] }]) {
-    await assert.rejects(async () => {
-      for await (const _ of local.completions.complete({ messages: history, maxTokens: 2, sampler, ...extra }, new AbortController().signal));
-    }, /not relayed to a remote engine/);
-  }
+  await assert.rejects(async () => {
+    for await (const _ of local.completions.complete({ messages: history, maxTokens: 2, sampler, replyPrefix: '<tool_call>\n' }, new AbortController().signal));
+  }, /reply prefix is not relayed to a remote engine/);
+  let withLogprobs: Extract<GenerationEvent, { type: 'done' }> | undefined;
+  for await (const ev of local.completions.complete({ messages: history, maxTokens: 2, sampler, logprobs: 2 }, new AbortController().signal)) if (ev.type === 'done') withLogprobs = ev;
+  assert.equal(withLogprobs?.logprobs?.length, 2, JSON.stringify(withLogprobs?.logprobs));
+  assert.ok(withLogprobs.logprobs.every((e) => e.top.length === 2 && e.logprob <= 0));
 });
 
 test('Stop cancels the HTTP request: the answer keeps its text as cancelled and the server stops generating', async () => {

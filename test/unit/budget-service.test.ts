@@ -38,6 +38,7 @@ test('overlapping budget computations of one conversation tokenize its history o
   const store = {
     getConversation: () => ({ messages: [message('user', 'hello'), message('assistant', ' world')] }),
     conversationPolicy: () => null, // no policy of its own
+    conversationThinking: () => null, // no Think toggle set
   } as unknown as ConversationStore;
   const get = () => ({ systemPrompt: '', maxContext: 512, maxTokens: 128, contextFullPolicy: 'stop' });
   const settings = { get, forConversation: get } as unknown as SettingsService;

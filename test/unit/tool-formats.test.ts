@@ -16,6 +16,9 @@ import { Ajv } from 'ajv';
 import type { GenerationEvent, GenerationRequest } from '../../main/engine/generate/types.ts';
 import { detectToolFormat, mistralCallId, type ToolFormat } from '../../main/engine/tokenizer/tool-format.ts';
 import type { TextTokenizer } from '../../main/engine/tokenizer/tokenizer.ts';
+import { UnsupportedSchemaError } from '../../main/engine/errors.ts';
+import { advance, initialState } from '../../main/engine/sampling/json-machine.ts';
+import { compileSchema } from '../../main/engine/sampling/json-schema.ts';
 import { parseToolCalls, toolFields } from '../../main/serve/tool-calls.ts';
 import { forcedEngine, qwen3Tokenizer } from '../helpers/forced-backend.ts';
 import { markerTokenizer, toolTemplate, type TemplateName } from '../helpers/tool-templates.ts';
@@ -114,6 +117,8 @@ describe('forced calls: tool_choice required or named, whatever the logits say',
         if (typeof choice !== 'string') assert.equal(calls[0].name, 'get_weather');
         const schema = calls[0].name === 'get_weather' ? WEATHER : TIME;
         assert.ok(ajv.validate(schema, JSON.parse(calls[0].arguments)), `${calls[0].arguments}: ${ajv.errorsText()}`);
+        // The name before the arguments (propertyOrdering), as templates write calls: a stream opens the call first.
+        if (format !== 'mistral-args') assert.match(done.text, /^[\s[{]*"name"/, done.text);
       });
     }
   }
@@ -152,4 +157,28 @@ describe('a call and its result back through each template', () => {
       assert.ok(text.includes(result), text);
     });
   }
+});
+
+describe('propertyOrdering: keys in the listed order (what forced calls use)', () => {
+  const schema = { type: 'object', properties: { name: { type: 'string', maxLength: 3 }, arguments: { type: 'object' } }, required: ['name'], additionalProperties: false, propertyOrdering: ['name', 'arguments'] };
+  const accepts = (text: string): boolean => {
+    let state = initialState(compileSchema(schema));
+    for (const b of Buffer.from(text)) if ((state = advance(state, b)).length === 0) return false;
+    return true;
+  };
+  it('the listed order passes, the other order is a dead end at the first key out of order', () => {
+    assert.ok(accepts('{"name": "x", "arguments": {}}'));
+    assert.ok(accepts('{"name": "x"}'), 'an optional key may be left out');
+    assert.ok(!accepts('{"arguments": {}, "name"'), 'arguments before name');
+    assert.ok(!accepts('{"arguments"'), 'a required key (name) cannot be skipped');
+    const optionalFirst = { ...schema, required: ['arguments'] };
+    let state = initialState(compileSchema(optionalFirst));
+    for (const b of Buffer.from('{"arguments": {}')) state = advance(state, b);
+    assert.ok(state.length > 0 && advance(state, 0x2c).length === 0, 'no key can follow the last one: the comma is refused');
+  });
+  it('a list that is not exactly the properties, or beside additionalProperties, is refused naming the keyword', () => {
+    for (const bad of [{ ...schema, propertyOrdering: ['name'] }, { ...schema, propertyOrdering: ['name', 'other'] }, { ...schema, additionalProperties: true }]) {
+      assert.throws(() => compileSchema(bad), (e: unknown) => e instanceof UnsupportedSchemaError && /propertyOrdering/.test(e.message));
+    }
+  });
 });

@@ -25,6 +25,14 @@ export interface ChatMessage {
   toolCallId?: string;
 }
 
+/** A fragment of a streamed tool call (OpenAI's `delta.tool_calls[i]`). */
+export interface ToolCallDelta {
+  index: number;
+  id?: string;
+  name?: string;
+  arguments?: string;
+}
+
 /** One function call: its id, name, and arguments as JSON text. */
 export interface ToolCall {
   id: string;
@@ -67,6 +75,13 @@ export interface GenerationRequest {
   responseFormat?: ResponseFormat;
   /** OpenAI tool definitions (`{ type: 'function', function: { name, description, parameters } }`), given to the chat template as `tools`. */
   tools?: unknown[];
+  /**
+   * OpenAI's `tool_choice` and `parallel_tool_calls`, for a remote engine to relay (its server
+   * constrains the call); the local engine takes tools through the template and a forced call
+   * through `replyPrefix` and `responseFormat` instead, and ignores these.
+   */
+  toolChoice?: 'auto' | 'none' | 'required' | { name: string };
+  parallelToolCalls?: boolean;
   /** Text that opens the reply, fed as prompt after the template's generation prompt (e.g. `<tool_call>\n` to force a call); not part of the output. */
   replyPrefix?: string;
   /**
@@ -152,7 +167,11 @@ export type GenerationEvent =
    * held the end of the reasoning and the start of the answer): count tokens by `id >= 0`.
    * `logprob`: the sampled token's, when the request asked (none for id −1).
    */
-  | { type: 'token'; id: number; text: string; part: ReplyPart; logprob?: TokenLogprob }
+  | {
+      type: 'token'; id: number; text: string; part: ReplyPart; logprob?: TokenLogprob;
+      /** A remote engine's server's `tool_calls` delta as it streamed it (id −1, no text): the call's index, its id and name once, arguments fragments. */
+      toolCall?: ToolCallDelta;
+    }
   | {
       type: 'done';
       reason: FinishReason;
@@ -162,6 +181,8 @@ export type GenerationEvent =
       reasoning: string;
       promptTokens: number[];
       tokens: number[];
+      /** Calls a remote engine's server returned as `tool_calls` (main/remote/relay.ts); absent locally, where calls are read from `text`. */
+      toolCalls?: ToolCall[];
       /** Per generated token (as `tokens`), when the request asked for log-probabilities. */
       logprobs?: TokenLogprob[];
       stats: GenerationStats;

@@ -187,7 +187,22 @@ function declaredKeys(node: ObjectNode): Map<string, string> {
 }
 
 function canAddKey(f: Extract<Frame, { t: 'obj' }>): boolean {
+  const order = f.node.order;
+  if (order) return f.used.length === 0 || order.indexOf(f.used[f.used.length - 1]) < order.length - 1;
   return f.node.additional !== null || f.used.length < f.node.props.size;
+}
+
+/**
+ * Whether declared key `name` may come next: unused, and with an order, after the last key used
+ * and skipping no required key (one skipped could never come, and `}` would never be allowed).
+ */
+function mayUse(f: Extract<Frame, { t: 'obj' }>, name: string): boolean {
+  if (f.used.includes(name)) return false;
+  const order = f.node.order;
+  if (!order) return true;
+  const last = f.used.length ? order.indexOf(f.used[f.used.length - 1]) : -1;
+  const at = order.indexOf(name);
+  return at > last && order.slice(last + 1, at).every((k) => !f.node.required.has(k));
 }
 
 function stepObject(f: Extract<Frame, { t: 'obj' }>, up: Stack | null, b: number, out: Stack[]): void {
@@ -225,14 +240,14 @@ function stepKey(f: Extract<Frame, { t: 'obj' }>, up: Stack | null, b: number, o
   const declared = declaredKeys(f.node);
   if (b === 0x22 && f.u8 === 0) {
     const name = declared.get(f.key) ?? (f.node.additional ? Buffer.from(f.key, 'latin1').toString('utf8') : null);
-    if (name === null || f.used.includes(name)) return;
+    if (name === null || !mayUse(f, name)) return;
     const child = f.node.props.get(name) ?? f.node.additional!;
     out.push(push({ ...f, ph: 'colon', used: [...f.used, name], key: '', child, ws: 0 }, up));
     return;
   }
   const key = f.key + String.fromCharCode(b);
   let ok = false;
-  for (const [text, name] of declared) if (text.startsWith(key) && !f.used.includes(name)) ok = true;
+  for (const [text, name] of declared) if (text.startsWith(key) && mayUse(f, name)) ok = true;
   let u8 = 0;
   if (f.node.additional && key.length <= MAX_KEY_BYTES && b >= 0x20 && b !== 0x5c) {
     const next = utf8Step(f.u8, b);

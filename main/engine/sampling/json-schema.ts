@@ -4,7 +4,7 @@
  * Covered (draft 2020-12 / draft-07 meaning): `type` (object, array, string, number, integer,
  * boolean, null, or a list of them), `properties`, `required`, `additionalProperties` (true /
  * false / absent), `items` (one schema), `minItems` / `maxItems`, `minLength` / `maxLength`
- * (code points), `enum`, `const`, `anyOf`; annotations (`title`, `description`, `$schema`,
+ * (code points), `enum`, `const`, `anyOf`, `propertyOrdering` (keys in that order); annotations (`title`, `description`, `$schema`,
  * `default`, `examples`, …) are ignored. `minimum` / `maximum` are taken only where they bound
  * nothing the grammar can emit (|x| ≥ 1e15, e.g. zod's safe-integer bounds on `int()`): numbers
  * have at most 15 digits before the point and no exponent. Anything else (`pattern`, `format`, `$ref`, `oneOf`, `allOf`, a real
@@ -17,7 +17,8 @@ import { UnsupportedSchemaError } from '../errors.ts';
 
 /** The grammar of one JSON value. `id` tells nodes apart in the machine's state keys. */
 export type SchemaNode =
-  | { kind: 'object'; id: number; props: Map<string, SchemaNode>; required: ReadonlySet<string>; additional: SchemaNode | null }
+  /** `order`: the keys' order (propertyOrdering), each key only after those before it; null: any order. */
+  | { kind: 'object'; id: number; props: Map<string, SchemaNode>; required: ReadonlySet<string>; additional: SchemaNode | null; order: readonly string[] | null }
   | { kind: 'array'; id: number; items: SchemaNode; minItems: number; maxItems: number }
   | { kind: 'string'; id: number; minLength: number; maxLength: number }
   | { kind: 'number'; id: number; integer: boolean }
@@ -29,7 +30,7 @@ let nextId = 1;
 const id = (): number => nextId++;
 
 const ANNOTATIONS = new Set(['title', 'description', '$schema', '$id', '$comment', 'default', 'examples', 'deprecated', 'readOnly', 'writeOnly', 'strict']);
-const HANDLED = new Set(['type', 'properties', 'required', 'additionalProperties', 'items', 'minItems', 'maxItems', 'minLength', 'maxLength', 'enum', 'const', 'anyOf', 'minimum', 'maximum']);
+const HANDLED = new Set(['type', 'properties', 'required', 'additionalProperties', 'propertyOrdering', 'items', 'minItems', 'maxItems', 'minLength', 'maxLength', 'enum', 'const', 'anyOf', 'minimum', 'maximum']);
 const TYPES = ['object', 'array', 'string', 'number', 'integer', 'boolean', 'null'] as const;
 type TypeName = (typeof TYPES)[number];
 /** |x| below this is all a 15-digit integer part can reach. */
@@ -38,7 +39,7 @@ const NUMBER_BOUND = 1e15;
 /** Any JSON value (json_object's values, `{}`, `additionalProperties: true`). */
 const anyOptions: SchemaNode[] = [];
 export const ANY: SchemaNode = { kind: 'anyOf', id: id(), options: anyOptions };
-const anyObject: SchemaNode = { kind: 'object', id: id(), props: new Map(), required: new Set(), additional: ANY };
+const anyObject: SchemaNode = { kind: 'object', id: id(), props: new Map(), required: new Set(), additional: ANY, order: null };
 const anyArray: SchemaNode = { kind: 'array', id: id(), items: ANY, minItems: 0, maxItems: Infinity };
 anyOptions.push(
   anyObject,
@@ -141,7 +142,20 @@ function compileObject(s: Record<string, unknown>, path: string): SchemaNode {
     if (!props.has(r) && !additional) throw new UnsupportedSchemaError('required', path, `names ${JSON.stringify(r)}, which additionalProperties: false forbids`);
     if (!props.has(r)) props.set(r, ANY);
   }
-  return { kind: 'object', id: id(), props, required: new Set(required), additional };
+  return { kind: 'object', id: id(), props, required: new Set(required), additional, order: ordering(s.propertyOrdering, props, additional, path) };
+}
+
+/**
+ * `propertyOrdering` (as Google's structured output names it): every declared property, in the
+ * order the keys must come, with `additionalProperties: false`. Tool calls use it so a forced
+ * call writes its name before its arguments, as models do (and a stream can name the call first).
+ * @throws UnsupportedSchemaError for a list that is not exactly the properties, or beside other properties.
+ */
+function ordering(o: unknown, props: Map<string, SchemaNode>, additional: SchemaNode | null, path: string): readonly string[] | null {
+  if (o === undefined) return null;
+  const ok = Array.isArray(o) && o.length === props.size && new Set(o).size === o.length && o.every((k) => typeof k === 'string' && props.has(k));
+  if (!ok || additional) throw new UnsupportedSchemaError('propertyOrdering', path, 'must list every property once, with additionalProperties: false');
+  return o as string[];
 }
 
 function compileAnyOf(s: Record<string, unknown>, path: string): SchemaNode {
