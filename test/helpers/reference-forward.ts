@@ -36,6 +36,12 @@
  *   - `dynamic` (`_compute_dynamic_ntk_parameters`; "Dynamically Scaled RoPE", /u/emozilla):
  *     base' = base·((factor·L/orig) − (factor − 1))^(R/(R − 2)). This project's convention:
  *     evaluated once, with L = maxContext; when L ≤ orig the plain base is used.
+ *   - `longrope` (`_compute_longrope_parameters`; Ding et al. 2024, "LongRoPE"):
+ *     invFreq_i = 1 / (ext_i·base^(2i/R)), ext = longFactor when maxContext exceeds the original
+ *     context, else shortFactor (this project's convention, as llama.cpp's by its context size;
+ *     transformers switches by the current length); cos and sin times attentionFactor.
+ * - Phi-3's fused weights (transformers `modeling_phi3.py`): qkv_proj rows are q, then k, then v;
+ *   gate_up_proj rows are gate, then up (`chunk(2, dim=-1)`).
  * - Sliding window (Beltagy et al. 2020, "Longformer"; Jiang et al. 2023, "Mistral 7B"): with a
  *   window W on a layer, the query at position i attends to positions max(0, i − W + 1) … i only
  *   (transformers `sliding_window_overlay`: kv_idx > q_idx − W).
@@ -85,6 +91,7 @@ export function referenceRopeBase(rope: RopeConfig, maxContext: number): number 
 /** The multiplier on cos and sin: YaRN's attention factor, 1 for every other variant. */
 export function referenceRopeAttentionFactor(rope: RopeConfig): number {
   const s = rope.scaling;
+  if (s?.type === 'longrope') return s.attentionFactor;
   if (s?.type !== 'yarn') return 1;
   if (s.attentionFactor !== undefined) return s.attentionFactor;
   return s.factor <= 1 ? 1 : 0.1 * Math.log(s.factor) + 1;
@@ -123,6 +130,11 @@ export function referenceInvFreq(rope: RopeConfig, maxContext: number): Float64A
           out[i] = ((1 - smooth) * f) / s.factor + smooth * f;
         }
       }
+      return out;
+    }
+    case 'longrope': {
+      const ext = maxContext > s.originalMaxPositionEmbeddings ? s.longFactor : s.shortFactor;
+      for (let i = 0; i < half; i++) out[i] = 1 / (ext[i] * base ** ((2 * i) / R));
       return out;
     }
     case 'yarn': {
@@ -317,8 +329,25 @@ export class ReferenceModel {
     this.finalNorm = get('model.norm.weight', [D]);
     const qDim = numHeads * headDim;
     this.layers = [];
+    /** Rows [from, from + count) of a [rows, cols] weight, as its own tensor. */
+    const rows = (t: Tensor32, from: number, count: number): Tensor32 => {
+      const cols = t.shape[1];
+      return { shape: [count, cols], data: t.data.subarray(from * cols, (from + count) * cols) };
+    };
     for (let l = 0; l < config.numLayers; l++) {
-      const w = (suffix: string, shape: number[]) => get(layerWeight(l, suffix), shape);
+      const get1 = (suffix: string, shape: number[]) => get(layerWeight(l, suffix), shape);
+      // Phi-3: qkv_proj (q, k, v rows) and gate_up_proj (gate, up rows) split into the Llama names.
+      const split = new Map<string, Tensor32>();
+      if (config.fusedProjections) {
+        const qkv = get1('self_attn.qkv_proj.weight', [qDim + 2 * this.kvDim, D]);
+        const gateUp = get1('mlp.gate_up_proj.weight', [2 * H, D]);
+        split.set('self_attn.q_proj.weight', rows(qkv, 0, qDim));
+        split.set('self_attn.k_proj.weight', rows(qkv, qDim, this.kvDim));
+        split.set('self_attn.v_proj.weight', rows(qkv, qDim + this.kvDim, this.kvDim));
+        split.set('mlp.gate_proj.weight', rows(gateUp, 0, H));
+        split.set('mlp.up_proj.weight', rows(gateUp, H, H));
+      }
+      const w = (suffix: string, shape: number[]) => split.get(suffix) ?? get1(suffix, shape);
       this.layers.push({
         inputNorm: w('input_layernorm.weight', [D]),
         q: w('self_attn.q_proj.weight', [qDim, D]),

@@ -43,13 +43,14 @@ import {
   type ModelWeights,
   type OpenedModel,
   type RopeConfig,
+  type RopeScaling,
   type TokenizerFacts,
   type WeightSources,
 } from './manifest.ts';
 import { MAX_TENSOR_ELEMENTS, openSafetensors, type SafetensorsFile } from './safetensors.ts';
 import { gemmaHfOptions, gemmaLayerSlides } from './families.ts';
 
-export const SUPPORTED_MODEL_TYPES = ['llama', 'mistral', 'qwen2', 'qwen3', 'gemma2', 'gemma3_text'] as const;
+export const SUPPORTED_MODEL_TYPES = ['llama', 'mistral', 'qwen2', 'qwen3', 'gemma2', 'gemma3_text', 'phi3'] as const;
 type ModelType = (typeof SUPPORTED_MODEL_TYPES)[number];
 
 /**
@@ -71,7 +72,7 @@ export const HF_LIMITS = {
 } as const;
 
 /** transformers' defaults for `max_position_embeddings` when a config omits it. */
-const DEFAULT_CONTEXT: Record<Architecture, number> = { llama: 2048, mistral: 131_072, qwen2: 32_768, qwen3: 32_768, gemma2: 8192, gemma3: 131_072 };
+const DEFAULT_CONTEXT: Record<Architecture, number> = { llama: 2048, mistral: 131_072, qwen2: 32_768, qwen3: 32_768, gemma2: 8192, gemma3: 131_072, phi3: 4096 };
 
 /** The architecture a model_type becomes (Gemma 3's text-only `gemma3_text` is `gemma3`). */
 const architectureOf = (t: ModelType): Architecture => (t === 'gemma3_text' ? 'gemma3' : t);
@@ -84,6 +85,7 @@ const RopeSchema = z.looseObject({
   rope_type: z.string().optional(), type: z.string().optional(), rope_theta: positive, partial_rotary_factor: fraction,
   factor: positive, low_freq_factor: positive, high_freq_factor: positive, original_max_position_embeddings: posInt.optional(),
   beta_fast: positive, beta_slow: positive, attention_factor: positive,
+  long_factor: z.array(z.number().positive()).optional(), short_factor: z.array(z.number().positive()).optional(),
 });
 const ConfigSchema = z.object({
   model_type: z.enum(SUPPORTED_MODEL_TYPES),
@@ -92,7 +94,7 @@ const ConfigSchema = z.object({
   rms_norm_eps: z.number().positive().default(1e-6), hidden_act: z.string().nullish(), hidden_activation: z.string().nullish(),
   tie_word_embeddings: z.boolean().optional(), attention_bias: z.boolean().default(false), mlp_bias: z.boolean().default(false),
   rope_theta: positive, partial_rotary_factor: fraction, rope_scaling: RopeSchema.nullish(), rope_parameters: RopeSchema.nullish(),
-  max_position_embeddings: posInt.optional(),
+  max_position_embeddings: posInt.optional(), original_max_position_embeddings: posInt.optional(),
   bos_token_id: tokenId.nullish(), eos_token_id: z.union([tokenId, z.array(tokenId)]).nullish(),
   sliding_window: z.number().int().nullish(), use_sliding_window: z.boolean().nullish(),
   max_window_layers: z.number().int().nonnegative().nullish(), layer_types: z.array(z.string()).nullish(),
@@ -161,6 +163,7 @@ export function parseHfConfig(json: unknown, file: string): ModelConfig {
     // Qwen2 always has q/k/v biases; Mistral never; Llama and Qwen3 follow the flag.
     attentionBias: c.model_type === 'qwen2' || (c.model_type !== 'mistral' && c.attention_bias),
     qkNorm: c.model_type === 'qwen3' || c.model_type === 'gemma3_text',
+    ...(c.model_type === 'phi3' ? { fusedProjections: true } : {}),
     rope: parseRope(c, headDim, trainedContext, fail),
     trainedContext,
   };
@@ -250,10 +253,32 @@ function parseRope(c: HfConfig, headDim: number, trainedContext: number, fail: (
     case 'dynamic':
       rope.scaling = { type, factor: need('factor'), originalMaxPositionEmbeddings: rp?.original_max_position_embeddings ?? trainedContext };
       break;
+    case 'longrope': // Phi-3 (older configs name it 'su')
+    case 'su':
+      rope.scaling = longRope(c, rp!, rotaryDim, trainedContext, fail);
+      break;
     default:
-      fail(`unsupported rope_scaling type ${JSON.stringify(type)}; supported: default, linear, llama3, yarn, dynamic`);
+      fail(`unsupported rope_scaling type ${JSON.stringify(type)}; supported: default, linear, llama3, yarn, dynamic, longrope`);
   }
   return rope;
+}
+
+/**
+ * LongRoPE as transformers' `_compute_longrope_parameters` reads a Phi-3 config: the original
+ * context is the config's top-level `original_max_position_embeddings` (else the scaling's, else
+ * max_position_embeddings), s = max_position_embeddings / original, and the attention factor, when
+ * not given, √(1 + ln s / ln original) (1 for s ≤ 1).
+ * @throws (via `fail`) when short_factor / long_factor are not rotaryDim / 2 positive numbers.
+ */
+function longRope(c: HfConfig, rp: z.infer<typeof RopeSchema>, rotaryDim: number, trainedContext: number, fail: (m: string) => never): RopeScaling {
+  const half = rotaryDim / 2;
+  for (const k of ['short_factor', 'long_factor'] as const) {
+    if (rp[k]?.length !== half) fail(`rope_scaling.${k} must hold ${half} numbers (rotary dim / 2), found ${rp[k]?.length ?? 'none'}`);
+  }
+  const orig = c.original_max_position_embeddings ?? rp.original_max_position_embeddings ?? trainedContext;
+  const s = trainedContext / orig;
+  const attentionFactor = rp.attention_factor ?? (s <= 1 ? 1 : Math.sqrt(1 + Math.log(s) / Math.log(orig)));
+  return { type: 'longrope', shortFactor: rp.short_factor!, longFactor: rp.long_factor!, originalMaxPositionEmbeddings: orig, attentionFactor };
 }
 
 /**
@@ -268,9 +293,12 @@ export function expectedWeights(c: ModelConfig): Map<string, number[]> {
   for (let i = 0; i < c.numLayers; i++) {
     const w = (suffix: string, shape: number[]) => m.set(layerWeight(i, suffix), shape);
     w('input_layernorm.weight', [D]);
-    w('self_attn.q_proj.weight', [q, D]);
-    w('self_attn.k_proj.weight', [kv, D]);
-    w('self_attn.v_proj.weight', [kv, D]);
+    if (c.fusedProjections) w('self_attn.qkv_proj.weight', [q + 2 * kv, D]);
+    else {
+      w('self_attn.q_proj.weight', [q, D]);
+      w('self_attn.k_proj.weight', [kv, D]);
+      w('self_attn.v_proj.weight', [kv, D]);
+    }
     if (c.attentionBias) {
       w('self_attn.q_proj.bias', [q]);
       w('self_attn.k_proj.bias', [kv]);
@@ -286,8 +314,11 @@ export function expectedWeights(c: ModelConfig): Map<string, number[]> {
       w('pre_feedforward_layernorm.weight', [D]);
       w('post_feedforward_layernorm.weight', [D]);
     }
-    w('mlp.gate_proj.weight', [c.intermediateSize, D]);
-    w('mlp.up_proj.weight', [c.intermediateSize, D]);
+    if (c.fusedProjections) w('mlp.gate_up_proj.weight', [2 * c.intermediateSize, D]);
+    else {
+      w('mlp.gate_proj.weight', [c.intermediateSize, D]);
+      w('mlp.up_proj.weight', [c.intermediateSize, D]);
+    }
     w('mlp.down_proj.weight', [D, c.intermediateSize]);
   }
   m.set('model.norm.weight', [D]);
