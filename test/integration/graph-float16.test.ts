@@ -82,6 +82,17 @@ test('synthetic Hugging Face Qwen3 (QK-norm, tied) float16 graph: top-1 agrees a
   assert.ok(maxDiff <= 2e-2, `max |Δ log p| over the float32 top-8 = ${maxDiff}`); // measured 2.2e-4
 });
 
+for (const [family, layers] of [['gemma2', 3], ['gemma3_text', 6], ['phi3', 2]] as const) {
+  test(`synthetic Hugging Face ${family} float16 graph (the CUDA target's Gemma / Phi-3 steps): top-1 agrees at >= 95 %, top-8 log-probs within 2e-2`, async (t) => {
+    const dir = path.join(root, family);
+    await writeSyntheticCheckpoint(dir, { seed: 5, family, layers, configOverrides: { sliding_window: 16 } });
+    const { agree, maxDiff } = await compare(dir, 'Once upon a time, in a small town by the sea, there lived an old fisherman');
+    t.diagnostic(`${family}: top-1 agreement ${agree}, max |Δ log p| ${maxDiff.toExponential(2)}`);
+    assert.ok(agree >= 0.95, `top-1 agreement ${agree}`);
+    assert.ok(maxDiff <= 2e-2, `max |Δ log p| over the float32 top-8 = ${maxDiff}`);
+  });
+}
+
 test('GGUF Q8_0 float16 graph: top-1 agrees at >= 95 %; log-probs within 0.25 of the llama.cpp-arithmetic float32 graph (NOT 2e-2)', async () => {
   const { agree, maxDiff } = await compare(path.join(GGUF_DIR, 'stories260K-q8_0.gguf'), 'Once upon a time');
   assert.ok(agree >= 0.95, `top-1 agreement ${agree}`);
