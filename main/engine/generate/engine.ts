@@ -447,15 +447,11 @@ export class Engine {
    * The RoPE cache is untouched: the kept tokens now sit at positions it already has.
    */
   private makeRoom(gen: Generation): boolean {
-    const plan = gen.shifter?.next(this.kv.length) ?? null;
-    if (!plan) {
-      gen.finish('context-full');
-      return false;
-    }
     const c = this.manifest.config;
     // Layers with RoPEs of two bases (Gemma 3) would need a rotation per layer kind, which the
     // backends' shift does not take yet: such a model ends at a full context instead.
-    if (c.localRope) {
+    const plan = c.localRope ? null : (gen.shifter?.next(this.kv.length) ?? null);
+    if (!plan) {
       gen.finish('context-full');
       return false;
     }
