@@ -4,7 +4,7 @@
  * read by gguf-header.ts). Imports no GGUF parser, so the app's main bundle can use it.
  */
 import { ModelLoadError } from '../../errors.ts';
-import { HF_LIMITS } from '../import-hf.ts';
+import { HF_LIMITS } from '../hf-config.ts';
 import { gemmaGgufOptions } from '../families.ts';
 import type { Architecture, ModelConfig, RopeConfig } from '../manifest.ts';
 import type { GgufFile } from './gguf-file.ts';
