@@ -281,16 +281,18 @@ void Decoder::CopyHost(bool out, int64_t length, float* host) const {
 }
 
 void Decoder::Shift(int64_t keep, int64_t drop, int64_t length, const float* cos, const float* sin, bool interleaved,
-                    int64_t rotaryDim) {
+                    int64_t rotaryDim, const uint8_t* layerTables) {
   if (keep < 0 || drop <= 0 || keep + drop > length || length > capacity_ || rotaryDim <= 0 || rotaryDim % 2 != 0 ||
       rotaryDim > shape_.headDim) {
     throw std::invalid_argument("shift: dropping [" + std::to_string(keep) + ", " + std::to_string(keep + drop) + ") of " +
                                 std::to_string(length) + " positions (capacity " + std::to_string(capacity_) +
                                 ", rotary dims " + std::to_string(rotaryDim) + ") is out of range");
   }
+  // Layer l turns by rotation layerTables[l] (R/2 angles each; all the first without tables).
+  const auto at = [&](int64_t l) { return layerTables ? static_cast<int64_t>(layerTables[l]) * (rotaryDim / 2) : 0; };
   if (!OnCuda()) {
     for (int64_t l = 0; l < shape_.numLayers; l++) {
-      ShiftHost(static_cast<float*>(blocks_[l]), keep, drop, length, cos, sin, interleaved, rotaryDim);
+      ShiftHost(static_cast<float*>(blocks_[l]), keep, drop, length, cos + at(l), sin + at(l), interleaved, rotaryDim);
     }
     return;
   }
@@ -303,7 +305,7 @@ void Decoder::Shift(int64_t keep, int64_t drop, int64_t length, const float* cos
   for (int64_t l = 0; l < shape_.numLayers; l++) {
     int rc = copy(host.data(), bytes, blocks_[l], bytes, bytes, 1, kCudaMemcpyDeviceToHost);
     if (rc == 0) {
-      ShiftHost(host.data(), keep, drop, length, cos, sin, interleaved, rotaryDim);
+      ShiftHost(host.data(), keep, drop, length, cos + at(l), sin + at(l), interleaved, rotaryDim);
       rc = copy(blocks_[l], bytes, host.data(), bytes, bytes, 1, kCudaMemcpyHostToDevice);
     }
     if (rc != 0) throw OrtError("cudaMemcpy2D: error " + std::to_string(rc) + " while shifting the KV cache");
