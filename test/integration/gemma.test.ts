@@ -9,7 +9,9 @@
  *   - the imported config is the hand-written one (window pattern, scale, soft-caps, local RoPE);
  *   - greedy tokens equal the reference's for ≥ 100 tokens past every window, logits to float32
  *     rounding at each step, on both backends; the unwindowed reference is far off;
- *   - Gemma's chat template renders `<start_of_turn>` turns.
+ *   - a context shift past the window turns each layer's keys by its own RoPE (Gemma 3: local or
+ *     global base) and equals the reference's shift on both backends; the engine shifts both families;
+ *   - Gemma's chat templates render `<start_of_turn>` turns (Gemma 3's folds a system message in).
  * The GGUF side (llama.cpp's converter layout, llama.cpp agreement) is gemma-gguf.test.ts.
  */
 import assert from 'node:assert/strict';
