@@ -103,16 +103,38 @@ async function phi3TokenizerMetadata(): Promise<Record<string, GgufValue>> {
   };
 }
 
-test('phi3 GGUF: the config imports as written; greedy tokens equal the reference; agreement with llama.cpp over the ten prompts', async (t) => {
-  const config: ModelConfig = {
+const PHI3_GGUF: ModelConfig = {
     architecture: 'phi3', hiddenSize: 64, intermediateSize: 128, numLayers: 3, numHeads: 4, numKvHeads: 4, headDim: 16, vocabSize: 517,
     rmsNormEps: Math.fround(1e-5), tiedEmbeddings: false, attentionBias: false, qkNorm: false, fusedProjections: true, trainedContext: 2048,
     // GGUF stores the factors as float32 tensors.
     rope: { theta: 10000, rotaryDim: 16, layout: 'half', scaling: { type: 'longrope', shortFactor: SHORT.map(Math.fround), longFactor: LONG.map(Math.fround), originalMaxPositionEmbeddings: 128, attentionFactor: Math.fround(1.19) } },
-  };
-  const file = path.join(tmp, 'phi3.gguf');
-  const raw = rawWeights(config, 9, 0.15);
-  writeModelGguf(file, config, await phi3TokenizerMetadata(), (name) => raw.get(name)!.data);
+};
+
+/** The Phi-3 GGUF with linear weights in `type`, from the same seeded weights. */
+async function phi3Gguf(type: 'F32' | 'Q8_0'): Promise<{ file: string; raw: ModelWeights }> {
+  const file = path.join(tmp, `phi3-${type}.gguf`);
+  const raw = rawWeights(PHI3_GGUF, 9, 0.15);
+  writeModelGguf(file, PHI3_GGUF, await phi3TokenizerMetadata(), (name) => raw.get(name)!.data, type);
+  return { file, raw };
+}
+
+/** Greedy agreement with llama.cpp over the ten prompts, and teacher-forced distances where it parts first. */
+async function againstLlamaCpp(file: string, N: number) {
+  const ours = await ropewalkGreedy(file, PROMPTS, N, path.join(tmp, 'cache'));
+  const model = await llama.loadModel({ modelPath: file, vocabOnly: true });
+  PROMPTS.forEach((p, i) => assert.deepEqual(ours[i].promptTokens, [model.tokens.bos, ...model.tokenize(p)], p));
+  await model.dispose();
+  const theirs = await llamaCppGreedy(llama, file, ours.map((d) => d.promptTokens), N);
+  const agree = ours.map((d, i) => agreement(d.tokens, theirs[i], N));
+  const mean = agree.reduce((a, b) => a + b, 0) / agree.length;
+  const worstPrompt = PROMPTS[agree.indexOf(Math.min(...agree))];
+  const distances = await teacherForcedDistances(llama, file, worstPrompt, 32, path.join(tmp, 'cache'));
+  return { agree, mean, worstPrompt, distances };
+}
+
+test('phi3 GGUF: the config imports as written; greedy tokens equal the reference; agreement with llama.cpp over the ten prompts', async (t) => {
+  const config = PHI3_GGUF;
+  const { file, raw } = await phi3Gguf('F32');
   const imported = await importGguf(file);
   assert.deepEqual(imported.manifest.config, config);
   // <|end|> ends a reply, as in llama.cpp's vocabulary, beside the file's EOS.
@@ -124,21 +146,25 @@ test('phi3 GGUF: the config imports as written; greedy tokens equal the referenc
   assert.ok(new Set(r.tokens).size >= 20, 'the greedy tokens vary');
 
   const N = 140;
-  const ours = await ropewalkGreedy(file, PROMPTS, N, path.join(tmp, 'cache'));
-  const model = await llama.loadModel({ modelPath: file, vocabOnly: true });
-  PROMPTS.forEach((p, i) => assert.deepEqual(ours[i].promptTokens, [model.tokens.bos, ...model.tokenize(p)], p));
-  await model.dispose();
-  const theirs = await llamaCppGreedy(llama, file, ours.map((d) => d.promptTokens), N);
-  const agree = ours.map((d, i) => agreement(d.tokens, theirs[i], N));
-  const mean = agree.reduce((a, b) => a + b, 0) / agree.length;
+  const { agree, mean, worstPrompt, distances } = await againstLlamaCpp(file, N);
   t.diagnostic(`phi3 GGUF: agrees with llama.cpp for ${agree.join(', ')} of ${N} tokens (mean ${mean})`);
   // Measured 117.4 of 140 (85, 14 and 95 on three prompts). The earliest parting is a near tie:
   // teacher-forced along llama.cpp's tokens, the log-probabilities stay within 1e-3 of its.
   assert.ok(mean >= 100, `mean agreement ${mean} (${agree.join(', ')}), expected ≥ 100`);
-  const worstPrompt = PROMPTS[agree.indexOf(Math.min(...agree))];
-  const distances = await teacherForcedDistances(llama, file, worstPrompt, 32, path.join(tmp, 'cache'));
   t.diagnostic(`phi3 GGUF: teacher-forced on ${JSON.stringify(worstPrompt)}: max log-prob distance ${Math.max(...distances).toExponential(1)} over 32 steps`);
   assert.ok(Math.max(...distances) < 1e-3, `log-prob distances ${distances}`);
+});
+
+test('phi3 GGUF Q8_0 (fused attn_qkv and ffn_up on their blocks): agreement with llama.cpp over the ten prompts', async (t) => {
+  const { file } = await phi3Gguf('Q8_0');
+  const { agree, mean, worstPrompt, distances } = await againstLlamaCpp(file, 140);
+  const sorted = [...distances].sort((a, b) => a - b);
+  t.diagnostic(`phi3 Q8_0: agrees with llama.cpp for ${agree.join(', ')} of 140 tokens (mean ${mean}); teacher-forced on ${JSON.stringify(worstPrompt)}: median ${sorted[16].toExponential(1)}, max ${sorted[31].toExponential(1)}`);
+  // Measured: mean 113.4 of 140; teacher-forced median 2.6e-2, max 9.0e-2 — further from llama.cpp
+  // than stories260K's Q8_0 (1e-4 at most steps, gguf-llamacpp.test.ts) while F32 is at 7.4e-6:
+  // the int8 activations of the fused matmuls round differently somewhere; not explained yet.
+  assert.ok(mean >= 80, `mean agreement ${mean} (${agree.join(', ')}), expected ≥ 80`);
+  assert.ok(sorted[31] < 0.2, `teacher-forced distances ${distances}`);
 });
 
 test("Phi-3's chat template: <|user|> / <|assistant|> turns ended by <|end|>", () => {
