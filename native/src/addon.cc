@@ -223,11 +223,24 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
     Napi::Float32Array sin = info[4].As<Napi::Float32Array>();
     const bool interleaved = info[5].ToBoolean().Value();
     const int64_t rotaryDim = info[6].ToNumber().Int64Value();
-    if (rotaryDim <= 0 || cos.ElementLength() != static_cast<size_t>(rotaryDim / 2) || sin.ElementLength() != cos.ElementLength()) {
-      ThrowAs(env, "ORT_ARG", "shift: cos/sin must hold rotaryDim/2 (" + std::to_string(rotaryDim / 2) + ") floats, got " +
+    // Optional layer tables (Uint8Array [numLayers]): layer l turns by the tables[l]-th rotaryDim/2 angles.
+    const bool hasTables = info.Length() > 7 && !info[7].IsUndefined();
+    const size_t tables = hasTables ? cos.ElementLength() / static_cast<size_t>(rotaryDim > 0 ? rotaryDim / 2 : 1) : 1;
+    if (rotaryDim <= 0 || cos.ElementLength() != tables * static_cast<size_t>(rotaryDim / 2) || sin.ElementLength() != cos.ElementLength()) {
+      ThrowAs(env, "ORT_ARG", "shift: cos/sin must hold rotaryDim/2 (" + std::to_string(rotaryDim / 2) + ") floats per table, got " +
                                   std::to_string(cos.ElementLength()) + "/" + std::to_string(sin.ElementLength()));
     }
-    Guard(env, "ORT_RUN", [&] { d.Shift(keep, drop, length, cos.Data(), sin.Data(), interleaved, rotaryDim); });
+    const uint8_t* layerTables = nullptr;
+    if (hasTables) {
+      if (!info[7].IsTypedArray() || info[7].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) ThrowAs(env, "ORT_ARG", "shift: layer tables must be a Uint8Array");
+      Napi::Uint8Array t = info[7].As<Napi::Uint8Array>();
+      if (static_cast<int64_t>(t.ElementLength()) != d.NumLayers()) ThrowAs(env, "ORT_ARG", "shift: one layer table entry per layer");
+      for (size_t i = 0; i < t.ElementLength(); i++) {
+        if (t[i] >= tables) ThrowAs(env, "ORT_ARG", "shift: a layer table entry past the rotations given");
+      }
+      layerTables = t.Data();
+    }
+    Guard(env, "ORT_RUN", [&] { d.Shift(keep, drop, length, cos.Data(), sin.Data(), interleaved, rotaryDim, layerTables); });
   }
 
   void CopyOut(const Napi::CallbackInfo& info) { Copy(info, true); }

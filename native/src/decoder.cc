@@ -315,17 +315,22 @@ void Decoder::WriteCompact(size_t i, int64_t length, const float* in) {
 }
 
 void Decoder::Shift(int64_t keep, int64_t drop, int64_t length, const float* cos, const float* sin, bool interleaved,
-                    int64_t rotaryDim) {
+                    int64_t rotaryDim, const uint8_t* layerTables) {
   if (keep < 0 || drop <= 0 || keep + drop > length || length > capacity_ || rotaryDim <= 0 || rotaryDim % 2 != 0 ||
       rotaryDim > shape_.headDim) {
     throw std::invalid_argument("shift: dropping [" + std::to_string(keep) + ", " + std::to_string(keep + drop) + ") of " +
                                 std::to_string(length) + " positions (capacity " + std::to_string(capacity_) +
                                 ", rotary dims " + std::to_string(rotaryDim) + ") is out of range");
   }
+  // Tensor i is layer i / 2's key (even i) or value; layer l turns by rotation layerTables[l]
+  // (R/2 angles each; all by the first without tables).
+  const auto at = [&](size_t i) {
+    return layerTables ? static_cast<int64_t>(layerTables[i / 2]) * (rotaryDim / 2) : 0;
+  };
   if (!OnDevice() && kvElem_ == 4) {
     for (size_t i = 0; i < kv_.size(); i++) {
       float* data = reinterpret_cast<float*>(HostData(kv_[i]));
-      ShiftTensor(data, capacity_, i % 2 == 0, keep, drop, length, cos, sin, interleaved, rotaryDim);
+      ShiftTensor(data, capacity_, i % 2 == 0, keep, drop, length, cos + at(i), sin + at(i), interleaved, rotaryDim);
     }
     return;
   }
@@ -334,7 +339,7 @@ void Decoder::Shift(int64_t keep, int64_t drop, int64_t length, const float* cos
   std::vector<float> host(static_cast<size_t>(shape_.numKvHeads * length * shape_.headDim));
   for (size_t i = 0; i < kv_.size(); i++) {
     ReadCompact(i, length, host.data());
-    ShiftTensor(host.data(), length, i % 2 == 0, keep, drop, length, cos, sin, interleaved, rotaryDim);
+    ShiftTensor(host.data(), length, i % 2 == 0, keep, drop, length, cos + at(i), sin + at(i), interleaved, rotaryDim);
     WriteCompact(i, length, host.data());
   }
 }

@@ -81,6 +81,7 @@ class Decoder {
   std::string EndProfiling();
   const std::string& FallbackReason() const { return fallbackReason_; }
   int64_t Capacity() const { return capacity_; }
+  int64_t NumLayers() const { return shape_.numLayers; }
   int64_t RotaryHalf() const { return shape_.rotaryHalf; }
   /** Floats one position takes in all layers' keys and values: numLayers * 2 * Hkv * headDim. */
   int64_t FloatsPerPosition() const { return shape_.numLayers * 2 * shape_.numKvHeads * shape_.headDim; }
@@ -112,10 +113,12 @@ class Decoder {
    * (a*cos + b*sin, b*cos - a*sin) with cos/sin [rotaryDim/2] the caller's cos(drop*invFreq_i),
    * sin(drop*invFreq_i) (unscaled). Pairs are (2i, 2i+1) when interleaved, else (i, i+R/2).
    * Values only move. On a device each tensor's rows go to the host, shift, and come back.
+   * layerTables (nullable, [numLayers]): layer l turns by the layerTables[l]-th run of rotaryDim/2
+   * angles in cos/sin (Gemma 3's global and local RoPE); the caller has checked its range.
    * @throws std::invalid_argument for a range outside [0, length] or length > Capacity(); OrtError.
    */
   void Shift(int64_t keep, int64_t drop, int64_t length, const float* cos, const float* sin, bool interleaved,
-             int64_t rotaryDim);
+             int64_t rotaryDim, const uint8_t* layerTables = nullptr);
 
   /**
    * Copies rows [0, length) of every layer's keys and values to/from `host`, laid out compactly

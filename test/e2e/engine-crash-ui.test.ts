@@ -80,7 +80,7 @@ test('SIGKILL of the engine mid-answer: the streamed text stays, marked; Stop go
   }, 60_000);
 
   // The next answer, short, completes.
-  const maxTokens = page.getByLabel('Max new tokens', { exact: true });
+  const maxTokens = page.locator('#setting-maxTokens'); // the Settings panel's (a chat's own settings have one too)
   await maxTokens.fill('16');
   await maxTokens.press('Enter');
   await page.waitForTimeout(300);

@@ -51,7 +51,7 @@ test('Remote engine: list the models of another Ropewalk, use one, count exactly
   const field = page.getByLabel('Temperature', { exact: true });
   await field.fill('0');
   await field.press('Enter');
-  const tokens = page.getByLabel('Max new tokens', { exact: true });
+  const tokens = page.locator('#setting-maxTokens'); // the Settings panel's (a chat's own settings have one too)
   await tokens.fill('30');
   await tokens.press('Enter');
   await page.waitForTimeout(300);

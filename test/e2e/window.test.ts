@@ -204,7 +204,7 @@ test('keyboard: Escape stops an answer before its first token and focus returns 
     .locator('#setting-maxContext-error')
     .getByText("Max context 4,096 is above the model's trained context (512): answers lose quality past it; 512 or less keeps them at full quality.", { exact: true })
     .waitFor();
-  const maxTokens = page.getByLabel('Max new tokens', { exact: true });
+  const maxTokens = page.locator('#setting-maxTokens'); // the Settings panel's (a chat's own settings have one too)
   for (const [typed, why] of [['5000', 'Must be less than the max context (4,096)'], ['1e3', '"1e3" is not a decimal number.']]) {
     await maxTokens.fill(typed);
     await page.getByRole('alert').getByText(why, { exact: false }).waitFor({ timeout: 5_000 });

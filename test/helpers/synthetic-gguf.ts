@@ -32,6 +32,10 @@ export function configMetadata(c: ModelConfig): Record<string, GgufValue> {
     extra[`${a}.rope.scaling.type`] = { str: 'linear' };
     extra[`${a}.rope.scaling.factor`] = { f32: c.rope.scaling.factor };
   }
+  if (c.rope.scaling?.type === 'longrope') { // the factors are tensors (`writeModelGguf`)
+    extra[`${a}.rope.scaling.attn_factor`] = { f32: c.rope.scaling.attentionFactor };
+    extra[`${a}.rope.scaling.original_context_length`] = { u32: c.rope.scaling.originalMaxPositionEmbeddings };
+  }
   return {
     ...extra,
     'general.architecture': { str: a },
@@ -87,6 +91,12 @@ export function writeModelGguf(
     data: () => (config.gemma && /norm\.weight$/.test(name) ? weightOf(name, shape).map((w) => w + 1) : weightOf(name, shape)),
     type: isLinearWeight(name) ? linearType : name === 'model.embed_tokens.weight' ? embedType : ('F32' as const),
   }));
+  const s = config.rope.scaling;
+  if (s?.type === 'longrope') {
+    // Phi-3's LongRoPE factors, as llama.cpp's converter writes them.
+    tensors.push({ name: 'rope_factors_long.weight', shape: [s.longFactor.length], data: () => Float32Array.from(s.longFactor), type: 'F32' });
+    tensors.push({ name: 'rope_factors_short.weight', shape: [s.shortFactor.length], data: () => Float32Array.from(s.shortFactor), type: 'F32' });
+  }
   writeGguf(file, { ...configMetadata(config), ...tokenizer }, tensors);
 }
 

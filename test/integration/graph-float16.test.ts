@@ -115,6 +115,22 @@ const MODELS: { name: string; source: () => Promise<string>; bound?: number }[] 
       return dir;
     },
   },
+  // The Gemma / Phi-3 steps of the CUDA target (soft-caps, (1 + w) norms, GELU-tanh, local RoPE,
+  // fused projections), windows shorter than the teacher-forced run.
+  ...(
+    [
+      ['gemma2', 3],
+      ['gemma3_text', 6],
+      ['phi3', 2],
+    ] as const
+  ).map(([family, layers]) => ({
+    name: `synthetic Hugging Face ${family} (window 16)`,
+    source: async () => {
+      const dir = path.join(root, family);
+      await writeSyntheticCheckpoint(dir, { seed: 5, family, layers, configOverrides: { sliding_window: 16 } });
+      return dir;
+    },
+  })),
   { name: 'GGUF Q8_0', source: async () => path.join(GGUF_DIR, 'stories260K-q8_0.gguf') },
   { name: 'GGUF Q4_0', source: async () => path.join(GGUF_DIR, 'stories260K-q4_0.gguf'), bound: 3.5e-2 },
   { name: 'GGUF Q5_1', source: async () => path.join(GGUF_DIR, 'stories260K-q5_1.gguf'), bound: 3.5e-2 },
@@ -146,4 +162,6 @@ test('the float16 graph on the native backend (float16 KV tensors) gives the gre
     await native.dispose();
     await js.dispose();
   }
+
+
 });

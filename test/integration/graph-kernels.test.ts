@@ -3,7 +3,8 @@
  * that EP and its input types (test/fixtures/ort-kernels-1.30.json), checked statically, so a
  * CUDA graph that could not run is caught on a machine without CUDA. Graphs: stories260K
  * (llama2.c), its Q4_0 / Q5_1 / Q8_0 GGUF files, and synthetic Hugging Face checkpoints (Qwen3
- * QK-norm tied, Qwen2 q/k/v bias, Llama untied, and Qwen3 `--quantize q4`), each built for cpu,
+ * QK-norm tied, Qwen2 q/k/v bias, Llama untied, Qwen3 `--quantize q4`, Gemma 2, Gemma 3 and Phi-3
+ * `--quantize q4`), each built for cpu,
  * webgpu and cuda. Only shapes matter here: weights are never written.
  */
 import assert from 'node:assert/strict';
@@ -34,6 +35,10 @@ const hf: { name: string; spec: SyntheticSpec; quantize?: 4 }[] = [
   { name: 'hf qwen2 q/k/v bias', spec: { family: 'qwen2' } },
   { name: 'hf llama untied', spec: { family: 'llama', tied: false } },
   { name: 'hf qwen3 --quantize q4', spec: { family: 'qwen3', tied: true }, quantize: 4 },
+  // Gemma 2 (soft-caps, post norms, GELU-tanh), Gemma 3 (local RoPE: split RoPE rows), Phi-3 (fused, split outputs).
+  { name: 'hf gemma2', spec: { family: 'gemma2', configOverrides: { sliding_window: 16 } } },
+  { name: 'hf gemma3', spec: { family: 'gemma3_text', layers: 6, configOverrides: { sliding_window: 16 } } },
+  { name: 'hf phi3 --quantize q4', spec: { family: 'phi3', configOverrides: { sliding_window: 16 } }, quantize: 4 },
 ];
 
 before(async () => {
@@ -53,7 +58,7 @@ before(async () => {
 
 for (const ep of EXECUTION_PROVIDERS) {
   test(`every node of the ${ep} graph has an ONNX Runtime 1.30 ${ep} kernel for its input types (all models)`, () => {
-    assert.equal(models.length, 8);
+    assert.equal(models.length, 11);
     for (const m of models) {
       const built = buildDecoderGraph(m.config, m.weights, graphTarget(ep));
       assert.deepEqual(kernelViolations(built.model, ep), [], `${m.name} on ${ep}`);

@@ -80,7 +80,7 @@ describe('parseHfConfig: sizes and family rules', () => {
   });
 
   it('rejects inconsistent or unsupported configs, naming the file', () => {
-    throwsWith(() => parseHfConfig({ ...llama, model_type: 'phi3' }, FILE), 'unsupported model_type "phi3"; supported: llama, mistral, qwen2, qwen3', FILE);
+    throwsWith(() => parseHfConfig({ ...llama, model_type: 'phi' }, FILE), 'unsupported model_type "phi"; supported: llama, mistral, qwen2, qwen3, gemma2, gemma3_text, phi3', FILE);
     throwsWith(() => parseHfConfig({ ...llama, model_type: undefined }, FILE), 'unsupported model_type undefined');
     throwsWith(() => parseHfConfig(null, FILE), 'unsupported model_type');
     throwsWith(() => parseHfConfig({ ...llama, num_key_value_heads: 3 }, FILE), 'num_attention_heads 8 is not a multiple of num_key_value_heads 3');
@@ -144,7 +144,8 @@ describe('parseHfConfig: RoPE', () => {
   });
 
   it('rejects unknown RoPE types and missing scaling fields', () => {
-    throwsWith(() => rope({ rope_scaling: { rope_type: 'longrope', factor: 4 } }), 'unsupported rope_scaling type "longrope"', FILE);
+    throwsWith(() => rope({ rope_scaling: { rope_type: 'mrope', factor: 4 } }), 'unsupported rope_scaling type "mrope"', FILE);
+    throwsWith(() => rope({ rope_scaling: { rope_type: 'longrope', factor: 4 } }), 'rope_scaling.short_factor must hold 4 numbers (rotary dim / 2), found none', FILE);
     throwsWith(() => rope({ rope_scaling: { rope_type: 'llama3', factor: 8, high_freq_factor: 4, original_max_position_embeddings: 8192 } }), 'llama3 needs low_freq_factor');
     throwsWith(() => rope({ rope_scaling: { type: 'linear' } }), 'linear needs factor');
     throwsWith(() => rope({ rope_scaling: { type: 'linear', factor: -1 } }), 'factor');

@@ -44,11 +44,14 @@ function refInvFreq(rope: RopeConfig, maxContext: number, i: number): number {
       const ratio = (s.factor * L) / s.originalMaxPositionEmbeddings - (s.factor - 1);
       return plain(rope.theta * ratio ** (R / (R - 2)));
     }
+    case 'longrope':
+      return plain(rope.theta) / (maxContext > s.originalMaxPositionEmbeddings ? s.longFactor : s.shortFactor)[i];
   }
 }
 
 function refScale(rope: RopeConfig): number {
   const s = rope.scaling;
+  if (s?.type === 'longrope') return s.attentionFactor;
   if (s?.type !== 'yarn') return 1;
   return s.attentionFactor ?? (s.factor <= 1 ? 1 : 1 + 0.1 * Math.log(s.factor));
 }
@@ -227,6 +230,17 @@ describe('RopeCache values', () => {
       2048,
     ],
     ['partial rotary (R = 32 of headDim 64)', { theta: 10000, rotaryDim: 32, layout: 'interleaved' }, 4096],
+    ...([[4096, 'long factors'], [1024, 'short factors']] as const).map(([max, which]): [string, RopeConfig, number] => [
+      `longrope, maxContext ${max} (${which})`,
+      {
+        theta: 10000, rotaryDim: 16, layout: 'half',
+        scaling: {
+          type: 'longrope', originalMaxPositionEmbeddings: 2048, attentionFactor: 1.19,
+          shortFactor: [1, 1.1, 1.2, 1.5, 2, 3, 4, 5], longFactor: [1, 1.5, 2, 4, 8, 16, 24, 32],
+        },
+      },
+      max,
+    ]),
   ];
   for (const [name, rope, max] of variants) {
     it(`${name}: every row matches the float64 reference within 1e-6`, () => {

@@ -55,6 +55,11 @@ export interface InverseFrequencies {
  *            transformers exactly only once a sequence reaches maxContext; the cache never has to
  *            be recomputed when the sequence grows.
  *
+ * - longrope (Ding et al. 2024, "LongRoPE"; transformers `_compute_longrope_parameters`):
+ *            invFreq = 1/(ext_i·θ^(2i/R)), ext = longFactor when maxContext > orig, else
+ *            shortFactor (transformers switches by the current length, llama.cpp by its context
+ *            size; we choose once, by maxContext, as llama.cpp does); attentionScale =
+ *            attentionFactor.
  * - frequencyFactors (any variant): invFreq[i] /= frequencyFactors[i] afterwards.
  *
  * @param rope  the manifest's RoPE parameters; R = rope.rotaryDim (even, > 0), θ = rope.theta.
@@ -170,6 +175,20 @@ function scaledInverseFrequencies(rope: RopeConfig, maxContext: number): Inverse
       }
       fillPlain(invFreq, base, R);
       return { invFreq, attentionScale: 1 };
+    }
+    case 'longrope': {
+      positiveInt('rope.scaling.originalMaxPositionEmbeddings', s.originalMaxPositionEmbeddings);
+      positive('rope.scaling.attentionFactor', s.attentionFactor);
+      const factors = maxContext > s.originalMaxPositionEmbeddings ? s.longFactor : s.shortFactor;
+      if (factors.length !== half) {
+        throw new InvalidOptionError('rope.scaling', `LongRoPE needs ${half} factors (rotaryDim / 2), got ${factors.length}`);
+      }
+      fillPlain(invFreq, theta, R);
+      factors.forEach((f, i) => {
+        positive(`rope.scaling factor ${i}`, f);
+        invFreq[i] /= f;
+      });
+      return { invFreq, attentionScale: s.attentionFactor };
     }
     default: {
       const unknown: { type?: unknown } = s;

@@ -59,12 +59,25 @@ export interface KvCacheOptions {
  * pairs are (2i, 2i+1) when `interleaved` (llama2.c), else (i, i + R/2) (Hugging Face).
  */
 export interface KeyRotation {
-  /** float32 [R/2]. */
+  /** float32 [K · R/2]: K rotations of R/2 pairs each (K = 1 without `layerTables`). */
   cos: Float32Array;
-  /** float32 [R/2]. */
+  /** float32 [K · R/2]. */
   sin: Float32Array;
   rotaryDim: number;
   interleaved: boolean;
+  /**
+   * [numLayers]: which of the K rotations each layer's keys turn by (Gemma 3: 0 = the global
+   * RoPE's, 1 = the sliding layers' own, `RopeCache.shiftRotation`'s halves); absent: all the first.
+   */
+  layerTables?: Uint8Array;
+}
+
+/** Layer `l`'s rotation of a `KeyRotation` (its table's R/2 cos and sin). */
+export function layerRotation(r: KeyRotation, l: number): KeyRotation {
+  if (!r.layerTables) return r;
+  const half = r.rotaryDim / 2;
+  const at = r.layerTables[l] * half;
+  return { ...r, cos: r.cos.subarray(at, at + half), sin: r.sin.subarray(at, at + half), layerTables: undefined };
 }
 
 /** What the KV cache holds and has done (for tests and the UI). */
@@ -236,7 +249,7 @@ export class KvCache {
     this.checkDiscard(keep, drop, rotation);
     if (this.hostBuffers) {
       for (let l = 0; l < this.numLayers; l++) {
-        this.shiftRows(this.keys[l], keep, drop, rotation);
+        this.shiftRows(this.keys[l], keep, drop, layerRotation(rotation, l));
         this.shiftRows(this.values[l], keep, drop, null);
       }
     }
@@ -248,15 +261,21 @@ export class KvCache {
    * checked before it moves anything, so a refused shift leaves both the backend and the cache as
    * they were.
    * @throws InvalidOptionError unless keep, drop are integers, keep ≥ 0, drop ≥ 1, keep + drop ≤ length,
-   *   and the rotation's rotaryDim R is even, in (0, headDim], with R/2 cos and sin.
+   *   and the rotation's rotaryDim R is even, in (0, headDim], with R/2 cos and sin (K · R/2 with
+   *   `layerTables`: one entry per layer, each below K).
    */
   checkDiscard(keep: number, drop: number, rotation: KeyRotation): void {
     if (!Number.isInteger(keep) || !Number.isInteger(drop) || keep < 0 || drop < 1 || keep + drop > this.len) {
       throw new InvalidOptionError('context shift', `cannot drop [${keep}, ${keep + drop}) of ${this.len} positions`);
     }
     const R = rotation.rotaryDim;
-    if (!Number.isInteger(R) || R <= 0 || R % 2 !== 0 || R > this.headDim || rotation.cos.length !== R / 2 || rotation.sin.length !== R / 2) {
+    const tables = rotation.layerTables;
+    const K = tables ? Math.max(0, ...tables) + 1 : 1;
+    if (!Number.isInteger(R) || R <= 0 || R % 2 !== 0 || R > this.headDim || rotation.cos.length < (K * R) / 2 || rotation.cos.length % (R / 2) !== 0 || rotation.sin.length !== rotation.cos.length) {
       throw new InvalidOptionError('context shift', `a rotation of ${R} dims with ${rotation.cos.length} angles does not fit head size ${this.headDim}`);
+    }
+    if (tables && tables.length !== this.numLayers) {
+      throw new InvalidOptionError('context shift', `layer tables for ${tables.length} layers, the cache has ${this.numLayers}`);
     }
   }
 

@@ -488,20 +488,17 @@ export class Engine {
    * The RoPE cache is untouched: the kept tokens now sit at positions it already has.
    */
   private makeRoom(gen: Generation): boolean {
+    const c = this.manifest.config;
     const plan = gen.shifter?.next(this.kv.length) ?? null;
     if (!plan) {
       gen.finish('context-full');
       return false;
     }
-    const c = this.manifest.config;
-    // Layers with RoPEs of two bases (Gemma 3) would need a rotation per layer kind, which the
-    // backends' shift does not take yet: such a model ends at a full context instead.
-    if (c.localRope) {
-      gen.finish('context-full');
-      return false;
-    }
+    // With a local RoPE (Gemma 3) the rotation holds the global angles, then the local ones, and
+    // each sliding layer turns by the second.
     const { cos, sin } = this.rope.shiftRotation(plan.drop);
-    this.backend.shift(this.kv, plan.keep, plan.drop, { cos, sin, rotaryDim: c.rope.rotaryDim, interleaved: c.rope.layout === 'interleaved' });
+    const layerTables = c.localRope ? Uint8Array.from({ length: c.numLayers }, (_, l) => ((c.slidingWindow?.[l] ?? 0) > 0 ? 1 : 0)) : undefined;
+    this.backend.shift(this.kv, plan.keep, plan.drop, { cos, sin, rotaryDim: c.rope.rotaryDim, interleaved: c.rope.layout === 'interleaved', layerTables });
     this.cachedTokens.splice(plan.keep, plan.drop);
     return true;
   }

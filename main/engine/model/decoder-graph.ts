@@ -156,9 +156,13 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   for (let i = 0; i < c.numLayers; i++) {
     const L = (s: string) => layerWeight(i, s);
     const h = rmsNorm(x, L('input_layernorm.weight'), D);
-    let q = linear(h, L('self_attn.q_proj'), Hq * hd, D, c.attentionBias);
-    let k = linear(h, L('self_attn.k_proj'), Hkv * hd, D, c.attentionBias);
-    const v = linear(h, L('self_attn.v_proj'), Hkv * hd, D, c.attentionBias);
+    let [q, k, v] = c.fusedProjections
+      ? g.node('Split', [linear(h, L('self_attn.qkv_proj'), (Hq + 2 * Hkv) * hd, D, false), g.int64([Hq * hd, Hkv * hd, Hkv * hd])], 3, { axis: 2 })
+      : [
+          linear(h, L('self_attn.q_proj'), Hq * hd, D, c.attentionBias),
+          linear(h, L('self_attn.k_proj'), Hkv * hd, D, c.attentionBias),
+          linear(h, L('self_attn.v_proj'), Hkv * hd, D, c.attentionBias),
+        ];
     let qh = g.op('Reshape', [q, shapeHq]);
     let kh = g.op('Reshape', [k, shapeHkv]);
     if (c.qkNorm) {
@@ -189,8 +193,10 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     x = g.op('Add', [x, post(linear(attn, L('self_attn.o_proj'), D, Hq * hd, false), 'post_attention_layernorm.weight')]);
 
     const h2 = rmsNorm(x, L(c.gemma ? 'pre_feedforward_layernorm.weight' : 'post_attention_layernorm.weight'), D);
-    const gate = linear(h2, L('mlp.gate_proj'), c.intermediateSize, D, false);
-    const up = linear(h2, L('mlp.up_proj'), c.intermediateSize, D, false);
+    // Phi-3's gate_up_proj: one matmul, its output split in halves (gate first).
+    const [gate, up] = c.fusedProjections
+      ? g.node('Split', [linear(h2, L('mlp.gate_up_proj'), 2 * c.intermediateSize, D, false)], 2, { axis: 2, num_outputs: 2 })
+      : [linear(h2, L('mlp.gate_proj'), c.intermediateSize, D, false), linear(h2, L('mlp.up_proj'), c.intermediateSize, D, false)];
     const act = gatedActivation(g, gate, up, c, scalar);
     x = g.op('Add', [x, post(linear(act, L('mlp.down_proj'), D, c.intermediateSize, false), 'post_feedforward_layernorm.weight')]);
   }

@@ -26,7 +26,20 @@ export type RopeScaling =
       /** Multiplier on cos/sin; default 0.1·ln(factor)+1 (YaRN paper, eq. 22 / HF `get_mscale`). */
       attentionFactor?: number;
     }
-  | { type: 'dynamic'; factor: number; originalMaxPositionEmbeddings: number };
+  | { type: 'dynamic'; factor: number; originalMaxPositionEmbeddings: number }
+  | {
+      /**
+       * LongRoPE (Phi-3; Ding et al. 2024): per-pair divisors of the inverse frequencies, the
+       * long ones when the context exceeds the original one (chosen once, by the max context,
+       * as llama.cpp chooses them by its context size), and a multiplier on cos/sin.
+       */
+      type: 'longrope';
+      shortFactor: number[];
+      longFactor: number[];
+      originalMaxPositionEmbeddings: number;
+      /** Multiplier on cos/sin: √(1 + ln(s)/ln(orig)) with s = max_position_embeddings / orig (transformers' default). */
+      attentionFactor: number;
+    };
 
 /** RoPE parameters of one model (Su et al. 2021, "RoFormer"). */
 export interface RopeConfig {
@@ -48,7 +61,7 @@ export interface RopeConfig {
   frequencyFactors?: number[];
 }
 
-export type Architecture = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gemma2' | 'gemma3';
+export type Architecture = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gemma2' | 'gemma3' | 'phi3';
 
 /** Shapes and hyper-parameters of a decoder-only transformer. */
 export interface ModelConfig {
@@ -67,6 +80,11 @@ export interface ModelConfig {
   attentionBias: boolean;
   /** Per-head RMSNorm on q and k before RoPE (Qwen3). */
   qkNorm: boolean;
+  /**
+   * q/k/v in one `self_attn.qkv_proj.weight` [(Hq + 2·Hkv)·headDim, D] (rows q, then k, then v) and
+   * gate/up in one `mlp.gate_up_proj.weight` [2·I, D] (gate rows first), as Phi-3 stores them.
+   */
+  fusedProjections?: boolean;
   rope: RopeConfig;
   /** Context length the model was trained with (`max_position_embeddings` / llama2.c seq_len). */
   trainedContext: number;

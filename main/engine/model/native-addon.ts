@@ -106,7 +106,7 @@ export interface NativeDecoder {
    * the later rows down by `drop` and rotates their keys' first `rotaryDim` dims by cos/sin
    * float32 [rotaryDim/2] (pairs (2i, 2i+1) when `interleaved`, else (i, i+R/2)). Synchronous.
    */
-  shift(keep: number, drop: number, length: number, cos: Float32Array, sin: Float32Array, interleaved: boolean, rotaryDim: number): void;
+  shift(keep: number, drop: number, length: number, cos: Float32Array, sin: Float32Array, interleaved: boolean, rotaryDim: number, layerTables?: Uint8Array): void;
   /** Copies rows [0, length) of every layer's KV to `dst` float32 [numLayers, 2, Hkv, length, headDim]. */
   copyOut(length: number, dst: Float32Array): void;
   /** The reverse of copyOut, into rows [0, length) (capacity ≥ length). */

@@ -122,7 +122,7 @@ export class NativeDecoderSession implements DecoderBackend {
   shift(kv: KvCache, keep: number, drop: number, rotation: KeyRotation): void {
     kv.checkDiscard(keep, drop, rotation); // before the addon moves anything
     try {
-      this.decoder.shift(keep, drop, kv.length, rotation.cos, rotation.sin, rotation.interleaved, rotation.rotaryDim);
+      this.decoder.shift(keep, drop, kv.length, rotation.cos, rotation.sin, rotation.interleaved, rotation.rotaryDim, rotation.layerTables);
     } catch (e) {
       throw new SessionRunError(`context shift: ${firstLine(e)}`, { [io.pastKey(0)]: kv.shape }, { cause: e });
     }

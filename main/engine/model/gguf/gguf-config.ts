@@ -4,12 +4,12 @@
  * read by gguf-header.ts). Imports no GGUF parser, so the app's main bundle can use it.
  */
 import { ModelLoadError } from '../../errors.ts';
-import { HF_LIMITS } from '../import-hf.ts';
+import { HF_LIMITS } from '../hf-config.ts';
 import { gemmaGgufOptions } from '../families.ts';
 import type { Architecture, ModelConfig, RopeConfig } from '../manifest.ts';
 import type { GgufFile } from './gguf-file.ts';
 
-export const GGUF_ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3'] as const;
+export const GGUF_ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3'] as const;
 
 /**
  * Canonical (Hugging Face) weight name → GGUF tensor name (llama.cpp `llama-arch.cpp` names).
@@ -33,6 +33,8 @@ export function ggufTensorName(canonical: string, c?: Pick<ModelConfig, 'gemma'>
     'self_attn.o_proj.weight': 'attn_output.weight',
     'post_attention_layernorm.weight': 'ffn_norm.weight',
     'mlp.gate_proj.weight': 'ffn_gate.weight', 'mlp.up_proj.weight': 'ffn_up.weight', 'mlp.down_proj.weight': 'ffn_down.weight',
+    // Phi-3's fused weights: llama.cpp's attn_qkv, and ffn_up holding gate and up rows.
+    'self_attn.qkv_proj.weight': 'attn_qkv.weight', 'mlp.gate_up_proj.weight': 'ffn_up.weight',
   };
   if (c?.gemma) Object.assign(per, GEMMA_NORM_NAMES);
   const suffix = per[m[2]];
@@ -98,6 +100,17 @@ export function ggufConfig(g: Pick<GgufFile, 'file' | 'tensors'> & { metadata: R
       };
     } else fail(`unsupported GGUF rope.scaling.type ${JSON.stringify(scalingType)}; supported: none, linear, yarn`);
   }
+  // Phi-3's LongRoPE: its factors are tensors (read by import-gguf.ts `readLongRopeFactors`).
+  if (g.tensors.has('rope_factors_long.weight') || g.tensors.has('rope_factors_short.weight')) {
+    if (rope.scaling) fail(`GGUF has LongRoPE factor tensors and rope.scaling.type ${JSON.stringify(scalingType)}; only one can apply`);
+    rope.scaling = {
+      type: 'longrope', shortFactor: [], longFactor: [],
+      originalMaxPositionEmbeddings: int('rope.scaling.original_context_length', HF_LIMITS.maxPositionEmbeddings, trainedContext),
+      attentionFactor: num('rope.scaling.attn_factor', 1),
+    };
+  }
+  const phi3 = arch === 'phi3';
+  if (phi3 && !g.tensors.has('blk.0.attn_qkv.weight')) fail('GGUF phi3 file without blk.0.attn_qkv.weight (separate q/k/v tensors) is not supported');
   const numLayers = int('block_count', HF_LIMITS.numLayers);
   // Sliding window (llama.cpp's n_swa: a query sees the W tokens up to itself; 0 = none), on every
   // layer, or on Gemma's layers as llama.cpp's fixed pattern for the architecture says; a pattern
@@ -130,6 +143,7 @@ export function ggufConfig(g: Pick<GgufFile, 'file' | 'tensors'> & { metadata: R
     trainedContext,
     ...(slidingWindow ? { slidingWindow } : {}),
     ...family,
+    ...(phi3 ? { fusedProjections: true } : {}),
   };
 }
 

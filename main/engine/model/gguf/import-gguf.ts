@@ -59,6 +59,29 @@ async function readFrequencyFactors(g: GgufFile, rope: RopeConfig): Promise<void
   rope.frequencyFactors = factors;
 }
 
+/**
+ * Phi-3's LongRoPE factors: `rope_factors_short.weight` and `rope_factors_long.weight` [R/2]
+ * (llama.cpp's converter writes `short_factor` / `long_factor` so) into the `longrope` scaling
+ * `ggufConfig` set up from the header.
+ * @throws ModelLoadError when either is missing or is not R/2 finite numbers > 0.
+ */
+async function readLongRopeFactors(g: GgufFile, rope: RopeConfig): Promise<void> {
+  const s = rope.scaling;
+  if (s?.type !== 'longrope') return;
+  const half = rope.rotaryDim / 2;
+  for (const [which, key] of [['short', 'shortFactor'], ['long', 'longFactor']] as const) {
+    const name = `rope_factors_${which}.weight`;
+    const t = g.tensors.get(name);
+    if (!t || t.shape.length !== 1 || t.shape[0] !== half) {
+      throw new ModelLoadError(`tensor ${name} expected shape [${half}] (rope.dimension_count / 2), found ${t ? `[${t.shape.join(', ')}]` : 'none'}`, g.file);
+    }
+    const values = Array.from(await g.readFloat32(t));
+    const bad = values.findIndex((f) => !(f > 0) || !Number.isFinite(f));
+    if (bad >= 0) throw new ModelLoadError(`tensor ${name}[${bad}] = ${values[bad]} is not a finite number > 0`, g.file);
+    s[key] = values;
+  }
+}
+
 /** ggml types that hold plain numbers, not quantized blocks (ggml.h `enum ggml_type`). */
 const UNQUANTIZED_TYPES = new Set(['F32', 'F16', 'BF16', 'F64', 'I8', 'I16', 'I32', 'I64']);
 
@@ -99,6 +122,7 @@ export async function openGgufModel(file: string, opts: { quantized?: boolean; s
   try {
     const config = ggufConfig(g);
     await readFrequencyFactors(g, config.rope);
+    await readLongRopeFactors(g, config.rope);
     const tok = ggufTokenizer(g.metadata, abs);
     if (tok.vocabSize > config.vocabSize) {
       throw new ModelLoadError(`tokenizer has ${tok.vocabSize} tokens but token_embd.weight has ${config.vocabSize} rows`, abs);

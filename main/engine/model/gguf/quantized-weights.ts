@@ -75,7 +75,7 @@ const HALF_SCALE_FORMATS = new Set(['Q8_0', 'Q5_0', 'Q5_1', 'Q4_0', 'Q4_1', 'IQ4
 
 /** Canonical names of the weights that go through MatMul (Linear layers and the classifier). */
 export function isLinearWeight(name: string): boolean {
-  return /\.(self_attn\.[qkvo]_proj|mlp\.(gate|up|down)_proj)\.weight$/.test(name) || name === 'lm_head.weight';
+  return /\.(self_attn\.([qkvo]|qkv)_proj|mlp\.(gate|up|down|gate_up)_proj)\.weight$/.test(name) || name === 'lm_head.weight';
 }
 
 const f32 = Math.fround;
