@@ -42,6 +42,8 @@ import { defaultModelPath } from '../../main/common/default-model.ts';
 import { backendRows, storiesDecodeRates } from './backend-steps.ts';
 import { constrainedRows } from './constrained.ts';
 import { CAPACITY_HEAD, capacitySection } from './capacity.ts';
+import { profileSection } from './step-profile.ts';
+import { qwen3Bundle } from './capacity.ts';
 import { KV_STORAGE_HEAD, kvStorageSection } from './kv-dtype.ts';
 
 const LENGTHS = (process.env.BENCH_LENGTHS ?? '256,2048,8192,32768').split(',').map(Number);
@@ -511,7 +513,7 @@ function printTable(head: string[], rows: string[][]): void {
   for (const r of rows) console.log(line(r));
 }
 
-const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'kv,capacity,kvdtype,loop,start,json,import,isolation').split(','));
+const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'kv,capacity,kvdtype,profile,loop,start,json,import,isolation').split(','));
 
 /** The engine's own process against a worker thread, on the host's side (engine-isolation.ts). */
 async function isolationSection(model: string, cacheDir: string): Promise<void> {
@@ -539,6 +541,19 @@ async function main(): Promise<void> {
     summary.push(['decode step, farthest KV capacity from the smallest, same tokens held', `${worst.toFixed(3)}×`, '≤ 1.05×']);
   }
   if (SECTIONS.has('kvdtype')) printTable(KV_STORAGE_HEAD, await kvStorageSection());
+  if (SECTIONS.has('profile')) {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-bench-profile-'));
+    try {
+      const layers = Number(process.env.BENCH_LAYERS ?? 28);
+      const { head, rows } = await profileSection(async (f) => {
+        return qwen3Bundle(path.join(dir, f), f, layers);
+      });
+      console.log(`\nwhere a decode step goes (ONNX Runtime profiler, native backend, Qwen3-0.6B shapes, ${layers} layers; load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+      printTable(head, rows);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
   const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-bench-hf-'));
   try {
     const model = path.join(root, 'qwen3');

@@ -78,3 +78,29 @@ export async function profileDecode(modelPath: string, c: ModelConfig, held: num
     await rm(dir, { recursive: true, force: true });
   }
 }
+
+/**
+ * `BENCH_SECTIONS=profile`: where a quantized decode step goes, per op type, on Qwen3-0.6B-shaped
+ * GGUFs (BENCH_PROFILE_FORMATS, default Q8_0,Q4_0; random weights) at 16 and 1,072 tokens held
+ * (KV capacity 2,048): µs per step and share of the step's node time, the top op types and the
+ * rest summed. Shares, not wall times, are what a loaded machine leaves comparable.
+ */
+export async function profileSection(bundleOf: (format: 'Q8_0' | 'Q4_0') => Promise<{ modelPath: string; config: ModelConfig }>): Promise<{ head: string[]; rows: string[][] }> {
+  const formats = (process.env.BENCH_PROFILE_FORMATS ?? 'Q8_0,Q4_0').split(',') as ('Q8_0' | 'Q4_0')[];
+  const steps = Number(process.env.BENCH_STEPS ?? 6);
+  const top = Number(process.env.BENCH_PROFILE_TOP ?? 8);
+  const rows: string[][] = [];
+  for (const format of formats) {
+    const { modelPath, config } = await bundleOf(format);
+    for (const held of [16, 1072]) {
+      const p = await profileDecode(modelPath, config, held, 2048, steps);
+      const shown = p.ops.slice(0, top);
+      const rest = p.ops.slice(top);
+      const restUs = rest.reduce((a, o) => a + o.usPerStep, 0);
+      for (const o of shown) rows.push([format, String(held), o.op, String(o.nodes), `${(o.usPerStep / 1000).toFixed(2)} ms`, `${((100 * o.usPerStep) / p.nodeUsPerStep).toFixed(1)} %`]);
+      rows.push([format, String(held), `${rest.length} other op types`, String(rest.reduce((a, o) => a + o.nodes, 0)), `${(restUs / 1000).toFixed(2)} ms`, `${((100 * restUs) / p.nodeUsPerStep).toFixed(1)} %`]);
+      rows.push([format, String(held), 'all nodes (wall step)', String(p.ops.reduce((a, o) => a + o.nodes, 0)), `${(p.nodeUsPerStep / 1000).toFixed(2)} ms (${p.wallMsPerStep.toFixed(2)} ms)`, '100 %']);
+    }
+  }
+  return { head: ['format', 'held', 'op type', 'nodes', 'per step', 'share'], rows };
+}
