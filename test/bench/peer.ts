@@ -1,20 +1,24 @@
 /**
- * `npm run bench:peer`: Ropewalk against llama.cpp (node-llama-cpp's prebuilt CPU binary) on the
- * same GGUF files, same threads, same run. The bench writes random-weight GGUFs with Qwen3-0.6B's
- * shapes (hidden 1024, 28 layers, 16/8 heads × 128, FFN 3072, vocabulary 151,936, tied
- * embedding; shapes decide speed, not values), one per format: F32, Q8_0 and Q4_0 (linear
- * weights and the token embedding in that format, norms F32, as llama.cpp's quantizer writes
- * them). For each it measures, per engine:
- *   - prefill tokens/s over a 128-token prompt;
- *   - decode tokens/s over 32 tokens after a 16-token prompt (greedy);
- * and prints Ropewalk ÷ llama.cpp, plus Ropewalk's bundle size on disk and resident weight bytes.
- * Env: BENCH_LAYERS (default 28), BENCH_FORMATS (default F32,Q8_0,Q4_0), BENCH_THREADS (default:
- * the machine's parallelism, which is also ONNX Runtime's default). It asserts nothing.
- * On a machine loaded by other jobs use BENCH_THREADS=1: llama.cpp's threads spin at barriers and
- * lose their time slices (measured: its Q8_0 decode 1.4 tok/s on 2 threads, 11.1 on 1, same run
- * conditions), which makes multi-thread ratios flatter Ropewalk.
+ * `npm run bench:peer`: Ropewalk against two llama.cpp builds on the same GGUF files, same
+ * threads, same run (issue 23's table): node-llama-cpp's prebuilt CPU binary (through its API)
+ * and a current llama.cpp from Debian's archive (`llama-bench`, set up by
+ * ../shared/tools/debian-llamacpp.sh, which also gives `llama-quantize`). The bench writes
+ * random-weight GGUFs with Qwen3-0.6B's shapes (hidden 1024, 28 layers, 16/8 heads × 128, FFN
+ * 3072, vocabulary 151,936, tied embedding; shapes decide speed, not values): F32, Q8_0 and Q4_0
+ * itself, Q4_K_M and Q6_K by llama-quantize from the F32 file (skipped, with a line, without the
+ * Debian build). Per file and engine:
+ *   - prefill tokens/s over prompts of each BENCH_PREFILL length (default 1024,8192);
+ *   - decode tokens/s over BENCH_DECODE tokens (default 64) after prompts of each
+ *     BENCH_DECODE_CONTEXTS length (default 16,1024);
+ * and Ropewalk ÷ the faster of the two builds per row. Env: BENCH_FORMATS (default
+ * F32,Q8_0,Q4_0,Q4_K_M,Q6_K), BENCH_PEERS (default node-llama-cpp,debian), BENCH_LAYERS (28),
+ * BENCH_THREADS (default 2: what a user gets by default on these machines).
+ * `BENCH_FORMATS=Q8_0 BENCH_PREFILL=128 BENCH_DECODE_CONTEXTS=16 BENCH_DECODE=8 BENCH_LAYERS=4`
+ * runs a small subset quickly. It asserts nothing. On a machine loaded by other jobs the ratios
+ * mean little (llama.cpp's threads spin at barriers and lose their slices): run it quiet.
  */
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -24,44 +28,52 @@ import type { GenerationStats } from '../../main/engine/generate/types.ts';
 import { qwen3_0_6bConfig, qwen3TokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
 import { poolWeights } from './pool-weights.ts';
 
+type Format = 'F32' | 'Q8_0' | 'Q4_0' | 'Q4_K_M' | 'Q6_K';
+const list = (v: string | undefined, d: string) => (v ?? d).split(',').map((s) => s.trim()).filter(Boolean);
 const LAYERS = Number(process.env.BENCH_LAYERS ?? 28);
-const FORMATS = (process.env.BENCH_FORMATS ?? 'F32,Q8_0,Q4_0').split(',') as ('F32' | 'Q8_0' | 'Q4_0')[];
-const THREADS = Number(process.env.BENCH_THREADS ?? os.availableParallelism());
-const PREFILL = 128;
-const DECODE_PROMPT = 16;
-const DECODE = 32;
+const FORMATS = list(process.env.BENCH_FORMATS, 'F32,Q8_0,Q4_0,Q4_K_M,Q6_K') as Format[];
+const PEERS = list(process.env.BENCH_PEERS, 'node-llama-cpp,debian');
+const THREADS = Number(process.env.BENCH_THREADS ?? 2);
+const PREFILL = list(process.env.BENCH_PREFILL, '1024,8192').map(Number);
+const CONTEXTS = list(process.env.BENCH_DECODE_CONTEXTS, '16,1024').map(Number);
+const DECODE = Number(process.env.BENCH_DECODE ?? 64);
+const MAX_CONTEXT = Math.max(...PREFILL, ...CONTEXTS.map((c) => c + DECODE)) + 16;
 const GREEDY = { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1 };
 
-const dirBytes = (dir: string) => readdirSync(dir).reduce((a, f) => a + statSync(path.join(dir, f)).size, 0);
-const fmt = (x: number) => x.toFixed(1).padStart(7);
+/** One engine's figures: `prefill@N` and `decode@N` → tokens/s. */
+type Rates = Map<string, number>;
+const measures = [...PREFILL.map((n) => `prefill@${n}`), ...CONTEXTS.map((n) => `decode@${n}`)];
 
-async function ropewalk(file: string, cacheDir: string) {
-  const engine = await Engine.load(file, { cacheDir, maxContext: 512 });
-  const run = async (ids: number[], maxTokens: number): Promise<GenerationStats> => {
-    engine.reset();
-    let stats: GenerationStats | null = null;
-    for await (const ev of engine.generate({ prompt: promptText(ids.length), maxTokens, sampler: GREEDY, ignoreEos: true })) {
-      if (ev.type === 'done') stats = ev.stats;
-    }
-    return stats!;
-  };
-  await run([], 4); // warm-up
-  const prefill = (await run(new Array(PREFILL), 1)).prefillTokensPerSec;
-  const decode = (await run(new Array(DECODE_PROMPT), DECODE)).decodeTokensPerSec;
-  const info = { prefill, decode, bundleBytes: dirBytes(engine.info.bundleDir), weightBytes: engine.manifest.weights?.bytes ?? 0 };
-  await engine.dispose();
-  return info;
-}
-
-/** A prompt text of about `n` tokens ("word" repeated tokenizes as one token per " word"). */
+/** A prompt text of about `n` tokens (" the" tokenizes as one token each, in both tokenizers). */
 function promptText(n: number): string {
   return Array.from({ length: Math.max(1, n) }, () => ' the').join('');
 }
 
-async function llamaCpp(file: string) {
+async function ropewalk(file: string, cacheDir: string): Promise<Rates> {
+  const engine = await Engine.load(file, { cacheDir, maxContext: MAX_CONTEXT });
+  const run = async (n: number, maxTokens: number): Promise<GenerationStats> => {
+    engine.reset();
+    let stats: GenerationStats | null = null;
+    for await (const ev of engine.generate({ prompt: promptText(n), maxTokens, sampler: GREEDY, ignoreEos: true })) {
+      if (ev.type === 'done') stats = ev.stats;
+    }
+    return stats!;
+  };
+  const rates: Rates = new Map();
+  try {
+    await run(4, 4); // warm-up
+    for (const n of PREFILL) rates.set(`prefill@${n}`, (await run(n, 1)).prefillTokensPerSec);
+    for (const n of CONTEXTS) rates.set(`decode@${n}`, (await run(n, DECODE)).decodeTokensPerSec);
+  } finally {
+    await engine.dispose();
+  }
+  return rates;
+}
+
+async function nodeLlamaCpp(file: string): Promise<Rates> {
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' as never });
   const model = await llama.loadModel({ modelPath: file });
-  const ctx = await model.createContext({ contextSize: 512, threads: THREADS, batchSize: 512 });
+  const ctx = await model.createContext({ contextSize: MAX_CONTEXT, threads: THREADS, batchSize: 512 });
   const timeIt = async (n: number, maxTokens: number) => {
     const seq = ctx.getSequence();
     const ids = model.tokenize(promptText(n));
@@ -75,33 +87,88 @@ async function llamaCpp(file: string) {
     const end = performance.now();
     await seq.clearHistory();
     seq.dispose();
-    return { n: ids.length, prefillMs: first - t0, decodeMs: end - first, decoded: count - 1 };
+    return { prefill: (ids.length / (first - t0)) * 1000, decode: ((count - 1) / (end - first)) * 1000 };
   };
-  await timeIt(4, 4); // warm-up
-  const p = await timeIt(PREFILL, 1);
-  const d = await timeIt(DECODE_PROMPT, DECODE);
-  await ctx.dispose();
-  await model.dispose();
-  await llama.dispose();
-  return { prefill: (p.n / p.prefillMs) * 1000, decode: (d.decoded / d.decodeMs) * 1000 };
+  const rates: Rates = new Map();
+  try {
+    await timeIt(4, 4); // warm-up
+    for (const n of PREFILL) rates.set(`prefill@${n}`, (await timeIt(n, 1)).prefill);
+    for (const n of CONTEXTS) rates.set(`decode@${n}`, (await timeIt(n, DECODE + 1)).decode);
+  } finally {
+    await ctx.dispose();
+    await model.dispose();
+    await llama.dispose();
+  }
+  return rates;
 }
+
+/** The Debian build's wrapper (debian-llamacpp.sh prints it), or null with the reason printed. */
+function debianWrapper(): string | null {
+  try {
+    const script = path.resolve(import.meta.dirname, '../../../shared/tools/debian-llamacpp.sh');
+    return execFileSync('bash', [script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim().split('\n').at(-1)!;
+  } catch (e) {
+    console.log(`(no Debian llama.cpp: ${(e as Error).message.split('\n')[0]})`);
+    return null;
+  }
+}
+
+/** llama-bench's JSON rows: prefill (-p N -n 0) and decode at a depth (-p 0 -n DECODE -d N), 2 repetitions, averages. */
+function debian(wrapper: string, file: string): Rates {
+  const bench = (args: string[]) =>
+    JSON.parse(execFileSync(wrapper, ['llama-bench', '-m', file, '-t', String(THREADS), '-r', '2', '-o', 'json', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 1 << 24 })) as { n_prompt: number; n_gen: number; n_depth?: number; avg_ts: number }[];
+  const rates: Rates = new Map();
+  for (const r of bench(['-p', PREFILL.join(','), '-n', '0'])) rates.set(`prefill@${r.n_prompt}`, r.avg_ts);
+  for (const r of bench(['-p', '0', '-n', String(DECODE), '-d', CONTEXTS.join(',')])) rates.set(`decode@${r.n_depth ?? 0}`, r.avg_ts);
+  return rates;
+}
+
+/** The GGUF of `format`: written here (F32, Q8_0, Q4_0) or llama-quantize'd from the F32 one; null when it cannot be had. */
+function ggufFor(format: Format, tmp: string, wrapper: string | null): string | null {
+  const file = path.join(tmp, `qwen3-${format}.gguf`);
+  const config = qwen3_0_6bConfig(LAYERS);
+  const write = (f: 'F32' | 'Q8_0' | 'Q4_0', to: string) => writeModelGguf(to, config, qwen3TokenizerMetadata(config.vocabSize), poolWeights(), f, f);
+  if (format === 'F32' || format === 'Q8_0' || format === 'Q4_0') {
+    write(format, file);
+    return file;
+  }
+  if (!wrapper) return null;
+  const f32 = path.join(tmp, 'qwen3-F32-source.gguf');
+  write('F32', f32);
+  try {
+    execFileSync(wrapper, ['llama-quantize', f32, file, format, String(THREADS)], { stdio: 'ignore' });
+  } finally {
+    rmSync(f32, { force: true });
+  }
+  return file;
+}
+
+const cell = (x: number | undefined) => (x === undefined ? '—' : x.toFixed(1));
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-peer-'));
 try {
-  console.log(`Qwen3-0.6B shapes, ${LAYERS} layers, random weights; ${THREADS} threads for both; prefill ${PREFILL} tokens, decode ${DECODE} after ${DECODE_PROMPT}`);
-  console.log('format  engine      prefill tok/s  decode tok/s   bundle MB  weights MB');
-  const config = qwen3_0_6bConfig(LAYERS);
-  const tokenizer = qwen3TokenizerMetadata(config.vocabSize);
-  for (const f of FORMATS) {
-    const file = path.join(tmp, `qwen3-${f}.gguf`);
-    writeModelGguf(file, config, tokenizer, poolWeights(), f, f);
+  const wrapper = PEERS.includes('debian') || FORMATS.some((f) => f === 'Q4_K_M' || f === 'Q6_K') ? debianWrapper() : null;
+  console.log(`Qwen3-0.6B shapes, ${LAYERS} layers, random weights; ${THREADS} threads for all; tok/s ropewalk / Debian's llama.cpp / node-llama-cpp's, and ropewalk ÷ the faster (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+  const rows: string[][] = [];
+  for (const format of FORMATS) {
+    const file = ggufFor(format, tmp, wrapper);
+    if (!file) {
+      console.log(`${format}: skipped (llama-quantize needs the Debian build)`);
+      continue;
+    }
     const ours = await ropewalk(file, path.join(tmp, 'cache'));
-    const theirs = await llamaCpp(file);
-    console.log(`${f.padEnd(6)}  ropewalk    ${fmt(ours.prefill)}        ${fmt(ours.decode)}       ${fmt(ours.bundleBytes / 2 ** 20)}    ${fmt(ours.weightBytes / 2 ** 20)}`);
-    console.log(`${f.padEnd(6)}  llama.cpp   ${fmt(theirs.prefill)}        ${fmt(theirs.decode)}       ${fmt(statSync(file).size / 2 ** 20)}  (GGUF)`);
-    console.log(`${f.padEnd(6)}  ratio       ${(ours.prefill / theirs.prefill).toFixed(2).padStart(6)}         ${(ours.decode / theirs.decode).toFixed(2).padStart(6)}`);
+    const deb = PEERS.includes('debian') && wrapper ? debian(wrapper, file) : new Map<string, number>();
+    const nlc = PEERS.includes('node-llama-cpp') ? await nodeLlamaCpp(file) : new Map<string, number>();
+    for (const m of measures) {
+      const faster = Math.max(deb.get(m) ?? 0, nlc.get(m) ?? 0);
+      const o = ours.get(m);
+      rows.push([format, m, cell(o), cell(deb.get(m)), cell(nlc.get(m)), faster > 0 && o !== undefined ? `${(o / faster).toFixed(2)}×` : '—']);
+    }
     rmSync(file);
   }
+  const head = ['file', 'measure', 'ropewalk', 'debian', 'node-llama-cpp', 'ours ÷ faster'];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  for (const r of [head, ...rows]) console.log(r.map((c, i) => c.padStart(widths[i])).join('  '));
 } finally {
   rmSync(tmp, { recursive: true, force: true });
 }
