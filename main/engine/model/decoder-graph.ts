@@ -14,6 +14,10 @@
  * written) under MatMul; a float16 target (CUDA) stores float weights and runs activations and
  * the KV cache in float16, casting the RoPE rows in and the logits out.
  *
+ * On the CPU float32 target, quantized q/k/v (and gate/up) of one layout run as one stacked
+ * MatMulNBits, split after (`QuantizedMatMul.applyStacked`): one activation quantization for the
+ * three (two) instead of one each.
+ *
  * Sliding-window layers (`config.slidingWindow`, Mistral, Gemma) set GroupQueryAttention's
  * `local_window_size` (`localWindow`); the KV cache layout is the same. Family variants are
  * small named steps in block-variants.ts (Gemma 2/3: embedding scale, norms after attention and
@@ -134,6 +138,22 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     float(`${name}.bias`, [outDim], floatData(b));
     return g.op('Add', [y, `${name}.bias`]);
   };
+  /**
+   * Linears that read the same input (q/k/v, gate/up): quantized ones of one layout run as one
+   * stacked MatMulNBits (`QuantizedMatMul.applyStacked`: one activation quantization), the rest
+   * one by one; biases added after.
+   */
+  const linears = (input: string, outs: [string, number][], inDim: number, bias: boolean, stackedName: string): string[] => {
+    const ws = outs.map(([name, n]) => ({ name: `${name}.weight`, w: requireShape(weights, `${name}.weight`, [n, inDim]) }));
+    if (!ws.every((p) => isQuantized(p.w))) return outs.map(([name, n]) => linear(input, name, n, inDim, bias));
+    const ys = mm.applyStacked(input, `${stackedName}.weight`, ws as { name: string; w: QuantizedWeight }[]);
+    if (!bias) return ys;
+    return ys.map((y, i) => {
+      const [name, n] = outs[i];
+      float(`${name}.bias`, [n], floatData(get(`${name}.bias`, [n])));
+      return g.op('Add', [y, `${name}.bias`]);
+    });
+  };
   const splitR = R < hd ? g.int64([R, hd - R]) : null;
   const pairSplitShape = c.rope.layout === 'half' ? g.int64([1, 0, 0, 2, R / 2]) : g.int64([1, 0, 0, R / 2, 2]);
   const pairAxis = c.rope.layout === 'half' ? 3 : 4;
@@ -158,11 +178,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     const h = rmsNorm(x, L('input_layernorm.weight'), D);
     let [q, k, v] = c.fusedProjections
       ? g.node('Split', [linear(h, L('self_attn.qkv_proj'), (Hq + 2 * Hkv) * hd, D, false), g.int64([Hq * hd, Hkv * hd, Hkv * hd])], 3, { axis: 2 })
-      : [
-          linear(h, L('self_attn.q_proj'), Hq * hd, D, c.attentionBias),
-          linear(h, L('self_attn.k_proj'), Hkv * hd, D, c.attentionBias),
-          linear(h, L('self_attn.v_proj'), Hkv * hd, D, c.attentionBias),
-        ];
+      : linears(h, [[L('self_attn.q_proj'), Hq * hd], [L('self_attn.k_proj'), Hkv * hd], [L('self_attn.v_proj'), Hkv * hd]], D, c.attentionBias, L('self_attn.qkv_proj'));
     let qh = g.op('Reshape', [q, shapeHq]);
     let kh = g.op('Reshape', [k, shapeHkv]);
     if (c.qkNorm) {
@@ -196,7 +212,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     // Phi-3's gate_up_proj: one matmul, its output split in halves (gate first).
     const [gate, up] = c.fusedProjections
       ? g.node('Split', [linear(h2, L('mlp.gate_up_proj'), 2 * c.intermediateSize, D, false)], 2, { axis: 2, num_outputs: 2 })
-      : [linear(h2, L('mlp.gate_proj'), c.intermediateSize, D, false), linear(h2, L('mlp.up_proj'), c.intermediateSize, D, false)];
+      : linears(h2, [[L('mlp.gate_proj'), c.intermediateSize], [L('mlp.up_proj'), c.intermediateSize]], D, false, L('mlp.gate_up_proj'));
     const act = gatedActivation(g, gate, up, c, scalar);
     x = g.op('Add', [x, post(linear(act, L('mlp.down_proj'), D, c.intermediateSize, false), 'post_feedforward_layernorm.weight')]);
   }

@@ -51,6 +51,23 @@ export class QuantizedMatMul {
     return matMulNBits(this.g, this.target, x, name, w, this.accuracyLevel, sums);
   }
 
+  /**
+   * y_i = x · W_iᵀ for weights read by the same input, as ONE MatMulNBits over the weights' rows
+   * stacked [ΣN_i, K] and a Split of its output (one activation quantization instead of one per
+   * weight), where they can share one: a float32 CPU graph, the same bits, block size and format,
+   * no zero points and no block offsets. Otherwise one `apply` each. The stacked blocks and
+   * scales are the weights' own, concatenated when the data file is written.
+   */
+  applyStacked(input: string, name: string, parts: { name: string; w: QuantizedWeight }[]): string[] {
+    const [first] = parts;
+    const stackable =
+      parts.length > 1 && this.target.ep === 'cpu' && this.target.dtype === 'float32' &&
+      parts.every(({ w }) => w.bits === first.w.bits && w.blockSize === first.w.blockSize && w.format === first.w.format && w.shape[1] === first.w.shape[1] && !w.zeroPoints && !w.blockOffsets);
+    if (!stackable) return parts.map((p) => this.apply(input, p.name, p.w));
+    const y = this.apply(input, name, stackedWeight(parts.map((p) => p.w)));
+    return this.g.node('Split', [y, this.g.int64(parts.map((p) => p.w.shape[0]))], parts.length, { axis: -1 });
+  }
+
   /** `make()` once per key. */
   private once(key: string, make: () => string): string {
     let out = this.built.get(key);
@@ -122,6 +139,40 @@ export class QuantizedMatMul {
   private constant(name: string, value: number): string {
     return this.g.has(name) ? name : this.g.weight(name, [1], new Float32Array([value]));
   }
+}
+
+/**
+ * Weights [N_i, K] of one layout (bits, block size, format; no zero points or offsets) stacked
+ * into one [ΣN_i, K], read when the data file is written: the blocks part after part, in chunks
+ * of at most `maxBytes`, and the scales concatenated.
+ */
+function stackedWeight(ws: QuantizedWeight[]): QuantizedWeight {
+  const [first] = ws;
+  const n = ws.reduce((a, w) => a + w.shape[0], 0);
+  return {
+    shape: [n, first.shape[1]],
+    bits: first.bits,
+    blockSize: first.blockSize,
+    zeroPoints: null,
+    format: first.format,
+    async *blockChunks(maxBytes: number) {
+      for (const w of ws) {
+        if (!('data' in w)) {
+          yield* w.blockChunks(maxBytes);
+          continue;
+        }
+        const step = Math.max(1, maxBytes);
+        for (let at = 0; at < w.data.length; at += step) yield w.data.subarray(at, Math.min(w.data.length, at + step));
+      }
+    },
+    async loadScales() {
+      const parts = await Promise.all(ws.map((w) => ('data' in w ? w.scales : w.loadScales())));
+      const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
+      let at = 0;
+      for (const p of parts) out.set(p, (at += p.length) - p.length);
+      return out;
+    },
+  };
 }
 
 /** ONNX TensorProto.DataType FLOAT16 (Cast's `to`). */

@@ -1,0 +1,77 @@
+/**
+ * Linears that read one input as ONE stacked MatMulNBits (`QuantizedMatMul.applyStacked`: q/k/v
+ * and gate/up of the CPU graph, one activation quantization instead of three and two), on real
+ * ONNX Runtime: each output equals the output of its own MatMulNBits exactly, with llama.cpp's
+ * half-scale activations (format Q8_0 / Q4_0) and without (round-to-nearest `rtn`), from weights
+ * in memory and quantized while written; weights of different layouts stay separate matmuls.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import * as ort from 'onnxruntime-node';
+import onnxProto from 'onnx-proto';
+import { quantizeRtn, quantizeRtnLazy } from '../../main/engine/model/gguf/quantized-weights.ts';
+import type { QuantizedWeight } from '../../main/engine/model/manifest.ts';
+import { DataType, OnnxGraphBuilder, writeExternalData } from '../../main/engine/model/onnx-builder.ts';
+import { QuantizedMatMul } from '../../main/engine/model/quantized-matmul.ts';
+import { mulberry32 } from '../helpers/prng.ts';
+
+const K = 128;
+const M = 3;
+const rand = mulberry32(11);
+const values = (n: number) => Float32Array.from({ length: n }, () => (rand() - 0.5) * 2);
+
+/** Runs y_i = x · W_iᵀ, stacked or one matmul each; returns the outputs and the graph's MatMulNBits count. */
+async function run(ws: QuantizedWeight[], x: Float32Array, stacked: boolean): Promise<{ ys: Float32Array[]; matmuls: number }> {
+  const g = new OnnxGraphBuilder('model.onnx.data');
+  g.input('x', DataType.FLOAT, [M, K]);
+  const mm = new QuantizedMatMul(g);
+  const parts = ws.map((w, i) => ({ name: `w${i}`, w }));
+  const ys = stacked ? mm.applyStacked('x', 'w_stacked', parts) : parts.map((p) => mm.apply('x', p.name, p.w));
+  ys.forEach((y, i) => {
+    g.node('Identity', [y], [`y${i}`]);
+    g.output(`y${i}`, DataType.FLOAT, [M, ws[i].shape[0]]);
+  });
+  const built = g.build('stacked', { '': 18, 'com.microsoft': 1 }, 'stacked MatMulNBits probe');
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-stacked-'));
+  try {
+    writeFileSync(path.join(dir, 'model.onnx'), built.model);
+    await writeExternalData(path.join(dir, 'model.onnx.data'), built);
+    const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'));
+    const out = await session.run({ x: new ort.Tensor('float32', x, [M, K]) });
+    await session.release();
+    const matmuls = onnxProto.onnx.ModelProto.decode(built.model).graph!.node!.filter((n) => n.opType === 'MatMulNBits').length;
+    return { ys: ws.map((_, i) => out[`y${i}`].data as Float32Array), matmuls };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+for (const [format, bits] of [['rtn', 8], ['Q8_0', 8], ['rtn', 4], ['Q4_0', 4]] as const) {
+  test(`${format} (${bits} bits): a stacked MatMulNBits gives each weight's own output exactly, in memory and lazily quantized`, async () => {
+    const shapes = [256, 64, 64];
+    const floats = shapes.map((n) => ({ shape: [n, K], data: values(n * K) }));
+    const inMemory = floats.map((f) => ({ ...quantizeRtn(f, bits)!, format }));
+    const lazy = floats.map((f) => ({ ...quantizeRtnLazy(f, bits)!, format }));
+    const x = values(M * K);
+    const separate = await run(inMemory, x, false);
+    for (const ws of [inMemory, lazy]) {
+      const stacked = await run(ws, x, true);
+      assert.equal(stacked.matmuls, 1);
+      for (let i = 0; i < shapes.length; i++) assert.deepEqual(stacked.ys[i], separate.ys[i], `output ${i}`);
+    }
+    assert.equal(separate.matmuls, 3);
+  });
+}
+
+test('weights of different layouts (bits) are not stacked: one MatMulNBits each, same outputs', async () => {
+  const floats = [256, 64].map((n) => ({ shape: [n, K], data: values(n * K) }));
+  const ws = [quantizeRtn(floats[0], 8)!, quantizeRtn(floats[1], 4)!];
+  const x = values(M * K);
+  const a = await run(ws, x, true);
+  const b = await run(ws, x, false);
+  assert.equal(a.matmuls, 2);
+  for (let i = 0; i < ws.length; i++) assert.deepEqual(a.ys[i], b.ys[i]);
+});
