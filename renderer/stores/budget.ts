@@ -47,6 +47,68 @@ export function draftKey(draft: string, documents: readonly AttachedDocument[]):
   return documents.length === 0 ? draft : `${draft}\u0000${documents.map((d) => `${d.id}:${d.fit}:${d.name ?? ''}`).join(',')}`;
 }
 
+/**
+ * The budget requests of one store: numbered, so only the newest one's answer is applied; counted
+ * while in flight (the meter is "stale" until none is); and an error reported once per code, so a
+ * failing getBudget does not raise the banner again on every keystroke.
+ */
+class BudgetRequests {
+  private latest = 0;
+  private inFlight = 0;
+  private lastErrorCode: string | null = null;
+
+  /** A request starts: its number. */
+  begin(): number {
+    this.inFlight++;
+    return ++this.latest;
+  }
+
+  end(): void {
+    this.inFlight--;
+  }
+
+  isLatest(request: number): boolean {
+    return request === this.latest;
+  }
+
+  /** Every request in flight is stale now (the store was disposed). */
+  supersede(): void {
+    this.latest++;
+  }
+
+  get busy(): boolean {
+    return this.inFlight > 0;
+  }
+
+  succeeded(): void {
+    this.lastErrorCode = null;
+  }
+
+  /** Whether a failure with `code` is news (not the one reported last). */
+  reportable(code: string): boolean {
+    const news = code !== this.lastErrorCode;
+    this.lastErrorCode = code;
+    return news;
+  }
+}
+
+/**
+ * A `budgetChanged` event of the open conversation with this window's draft count kept in place
+ * of the event's (the services count the draft they last saw, not what is typed now).
+ */
+function withDraftKept(event: ContextBudget, current: ContextBudget | null, conversationId: string | null): ContextBudget {
+  const draftTokens = current && current.conversationId === conversationId ? current.draft : 0;
+  const used = event.used - event.draft + draftTokens;
+  const total = used + event.reserve;
+  return { ...event, draft: draftTokens, used, total, fits: total <= event.maxContext };
+}
+
+/** Whether an event of another conversation moved the numbers every conversation shares (settings, model). */
+function sharedNumbersMoved(current: ContextBudget | null, event: ContextBudget): boolean {
+  return current !== null && (current.maxContext !== event.maxContext || current.reserve !== event.reserve || current.system !== event.system);
+}
+
+/** The budget store (see the file's contract); `timers` drive the debounce. */
 export function createBudgetStore(
   api: RopewalkApi,
   notices: NoticesStore,
@@ -55,38 +117,30 @@ export function createBudgetStore(
   timers: Timers = platformTimers,
 ): BudgetStore {
   const debounce = new Debouncer(debounceMs, timers);
-  let seq = 0;
-  let inFlight = 0;
-  // The last error reported, so a failing getBudget does not re-raise the banner per keystroke.
-  let lastErrorCode: string | null = null;
+  const requests = new BudgetRequests();
 
-  const store = createStore<BudgetState>()((set, get) => {
+  return createStore<BudgetState>()((set, get) => {
     async function refresh(): Promise<ContextBudget | null> {
       debounce.cancel();
       const { conversationId, draft, documents, empty } = context();
       const key = draftKey(draft, documents);
-      const mine = ++seq;
-      inFlight++;
+      const mine = requests.begin();
       // Switched chats: until the answer comes, show what is known (exact for an empty chat).
       const prev = get().budget;
       const provisional = prev && meterInputFor(prev, conversationId, empty);
       set(provisional && provisional !== prev ? { stale: true, budget: provisional, draftFor: null } : { stale: true });
       try {
         const budget = await api.getBudget({ conversationId, draft, ...(documents.length ? { documents } : {}) });
-        lastErrorCode = null;
-        if (mine !== seq) return null;
-        const now = context();
-        if (now.conversationId !== conversationId) return null;
+        requests.succeeded();
+        if (!requests.isLatest(mine) || context().conversationId !== conversationId) return null;
         set({ budget, draftFor: key });
         return budget;
       } catch (e) {
-        const { code } = describeError(e);
-        if (code !== lastErrorCode) notices.getState().report(e);
-        lastErrorCode = code;
+        if (requests.reportable(describeError(e).code)) notices.getState().report(e);
         return null;
       } finally {
-        inFlight--;
-        set({ stale: debounce.pending || inFlight > 0 });
+        requests.end();
+        set({ stale: debounce.pending || requests.busy });
       }
     }
 
@@ -110,28 +164,20 @@ export function createBudgetStore(
         const key = draftKey(draft, documents);
         const current = get().budget;
         if (event.conversationId !== conversationId) {
-          // Settings or a model change can arrive as another conversation's event: re-ask if the
-          // numbers that apply to every conversation moved.
-          if (current && (current.maxContext !== event.maxContext || current.reserve !== event.reserve || current.system !== event.system)) {
-            get().schedule();
-          }
+          if (sharedNumbersMoved(current, event)) get().schedule();
           return;
         }
         if (!draft && documents.length === 0) {
           set({ budget: event, draftFor: key });
           return;
         }
-        const draftTokens = current && current.conversationId === conversationId ? current.draft : 0;
-        const used = event.used - event.draft + draftTokens;
-        const total = used + event.reserve;
-        set({ budget: { ...event, draft: draftTokens, used, total, fits: total <= event.maxContext } });
+        set({ budget: withDraftKept(event, current, conversationId) });
         if (get().draftFor !== key) get().schedule();
       },
       dispose() {
         debounce.cancel();
-        seq++;
+        requests.supersede();
       },
     };
   });
-  return store;
 }
