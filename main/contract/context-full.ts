@@ -8,7 +8,7 @@
  * Settings, and suggest a larger max context only up to the model's trained context, past which
  * answers lose quality: context-caution.ts; `trainedContextReached` says why not, `raiseToFit` the
  * window's documents offer's target), and `CONTEXT_FULL_WORDS` labels and explains the
- * three context-full policies (the window's Settings and the refusal line's buttons; the README's
+ * three context-full policies (the window's Settings and the refusal line's buttons; docs/desktop-app.md's
  * policy table says the same at more length). Imports only types, so the renderer bundles it as is.
  */
 import type { AnswerStats, ContextFullPolicy } from './types.ts';
@@ -136,7 +136,7 @@ export function promptTooLongRemedy(maxContext: number, trainedContext: number |
 
 /**
  * Each context-full policy's name (`label`, as the window's menus show it) and what it does, before
- * sending and mid-answer (`hint`, one or two sentences). The README's policy table is the long form.
+ * sending and mid-answer (`hint`, one or two sentences). docs/desktop-app.md's policy table is the long form.
  */
 export const CONTEXT_FULL_WORDS: Readonly<Record<ContextFullPolicy, { label: string; hint: string }>> = {
   stop: {

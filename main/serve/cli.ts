@@ -90,7 +90,7 @@ main(process.argv.slice(2)).catch((e: unknown) => {
   process.exit(e instanceof UsageError || isDataError(e) ? 2 : 1);
 });
 
-/** An unusable data folder or a database from a newer version: the README's exit 2. */
+/** An unusable data folder or a database from a newer version: exit 2, as docs/serve.md says. */
 function isDataError(e: unknown): boolean {
   return e instanceof ServiceError && (e.code === 'DATA_DIR' || e.code === 'SCHEMA_TOO_NEW');
 }

@@ -49,7 +49,7 @@ test('CONTEXT_FULL_WORDS: every policy of the contract, in its order, has a labe
   );
 });
 
-test('CONTEXT_FULL_WORDS: each hint says what happens mid-answer, as the README table does', () => {
+test('CONTEXT_FULL_WORDS: each hint says what happens mid-answer, as the table in docs/desktop-app.md does', () => {
   assert.equal(
     CONTEXT_FULL_WORDS['truncate-middle'].hint,
     'Keeps the system prompt and the first exchange with its documents; leaves out the oldest exchanges after it. An answer that reaches the max context goes on: the first exchange is kept and the oldest turns after it are dropped.',

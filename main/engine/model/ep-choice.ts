@@ -106,7 +106,7 @@ export function ortReason(e: unknown): string {
  * for what to do about them, anything else as `ortReason` gives it. The raw text
  * ("OrtSessionOptionsAppendExecutionProvider_Cuda: Failed to load shared library") names a C
  * function, not the cause: onnxruntime-node ships without its CUDA libraries (its install script
- * fetches them; see the README's "On a GPU").
+ * fetches them; see docs/gpu.md).
  */
 export function cudaReason(e: unknown): string {
   const raw = ortReason(e);
