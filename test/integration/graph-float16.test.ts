@@ -50,7 +50,7 @@ async function open(source: string, target: GraphTarget) {
   const c = bundle.manifest.config;
   const session = await DecoderSession.create(bundle.modelPath, c, 'cpu');
   const kv = new KvCache({ numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim, maxContext: c.trainedContext, hostBuffers: true, dtype: bundle.manifest.dtype === 'float16' ? 'float16' : 'float32' });
-  const rope = new RopeCache(c.rope, c.trainedContext);
+  const rope = new RopeCache(c.rope, c.trainedContext, c.localRope);
   return {
     dtype: bundle.manifest.dtype,
     session,
