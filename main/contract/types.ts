@@ -52,17 +52,7 @@ export interface AnswerStats {
 }
 
 /** The generation settings an answer was written under, as its stats keep them (exports stamp each answer with its own). */
-export interface AnswerSettings {
-  maxContext: number;
-  maxTokens: number;
-  temperature: number;
-  topK: number;
-  topP: number;
-  minP: number;
-  repetitionPenalty: number;
-  /** null: a random seed. */
-  seed: number | null;
-}
+export type AnswerSettings = Pick<Settings, 'maxContext' | 'maxTokens' | 'temperature' | 'topK' | 'topP' | 'minP' | 'repetitionPenalty' | 'seed'>;
 
 /** How a document goes into the prompt: its whole text, or the chunks most relevant to the question. */
 export type DocumentFit = 'whole' | 'relevant';

@@ -26,7 +26,7 @@ import { raiseUpToTrained, trainedContextReached, WINDOW_CONTEXT_REMEDIES } from
 import type { ContextBudget, Conversation, Message } from '../contract/types.ts';
 import type { ChatEngine } from '../engine-host/chat-engine.ts';
 import type { GenerationEvent, GenerationRequest } from '../engine/generate/types.ts';
-import { AnswerSaves, storageFault, type RetryingWriter } from './answer-save.ts';
+import { AnswerSaves, storageFault } from './answer-save.ts';
 import { answerSetup, DecodeRate, DeltaBatcher, every, finalState, PeriodicSaver, realScheduler, type DoneEvent, type Scheduler, type StreamEnd } from './answer-stream.ts';
 import { continuable, continuationPrompt, joinContinuation } from './continue-answer.ts';
 import type { BudgetService } from './budget.ts';

@@ -8,7 +8,7 @@
  * not fit, the chunks that rank best against the latest question (`fitDocuments`), so each
  * follow-up re-ranks. The same assembly feeds the budget (counted) and the answer (generated).
  */
-import type { AttachedDocument, DocumentFit, DocumentInfo, DocumentText, Message } from '../contract/types.ts';
+import type { AttachedDocument, DocumentInfo, DocumentText, Message } from '../contract/types.ts';
 import type { ChatEngine } from '../engine-host/chat-engine.ts';
 import type { ChatMessage } from '../engine/generate/types.ts';
 import { ChunkCache, fitDocuments, type AttachedText } from '../documents/assemble.ts';

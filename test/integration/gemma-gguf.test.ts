@@ -17,11 +17,9 @@
  *     Q4_0 then round some values the other way, 1e-3 – 2e-2 (stories260K's llama: 1e-4 at most steps).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
-import { getLlama, type Llama } from 'node-llama-cpp';
+import { test } from 'node:test';
+import type { Llama } from 'node-llama-cpp';
 import { importGguf } from '../../main/engine/model/gguf/import-gguf.ts';
 import { expectedWeights } from '../../main/engine/model/import-hf.ts';
 import type { ModelConfig, ModelWeights } from '../../main/engine/model/manifest.ts';
@@ -29,19 +27,13 @@ import { greedyAgainstReference } from '../helpers/greedy-reference.ts';
 import { agreement, llamaCppGreedy, PROMPTS, ropewalkGreedy, teacherForcedDistances } from '../helpers/llamacpp-oracle.ts';
 import { mulberry32 } from '../helpers/prng.ts';
 import { storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
+import { useLlamaCpp } from '../helpers/llamacpp-fixture.ts';
 
 const WINDOW = 16;
 const MAX = 256;
 const N = 140;
-const tmp = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-gemma-gguf-'));
 let llama: Llama;
-before(async () => {
-  llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' as never });
-});
-after(async () => {
-  await llama?.dispose();
-  rmSync(tmp, { recursive: true, force: true });
-});
+const tmp = useLlamaCpp('ropewalk-gemma-gguf-', (l) => (llama = l));
 
 const base = {
   hiddenSize: 64, intermediateSize: 128, numHeads: 4, numKvHeads: 2, headDim: 16, vocabSize: 512, rmsNormEps: Math.fround(1e-6),

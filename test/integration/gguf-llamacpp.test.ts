@@ -19,11 +19,10 @@
  * alone moves the int8 roundings from the first layer on (measured: ~3e-2 in log-probabilities).
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
-import { getLlama, type Llama } from 'node-llama-cpp';
+import { test } from 'node:test';
+import type { Llama } from 'node-llama-cpp';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import type { GenerationEvent } from '../../main/engine/generate/types.ts';
 import { agreement, GREEDY, llamaCppGreedy, PROMPTS, ropewalkGreedy, teacherForcedDistances } from '../helpers/llamacpp-oracle.ts';
@@ -31,17 +30,11 @@ import { resolveModel } from '../../main/engine/model/bundle.ts';
 import { TextTokenizer } from '../../main/engine/tokenizer/tokenizer.ts';
 import { GGUF_DIR, STORIES_GGUF } from '../helpers/paths.ts';
 import { qwen3TokenizerMetadata, randomWeights, writeModelGguf } from '../helpers/synthetic-gguf.ts';
+import { useLlamaCpp } from '../helpers/llamacpp-fixture.ts';
 
 const N = 200;
-const tmp = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-llamacpp-'));
 let llama: Llama;
-before(async () => {
-  llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' as never });
-});
-after(async () => {
-  await llama?.dispose();
-  rmSync(tmp, { recursive: true, force: true });
-});
+const tmp = useLlamaCpp('ropewalk-llamacpp-', (l) => (llama = l));
 
 for (const [name, file, meanAtLeast] of [
   ['F32', STORIES_GGUF, 190],

@@ -9,11 +9,9 @@
  * Both sides use the long factors: the max context exceeds the original one.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
-import { getLlama, type Llama } from 'node-llama-cpp';
+import { test } from 'node:test';
+import type { Llama } from 'node-llama-cpp';
 import { importGguf } from '../../main/engine/model/gguf/import-gguf.ts';
 import { expectedWeights, importHuggingFace } from '../../main/engine/model/import-hf.ts';
 import type { ModelConfig, ModelWeights } from '../../main/engine/model/manifest.ts';
@@ -25,18 +23,12 @@ import { ReferenceModel } from '../helpers/reference-forward.ts';
 import type { GgufValue } from '../helpers/gguf-writer.ts';
 import { storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
 import { PHI3_CHAT_TEMPLATE, writeSyntheticCheckpoint } from '../helpers/synthetic-hf.ts';
+import { useLlamaCpp } from '../helpers/llamacpp-fixture.ts';
 
 const WINDOW = 16;
 const MAX = 256;
-const tmp = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-phi3-'));
 let llama: Llama;
-before(async () => {
-  llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' as never });
-});
-after(async () => {
-  await llama?.dispose();
-  rmSync(tmp, { recursive: true, force: true });
-});
+const tmp = useLlamaCpp('ropewalk-phi3-', (l) => (llama = l));
 
 const SHORT = [1, 1.05, 1.1, 1.2, 1.4, 1.8, 2.5, 3];
 const LONG = [1, 1.2, 1.6, 2.4, 4, 8, 16, 32];

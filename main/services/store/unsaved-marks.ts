@@ -63,17 +63,7 @@ export class UnsavedMarks {
     if (json.length > MARKS_BYTES) return false;
     const block = Buffer.alloc(MARKS_BYTES, 0x20);
     json.copy(block);
-    let fd: number | null = null;
-    try {
-      fd = openSync(this.file, 'r+');
-      writeSync(fd, block, 0, MARKS_BYTES, 0);
-      fsyncSync(fd);
-      return true;
-    } catch {
-      return false;
-    } finally {
-      if (fd !== null) closeSync(fd);
-    }
+    return writeBlock(this.file, 'r+', block);
   }
 }
 
@@ -95,10 +85,19 @@ function ensureSize(file: string): boolean {
   } catch {
     // Missing: written below.
   }
+  return writeBlock(file, 'w', Buffer.alloc(MARKS_BYTES, 0x20));
+}
+
+/**
+ * Writes `block` (MARKS_BYTES) at the start of `file` and syncs it: 'r+' overwrites in place (no
+ * new blocks needed, which is why the file is written whole at open), 'w' creates it.
+ * @returns whether it was written.
+ */
+function writeBlock(file: string, flags: 'r+' | 'w', block: Buffer): boolean {
   let fd: number | null = null;
   try {
-    fd = openSync(file, 'w');
-    writeSync(fd, Buffer.alloc(MARKS_BYTES, 0x20), 0, MARKS_BYTES, 0);
+    fd = openSync(file, flags);
+    writeSync(fd, block, 0, MARKS_BYTES, 0);
     fsyncSync(fd);
     return true;
   } catch {
