@@ -106,6 +106,11 @@ export async function buildApp(outDir = path.join(PROJECT_ROOT, 'dist/app')): Pr
   const builds = [opts.main, opts.worker, opts.extractWorker, opts.templateWorker].map((o) => esbuild.build(o));
   const [preload] = await Promise.all([esbuild.build(opts.preload), ...builds]);
   checkPreloadBundle(opts.preload.outfile!, preload.metafile!);
+  copyOcrWorker(outDir);
+}
+
+/** Copies the OCR worker thread's script (plain CommonJS, not bundled) into `outDir`, beside the bundles that start OCR. */
+export function copyOcrWorker(outDir: string): void {
   mkdirSync(outDir, { recursive: true });
   copyFileSync(path.join(PROJECT_ROOT, 'main/documents/ocr-worker.cjs'), path.join(outDir, 'ocr-worker.cjs'));
 }

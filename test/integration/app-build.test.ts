@@ -18,7 +18,7 @@ import vm from 'node:vm';
 import { Worker } from 'node:worker_threads';
 import * as esbuild from 'esbuild';
 import { pathToFileURL } from 'node:url';
-import { bundleOptions, checkPreloadBundle, EXTERNAL_PACKAGES, writeBundlePackageJson } from '../../app/build.ts';
+import { bundleOptions, checkPreloadBundle, copyOcrWorker, EXTERNAL_PACKAGES, writeBundlePackageJson } from '../../app/build.ts';
 import { forkEngine, processChannel } from '../../main/engine-host/channel.ts';
 import type { WorkerToHost } from '../../main/engine-host/protocol.ts';
 import { NATIVE_ADDON_FILE, PACKAGED_ADDON_FILE } from '../../main/engine/model/native-addon.ts';
@@ -36,6 +36,7 @@ before(async () => {
   await esbuild.build({ ...opts.main, logLevel: 'silent' });
   await esbuild.build({ ...opts.worker, logLevel: 'silent' });
   await esbuild.build({ ...opts.templateWorker, logLevel: 'silent' });
+  copyOcrWorker(OUT);
 });
 after(() => rmSync(path.dirname(OUT), { recursive: true, force: true }));
 

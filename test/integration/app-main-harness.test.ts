@@ -27,6 +27,7 @@ const TMP = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-main-harness-'));
 
 // The fake `electron`: records what main does; its objects expose just what main calls.
 const FAKE_ELECTRON = String.raw`
+import { fork } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 const log = (globalThis.__fake = { encrypted: [], handlers: new Map(), schemes: new Map(), privileged: [], windows: [], sent: [], opened: [], errors: [], quitted: false });
 let nextId = 1;
@@ -76,6 +77,25 @@ export const session = { defaultSession: {
 export const shell = { openExternal(url) { log.opened.push(url); return Promise.resolve(); } };
 export const dialog = { showErrorBox(_t, m) { log.errors.push(m); }, showOpenDialog: async () => ({ canceled: true, filePaths: [] }), showMessageBox: async () => ({}) };
 export const Menu = { buildFromTemplate(t) { return { template: t }; }, setApplicationMenu(m) { log.menu = m; } };
+// Electron's utilityProcess.fork stood in by a forked Node child with the utility-process shim
+// (process.parentPort, no process.send), so the engine worker takes its utility-process branch.
+export const utilityProcess = {
+  fork(modulePath, args, options) {
+    log.utilityForks = (log.utilityForks ?? 0) + 1;
+    const child = fork(modulePath, args, { execArgv: [...(options.execArgv ?? []), '--import', process.env.FAKE_UTILITY_SHIM], serialization: 'advanced', stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    const u = {
+      postMessage: (m) => void (child.connected && child.send(m)),
+      on(event, l) {
+        if (event === 'exit') child.on('exit', (code, signal) => l(code ?? (signal === 'SIGKILL' ? 137 : 1)));
+        else if (event === 'message') child.on('message', l);
+        return u;
+      },
+      kill: () => child.kill('SIGKILL'),
+      get pid() { return child.pid; },
+    };
+    return u;
+  },
+};
 // A keychain stand-in: reversible, and it records what it was asked to encrypt.
 export const safeStorage = {
   isEncryptionAvailable: () => true, getSelectedStorageBackend: () => 'gnome_libsecret',
@@ -167,6 +187,7 @@ r.errors = log.errors;
 log.app.quit();
 await until('quit', () => log.quitted);
 r.handlersAfterQuit = log.handlers.size; r.schemesAfterQuit = log.schemes.size;
+r.utilityForks = log.utilityForks ?? 0;
 console.log('RESULT ' + JSON.stringify(r));
 `;
 
@@ -186,7 +207,7 @@ before(async () => {
     cwd: PROJECT_ROOT,
     encoding: 'utf8',
     timeout: 120_000,
-    env: { ...process.env, FAKE_USER_DATA: path.join(TMP, 'userData'), ROPEWALK_CACHE_DIR: path.join(TMP, 'cache'), ROPEWALK_DEFAULT_MODEL: STORIES_BIN },
+    env: { ...process.env, FAKE_UTILITY_SHIM: path.join(PROJECT_ROOT, 'test/helpers/utility-process-shim.mjs'), FAKE_USER_DATA: path.join(TMP, 'userData'), ROPEWALK_CACHE_DIR: path.join(TMP, 'cache'), ROPEWALK_DEFAULT_MODEL: STORIES_BIN },
   });
   childExit = { status: run.status, signal: run.signal, stderr: run.stderr };
   const line = run.stdout.split('\n').find((l) => l.startsWith('RESULT '));
@@ -230,6 +251,7 @@ describe('main process under a fake electron', () => {
     for (const e of ['answerDelta', 'answerDone', 'conversationsChanged', 'modelState']) assert.ok(result.events.includes(e), e);
     assert.equal(result.done.status, 'complete');
     assert.ok(result.done.content.length > 0);
+    assert.equal(result.utilityForks, 1, "the engine ran in one utility process (Electron's utilityProcess.fork)");
   });
 
   it('Local server: off by default; when on, the OpenAI-compatible API on 127.0.0.1 answers; its CORS origin is validated and granted; off again, it is closed', () => {

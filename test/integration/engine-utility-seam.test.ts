@@ -1,7 +1,7 @@
 /**
  * The desktop app's engine process seam, run for real except for Electron itself (which cannot
  * start here): the engine host speaks through app/utility-engine.ts to a stand-in for
- * `utilityProcess.fork` — a forked Node child whose preload (test/helpers/utility-process-shim.ts)
+ * `utilityProcess.fork` — a forked Node child whose preload (test/helpers/utility-process-shim.mjs)
  * gives it Electron's `process.parentPort` and hides `process.send` — so the real engine worker
  * takes its utility-process branch. The real stories260K model answers the same greedy tokens as
  * through child_process.fork, and a SIGKILL mid-answer is a crash the host reports and recovers
@@ -23,7 +23,7 @@ const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-utility-seam-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 const GREEDY = { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1 };
 const greedy = (maxTokens: number): GenerationRequest => ({ prompt: 'Once upon a time', maxTokens, sampler: GREEDY, ignoreEos: true });
-const SHIM = path.join(PROJECT_ROOT, 'test/helpers/utility-process-shim.ts');
+const SHIM = path.join(PROJECT_ROOT, 'test/helpers/utility-process-shim.mjs');
 
 /** `utilityProcess.fork` stood in by child_process.fork with the shim: Electron's UtilityProcess surface over Node's IPC. */
 const standInFork: UtilityFork = (modulePath, args, options) => {
