@@ -116,6 +116,24 @@ export function agreement(ours: number[], theirs: number[], n: number): number {
 }
 
 /**
+ * Greedy agreement with llama.cpp over PROMPTS (after checking both tokenize each prompt alike:
+ * BOS then llama.cpp's ids), and, on the prompt where the two part earliest, the teacher-forced
+ * log-probability distances over `steps` tokens along llama.cpp's.
+ */
+export async function againstLlamaCpp(llama: Llama, file: string, n: number, steps: number, cacheDir: string): Promise<{ agree: number[]; mean: number; worstPrompt: string; distances: number[] }> {
+  const ours = await ropewalkGreedy(file, PROMPTS, n, cacheDir);
+  const model = await llama.loadModel({ modelPath: file, vocabOnly: true });
+  PROMPTS.forEach((p, i) => assert.deepEqual(ours[i].promptTokens, [model.tokens.bos, ...model.tokenize(p)], p));
+  await model.dispose();
+  const theirs = await llamaCppGreedy(llama, file, ours.map((d) => d.promptTokens), n);
+  const agree = ours.map((d, i) => agreement(d.tokens, theirs[i], n));
+  const mean = agree.reduce((a, b) => a + b, 0) / agree.length;
+  const worstPrompt = PROMPTS[agree.indexOf(Math.min(...agree))];
+  const distances = await teacherForcedDistances(llama, file, worstPrompt, steps, cacheDir);
+  return { agree, mean, worstPrompt, distances };
+}
+
+/**
  * The wrapper that runs Debian's llama.cpp tools (`WRAPPER llama-quantize …`), set up on first
  * use by `../shared/tools/debian-llamacpp.sh` in its default scratch folder (a few minutes, from
  * Debian's archive; later calls return at once).

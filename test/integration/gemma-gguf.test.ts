@@ -24,7 +24,7 @@ import { importGguf } from '../../main/engine/model/gguf/import-gguf.ts';
 import { expectedWeights } from '../../main/engine/model/import-hf.ts';
 import type { ModelConfig, ModelWeights } from '../../main/engine/model/manifest.ts';
 import { greedyAgainstReference } from '../helpers/greedy-reference.ts';
-import { agreement, llamaCppGreedy, PROMPTS, ropewalkGreedy, teacherForcedDistances } from '../helpers/llamacpp-oracle.ts';
+import { againstLlamaCpp, PROMPTS } from '../helpers/llamacpp-oracle.ts';
 import { mulberry32 } from '../helpers/prng.ts';
 import { storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
 import { useLlamaCpp } from '../helpers/llamacpp-fixture.ts';
@@ -100,21 +100,13 @@ for (const want of [GEMMA2, GEMMA3]) {
   // of 140, max 1.4e-4 / 3.5e-4; Q8_0 85.1 / 56.9, 3.8e-3 / 1.6e-2; Q4_0 36.3 / 43.0, 1.9e-3 / 2.4e-2.
   for (const [type, meanAtLeast, within] of [['F32', 120, 1e-3], ['Q8_0', 30, 5e-2], ['Q4_0', 20, 5e-2]] as const) test(`${arch} GGUF ${type}: same prompt ids as llama.cpp, greedy agreement over ${PROMPTS.length} prompts ≥ ${meanAtLeast} of ${N} on average`, async (t) => {
     const { file } = await gemmaFile(want, type);
-    const ours = await ropewalkGreedy(file, PROMPTS, N, path.join(tmp, 'cache'));
-    const model = await llama.loadModel({ modelPath: file, vocabOnly: true });
-    PROMPTS.forEach((p, i) => assert.deepEqual(ours[i].promptTokens, [model.tokens.bos, ...model.tokenize(p)], p));
-    await model.dispose();
-    const theirs = await llamaCppGreedy(llama, file, ours.map((d) => d.promptTokens), N);
-    const agree = ours.map((d, i) => agreement(d.tokens, theirs[i], N));
-    const mean = agree.reduce((a, b) => a + b, 0) / agree.length;
+    // Where the tokens part earliest, teacher-forced along llama.cpp's tokens: how far the
+    // log-probabilities are (int8 activations on both sides, rounded in different orders).
+    const { agree, mean, worstPrompt: worst, distances } = await againstLlamaCpp(llama, file, N, 16, path.join(tmp, 'cache'));
     t.diagnostic(`${arch} ${type}: agrees with llama.cpp for ${agree.join(', ')} of ${N} tokens (mean ${mean}; prompts are 4–9 tokens, the window ${WINDOW})`);
     // F32: measured 134.3 (gemma2) and 131.5 (gemma3) of 140; a divergence is a near tie of the top
     // two logits (float32 summation orders differ), after which the two runs part.
     assert.ok(mean >= meanAtLeast, `${arch} ${type}: mean agreement ${mean} (${agree.join(', ')}), expected ≥ ${meanAtLeast}`);
-    // Where the tokens part earliest, teacher-forced along llama.cpp's tokens: how far the
-    // log-probabilities are (int8 activations on both sides, rounded in different orders).
-    const worst = PROMPTS[agree.indexOf(Math.min(...agree))];
-    const distances = await teacherForcedDistances(llama, file, worst, 16, path.join(tmp, 'cache'));
     const sorted = [...distances].sort((a, b) => a - b);
     t.diagnostic(`${arch} ${type}: teacher-forced on ${JSON.stringify(worst)}: median log-prob distance ${sorted[8].toExponential(1)}, max ${sorted[15].toExponential(1)}`);
     assert.ok(sorted[15] < within, `${arch} ${type}: teacher-forced distances ${distances}`);

@@ -195,6 +195,8 @@ export class Engine {
   private readonly bundleDir: string;
   private readonly weightsInfo: ModelWeightsInfo;
   private readonly memoryFacts: LoadMemoryFacts | undefined;
+  /** How the chat template writes tool calls, read once from its text (tool-format.ts). */
+  private readonly toolFormat: ToolFormat | null;
   /** The sampler's [V] work buffers, lent to every generation (none allocates its own). */
   private readonly samplerScratch: SamplerScratch;
   /** Token ids whose keys/values are in the KV cache, in order (length == kv.length). */
@@ -227,6 +229,7 @@ export class Engine {
     this.bundleDir = parts.bundleDir;
     this.weightsInfo = parts.weights ?? { formats: '', bundleBytes: 0, residentBytes: 0 };
     this.memoryFacts = parts.memory;
+    this.toolFormat = detectToolFormat(parts.tokenizer.chatTemplate);
     this.maxContext = opts.maxContext ?? c.trainedContext;
     this.prefillChunk = opts.prefillChunk ?? 256;
     this.rope = new RopeCache(c.rope, this.maxContext, c.localRope);
@@ -351,7 +354,7 @@ export class Engine {
       fallbackReason: oneLine(this.importNote, s.fallbackReason),
       hasChatTemplate: this.manifest.chatTemplate !== null,
       thinkingToggle: this.tokenizer.chatTemplate?.includes('enable_thinking') ?? false,
-      toolFormat: detectToolFormat(this.tokenizer.chatTemplate),
+      toolFormat: this.toolFormat,
       bundleDir: this.bundleDir,
       weights: this.weightsInfo,
       ...(this.memoryFacts ? { memory: this.memoryFacts } : {}),
