@@ -5,6 +5,7 @@
  * or `threads` reloads the model with the new options through `ModelService.reload`; if that fails the old
  * model and the old settings stay, and the call rejects with the load error.
  */
+import { effectiveSettings } from '../contract/chat-settings.ts';
 import type { ChatSettings, ConversationSummary, Settings } from '../contract/types.ts';
 import { settingsPatchSchema, type RequestOf } from '../contract/channels.ts';
 import { ServiceError } from './errors.ts';
@@ -75,9 +76,7 @@ export class SettingsService {
   forConversation(conversationId: string | null): Settings {
     const s = this.get();
     const own = conversationId !== null ? this.store.conversationSettings(conversationId) : null;
-    if (!own) return s;
-    const { maxTokens, ...rest } = own;
-    return { ...s, ...rest, ...(maxTokens !== undefined && maxTokens < s.maxContext ? { maxTokens } : {}) };
+    return effectiveSettings(s, own ?? undefined);
   }
 
   /**

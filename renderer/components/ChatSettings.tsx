@@ -3,7 +3,7 @@
  * prompt (as the setting, its own text, or a preset's) and its sampler and max new tokens (a
  * field left empty follows the setting, whose value is the placeholder). Saved with the
  * conversation through `setConversationSettings`, each change on its own, acknowledged with
- * "Saved"; the meter, the prompt and the exports follow them (renderer/lib/chat-settings.ts).
+ * "Saved"; the meter, the prompt and the exports follow them (main/contract/chat-settings.ts).
  */
 import { useState } from 'react';
 import type { ChatSettings } from '../../main/contract/types.ts';

@@ -6,7 +6,7 @@
  */
 import { useRef } from 'react';
 import { useChat, useConversations, useStores } from '../hooks.ts';
-import { effectiveSettings } from '../lib/chat-settings.ts';
+import { effectiveSettings } from '../../main/contract/chat-settings.ts';
 import { summaryById } from '../stores/conversations.ts';
 import { conversationToJson, conversationToMarkdown, exportFileName } from '../lib/conversation-file.ts';
 import { DownloadIcon, UploadIcon } from './icons.tsx';

@@ -18,7 +18,7 @@ import type { ModelService } from '../../main/services/model-service.ts';
 import { ModelProfiles, PROFILE_LIMIT } from '../../main/services/model-profiles.ts';
 import { SettingsService } from '../../main/services/settings.ts';
 import { ConversationStore } from '../../main/services/store.ts';
-import { effectiveSettings } from '../../renderer/lib/chat-settings.ts';
+import { effectiveSettings } from '../../main/contract/chat-settings.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-chat-settings-'));
 after(() => rmSync(root, { recursive: true, force: true }));

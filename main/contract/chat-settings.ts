@@ -1,9 +1,9 @@
 /**
- * The settings a chat runs under, as the window computes them for its exports: the settings with
- * the chat's own system prompt and sampler over them, by the rule the services apply
- * (main/services/settings.ts `forConversation`). Pure.
+ * The settings a chat runs under: the settings with the chat's own system prompt and sampler over
+ * them. One rule for the services (`SettingsService.forConversation`: the prompt sent, the meter)
+ * and the window (its exports). Pure, type-only imports: the renderer bundles it.
  */
-import type { ChatSettings, Settings } from '../../main/contract/types.ts';
+import type { ChatSettings, Settings } from './types.ts';
 
 /**
  * `settings` with `own` over them; the chat's max new tokens only while below the max context
