@@ -23,13 +23,16 @@ const M = 3;
 const rand = mulberry32(11);
 const values = (n: number) => Float32Array.from({ length: n }, () => (rand() - 0.5) * 2);
 
-/** Runs y_i = x · W_iᵀ, stacked or one matmul each; returns the outputs and the graph's MatMulNBits count. */
-async function run(ws: QuantizedWeight[], x: Float32Array, stacked: boolean): Promise<{ ys: Float32Array[]; matmuls: number }> {
+/**
+ * Runs y_i = x · W_iᵀ, stacked or one matmul each (x's rank told to the graph or not); returns the
+ * outputs and the graph's node count per op type.
+ */
+async function run(ws: QuantizedWeight[], x: Float32Array, stacked: boolean, rank?: 2): Promise<{ ys: Float32Array[]; matmuls: number; ops: Map<string, number> }> {
   const g = new OnnxGraphBuilder('model.onnx.data');
   g.input('x', DataType.FLOAT, [M, K]);
   const mm = new QuantizedMatMul(g);
   const parts = ws.map((w, i) => ({ name: `w${i}`, w }));
-  const ys = stacked ? mm.applyStacked('x', 'w_stacked', parts) : parts.map((p) => mm.apply('x', p.name, p.w));
+  const ys = stacked ? mm.applyStacked('x', 'w_stacked', parts, rank) : parts.map((p) => mm.apply('x', p.name, p.w, rank));
   ys.forEach((y, i) => {
     g.node('Identity', [y], [`y${i}`]);
     g.output(`y${i}`, DataType.FLOAT, [M, ws[i].shape[0]]);
@@ -42,8 +45,9 @@ async function run(ws: QuantizedWeight[], x: Float32Array, stacked: boolean): Pr
     const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'));
     const out = await session.run({ x: new ort.Tensor('float32', x, [M, K]) });
     await session.release();
-    const matmuls = onnxProto.onnx.ModelProto.decode(built.model).graph!.node!.filter((n) => n.opType === 'MatMulNBits').length;
-    return { ys: ws.map((_, i) => out[`y${i}`].data as Float32Array), matmuls };
+    const ops = new Map<string, number>();
+    for (const n of onnxProto.onnx.ModelProto.decode(built.model).graph!.node!) ops.set(n.opType!, (ops.get(n.opType!) ?? 0) + 1);
+    return { ys: ws.map((_, i) => out[`y${i}`].data as Float32Array), matmuls: ops.get('MatMulNBits') ?? 0, ops };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -74,4 +78,19 @@ test('weights of different layouts (bits) are not stacked: one MatMulNBits each,
   const b = await run(ws, x, false);
   assert.equal(a.matmuls, 2);
   for (let i = 0; i < ws.length; i++) assert.deepEqual(a.ys[i], b.ys[i]);
+});
+
+test('Q4_0 with the input\'s rank known: the half-scale rescaling restores its shape from a constant (10 nodes, no Shape), same outputs', async () => {
+  const floats = [256, 64].map((n) => ({ shape: [n, K], data: values(n * K) }));
+  const ws = floats.map((f) => ({ ...quantizeRtn(f, 4)!, format: 'Q4_0' }));
+  const x = values(M * K);
+  const unknown = await run(ws, x, true);
+  const known = await run(ws, x, true, 2);
+  assert.equal(unknown.ops.get('Shape'), 1);
+  assert.equal(known.ops.get('Shape'), undefined);
+  const count = (ops: Map<string, number>) => [...ops.values()].reduce((a, b) => a + b, 0);
+  // Reshape, Abs, ReduceMax, Div, Cast, Cast, Max, Div, Mul, Reshape; then MatMulNBits, Split, 2 Identity.
+  assert.equal(count(known.ops), 10 + 4);
+  assert.equal(count(unknown.ops), 11 + 4);
+  for (let i = 0; i < ws.length; i++) assert.deepEqual(known.ys[i], unknown.ys[i], `output ${i}`);
 });

@@ -121,9 +121,10 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     float(weightName, [size], floatData(w));
     return g.op('SimplifiedLayerNormalization', [input, weightName], { axis: -1, epsilon: { float: c.rmsNormEps }, stash_type: 1 });
   };
-  const matMul = (input: string, name: string, outDim: number, inDim: number): string => {
+  // Activations are [1, T, K] but for the classifier's last position [1, D] (rank 2).
+  const matMul = (input: string, name: string, outDim: number, inDim: number, rank: 2 | 3 = 3): string => {
     const q = requireShape(weights, name, [outDim, inDim]);
-    if (isQuantized(q)) return mm.apply(input, name, q);
+    if (isQuantized(q)) return mm.apply(input, name, q, rank);
     if (target.ep === 'webgpu') {
       float(name, [inDim, outDim], transposedData(q, outDim, inDim));
       return g.op('MatMul', [input, name]);
@@ -146,7 +147,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   const linears = (input: string, outs: [string, number][], inDim: number, bias: boolean, stackedName: string): string[] => {
     const ws = outs.map(([name, n]) => ({ name: `${name}.weight`, w: requireShape(weights, `${name}.weight`, [n, inDim]) }));
     if (!ws.every((p) => isQuantized(p.w))) return outs.map(([name, n]) => linear(input, name, n, inDim, bias));
-    const ys = mm.applyStacked(input, `${stackedName}.weight`, ws as { name: string; w: QuantizedWeight }[]);
+    const ys = mm.applyStacked(input, `${stackedName}.weight`, ws as { name: string; w: QuantizedWeight }[], 3);
     if (!bias) return ys;
     return ys.map((y, i) => {
       const [name, n] = outs[i];
@@ -226,11 +227,11 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   const logits = (y: string) => g.node(half ? 'Cast' : 'Identity', [softcapLogits(g, y, c, scalar)], [io.LOGITS], half ? { to: DataType.FLOAT } : {});
   const gemm = (b: string) => (half || capped ? logits(g.op('Gemm', [normed, b], { transB: 1 })) : g.node('Gemm', [normed, b], [io.LOGITS], { transB: 1 }));
   if (c.tiedEmbeddings && !weights.has('lm_head.weight') && isQuantized(embedW)) {
-    logits(mm.apply(normed, embedName, embedW));
+    logits(mm.apply(normed, embedName, embedW, 2));
   } else if (c.tiedEmbeddings && !weights.has('lm_head.weight')) {
     gemm(embedName);
   } else if (isQuantized(requireShape(weights, 'lm_head.weight', [c.vocabSize, D]))) {
-    logits(matMul(normed, 'lm_head.weight', c.vocabSize, D));
+    logits(matMul(normed, 'lm_head.weight', c.vocabSize, D, 2));
   } else {
     const head = get('lm_head.weight', [c.vocabSize, D]);
     float('lm_head.weight', [c.vocabSize, D], floatData(head));

@@ -42,10 +42,14 @@ export class QuantizedMatMul {
     private readonly target: GraphTarget = CPU_TARGET,
   ) {}
 
-  /** y = x · Wᵀ, x [..., K] → [..., N]. */
-  apply(input: string, name: string, w: QuantizedWeight): string {
+  /**
+   * y = x · Wᵀ, x [..., K] → [..., N]. `rank` (2: [M, K]; 3: [1, T, K], the decoder's batch of
+   * one) lets the half-scale rescaling restore x's shape from a constant; without it, from a
+   * Shape node of x.
+   */
+  apply(input: string, name: string, w: QuantizedWeight, rank?: ActivationRank): string {
     const llamaCppBlocks = this.accuracyLevel === 4 && this.target.dtype === 'float32' && halfActivationScales(w);
-    const x = llamaCppBlocks ? this.halfScales(input) : input;
+    const x = llamaCppBlocks ? this.halfScales(input, w.shape[1], rank) : input;
     const kBlocks = w.shape[1] / w.blockSize;
     const sums = w.blockOffsets ? (llamaCppBlocks ? this.q8_1Sums(input, kBlocks) : this.blockSums(input, kBlocks, w.blockSize)) : null;
     return matMulNBits(this.g, this.target, x, name, w, this.accuracyLevel, sums);
@@ -58,13 +62,13 @@ export class QuantizedMatMul {
    * no zero points and no block offsets. Otherwise one `apply` each. The stacked blocks and
    * scales are the weights' own, concatenated when the data file is written.
    */
-  applyStacked(input: string, name: string, parts: { name: string; w: QuantizedWeight }[]): string[] {
+  applyStacked(input: string, name: string, parts: { name: string; w: QuantizedWeight }[], rank?: ActivationRank): string[] {
     const [first] = parts;
     const stackable =
       parts.length > 1 && this.target.ep === 'cpu' && this.target.dtype === 'float32' &&
       parts.every(({ w }) => w.bits === first.w.bits && w.blockSize === first.w.blockSize && w.format === first.w.format && w.shape[1] === first.w.shape[1] && !w.zeroPoints && !w.blockOffsets);
-    if (!stackable) return parts.map((p) => this.apply(input, p.name, p.w));
-    const y = this.apply(input, name, stackedWeight(parts.map((p) => p.w)));
+    if (!stackable) return parts.map((p) => this.apply(input, p.name, p.w, rank));
+    const y = this.apply(input, name, stackedWeight(parts.map((p) => p.w)), rank);
     return this.g.node('Split', [y, this.g.int64(parts.map((p) => p.w.shape[0]))], parts.length, { axis: -1 });
   }
 
@@ -87,17 +91,17 @@ export class QuantizedMatMul {
   /**
    * x with each 32-block multiplied by fp16(d) / d (1 for an all-zero block): quantizing the
    * result per block (accuracy level 4) gives the same int8 values as quantizing x, with scale
-   * fp16(d) instead of d, as llama.cpp's `quantize_row_q8_0` stores it. 10 small ops per input;
-   * measured 2.8 ms of a 34 ms Q4_0 decode step at Qwen3-0.6B's shapes (28 layers × 4 inputs, 1
-   * thread; 31 ms without them).
+   * fp16(d) instead of d, as llama.cpp's `quantize_row_q8_0` stores it. 10 small nodes per input
+   * of known `rank` (11 without: a Shape node to restore x's shape).
    */
-  private halfScales(input: string): string {
+  private halfScales(input: string, k: number, rank?: ActivationRank): string {
     return this.once(`${input}/half`, () => {
       const g = this.g;
       const { blocks, d } = this.blocks32(input);
       const half = g.op('Cast', [g.op('Cast', [d], { to: FLOAT16 })], { to: DataType.FLOAT });
       const factor = g.op('Div', [half, g.op('Max', [d, this.constant('q8_tiny', 1e-30)])]);
-      return g.op('Reshape', [g.op('Mul', [blocks, factor]), g.op('Shape', [input])]);
+      const shape = rank === 3 ? g.int64([1, -1, k]) : rank === 2 ? g.int64([-1, k]) : g.op('Shape', [input]);
+      return g.op('Reshape', [g.op('Mul', [blocks, factor]), shape]);
     });
   }
 
@@ -174,6 +178,9 @@ function stackedWeight(ws: QuantizedWeight[]): QuantizedWeight {
     },
   };
 }
+
+/** An activation's rank where the graph knows it: 2 ([M, K]) or 3 ([1, T, K], batch of one). */
+export type ActivationRank = 2 | 3;
 
 /** ONNX TensorProto.DataType FLOAT16 (Cast's `to`). */
 const FLOAT16 = DataType.FLOAT16;

@@ -67,6 +67,12 @@ export const ACCURACY_LEVEL = 4;
  * the two int8 roundings part as two independent ones would. Greedy agreement over 10 prompts
  * (200 tokens each): mean 156 tokens on Q8_0, 148 on Q4_0, 155 on Q5_1 (level 0: 89 on Q4_0; Q5_1
  * with float32 block sums: 82).
+ * Without the half scales (level 4, the kernel's float32 activation scales; 2026-12-02, issue 23):
+ * mean 101.5 on Q8_0, 79.4 on Q4_0 (Q5_1 30.3, float32 block sums), under the agreement test's bars
+ * of 150 and 100, and teacher-forced log-probabilities 3.5e-2 to 2.2e-1 off llama.cpp's at all 16
+ * steps of Q8_0 (with them: 1e-6). So they stay, at 10 small nodes per matmul input, about a quarter of
+ * a Qwen3-0.6B Q4_0 decode step's node time (ONNX Runtime's profiler: 1,155 nodes per step without
+ * them, 2,285 with; MatMulNBits 76 % of the node time without, 56 % with).
  */
 export function halfActivationScales(w: Pick<QuantizedWeight, 'blockSize' | 'format'>): boolean {
   return w.blockSize === 32 && HALF_SCALE_FORMATS.has(w.format);
