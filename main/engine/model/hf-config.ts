@@ -270,6 +270,7 @@ export function expectedWeights(c: ModelConfig): Map<string, number[]> {
       w('self_attn.q_norm.weight', [c.headDim]);
       w('self_attn.k_norm.weight', [c.headDim]);
     }
+    if (c.attentionSinks) w('self_attn.sinks', [c.numHeads]);
     w('self_attn.o_proj.weight', [D, q]);
     w('post_attention_layernorm.weight', [D]);
     if (c.gemma) {

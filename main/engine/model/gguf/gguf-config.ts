@@ -30,7 +30,7 @@ export function ggufTensorName(canonical: string, c?: Pick<ModelConfig, 'gemma'>
     'self_attn.q_proj.weight': 'attn_q.weight', 'self_attn.k_proj.weight': 'attn_k.weight', 'self_attn.v_proj.weight': 'attn_v.weight',
     'self_attn.q_proj.bias': 'attn_q.bias', 'self_attn.k_proj.bias': 'attn_k.bias', 'self_attn.v_proj.bias': 'attn_v.bias',
     'self_attn.q_norm.weight': 'attn_q_norm.weight', 'self_attn.k_norm.weight': 'attn_k_norm.weight',
-    'self_attn.o_proj.weight': 'attn_output.weight',
+    'self_attn.o_proj.weight': 'attn_output.weight', 'self_attn.sinks': 'attn_sinks.weight',
     'post_attention_layernorm.weight': 'ffn_norm.weight',
     'mlp.gate_proj.weight': 'ffn_gate.weight', 'mlp.up_proj.weight': 'ffn_up.weight', 'mlp.down_proj.weight': 'ffn_down.weight',
     // Phi-3's fused weights: llama.cpp's attn_qkv, and ffn_up holding gate and up rows.
@@ -139,6 +139,8 @@ export function ggufConfig(g: Pick<GgufFile, 'file' | 'tensors'> & { metadata: R
     tiedEmbeddings: !g.tensors.has('output.weight'),
     attentionBias: g.tensors.has('blk.0.attn_q.bias'),
     qkNorm: g.tensors.has('blk.0.attn_q_norm.weight'),
+    // gpt-oss's attention sinks (llama.cpp `LLM_TENSOR_ATTN_SINKS`, one logit per head).
+    ...(g.tensors.has('blk.0.attn_sinks.weight') ? { attentionSinks: true } : {}),
     rope,
     trainedContext,
     ...(slidingWindow ? { slidingWindow } : {}),
