@@ -28,7 +28,8 @@
  *     invFreq' = (1 − smooth)·invFreq/factor + smooth·invFreq.
  *   - `yarn` (`_compute_yarn_parameters`; Peng et al. 2023, "YaRN", NTK-by-parts):
  *     corr(n) = R·ln(orig / (n·2π)) / (2·ln base); low = max(floor(corr(betaFast)), 0),
- *     high = min(ceil(corr(betaSlow)), R − 1); if low == high then high += 0.001;
+ *     high = min(ceil(corr(betaSlow)), R − 1) (no floor / ceil with `truncate` false, gpt-oss);
+ *     if low == high then high += 0.001;
  *     ramp_i = clamp((i − low)/(high − low), 0, 1) for i in [0, R/2); extrapFactor = 1 − ramp;
  *     invFreq' = (invFreq/factor)·(1 − extrapFactor) + invFreq·extrapFactor.
  *     cos and sin are multiplied by attentionFactor, default get_mscale(factor) =

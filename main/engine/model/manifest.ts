@@ -25,6 +25,12 @@ export type RopeScaling =
       betaSlow: number;
       /** Multiplier on cos/sin; default 0.1·ln(factor)+1 (YaRN paper, eq. 22 / HF `get_mscale`). */
       attentionFactor?: number;
+      /**
+       * Whether the ramp's ends are rounded to whole dims (floor / ceil), as transformers does
+       * unless `rope_scaling.truncate` is false (gpt-oss's configs) and llama.cpp always does.
+       * Absent: true.
+       */
+      truncate?: boolean;
     }
   | { type: 'dynamic'; factor: number; originalMaxPositionEmbeddings: number }
   | {
