@@ -28,7 +28,8 @@
  *     invFreq' = (1 − smooth)·invFreq/factor + smooth·invFreq.
  *   - `yarn` (`_compute_yarn_parameters`; Peng et al. 2023, "YaRN", NTK-by-parts):
  *     corr(n) = R·ln(orig / (n·2π)) / (2·ln base); low = max(floor(corr(betaFast)), 0),
- *     high = min(ceil(corr(betaSlow)), R − 1); if low == high then high += 0.001;
+ *     high = min(ceil(corr(betaSlow)), R − 1) (no floor / ceil with `truncate` false, gpt-oss);
+ *     if low == high then high += 0.001;
  *     ramp_i = clamp((i − low)/(high − low), 0, 1) for i in [0, R/2); extrapFactor = 1 − ramp;
  *     invFreq' = (invFreq/factor)·(1 − extrapFactor) + invFreq·extrapFactor.
  *     cos and sin are multiplied by attentionFactor, default get_mscale(factor) =
@@ -45,7 +46,8 @@
  * - Sliding window (Beltagy et al. 2020, "Longformer"; Jiang et al. 2023, "Mistral 7B"): with a
  *   window W on a layer, the query at position i attends to positions max(0, i − W + 1) … i only
  *   (transformers `sliding_window_overlay`: kv_idx > q_idx − W).
- * - Attention: Vaswani et al. 2017, causal scaled dot-product softmax(q·k / sqrt(headDim)) v;
+ * - Attention (one head: reference-attention.ts, with gpt-oss's attention sinks):
+ *   Vaswani et al. 2017, causal scaled dot-product softmax(q·k / sqrt(headDim)) v;
  *   grouped-query attention (Ainslie et al. 2023, "GQA"): query head h reads kv head
  *   floor(h / (numHeads / numKvHeads)) (transformers `repeat_kv`; run.c `h / kv_mul`).
  * - SwiGLU MLP (Shazeer 2020, "GLU Variants"): down(silu(gate x) ⊙ up x), silu(x) = x·σ(x).
@@ -67,6 +69,7 @@ import {
   type Tensor32,
 } from '../../main/engine/model/manifest.ts';
 
+import { attendHead } from './reference-attention.ts';
 import { referenceInvFreq, referenceRopeAttentionFactor, referenceRopeCosSin, rotateHeadInPlace } from './reference-rope.ts';
 
 export { loadLlama2cForReference } from './reference-llama2c.ts';
@@ -127,6 +130,8 @@ interface LayerWeights {
   vBias?: Tensor32;
   qNorm?: Tensor32;
   kNorm?: Tensor32;
+  /** gpt-oss: one sink logit per query head. */
+  sinks?: Tensor32;
   postNorm: Tensor32;
   /** Gemma: the norms before and after the MLP (postNorm is then the one after attention). */
   preFfnNorm?: Tensor32;
@@ -211,6 +216,7 @@ export class ReferenceModel {
         vBias: config.attentionBias ? w('self_attn.v_proj.bias', [this.kvDim]) : undefined,
         qNorm: config.qkNorm ? w('self_attn.q_norm.weight', [headDim]) : undefined,
         kNorm: config.qkNorm ? w('self_attn.k_norm.weight', [headDim]) : undefined,
+        sinks: config.attentionSinks ? w('self_attn.sinks', [numHeads]) : undefined,
         postNorm: w('post_attention_layernorm.weight', [D]),
         preFfnNorm: config.gemma ? w('pre_feedforward_layernorm.weight', [D]) : undefined,
         postFfnNorm: config.gemma ? w('post_feedforward_layernorm.weight', [D]) : undefined,
@@ -358,28 +364,9 @@ export class ReferenceModel {
         const last = P + t; // attends to positions first … last
         const first = window > 0 ? Math.max(0, last - window + 1) : 0;
         const att = new Float64Array(qDim);
-        const scores = new Float64Array(last + 1);
         for (let hh = 0; hh < numHeads; hh++) {
-          const kvh = Math.floor(hh / group);
-          const qo = hh * headDim;
-          let max = -Infinity;
-          for (let j = first; j <= last; j++) {
-            const ko = j * kvDim + kvh * headDim;
-            let dot = 0;
-            for (let d = 0; d < headDim; d++) dot += q[qo + d] * K[ko + d];
-            scores[j] = attnCap > 0 ? attnCap * Math.tanh((dot * scale) / attnCap) : dot * scale;
-            if (scores[j] > max) max = scores[j];
-          }
-          let sum = 0;
-          for (let j = first; j <= last; j++) {
-            scores[j] = Math.exp(scores[j] - max);
-            sum += scores[j];
-          }
-          for (let j = first; j <= last; j++) {
-            const p = scores[j] / sum;
-            const vo = j * kvDim + kvh * headDim;
-            for (let d = 0; d < headDim; d++) att[qo + d] += p * Vc[vo + d];
-          }
+          const head = { q, qOffset: hh * headDim, keys: K, values: Vc, kvDim, kvOffset: Math.floor(hh / group) * headDim, headDim };
+          attendHead({ ...head, first, last, scale, softcap: attnCap, sink: L.sinks?.data[hh] }, att, hh * headDim);
         }
         attnOut.set(matVec(L.o, att), t * D);
       }

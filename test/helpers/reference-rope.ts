@@ -73,8 +73,10 @@ export function referenceInvFreq(rope: RopeConfig, maxContext: number): Float64A
       const orig = s.originalMaxPositionEmbeddings;
       const corr = (numRotations: number) =>
         (R * Math.log(orig / (numRotations * 2 * Math.PI))) / (2 * Math.log(base));
-      const low = Math.max(Math.floor(corr(s.betaFast)), 0);
-      let high = Math.min(Math.ceil(corr(s.betaSlow)), R - 1);
+      // transformers' `truncate` (default true) rounds the ends to whole dims; gpt-oss's config turns it off.
+      const round = s.truncate === false ? (x: number) => x : null;
+      const low = Math.max((round ?? Math.floor)(corr(s.betaFast)), 0);
+      let high = Math.min((round ?? Math.ceil)(corr(s.betaSlow)), R - 1);
       if (low === high) high += 0.001;
       for (let i = 0; i < half; i++) {
         const ramp = Math.min(Math.max((i - low) / (high - low), 0), 1);

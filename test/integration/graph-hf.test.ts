@@ -25,6 +25,9 @@ const cases: { name: string; spec: SyntheticSpec; maxContext: number }[] = [
   { name: 'mistral, linear scaling, bf16, sharded', spec: { family: 'mistral', dtype: 'BF16', sharded: true, ropeScaling: { rope_type: 'linear', factor: 4 } }, maxContext: 128 },
   { name: 'qwen2, q/k/v bias, dynamic NTK', spec: { family: 'qwen2', maxPositionEmbeddings: 16, ropeScaling: { rope_type: 'dynamic', factor: 2 } }, maxContext: 64 },
   { name: 'qwen3, QK-norm, yarn, untied', spec: { family: 'qwen3', tied: false, maxPositionEmbeddings: 32, ropeScaling: { rope_type: 'yarn', factor: 4, original_max_position_embeddings: 32 } }, maxContext: 128 },
+  // gpt-oss's YaRN shape (factor 32, unrounded ramp) and DeepSeek's mscale ratio as the attention factor.
+  { name: 'qwen3, yarn factor 32 with truncate false', spec: { family: 'qwen3', maxPositionEmbeddings: 128, ropeScaling: { rope_type: 'yarn', factor: 32, original_max_position_embeddings: 32, beta_fast: 32, beta_slow: 1, truncate: false } }, maxContext: 128 },
+  { name: 'llama, yarn with mscale / mscale_all_dim', spec: { family: 'llama', maxPositionEmbeddings: 64, ropeScaling: { type: 'yarn', factor: 40, mscale: 0.707, mscale_all_dim: 1, original_max_position_embeddings: 16 } }, maxContext: 64 },
   { name: 'qwen3, partial rotary 0.5, tied', spec: { family: 'qwen3', tied: true, partialRotary: 0.5 }, maxContext: 128 },
 ];
 

@@ -4,7 +4,7 @@
  * CUDA graph that could not run is caught on a machine without CUDA. Graphs: stories260K
  * (llama2.c), its Q4_0 / Q5_1 / Q8_0 GGUF files, and synthetic Hugging Face checkpoints (Qwen3
  * QK-norm tied, Qwen2 q/k/v bias, Llama untied, Qwen3 `--quantize q4`, Gemma 2, Gemma 3 and Phi-3
- * `--quantize q4`), each built for cpu,
+ * `--quantize q4`, a Llama-shaped model with gpt-oss's attention sinks), each built for cpu,
  * webgpu and cuda. Only shapes matter here: weights are never written.
  */
 import assert from 'node:assert/strict';
@@ -17,7 +17,7 @@ import { buildDecoderGraph } from '../../main/engine/model/decoder-graph.ts';
 import { importGguf } from '../../main/engine/model/gguf/import-gguf.ts';
 import { quantizeLinearWeights } from '../../main/engine/model/gguf/quantized-weights.ts';
 import { CPU_TARGET, CUDA_FLOAT32_REFERENCE, EXECUTION_PROVIDERS, graphTarget } from '../../main/engine/model/graph-target.ts';
-import { importHuggingFace } from '../../main/engine/model/import-hf.ts';
+import { expectedWeights, importHuggingFace } from '../../main/engine/model/import-hf.ts';
 import { importLlama2c } from '../../main/engine/model/import-llama2c.ts';
 import { buildKvCopyGraph } from '../../main/engine/model/kv-copy-graph.ts';
 import type { ModelConfig, WeightSources } from '../../main/engine/model/manifest.ts';
@@ -56,9 +56,33 @@ before(async () => {
   }
 });
 
+/** gpt-oss's dense attention pieces on a Llama-shaped model: attention sinks (head_sink) and a sliding layer. */
+const SINKS_CONFIG: ModelConfig = {
+  architecture: 'llama', hiddenSize: 64, intermediateSize: 128, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 16, vocabSize: 512,
+  rmsNormEps: 1e-5, tiedEmbeddings: false, attentionBias: false, qkNorm: false, rope: { theta: 10000, rotaryDim: 16, layout: 'interleaved' },
+  trainedContext: 256, slidingWindow: [16, 0], attentionSinks: true,
+};
+before(() => {
+  const weights = new Map([...expectedWeights(SINKS_CONFIG)].map(([n, shape]) => [n, { shape, data: new Float32Array(shape.reduce((a, b) => a * b, 1)) }]));
+  models.push({ name: 'attention sinks + sliding layer', config: SINKS_CONFIG, weights });
+});
+
+test('GroupQueryAttention takes the sinks as head_sink (input 11) in the graph float type of every EP (float16 on cuda, as its kernel reads T)', () => {
+  const m = models.find((x) => x.name.startsWith('attention sinks'))!;
+  for (const ep of EXECUTION_PROVIDERS) {
+    const gqa = nodeTypes(buildDecoderGraph(m.config, m.weights, graphTarget(ep)).model).nodes.filter((n) => n.opType === 'GroupQueryAttention');
+    assert.equal(gqa.length, 2);
+    for (const n of gqa) {
+      assert.equal(n.inputTypes.length, 12, ep);
+      assert.deepEqual(n.inputTypes.slice(7, 11), ['', '', '', ''], ep);
+      assert.equal(n.inputTypes[11], n.inputTypes[0], `${ep}: head_sink has the query's type`);
+    }
+  }
+});
+
 for (const ep of EXECUTION_PROVIDERS) {
   test(`every node of the ${ep} graph has an ONNX Runtime 1.30 ${ep} kernel for its input types (all models)`, () => {
-    assert.equal(models.length, 11);
+    assert.equal(models.length, 12);
     for (const m of models) {
       const built = buildDecoderGraph(m.config, m.weights, graphTarget(ep));
       assert.deepEqual(kernelViolations(built.model, ep), [], `${m.name} on ${ep}`);

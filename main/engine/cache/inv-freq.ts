@@ -41,7 +41,9 @@ export interface InverseFrequencies {
  *            otherwise s = (orig/λ_i − lowFreqFactor)/(highFreqFactor − lowFreqFactor) and
  *            invFreq = (1−s)·invFreq/factor + s·invFreq.
  * - yarn:    d(r) = R·ln(orig/(2π·r)) / (2·ln θ); low = max(floor(d(betaFast)), 0),
- *            high = min(ceil(d(betaSlow)), R−1) (high += 0.001 if equal);
+ *            high = min(ceil(d(betaSlow)), R−1) (high += 0.001 if equal); without the floor and
+ *            ceil when `truncate` is false (transformers' `truncate`, gpt-oss's config; gpt-oss's
+ *            own `_compute_concentration_and_inv_freq` never rounds);
  *            ramp_i = clamp((i − low)/(high − low), 0, 1), e_i = 1 − ramp_i;
  *            invFreq = (1/(factor·θ^(2i/R)))·(1 − e_i) + (1/θ^(2i/R))·e_i.
  *            attentionScale = attentionFactor ?? (factor ≤ 1 ? 1 : 0.1·ln(factor) + 1).
@@ -148,8 +150,9 @@ function scaledInverseFrequencies(rope: RopeConfig, maxContext: number): Inverse
       // Dimension index (in [0, R)) at which a pair makes `rotations` turns over `orig` positions.
       const correctionDim = (rotations: number): number =>
         (R * Math.log(orig / (rotations * 2 * Math.PI))) / (2 * Math.log(theta));
-      const low = Math.max(Math.floor(correctionDim(s.betaFast)), 0);
-      let high = Math.min(Math.ceil(correctionDim(s.betaSlow)), R - 1);
+      const truncate = s.truncate ?? true;
+      const low = Math.max(truncate ? Math.floor(correctionDim(s.betaFast)) : correctionDim(s.betaFast), 0);
+      let high = Math.min(truncate ? Math.ceil(correctionDim(s.betaSlow)) : correctionDim(s.betaSlow), R - 1);
       if (low === high) high += 0.001; // as transformers: avoid a zero-width ramp
       for (let i = 0; i < half; i++) {
         const posFreq = Math.pow(theta, (2 * i) / R);

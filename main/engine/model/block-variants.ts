@@ -3,13 +3,14 @@
  * builder, so the Llama path stays as it was and a family's option set (`ModelConfig.gemma`,
  * `localRope`) switches them on:
  *   - Gemma's embedding scale, GELU-tanh gated MLP and final-logit soft-cap;
- *   - GroupQueryAttention's per-layer attributes: q·k scale, logit soft-cap, sliding window.
+ *   - GroupQueryAttention's per-layer attributes: q·k scale, logit soft-cap, sliding window, and
+ *     its `head_sink` input (gpt-oss's attention sinks).
  * Formulas and sources are on each function. Only ops every graph target already has kernels for
  * (Mul, Add, Sub, Sigmoid) are used: tanh(z) = 2σ(2z) − 1, so GELU-tanh and the soft-cap need no
  * Tanh or FastGelu kernel.
  */
 import { ModelLoadError } from '../errors.ts';
-import type { ModelConfig } from './manifest.ts';
+import { layerWeight, type ModelConfig } from './manifest.ts';
 import type { OnnxGraphBuilder } from './onnx-builder.ts';
 
 /** A float scalar constant in the graph's float type (`toF` casts it for a float16 graph). */
@@ -58,6 +59,21 @@ export function attentionAttributes(c: ModelConfig, i: number): Record<string, {
   const scale = c.gemma?.attentionScale ?? 1 / Math.sqrt(c.headDim);
   const softcap = c.gemma?.attentionSoftcap ?? 0;
   return { scale: { float: scale }, ...(softcap > 0 ? { softcap: { float: softcap } } : {}), ...localWindow(c, i) };
+}
+
+/**
+ * GroupQueryAttention's optional inputs after its seven required ones, for layer `i`: none, or
+ * with attention sinks (`c.attentionSinks`) four omitted ones (cos_cache, sin_cache,
+ * position_ids, attention_bias) and then `head_sink` (input 11: float [numHeads], the graph's
+ * float type), whose name `sink` makes an initializer of `model.layers.{i}.self_attn.sinks`.
+ * ONNX Runtime's semantics (`ContribOperators.md` GroupQueryAttention; CPU kernel from
+ * onnxruntime#25269, CUDA flash attention #25432, WebGPU #25285): softmax_j =
+ * exp(s_j) / (exp(head_sink[h]) + Σ_k exp(s_k)) over the scaled (and soft-capped) scores, the
+ * sink unscaled — gpt-oss's formula. Measured equal to the reference forward on the CPU EP
+ * (test/integration/attention-sinks.test.ts).
+ */
+export function attentionSinkInputs(c: ModelConfig, i: number, sink: (name: string) => string): string[] {
+  return c.attentionSinks ? ['', '', '', '', sink(layerWeight(i, 'self_attn.sinks'))] : [];
 }
 
 /**

@@ -22,7 +22,8 @@
  * `local_window_size` (`localWindow`); the KV cache layout is the same. Family variants are
  * small named steps in block-variants.ts (Gemma 2/3: embedding scale, norms after attention and
  * MLP, GELU-tanh, q·k scale and soft-caps); a model whose sliding layers have a RoPE of their own
- * (`config.localRope`, Gemma 3) takes RoPE rows [T, R], global pairs then local ones.
+ * (`config.localRope`, Gemma 3) takes RoPE rows [T, R], global pairs then local ones. Attention
+ * sinks (`config.attentionSinks`, gpt-oss) are GroupQueryAttention's `head_sink` input.
  *
  * Per layer (Touvron et al. 2023, "LLaMA"; Qwen2/3 add q/k/v bias and per-head q/k RMSNorm):
  *   h = RMSNorm(x); q,k,v = h·Wqᵀ, h·Wkᵀ, h·Wvᵀ (+b); [Qwen3] q,k = RMSNorm_head(q,k)
@@ -35,7 +36,7 @@ import { isQuantized, layerWeight, ropeColumns, weightValues, type ModelConfig, 
 import { DataType, OnnxGraphBuilder, type BuiltModel, type SegmentData } from './onnx-builder.ts';
 import { ACCURACY_LEVEL } from './gguf/quantized-weights.ts';
 import { CPU_TARGET, emulatesLlamaCpp, type GraphTarget } from './graph-target.ts';
-import { attentionAttributes, gatedActivation, scaleEmbedding, softcapLogits } from './block-variants.ts';
+import { attentionAttributes, attentionSinkInputs, gatedActivation, scaleEmbedding, softcapLogits } from './block-variants.ts';
 import { floatType, floatWeight, gatherBlockQuantized, isGatherable, QuantizedMatMul, transpose } from './quantized-matmul.ts';
 
 export { isGatherable, transpose } from './quantized-matmul.ts';
@@ -132,12 +133,14 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     float(name, [outDim, inDim], floatData(q));
     return g.op('FusedMatMul', [input, name], { transB: 1 }, 'com.microsoft');
   };
+  /** A float32 [n] weight (a bias, the attention sinks) as a graph initializer; its name. */
+  const vector = (name: string, n: number): string => {
+    float(name, [n], floatData(get(name, [n])));
+    return name;
+  };
   const linear = (input: string, name: string, outDim: number, inDim: number, bias: boolean): string => {
     const y = matMul(input, `${name}.weight`, outDim, inDim);
-    if (!bias) return y;
-    const b = get(`${name}.bias`, [outDim]);
-    float(`${name}.bias`, [outDim], floatData(b));
-    return g.op('Add', [y, `${name}.bias`]);
+    return bias ? g.op('Add', [y, vector(`${name}.bias`, outDim)]) : y;
   };
   /**
    * Linears that read the same input (q/k/v, gate/up): quantized ones of one layout run as one
@@ -149,11 +152,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     if (!ws.every((p) => isQuantized(p.w))) return outs.map(([name, n]) => linear(input, name, n, inDim, bias));
     const ys = mm.applyStacked(input, `${stackedName}.weight`, ws as { name: string; w: QuantizedWeight }[], 3);
     if (!bias) return ys;
-    return ys.map((y, i) => {
-      const [name, n] = outs[i];
-      float(`${name}.bias`, [n], floatData(get(`${name}.bias`, [n])));
-      return g.op('Add', [y, `${name}.bias`]);
-    });
+    return ys.map((y, i) => g.op('Add', [y, vector(`${outs[i][0]}.bias`, outs[i][1])]));
   };
   const splitR = R < hd ? g.int64([R, hd - R]) : null;
   const pairSplitShape = c.rope.layout === 'half' ? g.int64([1, 0, 0, 2, R / 2]) : g.int64([1, 0, 0, R / 2, 2]);
@@ -193,7 +192,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     const pv = g.input(io.pastValue(i), F, [1, Hkv, 'C', hd]);
     const [attn] = g.node(
       'GroupQueryAttention',
-      [q, k, v, pk, pv, seqlensK, totalSeqLen],
+      [q, k, v, pk, pv, seqlensK, totalSeqLen, ...attentionSinkInputs(c, i, (name) => vector(name, Hq))],
       [g.tmp('attn'), io.presentKey(i), io.presentValue(i)],
       { num_heads: Hq, kv_num_heads: Hkv, do_rotary: 0, ...attentionAttributes(c, i) },
       'com.microsoft',

@@ -45,7 +45,8 @@ const fraction = z.number().gt(0).lte(1).optional();
 const RopeSchema = z.looseObject({
   rope_type: z.string().optional(), type: z.string().optional(), rope_theta: positive, partial_rotary_factor: fraction,
   factor: positive, low_freq_factor: positive, high_freq_factor: positive, original_max_position_embeddings: posInt.optional(),
-  beta_fast: positive, beta_slow: positive, attention_factor: positive,
+  beta_fast: positive, beta_slow: positive, attention_factor: positive, truncate: z.boolean().optional(),
+  mscale: z.number().nonnegative().optional(), mscale_all_dim: z.number().nonnegative().optional(),
   long_factor: z.array(z.number().positive()).optional(), short_factor: z.array(z.number().positive()).optional(),
 });
 const ConfigSchema = z.object({
@@ -205,12 +206,8 @@ function parseRope(c: HfConfig, headDim: number, trainedContext: number, fail: (
         originalMaxPositionEmbeddings: need('original_max_position_embeddings'),
       };
       break;
-    case 'yarn': // transformers' defaults: original = max_position_embeddings, β_fast 32, β_slow 1
-      rope.scaling = {
-        type, factor: need('factor'), originalMaxPositionEmbeddings: rp?.original_max_position_embeddings ?? trainedContext,
-        betaFast: rp?.beta_fast ?? 32, betaSlow: rp?.beta_slow ?? 1,
-        ...(rp?.attention_factor !== undefined ? { attentionFactor: rp.attention_factor } : {}),
-      };
+    case 'yarn':
+      rope.scaling = yarn(rp!, need('factor'), trainedContext);
       break;
     case 'dynamic':
       rope.scaling = { type, factor: need('factor'), originalMaxPositionEmbeddings: rp?.original_max_position_embeddings ?? trainedContext };
@@ -223,6 +220,25 @@ function parseRope(c: HfConfig, headDim: number, trainedContext: number, fail: (
       fail(`unsupported rope_scaling type ${JSON.stringify(type)}; supported: default, linear, llama3, yarn, dynamic, longrope`);
   }
   return rope;
+}
+
+/**
+ * YaRN as transformers' `_compute_yarn_parameters` reads a config: original context
+ * `original_max_position_embeddings` (else max_position_embeddings), β_fast 32 and β_slow 1 when
+ * absent, `truncate` (default true); the attention factor `attention_factor`, else — DeepSeek's
+ * configs — get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim) when both are given
+ * and non-zero (get_mscale(s, m) = 0.1·m·ln s + 1, 1 for s ≤ 1), else inv-freq.ts's default
+ * get_mscale(factor, 1).
+ */
+function yarn(rp: z.infer<typeof RopeSchema>, factor: number, trainedContext: number): RopeScaling {
+  const mscale = (m: number) => (factor <= 1 ? 1 : 0.1 * m * Math.log(factor) + 1);
+  const attentionFactor = rp.attention_factor ?? (rp.mscale && rp.mscale_all_dim ? mscale(rp.mscale) / mscale(rp.mscale_all_dim) : undefined);
+  return {
+    type: 'yarn', factor, originalMaxPositionEmbeddings: rp.original_max_position_embeddings ?? trainedContext,
+    betaFast: rp.beta_fast ?? 32, betaSlow: rp.beta_slow ?? 1,
+    ...(attentionFactor !== undefined ? { attentionFactor } : {}),
+    ...(rp.truncate === false ? { truncate: false } : {}),
+  };
 }
 
 /**
@@ -270,6 +286,7 @@ export function expectedWeights(c: ModelConfig): Map<string, number[]> {
       w('self_attn.q_norm.weight', [c.headDim]);
       w('self_attn.k_norm.weight', [c.headDim]);
     }
+    if (c.attentionSinks) w('self_attn.sinks', [c.numHeads]);
     w('self_attn.o_proj.weight', [D, q]);
     w('post_attention_layernorm.weight', [D]);
     if (c.gemma) {

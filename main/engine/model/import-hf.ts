@@ -24,7 +24,7 @@
  * Sliding window (`parseSlidingWindow`): `sliding_window` with, as transformers reads them,
  * `use_sliding_window` / `max_window_layers` (Qwen2, Qwen3) or `layer_types`, becomes
  * `ModelConfig.slidingWindow` per layer; one that cannot be mapped is refused, never dropped.
- * Deliberately ignored: yarn's DeepSeek-only `mscale` fields, a `sliding_window` in a `llama`
+ * Deliberately ignored: a `sliding_window` in a `llama`
  * config (LlamaConfig has none; transformers ignores it too), and tensors the graph does not use
  * (`rotary_emb.inv_freq`, a duplicate `lm_head.weight` in a tied checkpoint).
  */

@@ -25,6 +25,12 @@ export type RopeScaling =
       betaSlow: number;
       /** Multiplier on cos/sin; default 0.1·ln(factor)+1 (YaRN paper, eq. 22 / HF `get_mscale`). */
       attentionFactor?: number;
+      /**
+       * Whether the ramp's ends are rounded to whole dims (floor / ceil), as transformers does
+       * unless `rope_scaling.truncate` is false (gpt-oss's configs) and llama.cpp always does.
+       * Absent: true.
+       */
+      truncate?: boolean;
     }
   | { type: 'dynamic'; factor: number; originalMaxPositionEmbeddings: number }
   | {
@@ -104,6 +110,15 @@ export interface ModelConfig {
   localRope?: RopeConfig;
   /** Gemma 2/3 block variants (`gemmaOptions` of families.ts); absent: Llama's block. */
   gemma?: GemmaOptions;
+  /**
+   * Attention sinks (gpt-oss; Xiao et al. 2023, "Efficient Streaming Language Models with
+   * Attention Sinks"): weight `model.layers.{i}.self_attn.sinks` [numHeads] float32, one learned
+   * logit per query head that joins every softmax of that head as an extra, value-less key:
+   * p_j = exp(s_j) / (exp(sink_h) + Σ_k exp(s_k)) over the (scaled, soft-capped) scores s, the
+   * sink itself neither scaled nor capped (gpt-oss `sdpa`; transformers `eager_attention_forward`
+   * of `modeling_gpt_oss.py`). Run as GroupQueryAttention's `head_sink` input. Absent: none.
+   */
+  attentionSinks?: boolean;
 }
 
 /**
@@ -255,6 +270,7 @@ export function quantizedBytes(t: QuantizedWeight): number {
  *   model.layers.{i}.input_layernorm.weight [D]
  *   model.layers.{i}.self_attn.{q,k,v,o}_proj.weight [out, in]   (+ .bias for q,k,v when attentionBias)
  *   model.layers.{i}.self_attn.{q,k}_norm.weight [headDim]       (qkNorm)
+ *   model.layers.{i}.self_attn.sinks [numHeads]                   (attentionSinks)
  *   model.layers.{i}.post_attention_layernorm.weight [D]           (Gemma: after attention, and
  *   model.layers.{i}.{pre,post}_feedforward_layernorm.weight [D]  these two around the MLP)
  *   model.layers.{i}.mlp.{gate,up,down}_proj.weight [out, in]

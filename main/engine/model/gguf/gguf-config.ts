@@ -6,7 +6,7 @@
 import { ModelLoadError } from '../../errors.ts';
 import { HF_LIMITS } from '../hf-config.ts';
 import { gemmaGgufOptions } from '../families.ts';
-import type { Architecture, ModelConfig, RopeConfig } from '../manifest.ts';
+import type { Architecture, ModelConfig, RopeConfig, RopeScaling } from '../manifest.ts';
 import type { GgufFile } from './gguf-file.ts';
 
 export const GGUF_ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3'] as const;
@@ -30,7 +30,7 @@ export function ggufTensorName(canonical: string, c?: Pick<ModelConfig, 'gemma'>
     'self_attn.q_proj.weight': 'attn_q.weight', 'self_attn.k_proj.weight': 'attn_k.weight', 'self_attn.v_proj.weight': 'attn_v.weight',
     'self_attn.q_proj.bias': 'attn_q.bias', 'self_attn.k_proj.bias': 'attn_k.bias', 'self_attn.v_proj.bias': 'attn_v.bias',
     'self_attn.q_norm.weight': 'attn_q_norm.weight', 'self_attn.k_norm.weight': 'attn_k_norm.weight',
-    'self_attn.o_proj.weight': 'attn_output.weight',
+    'self_attn.o_proj.weight': 'attn_output.weight', 'self_attn.sinks': 'attn_sinks.weight',
     'post_attention_layernorm.weight': 'ffn_norm.weight',
     'mlp.gate_proj.weight': 'ffn_gate.weight', 'mlp.up_proj.weight': 'ffn_up.weight', 'mlp.down_proj.weight': 'ffn_down.weight',
     // Phi-3's fused weights: llama.cpp's attn_qkv, and ffn_up holding gate and up rows.
@@ -48,6 +48,31 @@ const GEMMA_NORM_NAMES: Record<string, string> = {
   'pre_feedforward_layernorm.weight': 'ffn_norm.weight',
   'post_feedforward_layernorm.weight': 'post_ffw_norm.weight',
 };
+
+/**
+ * A GGUF file's YaRN as llama.cpp applies it (`llama_context` constructor; ggml `rope_yarn`,
+ * `ggml_rope_yarn_corr_dims`): the ramp's ends always floored / ceiled (its corr dims), β from
+ * `rope.scaling.yarn_beta_fast` / `_slow` (32 / 1), and cos/sin times get_mscale(factor) =
+ * 0.1·ln(factor) + 1 times `rope.scaling.attn_factor` (default 1; llama.cpp's
+ * `yarn_attn_factor` is recomputed for YaRN, so `rope.scaling.yarn_attn_factor` is not read).
+ * @throws (via `fail`) for `rope.scaling.yarn_ext_factor` other than 1 (a partial ramp) or a
+ *   non-zero `rope.scaling.yarn_log_multiplier` (DeepSeek-2's mscale ratio): neither is run.
+ */
+function ggufYarn(
+  meta: Readonly<Record<string, unknown>>, arch: string, factor: number, original: number,
+  num: (key: string, fallback?: number) => number, fail: (msg: string) => never,
+): RopeScaling {
+  const ext = meta[`${arch}.rope.scaling.yarn_ext_factor`];
+  if (ext !== undefined && Number(ext) !== 1) fail(`GGUF metadata ${arch}.rope.scaling.yarn_ext_factor = ${String(ext)} is not supported (only 1, the full YaRN ramp)`);
+  const logMul = meta[`${arch}.rope.scaling.yarn_log_multiplier`];
+  if (logMul !== undefined && Number(logMul) !== 0) fail(`GGUF metadata ${arch}.rope.scaling.yarn_log_multiplier = ${String(logMul)} is not supported`);
+  const attn = meta[`${arch}.rope.scaling.attn_factor`] === undefined ? undefined : num('rope.scaling.attn_factor');
+  return {
+    type: 'yarn', factor, originalMaxPositionEmbeddings: original,
+    betaFast: num('rope.scaling.yarn_beta_fast', 32), betaSlow: num('rope.scaling.yarn_beta_slow', 1),
+    ...(attn !== undefined ? { attentionFactor: (factor <= 1 ? 1 : 0.1 * Math.log(factor) + 1) * attn } : {}),
+  };
+}
 
 /**
  * The model config from a GGUF file's metadata and tensor list (an open file, or a header read
@@ -93,12 +118,8 @@ export function ggufConfig(g: Pick<GgufFile, 'file' | 'tensors'> & { metadata: R
     const factor = num('rope.scaling.factor');
     const original = int('rope.scaling.original_context_length', HF_LIMITS.maxPositionEmbeddings, trainedContext);
     if (scalingType === 'linear') rope.scaling = { type: 'linear', factor };
-    else if (scalingType === 'yarn') {
-      rope.scaling = {
-        type: 'yarn', factor, originalMaxPositionEmbeddings: original,
-        betaFast: num('rope.scaling.yarn_beta_fast', 32), betaSlow: num('rope.scaling.yarn_beta_slow', 1),
-      };
-    } else fail(`unsupported GGUF rope.scaling.type ${JSON.stringify(scalingType)}; supported: none, linear, yarn`);
+    else if (scalingType === 'yarn') rope.scaling = ggufYarn(meta, arch, factor, original, num, fail);
+    else fail(`unsupported GGUF rope.scaling.type ${JSON.stringify(scalingType)}; supported: none, linear, yarn`);
   }
   // Phi-3's LongRoPE: its factors are tensors (read by import-gguf.ts `readLongRopeFactors`).
   if (g.tensors.has('rope_factors_long.weight') || g.tensors.has('rope_factors_short.weight')) {
@@ -139,6 +160,8 @@ export function ggufConfig(g: Pick<GgufFile, 'file' | 'tensors'> & { metadata: R
     tiedEmbeddings: !g.tensors.has('output.weight'),
     attentionBias: g.tensors.has('blk.0.attn_q.bias'),
     qkNorm: g.tensors.has('blk.0.attn_q_norm.weight'),
+    // gpt-oss's attention sinks (llama.cpp `LLM_TENSOR_ATTN_SINKS`, one logit per head).
+    ...(g.tensors.has('blk.0.attn_sinks.weight') ? { attentionSinks: true } : {}),
     rope,
     trainedContext,
     ...(slidingWindow ? { slidingWindow } : {}),
