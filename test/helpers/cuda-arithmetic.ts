@@ -68,3 +68,47 @@ export function withCudaArithmetic(model: Uint8Array): Uint8Array {
   g.node = nodes;
   return onnx.ModelProto.encode(m).finish();
 }
+
+/**
+ * The float16 model with the nodes of `ops` (op types) computed in float32, for measuring what a
+ * part of the graph costs in float16 (test/bench/float16-parts.ts): their float16 inputs cast to
+ * float32 where read (shared), their float16 Casts made float32 ones, their float16 outputs
+ * float32, read as they are by other nodes of `ops` and cast back to float16 (under the original
+ * name) for the rest. Applied before `withCudaArithmetic`, the values between two such nodes are
+ * not rounded; float16 weights stay float16 values.
+ */
+export function withFloat32Ops(model: Uint8Array, ops: ReadonlySet<string>): Uint8Array {
+  const m = onnx.ModelProto.decode(model);
+  const g = m.graph!;
+  const types = nodeTypes(model).values;
+  const asFloat = new Map<string, string>();
+  const promoted = new Map<string, string>();
+  const nodes: Node[] = [];
+  let k = 0;
+  for (const n of g.node ?? []) {
+    if (!ops.has(n.opType ?? '')) {
+      nodes.push(n);
+      continue;
+    }
+    n.input = (n.input ?? []).map((v) => {
+      if (v === '' || types.get(v) !== 'float16') return v;
+      if (promoted.has(v)) return promoted.get(v)!;
+      if (!asFloat.has(v)) {
+        asFloat.set(v, `${v}__p`);
+        nodes.push(cast(v, `${v}__p`, FLOAT, `float32_ops_${k++}`));
+      }
+      return asFloat.get(v)!;
+    });
+    if (n.opType === 'Cast') for (const a of n.attribute ?? []) if (a.name === 'to' && Number(a.i) === FLOAT16) a.i = FLOAT;
+    const back: Node[] = [];
+    n.output = (n.output ?? []).map((o) => {
+      if (types.get(o) !== 'float16') return o;
+      promoted.set(o, `${o}__p32`);
+      back.push(cast(`${o}__p32`, o, FLOAT16, `float32_ops_${k++}`));
+      return `${o}__p32`;
+    });
+    nodes.push(n, ...back);
+  }
+  g.node = nodes;
+  return onnx.ModelProto.encode(m).finish();
+}
