@@ -101,10 +101,15 @@ test('the check catches a graph that cannot run: the float32 CPU graph on CUDA (
   assert.ok(q51OnWebgpu.some((v) => v.startsWith('Round (ai.onnx)')), q51OnWebgpu.join('\n'));
 });
 
-test('the cuda graph is float16 inside, float32 at the edges the engine sees, with no llama.cpp emulation ops', () => {
+test('the cuda graph: float16 attention, KV cache and float-weight matmuls, float32 elsewhere (norms, RoPE, residual stream, quantized matmuls, the classifier), with no llama.cpp emulation ops', () => {
   for (const m of models) {
     const built = buildDecoderGraph(m.config, m.weights, graphTarget('cuda'));
-    const { values } = nodeTypes(built.model);
+    const { values, nodes } = nodeTypes(built.model);
+    const inputTypes = (op: string) => new Set(nodes.filter((n) => n.opType === op).flatMap((n) => n.inputTypes.filter((t) => t.startsWith('float'))));
+    assert.deepEqual([...inputTypes('GroupQueryAttention')], ['float16'], m.name);
+    assert.ok([...inputTypes('FusedMatMul')].every((t) => t === 'float16'), `${m.name}: FusedMatMul on ${[...inputTypes('FusedMatMul')]}`);
+    // MatMul: the block offsets' term; MatMulNBits: on float32 activations, float32 scales.
+    for (const op of ['SimplifiedLayerNormalization', 'Gemm', 'MatMul', 'MatMulNBits']) assert.ok([...inputTypes(op)].every((t) => t === 'float'), `${m.name}: ${op} on ${[...inputTypes(op)]}`);
     assert.equal(values.get('past_key_0'), 'float16', m.name);
     assert.equal(values.get('present_value_0'), 'float16', m.name);
     assert.equal(values.get('new_key_0'), 'float16', m.name);

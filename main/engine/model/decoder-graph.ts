@@ -11,8 +11,18 @@
  * 94 ms for 256 rows), so import copies every float32 weight as it is, never transposing it.
  * The graph target (graph-target.ts) changes that where an EP needs it: WebGPU has no
  * FusedMatMul, so its graph stores linear weights transposed [in, out] (transposed as they are
- * written) under MatMul; a float16 target (CUDA) stores float weights and runs activations and
- * the KV cache in float16, casting the RoPE rows in and the logits out.
+ * written) under MatMul. A float16 target (CUDA) is mixed precision: float16 where the bytes or
+ * the kernels are (float weights and the matmuls over them, GroupQueryAttention's q/k/v, output
+ * and KV cache: CUDA has no float32 GroupQueryAttention), float32 for the rest, the "spine": the
+ * embedding rows, residual stream, RMSNorms (float32 weights), RoPE, the gated activation,
+ * quantized matmuls (MatMulNBits on float32 activations with float32 scales) and the classifier
+ * (a float weight's Gemm on a float32 Cast of it), so the logits are float32 from end to end. Each
+ * part was measured by promoting it alone to float32 with CUDA's rounding on the CPU EP
+ * (test/helpers/cuda-arithmetic.ts), stories260K and its Q8_0 / Q4_0 / Q5_1 files, max |Δ log p|
+ * over the float32 top-8, 64 steps: all float16 3.05 / 3.55 / 4.79 / 3.51e-2; the spine (RoPE in
+ * it: 4.74e-2 on Q4_0 without) 2.04 / 2.02 / 1.55 / 2.47e-2; quantized matmuls on float32
+ * activations 1.19 / 1.33 / 1.54e-2 (GGUF); the classifier in float32 1.54e-2 (stories260K); the
+ * float16 KV cache alone, all else float32, 1.39 / 0.87 / 1.50 / 1.29e-2.
  *
  * On the CPU float32 target, quantized q/k/v (and gate/up) of one layout run as one stacked
  * MatMulNBits, split after (`QuantizedMatMul.applyStacked`): one activation quantization for the
@@ -55,7 +65,8 @@ export const EXTERNAL_DATA_FILE = 'model.onnx.data';
  *   `com.microsoft.MatMulNBits`); Linear weights [out, in].
  *   Quantized ones run at accuracy level 4 (int8 activations, as llama.cpp's dot products),
  *   with llama.cpp's half-precision activation scales where its format has them
- *   (`halfActivationScales`), in a float32 graph; at level 0 with float16 scales in a float16 one.
+ *   (`halfActivationScales`), in a float32 graph; at level 0 on float32 activations and scales
+ *   in a float16 one, block offsets recentred (quantized-matmul.ts `recenteredZeroPoints`).
  * @param target the EP and dtype the graph is for (`CPU_TARGET`: the graph every bundle had before
  *   targets, byte for byte).
  * @returns the serialized model and its external data segments.
@@ -73,9 +84,30 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   const get = (name: string, shape: number[]): WeightSource => requireWeight(weights, name, shape);
   // A float16 or CUDA graph multiplies its activations by the dequantized blocks (accuracy level
   // 0), as ONNX Runtime's CUDA MatMulNBits does; llama.cpp's int8 activations are a CPU affair.
-  const mm = new QuantizedMatMul(g, emulatesLlamaCpp(target) ? ACCURACY_LEVEL : 0, target);
   const F = floatType(target);
   const half = target.dtype === 'float16';
+  // Mixed precision (see the file comment): a float16 graph keeps float32 everywhere but in its
+  // float-weight matmuls, attention and KV cache; quantized matmuls run on float32 activations.
+  const spine: GraphTarget = { ep: target.ep, dtype: 'float32' };
+  const mm = new QuantizedMatMul(g, emulatesLlamaCpp(target) ? ACCURACY_LEVEL : 0, half ? spine : target);
+  const halfValues = new Set<string>();
+  const casts = new Map<string, string>();
+  /** `v` as float16 in a float16 graph (one Cast per value), else `v`. */
+  const toHalf = (v: string): string => {
+    if (!half || halfValues.has(v)) return v;
+    let h = casts.get(v);
+    if (!h) casts.set(v, (h = g.op('Cast', [v], { to: F })));
+    halfValues.add(h);
+    return h;
+  };
+  /** A float16 value `v` as float32 (one Cast per value); float32 values as they are. */
+  const toSpine = (v: string): string => {
+    if (!halfValues.has(v)) return v;
+    let s = casts.get(v);
+    if (!s) casts.set(v, (s = g.op('Cast', [v], { to: DataType.FLOAT })));
+    return s;
+  };
+  const halfValue = (v: string) => (half && halfValues.add(v), v);
   const float = (name: string, dims: number[], data: SegmentData) => floatWeight(g, target, name, dims, data);
 
   // 1. inputs
@@ -88,12 +120,11 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   // cos/sin [T, R/2] reshaped once to broadcast against q/k pairs [1, T, H, …].
   const pairShape = c.rope.layout === 'half' ? [1, -1, 1, 1, R / 2] : [1, -1, 1, R / 2, 1];
   const ropeShape = g.int64(pairShape);
-  const toF = (v: string) => (half ? g.op('Cast', [v], { to: F }) : v);
-  const scalar = (v: number) => toF(g.float32([v]));
+  const scalar = (v: number) => g.float32([v]);
   // [global, local] cos/sin tables: the same one twice unless sliding layers have their own RoPE.
   const [cosG, cosL] = c.localRope ? g.node('Split', [cos], 2, { axis: 1, num_outputs: 2 }) : [cos, cos];
   const [sinG, sinL] = c.localRope ? g.node('Split', [sin], 2, { axis: 1, num_outputs: 2 }) : [sin, sin];
-  const ropeTables = (cs: string, sn: string) => ({ cosB: toF(g.op('Reshape', [cs, ropeShape])), sinB: toF(g.op('Reshape', [sn, ropeShape])) });
+  const ropeTables = (cs: string, sn: string) => ({ cosB: g.op('Reshape', [cs, ropeShape]), sinB: g.op('Reshape', [sn, ropeShape]) });
   const globalTables = ropeTables(cosG, sinG);
   const localTables = c.localRope ? ropeTables(cosL, sinL) : globalTables;
 
@@ -110,37 +141,42 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   let x: string;
   if (isQuantized(embedW)) {
     if (!isGatherable(embedW)) throw new ModelLoadError(`weight ${embedName} is quantized as ${embedW.format}, which cannot be gathered; it must be float32`);
-    x = gatherBlockQuantized(g, target, inputIds, embedName, embedW);
+    x = gatherBlockQuantized(g, spine, inputIds, embedName, embedW);
   } else {
     float(embedName, [c.vocabSize, D], floatData(embedW));
-    x = g.op('Gather', [embedName, inputIds], { axis: 0 });
+    x = toSpine(halfValue(g.op('Gather', [embedName, inputIds], { axis: 0 })));
   }
   x = scaleEmbedding(g, x, c, scalar);
 
   const rmsNorm = (input: string, weightName: string, size: number): string => {
     const w = get(weightName, [size]);
-    float(weightName, [size], floatData(w));
+    g.weight(weightName, [size], floatData(w));
     return g.op('SimplifiedLayerNormalization', [input, weightName], { axis: -1, epsilon: { float: c.rmsNormEps }, stash_type: 1 });
   };
-  // Activations are [1, T, K] but for the classifier's last position [1, D] (rank 2).
+  /** x · Wᵀ, float32 out: quantized W on float32 x, a float W in the graph's dtype (`toHalf`). Activations are [1, T, K] but for the classifier's last position [1, D] (rank 2). */
   const matMul = (input: string, name: string, outDim: number, inDim: number, rank: 2 | 3 = 3): string => {
     const q = requireShape(weights, name, [outDim, inDim]);
-    if (isQuantized(q)) return mm.apply(input, name, q, rank);
+    if (isQuantized(q)) return mm.apply(toSpine(input), name, q, rank);
     if (target.ep === 'webgpu') {
       float(name, [inDim, outDim], transposedData(q, outDim, inDim));
-      return g.op('MatMul', [input, name]);
+      return toSpine(halfValue(g.op('MatMul', [toHalf(input), name])));
     }
     float(name, [outDim, inDim], floatData(q));
-    return g.op('FusedMatMul', [input, name], { transB: 1 }, 'com.microsoft');
+    return toSpine(halfValue(g.op('FusedMatMul', [toHalf(input), name], { transB: 1 }, 'com.microsoft')));
   };
-  /** A float32 [n] weight (a bias, the attention sinks) as a graph initializer; its name. */
+  /** A [n] weight in the graph's float type (the attention sinks, which GroupQueryAttention reads) as a graph initializer; its name. */
   const vector = (name: string, n: number): string => {
     float(name, [n], floatData(get(name, [n])));
     return name;
   };
+  /** A float32 [n] weight added on the float32 spine (a bias: matMul's output is float32) as a graph initializer; its name. */
+  const spineVector = (name: string, n: number): string => {
+    g.weight(name, [n], floatData(get(name, [n])));
+    return name;
+  };
   const linear = (input: string, name: string, outDim: number, inDim: number, bias: boolean): string => {
     const y = matMul(input, `${name}.weight`, outDim, inDim);
-    return bias ? g.op('Add', [y, vector(`${name}.bias`, outDim)]) : y;
+    return bias ? g.op('Add', [y, spineVector(`${name}.bias`, outDim)]) : y;
   };
   /**
    * Linears that read the same input (q/k/v, gate/up): quantized ones of one layout run as one
@@ -150,9 +186,9 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   const linears = (input: string, outs: [string, number][], inDim: number, bias: boolean, stackedName: string): string[] => {
     const ws = outs.map(([name, n]) => ({ name: `${name}.weight`, w: requireShape(weights, `${name}.weight`, [n, inDim]) }));
     if (!ws.every((p) => isQuantized(p.w))) return outs.map(([name, n]) => linear(input, name, n, inDim, bias));
-    const ys = mm.applyStacked(input, `${stackedName}.weight`, ws as { name: string; w: QuantizedWeight }[], 3);
+    const ys = mm.applyStacked(toSpine(input), `${stackedName}.weight`, ws as { name: string; w: QuantizedWeight }[], 3);
     if (!bias) return ys;
-    return ys.map((y, i) => g.op('Add', [y, vector(`${outs[i][0]}.bias`, outs[i][1])]));
+    return ys.map((y, i) => g.op('Add', [y, spineVector(`${outs[i][0]}.bias`, outs[i][1])]));
   };
   const splitR = R < hd ? g.int64([R, hd - R]) : null;
   const pairSplitShape = c.rope.layout === 'half' ? g.int64([1, 0, 0, 2, R / 2]) : g.int64([1, 0, 0, R / 2, 2]);
@@ -186,10 +222,11 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
       kh = rmsNorm(kh, L('self_attn.k_norm.weight'), hd);
     }
     const tables = (c.slidingWindow?.[i] ?? 0) > 0 ? localTables : globalTables;
-    q = g.op('Reshape', [rope(qh, tables), shapeFlat]);
-    k = g.op('Reshape', [rope(kh, tables), shapeFlat]);
+    q = toHalf(g.op('Reshape', [rope(qh, tables), shapeFlat]));
+    k = toHalf(g.op('Reshape', [rope(kh, tables), shapeFlat]));
     const pk = g.input(io.pastKey(i), F, [1, Hkv, 'C', hd]);
     const pv = g.input(io.pastValue(i), F, [1, Hkv, 'C', hd]);
+    v = toHalf(v);
     const [attn] = g.node(
       'GroupQueryAttention',
       [q, k, v, pk, pv, seqlensK, totalSeqLen, ...attentionSinkInputs(c, i, (name) => vector(name, Hq))],
@@ -206,7 +243,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     g.output(io.newValue(i), F, [1, 'T', Hkv * hd]);
     // Gemma normalizes each sub-block's output too (post_attention / post_feedforward norms).
     const post = (y: string, norm: string) => (c.gemma ? rmsNorm(y, L(norm), D) : y);
-    x = g.op('Add', [x, post(linear(attn, L('self_attn.o_proj'), D, Hq * hd, false), 'post_attention_layernorm.weight')]);
+    x = g.op('Add', [x, post(linear(halfValue(attn), L('self_attn.o_proj'), D, Hq * hd, false), 'post_attention_layernorm.weight')]);
 
     const h2 = rmsNorm(x, L(c.gemma ? 'pre_feedforward_layernorm.weight' : 'post_attention_layernorm.weight'), D);
     // Phi-3's gate_up_proj: one matmul, its output split in halves (gate first).
@@ -220,20 +257,25 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   // 4. last position only → final norm → logits [1, V]
   const last = g.op('Gather', [x, g.int64([-1], [])], { axis: 1 }); // [1, D]
   const normed = rmsNorm(last, 'model.norm.weight', D);
-  // float32 logits out: Identity (or the Gemm itself) in a float32 graph, a Cast in a float16 one.
+  // float32 logits out: Identity (or the Gemm itself) after a float32 classifier; a float weight's
+  // Gemm in a float16 graph runs in float16 (its weight is the largest there is), its output cast.
+  // A quantized classifier runs in float32 (its scales in float32: 2 bytes more per block).
   // A soft-capped model (Gemma 2) caps the classifier's output first.
   const capped = (c.gemma?.finalLogitSoftcap ?? 0) > 0;
-  const logits = (y: string) => g.node(half ? 'Cast' : 'Identity', [softcapLogits(g, y, c, scalar)], [io.LOGITS], half ? { to: DataType.FLOAT } : {});
-  const gemm = (b: string) => (half || capped ? logits(g.op('Gemm', [normed, b], { transB: 1 })) : g.node('Gemm', [normed, b], [io.LOGITS], { transB: 1 }));
-  if (c.tiedEmbeddings && !weights.has('lm_head.weight') && isQuantized(embedW)) {
-    logits(mm.apply(normed, embedName, embedW, 2));
+  const logits = (y: string) => g.node('Identity', [softcapLogits(g, y, c, scalar)], [io.LOGITS]);
+  const gemm = (b: string) => {
+    const w = half ? g.op('Cast', [b], { to: DataType.FLOAT }) : b;
+    return half || capped ? logits(g.op('Gemm', [normed, w], { transB: 1 })) : g.node('Gemm', [normed, w], [io.LOGITS], { transB: 1 });
+  };
+  const head = requireShape(weights, c.tiedEmbeddings && !weights.has('lm_head.weight') ? embedName : 'lm_head.weight', [c.vocabSize, D]);
+  if (c.tiedEmbeddings && !weights.has('lm_head.weight') && isQuantized(head)) {
+    logits(mm.apply(normed, embedName, head, 2));
   } else if (c.tiedEmbeddings && !weights.has('lm_head.weight')) {
     gemm(embedName);
-  } else if (isQuantized(requireShape(weights, 'lm_head.weight', [c.vocabSize, D]))) {
-    logits(matMul(normed, 'lm_head.weight', c.vocabSize, D, 2));
+  } else if (isQuantized(head)) {
+    logits(mm.apply(normed, 'lm_head.weight', head, 2));
   } else {
-    const head = get('lm_head.weight', [c.vocabSize, D]);
-    float('lm_head.weight', [c.vocabSize, D], floatData(head));
+    float('lm_head.weight', [c.vocabSize, D], floatData(head as WeightSource));
     gemm('lm_head.weight');
   }
   g.output(io.LOGITS, DataType.FLOAT, [1, c.vocabSize]);

@@ -9,10 +9,13 @@
  *                   [in, out] (WebGPU has no FusedMatMul), GatherBlockQuantized without zero
  *                   points where they are the default (its WebGPU kernel wants zero points of
  *                   the scales' shape, which 4-bit bytes cannot have).
- *   cuda   float16  float16 activations and KV cache (CUDA's GroupQueryAttention has no float32
- *                   kernel), float16 weights and MatMulNBits scales, no llama.cpp emulation ops.
- * A float16 graph keeps float32 at its edges the engine sees: the RoPE rows come in as float32
- * and are cast once, the logits go out as float32; past/present/new KV rows are float16.
+ *   cuda   float16  mixed precision: float16 attention and KV cache (CUDA's GroupQueryAttention
+ *                   has no float32 kernel), float16 float weights and the matmuls over them; the
+ *                   rest float32 (norms, RoPE, residual stream, MatMulNBits on float32 activations,
+ *                   the classifier: decoder-graph.ts says why, with figures); no llama.cpp
+ *                   emulation ops.
+ * A float16 graph keeps float32 at its edges the engine sees: the RoPE rows come in as float32,
+ * the logits go out as float32; past/present/new KV rows are float16.
  * `CUDA_FLOAT32_REFERENCE` (cuda, float32) is the CUDA graph in float32: never loaded on CUDA (no
  * float32 GroupQueryAttention there; `graphTarget` refuses it), it runs on the CPU EP as the
  * float32 reference the float16 graph is measured against (test/integration/graph-float16.test.ts).
@@ -68,11 +71,21 @@ export function graphTarget(ep: ExecutionProvider, dtype?: GraphDtype): GraphTar
 }
 
 /**
+ * Version of the graphs without llama.cpp's arithmetic (float16 ones and the CUDA graph in float32),
+ * in their bundle key, bumped when they change without the CPU graph changing (which bumps
+ * `BUNDLE_BUILDER_VERSION`). 2: a float32 spine in float16 graphs (decoder-graph.ts), block
+ * offsets recentred into zero points (quantized-matmul.ts `recenteredZeroPoints`).
+ */
+export const UNEMULATED_GRAPH_VERSION = 4;
+
+/**
  * What the bundle cache key adds for a target: '' for `CPU_TARGET` (so CPU bundles keep the key
- * and bytes they had), else `:<ep>-<dtype>`.
+ * and bytes they had), else `:<ep>-<dtype>`, and `-v<UNEMULATED_GRAPH_VERSION>` for the graphs it
+ * versions.
  */
 export function targetKey(t: GraphTarget): string {
-  return t.ep === 'cpu' && t.dtype === 'float32' ? '' : `:${t.ep}-${t.dtype}`;
+  if (t.ep === 'cpu' && t.dtype === 'float32') return '';
+  return `:${t.ep}-${t.dtype}${emulatesLlamaCpp(t) ? '' : `-v${UNEMULATED_GRAPH_VERSION}`}`;
 }
 
 /**

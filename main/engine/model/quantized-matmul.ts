@@ -4,7 +4,9 @@
  * and `com.microsoft.GatherBlockQuantized` rows of a quantized embedding, for a graph target
  * (graph-target.ts): scales, block offsets and outputs in the target's dtype, and on WebGPU no
  * zero-point input where the blocks use the default (its kernel needs zero points of the
- * scales' shape, which 4-bit bytes cannot have).
+ * scales' shape, which 4-bit bytes cannot have). At accuracy level 0 (graphs without llama.cpp's
+ * arithmetic: CUDA's, float16 ones) block offsets are recentred into per-block zero points
+ * (`recenteredZeroPoints`).
  */
 import { ModelLoadError } from '../errors.ts';
 import type { QuantizedWeight } from './manifest.ts';
@@ -52,7 +54,7 @@ export class QuantizedMatMul {
     const x = llamaCppBlocks ? this.halfScales(input, w.shape[1], rank) : input;
     const kBlocks = w.shape[1] / w.blockSize;
     const sums = w.blockOffsets ? (llamaCppBlocks ? this.q8_1Sums(input, kBlocks) : this.blockSums(input, kBlocks, w.blockSize)) : null;
-    return matMulNBits(this.g, this.target, x, name, w, this.accuracyLevel, sums);
+    return matMulNBits(this.g, this.target, x, name, w, this.accuracyLevel, sums, this.accuracyLevel === 0);
   }
 
   /**
@@ -187,21 +189,61 @@ const FLOAT16 = DataType.FLOAT16;
 
 /**
  * y = x · Wᵀ for a quantized W [N, K] (`com.microsoft.MatMulNBits`: B, scales, zero points as
- * initializers), plus `blockSums` [M, K/bs] · offsetsᵀ when W has block offsets.
+ * initializers), plus `blockSums` [M, K/bs] · offsetsᵀ when W has block offsets; with `recenter`
+ * the offsets are first moved into per-block zero points (`recenteredZeroPoints`), written so
+ * when the data file is written.
  */
-function matMulNBits(g: OnnxGraphBuilder, t: GraphTarget, input: string, name: string, w: QuantizedWeight, accuracyLevel: number, blockSums: string | null): string {
+function matMulNBits(g: OnnxGraphBuilder, t: GraphTarget, input: string, name: string, w: QuantizedWeight, accuracyLevel: number, blockSums: string | null, recenter: boolean): string {
   const [n, k] = w.shape;
   const kBlocks = k / w.blockSize;
   const b = blocksInitializer(g, name, w);
   const scales = floatWeight(g, t, `${name}.scales`, [n * kBlocks], scalesData(w));
   const inputs = [input, b, scales];
-  if (w.zeroPoints) inputs.push(g.externalTensor(`${name}.zp`, [w.zeroPoints.length], DataType.UINT8, w.zeroPoints));
+  const centred = recenter && 'data' in w && w.blockOffsets ? w : null;
+  if (w.zeroPoints) {
+    const zp = centred ? () => recenteredZeroPoints(centred).zeroPoints : w.zeroPoints;
+    inputs.push(g.externalTensor(`${name}.zp`, [w.zeroPoints.length], DataType.UINT8, zp));
+  }
   const y = g.op('MatMulNBits', inputs, { K: k, N: n, bits: w.bits, block_size: w.blockSize, accuracy_level: accuracyLevel }, 'com.microsoft');
   if (!w.blockOffsets) return y;
   if (!blockSums) throw new ModelLoadError(`weight ${name}: its block offsets need the input's block sums, which this graph did not build`);
   // Per-block offsets: y += (Σ of x over each block) · offsetsᵀ, [M, K/bs] · [K/bs, N].
-  const offsetsT = floatWeight(g, t, `${name}.offsets.T`, [kBlocks, n], transpose(w.blockOffsets, n, kBlocks));
+  const offsets = w.blockOffsets;
+  const offsetsT = floatWeight(g, t, `${name}.offsets.T`, [kBlocks, n], centred ? () => transpose(recenteredZeroPoints(centred).offsets, n, kBlocks) : transpose(offsets, n, kBlocks));
   return g.op('Add', [y, g.op('MatMul', [blockSums, offsetsT])]);
+}
+
+/**
+ * A weight with block offsets (value = d·q + m, q ≥ 0, zero points 0: Q4_1, Q5_1, Q4_K, Q5_K) as
+ * d·(q − z) + r, the same values: per block the zero point z = clamp(round(−m / d), 0, 2^bits − 1)
+ * (0 where d = 0) and the residual offset r = m + z·d (|r| ≤ |d| / 2 unless clamped). Without it
+ * MatMulNBits' sum Σ x·d·q and the offset term Σ_block(x)·m are each many times the result (q
+ * centres near 16 on Q5_1) and cancel, so a float16 graph, which rounds each before they meet,
+ * loses digits of the result; with it the offset term is small and MatMulNBits' own float32
+ * accumulation does the cancelling. Zero points in MatMulNBits' uint8 layout (4-bit ones two a
+ * byte per row, low nibble first); offsets float32 [N · K/bs] as `blockOffsets`.
+ * @throws ModelLoadError when the weight has zero points other than 0 (no format makes them).
+ */
+export function recenteredZeroPoints(w: { shape: [number, number]; bits: 4 | 8; blockSize: number; scales: Float32Array; zeroPoints: Uint8Array | null; blockOffsets?: Float32Array }): { zeroPoints: Uint8Array; offsets: Float32Array } {
+  const [n, k] = w.shape;
+  const kBlocks = k / w.blockSize;
+  const m = w.blockOffsets ?? new Float32Array(n * kBlocks);
+  if (w.zeroPoints?.some((z) => z !== 0)) throw new ModelLoadError(`a ${w.bits}-bit weight with block offsets has non-zero zero points; only zero ones can be recentred`);
+  const qMax = (1 << w.bits) - 1;
+  const perRow = w.bits === 8 ? kBlocks : Math.ceil(kBlocks / 2);
+  const zeroPoints = new Uint8Array(n * perRow);
+  const offsets = new Float32Array(n * kBlocks);
+  for (let r = 0; r < n; r++) {
+    for (let b = 0; b < kBlocks; b++) {
+      const i = r * kBlocks + b;
+      const d = w.scales[i];
+      const z = d === 0 ? 0 : Math.min(qMax, Math.max(0, Math.round(-m[i] / d)));
+      offsets[i] = m[i] + z * d;
+      if (w.bits === 8) zeroPoints[r * perRow + b] = z;
+      else zeroPoints[r * perRow + (b >> 1)] |= z << (4 * (b & 1));
+    }
+  }
+  return { zeroPoints, offsets };
 }
 
 /** The uint8 blocks [N, K/bs, bs·bits/8] of a quantized weight, registered once per weight (shared by Gather and MatMul). */
