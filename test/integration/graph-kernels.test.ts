@@ -84,7 +84,7 @@ test('the cuda graph is float16 inside, float32 at the edges the engine sees, wi
     assert.equal(values.get('past_key_0'), 'float16', m.name);
     assert.equal(values.get('present_value_0'), 'float16', m.name);
     assert.equal(values.get('new_key_0'), 'float16', m.name);
-    assert.equal(values.get('rope_cos'), 'float', m.name);
+    assert.equal(values.get('rope_cos_cache'), 'float', m.name);
     assert.equal(values.get('logits'), 'float', m.name);
     const ops = opCounts(built.model);
     for (const op of ['Round', 'Abs', 'ReduceMax', 'Max']) assert.equal(ops[op], undefined, `${m.name}: ${op} ×${ops[op]} in the cuda graph`);
