@@ -6,6 +6,9 @@
  *     tokens at a max context of 64 (KV growths 8 → 64, context shifts), a follow-up that reuses
  *     the first answer's prefix, and a return to it after another prompt (its KV rows copied out
  *     of the WebGPU buffers and back in);
+ *   - synthetic Hugging Face Gemma 3 (its sliding layers' own RoPE: a second table in the RoPE
+ *     cache) and Phi-3 (LongRoPE, sliding window) checkpoints: the same script gives the JS
+ *     backend's tokens on the CPU provider, with every node on WebGPU (nodesOnCpu 0);
  *   - the float16 WebGPU graph (lavapipe has shader-f16): the native backend, float16 KV tensors
  *     in WebGPU buffers, gives the JS backend's tokens on WebGPU through the same script;
  *   - the KV tensors live in ONNX Runtime's WebGPU buffer memory, and a warm decode step binds,
@@ -29,6 +32,7 @@ import { RopeCache, type RopeTables } from '../../main/engine/cache/rope-cache.t
 import { Engine } from '../../main/engine/generate/engine.ts';
 import { resolveModel } from '../../main/engine/model/bundle.ts';
 import { graphTarget } from '../../main/engine/model/graph-target.ts';
+import { writeSyntheticCheckpoint } from '../helpers/synthetic-hf.ts';
 import { buildKvCopyGraph } from '../../main/engine/model/kv-copy-graph.ts';
 import type { DecoderBackend } from '../../main/engine/model/backend.ts';
 import type { NativeDecoderStats } from '../../main/engine/model/native-addon.ts';
@@ -55,6 +59,36 @@ for (const m of MODELS) {
     try {
       assert.equal(gpu.info.executionProvider, 'webgpu', `no WebGPU adapter here: install Mesa's lavapipe (see .ci/run); ${gpu.sessionInfo.fallbackReason}`);
       assert.equal(gpu.info.backend, 'native', String(gpu.sessionInfo.fallbackReason));
+      const n = assertSameScript(await kvScript(cpu), await kvScript(gpu));
+      t.diagnostic(`${m.name}: ${n} greedy tokens equal`);
+    } finally {
+      await gpu.dispose();
+      await cpu.dispose();
+    }
+  });
+}
+
+const SYNTHETIC = [
+  { name: 'Gemma 3 (local RoPE)', spec: { family: 'gemma3_text', seed: 21, layers: 6, headDim: 16, configOverrides: { sliding_window: 16, rope_scaling: { rope_type: 'linear', factor: 8 } } } },
+  {
+    name: 'Phi-3 (LongRoPE)',
+    spec: {
+      family: 'phi3', seed: 5, hidden: 64, heads: 4, kvHeads: 2, layers: 2, inter: 96,
+      configOverrides: { max_position_embeddings: 256, original_max_position_embeddings: 64, sliding_window: 16, rope_scaling: { type: 'longrope', short_factor: [1, 1.05, 1.1, 1.2, 1.4, 1.8, 2.5, 3], long_factor: [1, 1.2, 1.6, 2.4, 4, 8, 16, 32] } },
+    },
+  },
+] as const;
+
+for (const m of SYNTHETIC) {
+  test(`native backend on webgpu, synthetic ${m.name}: the JS backend's greedy tokens on the CPU provider through the same script, every node on WebGPU`, async (t) => {
+    const dir = path.join(cacheDir, m.name.replace(/\W+/g, '-'));
+    await writeSyntheticCheckpoint(dir, m.spec);
+    const cpu = await Engine.load(dir, { cacheDir, maxContext: MAX_CONTEXT, executionProvider: 'cpu', backend: 'js' });
+    const gpu = await Engine.load(dir, { cacheDir, maxContext: MAX_CONTEXT, executionProvider: 'webgpu', backend: 'native' });
+    try {
+      assert.equal(gpu.info.executionProvider, 'webgpu', String(gpu.sessionInfo.fallbackReason));
+      assert.equal(gpu.info.backend, 'native', String(gpu.sessionInfo.fallbackReason));
+      assert.equal(gpu.sessionInfo.nodesOnCpu, 0);
       const n = assertSameScript(await kvScript(cpu), await kvScript(gpu));
       t.diagnostic(`${m.name}: ${n} greedy tokens equal`);
     } finally {
