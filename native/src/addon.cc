@@ -11,9 +11,11 @@
 //     .endProfiling(): string             stops the profiler (profilePrefix given), returns its file
 //     .capacity: number
 //     .kvMemory: string                   ONNX Runtime's name of the KV tensors' memory ('Cpu', 'Cuda', 'WebGPU_Buf')
-//     .stats: { runs, kvBinds, kvAllocs, kvCopies }   what moved so far (numbers)
+//     .stats: { runs, kvBinds, kvAllocs, kvCopies, ropeBinds, ropeRows }   what moved so far (numbers)
 //     .resize(capacity, keep): void       grow the KV cache, keeping rows [0, keep)
-//     .run(tokenIds: Int32Array, cos: Float32Array, sin: Float32Array, past: number): Promise<void>
+//     .setRope(cos: Float32Array, sin: Float32Array, rows: number): void
+//                                         bind the whole RoPE cache [rows, R/2] (copied), once per growth
+//     .run(tokenIds: Int32Array, past: number): Promise<void>
 //                                         one step, run on the libuv pool (Napi::AsyncWorker)
 //     .shift(keep, drop, length, cos: Float32Array, sin: Float32Array, interleaved: boolean, rotaryDim): void
 //                                         context shift: drop [keep, keep+drop), rotate the moved keys
@@ -87,10 +89,10 @@ Napi::Value VulkanDevices(const Napi::CallbackInfo& info) {
 
 class NativeDecoder;
 
-// One step off the JS thread; holds the step's typed arrays so they outlive the run.
+// One step off the JS thread; holds the decoder's JS object so it outlives the run.
 class RunWorker : public Napi::AsyncWorker {
  public:
-  RunWorker(Napi::Env env, NativeDecoder* owner, Napi::Object self, Napi::Object cos, Napi::Object sin);
+  RunWorker(Napi::Env env, NativeDecoder* owner, Napi::Object self);
   void Execute() override;
   void OnOK() override;
   void OnError(const Napi::Error& e) override;
@@ -98,7 +100,7 @@ class RunWorker : public Napi::AsyncWorker {
 
  private:
   NativeDecoder* owner_;
-  Napi::ObjectReference self_, cos_, sin_;
+  Napi::ObjectReference self_;
   Napi::Promise::Deferred deferred_;
 };
 
@@ -112,6 +114,7 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
                         InstanceAccessor<&NativeDecoder::KvMemory>("kvMemory"),
                         InstanceAccessor<&NativeDecoder::Stats>("stats"),
                         InstanceMethod<&NativeDecoder::Resize>("resize"), InstanceMethod<&NativeDecoder::Run>("run"),
+                        InstanceMethod<&NativeDecoder::SetRope>("setRope"),
                         InstanceMethod<&NativeDecoder::Shift>("shift"), InstanceMethod<&NativeDecoder::CopyOut>("copyOut"),
                         InstanceMethod<&NativeDecoder::CopyIn>("copyIn"),
                         InstanceMethod<&NativeDecoder::EndProfiling>("endProfiling"),
@@ -197,6 +200,8 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
     o.Set("kvBinds", Napi::Number::New(env, static_cast<double>(s.kvBinds)));
     o.Set("kvAllocs", Napi::Number::New(env, static_cast<double>(s.kvAllocs)));
     o.Set("kvCopies", Napi::Number::New(env, static_cast<double>(s.kvCopies)));
+    o.Set("ropeBinds", Napi::Number::New(env, static_cast<double>(s.ropeBinds)));
+    o.Set("ropeRows", Napi::Number::New(env, static_cast<double>(s.ropeRows)));
     return o;
   }
 
@@ -263,30 +268,37 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
     Guard(env, "ORT_RUN", [&] { out ? d.CopyOut(length, host.Data()) : d.CopyIn(length, host.Data()); });
   }
 
-  // Validates and binds one step's inputs on the JS thread (the typed arrays are only read here
-  // and, for cos/sin on CPU, during the run).
+  // Synchronous, like Shift: once per RoPE growth. The tables are copied, so they need not outlive it.
+  void SetRope(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Decoder& d = Live(env);
+    for (int i = 0; i <= 1; i++) {
+      if (!info[i].IsTypedArray() || info[i].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
+        ThrowAs(env, "ORT_ARG", "setRope: cos and sin must be Float32Arrays");
+      }
+    }
+    Napi::Float32Array cos = info[0].As<Napi::Float32Array>();
+    Napi::Float32Array sin = info[1].As<Napi::Float32Array>();
+    const int64_t rows = info[2].ToNumber().Int64Value();
+    const size_t want = static_cast<size_t>(rows < 0 ? 0 : rows) * static_cast<size_t>(d.RotaryHalf());
+    if (rows <= 0 || cos.ElementLength() != want || sin.ElementLength() != want) {
+      ThrowAs(env, "ORT_ARG", "setRope: cos/sin hold " + std::to_string(cos.ElementLength()) + "/" + std::to_string(sin.ElementLength()) +
+                                  " floats; " + std::to_string(rows) + " positions need " + std::to_string(want));
+    }
+    Guard(env, "ORT_RUN", [&] { d.SetRope(cos.Data(), sin.Data(), rows); });
+  }
+
+  // Validates and binds one step's inputs on the JS thread (the ids are copied there).
   void BindStep(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Decoder& d = Live(env);
     if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
       ThrowAs(env, "ORT_ARG", "tokenIds must be an Int32Array");
     }
-    for (int i = 1; i <= 2; i++) {
-      if (!info[i].IsTypedArray() || info[i].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
-        ThrowAs(env, "ORT_ARG", "cos and sin must be Float32Arrays");
-      }
-    }
     Napi::Int32Array ids = info[0].As<Napi::Int32Array>();
-    Napi::Float32Array cos = info[1].As<Napi::Float32Array>();
-    Napi::Float32Array sin = info[2].As<Napi::Float32Array>();
     const int64_t count = static_cast<int64_t>(ids.ElementLength());
-    const int64_t past = info[3].ToNumber().Int64Value();
-    const size_t want = static_cast<size_t>(count) * static_cast<size_t>(d.RotaryHalf());
-    if (cos.ElementLength() != want || sin.ElementLength() != want) {
-      ThrowAs(env, "ORT_ARG", "cos/sin hold " + std::to_string(cos.ElementLength()) + "/" + std::to_string(sin.ElementLength()) +
-                                  " floats; " + std::to_string(count) + " tokens need " + std::to_string(want));
-    }
-    Guard(env, "ORT_RUN", [&] { d.Bind(ids.Data(), count, cos.Data(), sin.Data(), past); });
+    const int64_t past = info[1].ToNumber().Int64Value();
+    Guard(env, "ORT_RUN", [&] { d.Bind(ids.Data(), count, past); });
   }
 
   // Off the JS thread although the engine already lives in a worker. Measured (2 shared cores):
@@ -296,8 +308,7 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
   Napi::Value Run(const Napi::CallbackInfo& info) {
     BindStep(info);
     busy_ = true;
-    auto* worker = new RunWorker(info.Env(), this, info.This().As<Napi::Object>(), info[1].As<Napi::Object>(),
-                                 info[2].As<Napi::Object>());
+    auto* worker = new RunWorker(info.Env(), this, info.This().As<Napi::Object>());
     Napi::Promise promise = worker->Promise();
     worker->Queue();
     return promise;
@@ -314,12 +325,10 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
   bool busy_ = false;
 };
 
-RunWorker::RunWorker(Napi::Env env, NativeDecoder* owner, Napi::Object self, Napi::Object cos, Napi::Object sin)
+RunWorker::RunWorker(Napi::Env env, NativeDecoder* owner, Napi::Object self)
     : Napi::AsyncWorker(env, "ropewalk.decoderStep"),
       owner_(owner),
       self_(Napi::Persistent(self)),
-      cos_(Napi::Persistent(cos)),
-      sin_(Napi::Persistent(sin)),
       deferred_(Napi::Promise::Deferred::New(env)) {}
 
 void RunWorker::Execute() {

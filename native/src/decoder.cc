@@ -218,21 +218,42 @@ void Decoder::BindKv(const std::vector<OrtValue*>& kv) {
   stats_.kvBinds++;
 }
 
-void Decoder::Bind(const int32_t* tokenIds, int64_t count, const float* cos, const float* sin, int64_t past) {
+// One RoPE table [rows][R/2] float32 copied into a host tensor of ONNX Runtime's CPU allocator and
+// bound; on a device the bind copies it into the provider's memory (see decoder.h).
+void Decoder::BindRopeTable(const char* name, const float* table, int64_t rows) {
+  const int64_t dims[2] = {rows, shape_.rotaryHalf};
+  OrtValue* raw = nullptr;
+  Check(Ort().CreateTensorAsOrtValue(hostAllocator_, dims, 2, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &raw),
+        "CreateTensorAsOrtValue(RoPE cache)");
+  Owned<OrtValue> value(raw, Ort().ReleaseValue);
+  std::memcpy(HostData(value.get()), table, static_cast<size_t>(rows * shape_.rotaryHalf) * sizeof(float));
+  BindValue(name, value.release(), false);
+}
+
+void Decoder::SetRope(const float* cos, const float* sin, int64_t rows) {
+  if (rows <= 0) throw std::invalid_argument("RoPE cache of " + std::to_string(rows) + " positions");
+  stats_.ropeRows = 0;  // until both tables are bound
+  BindRopeTable("rope_cos_cache", cos, rows);
+  BindRopeTable("rope_sin_cache", sin, rows);
+  stats_.ropeRows = rows;
+  stats_.ropeBinds++;
+}
+
+void Decoder::Bind(const int32_t* tokenIds, int64_t count, int64_t past) {
   if (count <= 0 || past < 0 || past + count > capacity_) {
     throw std::invalid_argument("run: " + std::to_string(count) + " tokens at position " + std::to_string(past) +
                                 " do not fit the KV cache capacity " + std::to_string(capacity_) + " (resize first)");
+  }
+  if (past + count > stats_.ropeRows) {
+    throw std::invalid_argument("run: " + std::to_string(count) + " tokens at position " + std::to_string(past) +
+                                " are past the bound RoPE cache's " + std::to_string(stats_.ropeRows) +
+                                " positions (setRope first)");
   }
   tokenIds_.assign(tokenIds, tokenIds + count);
   seqlensK_ = static_cast<int32_t>(past + count - 1);
   totalSeqLen_ = static_cast<int32_t>(past + count);
   const int64_t idsDims[2] = {1, count};
-  const int64_t ropeDims[2] = {count, shape_.rotaryHalf};
-  const size_t ropeBytes = static_cast<size_t>(count * shape_.rotaryHalf) * sizeof(float);
   BindValue("input_ids", Wrap(hostInfo_, tokenIds_.data(), count * sizeof(int64_t), idsDims, 2, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64), false);
-  // The graph only reads its inputs; the const_cast is the C API's signature, not a write.
-  BindValue("rope_cos", Wrap(hostInfo_, const_cast<float*>(cos), ropeBytes, ropeDims, 2, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT), false);
-  BindValue("rope_sin", Wrap(hostInfo_, const_cast<float*>(sin), ropeBytes, ropeDims, 2, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT), false);
   // Rebound every step although the OrtValues persist: on a device, BindInput is where host
   // inputs are copied to the device.
   Check(Ort().BindInput(binding_, "seqlens_k", seqlensValue_), "BindInput");

@@ -1,7 +1,8 @@
 // One decoder session and its KV cache, bound once with IoBinding (docs/ARCHITECTURE.md "KV cache").
 //
-// Graph contract (main/engine/model/io-names.ts): input_ids int64 [1, T], rope_cos/rope_sin
-// float32 [T, R/2], seqlens_k int32 [1] = P+T-1, total_seq_len int32 [] = P+T,
+// Graph contract (main/engine/model/io-names.ts): input_ids int64 [1, T], rope_cos_cache /
+// rope_sin_cache float32 [C_rope, R/2] (the whole RoPE cache; the graph gathers the step's rows at
+// positions it derives from seqlens_k), seqlens_k int32 [1] = P+T-1, total_seq_len int32 [] = P+T,
 // past_key_i/past_value_i float32 or float16 (the graph's KV dtype) [1, Hkv, C, headDim] (BNSH), outputs logits float32 [1, V] and
 // present_key_i/present_value_i, which are bound to the SAME OrtValues as past_*, so
 // GroupQueryAttention writes only rows [P, P+T) in place and nothing of the cache moves per step.
@@ -15,8 +16,12 @@
 //     once per growth, rows [0, keep) of each head, on the device (KvCopier) or by memcpy on CPU.
 //   - logits: the caller's float32 [V] host buffer (a JS Float32Array), bound once; the only
 //     per-step output that leaves the runtime.
-//   - RoPE rows and the token ids: the caller's host memory, wrapped (not copied) per step; on a
-//     device ONNX Runtime copies those T ids and 2*T*R/2 floats in when they are bound.
+//   - RoPE cache: SetRope(cos, sin, rows), once per RoPE growth, copies the caller's tables into a
+//     host tensor and binds it; on a device ONNX Runtime copies it into the provider's memory
+//     (the session's allocator) when it is bound (IOBinding::BindInput: CopyOneInputAcrossDevices)
+//     and the binding holds that copy until the next SetRope, so no step moves it again.
+//   - token ids, seqlens_k, total_seq_len: bound per step (T int64 ids and two int32s: on a
+//     device ONNX Runtime copies the ids and seqlens_k in when they are bound).
 // Counters (Stats()) say what moved: a warm decode step changes none but `runs`.
 // Not thread-safe: one Bind+Run at a time (the N-API layer enforces it).
 #pragma once
@@ -37,7 +42,7 @@ struct DecoderShape {
   int64_t numKvHeads;
   int64_t headDim;
   int64_t vocabSize;
-  int64_t rotaryHalf;  // R/2, columns of rope_cos / rope_sin
+  int64_t rotaryHalf;  // R/2, columns of rope_cos_cache / rope_sin_cache
   bool kvFloat16;      // KV tensors (past/present) float16 rather than float32
 };
 
@@ -47,6 +52,8 @@ struct DecoderStats {
   int64_t kvBinds = 0;    // times the KV tensors were bound as past/present (once per growth)
   int64_t kvAllocs = 0;   // KV tensors allocated
   int64_t kvCopies = 0;   // device copy-graph runs (growths, saves, restores, shifts)
+  int64_t ropeBinds = 0;  // times the RoPE cache was bound (once per RoPE growth)
+  int64_t ropeRows = 0;   // positions the bound RoPE cache holds
 };
 
 /** The copy graph (main/engine/model/kv-copy-graph.ts), needed on a device EP. */
@@ -97,11 +104,19 @@ class Decoder {
   void Resize(int64_t capacity, int64_t keep);
 
   /**
-   * Binds one step's small inputs: T token ids, the RoPE rows cos/sin [T, R/2] for positions
-   * past .. past+T-1 (wrapped, not copied: they must stay valid until Run returns), seqlens_k
-   * and total_seq_len. @throws std::invalid_argument when past + T > Capacity(); OrtError.
+   * Binds the whole RoPE cache, cos/sin float32 [rows][R/2] (copied into tensors of the
+   * decoder's own, so the caller's arrays may go), as rope_cos_cache / rope_sin_cache: once per
+   * RoPE growth. @throws std::invalid_argument for rows <= 0; OrtError (then no RoPE cache is
+   * bound and Bind refuses until a SetRope succeeds).
    */
-  void Bind(const int32_t* tokenIds, int64_t count, const float* cos, const float* sin, int64_t past);
+  void SetRope(const float* cos, const float* sin, int64_t rows);
+
+  /**
+   * Binds one step's small inputs: T token ids, seqlens_k and total_seq_len (positions past ..
+   * past+T-1). @throws std::invalid_argument when past + T > Capacity() or past + T exceeds the
+   * bound RoPE cache's rows; OrtError.
+   */
+  void Bind(const int32_t* tokenIds, int64_t count, int64_t past);
 
   /** Runs the bound step; on return logits holds the last position's scores. @throws OrtError. */
   void Run();
@@ -147,6 +162,7 @@ class Decoder {
   void BindValue(const char* name, OrtValue* value, bool asOutput);
   OrtValue* Wrap(const OrtMemoryInfo* info, void* data, size_t bytes, const int64_t* dims, size_t rank,
                  ONNXTensorElementDataType type);
+  void BindRopeTable(const char* name, const float* table, int64_t rows);
 
   DecoderShape shape_;
   float* logits_;

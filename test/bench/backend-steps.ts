@@ -80,9 +80,9 @@ async function measureStep(session: DecoderBackend, rope: RopeCache, kv: KvCache
     kv.commit(kvLength);
     const t0 = performance.now();
     rope.ensure(kvLength + 1);
-    const { cos, sin } = rope.rows(kvLength, 1);
+    const tables = rope.tables;
     const t1 = performance.now();
-    await session.run(TOKEN, cos, sin, kv);
+    await session.run(TOKEN, tables, kv);
     const t2 = performance.now();
     if (s > 0) {
       stepMs.push(t2 - t0);

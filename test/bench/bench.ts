@@ -162,7 +162,7 @@ async function kvSteps(): Promise<void> {
           const P = kv.length;
           let t = performance.now();
           rope.ensure(P + 1);
-          const { cos, sin } = rope.rows(P, 1);
+          const tables = rope.tables;
           const tOurs = performance.now() - t;
           t = performance.now();
           const table = recomputeTable(invFreq, P + 1);
@@ -170,13 +170,13 @@ async function kvSteps(): Promise<void> {
           if (table.cos.length === 0) throw new Error('unreachable');
           t = performance.now();
           kv.ensure(P + 1);
-          await session.run([7], cos, sin, kv);
+          await session.run([7], tables, kv);
           kv.commit(1);
           const tStep = performance.now() - t + tOurs;
           // The same step with present_* bound to the past buffers.
           kv.rewindTo(P);
           t = performance.now();
-          await session.run([7], cos, sin, kv, 'in-place');
+          await session.run([7], tables, kv, 'in-place');
           const tBound = performance.now() - t + tOurs;
           kv.commit(1);
           if (s >= 2) {
@@ -190,7 +190,7 @@ async function kvSteps(): Promise<void> {
         for (let s = 0; s < STEPS; s++) {
           kv.rewindTo(16);
           const t = performance.now();
-          await session.run([7], rope.rows(16, 1).cos, rope.rows(16, 1).sin, kv);
+          await session.run([7], rope.tables, kv);
           shortKv.push(performance.now() - t);
         }
         const [o, b, st, bd, sh] = [median(ours), median(baseline), median(step), median(bound), median(shortKv)];
@@ -284,8 +284,7 @@ async function loopVsPlain(model: string, cacheDir: string): Promise<void> {
     const P = kv.length;
     rope.ensure(P + 1);
     kv.ensure(P + 1);
-    const { cos, sin } = rope.rows(P, 1);
-    await session.run([7], cos, sin, kv, mode);
+    await session.run([7], rope.tables, kv, mode);
     kv.commit(1);
     const t1 = performance.now();
     (mode === 'rows' ? plainSteps : boundSteps).push(t1 - t);

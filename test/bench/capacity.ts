@@ -55,7 +55,7 @@ async function wallSteps(modelPath: string, c: ModelConfig, held: number, capaci
   try {
     const rope = new RopeCache(c.rope, Math.max(...capacities));
     rope.ensure(held + 1);
-    const { cos, sin } = rope.rows(held, 1);
+    const tables = rope.tables;
     const caches = capacities.map((cap) => {
       const kv = new KvCache({ numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim, maxContext: cap, hostBuffers: false });
       kv.ensure(cap);
@@ -67,7 +67,7 @@ async function wallSteps(modelPath: string, c: ModelConfig, held: number, capaci
           kv.rewindTo(0);
           kv.commit(held);
           const t = performance.now();
-          await session.run([7], cos, sin, kv);
+          await session.run([7], tables, kv);
           if (s > 0) times.get(cap)!.push(performance.now() - t);
         }
       }

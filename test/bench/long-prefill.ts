@@ -50,12 +50,12 @@ async function attentionShare(engine: Engine, modelPath: string, n: number): Pro
   const P = n - CHUNK;
   engine.rope.ensure(n);
   engine.kv.ensure(n);
-  const { cos, sin } = engine.rope.rows(P, CHUNK);
+  const rope = engine.rope.tables;
   const C = engine.kv.capacity;
   const feeds: Record<string, ort.Tensor> = {
     input_ids: new ort.Tensor('int64', BigInt64Array.from(ids.slice(P, n), BigInt), [1, CHUNK]),
-    rope_cos: new ort.Tensor('float32', cos.slice(), [CHUNK, c.rope.rotaryDim / 2]),
-    rope_sin: new ort.Tensor('float32', sin.slice(), [CHUNK, c.rope.rotaryDim / 2]),
+    rope_cos_cache: new ort.Tensor('float32', rope.cos, [rope.rows, c.rope.rotaryDim / 2]),
+    rope_sin_cache: new ort.Tensor('float32', rope.sin, [rope.rows, c.rope.rotaryDim / 2]),
     seqlens_k: new ort.Tensor('int32', Int32Array.from([n - 1]), [1]),
     total_seq_len: new ort.Tensor('int32', Int32Array.from([n]), []),
   };

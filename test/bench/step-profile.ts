@@ -61,12 +61,12 @@ export async function profileDecode(modelPath: string, c: ModelConfig, held: num
     const rope = new RopeCache(c.rope, capacity);
     rope.ensure(held + 1);
     decoder.resize(capacity, 0);
-    const { cos, sin } = rope.rows(held, 1);
+    decoder.setRope(rope.tables.cos, rope.tables.sin, rope.tables.rows);
     const ids = Int32Array.of(7);
     const wall: number[] = [];
     for (let s = 0; s <= steps; s++) {
       const t = performance.now();
-      await decoder.run(ids, cos, sin, held);
+      await decoder.run(ids, held);
       wall.push(performance.now() - t);
     }
     const events = JSON.parse(await readFile(decoder.endProfiling(), 'utf8'));

@@ -68,8 +68,7 @@ async function open(source: string, cacheDir: string, target: GraphTarget, rewri
       const at = kv.length;
       rope.ensure(at + ids.length);
       kv.ensure(at + ids.length);
-      const { cos, sin } = rope.rows(at, ids.length);
-      const logits = (await session.run(ids, cos, sin, kv)).slice();
+      const logits = (await session.run(ids, rope.tables, kv)).slice();
       kv.commit(ids.length);
       return logits;
     },

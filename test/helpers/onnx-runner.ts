@@ -45,8 +45,7 @@ export class OnnxRunner {
     const P = this.kv.length;
     this.rope.ensure(P + tokens.length);
     this.kv.ensure(P + tokens.length);
-    const { cos, sin } = this.rope.rows(P, tokens.length);
-    const logits = await this.session.run(tokens, cos, sin, this.kv);
+    const logits = await this.session.run(tokens, this.rope.tables, this.kv);
     this.kv.commit(tokens.length);
     return logits.slice();
   }

@@ -5,13 +5,14 @@
  * and `info`.
  */
 import type { KeyRotation, KvCache } from '../../main/engine/cache/kv-cache.ts';
+import type { RopeTables } from '../../main/engine/cache/rope-cache.ts';
 import type { DecoderBackend, SessionInfo } from '../../main/engine/model/backend.ts';
 
 export abstract class StandInBackend implements DecoderBackend {
   abstract readonly info: SessionInfo;
   readonly kvOnHost = false;
 
-  abstract run(tokenIds: ArrayLike<number>, cos: Float32Array, sin: Float32Array, kv: KvCache): Promise<Float32Array>;
+  abstract run(tokenIds: ArrayLike<number>, rope: RopeTables, kv: KvCache): Promise<Float32Array>;
 
   shift(kv: KvCache, keep: number, drop: number, rotation: KeyRotation): void {
     kv.discard(keep, drop, rotation);

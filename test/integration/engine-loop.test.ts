@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { KeyRotation, KvCache } from '../../main/engine/cache/kv-cache.ts';
+import type { RopeTables } from '../../main/engine/cache/rope-cache.ts';
 import { SessionRunError } from '../../main/engine/errors.ts';
 import { ContextShifter, planShift } from '../../main/engine/generate/context-shift.ts';
 import { Engine } from '../../main/engine/generate/engine.ts';
@@ -63,7 +64,7 @@ const tokenizer = TextTokenizer.fromJson(
 interface RunCall {
   tokens: number[];
   past: number;
-  ropeFloats: number;
+  rope: RopeTables;
 }
 
 /** Logits that put all mass on `next(last token fed)`; EOS for tokens the script does not know. */
@@ -77,10 +78,10 @@ class ScriptedBackend extends StandInBackend {
     super();
   }
 
-  async run(tokenIds: ArrayLike<number>, cos: Float32Array, sin: Float32Array, kv: KvCache): Promise<Float32Array> {
-    assert.equal(cos.length, sin.length);
+  async run(tokenIds: ArrayLike<number>, rope: RopeTables, kv: KvCache): Promise<Float32Array> {
+    assert.equal(rope.cos.length, rope.sin.length);
     assert.ok(kv.length + tokenIds.length <= kv.capacity, 'run before kv.ensure');
-    this.calls.push({ tokens: Array.from(tokenIds), past: kv.length, ropeFloats: cos.length });
+    this.calls.push({ tokens: Array.from(tokenIds), past: kv.length, rope });
     if (this.calls.length - 1 === this.failAtCall) throw new SessionRunError('scripted failure', { input_ids: [1, tokenIds.length] });
     this.logits.fill(0);
     this.logits[this.next.get(tokenIds[tokenIds.length - 1]) ?? EOS] = 1;
@@ -126,7 +127,11 @@ describe('Engine.generate on a scripted backend', () => {
     assert.deepEqual(backend.calls.slice(0, chunks).map((c) => [c.past, c.tokens.length]), Array.from({ length: chunks }, (_, i) => [2 * i, Math.min(2, P - 2 * i)]));
     // Every answer token but the last one sampled before EOS is fed back, at the next position.
     assert.deepEqual(backend.calls.slice(chunks).map((c) => [c.past, c.tokens]), answerIds.map((t, i) => [P + i, [t]]));
-    assert.ok(backend.calls.every((c) => c.ropeFloats === c.tokens.length * HALF), 'RoPE rows are [T, R/2]');
+    assert.ok(backend.calls.every((c) => c.rope.cos.length === c.rope.rows * HALF && c.rope.rows >= c.past + c.tokens.length), 'the RoPE cache is [rows, R/2] with rows ≥ P + T');
+    // The engine hands the backend one tables object per RoPE growth (the same one on warm steps).
+    const grown = backend.calls.filter((c, i) => i === 0 || c.rope !== backend.calls[i - 1].rope);
+    assert.deepEqual(grown.map((c) => c.rope.rows), [...new Set(backend.calls.map((c) => c.rope.rows))], 'a new RoPE tables object only when the cache grew');
+    assert.ok(grown.length < backend.calls.length, 'decode steps reuse the tables object');
     assert.deepEqual(events.filter((e) => e.type === 'prefill').map((e) => e.type === 'prefill' && e.processed), Array.from({ length: chunks }, (_, i) => Math.min(2 * i + 2, P)));
     assert.equal(events.filter((e) => e.type === 'token').map((e) => (e.type === 'token' ? e.text : '')).join(''), done.text);
     assert.equal(done.stats.backend, 'native');

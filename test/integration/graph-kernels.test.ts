@@ -113,7 +113,7 @@ test('the cuda graph: float16 attention, KV cache and float-weight matmuls, floa
     assert.equal(values.get('past_key_0'), 'float16', m.name);
     assert.equal(values.get('present_value_0'), 'float16', m.name);
     assert.equal(values.get('new_key_0'), 'float16', m.name);
-    assert.equal(values.get('rope_cos'), 'float', m.name);
+    assert.equal(values.get('rope_cos_cache'), 'float', m.name);
     assert.equal(values.get('logits'), 'float', m.name);
     const ops = opCounts(built.model);
     for (const op of ['Round', 'Abs', 'ReduceMax', 'Max']) assert.equal(ops[op], undefined, `${m.name}: ${op} ×${ops[op]} in the cuda graph`);

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { KvCache } from '../../main/engine/cache/kv-cache.ts';
 import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
-import { ModelLoadError, SessionRunError } from '../../main/engine/errors.ts';
+import { InvalidOptionError, ModelLoadError, SessionRunError } from '../../main/engine/errors.ts';
 import type { DecoderBackend } from '../../main/engine/model/backend.ts';
 import { resolveModel, type LoadedBundle } from '../../main/engine/model/bundle.ts';
 import { loadNativeAddon } from '../../main/engine/model/native-addon.ts';
@@ -41,8 +41,7 @@ async function greedy(backend: DecoderBackend, prompt: number[], steps: number):
     const P = kv.length;
     rope.ensure(P + feed.length);
     kv.ensure(P + feed.length);
-    const { cos, sin } = rope.rows(P, feed.length);
-    const out = await backend.run(feed, cos, sin, kv);
+    const out = await backend.run(feed, rope.tables, kv);
     kv.commit(feed.length);
     logits.push(out.slice());
     feed = [argmax(out)];
@@ -113,7 +112,7 @@ test('one ONNX Runtime per process: both backends share onnxruntime-node\'s libr
   assert.equal(libs.size, 1, [...libs].join(', '));
 });
 
-test('bad input: an unreadable model is ModelLoadError quoting the file, so is an unknown KV dtype; a step past the capacity is SessionRunError', async () => {
+test('bad input: an unreadable model is ModelLoadError quoting the file, so is an unknown KV dtype; a step past the capacity is SessionRunError, one past the RoPE cache InvalidOptionError', async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-native-bad-'));
   try {
     const bad = path.join(dir, 'model.onnx');
@@ -137,15 +136,22 @@ test('bad input: an unreadable model is ModelLoadError quoting the file, so is a
     const c = bundle.manifest.config;
     const kv = new KvCache({ numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim, maxContext: 8, hostBuffers: false });
     const half = c.rope.rotaryDim / 2;
+    const tables = (rows: number) => ({ cos: new Float32Array(rows * half).fill(1), sin: new Float32Array(rows * half), rows });
     // Two tokens with a capacity of 0: the KvCache was not ensured, so the addon refuses.
-    await assert.rejects(native.run([1, 2], new Float32Array(2 * half), new Float32Array(2 * half), kv), (e: unknown) => {
+    await assert.rejects(native.run([1, 2], tables(2), kv), (e: unknown) => {
       assert.ok(e instanceof SessionRunError);
       assert.match(e.message, /2 tokens at position 0 do not fit the KV cache capacity 0/);
       return true;
     });
+    // A RoPE cache shorter than the run (2 positions, 1 row) is refused before anything is bound.
+    kv.ensure(2);
+    await assert.rejects(native.run([1, 2], tables(1), kv), (e: unknown) => {
+      assert.ok(e instanceof InvalidOptionError);
+      assert.match(e.message, /RoPE cache: it holds 1 positions, the run ends at 2/);
+      return true;
+    });
     // The session is still usable afterwards.
-    kv.ensure(1);
-    await native.run([1], new Float32Array(half).fill(1), new Float32Array(half), kv);
+    await native.run([1], tables(1), kv);
   } finally {
     await native.dispose();
   }

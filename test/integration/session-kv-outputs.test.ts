@@ -2,7 +2,8 @@
  * The two ways a run's new keys/values reach the KV cache agree exactly on the real stories260K
  * weights: 'rows' (only the new rows fetched, written by the session) and 'in-place' (present
  * bound to past, GroupQueryAttention appends), over a chunked prefill, a KV growth and decode
- * steps: same logits and the same KV cache contents.
+ * steps: same logits and the same KV cache contents. And the JS backend wraps the whole RoPE cache
+ * once per RoPE growth, never on a warm step.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -27,8 +28,7 @@ test("'rows' and 'in-place' KV outputs give the same logits and KV cache", async
       const P = c.kv.length;
       c.rope.ensure(P + tokens.length);
       c.kv.ensure(P + tokens.length);
-      const { cos, sin } = c.rope.rows(P, tokens.length);
-      const logits = (await session.run(tokens, cos, sin, c.kv, c.mode)).slice();
+      const logits = (await session.run(tokens, c.rope.tables, c.kv, c.mode)).slice();
       c.kv.commit(tokens.length);
       return logits;
     };
@@ -54,6 +54,25 @@ test("'rows' and 'in-place' KV outputs give the same logits and KV cache", async
       assert.deepEqual(held(a.key(l), a.capacity), held(b.key(l), b.capacity), `layer ${l} keys`);
       assert.deepEqual(held(a.value(l), a.capacity), held(b.value(l), b.capacity), `layer ${l} values`);
     }
+  } finally {
+    await runner.dispose();
+  }
+});
+
+test('the JS backend binds the whole RoPE cache once per RoPE growth, never on a warm decode step', async () => {
+  const { config, weights } = await readLlama2cCheckpoint(STORIES_BIN);
+  const runner = await OnnxRunner.create(config, weights, 256, 'js');
+  const session = runner.session as DecoderSession;
+  try {
+    let logits = await runner.forward([1, 403, 407, 261, 378, 432, 383, 286, 261, 376]); // 10 positions: RoPE capacity 16
+    assert.deepEqual([session.ropeBinds, runner.rope.capacity], [1, 16]);
+    for (let s = 0; s < 6; s++) logits = await runner.forward([argmax(logits)]); // positions 10 … 15
+    assert.equal(session.ropeBinds, 1, 'a warm decode step rebound the RoPE cache');
+    logits = await runner.forward([argmax(logits)]); // position 16: growth to 32
+    assert.deepEqual([session.ropeBinds, runner.rope.capacity], [2, 32], 'a RoPE growth binds the grown cache once');
+    for (let s = 0; s < 4; s++) logits = await runner.forward([argmax(logits)]);
+    assert.equal(session.ropeBinds, 2);
+    assert.equal(runner.rope.stats.growths, 2);
   } finally {
     await runner.dispose();
   }

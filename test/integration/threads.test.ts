@@ -41,8 +41,7 @@ async function greedy(backend: DecoderBackend, prompt: number[], steps: number):
     const P = kv.length;
     rope.ensure(P + feed.length);
     kv.ensure(P + feed.length);
-    const { cos, sin } = rope.rows(P, feed.length);
-    const logits = await backend.run(feed, cos, sin, kv);
+    const logits = await backend.run(feed, rope.tables, kv);
     kv.commit(feed.length);
     feed = [argmax(logits)];
     out.push(feed[0]);

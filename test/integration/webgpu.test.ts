@@ -78,12 +78,14 @@ test("nodesOnCpu on WebGPU equals the CPU nodes of ONNX Runtime's own placement 
   const j = await onWebGpu(MODELS[0].args);
   const bundle = readdirSync(cacheDir).find((d) => {
     try {
-      return (JSON.parse(readFileSync(path.join(cacheDir, d, 'manifest.json'), 'utf8')) as { source: { kind: string } }).source.kind === 'llama2c';
+      // The WebGPU graph's bundle (the CPU graph's is in the same cache, from the CPU runs).
+      const m = JSON.parse(readFileSync(path.join(cacheDir, d, 'manifest.json'), 'utf8')) as { source: { kind: string }; graphTarget?: { ep: string; dtype: string } };
+      return m.source.kind === 'llama2c' && m.graphTarget?.ep === 'webgpu' && m.graphTarget.dtype === 'float32';
     } catch {
       return false;
     }
   });
-  assert.ok(bundle, `no llama2.c bundle in ${cacheDir}`);
+  assert.ok(bundle, `no llama2.c WebGPU bundle in ${cacheDir}`);
   const log = placementLog(path.join(cacheDir, bundle, 'model.onnx'));
   assert.ok(log.webgpu > 0, 'the placement log was read (it lists the WebGPU nodes)');
   assert.equal(j.stats.nodesOnCpu, log.cpu);

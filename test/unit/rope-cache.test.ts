@@ -178,6 +178,32 @@ describe('RopeCache seed 2: a warm step does zero work', () => {
   });
 });
 
+describe('RopeCache.tables: the whole cache the graph takes, one object per growth', () => {
+  it('is the same object on warm steps, a new one on each growth, holding rows [0, capacity) bit for bit', () => {
+    const cache = new RopeCache(plain, 4096);
+    assert.equal(cache.tables.rows, 0, 'nothing before the first ensure');
+    cache.ensure(10);
+    const first = cache.tables;
+    assert.equal(first.rows, 16);
+    assert.equal(first.cos.length, 16 * cache.halfDim);
+    for (let P = 10; P < 16; P++) {
+      cache.ensure(P + 1);
+      assert.equal(cache.tables, first, `a warm step at ${P} handed out another tables object`);
+    }
+    cache.ensure(17); // growth to 32
+    const second = cache.tables;
+    assert.notEqual(second, first);
+    assert.equal(second.rows, 32);
+    assert.equal(second.sin.length, 32 * cache.halfDim);
+    // The rows a step at P = 20 gathers are exactly rows(20, 3).
+    const rows = cache.rows(20, 3);
+    const h = cache.halfDim;
+    assert.deepEqual(second.cos.subarray(20 * h, 23 * h), rows.cos);
+    assert.deepEqual(second.sin.subarray(20 * h, 23 * h), rows.sin);
+    assert.deepEqual(second.cos.subarray(0, 16 * h), first.cos, 'growth keeps the old rows');
+  });
+});
+
 describe('RopeCache values', () => {
   const variants: Array<[string, RopeConfig, number]> = [
     ['plain', plain, 4096],

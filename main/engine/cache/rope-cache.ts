@@ -6,6 +6,9 @@
  *     on a miss grows to min(nextPow2(end), maxContext), computing only the new rows.
  *   - `rows(P, T)` returns views cos/sin [T, R/2] float32, row-major. A warm step (end within
  *     capacity) allocates no typed-array buffer and computes nothing (seed bug 2).
+ *   - `tables` is the whole cache, cos/sin [capacity, R/2]: what the decoder graph takes (it
+ *     gathers the step's rows itself, io-names.ts), one object per growth, so a backend binds it
+ *     once per growth and sees a growth as a new object.
  *   - Angles are position × invFreq in float64, then cos/sin, times the attention scale, then
  *     stored as float32, so position 1e6 keeps ~1e-7 precision.
  * Rows are the same for the `interleaved` and `half` pair layouts: row p, column i is pair i.
@@ -38,6 +41,15 @@ export interface RopeRows {
   readonly sin: Float32Array;
 }
 
+/**
+ * The whole RoPE cache as the decoder graph takes it (rope_cos_cache / rope_sin_cache): cos and
+ * sin [rows, columns] float32, row-major, rows = the capacity. A new object after each growth;
+ * the same one on every call between growths.
+ */
+export interface RopeTables extends RopeRows {
+  /** Positions [0, rows) have rows; rows ≥ P + T of every run that uses these tables. */
+  readonly rows: number;
+}
 
 /** Lazily grown, max-context-bounded cos/sin tables of one model's RoPE. */
 export class RopeCache {
@@ -59,6 +71,7 @@ export class RopeCache {
   private lastStart = -1;
   private lastCount = -1;
   private lastRows: RopeRows | null = null;
+  private whole: RopeTables = { cos: this.cos, sin: this.sin, rows: 0 };
 
   /**
    * @param rope  the model's RoPE parameters (R = rope.rotaryDim, even > 0).
@@ -96,6 +109,14 @@ export class RopeCache {
   /** Positions [0, capacity) have rows. */
   get capacity(): number {
     return this.capacityRows;
+  }
+
+  /**
+   * The whole cache, cos/sin [capacity, R/2] (the arrays themselves, not copies): the same object
+   * until the next growth, so reading it allocates nothing.
+   */
+  get tables(): RopeTables {
+    return this.whole;
   }
 
   /** Counters; `bytes` is cos + sin resident bytes. */
@@ -144,6 +165,7 @@ export class RopeCache {
     this.computed += newCap - oldCap;
     this.growthCount++;
     this.lastRows = null;
+    this.whole = { cos, sin, rows: newCap };
   }
 
   /**

@@ -407,8 +407,9 @@ export class Engine {
 
   /**
    * Runs `tokenIds` at the next positions P … P+T−1 (P = tokens held): both caches are ensured
-   * first (a typed overflow error before any tensor is touched), the RoPE rows are views, the KV
-   * rows are committed after the run. The caller chunks long prompts.
+   * first (a typed overflow error before any tensor is touched), the whole RoPE cache goes to the
+   * backend (the same object until it grows; the graph gathers the rows), the KV rows are
+   * committed after the run. The caller chunks long prompts.
    * @returns logits float32 [V] of the last token (the backend's reused buffer).
    * @throws ContextOverflowError past the max context; SessionRunError when the backend fails
    *   (the KV cache then still holds P tokens).
@@ -418,8 +419,7 @@ export class Engine {
     const end = P + tokenIds.length;
     this.rope.ensure(end);
     this.kv.ensure(end);
-    const { cos, sin } = this.rope.rows(P, tokenIds.length);
-    const logits = await this.backend.run(tokenIds, cos, sin, this.kv);
+    const logits = await this.backend.run(tokenIds, this.rope.tables, this.kv);
     this.kv.commit(tokenIds.length);
     for (const t of tokenIds) this.cachedTokens.push(t);
     return logits;

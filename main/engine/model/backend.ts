@@ -6,12 +6,16 @@
  *     and writes them there, while ONNX Runtime copies the held rows into its own present_*
  *     (O(context) memcpy per step, nothing proportional to the capacity reaches JavaScript).
  *   - `native`: the native/ addon over ONNX Runtime's C API (native-session.ts). The KV cache
- *     lives in addon memory bound once per growth with IoBinding; a step moves only the new rows,
- *     the RoPE rows (wrapped, not copied) and the last position's logits.
- * Both take the same RoPE rows and the same KvCache bookkeeping (length, capacity, growth rule);
+ *     and the RoPE cache live in the provider's memory, bound once per growth with IoBinding; a
+ *     decode step moves only its token id (and GroupQueryAttention's two int32 lengths) in and
+ *     the last position's logits out.
+ * Both take the same whole RoPE cache (`RopeCache.tables`, bound once per growth; the graph
+ * gathers the step's rows) and the same KvCache bookkeeping (length, capacity, growth rule);
  * greedy tokens are identical between them.
  */
+import { InvalidOptionError } from '../errors.ts';
 import type { KeyRotation, KvCache } from '../cache/kv-cache.ts';
+import type { RopeTables } from '../cache/rope-cache.ts';
 
 /** Where ONNX Runtime runs the graph (agreed with the graph builder: keep this exact union). */
 export type ExecutionProvider = 'cpu' | 'webgpu' | 'cuda';
@@ -49,14 +53,17 @@ export interface DecoderBackend {
   readonly kvOnHost: boolean;
   /**
    * Runs T new tokens at positions P … P+T−1, where P = kv.length. The caller has called
-   * `kv.ensure(P + T)` and taken the RoPE rows for those positions; on success the KV cache
-   * holds the new rows P … P+T−1 (the caller commits them).
+   * `kv.ensure(P + T)` and `rope.ensure(P + T)`; on success the KV cache holds the new rows
+   * P … P+T−1 (the caller commits them).
    * @param tokenIds T token ids.
-   * @param cos, sin RoPE rows, float32 [T, R/2] (views into the RoPE cache).
+   * @param rope the whole RoPE cache (`RopeCache.tables`: cos/sin float32 [rows, R/2], rows ≥
+   *   P + T). A backend binds it when it is another object than the last run's (a growth), else
+   *   binds nothing of it.
    * @returns logits float32 [V] of the last position; the array is reused by the next run.
-   * @throws SessionRunError with the input shapes when ONNX Runtime fails.
+   * @throws SessionRunError with the input shapes when ONNX Runtime fails; InvalidOptionError
+   *   when the tables hold fewer than P + T rows or the wrong number of columns.
    */
-  run(tokenIds: ArrayLike<number>, cos: Float32Array, sin: Float32Array, kv: KvCache): Promise<Float32Array>;
+  run(tokenIds: ArrayLike<number>, rope: RopeTables, kv: KvCache): Promise<Float32Array>;
   /**
    * Context shift without a new prefill (llama.cpp's n_discard): drops positions
    * [keep, keep + drop) of the KV cache, moves the later rows down by `drop` and rotates their
@@ -81,4 +88,17 @@ export interface DecoderBackend {
   restoreKv(kv: KvCache, data: Float32Array, length: number): void;
   /** Releases the session and its memory. */
   dispose(): Promise<void>;
+}
+
+/**
+ * Checks that `rope` can serve a run ending at position `end` (= P + T) with `columns` floats per
+ * row, before anything is bound: rows ≥ end, and cos/sin rows × columns floats each.
+ * @throws InvalidOptionError quoting the tables' rows and sizes.
+ */
+export function checkRopeTables(rope: RopeTables, end: number, columns: number): void {
+  const want = rope.rows * columns;
+  if (rope.cos.length !== want || rope.sin.length !== want) {
+    throw new InvalidOptionError('RoPE cache', `expected ${rope.rows} × ${columns} cos/sin values, got ${rope.cos.length} and ${rope.sin.length}`);
+  }
+  if (rope.rows < end) throw new InvalidOptionError('RoPE cache', `it holds ${rope.rows} positions, the run ends at ${end} (ensure it first)`);
 }

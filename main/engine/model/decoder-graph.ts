@@ -1,7 +1,8 @@
 /**
  * Builds the ONNX decoder graph of a Llama-family model (Llama, Mistral, Qwen2, Qwen3, llama2.c)
  * from its config and canonical weights. The graph follows the contract in `io-names.ts`:
- * RoPE rows come in as inputs (the engine owns positions and the RoPE cache), the KV cache is
+ * the RoPE cache comes in whole as inputs (the engine owns it; the graph gathers the step's rows at
+ * positions it derives from seqlens_k, `stepRopeRows`), the KV cache is
  * ONNX Runtime's `com.microsoft.GroupQueryAttention` past/present pair sharing one buffer, and
  * only the last position's logits are computed (a prefill of T tokens costs D×V, not T×D×V).
  *
@@ -32,7 +33,7 @@
  * `local_window_size` (`localWindow`); the KV cache layout is the same. Family variants are
  * small named steps in block-variants.ts (Gemma 2/3: embedding scale, norms after attention and
  * MLP, GELU-tanh, q·k scale and soft-caps); a model whose sliding layers have a RoPE of their own
- * (`config.localRope`, Gemma 3) takes RoPE rows [T, R], global pairs then local ones. Attention
+ * (`config.localRope`, Gemma 3) takes a RoPE cache [C_rope, R], global pairs then local ones. Attention
  * sinks (`config.attentionSinks`, gpt-oss) are GroupQueryAttention's `head_sink` input.
  *
  * Per layer (Touvron et al. 2023, "LLaMA"; Qwen2/3 add q/k/v bias and per-head q/k RMSNorm):
@@ -110,20 +111,21 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   const halfValue = (v: string) => (half && halfValues.add(v), v);
   const float = (name: string, dims: number[], data: SegmentData) => floatWeight(g, target, name, dims, data);
 
-  // 1. inputs
+  // 1. inputs; the step's RoPE rows [1, T, R/2] gathered from the whole cache at its positions
   const inputIds = g.input(io.INPUT_IDS, DataType.INT64, [1, 'T']);
-  const cos = g.input(io.ROPE_COS, DataType.FLOAT, ['T', ropeColumns(c)]);
-  const sin = g.input(io.ROPE_SIN, DataType.FLOAT, ['T', ropeColumns(c)]);
+  const cosCache = g.input(io.ROPE_COS_CACHE, DataType.FLOAT, ['C_rope', ropeColumns(c)]);
+  const sinCache = g.input(io.ROPE_SIN_CACHE, DataType.FLOAT, ['C_rope', ropeColumns(c)]);
   const seqlensK = g.input(io.SEQLENS_K, DataType.INT32, [1]);
   const totalSeqLen = g.input(io.TOTAL_SEQ_LEN, DataType.INT32, []);
+  const [cos, sin] = stepRopeRows(g, c, inputIds, seqlensK, cosCache, sinCache);
 
-  // cos/sin [T, R/2] reshaped once to broadcast against q/k pairs [1, T, H, …].
+  // cos/sin [1, T, R/2] reshaped once to broadcast against q/k pairs [1, T, H, …].
   const pairShape = c.rope.layout === 'half' ? [1, -1, 1, 1, R / 2] : [1, -1, 1, R / 2, 1];
   const ropeShape = g.int64(pairShape);
   const scalar = (v: number) => g.float32([v]);
   // [global, local] cos/sin tables: the same one twice unless sliding layers have their own RoPE.
-  const [cosG, cosL] = c.localRope ? g.node('Split', [cos], 2, { axis: 1, num_outputs: 2 }) : [cos, cos];
-  const [sinG, sinL] = c.localRope ? g.node('Split', [sin], 2, { axis: 1, num_outputs: 2 }) : [sin, sin];
+  const [cosG, cosL] = c.localRope ? g.node('Split', [cos], 2, { axis: 2, num_outputs: 2 }) : [cos, cos];
+  const [sinG, sinL] = c.localRope ? g.node('Split', [sin], 2, { axis: 2, num_outputs: 2 }) : [sin, sin];
   const ropeTables = (cs: string, sn: string) => ({ cosB: g.op('Reshape', [cs, ropeShape]), sinB: g.op('Reshape', [sn, ropeShape]) });
   const globalTables = ropeTables(cosG, sinG);
   const localTables = c.localRope ? ropeTables(cosL, sinL) : globalTables;
@@ -281,6 +283,33 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   g.output(io.LOGITS, DataType.FLOAT, [1, c.vocabSize]);
 
   return g.build('ropewalk_decoder', { '': 18, 'com.microsoft': 1 }, `Ropewalk ${c.architecture} decoder`);
+}
+
+/**
+ * The step's RoPE rows, gathered in the graph from the whole RoPE cache (rope_cos_cache /
+ * rope_sin_cache [C_rope, columns], bound once per growth) at the step's positions P … P+T−1,
+ * derived from seqlens_k = P + T − 1 (io-names.ts):
+ *   ones [1, T]  = Gather(one per token id, float32 [V], input_ids)
+ *   back [1, T]  = CumSum(ones, axis 1, exclusive, reverse) = T − 1 − t
+ *   pos  [1, T]  = int32(float(seqlens_k) − back)            = P + t
+ *   cos, sin [1, T, columns] = Gather(cache, pos, axis 0)
+ * Gather copies the cache's floats, so the rows are bit for bit those `RopeCache.rows(P, T)` gives.
+ * Why so: T exists only as input_ids' shape, and a Shape node's output (or a Cast of the int64
+ * ids) is CPU memory to ONNX Runtime's WebGPU and CUDA providers, which then place the arithmetic
+ * after it on the CPU (measured on lavapipe: Cast(input_ids) lands on the CPU, this chain is all
+ * on WebGPU); a float32 CumSum has a kernel on every provider (ONNX Runtime's WebGPU CumSum is
+ * registered for float types, webgpu/math/cum_sum.cc). float32 holds positions exactly below 2^24. GroupQueryAttention's own rotary
+ * (do_rotary with cos/sin caches) would do the same, but it needs head_size % 16 = 0
+ * (stories260K's is 8) and one table per layer's call, and it rotates inside the kernel, after
+ * which new_key_* would not hold the rotated keys.
+ */
+function stepRopeRows(g: OnnxGraphBuilder, c: ModelConfig, inputIds: string, seqlensK: string, cosCache: string, sinCache: string): [string, string] {
+  const oneTable = g.externalTensor('rope.ones_per_token', [c.vocabSize], DataType.FLOAT, () => new Float32Array(c.vocabSize).fill(1));
+  const ones = g.op('Gather', [oneTable, inputIds], { axis: 0 });
+  const back = g.op('CumSum', [ones, g.int64([1], [])], { exclusive: 1, reverse: 1 });
+  const last = g.op('Cast', [seqlensK], { to: DataType.FLOAT });
+  const positions = g.op('Cast', [g.op('Sub', [last, back])], { to: DataType.INT32 });
+  return [g.op('Gather', [cosCache, positions], { axis: 0 }), g.op('Gather', [sinCache, positions], { axis: 0 })];
 }
 
 /** A float32 weight's bytes for the data file: its array, or chunks read when the file is written. */

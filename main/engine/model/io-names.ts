@@ -2,9 +2,12 @@
  * Every ONNX input and output name of the decoder graph, in one place (graph contract,
  * docs/ARCHITECTURE.md "Graph contract"). One decoder step, batch 1, T new tokens, P = past length:
  *   input_ids        int64   [1, T]
- *   rope_cos         float32 [T, R/2]   RoPE cache rows for positions P … P+T−1
- *   rope_sin         float32 [T, R/2]
- *   seqlens_k        int32   [1]        P + T − 1 (GroupQueryAttention's convention)
+ *   rope_cos_cache   float32 [C_rope, R/2]  the whole RoPE cache (RopeCache.tables), C_rope ≥ P + T;
+ *   rope_sin_cache   float32 [C_rope, R/2]  the graph gathers rows P … P+T−1 itself, so a backend
+ *                                           binds these once per RoPE growth, not per step
+ *   seqlens_k        int32   [1]        P + T − 1 (GroupQueryAttention's convention); also what the
+ *                                       graph derives the step's positions from (P + t = seqlens_k
+ *                                       − (T − 1 − t)), so after a context shift positions follow P
  *   total_seq_len    int32   []         P + T
  *   past_key_{i}     float32 [1, Hkv, C, headDim]   KV cache of layer i, capacity C (BNSH)
  *   past_value_{i}   float32 [1, Hkv, C, headDim]
@@ -17,8 +20,8 @@
  *                                       new positions are appended in place (IoBinding)
  */
 export const INPUT_IDS = 'input_ids';
-export const ROPE_COS = 'rope_cos';
-export const ROPE_SIN = 'rope_sin';
+export const ROPE_COS_CACHE = 'rope_cos_cache';
+export const ROPE_SIN_CACHE = 'rope_sin_cache';
 export const SEQLENS_K = 'seqlens_k';
 export const TOTAL_SEQ_LEN = 'total_seq_len';
 export const LOGITS = 'logits';

@@ -1,7 +1,10 @@
 /**
  * The ONNX Runtime session of one decoder bundle, and one `run` per prefill chunk or decode step.
- * It binds the graph contract (`io-names.ts`): token ids, the RoPE rows the engine computed, and
- * the KV cache buffers, fed as `past_*` without a copy.
+ * It binds the graph contract (`io-names.ts`): token ids, the whole RoPE cache (tensors over the
+ * RopeCache's arrays, rebuilt only when it grows: `ropeBinds`), and the KV cache buffers, fed as
+ * `past_*` without a copy. On the CPU provider nothing of either cache is copied per run; on
+ * WebGPU and CUDA ONNX Runtime copies every host feed to the device on every run (the KV cache
+ * and the RoPE cache alike): the native backend is the one that keeps them there.
  *
  * How the new keys/values reach the KV cache (`kvOutputs`):
  *   - 'rows' (default): only logits and the T new rows (`new_key_*` / `new_value_*`) are
@@ -22,8 +25,9 @@
 import * as ort from 'onnxruntime-node';
 import { InvalidOptionError, ModelLoadError, SessionRunError, firstLine } from '../errors.ts';
 import type { KeyRotation, KvBuffer, KvCache } from '../cache/kv-cache.ts';
+import type { RopeTables } from '../cache/rope-cache.ts';
 import * as io from './io-names.ts';
-import type { DecoderBackend, ExecutionProvider, SessionInfo } from './backend.ts';
+import { checkRopeTables, type DecoderBackend, type ExecutionProvider, type SessionInfo } from './backend.ts';
 import { ropeColumns, type ModelConfig } from './manifest.ts';
 import { ensureWebGpuEnvironment, ortReason } from './ep-choice.ts';
 import { FirstRunProfile } from './placement.ts';
@@ -58,8 +62,12 @@ export class DecoderSession implements DecoderBackend {
   private kvType: 'float32' | 'float16' = 'float32';
   /** The graph's past_key_0 element type as ONNX Runtime reports it, when it does. */
   private readonly graphKvType: string | null;
-  /** T of the bound input_ids / rope_cos / rope_sin tensors (rebuilt only when T changes). */
+  /** T of the bound input_ids tensor and row fetches (rebuilt only when T changes). */
   private boundT = 0;
+  /** The RoPE tables the rope_*_cache feeds wrap (a growth replaces them). */
+  private boundRope: RopeTables | null = null;
+  /** Times the RoPE cache tensors were (re)built: once per RoPE growth. */
+  ropeBinds = 0;
   private readonly seqlensK = new Int32Array(1);
   private readonly totalSeqLen = new Int32Array(1);
   private readonly profile: FirstRunProfile;
@@ -115,40 +123,32 @@ export class DecoderSession implements DecoderBackend {
 
   /**
    * Runs T new tokens at positions P … P+T−1, where P = kv.length. The caller has already called
-   * `kv.ensure(P + T)` and taken the RoPE rows for those positions; on success the KV buffers
-   * hold the new keys/values at rows P … P+T−1 (the caller commits them).
+   * `kv.ensure(P + T)` and `rope.ensure(P + T)`; on success the KV buffers hold the new
+   * keys/values at rows P … P+T−1 (the caller commits them).
    * @param tokenIds T token ids.
-   * @param cos, sin RoPE rows, float32 [T, R/2] (views into the RoPE cache).
+   * @param rope the whole RoPE cache (`RopeCache.tables`), wrapped as rope_cos_cache /
+   *   rope_sin_cache when it is another object than the last run's (a growth).
    * @param kvOutputs how the new keys/values reach the KV cache (file comment); 'rows' unless
    *   measuring.
    * @returns logits float32 [V] of the last position; the array is reused by the next run.
-   * @throws SessionRunError with the input shapes when ONNX Runtime fails.
+   * @throws SessionRunError with the input shapes when ONNX Runtime fails; InvalidOptionError
+   *   for RoPE tables short of P + T rows (`checkRopeTables`).
    *
    * A 'rows' run with the same T as the previous one (every decode step) allocates nothing of
    * ours: inputs and fetches are filled in place. onnxruntime-node still returns each fetched
    * output as a fresh copy: logits [V] and the new rows, nothing of the KV capacity.
    */
-  async run(
-    tokenIds: ArrayLike<number>,
-    cos: Float32Array,
-    sin: Float32Array,
-    kv: KvCache,
-    kvOutputs: KvOutputs = 'rows',
-  ): Promise<Float32Array> {
+  async run(tokenIds: ArrayLike<number>, rope: RopeTables, kv: KvCache, kvOutputs: KvOutputs = 'rows'): Promise<Float32Array> {
     const T = tokenIds.length;
     const P = kv.length;
-    const half = ropeColumns(this.config);
-    // Only the small per-step inputs change; the KV entries stay bound until a growth.
+    checkRopeTables(rope, P + T, ropeColumns(this.config));
+    // Only the small per-step inputs change; the KV and RoPE entries stay bound until a growth.
     this.bindKv(kv);
+    this.bindRope(rope);
     this.bindStepInputs(T);
-    if (cos.length !== T * half || sin.length !== T * half) {
-      throw new InvalidOptionError('RoPE rows', `expected ${T} × ${half} cos/sin values, got ${cos.length} and ${sin.length}`);
-    }
     const feeds = this.feeds;
     const ids = feeds[io.INPUT_IDS].data as BigInt64Array;
     for (let i = 0; i < T; i++) ids[i] = BigInt(tokenIds[i]);
-    (feeds[io.ROPE_COS].data as Float32Array).set(cos);
-    (feeds[io.ROPE_SIN].data as Float32Array).set(sin);
     this.seqlensK[0] = P + T - 1;
     this.totalSeqLen[0] = P + T;
     const fetches = kvOutputs === 'rows' ? this.rowFetches : this.fetches;
@@ -197,18 +197,24 @@ export class DecoderSession implements DecoderBackend {
     this.boundKey0 = kv.key(0);
   }
 
+  /** Wraps the RoPE cache's arrays as rope_cos_cache / rope_sin_cache [rows, R/2]; only after a growth. */
+  private bindRope(rope: RopeTables): void {
+    if (this.boundRope === rope) return;
+    const dims = [rope.rows, ropeColumns(this.config)];
+    this.feeds[io.ROPE_COS_CACHE] = new ort.Tensor('float32', rope.cos, dims);
+    this.feeds[io.ROPE_SIN_CACHE] = new ort.Tensor('float32', rope.sin, dims);
+    this.boundRope = rope;
+    this.ropeBinds++;
+  }
+
   /**
-   * (Re)creates the input_ids [1, T] and rope_cos / rope_sin [T, R/2] tensors, and the 'rows'
-   * fetches [1, T, Hkv·headDim], when T differs from the last run's, so consecutive runs of one
-   * size (decode steps) reuse them.
+   * (Re)creates the input_ids [1, T] tensor and the 'rows' fetches [1, T, Hkv·headDim] when T
+   * differs from the last run's, so consecutive runs of one size (decode steps) reuse them.
    */
   private bindStepInputs(T: number): void {
     if (this.boundT === T) return;
     const c = this.config;
-    const half = ropeColumns(c);
     this.feeds[io.INPUT_IDS] = new ort.Tensor('int64', new BigInt64Array(T), [1, T]);
-    this.feeds[io.ROPE_COS] = new ort.Tensor('float32', new Float32Array(T * half), [T, half]);
-    this.feeds[io.ROPE_SIN] = new ort.Tensor('float32', new Float32Array(T * half), [T, half]);
     const width = c.numKvHeads * c.headDim;
     const rows = () => (this.kvType === 'float16' ? new ort.Tensor('float16', new Uint16Array(T * width), [1, T, width]) : new ort.Tensor('float32', new Float32Array(T * width), [1, T, width]));
     for (let i = 0; i < c.numLayers; i++) {

@@ -142,7 +142,7 @@ export interface GemmaOptions {
 }
 
 /**
- * Columns of the RoPE rows the graph takes (rope_cos / rope_sin [T, columns]): R/2, or R when the
+ * Columns of the RoPE cache the graph takes (rope_cos_cache / rope_sin_cache [C_rope, columns]): R/2, or R when the
  * sliding-window layers have a RoPE of their own (`localRope`: global pairs, then local pairs).
  */
 export function ropeColumns(c: Pick<ModelConfig, 'rope' | 'localRope'>): number {

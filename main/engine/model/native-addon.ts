@@ -47,7 +47,7 @@ export interface NativeDecoderOptions {
   numKvHeads: number;
   headDim: number;
   vocabSize: number;
-  /** R/2: columns of rope_cos / rope_sin. */
+  /** R/2 (or R with a local RoPE): columns of rope_cos_cache / rope_sin_cache. */
   rotaryHalf: number;
   /** float32 [vocabSize], bound once as the logits output; every run overwrites it. */
   logits: Float32Array;
@@ -74,6 +74,10 @@ export interface NativeDecoderStats {
   kvAllocs: number;
   /** Runs of the device copy graph (growths, saves, restores, shifts); 0 on the CPU. */
   kvCopies: number;
+  /** Times the RoPE cache was bound (`setRope`): once per RoPE growth. */
+  ropeBinds: number;
+  /** Positions the bound RoPE cache holds (0 before the first `setRope`). */
+  ropeRows: number;
 }
 
 /**
@@ -95,12 +99,18 @@ export interface NativeDecoder {
   /** Reallocates the KV blocks at `capacity` positions, copying rows [0, keep) of every head. */
   resize(capacity: number, keep: number): void;
   /**
-   * One prefill chunk or decode step, run on the libuv thread pool: T = tokenIds.length tokens
-   * at positions past … past+T−1; cos/sin float32 [T, R/2] views of the RoPE tables (wrapped,
-   * not copied; kept alive until it settles). Resolves when the logits array given at
-   * construction holds the last position's scores. One run at a time.
+   * Binds the whole RoPE cache, cos/sin float32 [rows, rotaryHalf] (copied into the addon's own
+   * tensors, on a device into the provider's memory when bound): once per RoPE growth.
+   * Synchronous. Errors: 'ORT_ARG' for sizes that do not match.
    */
-  run(tokenIds: Int32Array, cos: Float32Array, sin: Float32Array, past: number): Promise<void>;
+  setRope(cos: Float32Array, sin: Float32Array, rows: number): void;
+  /**
+   * One prefill chunk or decode step, run on the libuv thread pool: T = tokenIds.length tokens
+   * at positions past … past+T−1 (past + T within the KV capacity and the bound RoPE cache's
+   * rows). Resolves when the logits array given at construction holds the last position's
+   * scores. One run at a time.
+   */
+  run(tokenIds: Int32Array, past: number): Promise<void>;
   /**
    * Context shift of the addon's KV blocks: of `length` positions, drops [keep, keep+drop), moves
    * the later rows down by `drop` and rotates their keys' first `rotaryDim` dims by cos/sin

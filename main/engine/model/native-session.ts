@@ -2,9 +2,12 @@
  * The native backend (`DecoderBackend` over the native/ addon): one ONNX Runtime session whose
  * KV cache lives in addon-owned tensors in the execution provider's memory (host on the CPU;
  * CUDA device memory; WebGPU buffers), bound with IoBinding so past and present are the same
- * tensors and a decode step moves only its token id and RoPE rows in and its logits out. A
- * growth copies on the device (the copy graph, kv-copy-graph.ts). Its first run is profiled (placement.ts). Per run the addon binds the token ids, wraps the RoPE rows (no
- * copy) and writes the last position's logits into one Float32Array reused for every run.
+ * tensors and a decode step moves only its token id in and its logits out. A growth copies on
+ * the device (the copy graph, kv-copy-graph.ts). The whole RoPE cache (`RopeCache.tables`) is
+ * handed to the addon when it grows (`setRope`: copied once into the provider's memory), never
+ * per step; the graph gathers each step's rows itself. Its first run is profiled
+ * (placement.ts). Per run the addon binds the token ids and GroupQueryAttention's two lengths
+ * and writes the last position's logits into one Float32Array reused for every run.
  *
  * Growth stays the engine's rule (cache/growth.ts, applied by KvCache.ensure): when `run` sees
  * that the KvCache's capacity changed, it tells the addon, which reallocates and copies the held
@@ -12,7 +15,8 @@
  */
 import { ModelLoadError, NativeUnavailableError, SessionRunError, firstLine } from '../errors.ts';
 import type { KeyRotation, KvCache } from '../cache/kv-cache.ts';
-import type { DecoderBackend, ExecutionProvider, SessionInfo } from './backend.ts';
+import type { RopeTables } from '../cache/rope-cache.ts';
+import { checkRopeTables, type DecoderBackend, type ExecutionProvider, type SessionInfo } from './backend.ts';
 import * as io from './io-names.ts';
 import { ropeColumns, type ModelConfig } from './manifest.ts';
 import type { GraphDtype } from './graph-target.ts';
@@ -34,6 +38,8 @@ export class NativeDecoderSession implements DecoderBackend {
   /** input_ids of a decode step, reused (prefill chunks get their own). */
   private readonly oneToken = new Int32Array(1);
   private readonly profile: FirstRunProfile;
+  /** The RoPE tables last handed to the addon (a growth makes a new object). */
+  private boundRope: RopeTables | null = null;
 
   private constructor(decoder: NativeDecoder, config: ModelConfig, logits: Float32Array, ep: ExecutionProvider, profile: FirstRunProfile) {
     this.decoder = decoder;
@@ -89,29 +95,38 @@ export class NativeDecoderSession implements DecoderBackend {
     return this.decoder.kvMemory;
   }
 
-  /** The addon's counters: runs, KV binds, allocations and device copies (a warm step adds one run). */
+  /** The addon's counters: runs, KV binds, allocations, device copies, RoPE binds (a warm step adds one run). */
   get stats(): NativeDecoderStats {
     return this.decoder.stats;
   }
 
-  /** See DecoderBackend.run. A changed `kv.capacity` first grows the addon's KV blocks. */
-  async run(tokenIds: ArrayLike<number>, cos: Float32Array, sin: Float32Array, kv: KvCache): Promise<Float32Array> {
+  /**
+   * See DecoderBackend.run. A changed `kv.capacity` first grows the addon's KV blocks; RoPE
+   * tables other than the last run's (a RoPE growth) are bound first (`setRope`).
+   */
+  async run(tokenIds: ArrayLike<number>, rope: RopeTables, kv: KvCache): Promise<Float32Array> {
     const T = tokenIds.length;
     const P = kv.length;
+    checkRopeTables(rope, P + T, ropeColumns(this.config));
     let ids = this.oneToken;
     if (T === 1) ids[0] = tokenIds[0];
     else ids = Int32Array.from(tokenIds);
     try {
       // Rows past the old capacity never existed (a KvCache told it holds more, as the bench does).
       if (this.decoder.capacity !== kv.capacity) this.decoder.resize(kv.capacity, Math.min(P, this.decoder.capacity));
-      await this.decoder.run(ids, cos, sin, P);
+      if (this.boundRope !== rope) {
+        this.boundRope = null; // a failed bind leaves none bound (the addon refuses to run then)
+        this.decoder.setRope(rope.cos, rope.sin, rope.rows);
+        this.boundRope = rope;
+      }
+      await this.decoder.run(ids, P);
       if (this.profile.pending) this.info.nodesOnCpu = await this.profile.finish(() => this.decoder.endProfiling());
     } catch (e) {
       const half = ropeColumns(this.config);
       throw new SessionRunError(firstLine(e), {
         [io.INPUT_IDS]: [1, T],
-        [io.ROPE_COS]: [T, half],
-        [io.ROPE_SIN]: [T, half],
+        [io.ROPE_COS_CACHE]: [rope.rows, half],
+        [io.ROPE_SIN_CACHE]: [rope.rows, half],
         [io.pastKey(0)]: kv.shape,
       }, { cause: e });
     }
