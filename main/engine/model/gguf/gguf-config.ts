@@ -29,6 +29,7 @@ export function ggufTensorName(canonical: string, c?: Pick<ModelConfig, 'gemma'>
     'input_layernorm.weight': 'attn_norm.weight',
     'self_attn.q_proj.weight': 'attn_q.weight', 'self_attn.k_proj.weight': 'attn_k.weight', 'self_attn.v_proj.weight': 'attn_v.weight',
     'self_attn.q_proj.bias': 'attn_q.bias', 'self_attn.k_proj.bias': 'attn_k.bias', 'self_attn.v_proj.bias': 'attn_v.bias',
+    'self_attn.o_proj.bias': 'attn_output.bias',
     'self_attn.q_norm.weight': 'attn_q_norm.weight', 'self_attn.k_norm.weight': 'attn_k_norm.weight',
     'self_attn.o_proj.weight': 'attn_output.weight', 'self_attn.sinks': 'attn_sinks.weight',
     'post_attention_layernorm.weight': 'ffn_norm.weight',
@@ -159,6 +160,8 @@ export function ggufConfig(g: Pick<GgufFile, 'file' | 'tensors'> & { metadata: R
     rmsNormEps: num('attention.layer_norm_rms_epsilon'),
     tiedEmbeddings: !g.tensors.has('output.weight'),
     attentionBias: g.tensors.has('blk.0.attn_q.bias'),
+    // llama.cpp's optional `bo` (LLM_TENSOR_ATTN_OUT bias): read where the file has it.
+    ...(g.tensors.has('blk.0.attn_output.bias') ? { outputBias: true } : {}),
     qkNorm: g.tensors.has('blk.0.attn_q_norm.weight'),
     // gpt-oss's attention sinks (llama.cpp `LLM_TENSOR_ATTN_SINKS`, one logit per head).
     ...(g.tensors.has('blk.0.attn_sinks.weight') ? { attentionSinks: true } : {}),
