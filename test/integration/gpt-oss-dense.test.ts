@@ -8,7 +8,8 @@
  *   - a gpt-oss-shaped dense block: q/k/v/o biases, attention sinks, a 16-token sliding layer
  *     then a full one, and the clamped SwiGLU (α 1.702, limit 7) as the FFN's activation, with
  *     gate / up weights large enough that the clamps engage: 120 greedy tokens on both backends
- *     equal the reference; the reference without the clamps is far off.
+ *     equal the reference; the reference without the clamps is far off; on WebGPU (Mesa's lavapipe
+ *     here, native backend) every node is placed on WebGPU and 40 greedy tokens equal the reference.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -20,7 +21,7 @@ import { importGguf } from '../../main/engine/model/gguf/import-gguf.ts';
 import { expectedWeights, importHuggingFace } from '../../main/engine/model/import-hf.ts';
 import type { ModelConfig, ModelWeights } from '../../main/engine/model/manifest.ts';
 import { greedyAgainstReference } from '../helpers/greedy-reference.ts';
-import { argmax, maxAbsDiff } from '../helpers/onnx-runner.ts';
+import { argmax, maxAbsDiff, OnnxRunner } from '../helpers/onnx-runner.ts';
 import { ReferenceModel } from '../helpers/reference-forward.ts';
 import { randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
 import { writeSyntheticCheckpoint } from '../helpers/synthetic-hf.ts';
@@ -82,6 +83,30 @@ for (const backend of ['js', 'native'] as const) {
     assert.ok(gap.off > 1000 * Math.max(r.worst, 1e-9), 'the clamps engage and matter');
   });
 }
+
+test('WebGPU (lavapipe, native backend): the gpt-oss-shaped dense block runs with every node on WebGPU and gives the reference greedy tokens', async (t) => {
+  const runner = await OnnxRunner.create(GPT_OSS_DENSE, denseWeights, MAX, 'native', 'webgpu');
+  const ref = new ReferenceModel(GPT_OSS_DENSE, denseWeights, MAX);
+  try {
+    assert.equal(runner.session.info.executionProvider, 'webgpu', runner.session.info.fallbackReason ?? '');
+    const ids = Array.from({ length: 20 }, (_, i) => (i * 37 + 5) % 512);
+    let onnx = await runner.forward(ids);
+    let expected = ref.forward(ids);
+    assert.equal(runner.session.info.nodesOnCpu, 0, 'Clip, head_sink and the biases all on WebGPU');
+    let worst = 0;
+    for (let step = 0; step < 40; step++) {
+      const { diff, scale } = maxAbsDiff(onnx, expected);
+      worst = Math.max(worst, diff / Math.max(1, scale));
+      assert.ok(diff <= 1e-5 * Math.max(1, scale), `step ${step}: max |webgpu − ref| = ${diff}, scale ${scale}`);
+      assert.equal(argmax(onnx), argmax(expected), `step ${step}: greedy token differs`);
+      onnx = await runner.forward([argmax(expected)]);
+      expected = ref.forward([argmax(expected)]);
+    }
+    t.diagnostic(`webgpu: 40 steps past a 20-token prompt (window 16), worst |webgpu − ref| / scale ${worst.toExponential(2)}`);
+  } finally {
+    await runner.dispose();
+  }
+});
 
 test("a GGUF file's attn_output.bias is read (outputBias), and the graph equals the reference", async () => {
   const { clampedSwiglu: _, attentionSinks: __, ...plain } = GPT_OSS_DENSE;
