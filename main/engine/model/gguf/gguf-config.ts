@@ -51,6 +51,17 @@ const GEMMA_NORM_NAMES: Record<string, string> = {
 };
 
 /**
+ * Whether layer `i` of a GGUF file with a sliding window is a windowed one, by llama.cpp's fixed
+ * pattern for the architecture (`set_swa_pattern(n)`: layer i slides when i % n < n − 1): Gemma 2
+ * and gpt-oss (`LLM_ARCH_OPENAI_MOE`, as transformers' `GptOssConfig.layer_types`) every even
+ * layer, Gemma 3 five of every six; any other architecture every layer (Mistral-style).
+ */
+export function ggufLayerSlides(arch: string, i: number): boolean {
+  if (arch === 'gemma2' || arch === 'gpt-oss') return i % 2 === 0;
+  return arch === 'gemma3' ? i % 6 < 5 : true;
+}
+
+/**
  * A GGUF file's YaRN as llama.cpp applies it (`llama_context` constructor; ggml `rope_yarn`,
  * `ggml_rope_yarn_corr_dims`): the ramp's ends always floored / ceiled (its corr dims), β from
  * `rope.scaling.yarn_beta_fast` / `_slow` (32 / 1), and cos/sin times get_mscale(factor) =
@@ -142,10 +153,8 @@ export function ggufConfig(g: Pick<GgufFile, 'file' | 'tensors'> & { metadata: R
   const window = Number(meta[`${arch}.attention.sliding_window`] ?? defaultWindow ?? 0) === 0 ? undefined : (meta[`${arch}.attention.sliding_window`] ?? defaultWindow);
   const pattern = Object.keys(meta).find((k) => k.startsWith(`${arch}.attention.sliding_window_`));
   if (window !== undefined && pattern) fail(`GGUF metadata ${pattern} (a per-layer sliding-window pattern) is not supported`);
-  // Gemma 2 windows every other layer, Gemma 3 five of every six (llama.cpp `set_swa_pattern`).
-  const windowed = (i: number) => (arch === 'gemma2' ? i % 2 === 0 : arch === 'gemma3' ? i % 6 < 5 : true);
   const w = window === undefined ? 0 : int('attention.sliding_window', HF_LIMITS.maxPositionEmbeddings, defaultWindow);
-  const slidingWindow = window === undefined ? undefined : Array.from({ length: numLayers }, (_, i) => (windowed(i) ? w : 0));
+  const slidingWindow = window === undefined ? undefined : Array.from({ length: numLayers }, (_, i) => (ggufLayerSlides(arch, i) ? w : 0));
   if (slidingWindow && w < 2) fail(`GGUF metadata ${arch}.attention.sliding_window = 1 is not supported: a window must hold at least 2 tokens`);
   const family = gemma ? gemmaGgufOptions(meta, arch, { numLayers, hiddenSize, numHeads, headDim, rope, slidingWindow }, fail) : {};
   return {
