@@ -9,7 +9,8 @@
  * Teacher-forced along the float32 reference's greedy path for 64 steps after a prompt: the
  * float16 graph's top-1 token agrees at >= 95 % of steps and the log-probabilities of the float32
  * top-8 stay within 2e-2 (stories260K, a synthetic Qwen3, Q8_0; Q4_0 and Q5_1 measure past it:
- * see BOUND). Both run on the JS backend (host KV, float16 rows); the native backend's float16
+ * see BOUND; a GGUF with gpt-oss's attention sinks and q/k/v/o biases). Both run on the JS
+ * backend (host KV, float16 rows); the native backend's float16
  * KV tensors give the JS backend's tokens.
  * Not checked here: the same graph on CUDA's own float16 kernels (no GPU).
  */
@@ -28,6 +29,8 @@ import { assertSameScript, kvScript } from '../helpers/kv-script.ts';
 import { argmax } from '../helpers/onnx-runner.ts';
 import { GGUF_DIR, STORIES_BIN } from '../helpers/paths.ts';
 import { writeSyntheticCheckpoint } from '../helpers/synthetic-hf.ts';
+import { randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
+import type { ModelConfig } from '../../main/engine/model/manifest.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-float16-'));
 const cacheDir = path.join(root, 'cache');
@@ -131,6 +134,22 @@ const MODELS: { name: string; source: () => Promise<string>; bound?: number }[] 
       return dir;
     },
   })),
+  // gpt-oss's attention sinks (GroupQueryAttention's head_sink, float16 here) and q/k/v/o biases, window 16.
+  {
+    name: 'GGUF with attention sinks and q/k/v/o biases (window 16)',
+    source: async () => {
+      const file = path.join(root, 'sinks.gguf');
+      const config: ModelConfig = {
+        architecture: 'llama', hiddenSize: 64, intermediateSize: 128, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 16, vocabSize: 512,
+        rmsNormEps: 1e-5, tiedEmbeddings: false, attentionBias: true, outputBias: true, qkNorm: false, rope: { theta: 10000, rotaryDim: 16, layout: 'interleaved' },
+        trainedContext: 256, attentionSinks: true,
+      };
+      const random = randomWeights(7, 0.1);
+      const weightOf = (name: string, shape: number[]) => (/self_attn\.sinks$/.test(name) ? Float32Array.from([-3, 0.5, 2, 3]) : random(name, shape));
+      writeModelGguf(file, config, { ...(await storiesTokenizerMetadata()), 'llama.attention.sliding_window': { u32: 16 } }, weightOf);
+      return file;
+    },
+  },
   { name: 'GGUF Q8_0', source: async () => path.join(GGUF_DIR, 'stories260K-q8_0.gguf') },
   { name: 'GGUF Q4_0', source: async () => path.join(GGUF_DIR, 'stories260K-q4_0.gguf'), bound: 3.5e-2 },
   { name: 'GGUF Q5_1', source: async () => path.join(GGUF_DIR, 'stories260K-q5_1.gguf'), bound: 3.5e-2 },
