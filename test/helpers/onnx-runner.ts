@@ -12,7 +12,8 @@ import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from '../../main/engine/model/decoder-graph.ts';
 import { writeExternalData } from '../../main/engine/model/onnx-builder.ts';
 import type { ModelConfig, WeightSources } from '../../main/engine/model/manifest.ts';
-import type { BackendKind, DecoderBackend } from '../../main/engine/model/backend.ts';
+import type { BackendKind, DecoderBackend, ExecutionProvider } from '../../main/engine/model/backend.ts';
+import { CPU_TARGET, graphTarget } from '../../main/engine/model/graph-target.ts';
 import { NativeDecoderSession } from '../../main/engine/model/native-session.ts';
 import { DecoderSession } from '../../main/engine/model/js-session.ts';
 
@@ -29,14 +30,17 @@ export class OnnxRunner {
     this.kv = new KvCache({ numLayers: config.numLayers, numKvHeads: config.numKvHeads, headDim: config.headDim, maxContext, hostBuffers: session.kvOnHost });
   }
 
-  /** `backend` 'native' fails (NativeUnavailableError) rather than falling back. */
-  static async create(config: ModelConfig, weights: WeightSources, maxContext = config.trainedContext, backend: BackendKind = 'js'): Promise<OnnxRunner> {
+  /**
+   * `backend` 'native' fails (NativeUnavailableError) rather than falling back. `ep` (default
+   * 'cpu': the CPU graph, as before) builds that EP's float32 graph (`graphTarget(ep)`) and opens it there.
+   */
+  static async create(config: ModelConfig, weights: WeightSources, maxContext = config.trainedContext, backend: BackendKind = 'js', ep: ExecutionProvider = 'cpu'): Promise<OnnxRunner> {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-graph-'));
-    const built = buildDecoderGraph(config, weights);
+    const built = buildDecoderGraph(config, weights, ep === 'cpu' ? CPU_TARGET : graphTarget(ep, 'float32'));
     writeFileSync(path.join(dir, 'model.onnx'), built.model);
     await writeExternalData(path.join(dir, EXTERNAL_DATA_FILE), built);
     const modelPath = path.join(dir, 'model.onnx');
-    const session = backend === 'native' ? await NativeDecoderSession.create(modelPath, config) : await DecoderSession.create(modelPath, config);
+    const session = backend === 'native' ? await NativeDecoderSession.create(modelPath, config, ep) : await DecoderSession.create(modelPath, config, ep);
     return new OnnxRunner(session, config, dir, maxContext);
   }
 

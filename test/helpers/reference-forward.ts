@@ -11,7 +11,8 @@
  * - RMSNorm: Zhang & Sennrich 2019, "Root Mean Square Layer Normalization":
  *     y = x / sqrt(mean(x²) + eps) · w.
  * - Linear layers: y = W x (+ b), W stored [out, in] row-major (torch.nn.Linear; run.c `matmul`).
- *   Biases on q/k/v only (Qwen2, `attention_bias`).
+ *   Biases on q/k/v (Qwen2, `attention_bias`) and on o (`outputBias`: Llama / Qwen3 with
+ *   `attention_bias`, gpt-oss).
  * - Qwen3 q/k norm: RMSNorm over each head's headDim with `q_norm` / `k_norm` weights, applied
  *   before RoPE (transformers `modeling_qwen3.py`, `Qwen3Attention.forward`).
  * - RoPE: Su et al. 2021, "RoFormer", eq. 34: each pair (a, b) of rotated dims at position m is
@@ -50,7 +51,8 @@
  *   Vaswani et al. 2017, causal scaled dot-product softmax(q·k / sqrt(headDim)) v;
  *   grouped-query attention (Ainslie et al. 2023, "GQA"): query head h reads kv head
  *   floor(h / (numHeads / numKvHeads)) (transformers `repeat_kv`; run.c `h / kv_mul`).
- * - SwiGLU MLP (Shazeer 2020, "GLU Variants"): down(silu(gate x) ⊙ up x), silu(x) = x·σ(x).
+ * - SwiGLU MLP (Shazeer 2020, "GLU Variants"): down(silu(gate x) ⊙ up x), silu(x) = x·σ(x); or
+ *   gpt-oss's clamped SwiGLU (`clampedSwiglu`; reference-activations.ts).
  * - Gemma 2 / 3 (`config.gemma`; Gemma Team 2024, "Gemma 2", §2; transformers
  *   `modeling_gemma2.py` / `modeling_gemma3.py`, read for the semantics):
  *   the embedding times float32(sqrt(hidden)) (`normalizer`); RMSNorm x̂·(1 + w) with the weights
@@ -69,6 +71,7 @@ import {
   type Tensor32,
 } from '../../main/engine/model/manifest.ts';
 
+import { gatedReference } from './reference-activations.ts';
 import { attendHead } from './reference-attention.ts';
 import { referenceInvFreq, referenceRopeAttentionFactor, referenceRopeCosSin, rotateHeadInPlace } from './reference-rope.ts';
 
@@ -111,10 +114,6 @@ function matVec(w: Tensor32, x: Float64Array, bias?: Tensor32): Float64Array {
   return y;
 }
 
-function silu(x: number): number {
-  return x / (1 + Math.exp(-x));
-}
-
 // ---------------------------------------------------------------------------------------------
 // Model
 // ---------------------------------------------------------------------------------------------
@@ -125,6 +124,7 @@ interface LayerWeights {
   k: Tensor32;
   v: Tensor32;
   o: Tensor32;
+  oBias?: Tensor32;
   qBias?: Tensor32;
   kBias?: Tensor32;
   vBias?: Tensor32;
@@ -211,6 +211,7 @@ export class ReferenceModel {
         k: w('self_attn.k_proj.weight', [this.kvDim, D]),
         v: w('self_attn.v_proj.weight', [this.kvDim, D]),
         o: w('self_attn.o_proj.weight', [D, qDim]),
+        oBias: config.outputBias ? w('self_attn.o_proj.bias', [D]) : undefined,
         qBias: config.attentionBias ? w('self_attn.q_proj.bias', [qDim]) : undefined,
         kBias: config.attentionBias ? w('self_attn.k_proj.bias', [this.kvDim]) : undefined,
         vBias: config.attentionBias ? w('self_attn.v_proj.bias', [this.kvDim]) : undefined,
@@ -368,7 +369,7 @@ export class ReferenceModel {
           const head = { q, qOffset: hh * headDim, keys: K, values: Vc, kvDim, kvOffset: Math.floor(hh / group) * headDim, headDim };
           attendHead({ ...head, first, last, scale, softcap: attnCap, sink: L.sinks?.data[hh] }, att, hh * headDim);
         }
-        attnOut.set(matVec(L.o, att), t * D);
+        attnOut.set(matVec(L.o, att, L.oBias), t * D);
       }
       for (let t = 0; t < T; t++) {
         if (gemma) norm(attnOut, L.postNorm, attnOut, t * D, t * D);
@@ -379,7 +380,7 @@ export class ReferenceModel {
         norm(h, gemma ? L.preFfnNorm! : L.postNorm, xn, t * D, 0);
         const g = matVec(L.gate, xn);
         const u = matVec(L.up, xn);
-        for (let i = 0; i < g.length; i++) g[i] = (gemma ? geluTanh(g[i]) : silu(g[i])) * u[i];
+        for (let i = 0; i < g.length; i++) g[i] = gatedReference(g[i], u[i], c);
         const m = matVec(L.down, g);
         if (gemma) norm(m, L.postFfnNorm!, m, 0, 0);
         for (let i = 0; i < D; i++) h[t * D + i] += m[i];
@@ -399,11 +400,6 @@ export class ReferenceModel {
 /** Gemma's RMSNorm: x / sqrt(mean(x²) + eps) · (1 + w), w as the checkpoint stores it. */
 function gemmaRmsNorm(x: ArrayLike<number>, w: ArrayLike<number>, eps: number, out: Float64Array, offset: number, outOffset: number): Float64Array {
   return rmsNormReference(x, Array.from(w, (v) => 1 + v), eps, out, offset, outOffset);
-}
-
-/** GELU, tanh approximation (Hendrycks & Gimpel 2016, eq. in §2; transformers `gelu_pytorch_tanh`). */
-function geluTanh(x: number): number {
-  return 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)));
 }
 
 /**

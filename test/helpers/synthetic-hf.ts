@@ -13,7 +13,8 @@
  *   `bos_token: "<|endoftext|>"` and no `add_bos_token`, so those families exercise BOS defaults.
  *   `vocab_size` defaults to 151,669, just enough to cover every id of that tokenizer; hidden 32
  *   keeps the embedding at ~4.9M values (19 MB as F32, half that as F16/BF16).
- * - Weights: N(0, 0.02) for matrices and biases, 1 + N(0, 0.02) for norm weights; Llama also gets
+ * - Weights: N(0, 0.02) for matrices and biases (q/k/v for Qwen2; q/k/v/o for a Llama or Qwen3
+ *   config with `attention_bias: true`), 1 + N(0, 0.02) for norm weights; Llama also gets
  *   a stray `rotary_emb.inv_freq` tensor, as old checkpoints have, which import must drop.
  */
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -203,6 +204,8 @@ export async function writeSyntheticCheckpoint(dir: string, spec: SyntheticSpec)
   };
   const q = heads * d.headDim;
   const kv = d.kvHeads * d.headDim;
+  // `attention_bias: true` in a Llama / Qwen3 config: biases on q, k, v and o, as transformers builds them.
+  const biased = config.attention_bias === true && (spec.family === 'llama' || spec.family === 'qwen3');
   mat('model.embed_tokens.weight', [d.vocab, hidden]);
   for (let i = 0; i < d.layers; i++) {
     const p = `model.layers.${i}.`;
@@ -213,7 +216,7 @@ export async function writeSyntheticCheckpoint(dir: string, spec: SyntheticSpec)
       mat(`${p}self_attn.k_proj.weight`, [kv, hidden]);
       mat(`${p}self_attn.v_proj.weight`, [kv, hidden]);
     }
-    if (spec.family === 'qwen2') {
+    if (spec.family === 'qwen2' || biased) {
       mat(`${p}self_attn.q_proj.bias`, [q]);
       mat(`${p}self_attn.k_proj.bias`, [kv]);
       mat(`${p}self_attn.v_proj.bias`, [kv]);
@@ -223,6 +226,7 @@ export async function writeSyntheticCheckpoint(dir: string, spec: SyntheticSpec)
       norm(`${p}self_attn.k_norm.weight`, d.headDim);
     }
     mat(`${p}self_attn.o_proj.weight`, [hidden, q]);
+    if (biased) mat(`${p}self_attn.o_proj.bias`, [hidden]);
     if (spec.family === 'llama') {
       const r = d.headDim / 2;
       tensors[`${p}self_attn.rotary_emb.inv_freq`] = {

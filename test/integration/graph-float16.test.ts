@@ -12,7 +12,7 @@
  * Teacher-forced along the float32 reference's greedy path for 64 steps after a prompt: the
  * float16 graph's top-1 token agrees at >= 95 % of steps and the log-probabilities of the float32
  * top-8 stay within 2e-2 on every model (measured: stories260K 1.54e-2, Q8_0 1.19e-2, Q4_0
- * 1.33e-2, Q5_1 1.54e-2, the synthetic families 1.4e-4 to 4.8e-4; top-1 64/64 on all). Both run
+ * 1.33e-2, Q5_1 1.54e-2, the synthetic families 1.4e-4 to 4.8e-4, a GGUF with gpt-oss's attention sinks and q/k/v/o biases; top-1 64/64 on all). Both run
  * on the JS backend (host KV, float16 rows); the native backend's float16 KV tensors give the JS
  * backend's tokens.
  * Not checked here: the same graph on CUDA's own kernels (no GPU; their accumulation order differs
@@ -28,6 +28,8 @@ import { float16Agreement } from '../helpers/float16-agreement.ts';
 import { assertSameScript, kvScript } from '../helpers/kv-script.ts';
 import { GGUF_DIR, STORIES_BIN } from '../helpers/paths.ts';
 import { writeSyntheticCheckpoint } from '../helpers/synthetic-hf.ts';
+import { randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
+import type { ModelConfig } from '../../main/engine/model/manifest.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-float16-'));
 const cacheDir = path.join(root, 'cache');
@@ -61,6 +63,22 @@ const MODELS: { name: string; source: () => Promise<string> }[] = [
       return dir;
     },
   })),
+  // gpt-oss's attention sinks (GroupQueryAttention's head_sink, float16 here) and q/k/v/o biases, window 16.
+  {
+    name: 'GGUF with attention sinks and q/k/v/o biases (window 16)',
+    source: async () => {
+      const file = path.join(root, 'sinks.gguf');
+      const config: ModelConfig = {
+        architecture: 'llama', hiddenSize: 64, intermediateSize: 128, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 16, vocabSize: 512,
+        rmsNormEps: 1e-5, tiedEmbeddings: false, attentionBias: true, outputBias: true, qkNorm: false, rope: { theta: 10000, rotaryDim: 16, layout: 'interleaved' },
+        trainedContext: 256, attentionSinks: true,
+      };
+      const random = randomWeights(7, 0.1);
+      const weightOf = (name: string, shape: number[]) => (/self_attn\.sinks$/.test(name) ? Float32Array.from([-3, 0.5, 2, 3]) : random(name, shape));
+      writeModelGguf(file, config, { ...(await storiesTokenizerMetadata()), 'llama.attention.sliding_window': { u32: 16 } }, weightOf);
+      return file;
+    },
+  },
   { name: 'GGUF Q8_0', source: async () => path.join(GGUF_DIR, 'stories260K-q8_0.gguf') },
   { name: 'GGUF Q4_0', source: async () => path.join(GGUF_DIR, 'stories260K-q4_0.gguf') },
   { name: 'GGUF Q5_1', source: async () => path.join(GGUF_DIR, 'stories260K-q5_1.gguf') },

@@ -4,7 +4,7 @@
  * CUDA graph that could not run is caught on a machine without CUDA. Graphs: stories260K
  * (llama2.c), its Q4_0 / Q5_1 / Q8_0 GGUF files, and synthetic Hugging Face checkpoints (Qwen3
  * QK-norm tied, Qwen2 q/k/v bias, Llama untied, Qwen3 `--quantize q4`, Gemma 2, Gemma 3 and Phi-3
- * `--quantize q4`, a Llama-shaped model with gpt-oss's attention sinks), each built for cpu,
+ * `--quantize q4`, a Llama-shaped model with gpt-oss's dense pieces: sinks, biases, clamped SwiGLU), each built for cpu,
  * webgpu and cuda. Only shapes matter here: weights are never written.
  */
 import assert from 'node:assert/strict';
@@ -56,15 +56,18 @@ before(async () => {
   }
 });
 
-/** gpt-oss's dense attention pieces on a Llama-shaped model: attention sinks (head_sink) and a sliding layer. */
+/**
+ * gpt-oss's dense pieces on a Llama-shaped model: attention sinks (head_sink), q/k/v/o biases, a
+ * sliding layer and the clamped SwiGLU (Clip).
+ */
 const SINKS_CONFIG: ModelConfig = {
   architecture: 'llama', hiddenSize: 64, intermediateSize: 128, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 16, vocabSize: 512,
-  rmsNormEps: 1e-5, tiedEmbeddings: false, attentionBias: false, qkNorm: false, rope: { theta: 10000, rotaryDim: 16, layout: 'interleaved' },
-  trainedContext: 256, slidingWindow: [16, 0], attentionSinks: true,
+  rmsNormEps: 1e-5, tiedEmbeddings: false, attentionBias: true, outputBias: true, qkNorm: false, rope: { theta: 10000, rotaryDim: 16, layout: 'interleaved' },
+  trainedContext: 256, slidingWindow: [16, 0], attentionSinks: true, clampedSwiglu: { alpha: 1.702, limit: 7 },
 };
 before(() => {
   const weights = new Map([...expectedWeights(SINKS_CONFIG)].map(([n, shape]) => [n, { shape, data: new Float32Array(shape.reduce((a, b) => a * b, 1)) }]));
-  models.push({ name: 'attention sinks + sliding layer', config: SINKS_CONFIG, weights });
+  models.push({ name: 'attention sinks, biases, sliding layer, clamped SwiGLU', config: SINKS_CONFIG, weights });
 });
 
 test('GroupQueryAttention takes the sinks as head_sink (input 11) in the graph float type of every EP (float16 on cuda, as its kernel reads T)', () => {

@@ -2,13 +2,13 @@
  * Gemma 2 / Gemma 3 config rules without weights: a Hugging Face config.json (transformers'
  * defaults where a field is absent, null soft-caps as none, the per-layer window pattern) and
  * GGUF metadata (llama.cpp's defaults: Gemma 2's 4096-token window and 50 / 30 soft-caps, the
- * 27B sizes' attention scale, Gemma 3's local RoPE base), each against hand-written values; and
- * the refusals, quoting the bad value.
+ * 27B sizes' attention scale, Gemma 3's local RoPE base), each against hand-written values; the
+ * refusals, quoting the bad value; and llama.cpp's per-architecture window patterns (gpt-oss too).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ModelLoadError } from '../../main/engine/errors.ts';
-import { ggufConfig } from '../../main/engine/model/gguf/gguf-config.ts';
+import { ggufConfig, ggufLayerSlides } from '../../main/engine/model/gguf/gguf-config.ts';
 import { parseHfConfig } from '../../main/engine/model/import-hf.ts';
 
 const FILE = '/models/g/config.json';
@@ -83,5 +83,15 @@ describe('ggufConfig: Gemma', () => {
   });
   it('a window pattern key is refused, naming it', () => {
     assert.throws(() => ggufConfig(header('gemma3', { 'gemma3.attention.sliding_window': 512, 'gemma3.attention.sliding_window_pattern': 6 })), /gemma3\.attention\.sliding_window_pattern .* is not supported/);
+  });
+});
+
+describe('ggufLayerSlides: llama.cpp\'s per-architecture window patterns', () => {
+  it('gemma2 and gpt-oss every even layer, gemma3 five of six, others every layer', () => {
+    const layers = (arch: string) => Array.from({ length: 8 }, (_, i) => ggufLayerSlides(arch, i));
+    assert.deepEqual(layers('gpt-oss'), [true, false, true, false, true, false, true, false]);
+    assert.deepEqual(layers('gemma2'), [true, false, true, false, true, false, true, false]);
+    assert.deepEqual(layers('gemma3'), [true, true, true, true, true, false, true, true]);
+    assert.deepEqual(layers('llama'), Array(8).fill(true));
   });
 });

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { ModelLoadError } from '../../main/engine/errors.ts';
-import { HF_LIMITS, importHuggingFace, parseHfConfig } from '../../main/engine/model/import-hf.ts';
+import { expectedWeights, HF_LIMITS, importHuggingFace, parseHfConfig } from '../../main/engine/model/import-hf.ts';
 import type { ModelConfig, RopeConfig } from '../../main/engine/model/manifest.ts';
 import { writeSyntheticCheckpoint } from '../helpers/synthetic-hf.ts';
 
@@ -70,6 +70,18 @@ describe('parseHfConfig: sizes and family rules', () => {
     assert.deepEqual(f({ model_type: 'qwen3', attention_bias: true }), [true, true]);
     assert.deepEqual(f({ model_type: 'llama', attention_bias: true }), [true, false]);
     assert.deepEqual(f({ model_type: 'mistral', attention_bias: true }), [false, false]); // Mistral has no bias
+  });
+
+  it("gives o_proj the bias where transformers does (Llama, Qwen3, Gemma with attention_bias; never Qwen2's o_proj)", () => {
+    const o = (c: Record<string, unknown>) => parseHfConfig({ ...llama, ...c }, FILE).outputBias ?? false;
+    assert.equal(o({ model_type: 'llama', attention_bias: true }), true);
+    assert.equal(o({ model_type: 'qwen3', attention_bias: true }), true);
+    assert.equal(o({ model_type: 'llama' }), false);
+    assert.equal(o({ model_type: 'qwen2' }), false);
+    assert.equal(o({ model_type: 'qwen2', attention_bias: true }), false);
+    assert.equal(o({ model_type: 'mistral', attention_bias: true }), false);
+    const biased = expectedWeights(parseHfConfig({ ...llama, attention_bias: true }, FILE));
+    assert.deepEqual(biased.get('model.layers.0.self_attn.o_proj.bias'), [llama.hidden_size]);
   });
 
   it('keeps an explicit head_dim that differs from hidden/heads (Qwen3)', () => {

@@ -2,7 +2,9 @@
  * The family-specific steps of the decoder graph (decoder-graph.ts), each a few nodes over the
  * builder, so the Llama path stays as it was and a family's option set (`ModelConfig.gemma`,
  * `localRope`) switches them on:
- *   - Gemma's embedding scale, GELU-tanh gated MLP and final-logit soft-cap;
+ *   - the FFN's gated activation (SiLU, Gemma's GELU-tanh, gpt-oss's clamped SwiGLU:
+ *     `applyGatedActivation`, for the dense MLP and expert blocks alike), Gemma's embedding scale
+ *     and final-logit soft-cap;
  *   - GroupQueryAttention's per-layer attributes: q·k scale, logit soft-cap, sliding window, and
  *     its `head_sink` input (gpt-oss's attention sinks).
  * Formulas and sources are on each function. Only ops every graph target already has kernels for
@@ -25,17 +27,63 @@ export function scaleEmbedding(g: OnnxGraphBuilder, x: string, c: ModelConfig, s
 }
 
 /**
- * The MLP's gate activation times `up`: SiLU (Llama: gate·σ(gate)) or, for Gemma, GELU with the
- * tanh approximation (Hendrycks & Gimpel 2016; transformers `gelu_pytorch_tanh`):
- *   gelu(x) = ½x(1 + tanh(√(2/π)(x + 0.044715x³))) = x·σ(x·(k₁ + k₂x²)),
- *   k₁ = 2√(2/π), k₂ = 0.044715·k₁   (since ½(1 + tanh z) = σ(2z)).
+ * A gated FFN's activation: `silu` (Llama's SwiGLU), `gelu-tanh` (Gemma) or gpt-oss's clamped
+ * SwiGLU with its α and clamp limit (`GPT_OSS_SWIGLU`: α 1.702, limit 7).
  */
+export type GatedActivationKind = { kind: 'silu' } | { kind: 'gelu-tanh' } | ({ kind: 'swiglu-clamped' } & ClampedSwiglu);
+
+/** gpt-oss's clamped SwiGLU parameters (`ModelConfig.clampedSwiglu`). */
+export interface ClampedSwiglu {
+  /** α in gate·σ(α·gate) (gpt-oss 1.702). */
+  alpha: number;
+  /** gate clamped to ≤ limit, up to [−limit, limit] (gpt-oss 7). */
+  limit: number;
+}
+
+/** gpt-oss's values (gpt-oss `torch/model.py` `swiglu`; transformers `GptOssExperts` alpha, limit). */
+export const GPT_OSS_SWIGLU: ClampedSwiglu = { alpha: 1.702, limit: 7 };
+
+/** The activation a config's dense FFN uses: Gemma's GELU-tanh, `c.clampedSwiglu`, else SiLU. */
+export function gatedActivationOf(c: ModelConfig): GatedActivationKind {
+  if (c.gemma) return { kind: 'gelu-tanh' };
+  return c.clampedSwiglu ? { kind: 'swiglu-clamped', ...c.clampedSwiglu } : { kind: 'silu' };
+}
+
+/**
+ * The FFN's gate activation combined with `up`, elementwise over same-shaped gate / up (any
+ * rank; the graph's float type): the dense MLP calls it through `gatedActivation`, an expert
+ * block (MoE) with the kind its family uses.
+ *   silu:           silu(gate)·up = gate·σ(gate)·up                  (Shazeer 2020, "GLU Variants")
+ *   gelu-tanh:      gelu(gate)·up, gelu(x) = ½x(1 + tanh(√(2/π)(x + 0.044715x³))) = x·σ(x·(k₁ + k₂x²)),
+ *                   k₁ = 2√(2/π), k₂ = 0.044715·k₁ (½(1 + tanh z) = σ(2z); Hendrycks & Gimpel 2016,
+ *                   transformers `gelu_pytorch_tanh`)
+ *   swiglu-clamped: g = min(gate, L), u = clip(up, −L, L); g·σ(α·g)·(u + 1)
+ *                   (gpt-oss `swiglu`; transformers `GptOssExperts._apply_gate`), as two Clip nodes.
+ * @param scalar a float constant in the graph's float type.
+ * @returns the output's name, shaped as gate.
+ */
+export function applyGatedActivation(g: OnnxGraphBuilder, gate: string, up: string, act: GatedActivationKind, scalar: Scalar): string {
+  switch (act.kind) {
+    case 'silu':
+      return g.op('Mul', [g.op('Mul', [gate, g.op('Sigmoid', [gate])]), up]);
+    case 'gelu-tanh': {
+      const k1 = 2 * Math.sqrt(2 / Math.PI);
+      const inner = g.op('Add', [scalar(k1), g.op('Mul', [scalar(0.044715 * k1), g.op('Mul', [gate, gate])])]);
+      const gelu = g.op('Mul', [gate, g.op('Sigmoid', [g.op('Mul', [gate, inner])])]);
+      return g.op('Mul', [gelu, up]);
+    }
+    case 'swiglu-clamped': {
+      const gc = g.op('Clip', [gate, '', scalar(act.limit)]);
+      const uc = g.op('Clip', [up, scalar(-act.limit), scalar(act.limit)]);
+      const glu = g.op('Mul', [gc, g.op('Sigmoid', [g.op('Mul', [gc, scalar(act.alpha)])])]);
+      return g.op('Mul', [glu, g.op('Add', [uc, scalar(1)])]);
+    }
+  }
+}
+
+/** The dense MLP's gate activation times `up` for config `c` (`gatedActivationOf`). */
 export function gatedActivation(g: OnnxGraphBuilder, gate: string, up: string, c: ModelConfig, scalar: Scalar): string {
-  if (!c.gemma) return g.op('Mul', [g.op('Mul', [gate, g.op('Sigmoid', [gate])]), up]);
-  const k1 = 2 * Math.sqrt(2 / Math.PI);
-  const inner = g.op('Add', [scalar(k1), g.op('Mul', [scalar(0.044715 * k1), g.op('Mul', [gate, gate])])]);
-  const gelu = g.op('Mul', [gate, g.op('Sigmoid', [g.op('Mul', [gate, inner])])]);
-  return g.op('Mul', [gelu, up]);
+  return applyGatedActivation(g, gate, up, gatedActivationOf(c), scalar);
 }
 
 /**

@@ -245,7 +245,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     g.output(io.newValue(i), F, [1, 'T', Hkv * hd]);
     // Gemma normalizes each sub-block's output too (post_attention / post_feedforward norms).
     const post = (y: string, norm: string) => (c.gemma ? rmsNorm(y, L(norm), D) : y);
-    x = g.op('Add', [x, post(linear(halfValue(attn), L('self_attn.o_proj'), D, Hq * hd, false), 'post_attention_layernorm.weight')]);
+    x = g.op('Add', [x, post(linear(halfValue(attn), L('self_attn.o_proj'), D, Hq * hd, c.outputBias ?? false), 'post_attention_layernorm.weight')]);
 
     const h2 = rmsNorm(x, L(c.gemma ? 'pre_feedforward_layernorm.weight' : 'post_attention_layernorm.weight'), D);
     // Phi-3's gate_up_proj: one matmul, its output split in halves (gate first).

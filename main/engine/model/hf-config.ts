@@ -125,6 +125,8 @@ export function parseHfConfig(json: unknown, file: string): ModelConfig {
     rmsNormEps: c.rms_norm_eps, tiedEmbeddings: c.tie_word_embeddings ?? gemma,
     // Qwen2 always has q/k/v biases; Mistral never; Llama and Qwen3 follow the flag.
     attentionBias: c.model_type === 'qwen2' || (c.model_type !== 'mistral' && c.attention_bias),
+    // transformers' Llama, Qwen3 and Gemma give o_proj the same bias flag (Qwen2's o_proj has none, Phi-3's neither).
+    ...(['llama', 'qwen3', 'gemma2', 'gemma3_text'].includes(c.model_type) && c.attention_bias ? { outputBias: true } : {}),
     qkNorm: c.model_type === 'qwen3' || c.model_type === 'gemma3_text',
     ...(c.model_type === 'phi3' ? { fusedProjections: true } : {}),
     rope: parseRope(c, headDim, trainedContext, fail),
@@ -288,6 +290,7 @@ export function expectedWeights(c: ModelConfig): Map<string, number[]> {
     }
     if (c.attentionSinks) w('self_attn.sinks', [c.numHeads]);
     w('self_attn.o_proj.weight', [D, q]);
+    if (c.outputBias) w('self_attn.o_proj.bias', [D]);
     w('post_attention_layernorm.weight', [D]);
     if (c.gemma) {
       w('pre_feedforward_layernorm.weight', [D]);

@@ -119,6 +119,16 @@ export interface ModelConfig {
    * of `modeling_gpt_oss.py`). Run as GroupQueryAttention's `head_sink` input. Absent: none.
    */
   attentionSinks?: boolean;
+  /**
+   * `model.layers.{i}.self_attn.o_proj.bias` [hiddenSize] (Llama / Qwen3 with `attention_bias`,
+   * where transformers gives o_proj the bias too; gpt-oss; GGUF `attn_output.bias`). Absent: none.
+   */
+  outputBias?: boolean;
+  /**
+   * The dense FFN's activation is gpt-oss's clamped SwiGLU (block-variants.ts
+   * `applyGatedActivation`, `GPT_OSS_SWIGLU`) instead of SiLU. Absent: SiLU (Gemma: GELU-tanh).
+   */
+  clampedSwiglu?: { alpha: number; limit: number };
 }
 
 /**
@@ -268,7 +278,8 @@ export function quantizedBytes(t: QuantizedWeight): number {
  * Weights under canonical Hugging Face Llama names:
  *   model.embed_tokens.weight [V, D]
  *   model.layers.{i}.input_layernorm.weight [D]
- *   model.layers.{i}.self_attn.{q,k,v,o}_proj.weight [out, in]   (+ .bias for q,k,v when attentionBias)
+ *   model.layers.{i}.self_attn.{q,k,v,o}_proj.weight [out, in]   (+ .bias for q,k,v when attentionBias,
+ *                                                                 for o when outputBias)
  *   model.layers.{i}.self_attn.{q,k}_norm.weight [headDim]       (qkNorm)
  *   model.layers.{i}.self_attn.sinks [numHeads]                   (attentionSinks)
  *   model.layers.{i}.post_attention_layernorm.weight [D]           (Gemma: after attention, and

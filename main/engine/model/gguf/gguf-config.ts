@@ -29,6 +29,7 @@ export function ggufTensorName(canonical: string, c?: Pick<ModelConfig, 'gemma'>
     'input_layernorm.weight': 'attn_norm.weight',
     'self_attn.q_proj.weight': 'attn_q.weight', 'self_attn.k_proj.weight': 'attn_k.weight', 'self_attn.v_proj.weight': 'attn_v.weight',
     'self_attn.q_proj.bias': 'attn_q.bias', 'self_attn.k_proj.bias': 'attn_k.bias', 'self_attn.v_proj.bias': 'attn_v.bias',
+    'self_attn.o_proj.bias': 'attn_output.bias',
     'self_attn.q_norm.weight': 'attn_q_norm.weight', 'self_attn.k_norm.weight': 'attn_k_norm.weight',
     'self_attn.o_proj.weight': 'attn_output.weight', 'self_attn.sinks': 'attn_sinks.weight',
     'post_attention_layernorm.weight': 'ffn_norm.weight',
@@ -48,6 +49,17 @@ const GEMMA_NORM_NAMES: Record<string, string> = {
   'pre_feedforward_layernorm.weight': 'ffn_norm.weight',
   'post_feedforward_layernorm.weight': 'post_ffw_norm.weight',
 };
+
+/**
+ * Whether layer `i` of a GGUF file with a sliding window is a windowed one, by llama.cpp's fixed
+ * pattern for the architecture (`set_swa_pattern(n)`: layer i slides when i % n < n − 1): Gemma 2
+ * and gpt-oss (`LLM_ARCH_OPENAI_MOE`, as transformers' `GptOssConfig.layer_types`) every even
+ * layer, Gemma 3 five of every six; any other architecture every layer (Mistral-style).
+ */
+export function ggufLayerSlides(arch: string, i: number): boolean {
+  if (arch === 'gemma2' || arch === 'gpt-oss') return i % 2 === 0;
+  return arch === 'gemma3' ? i % 6 < 5 : true;
+}
 
 /**
  * A GGUF file's YaRN as llama.cpp applies it (`llama_context` constructor; ggml `rope_yarn`,
@@ -141,10 +153,8 @@ export function ggufConfig(g: Pick<GgufFile, 'file' | 'tensors'> & { metadata: R
   const window = Number(meta[`${arch}.attention.sliding_window`] ?? defaultWindow ?? 0) === 0 ? undefined : (meta[`${arch}.attention.sliding_window`] ?? defaultWindow);
   const pattern = Object.keys(meta).find((k) => k.startsWith(`${arch}.attention.sliding_window_`));
   if (window !== undefined && pattern) fail(`GGUF metadata ${pattern} (a per-layer sliding-window pattern) is not supported`);
-  // Gemma 2 windows every other layer, Gemma 3 five of every six (llama.cpp `set_swa_pattern`).
-  const windowed = (i: number) => (arch === 'gemma2' ? i % 2 === 0 : arch === 'gemma3' ? i % 6 < 5 : true);
   const w = window === undefined ? 0 : int('attention.sliding_window', HF_LIMITS.maxPositionEmbeddings, defaultWindow);
-  const slidingWindow = window === undefined ? undefined : Array.from({ length: numLayers }, (_, i) => (windowed(i) ? w : 0));
+  const slidingWindow = window === undefined ? undefined : Array.from({ length: numLayers }, (_, i) => (ggufLayerSlides(arch, i) ? w : 0));
   if (slidingWindow && w < 2) fail(`GGUF metadata ${arch}.attention.sliding_window = 1 is not supported: a window must hold at least 2 tokens`);
   const family = gemma ? gemmaGgufOptions(meta, arch, { numLayers, hiddenSize, numHeads, headDim, rope, slidingWindow }, fail) : {};
   return {
@@ -159,6 +169,8 @@ export function ggufConfig(g: Pick<GgufFile, 'file' | 'tensors'> & { metadata: R
     rmsNormEps: num('attention.layer_norm_rms_epsilon'),
     tiedEmbeddings: !g.tensors.has('output.weight'),
     attentionBias: g.tensors.has('blk.0.attn_q.bias'),
+    // llama.cpp's optional `bo` (LLM_TENSOR_ATTN_OUT bias): read where the file has it.
+    ...(g.tensors.has('blk.0.attn_output.bias') ? { outputBias: true } : {}),
     qkNorm: g.tensors.has('blk.0.attn_q_norm.weight'),
     // gpt-oss's attention sinks (llama.cpp `LLM_TENSOR_ATTN_SINKS`, one logit per head).
     ...(g.tensors.has('blk.0.attn_sinks.weight') ? { attentionSinks: true } : {}),
