@@ -14,9 +14,10 @@
  * written) under MatMul; a float16 target (CUDA) stores float weights and runs activations and
  * the KV cache in float16, casting the RoPE rows in and the logits out.
  *
- * On the CPU float32 target, quantized q/k/v (and gate/up) of one layout run as one stacked
- * MatMulNBits, split after (`QuantizedMatMul.applyStacked`): one activation quantization for the
- * three (two) instead of one each.
+ * On the CPU float32 target, quantized q/k/v (and gate/up) of one layout (zero points and block
+ * offsets included) run as one stacked MatMulNBits, split after (`QuantizedMatMul.applyStacked`):
+ * one activation quantization for the three (two) instead of one each; one of another layout
+ * (Q4_K_M's Q6_K v) runs alone.
  *
  * Sliding-window layers (`config.slidingWindow`, Mistral, Gemma) set GroupQueryAttention's
  * `local_window_size` (`localWindow`); the KV cache layout is the same. Family variants are
