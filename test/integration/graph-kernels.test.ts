@@ -129,3 +129,18 @@ test('the webgpu graph is float32 with MatMul on transposed weights, no FusedMat
     assert.equal(values.get('past_key_0'), 'float', m.name);
   }
 });
+
+test('the new KV rows leave as k and v themselves: each new_key/new_value is made by a projection or RoPE node (no Identity) and read by GroupQueryAttention', () => {
+  for (const m of models) {
+    for (const ep of EXECUTION_PROVIDERS) {
+      const nodes = onnx.ModelProto.decode(buildDecoderGraph(m.config, m.weights, graphTarget(ep)).model).graph!.node!;
+      for (let i = 0; i < m.config.numLayers; i++) {
+        for (const name of [`new_key_${i}`, `new_value_${i}`]) {
+          const producer = nodes.find((n) => n.output!.includes(name));
+          assert.ok(producer && producer.opType !== 'Identity', `${m.name} ${ep}: ${name} made by ${producer?.opType}`);
+          assert.ok(nodes.some((n) => n.opType === 'GroupQueryAttention' && n.input!.includes(name)), `${m.name} ${ep}: ${name} not read by attention`);
+        }
+      }
+    }
+  }
+});

@@ -190,6 +190,10 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     const tables = (c.slidingWindow?.[i] ?? 0) > 0 ? localTables : globalTables;
     q = g.op('Reshape', [rope(qh, tables), shapeFlat]);
     k = g.op('Reshape', [rope(kh, tables), shapeFlat]);
+    // The new rows alone, for backends that write the KV cache themselves (js-session.ts 'rows'):
+    // k and v themselves, renamed to the outputs' names (no Identity node to copy them out).
+    k = g.rename(k, io.newKey(i));
+    v = g.rename(v, io.newValue(i));
     const pk = g.input(io.pastKey(i), F, [1, Hkv, 'C', hd]);
     const pv = g.input(io.pastValue(i), F, [1, Hkv, 'C', hd]);
     const [attn] = g.node(
@@ -201,9 +205,6 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     );
     g.output(io.presentKey(i), F, [1, Hkv, 'C', hd]);
     g.output(io.presentValue(i), F, [1, Hkv, 'C', hd]);
-    // The new rows alone, for backends that write the KV cache themselves (js-session.ts 'rows').
-    g.node('Identity', [k], [io.newKey(i)]);
-    g.node('Identity', [v], [io.newValue(i)]);
     g.output(io.newKey(i), F, [1, 'T', Hkv * hd]);
     g.output(io.newValue(i), F, [1, 'T', Hkv * hd]);
     // Gemma normalizes each sub-block's output too (post_attention / post_feedforward norms).
