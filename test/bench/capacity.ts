@@ -13,7 +13,7 @@
  * ONNX Runtime's profiler (step-profile.ts), GroupQueryAttention's node time per step and its
  * ratio, which a loaded machine disturbs far less than wall time. It asserts nothing.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -38,6 +38,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 /** A bundle of a synthetic Qwen3-0.6B-shaped GGUF in `format`, imported into `root`: its model path and config. */
 export async function qwen3Bundle(root: string, format: 'Q8_0' | 'Q4_0', layers: number): Promise<{ modelPath: string; config: ModelConfig }> {
+  mkdirSync(root, { recursive: true });
   const file = path.join(root, `qwen3-${format}.gguf`);
   const config = qwen3_0_6bConfig(layers);
   writeModelGguf(file, config, qwen3TokenizerMetadata(config.vocabSize), poolWeights(), format, format);

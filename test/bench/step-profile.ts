@@ -29,13 +29,19 @@ export interface StepProfile {
   wallMsPerStep: number;
 }
 
-/** Node events of a parsed Chrome-trace profile, summed per op type over `steps` steps. */
-export function opShares(events: unknown, steps: number): OpShare[] {
+/**
+ * Node events of a parsed Chrome-trace profile, summed per op type over `steps` steps. With
+ * `vocabSize`, the node whose output is the logits [1, vocabSize] (the classifier: MatMulNBits or
+ * Gemm) is its own row, `<op> (classifier)`, told by `args.output_type_shape`.
+ */
+export function opShares(events: unknown, steps: number, vocabSize?: number): OpShare[] {
   if (!Array.isArray(events)) throw new Error(`ONNX Runtime's profile is not a list of events (got ${typeof events})`);
   const byOp = new Map<string, { us: number; nodes: Set<string> }>();
-  for (const e of events as { cat?: string; name?: string; dur?: number; args?: { op_name?: string } }[]) {
+  for (const e of events as { cat?: string; name?: string; dur?: number; args?: { op_name?: string; output_type_shape?: Record<string, number[]>[] } }[]) {
     if (e?.cat !== 'Node' || typeof e.name !== 'string' || !e.name.endsWith('_kernel_time')) continue;
-    const op = String(e.args?.op_name ?? '?');
+    const shape = Object.values(e.args?.output_type_shape?.[0] ?? {})[0];
+    const classifier = vocabSize !== undefined && shape?.length === 2 && shape[1] === vocabSize && /^(MatMulNBits|Gemm|MatMul|FusedMatMul)$/.test(String(e.args?.op_name));
+    const op = `${String(e.args?.op_name ?? '?')}${classifier ? ' (classifier)' : ''}`;
     const slot = byOp.get(op) ?? byOp.set(op, { us: 0, nodes: new Set() }).get(op)!;
     slot.us += e.dur ?? 0;
     slot.nodes.add(e.name);
@@ -71,7 +77,7 @@ export async function profileDecode(modelPath: string, c: ModelConfig, held: num
     }
     const events = JSON.parse(await readFile(decoder.endProfiling(), 'utf8'));
     // The first run is in the profile too; it is a decode step like the others once the blocks exist.
-    const ops = opShares(events, steps + 1);
+    const ops = opShares(events, steps + 1, c.vocabSize);
     return { ops, nodeUsPerStep: ops.reduce((a, o) => a + o.usPerStep, 0), wallMsPerStep: [...wall.slice(1)].sort((a, b) => a - b)[Math.floor(steps / 2)] };
   } finally {
     decoder.dispose();

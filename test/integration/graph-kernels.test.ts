@@ -145,13 +145,34 @@ test("the native addon's KV copy graph (Slice + Pad), float32 and float16, has a
   }
 });
 
+/** MatMul nodes of a graph but those adding quantized weights' block offsets (B `….offsets.T`; the CPU graph stacks those). */
+function floatMatMuls(model: Uint8Array): number {
+  return onnx.ModelProto.decode(model).graph!.node!.filter((n) => n.opType === 'MatMul' && !n.input![1].endsWith('.offsets.T')).length;
+}
+
 test('the webgpu graph is float32 with MatMul on transposed weights, no FusedMatMul; the cpu graph keeps FusedMatMul', () => {
   for (const m of models) {
     const webgpu = opCounts(buildDecoderGraph(m.config, m.weights, graphTarget('webgpu')).model);
-    const cpu = opCounts(buildDecoderGraph(m.config, m.weights, CPU_TARGET).model);
+    const cpuModel = buildDecoderGraph(m.config, m.weights, CPU_TARGET).model;
+    const cpu = opCounts(cpuModel);
     assert.equal(webgpu.FusedMatMul, undefined, m.name);
-    assert.equal(webgpu.MatMul ?? 0, (cpu.FusedMatMul ?? 0) + (cpu.MatMul ?? 0), m.name);
+    assert.equal(floatMatMuls(buildDecoderGraph(m.config, m.weights, graphTarget('webgpu')).model), (cpu.FusedMatMul ?? 0) + floatMatMuls(cpuModel), m.name);
     const { values } = nodeTypes(buildDecoderGraph(m.config, m.weights, graphTarget('webgpu')).model);
     assert.equal(values.get('past_key_0'), 'float', m.name);
+  }
+});
+
+test('the new KV rows leave as k and v themselves: each new_key/new_value is made by a projection or RoPE node (no Identity) and read by GroupQueryAttention', () => {
+  for (const m of models) {
+    for (const ep of EXECUTION_PROVIDERS) {
+      const nodes = onnx.ModelProto.decode(buildDecoderGraph(m.config, m.weights, graphTarget(ep)).model).graph!.node!;
+      for (let i = 0; i < m.config.numLayers; i++) {
+        for (const name of [`new_key_${i}`, `new_value_${i}`]) {
+          const producer = nodes.find((n) => n.output!.includes(name));
+          assert.ok(producer && producer.opType !== 'Identity', `${m.name} ${ep}: ${name} made by ${producer?.opType}`);
+          assert.ok(nodes.some((n) => n.opType === 'GroupQueryAttention' && n.input!.includes(name)), `${m.name} ${ep}: ${name} not read by attention`);
+        }
+      }
+    }
   }
 });

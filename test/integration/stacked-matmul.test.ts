@@ -94,3 +94,40 @@ test('Q4_0 with the input\'s rank known: the half-scale rescaling restores its s
   assert.equal(count(unknown.ops), 11 + 4);
   for (let i = 0; i < ws.length; i++) assert.deepEqual(known.ys[i], unknown.ys[i], `output ${i}`);
 });
+
+/** `quantizeRtn` blocks relabelled as a GGUF format with per-block offsets (Q4_K's mins) or zero points (Q6_K's 32, Q3_K's 4). */
+function withExtras(n: number, bits: 4 | 8, format: string, extras: { offsets?: boolean; zeroPoints?: boolean }): QuantizedWeight {
+  const w = { ...quantizeRtn({ shape: [n, K], data: values(n * K) }, bits)!, format };
+  const kBlocks = K / w.blockSize;
+  if (extras.offsets) w.blockOffsets = values(n * kBlocks).map((v) => v * 0.1);
+  // 8-bit: one zero point a block; 4-bit: two a byte, packed per row (MatMulNBits' layout).
+  if (extras.zeroPoints) w.zeroPoints = Uint8Array.from({ length: n * (bits === 8 ? kBlocks : Math.ceil(kBlocks / 2)) }, () => Math.floor(rand() * 256));
+  return w;
+}
+
+test('Q4_K_M\'s layouts stack too: block offsets (Q4_K) and zero points (8- and 4-bit) are concatenated; each output equals its own MatMulNBits\'', async () => {
+  for (const [label, bits, format, extras] of [
+    ['4-bit with block offsets', 4, 'Q4_K', { offsets: true }],
+    ['8-bit with zero points', 8, 'Q6_K', { zeroPoints: true }],
+    ['4-bit with packed zero points', 4, 'Q3_K', { zeroPoints: true }],
+  ] as const) {
+    const ws = [256, 64, 64].map((n) => withExtras(n, bits, format, extras));
+    const x = values(M * K);
+    const stacked = await run(ws, x, true);
+    const separate = await run(ws, x, false);
+    assert.equal(stacked.matmuls, 1, label);
+    assert.equal(separate.matmuls, 3, label);
+    // With offsets: one offsets MatMul [M, K/32] · [K/32, ΣN] instead of three.
+    if ('offsets' in extras) assert.deepEqual([stacked.ops.get('MatMul'), separate.ops.get('MatMul')], [1, 3], label);
+    for (let i = 0; i < ws.length; i++) assert.deepEqual(stacked.ys[i], separate.ys[i], `${label}: output ${i}`);
+  }
+});
+
+test('Q4_K_M\'s q/k/v where v is Q6_K: q and k stack, v runs alone; outputs in order, equal to one MatMulNBits each', async () => {
+  const ws = [withExtras(256, 4, 'Q4_K', { offsets: true }), withExtras(64, 4, 'Q4_K', { offsets: true }), withExtras(64, 8, 'Q6_K', { zeroPoints: true })];
+  const x = values(M * K);
+  const stacked = await run(ws, x, true);
+  const separate = await run(ws, x, false);
+  assert.equal(stacked.matmuls, 2);
+  for (let i = 0; i < ws.length; i++) assert.deepEqual(stacked.ys[i], separate.ys[i], `output ${i}`);
+});

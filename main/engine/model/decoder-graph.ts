@@ -25,9 +25,10 @@
  * activations 1.19 / 1.33 / 1.54e-2 (GGUF); the classifier in float32 1.54e-2 (stories260K); the
  * float16 KV cache alone, all else float32, 1.39 / 0.87 / 1.50 / 1.29e-2.
  *
- * On the CPU float32 target, quantized q/k/v (and gate/up) of one layout run as one stacked
- * MatMulNBits, split after (`QuantizedMatMul.applyStacked`): one activation quantization for the
- * three (two) instead of one each.
+ * On the CPU float32 target, quantized q/k/v (and gate/up) of one layout (zero points and block
+ * offsets included) run as one stacked MatMulNBits, split after (`QuantizedMatMul.applyStacked`):
+ * one activation quantization for the three (two) instead of one each; one of another layout
+ * (Q4_K_M's Q6_K v) runs alone.
  *
  * Sliding-window layers (`config.slidingWindow`, Mistral, Gemma) set GroupQueryAttention's
  * `local_window_size` (`localWindow`); the KV cache layout is the same. Family variants are
@@ -226,9 +227,14 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     const tables = (c.slidingWindow?.[i] ?? 0) > 0 ? localTables : globalTables;
     q = toHalf(g.op('Reshape', [rope(qh, tables), shapeFlat]));
     k = toHalf(g.op('Reshape', [rope(kh, tables), shapeFlat]));
+    v = toHalf(v);
+    // The new rows alone, for backends that write the KV cache themselves (js-session.ts 'rows'):
+    // k and v themselves (in the KV cache's dtype), renamed to the outputs' names (no Identity
+    // node to copy them out).
+    k = g.rename(k, io.newKey(i));
+    v = g.rename(v, io.newValue(i));
     const pk = g.input(io.pastKey(i), F, [1, Hkv, 'C', hd]);
     const pv = g.input(io.pastValue(i), F, [1, Hkv, 'C', hd]);
-    v = toHalf(v);
     const [attn] = g.node(
       'GroupQueryAttention',
       [q, k, v, pk, pv, seqlensK, totalSeqLen, ...attentionSinkInputs(c, i, (name) => vector(name, Hq))],
@@ -238,9 +244,6 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     );
     g.output(io.presentKey(i), F, [1, Hkv, 'C', hd]);
     g.output(io.presentValue(i), F, [1, Hkv, 'C', hd]);
-    // The new rows alone, for backends that write the KV cache themselves (js-session.ts 'rows').
-    g.node('Identity', [k], [io.newKey(i)]);
-    g.node('Identity', [v], [io.newValue(i)]);
     g.output(io.newKey(i), F, [1, 'T', Hkv * hd]);
     g.output(io.newValue(i), F, [1, 'T', Hkv * hd]);
     // Gemma normalizes each sub-block's output too (post_attention / post_feedforward norms).

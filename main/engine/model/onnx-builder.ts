@@ -161,6 +161,23 @@ export class OnnxGraphBuilder {
   /** @param dataFile file name (relative to the model) of the external weight data. */
   constructor(private readonly dataFile: string) {}
 
+  /**
+   * Renames value `from`, a node's output, to `to` in its producer and in every node that reads it
+   * so far: a graph output can be a value the graph also uses, without an Identity node to copy it
+   * out (one node fewer per output at every run). Returns `to`.
+   * @throws ModelLoadError when no node produces `from`, or a node already produces `to`.
+   */
+  rename(from: string, to: string): string {
+    const producer = this.nodes.find((n) => n.output.includes(from));
+    if (!producer) throw new ModelLoadError(`graph value ${JSON.stringify(from)} cannot be renamed: no node produces it`);
+    if (this.nodes.some((n) => n.output.includes(to))) throw new ModelLoadError(`graph value ${JSON.stringify(to)} exists already`);
+    for (const n of this.nodes) {
+      n.output = n.output.map((o) => (o === from ? to : o));
+      n.input = n.input.map((x) => (x === from ? to : x));
+    }
+    return to;
+  }
+
   /** True when an initializer of this name exists already. */
   has(name: string): boolean {
     return this.initializers.some((t) => t.name === name);

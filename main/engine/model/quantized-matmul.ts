@@ -6,10 +6,11 @@
  * zero-point input where the blocks use the default (its kernel needs zero points of the
  * scales' shape, which 4-bit bytes cannot have). At accuracy level 0 (graphs without llama.cpp's
  * arithmetic: CUDA's, float16 ones) block offsets are recentred into per-block zero points
- * (`recenteredZeroPoints`).
+ * (`recenteredZeroPoints`). On the float32 CPU graph, weights of one
+ * layout that read one input run as one MatMulNBits over their stacked rows (`applyStacked`).
  */
 import { ModelLoadError } from '../errors.ts';
-import type { QuantizedWeight } from './manifest.ts';
+import type { LazyQuantizedTensor, QuantizedTensor, QuantizedWeight } from './manifest.ts';
 import { asFloat16, DataType, type OnnxGraphBuilder, type SegmentData } from './onnx-builder.ts';
 import { ACCURACY_LEVEL, halfActivationScales } from './gguf/quantized-weights.ts';
 import { CPU_TARGET, type GraphTarget } from './graph-target.ts';
@@ -25,7 +26,7 @@ export function floatWeight(g: OnnxGraphBuilder, t: GraphTarget, name: string, d
 }
 
 /** A quantized weight's scales for the data file: its array, or the lazy weight's, asked for when written. */
-function scalesData(w: QuantizedWeight): SegmentData {
+function scalesData(w: MatMulWeight): SegmentData {
   return 'data' in w ? w.scales : () => w.loadScales();
 }
 
@@ -49,7 +50,7 @@ export class QuantizedMatMul {
    * one) lets the half-scale rescaling restore x's shape from a constant; without it, from a
    * Shape node of x.
    */
-  apply(input: string, name: string, w: QuantizedWeight, rank?: ActivationRank): string {
+  apply(input: string, name: string, w: MatMulWeight, rank?: ActivationRank): string {
     const llamaCppBlocks = this.accuracyLevel === 4 && this.target.dtype === 'float32' && halfActivationScales(w);
     const x = llamaCppBlocks ? this.halfScales(input, w.shape[1], rank) : input;
     const kBlocks = w.shape[1] / w.blockSize;
@@ -58,20 +59,32 @@ export class QuantizedMatMul {
   }
 
   /**
-   * y_i = x · W_iᵀ for weights read by the same input, as ONE MatMulNBits over the weights' rows
-   * stacked [ΣN_i, K] and a Split of its output (one activation quantization instead of one per
-   * weight), where they can share one: a float32 CPU graph, the same bits, block size and format,
-   * no zero points and no block offsets. Otherwise one `apply` each. The stacked blocks and
-   * scales are the weights' own, concatenated when the data file is written.
+   * y_i = x · W_iᵀ for weights read by the same input: on a float32 CPU graph, the weights of one
+   * layout (`layoutKey`: bits, block size, format, K, zero points or not, block offsets or not) as
+   * ONE MatMulNBits over their rows stacked [ΣN_i, K] and a Split of its output (one activation
+   * quantization instead of one per weight; with block offsets, one offsets MatMul too); a weight
+   * alone in its layout (Q4_K_M's Q6_K v beside Q4_K q and k) and every weight on other targets,
+   * one `apply` each. The stacked blocks, scales, zero points and offsets are the weights' own,
+   * concatenated (row-major [N, …] arrays, 4-bit zero points packed per row, so rows stack).
+   * @returns the outputs in the order of `parts`.
    */
   applyStacked(input: string, name: string, parts: { name: string; w: QuantizedWeight }[], rank?: ActivationRank): string[] {
-    const [first] = parts;
-    const stackable =
-      parts.length > 1 && this.target.ep === 'cpu' && this.target.dtype === 'float32' &&
-      parts.every(({ w }) => w.bits === first.w.bits && w.blockSize === first.w.blockSize && w.format === first.w.format && w.shape[1] === first.w.shape[1] && !w.zeroPoints && !w.blockOffsets);
-    if (!stackable) return parts.map((p) => this.apply(input, p.name, p.w, rank));
-    const y = this.apply(input, name, stackedWeight(parts.map((p) => p.w)), rank);
-    return this.g.node('Split', [y, this.g.int64(parts.map((p) => p.w.shape[0]))], parts.length, { axis: -1 });
+    if (parts.length < 2 || this.target.ep !== 'cpu' || this.target.dtype !== 'float32') return parts.map((p) => this.apply(input, p.name, p.w, rank));
+    const groups = new Map<string, number[]>();
+    parts.forEach(({ w }, i) => groups.set(layoutKey(w), [...(groups.get(layoutKey(w)) ?? []), i]));
+    const out: string[] = new Array(parts.length);
+    for (const members of groups.values()) {
+      if (members.length === 1) {
+        out[members[0]] = this.apply(input, parts[members[0]].name, parts[members[0]].w, rank);
+        continue;
+      }
+      const ws = members.map((i) => parts[i].w);
+      const stackedName = members.length === parts.length ? name : `${name}.part${members.join('_')}`;
+      const y = this.apply(input, stackedName, stackedWeight(ws), rank);
+      const ys = this.g.node('Split', [y, this.g.int64(ws.map((w) => w.shape[0]))], ws.length, { axis: -1 });
+      members.forEach((i, j) => (out[i] = ys[j]));
+    }
+    return out;
   }
 
   /** `make()` once per key. */
@@ -148,19 +161,32 @@ export class QuantizedMatMul {
 }
 
 /**
- * Weights [N_i, K] of one layout (bits, block size, format; no zero points or offsets) stacked
- * into one [ΣN_i, K], read when the data file is written: the blocks part after part, in chunks
- * of at most `maxBytes`, and the scales concatenated.
+ * Weights stacked by `stackedWeight`: blocks read in chunks as a lazy weight's, zero points and
+ * block offsets (of in-memory weights) concatenated.
  */
-function stackedWeight(ws: QuantizedWeight[]): QuantizedWeight {
+interface StackedWeight extends Omit<LazyQuantizedTensor, 'zeroPoints' | 'blockOffsets'> {
+  zeroPoints: Uint8Array | null;
+  blockOffsets?: Float32Array;
+}
+
+/** What MatMulNBits reads: a quantized weight, or weights stacked into one. */
+type MatMulWeight = QuantizedWeight | StackedWeight;
+
+/** What weights must share to be stacked into one MatMulNBits (see `applyStacked`). */
+function layoutKey(w: QuantizedWeight): string {
+  return `${w.bits}/${w.blockSize}/${w.format}/${w.shape[1]}/${w.zeroPoints ? 'zp' : ''}/${w.blockOffsets ? 'offsets' : ''}`;
+}
+
+/**
+ * Weights [N_i, K] of one layout (`layoutKey`) stacked into one [ΣN_i, K], read when the data file
+ * is written: the blocks part after part, in chunks of at most `maxBytes`, and the scales
+ * concatenated; zero points and block offsets (in-memory weights only have them) concatenated now.
+ */
+function stackedWeight(ws: QuantizedWeight[]): StackedWeight {
   const [first] = ws;
   const n = ws.reduce((a, w) => a + w.shape[0], 0);
-  return {
-    shape: [n, first.shape[1]],
-    bits: first.bits,
-    blockSize: first.blockSize,
-    zeroPoints: null,
-    format: first.format,
+  const layout = { shape: [n, first.shape[1]] as [number, number], bits: first.bits, blockSize: first.blockSize, format: first.format };
+  const blocks = {
     async *blockChunks(maxBytes: number) {
       for (const w of ws) {
         if (!('data' in w)) {
@@ -172,13 +198,25 @@ function stackedWeight(ws: QuantizedWeight[]): QuantizedWeight {
       }
     },
     async loadScales() {
-      const parts = await Promise.all(ws.map((w) => ('data' in w ? w.scales : w.loadScales())));
-      const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
-      let at = 0;
-      for (const p of parts) out.set(p, (at += p.length) - p.length);
-      return out;
+      return concat(await Promise.all(ws.map((w) => ('data' in w ? w.scales : w.loadScales()))), Float32Array);
     },
   };
+  // Zero points and offsets exist on in-memory weights only (LazyQuantizedTensor has neither);
+  // the blocks themselves stay where they are, read part after part when the file is written.
+  const mem = ws as QuantizedTensor[];
+  const zeroPoints = first.zeroPoints ? concat(mem.map((w) => w.zeroPoints!), Uint8Array) : null;
+  return { ...layout, zeroPoints, ...(first.blockOffsets ? { blockOffsets: concat(mem.map((w) => w.blockOffsets!), Float32Array) } : {}), ...blocks };
+}
+
+/** Arrays of one type end to end. */
+function concat<T extends Float32Array | Uint8Array>(parts: T[], Type: { new (n: number): T }): T {
+  const out = new Type(parts.reduce((a, p) => a + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }
 
 /** An activation's rank where the graph knows it: 2 ([M, K]) or 3 ([1, T, K], batch of one). */
@@ -193,7 +231,7 @@ const FLOAT16 = DataType.FLOAT16;
  * the offsets are first moved into per-block zero points (`recenteredZeroPoints`), written so
  * when the data file is written.
  */
-function matMulNBits(g: OnnxGraphBuilder, t: GraphTarget, input: string, name: string, w: QuantizedWeight, accuracyLevel: number, blockSums: string | null, recenter: boolean): string {
+function matMulNBits(g: OnnxGraphBuilder, t: GraphTarget, input: string, name: string, w: MatMulWeight, accuracyLevel: number, blockSums: string | null, recenter: boolean): string {
   const [n, k] = w.shape;
   const kBlocks = k / w.blockSize;
   const b = blocksInitializer(g, name, w);
@@ -247,7 +285,7 @@ export function recenteredZeroPoints(w: { shape: [number, number]; bits: 4 | 8; 
 }
 
 /** The uint8 blocks [N, K/bs, bs·bits/8] of a quantized weight, registered once per weight (shared by Gather and MatMul). */
-function blocksInitializer(g: OnnxGraphBuilder, name: string, w: QuantizedWeight): string {
+function blocksInitializer(g: OnnxGraphBuilder, name: string, w: MatMulWeight): string {
   const b = `${name}.q${w.bits}`;
   const data: SegmentData = 'data' in w ? w.data : { chunks: (maxBytes) => w.blockChunks(maxBytes) };
   if (!g.has(b)) g.externalTensor(b, [w.shape[0], w.shape[1] / w.blockSize, (w.blockSize * w.bits) / 8], DataType.UINT8, data);
