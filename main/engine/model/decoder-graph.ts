@@ -22,7 +22,9 @@
  * `local_window_size` (`localWindow`); the KV cache layout is the same. Family variants are
  * small named steps in block-variants.ts (Gemma 2/3: embedding scale, norms after attention and
  * MLP, GELU-tanh, q·k scale and soft-caps); a model whose sliding layers have a RoPE of their own
- * (`config.localRope`, Gemma 3) takes RoPE rows [T, R], global pairs then local ones.
+ * (`config.localRope`, Gemma 3) takes RoPE rows [T, R], global pairs then local ones. A
+ * Mixture-of-Experts layer (`config.moe`, Qwen3-MoE) has moe-block.ts's router and expert
+ * dispatch in place of the dense MLP.
  *
  * Per layer (Touvron et al. 2023, "LLaMA"; Qwen2/3 add q/k/v bias and per-head q/k RMSNorm):
  *   h = RMSNorm(x); q,k,v = h·Wqᵀ, h·Wkᵀ, h·Wvᵀ (+b); [Qwen3] q,k = RMSNorm_head(q,k)
@@ -36,6 +38,7 @@ import { DataType, OnnxGraphBuilder, type BuiltModel, type SegmentData } from '.
 import { ACCURACY_LEVEL } from './gguf/quantized-weights.ts';
 import { CPU_TARGET, emulatesLlamaCpp, type GraphTarget } from './graph-target.ts';
 import { attentionAttributes, gatedActivation, scaleEmbedding, softcapLogits } from './block-variants.ts';
+import { moeBlock, type MoeContext } from './moe-block.ts';
 import { floatType, floatWeight, gatherBlockQuantized, isGatherable, QuantizedMatMul, transpose } from './quantized-matmul.ts';
 
 export { isGatherable, transpose } from './quantized-matmul.ts';
@@ -121,38 +124,48 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     float(weightName, [size], floatData(w));
     return g.op('SimplifiedLayerNormalization', [input, weightName], { axis: -1, epsilon: { float: c.rmsNormEps }, stash_type: 1 });
   };
-  const matMul = (input: string, name: string, outDim: number, inDim: number): string => {
-    const q = requireShape(weights, name, [outDim, inDim]);
-    if (isQuantized(q)) return mm.apply(input, name, q);
-    if (target.ep === 'webgpu') {
-      float(name, [inDim, outDim], transposedData(q, outDim, inDim));
-      return g.op('MatMul', [input, name]);
-    }
-    float(name, [outDim, inDim], floatData(q));
-    return g.op('FusedMatMul', [input, name], { transB: 1 }, 'com.microsoft');
-  };
-  const linear = (input: string, name: string, outDim: number, inDim: number, bias: boolean): string => {
-    const y = matMul(input, `${name}.weight`, outDim, inDim);
-    if (!bias) return y;
-    const b = get(`${name}.bias`, [outDim]);
-    float(`${name}.bias`, [outDim], floatData(b));
-    return g.op('Add', [y, `${name}.bias`]);
-  };
-  /**
-   * Linears that read the same input (q/k/v, gate/up): quantized ones of one layout run as one
-   * stacked MatMulNBits (`QuantizedMatMul.applyStacked`: one activation quantization), the rest
-   * one by one; biases added after.
-   */
-  const linears = (input: string, outs: [string, number][], inDim: number, bias: boolean, stackedName: string): string[] => {
-    const ws = outs.map(([name, n]) => ({ name: `${name}.weight`, w: requireShape(weights, `${name}.weight`, [n, inDim]) }));
-    if (!ws.every((p) => isQuantized(p.w))) return outs.map(([name, n]) => linear(input, name, n, inDim, bias));
-    const ys = mm.applyStacked(input, `${stackedName}.weight`, ws as { name: string; w: QuantizedWeight }[]);
-    if (!bias) return ys;
-    return ys.map((y, i) => {
-      const [name, n] = outs[i];
-      float(`${name}.bias`, [n], floatData(get(`${name}.bias`, [n])));
+  // The linear steps over one QuantizedMatMul: the main graph's, and a fresh one per MoE expert
+  // branch (moe-block.ts), whose activation steps must be built inside that branch.
+  const linearsWith = (mm: QuantizedMatMul) => {
+    const matMul = (input: string, name: string, outDim: number, inDim: number): string => {
+      const q = requireShape(weights, name, [outDim, inDim]);
+      if (isQuantized(q)) return mm.apply(input, name, q);
+      if (target.ep === 'webgpu') {
+        float(name, [inDim, outDim], transposedData(q, outDim, inDim));
+        return g.op('MatMul', [input, name]);
+      }
+      float(name, [outDim, inDim], floatData(q));
+      return g.op('FusedMatMul', [input, name], { transB: 1 }, 'com.microsoft');
+    };
+    const linear = (input: string, name: string, outDim: number, inDim: number, bias: boolean): string => {
+      const y = matMul(input, `${name}.weight`, outDim, inDim);
+      if (!bias) return y;
+      const b = get(`${name}.bias`, [outDim]);
+      float(`${name}.bias`, [outDim], floatData(b));
       return g.op('Add', [y, `${name}.bias`]);
-    });
+    };
+    /**
+     * Linears that read the same input (q/k/v, gate/up): quantized ones of one layout run as one
+     * stacked MatMulNBits (`QuantizedMatMul.applyStacked`: one activation quantization), the rest
+     * one by one; biases added after.
+     */
+    const linears = (input: string, outs: [string, number][], inDim: number, bias: boolean, stackedName: string): string[] => {
+      const ws = outs.map(([name, n]) => ({ name: `${name}.weight`, w: requireShape(weights, `${name}.weight`, [n, inDim]) }));
+      if (!ws.every((p) => isQuantized(p.w))) return outs.map(([name, n]) => linear(input, name, n, inDim, bias));
+      const ys = mm.applyStacked(input, `${stackedName}.weight`, ws as { name: string; w: QuantizedWeight }[]);
+      if (!bias) return ys;
+      return ys.map((y, i) => {
+        const [name, n] = outs[i];
+        float(`${name}.bias`, [n], floatData(get(`${name}.bias`, [n])));
+        return g.op('Add', [y, `${name}.bias`]);
+      });
+    };
+    return { matMul, linear, linears };
+  };
+  const { matMul, linear, linears } = linearsWith(mm);
+  const moeContext: MoeContext = {
+    linears, scalar, floatType: F,
+    branchLinears: () => linearsWith(new QuantizedMatMul(g, emulatesLlamaCpp(target) ? ACCURACY_LEVEL : 0, target)).linears,
   };
   const splitR = R < hd ? g.int64([R, hd - R]) : null;
   const pairSplitShape = c.rope.layout === 'half' ? g.int64([1, 0, 0, 2, R / 2]) : g.int64([1, 0, 0, R / 2, 2]);
@@ -209,6 +222,10 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     x = g.op('Add', [x, post(linear(attn, L('self_attn.o_proj'), D, Hq * hd, false), 'post_attention_layernorm.weight')]);
 
     const h2 = rmsNorm(x, L(c.gemma ? 'pre_feedforward_layernorm.weight' : 'post_attention_layernorm.weight'), D);
+    if (c.moe) {
+      x = g.op('Add', [x, moeBlock(g, c, i, h2, moeContext)]);
+      continue;
+    }
     // Phi-3's gate_up_proj: one matmul, its output split in halves (gate first).
     const [gate, up] = c.fusedProjections
       ? g.node('Split', [linear(h2, L('mlp.gate_up_proj'), 2 * c.intermediateSize, D, false)], 2, { axis: 2, num_outputs: 2 })
