@@ -13,6 +13,7 @@
  *     prompt): F32, and Q8_0 and Q4_K_M made by Debian's llama-quantize from the F32 file;
  *   - a decode step runs k = 2 of the 8 experts per layer (ONNX Runtime's profiler), so it reads
  *     2/8 of the experts' weights; a prefill step runs the experts its tokens chose;
+ *   - the memory estimate from the file's header (the library's) counts every expert, as the bundle stores them;
  *   - the Hugging Face folder gives the GGUF's greedy tokens.
  */
 import assert from 'node:assert/strict';
@@ -30,6 +31,7 @@ import { writeSafetensors } from '../../main/engine/model/safetensors.ts';
 import { againstLlamaCpp, debianLlamaCpp, PROMPTS, ropewalkGreedy, teacherForcedDistances } from '../helpers/llamacpp-oracle.ts';
 import { useLlamaCpp } from '../helpers/llamacpp-fixture.ts';
 import { profiledStep, weightBytesRead } from '../helpers/ort-profile.ts';
+import { readModelFacts } from '../../main/services/model-facts.ts';
 import { randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
 
 const N = 100;
@@ -127,6 +129,19 @@ test('a decode step runs 2 of the 8 experts per layer (ONNX Runtime\'s profiler)
     t.diagnostic(`${type}: an 8-token prefill step runs ${chosen} of the ${CONFIG.numLayers * E} experts`);
     assert.ok(chosen > CONFIG.numLayers * K && chosen <= CONFIG.numLayers * E, `${type}: ${chosen} experts in a prefill step`);
   }
+});
+
+test("the memory estimate counts every expert: the library's weight bytes from the GGUF header are the bundle's, all 16 experts in them", async () => {
+  for (const type of ['F32', 'Q8_0', 'Q4_K_M'] as const) {
+    const file = type === 'F32' ? await f32Gguf() : path.join(tmp, `qwen3moe-${type}.gguf`);
+    const facts = await readModelFacts(file, 'gguf');
+    const bundle = await resolveModel(file, cache);
+    assert.equal(facts.weightBytes, bundle.manifest.weights!.bytes, `${type}: header estimate vs bundle`);
+    const experts = Object.keys(bundle.manifest.weights!.formats).filter((n) => n.includes('.experts.'));
+    assert.equal(experts.length, CONFIG.numLayers * E * 3, type);
+  }
+  // F32: every expert's 256 × 256 float32 values are in the estimate.
+  assert.ok((await readModelFacts(await f32Gguf(), 'gguf')).weightBytes! > CONFIG.numLayers * E * 3 * 256 * 256 * 4);
 });
 
 /** The test's weights as a Hugging Face Qwen3-MoE folder (Qwen3-30B-A3B's config fields, sizes scaled down), tokenizer from the GGUF. */
