@@ -14,11 +14,12 @@ import type { ModelConfig } from '../../main/engine/model/manifest.ts';
 const { onnx } = onnxProto;
 type Graph = onnxProto.onnx.IGraphProto;
 
-/** One executed node: its name, op type and the graph it is in ('' for the main graph). */
+/** One executed node: its name, op type, the graph it is in ('' for the main graph) and its inputs' shapes. */
 export interface NodeRun {
   name: string;
   op: string;
   graph: string;
+  inputShapes: number[][];
 }
 
 /**
@@ -45,13 +46,14 @@ export async function profiledStep(dir: string, config: ModelConfig, T: number, 
   if (found.length !== 1) throw new Error(`expected one profile ${prefix}*.json, found ${found.length}`);
   const file = path.join(path.dirname(prefix), found[0]);
   const graphOf = nodeGraphs(onnx.ModelProto.decode(readFileSync(path.join(dir, 'model.onnx'))).graph!);
-  const events = JSON.parse(readFileSync(file, 'utf8')) as { cat: string; name: string; args?: { op_name?: string } }[];
+  const events = JSON.parse(readFileSync(file, 'utf8')) as { cat: string; name: string; args?: { op_name?: string; input_type_shape?: Record<string, number[]>[] } }[];
   rmSync(file, { force: true });
   return events
     .filter((e) => e.cat === 'Node' && e.name.endsWith('_kernel_time'))
     .map((e) => {
       const name = e.name.slice(0, -'_kernel_time'.length);
-      return { name, op: e.args?.op_name ?? '', graph: graphOf.get(name)?.graph ?? '' };
+      const inputShapes = (e.args?.input_type_shape ?? []).map((t) => Object.values(t)[0] ?? []);
+      return { name, op: e.args?.op_name ?? '', graph: graphOf.get(name)?.graph ?? '', inputShapes };
     });
 }
 

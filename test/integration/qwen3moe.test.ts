@@ -12,13 +12,14 @@
  *     over the ten prompts, identical prompt ids; teacher-forced log-probability distances on a
  *     prompt): F32, and Q8_0 and Q4_K_M made by Debian's llama-quantize from the F32 file;
  *   - a decode step runs k = 2 of the 8 experts per layer (ONNX Runtime's profiler), so it reads
- *     2/8 of the experts' weights; a prefill step runs the experts its tokens chose;
+ *     2/8 of the experts' weights; a prefill step runs the experts its tokens chose, each on the
+ *     rows of its tokens (T · k rows per layer in all);
  *   - the memory estimate from the file's header (the library's) counts every expert, as the bundle stores them;
  *   - the Hugging Face folder gives the GGUF's greedy tokens.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { Llama } from 'node-llama-cpp';
@@ -59,10 +60,10 @@ async function f32Gguf(): Promise<string> {
   return (f32File = file);
 }
 
-/** `target` made by Debian's llama-quantize from the F32 file. */
+/** `target` made by Debian's llama-quantize from the F32 file (once). */
 async function quantized(target: 'Q8_0' | 'Q4_K_M'): Promise<string> {
   const file = path.join(tmp, `qwen3moe-${target}.gguf`);
-  execFileSync(debianLlamaCpp(), ['llama-quantize', await f32Gguf(), file, target], { stdio: 'ignore' });
+  if (!existsSync(file)) execFileSync(debianLlamaCpp(), ['llama-quantize', await f32Gguf(), file, target], { stdio: 'ignore' });
   return file;
 }
 
@@ -113,9 +114,9 @@ for (const [type, meanAtLeast, within, steps, prompt, formats] of CASES) {
   });
 }
 
-test('a decode step runs 2 of the 8 experts per layer (ONNX Runtime\'s profiler), reading 2/8 of the experts\' weights; a prefill step the experts its tokens chose', async (t) => {
+test('a decode step runs 2 of the 8 experts per layer (ONNX Runtime\'s profiler), reading 2/8 of the experts\' weights; a prefill step runs the experts its tokens chose, each on those tokens only', async (t) => {
   for (const type of ['F32', 'Q8_0'] as const) {
-    const file = type === 'F32' ? await f32Gguf() : path.join(tmp, 'qwen3moe-Q8_0.gguf');
+    const file = type === 'F32' ? await f32Gguf() : await quantized(type);
     const bundle = await resolveModel(file, cache);
     const expertRuns = (runs: { graph: string }[]) => new Set(runs.filter((r) => /_expert\d+$/.test(r.graph)).map((r) => r.graph));
     const decode = await profiledStep(bundle.dir, CONFIG, 1, path.join(tmp, `profile-${type}-decode`));
@@ -124,16 +125,22 @@ test('a decode step runs 2 of the 8 experts per layer (ONNX Runtime\'s profiler)
     const ratio = bytes.experts / bytes.allExperts;
     t.diagnostic(`${type}: a decode step reads ${bytes.experts} of the experts' ${bytes.allExperts} bytes (${ratio.toFixed(3)}) and ${bytes.rest} others: ${bytes.experts + bytes.rest} in all`);
     assert.equal(ratio, K / E, `${type}: experts' bytes read ${bytes.experts} of ${bytes.allExperts}`);
-    const prefill = await profiledStep(bundle.dir, CONFIG, 8, path.join(tmp, `profile-${type}-prefill`));
+    const T = 8;
+    const prefill = await profiledStep(bundle.dir, CONFIG, T, path.join(tmp, `profile-${type}-prefill`));
     const chosen = expertRuns(prefill).size;
-    t.diagnostic(`${type}: an 8-token prefill step runs ${chosen} of the ${CONFIG.numLayers * E} experts`);
+    // Each expert's matmuls run on the rows of the tokens that chose it: T · k rows per layer in all.
+    const rows = new Map<string, number>();
+    for (const r of prefill) if (/_expert\d+$/.test(r.graph) && /MatMul/.test(r.op)) rows.set(r.graph, r.inputShapes[0].slice(0, -1).reduce((a, b) => a * b, 1));
+    const expertRows = [...rows.values()].reduce((a, b) => a + b, 0);
+    t.diagnostic(`${type}: an ${T}-token prefill step runs ${chosen} of the ${CONFIG.numLayers * E} experts, on ${expertRows} token rows in all`);
     assert.ok(chosen > CONFIG.numLayers * K && chosen <= CONFIG.numLayers * E, `${type}: ${chosen} experts in a prefill step`);
+    assert.equal(expertRows, CONFIG.numLayers * T * K, `${type}: expert rows ${[...rows].join(' ')}`);
   }
 });
 
 test("the memory estimate counts every expert: the library's weight bytes from the GGUF header are the bundle's, all 16 experts in them", async () => {
   for (const type of ['F32', 'Q8_0', 'Q4_K_M'] as const) {
-    const file = type === 'F32' ? await f32Gguf() : path.join(tmp, `qwen3moe-${type}.gguf`);
+    const file = type === 'F32' ? await f32Gguf() : await quantized(type);
     const facts = await readModelFacts(file, 'gguf');
     const bundle = await resolveModel(file, cache);
     assert.equal(facts.weightBytes, bundle.manifest.weights!.bytes, `${type}: header estimate vs bundle`);

@@ -2,10 +2,11 @@
  * The Mixture-of-Experts MLP of one decoder layer (`ModelConfig.moe`, manifest.ts `MoeOptions`)
  * as an expert dispatch in the graph: the router picks each token's k experts and weights, and
  * each expert runs inside an ONNX `If` whose branch holds that expert's weights, taken only when
- * some token of the step routes to it. A decode step (one token) runs exactly k experts' matmuls,
- * so it reads k experts' weights of E; a prefill chunk runs every expert any of its tokens chose,
- * over the whole chunk (the weight of a token that did not choose it is 0), so it computes up to
- * E/k times the FLOPs a per-token gather would, reading each chosen expert's weights once.
+ * some token of the step routes to it; inside, the expert runs on the rows of the tokens that
+ * chose it (NonZero, Gather) and its weighted output is added back at those rows (ScatterND,
+ * reduction add). A decode step (one token) runs exactly k experts' matmuls, so it reads k
+ * experts' weights of E; a prefill chunk runs each chosen expert once, on its tokens only, so its
+ * expert FLOPs are the active ones (T·k expert rows), reading each chosen expert's weights once.
  *
  * Why not ONNX Runtime's `com.microsoft.MoE` / `QMoE`: MoE (float) has the semantics (softmax,
  * top-k, renormalised; SwiGLU with fc1 rows gate/up interleaved, measured equal to this block's
@@ -52,9 +53,8 @@ export interface MoeContext {
 }
 
 /**
- * The MoE MLP's output [1, T, D] for the normed hidden state `h` [1, T, D] of layer `i`:
- * Σ over the experts some token chose of w[t, e] · expert_e(h), w [T, E] the routing weights
- * (0 where token t did not choose e).
+ * The MoE MLP's output [1, T, D] for the normed hidden state `h` [1, T, D] of layer `i`: row t is
+ * Σ over the experts token t chose of w[t, e] · expert_e(h[t]), w [T, E] the routing weights.
  * @throws ModelLoadError when the model has no `moe` options or k is not in 1 … E.
  */
 export function moeBlock(g: OnnxGraphBuilder, c: ModelConfig, i: number, h: string, ctx: MoeContext): string {
@@ -69,18 +69,23 @@ export function moeBlock(g: OnnxGraphBuilder, c: ModelConfig, i: number, h: stri
   const chosen = g.op('Greater', [g.op('ReduceMax', [weights, g.int64([0])], { keepdims: 0 }), ctx.scalar(0)]);
   const flags = E > 1 ? g.node('Split', [chosen], E, { axis: 0, num_outputs: E }) : [chosen];
   const columns = E > 1 ? g.node('Split', [weights], E, { axis: 1, num_outputs: E }) : [weights];
-  const columnShape = g.int64([1, -1, 1]);
-  let sum = zerosLike(g, h, ctx.floatType);
+  const rows = g.op('Reshape', [h, g.int64([-1, c.hiddenSize])]); // [T, D]
+  const flat = g.int64([-1]);
+  let sum = zerosLike(g, rows, ctx.floatType); // [T, D]
   for (let e = 0; e < E; e++) {
     const before = sum;
     const taken = g.subgraph(`layer${i}_expert${e}`, ctx.floatType, () => {
-      const y = expertMlp(g, c, moe, i, e, h, ctx.branchLinears(), ctx.scalar);
-      return [g.op('Add', [before, g.op('Mul', [y, g.op('Reshape', [columns[e], columnShape])])])];
+      // The rows of the tokens that chose e, their weights, and the weighted output added back at those rows.
+      const w = g.op('Reshape', [columns[e], flat]); // [T]
+      const picked = g.op('Reshape', [g.op('NonZero', [g.op('Greater', [w, ctx.scalar(0)])]), flat]); // [n] int64
+      const y = expertMlp(g, c, moe, i, e, g.op('Gather', [rows, picked], { axis: 0 }), ctx.branchLinears(), ctx.scalar); // [n, D]
+      const weighted = g.op('Mul', [y, g.op('Unsqueeze', [g.op('Gather', [w, picked], { axis: 0 }), g.int64([1])])]);
+      return [g.op('ScatterND', [before, g.op('Unsqueeze', [picked, g.int64([1])]), weighted], { reduction: 'add' })];
     });
     const skipped = g.subgraph(`layer${i}_expert${e}_skipped`, ctx.floatType, () => [g.op('Identity', [before])]);
     sum = g.op('If', [flags[e]], { then_branch: taken, else_branch: skipped });
   }
-  return sum;
+  return g.op('Reshape', [sum, g.op('Shape', [h])]);
 }
 
 /**
