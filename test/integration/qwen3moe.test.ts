@@ -15,7 +15,8 @@
  *     2/8 of the experts' weights; a prefill step runs the experts its tokens chose, each on the
  *     rows of its tokens (T · k rows per layer in all);
  *   - the memory estimate from the file's header (the library's) counts every expert, as the bundle stores them;
- *   - the Hugging Face folder gives the GGUF's greedy tokens.
+ *   - the Hugging Face folder gives the GGUF's greedy tokens;
+ *   - a tiny qwen3moe file with the real Qwen3 tokenizer: llama.cpp's prompt ids and 16 greedy tokens.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -29,11 +30,11 @@ import { importGguf } from '../../main/engine/model/gguf/import-gguf.ts';
 import { expectedWeights } from '../../main/engine/model/import-hf.ts';
 import type { ModelConfig } from '../../main/engine/model/manifest.ts';
 import { writeSafetensors } from '../../main/engine/model/safetensors.ts';
-import { againstLlamaCpp, debianLlamaCpp, PROMPTS, ropewalkGreedy, teacherForcedDistances } from '../helpers/llamacpp-oracle.ts';
+import { againstLlamaCpp, debianLlamaCpp, llamaCppGreedy, PROMPTS, ropewalkGreedy, teacherForcedDistances } from '../helpers/llamacpp-oracle.ts';
 import { useLlamaCpp } from '../helpers/llamacpp-fixture.ts';
 import { profiledStep, weightBytesRead } from '../helpers/ort-profile.ts';
 import { readModelFacts } from '../../main/services/model-facts.ts';
-import { randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
+import { qwen3TokenizerMetadata, randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
 
 const N = 100;
 let llama: Llama;
@@ -181,4 +182,21 @@ test('the same weights as a Hugging Face folder (Qwen3MoeForCausalLM) give the G
     assert.deepEqual(hf[i].promptTokens, gguf[i].promptTokens, p);
     assert.deepEqual(hf[i].tokens, gguf[i].tokens, p);
   });
+});
+
+test("a qwen3moe GGUF with the real Qwen3 tokenizer (151,936 tokens, tied embedding): llama.cpp's prompt ids and its greedy tokens for 16", async (t) => {
+  const tiny: ModelConfig = {
+    ...CONFIG, hiddenSize: 32, numHeads: 4, numKvHeads: 2, headDim: 16, vocabSize: 151_936, tiedEmbeddings: true,
+    rope: { theta: 1_000_000, rotaryDim: 16, layout: 'half' },
+    moe: { ...CONFIG.moe!, numExperts: 4, expertIntermediateSize: 32 },
+  };
+  const file = path.join(tmp, 'qwen3moe-qwen3-tokenizer.gguf');
+  writeModelGguf(file, tiny, qwen3TokenizerMetadata(tiny.vocabSize), randomWeights(5, 0.3));
+  const [ours] = await ropewalkGreedy(file, ['The quick brown fox'], 16, cache);
+  const model = await llama.loadModel({ modelPath: file, vocabOnly: true });
+  assert.deepEqual(ours.promptTokens, model.tokenize('The quick brown fox'));
+  await model.dispose();
+  const [theirs] = await llamaCppGreedy(llama, file, [ours.promptTokens], 16);
+  t.diagnostic(`ours ${ours.tokens.join(' ')}; llama.cpp ${theirs.join(' ')}`);
+  assert.deepEqual(ours.tokens, theirs);
 });

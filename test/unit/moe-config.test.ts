@@ -99,6 +99,10 @@ describe("llama.cpp's 3-D expert tensors", () => {
     const t = { name: 'blk.0.ffn_down_exps.weight', typeId: 8, shape: [128, 2048, 768], offset: 1000, byteLength: 128 * 2048 * 24 * 34 };
     assert.deepEqual(expertSlice(t, 5, 'f.gguf'), { ...t, name: 'blk.0.ffn_down_exps.weight[5]', shape: [2048, 768], offset: 1000 + 5 * 2048 * 24 * 34, byteLength: 2048 * 24 * 34 });
     throwsWith(() => expertSlice(t, 128, 'f.gguf'), 'blk.0.ffn_down_exps.weight has shape [128, 2048, 768]', 'expert 128');
-    throwsWith(() => expertSlice({ ...t, shape: [2048, 768] }, 0, 'f.gguf'), 'has shape [2048, 768]');
+    throwsWith(() => expertSlice({ ...t, shape: [2048] }, 0, 'f.gguf'), 'has shape [2048]');
+    // gpt-oss's expert biases [E, out]: expert e's row.
+    assert.deepEqual(ggufExpertTensor('model.layers.0.mlp.experts.2.down_proj.bias'), { tensor: 'blk.0.ffn_down_exps.bias', expert: 2 });
+    const b = { name: 'blk.0.ffn_down_exps.bias', typeId: 0, shape: [32, 2880], offset: 64, byteLength: 32 * 2880 * 4 };
+    assert.deepEqual(expertSlice(b, 31, 'f.gguf'), { ...b, name: 'blk.0.ffn_down_exps.bias[31]', shape: [2880], offset: 64 + 31 * 2880 * 4, byteLength: 2880 * 4 });
   });
 });

@@ -38,12 +38,13 @@ export function moeLayerWeights(c: Pick<ModelConfig, 'hiddenSize'>, moe: MoeOpti
 }
 
 /**
- * Where a canonical expert weight lives in a GGUF file: llama.cpp's 3-D tensor and the expert's
- * index in it, or null for a weight that is not an expert's.
+ * Where a canonical expert weight (or bias) lives in a GGUF file: llama.cpp's stacked tensor
+ * (weights [E, out, in], biases [E, out]: gpt-oss's `ffn_*_exps.bias`) and the expert's index in
+ * it, or null for a weight that is not an expert's.
  */
 export function ggufExpertTensor(canonical: string): { tensor: string; expert: number } | null {
-  const m = /^model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate_proj|up_proj|down_proj)\.weight$/.exec(canonical);
-  return m ? { tensor: `blk.${m[1]}.${GGUF_EXPERT_TENSORS[m[3]]}.weight`, expert: Number(m[2]) } : null;
+  const m = /^model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate_proj|up_proj|down_proj)\.(weight|bias)$/.exec(canonical);
+  return m ? { tensor: `blk.${m[1]}.${GGUF_EXPERT_TENSORS[m[3]]}.${m[4]}`, expert: Number(m[2]) } : null;
 }
 
 /** The per-layer MoE tensor names of a GGUF file beyond the experts: the router. */
@@ -59,16 +60,16 @@ interface TensorInfo {
 }
 
 /**
- * Expert `expert`'s [out, in] slice of a 3-D expert tensor [E, out, in], as a tensor of its own
- * (name `tensor[e]`, offset e · bytes / E): its blocks are whole rows, so every reader of a 2-D
- * tensor (raw blocks, float32 chunks) reads it as it is.
- * @throws ModelLoadError when the tensor is not 3-D with `expert` < E.
+ * Expert `expert`'s slice of a stacked expert tensor — [out, in] of weights [E, out, in], [out] of
+ * biases [E, out] — as a tensor of its own (name `tensor[e]`, offset e · bytes / E): its blocks are
+ * whole rows, so every reader of a 2-D (1-D) tensor (raw blocks, float32 chunks) reads it as it is.
+ * @throws ModelLoadError when the tensor is not 2-D or 3-D with `expert` < E.
  */
 export function expertSlice<T extends TensorInfo>(t: T, expert: number, file: string): T {
-  const [E, n, k] = t.shape;
-  if (t.shape.length !== 3 || !(expert < E)) throw new ModelLoadError(`tensor ${t.name} has shape [${t.shape.join(', ')}]; expected [experts, out, in] with expert ${expert}`, file);
+  const [E, ...rest] = t.shape;
+  if ((t.shape.length !== 3 && t.shape.length !== 2) || !(expert < E)) throw new ModelLoadError(`tensor ${t.name} has shape [${t.shape.join(', ')}]; expected [experts, out, in] or [experts, out] with expert ${expert}`, file);
   const bytes = t.byteLength / E;
-  return { ...t, name: `${t.name}[${expert}]`, shape: [n, k], offset: t.offset + expert * bytes, byteLength: bytes };
+  return { ...t, name: `${t.name}[${expert}]`, shape: rest, offset: t.offset + expert * bytes, byteLength: bytes };
 }
 
 /**
