@@ -30,7 +30,7 @@ import { importGguf } from '../../main/engine/model/gguf/import-gguf.ts';
 import { expectedWeights } from '../../main/engine/model/import-hf.ts';
 import type { ModelConfig } from '../../main/engine/model/manifest.ts';
 import { writeSafetensors } from '../../main/engine/model/safetensors.ts';
-import { againstLlamaCpp, debianLlamaCpp, llamaCppGreedy, PROMPTS, ropewalkGreedy, teacherForcedDistances } from '../helpers/llamacpp-oracle.ts';
+import { agreement, againstLlamaCpp, debianLlamaCpp, GREEDY, llamaCppGreedy, PROMPTS, ropewalkGreedy, teacherForcedDistances } from '../helpers/llamacpp-oracle.ts';
 import { useLlamaCpp } from '../helpers/llamacpp-fixture.ts';
 import { profiledStep, weightBytesRead } from '../helpers/ort-profile.ts';
 import { readModelFacts } from '../../main/services/model-facts.ts';
@@ -182,6 +182,32 @@ test('the same weights as a Hugging Face folder (Qwen3MoeForCausalLM) give the G
     assert.deepEqual(hf[i].promptTokens, gguf[i].promptTokens, p);
     assert.deepEqual(hf[i].tokens, gguf[i].tokens, p);
   });
+});
+
+test('the Hugging Face folder with --quantize q8 and q4: every expert quantized at import (rtn blocks), and q8 gives the float model\'s first greedy tokens', async (t) => {
+  const dir = path.join(tmp, 'hf-qwen3moe');
+  await writeHfFolder(dir);
+  const greedy = async (quantize?: 'q8' | 'q4') => {
+    const engine = await Engine.load(dir, { cacheDir: cache, quantize });
+    let tokens: number[] = [];
+    for await (const ev of engine.generate({ prompt: PROMPTS[0], maxTokens: 32, sampler: GREEDY, ignoreEos: true })) if (ev.type === 'done') tokens = ev.tokens;
+    const formats = engine.info.weights.formats;
+    await engine.dispose();
+    return { tokens, formats };
+  };
+  const float = await greedy();
+  assert.equal(float.formats, 'float32 ×69');
+  const agree: Record<string, number> = {};
+  for (const quantize of ['q8', 'q4'] as const) {
+    const q = await greedy(quantize);
+    // rtn blocks for 2 layers × (4 attention + 24 experts) + embedding and classifier; norms and routers float32.
+    assert.equal(q.formats, `float32 ×11, ${quantize} (rtn) ×58`);
+    agree[quantize] = agreement(q.tokens, float.tokens, 32);
+  }
+  t.diagnostic(`greedy tokens as the float model's: q8 ${agree.q8} of 32, q4 ${agree.q4} of 32`);
+  // 8-bit weights and int8 activations move the logits by ~1e-2 on this chaotic random model, so
+  // only the first tokens must agree; 4-bit ones are recorded, not bounded.
+  assert.ok(agree.q8 >= 4, `q8 agrees for ${agree.q8} tokens`);
 });
 
 test("a qwen3moe GGUF with the real Qwen3 tokenizer (151,936 tokens, tied embedding): llama.cpp's prompt ids and its greedy tokens for 16", async (t) => {
