@@ -19,6 +19,7 @@ import { expectedWeights, parseHfConfig, parseJson } from '../engine/model/impor
 import { parseLlama2cHeader } from '../engine/model/import-llama2c.ts';
 import { ggufConfig, ggufTensorName } from '../engine/model/gguf/gguf-config.ts';
 import { isLinearWeight, matMulNBitsBytes } from '../engine/model/gguf/quantized-weights.ts';
+import { ggufExpertTensor } from '../engine/model/moe.ts';
 import { readGgufHeader, type GgufHeader } from '../engine/model/gguf/gguf-header.ts';
 import { ggmlType, ggmlTypeName } from '../engine/model/gguf/quants.ts';
 import type { ModelConfig, ModelManifest } from '../engine/model/manifest.ts';
@@ -124,7 +125,8 @@ function ggufQuantization(g: GgufHeader, elementsByType: Map<number, number>): s
 function ggufResidentBytes(g: GgufHeader, config: ModelConfig): number {
   let bytes = 0;
   for (const [name, shape] of expectedWeights(config)) {
-    const t = g.tensors.get(ggufTensorName(name, config));
+    // A MoE expert is its slice of the layer's 3-D expert tensor: same type, its own [out, in].
+    const t = g.tensors.get(ggufExpertTensor(name)?.tensor ?? ggufTensorName(name, config));
     if (!t) continue;
     const elements = shape.reduce((a, b) => a * b, 1);
     const embedding = name === 'model.embed_tokens.weight';

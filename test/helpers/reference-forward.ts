@@ -8,6 +8,7 @@
  * Sources for each formula:
  * - Token embedding, pre-norm residual blocks, SwiGLU MLP, final norm, classifier: Touvron et al.
  *   2023, "LLaMA"; llama2.c `run.c` `forward()`; Hugging Face transformers `modeling_llama.py`.
+ * - Mixture-of-Experts MLP (`config.moe`: Qwen3-MoE, gpt-oss's routing): reference-moe.ts.
  * - RMSNorm: Zhang & Sennrich 2019, "Root Mean Square Layer Normalization":
  *     y = x / sqrt(mean(x²) + eps) · w.
  * - Linear layers: y = W x (+ b), W stored [out, in] row-major (torch.nn.Linear; run.c `matmul`).
@@ -74,6 +75,7 @@ import {
 import { gatedReference } from './reference-activations.ts';
 import { attendHead } from './reference-attention.ts';
 import { referenceInvFreq, referenceRopeAttentionFactor, referenceRopeCosSin, rotateHeadInPlace } from './reference-rope.ts';
+import { ReferenceMoe } from './reference-moe.ts';
 
 export { loadLlama2cForReference } from './reference-llama2c.ts';
 export { applyRopeReference, referenceInvFreq, referenceRopeAttentionFactor, referenceRopeBase, referenceRopeCosSin, rotateHeadInPlace } from './reference-rope.ts';
@@ -136,9 +138,11 @@ interface LayerWeights {
   /** Gemma: the norms before and after the MLP (postNorm is then the one after attention). */
   preFfnNorm?: Tensor32;
   postFfnNorm?: Tensor32;
-  gate: Tensor32;
-  up: Tensor32;
-  down: Tensor32;
+  gate?: Tensor32;
+  up?: Tensor32;
+  down?: Tensor32;
+  /** A Mixture-of-Experts MLP in place of gate/up/down (`config.moe`; reference-moe.ts). */
+  moe?: ReferenceMoe;
 }
 
 /**
@@ -221,9 +225,9 @@ export class ReferenceModel {
         postNorm: w('post_attention_layernorm.weight', [D]),
         preFfnNorm: config.gemma ? w('pre_feedforward_layernorm.weight', [D]) : undefined,
         postFfnNorm: config.gemma ? w('post_feedforward_layernorm.weight', [D]) : undefined,
-        gate: w('mlp.gate_proj.weight', [H, D]),
-        up: w('mlp.up_proj.weight', [H, D]),
-        down: w('mlp.down_proj.weight', [D, H]),
+        ...(config.moe
+          ? { moe: new ReferenceMoe(config, weights, l) }
+          : { gate: w('mlp.gate_proj.weight', [H, D]), up: w('mlp.up_proj.weight', [H, D]), down: w('mlp.down_proj.weight', [D, H]) }),
       });
     }
     this.invFreq = referenceInvFreq(config.rope, maxContext);
@@ -378,10 +382,14 @@ export class ReferenceModel {
       // 3) gated MLP (SwiGLU, or Gemma's GELU-tanh between its two norms), residual.
       for (let t = 0; t < T; t++) {
         norm(h, gemma ? L.preFfnNorm! : L.postNorm, xn, t * D, 0);
-        const g = matVec(L.gate, xn);
-        const u = matVec(L.up, xn);
-        for (let i = 0; i < g.length; i++) g[i] = gatedReference(g[i], u[i], c);
-        const m = matVec(L.down, g);
+        let m: Float64Array;
+        if (L.moe) m = L.moe.apply(xn);
+        else {
+          const g = matVec(L.gate!, xn);
+          const u = matVec(L.up!, xn);
+          for (let i = 0; i < g.length; i++) g[i] = gatedReference(g[i], u[i], c);
+          m = matVec(L.down!, g);
+        }
         if (gemma) norm(m, L.postFfnNorm!, m, 0, 0);
         for (let i = 0; i < D; i++) h[t * D + i] += m[i];
       }

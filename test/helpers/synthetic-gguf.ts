@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { openGguf } from '../../main/engine/model/gguf/gguf-file.ts';
 import { STORIES_GGUF } from './paths.ts';
 import { ggufTensorName } from '../../main/engine/model/gguf/import-gguf.ts';
+import { ggufExpertTensor } from '../../main/engine/model/moe.ts';
 import { isLinearWeight } from '../../main/engine/model/gguf/quantized-weights.ts';
 import { expectedWeights } from '../../main/engine/model/import-hf.ts';
 import type { ModelConfig } from '../../main/engine/model/manifest.ts';
@@ -27,6 +28,11 @@ export function configMetadata(c: ModelConfig): Record<string, GgufValue> {
   if (a === 'gemma2' && c.gemma) {
     extra[`${a}.attn_logit_softcapping`] = { f32: c.gemma.attentionSoftcap };
     extra[`${a}.final_logit_softcapping`] = { f32: c.gemma.finalLogitSoftcap };
+  }
+  if (c.moe) {
+    extra[`${a}.expert_count`] = { u32: c.moe.numExperts };
+    extra[`${a}.expert_used_count`] = { u32: c.moe.expertsPerToken };
+    extra[`${a}.expert_feed_forward_length`] = { u32: c.moe.expertIntermediateSize };
   }
   if (c.rope.scaling?.type === 'linear') {
     extra[`${a}.rope.scaling.type`] = { str: 'linear' };
@@ -85,12 +91,16 @@ export function writeModelGguf(
   linearType: 'F32' | 'Q8_0' | 'Q4_0' = 'F32',
   embedType: 'F32' | 'Q8_0' | 'Q4_0' = 'F32',
 ): void {
-  const tensors = [...expectedWeights(config)].map(([name, shape]) => ({
-    name: ggufTensorName(name, config),
-    shape,
-    data: () => (config.gemma && /norm\.weight$/.test(name) ? weightOf(name, shape).map((w) => w + 1) : weightOf(name, shape)),
-    type: isLinearWeight(name) ? linearType : name === 'model.embed_tokens.weight' ? embedType : ('F32' as const),
-  }));
+  const tensors = [...expectedWeights(config)].flatMap(([name, shape]) => {
+    const expert = ggufExpertTensor(name);
+    if (expert) return expert.expert === 0 ? [expertsTensor(expert.tensor, name, shape, config.moe!.numExperts, weightOf, linearType)] : [];
+    return [{
+      name: ggufTensorName(name, config),
+      shape,
+      data: () => (config.gemma && /norm\.weight$/.test(name) ? weightOf(name, shape).map((w) => w + 1) : weightOf(name, shape)),
+      type: isLinearWeight(name) ? linearType : name === 'model.embed_tokens.weight' ? embedType : ('F32' as const),
+    }];
+  });
   const s = config.rope.scaling;
   if (s?.type === 'longrope') {
     // Phi-3's LongRoPE factors, as llama.cpp's converter writes them.
@@ -98,6 +108,22 @@ export function writeModelGguf(
     tensors.push({ name: 'rope_factors_short.weight', shape: [s.shortFactor.length], data: () => Float32Array.from(s.shortFactor), type: 'F32' });
   }
   writeGguf(file, { ...configMetadata(config), ...tokenizer }, tensors);
+}
+
+/**
+ * A layer's experts' weights `experts.0.…` … `experts.{E−1}.…` as llama.cpp's one 3-D tensor
+ * [E, out, in] (`ffn_{gate,up,down}_exps`), expert after expert.
+ */
+function expertsTensor(tensor: string, expert0: string, shape: number[], E: number, weightOf: (name: string, shape: number[]) => Float32Array, type: 'F32' | 'Q8_0' | 'Q4_0') {
+  const size = shape[0] * shape[1];
+  return {
+    name: tensor, shape: [E, ...shape], type,
+    data: () => {
+      const out = new Float32Array(E * size);
+      for (let e = 0; e < E; e++) out.set(weightOf(expert0.replace('.experts.0.', `.experts.${e}.`), shape), e * size);
+      return out;
+    },
+  };
 }
 
 /**

@@ -92,7 +92,7 @@ describe('parseHfConfig: sizes and family rules', () => {
   });
 
   it('rejects inconsistent or unsupported configs, naming the file', () => {
-    throwsWith(() => parseHfConfig({ ...llama, model_type: 'phi' }, FILE), 'unsupported model_type "phi"; supported: llama, mistral, qwen2, qwen3, gemma2, gemma3_text, phi3', FILE);
+    throwsWith(() => parseHfConfig({ ...llama, model_type: 'phi' }, FILE), 'unsupported model_type "phi"; supported: llama, mistral, qwen2, qwen3, qwen3_moe, gemma2, gemma3_text, phi3', FILE);
     throwsWith(() => parseHfConfig({ ...llama, model_type: undefined }, FILE), 'unsupported model_type undefined');
     throwsWith(() => parseHfConfig(null, FILE), 'unsupported model_type');
     throwsWith(() => parseHfConfig({ ...llama, num_key_value_heads: 3 }, FILE), 'num_attention_heads 8 is not a multiple of num_key_value_heads 3');

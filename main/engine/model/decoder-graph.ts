@@ -36,6 +36,8 @@
  * MLP, GELU-tanh, q·k scale and soft-caps); a model whose sliding layers have a RoPE of their own
  * (`config.localRope`, Gemma 3) takes a RoPE cache [C_rope, R], global pairs then local ones. Attention
  * sinks (`config.attentionSinks`, gpt-oss) are GroupQueryAttention's `head_sink` input.
+ * A Mixture-of-Experts layer (`config.moe`, Qwen3-MoE) has moe-block.ts's router and expert
+ * dispatch in place of the dense MLP.
  *
  * Per layer (Touvron et al. 2023, "LLaMA"; Qwen2/3 add q/k/v bias and per-head q/k RMSNorm):
  *   h = RMSNorm(x); q,k,v = h·Wqᵀ, h·Wkᵀ, h·Wvᵀ (+b); [Qwen3] q,k = RMSNorm_head(q,k)
@@ -49,6 +51,7 @@ import { DataType, OnnxGraphBuilder, type BuiltModel, type SegmentData } from '.
 import { ACCURACY_LEVEL } from './gguf/quantized-weights.ts';
 import { CPU_TARGET, emulatesLlamaCpp, type GraphTarget } from './graph-target.ts';
 import { attentionAttributes, attentionSinkInputs, gatedActivation, scaleEmbedding, softcapLogits } from './block-variants.ts';
+import { moeBlock, type MoeContext } from './moe-block.ts';
 import { floatType, floatWeight, gatherBlockQuantized, isGatherable, QuantizedMatMul, transpose } from './quantized-matmul.ts';
 
 export { isGatherable, transpose } from './quantized-matmul.ts';
@@ -156,17 +159,6 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     g.weight(weightName, [size], floatData(w));
     return g.op('SimplifiedLayerNormalization', [input, weightName], { axis: -1, epsilon: { float: c.rmsNormEps }, stash_type: 1 });
   };
-  /** x · Wᵀ, float32 out: quantized W on float32 x, a float W in the graph's dtype (`toHalf`). Activations are [1, T, K] but for the classifier's last position [1, D] (rank 2). */
-  const matMul = (input: string, name: string, outDim: number, inDim: number, rank: 2 | 3 = 3): string => {
-    const q = requireShape(weights, name, [outDim, inDim]);
-    if (isQuantized(q)) return mm.apply(toSpine(input), name, q, rank);
-    if (target.ep === 'webgpu') {
-      float(name, [inDim, outDim], transposedData(q, outDim, inDim));
-      return toSpine(halfValue(g.op('MatMul', [toHalf(input), name])));
-    }
-    float(name, [outDim, inDim], floatData(q));
-    return toSpine(halfValue(g.op('FusedMatMul', [toHalf(input), name], { transB: 1 }, 'com.microsoft')));
-  };
   /** A [n] weight in the graph's float type (the attention sinks, which GroupQueryAttention reads) as a graph initializer; its name. */
   const vector = (name: string, n: number): string => {
     float(name, [n], floatData(get(name, [n])));
@@ -177,21 +169,43 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     g.weight(name, [n], floatData(get(name, [n])));
     return name;
   };
-  const linear = (input: string, name: string, outDim: number, inDim: number, bias: boolean): string => {
-    const y = matMul(input, `${name}.weight`, outDim, inDim);
-    return bias ? g.op('Add', [y, spineVector(`${name}.bias`, outDim)]) : y;
+  // The linear steps over one QuantizedMatMul: the main graph's, and a fresh one per MoE expert
+  // branch (moe-block.ts), whose activation steps must be built inside that branch.
+  const linearsWith = (mm: QuantizedMatMul) => {
+    /** x · Wᵀ, float32 out: quantized W on float32 x, a float W in the graph's dtype (`toHalf`). Activations are [1, T, K] but for the classifier's last position [1, D] (rank 2). */
+    const matMul = (input: string, name: string, outDim: number, inDim: number, rank: 2 | 3 = 3): string => {
+      const q = requireShape(weights, name, [outDim, inDim]);
+      if (isQuantized(q)) return mm.apply(toSpine(input), name, q, rank);
+      if (target.ep === 'webgpu') {
+        float(name, [inDim, outDim], transposedData(q, outDim, inDim));
+        return toSpine(halfValue(g.op('MatMul', [toHalf(input), name])));
+      }
+      float(name, [outDim, inDim], floatData(q));
+      return toSpine(halfValue(g.op('FusedMatMul', [toHalf(input), name], { transB: 1 }, 'com.microsoft')));
+    };
+    const linear = (input: string, name: string, outDim: number, inDim: number, bias: boolean): string => {
+      const y = matMul(input, `${name}.weight`, outDim, inDim);
+      return bias ? g.op('Add', [y, spineVector(`${name}.bias`, outDim)]) : y;
+    };
+    /**
+     * Linears that read the same input (q/k/v, gate/up): quantized ones of one layout run as one
+     * stacked MatMulNBits (`QuantizedMatMul.applyStacked`: one activation quantization), the rest
+     * one by one; biases added after.
+     */
+    const linears = (input: string, outs: [string, number][], inDim: number, bias: boolean, stackedName: string): string[] => {
+      const ws = outs.map(([name, n]) => ({ name: `${name}.weight`, w: requireShape(weights, `${name}.weight`, [n, inDim]) }));
+      if (!ws.every((p) => isQuantized(p.w))) return outs.map(([name, n]) => linear(input, name, n, inDim, bias));
+      const ys = mm.applyStacked(toSpine(input), `${stackedName}.weight`, ws as { name: string; w: QuantizedWeight }[], 3);
+      if (!bias) return ys;
+      return ys.map((y, i) => g.op('Add', [y, spineVector(`${outs[i][0]}.bias`, outs[i][1])]));
+    };
+    return { matMul, linear, linears };
   };
-  /**
-   * Linears that read the same input (q/k/v, gate/up): quantized ones of one layout run as one
-   * stacked MatMulNBits (`QuantizedMatMul.applyStacked`: one activation quantization), the rest
-   * one by one; biases added after.
-   */
-  const linears = (input: string, outs: [string, number][], inDim: number, bias: boolean, stackedName: string): string[] => {
-    const ws = outs.map(([name, n]) => ({ name: `${name}.weight`, w: requireShape(weights, `${name}.weight`, [n, inDim]) }));
-    if (!ws.every((p) => isQuantized(p.w))) return outs.map(([name, n]) => linear(input, name, n, inDim, bias));
-    const ys = mm.applyStacked(toSpine(input), `${stackedName}.weight`, ws as { name: string; w: QuantizedWeight }[], 3);
-    if (!bias) return ys;
-    return ys.map((y, i) => g.op('Add', [y, spineVector(`${outs[i][0]}.bias`, outs[i][1])]));
+  const { matMul, linear, linears } = linearsWith(mm);
+  // The MoE block works on the float32 spine (float16 graphs too: see the contract above).
+  const moeContext: MoeContext = {
+    linears, scalar, floatType: DataType.FLOAT,
+    branchLinears: () => linearsWith(new QuantizedMatMul(g, emulatesLlamaCpp(target) ? ACCURACY_LEVEL : 0, half ? spine : target)).linears,
   };
   const splitR = R < hd ? g.int64([R, hd - R]) : null;
   const pairSplitShape = c.rope.layout === 'half' ? g.int64([1, 0, 0, 2, R / 2]) : g.int64([1, 0, 0, R / 2, 2]);
@@ -251,6 +265,10 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     x = g.op('Add', [x, post(linear(halfValue(attn), L('self_attn.o_proj'), D, Hq * hd, c.outputBias ?? false), 'post_attention_layernorm.weight')]);
 
     const h2 = rmsNorm(x, L(c.gemma ? 'pre_feedforward_layernorm.weight' : 'post_attention_layernorm.weight'), D);
+    if (c.moe) {
+      x = g.op('Add', [x, moeBlock(g, c, i, h2, moeContext)]);
+      continue;
+    }
     // Phi-3's gate_up_proj: one matmul, its output split in halves (gate first).
     const [gate, up] = c.fusedProjections
       ? g.node('Split', [linear(h2, L('mlp.gate_up_proj'), 2 * c.intermediateSize, D, false)], 2, { axis: 2, num_outputs: 2 })

@@ -3,15 +3,16 @@
  * config): zod-validated fields per family (Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3 text,
  * Phi-3), size limits checked before any weight is read (`HF_LIMITS`), RoPE and its scaling
  * variants, the per-layer sliding window, and the canonical weight list the config implies
- * (`expectedWeights`). import-hf.ts re-exports everything here.
+ * (`expectedWeights`; a MoE layer's router and experts: moe.ts). import-hf.ts re-exports everything here.
  */
 import { z } from 'zod';
 import { ModelLoadError } from '../errors.ts';
 import { layerWeight, type Architecture, type ModelConfig, type RopeConfig, type RopeScaling } from './manifest.ts';
 import { MAX_TENSOR_ELEMENTS } from './safetensors.ts';
 import { gemmaHfOptions, gemmaLayerSlides } from './families.ts';
+import { hfMoeOptions, moeLayerWeights, MOE_MODEL_TYPES } from './moe.ts';
 
-export const SUPPORTED_MODEL_TYPES = ['llama', 'mistral', 'qwen2', 'qwen3', 'gemma2', 'gemma3_text', 'phi3'] as const;
+export const SUPPORTED_MODEL_TYPES = ['llama', 'mistral', 'qwen2', 'qwen3', 'qwen3_moe', 'gemma2', 'gemma3_text', 'phi3'] as const;
 type ModelType = (typeof SUPPORTED_MODEL_TYPES)[number];
 
 /**
@@ -33,10 +34,10 @@ export const HF_LIMITS = {
 } as const;
 
 /** transformers' defaults for `max_position_embeddings` when a config omits it. */
-const DEFAULT_CONTEXT: Record<Architecture, number> = { llama: 2048, mistral: 131_072, qwen2: 32_768, qwen3: 32_768, gemma2: 8192, gemma3: 131_072, phi3: 4096 };
+const DEFAULT_CONTEXT: Record<Architecture, number> = { llama: 2048, mistral: 131_072, qwen2: 32_768, qwen3: 32_768, qwen3moe: 32_768, gemma2: 8192, gemma3: 131_072, phi3: 4096 };
 
 /** The architecture a model_type becomes (Gemma 3's text-only `gemma3_text` is `gemma3`). */
-const architectureOf = (t: ModelType): Architecture => (t === 'gemma3_text' ? 'gemma3' : t);
+const architectureOf = (t: ModelType): Architecture => (t === 'gemma3_text' ? 'gemma3' : t === 'qwen3_moe' ? MOE_MODEL_TYPES[t] : t);
 
 const posInt = z.number().int().positive();
 export const tokenId = z.number().int().nonnegative();
@@ -64,6 +65,10 @@ const ConfigSchema = z.object({
   query_pre_attn_scalar: z.number().positive().nullish(), attn_logit_softcapping: z.number().positive().nullish(),
   final_logit_softcapping: z.number().positive().nullish(), rope_local_base_freq: z.number().positive().nullish(),
   sliding_window_pattern: z.number().int().positive().nullish(),
+  // Qwen3-MoE (moe.ts)
+  num_experts: posInt.nullish(), num_experts_per_tok: posInt.nullish(), moe_intermediate_size: posInt.nullish(),
+  norm_topk_prob: z.boolean().nullish(), decoder_sparse_step: z.number().int().nullish(),
+  mlp_only_layers: z.array(z.number().int()).nullish(), shared_expert_intermediate_size: z.number().int().nullish(),
 });
 type HfConfig = z.infer<typeof ConfigSchema>;
 
@@ -105,6 +110,7 @@ export function parseHfConfig(json: unknown, file: string): ModelConfig {
   const wantAct = gemma ? 'gelu_pytorch_tanh' : 'silu';
   if (act !== wantAct) fail(`${gemma ? 'hidden_activation' : 'hidden_act'} ${act} is not supported; supported: ${wantAct}`);
   if (c.mlp_bias) fail('mlp_bias true is not supported');
+  if (c.moe_intermediate_size) limit('moe_intermediate_size', c.moe_intermediate_size, HF_LIMITS.intermediateSize);
   const numKvHeads = c.num_key_value_heads ?? c.num_attention_heads;
   if (c.num_attention_heads % numKvHeads !== 0) {
     fail(`num_attention_heads ${c.num_attention_heads} is not a multiple of num_key_value_heads ${numKvHeads}`);
@@ -127,7 +133,7 @@ export function parseHfConfig(json: unknown, file: string): ModelConfig {
     attentionBias: c.model_type === 'qwen2' || (c.model_type !== 'mistral' && c.attention_bias),
     // transformers' Llama, Qwen3 and Gemma give o_proj the same bias flag (Qwen2's o_proj has none, Phi-3's neither).
     ...(['llama', 'qwen3', 'gemma2', 'gemma3_text'].includes(c.model_type) && c.attention_bias ? { outputBias: true } : {}),
-    qkNorm: c.model_type === 'qwen3' || c.model_type === 'gemma3_text',
+    qkNorm: c.model_type === 'qwen3' || c.model_type === 'qwen3_moe' || c.model_type === 'gemma3_text',
     ...(c.model_type === 'phi3' ? { fusedProjections: true } : {}),
     rope: parseRope(c, headDim, trainedContext, fail),
     trainedContext,
@@ -135,6 +141,7 @@ export function parseHfConfig(json: unknown, file: string): ModelConfig {
   const slidingWindow = parseSlidingWindow(c, fail);
   if (slidingWindow) config.slidingWindow = slidingWindow;
   if (gemma) Object.assign(config, gemmaHfOptions(c, config));
+  if (c.model_type === 'qwen3_moe') config.moe = hfMoeOptions(c, fail);
   let total = 0;
   for (const [name, shape] of expectedWeights(config)) {
     const n = shape.reduce((a, b) => a * b, 1);
@@ -161,7 +168,7 @@ export function parseHfConfig(json: unknown, file: string): ModelConfig {
  */
 function parseSlidingWindow(c: HfConfig, fail: (m: string) => never): number[] | null {
   if (c.model_type === 'llama') return null;
-  const qwen = c.model_type === 'qwen2' || c.model_type === 'qwen3';
+  const qwen = c.model_type === 'qwen2' || c.model_type === 'qwen3' || c.model_type === 'qwen3_moe';
   const gemma = c.model_type === 'gemma2' || c.model_type === 'gemma3_text';
   // Gemma2Config / Gemma3TextConfig default to a 4096-token window when the field is absent.
   const window = qwen && !c.use_sliding_window ? null : c.sliding_window === undefined && gemma ? 4096 : (c.sliding_window ?? null);
@@ -296,12 +303,13 @@ export function expectedWeights(c: ModelConfig): Map<string, number[]> {
       w('pre_feedforward_layernorm.weight', [D]);
       w('post_feedforward_layernorm.weight', [D]);
     }
-    if (c.fusedProjections) w('mlp.gate_up_proj.weight', [2 * c.intermediateSize, D]);
+    if (c.moe) for (const [name, shape] of moeLayerWeights(c, c.moe, i)) m.set(name, shape);
+    else if (c.fusedProjections) w('mlp.gate_up_proj.weight', [2 * c.intermediateSize, D]);
     else {
       w('mlp.gate_proj.weight', [c.intermediateSize, D]);
       w('mlp.up_proj.weight', [c.intermediateSize, D]);
     }
-    w('mlp.down_proj.weight', [D, c.intermediateSize]);
+    if (!c.moe) w('mlp.down_proj.weight', [D, c.intermediateSize]);
   }
   m.set('model.norm.weight', [D]);
   if (!c.tiedEmbeddings) m.set('lm_head.weight', [c.vocabSize, D]);

@@ -67,7 +67,7 @@ export interface RopeConfig {
   frequencyFactors?: number[];
 }
 
-export type Architecture = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gemma2' | 'gemma3' | 'phi3';
+export type Architecture = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'qwen3moe' | 'gemma2' | 'gemma3' | 'phi3';
 
 /** Shapes and hyper-parameters of a decoder-only transformer. */
 export interface ModelConfig {
@@ -129,6 +129,42 @@ export interface ModelConfig {
    * `applyGatedActivation`, `GPT_OSS_SWIGLU`) instead of SiLU. Absent: SiLU (Gemma: GELU-tanh).
    */
   clampedSwiglu?: { alpha: number; limit: number };
+  /**
+   * Mixture-of-Experts MLP on every layer (Qwen3-MoE; moe-block.ts): a router and
+   * `numExperts` SwiGLU experts instead of the dense MLP; `intermediateSize` is then unused.
+   */
+  moe?: MoeOptions;
+}
+
+/**
+ * A Mixture-of-Experts MLP (Shazeer et al. 2017; Qwen3-MoE: transformers `Qwen3MoeSparseMoeBlock`,
+ * llama.cpp `build_moe_ffn`): router logits r = h·W_routerᵀ (+ bias) [T, E]; each token's
+ * `expertsPerToken` experts and weights by `routing`; y = Σ_selected w_e · expert_e(h), each expert
+ * a gated MLP of width `expertIntermediateSize` (`activation`). Weights (Hugging Face names):
+ *   model.layers.{i}.mlp.gate.weight [E, D]                      (router; .bias [E] with `routerBias`)
+ *   model.layers.{i}.mlp.experts.{e}.{gate,up}_proj.weight [I, D], down_proj.weight [D, I]
+ *                                                                (.bias [I] / [D] with `expertBias`)
+ */
+export interface MoeOptions {
+  /** E: experts per layer. */
+  numExperts: number;
+  /** k: experts each token uses (`num_experts_per_tok`, GGUF `expert_used_count`). */
+  expertsPerToken: number;
+  /** I: each expert's hidden width (`moe_intermediate_size`, GGUF `expert_feed_forward_length`). */
+  expertIntermediateSize: number;
+  /**
+   * `softmax-topk`: p = softmax(r) over all E, the k largest p (Qwen3-MoE, Mixtral);
+   * `topk-softmax`: the k largest r, softmax over those k (gpt-oss).
+   */
+  routing: 'softmax-topk' | 'topk-softmax';
+  /** `softmax-topk` only: the k weights divided by their sum (`norm_topk_prob`). */
+  normalizeTopK: boolean;
+  /** The router has a bias (gpt-oss). */
+  routerBias: boolean;
+  /** The experts' gate/up/down projections have biases (gpt-oss). */
+  expertBias: boolean;
+  /** The expert's gate activation: `silu` is SwiGLU, silu(gate) ⊙ up (Qwen3-MoE). */
+  activation: 'silu';
 }
 
 /**

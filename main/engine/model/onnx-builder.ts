@@ -16,7 +16,7 @@ import { ModelLoadError } from '../errors.ts';
 import { floatsToHalves } from './gguf/quants.ts';
 
 const { onnx } = onnxProto;
-type AttrValue = number | number[] | string | { int: number } | { float: number };
+type AttrValue = number | number[] | string | { int: number } | { float: number } | { graph: InstanceType<typeof onnx.GraphProto> };
 
 /** Bytes per element of the external tensor types. */
 const ELEMENT_BYTES: Record<number, number> = {
@@ -157,6 +157,8 @@ export class OnnxGraphBuilder {
   private readonly segments: WeightSegment[] = [];
   private dataBytes = 0;
   private counter = 0;
+  /** Initializers of the graphs enclosing the subgraph being built (`subgraph`), innermost last. */
+  private readonly outer: InstanceType<typeof onnx.TensorProto>[][] = [];
 
   /** @param dataFile file name (relative to the model) of the external weight data. */
   constructor(private readonly dataFile: string) {}
@@ -180,7 +182,7 @@ export class OnnxGraphBuilder {
 
   /** True when an initializer of this name exists already. */
   has(name: string): boolean {
-    return this.initializers.some((t) => t.name === name);
+    return [this.initializers, ...this.outer].some((list) => list.some((t) => t.name === name));
   }
 
   /** A fresh value name with the given prefix. */
@@ -278,6 +280,36 @@ export class OnnxGraphBuilder {
     return name;
   }
 
+  /**
+   * A subgraph (an `If` branch's `then_branch` / `else_branch` graph attribute, `{ graph }`):
+   * the nodes `body` adds go into it, not into the main graph, and its outputs are the names
+   * `body` returns, each declared with `elemType` (shapes left to inference). Initializers and
+   * constants made meanwhile go into the subgraph too (ONNX Runtime prepacks a subgraph's own
+   * initializers, e.g. MatMulNBits blocks, as it does the main graph's); values and initializers
+   * of the enclosing graphs are read by name (outer scope; `has` sees them).
+   */
+  subgraph(name: string, elemType: number, body: () => string[]): { graph: InstanceType<typeof onnx.GraphProto> } {
+    const saved = { nodes: this.nodes.splice(0), initializers: this.initializers.splice(0) };
+    this.outer.push(saved.initializers);
+    let outs: string[];
+    try {
+      outs = body();
+    } catch (e) {
+      this.nodes.splice(0, this.nodes.length, ...saved.nodes);
+      this.initializers.splice(0, this.initializers.length, ...saved.initializers);
+      throw e;
+    } finally {
+      this.outer.pop();
+    }
+    const graph = onnx.GraphProto.create({
+      name,
+      node: this.nodes.splice(0, this.nodes.length, ...saved.nodes),
+      initializer: this.initializers.splice(0, this.initializers.length, ...saved.initializers),
+      output: outs.map((o) => onnx.ValueInfoProto.create({ name: o, type: { tensorType: { elemType } } })),
+    });
+    return { graph };
+  }
+
   /** Serializes the model with the given opset imports ({ '': 17, 'com.microsoft': 1 }). */
   build(graphName: string, opsets: Record<string, number>, docString: string): BuiltModel {
     const graph = onnx.GraphProto.create({
@@ -315,6 +347,7 @@ function attributeProto(name: string, v: AttrValue): InstanceType<typeof onnx.At
   const T = onnx.AttributeProto.AttributeType;
   if (typeof v === 'string') return onnx.AttributeProto.create({ name, type: T.STRING, s: new TextEncoder().encode(v) });
   if (Array.isArray(v)) return onnx.AttributeProto.create({ name, type: T.INTS, ints: v });
+  if (typeof v === 'object' && 'graph' in v) return onnx.AttributeProto.create({ name, type: T.GRAPH, g: v.graph });
   if (typeof v === 'object' && 'float' in v) return onnx.AttributeProto.create({ name, type: T.FLOAT, f: v.float });
   if (typeof v === 'object') return onnx.AttributeProto.create({ name, type: T.INT, i: v.int });
   if (Number.isInteger(v)) return onnx.AttributeProto.create({ name, type: T.INT, i: v });

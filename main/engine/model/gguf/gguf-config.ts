@@ -6,10 +6,11 @@
 import { ModelLoadError } from '../../errors.ts';
 import { HF_LIMITS } from '../hf-config.ts';
 import { gemmaGgufOptions } from '../families.ts';
+import { GGUF_MOE_NAMES, ggufMoeOptions } from '../moe.ts';
 import type { Architecture, ModelConfig, RopeConfig, RopeScaling } from '../manifest.ts';
 import type { GgufFile } from './gguf-file.ts';
 
-export const GGUF_ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3'] as const;
+export const GGUF_ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'qwen3moe', 'gemma2', 'gemma3', 'phi3'] as const;
 
 /**
  * Canonical (Hugging Face) weight name → GGUF tensor name (llama.cpp `llama-arch.cpp` names).
@@ -38,6 +39,7 @@ export function ggufTensorName(canonical: string, c?: Pick<ModelConfig, 'gemma'>
     'self_attn.qkv_proj.weight': 'attn_qkv.weight', 'mlp.gate_up_proj.weight': 'ffn_up.weight',
   };
   if (c?.gemma) Object.assign(per, GEMMA_NORM_NAMES);
+  Object.assign(per, GGUF_MOE_NAMES); // a MoE layer's router; its experts: moe.ts `ggufExpertTensor`
   const suffix = per[m[2]];
   if (!suffix) throw new ModelLoadError(`no GGUF name for weight ${canonical}`);
   return `blk.${m[1]}.${suffix}`;
@@ -156,11 +158,12 @@ export function ggufConfig(g: Pick<GgufFile, 'file' | 'tensors'> & { metadata: R
   const w = window === undefined ? 0 : int('attention.sliding_window', HF_LIMITS.maxPositionEmbeddings, defaultWindow);
   const slidingWindow = window === undefined ? undefined : Array.from({ length: numLayers }, (_, i) => (ggufLayerSlides(arch, i) ? w : 0));
   if (slidingWindow && w < 2) fail(`GGUF metadata ${arch}.attention.sliding_window = 1 is not supported: a window must hold at least 2 tokens`);
+  const moe = arch === 'qwen3moe' ? ggufMoeOptions((key, limit) => int(key, limit), g.file) : undefined;
   const family = gemma ? gemmaGgufOptions(meta, arch, { numLayers, hiddenSize, numHeads, headDim, rope, slidingWindow }, fail) : {};
   return {
     architecture: arch as Architecture,
     hiddenSize,
-    intermediateSize: int('feed_forward_length', HF_LIMITS.intermediateSize),
+    intermediateSize: int('feed_forward_length', HF_LIMITS.intermediateSize, moe?.expertIntermediateSize),
     numLayers,
     numHeads,
     numKvHeads,
@@ -179,6 +182,7 @@ export function ggufConfig(g: Pick<GgufFile, 'file' | 'tensors'> & { metadata: R
     ...(slidingWindow ? { slidingWindow } : {}),
     ...family,
     ...(phi3 ? { fusedProjections: true } : {}),
+    ...(moe ? { moe } : {}),
   };
 }
 

@@ -1,5 +1,5 @@
 /**
- * Import of a GGUF file (llama.cpp's format; architectures `llama`, `qwen2`, `qwen3`) into the
+ * Import of a GGUF file (llama.cpp's format; architectures in `GGUF_ARCHITECTURES`) into the
  * canonical `ImportedModel`: hyper-parameters from `{arch}.*` metadata, tokenizer from
  * `tokenizer.*` (gguf-tokenizer.ts), weights renamed to Hugging Face names.
  *
@@ -9,6 +9,9 @@
  * manifest says `interleaved` for `llama` and `half` for qwen: no permutation is needed.
  * Llama 3.1 files carry their llama3 RoPE scaling as `rope_freqs.weight`, per-pair divisors of
  * the inverse frequencies: they become `config.rope.frequencyFactors`.
+ * A MoE layer's experts (`qwen3moe`) are slices of llama.cpp's 3-D `ffn_*_exps` tensors, one
+ * canonical [out, in] weight per expert (moe.ts), so each is read, quantized or not, as any
+ * linear weight is.
  * `{arch}.attention.sliding_window` (llama.cpp's n_swa; 0 = none) windows every layer
  * (`config.slidingWindow`); a per-layer pattern key is refused.
  *
@@ -26,6 +29,7 @@ import { expectedWeights, readOpenedModel } from '../import-hf.ts';
 import {
   type ImportedModel,
   type LazyTensor32,
+  type ModelConfig,
   type OpenedModel,
   type QuantizedTensor,
   type RopeConfig,
@@ -37,6 +41,7 @@ import { ggmlTypeName } from './quants.ts';
 import { ggufTokenizer } from './gguf-tokenizer.ts';
 import { isGatherable } from '../decoder-graph.ts';
 import { isLinearWeight, quantizedFromGguf } from './quantized-weights.ts';
+import { expertSlice, ggufExpertTensor } from '../moe.ts';
 
 export { GGUF_ARCHITECTURES, ggufConfig, ggufTensorName };
 
@@ -80,6 +85,19 @@ async function readLongRopeFactors(g: GgufFile, rope: RopeConfig): Promise<void>
     if (bad >= 0) throw new ModelLoadError(`tensor ${name}[${bad}] = ${values[bad]} is not a finite number > 0`, g.file);
     s[key] = values;
   }
+}
+
+/**
+ * The tensor a canonical weight is in a GGUF file: llama.cpp's name for it, or a MoE expert's
+ * slice of its layer's 3-D expert tensor (moe.ts `expertSlice`).
+ * @throws ModelLoadError when the file lacks it.
+ */
+function ggufTensor(g: GgufFile, canonical: string, config: ModelConfig): GgufTensor {
+  const expert = ggufExpertTensor(canonical);
+  const name = expert?.tensor ?? ggufTensorName(canonical, config);
+  const t = g.tensors.get(name);
+  if (!t) throw new ModelLoadError(`tensor ${name} is missing`, g.file);
+  return expert ? expertSlice(t, expert.expert, g.file) : t;
 }
 
 /** ggml types that hold plain numbers, not quantized blocks (ggml.h `enum ggml_type`). */
@@ -129,8 +147,7 @@ export async function openGgufModel(file: string, opts: { quantized?: boolean; s
     }
     const tensors = new Map<string, GgufTensor>();
     for (const [name, shape] of expectedWeights(config)) {
-      const t = g.tensors.get(ggufTensorName(name, config));
-      if (!t) throw new ModelLoadError(`tensor ${ggufTensorName(name, config)} is missing`, abs);
+      const t = ggufTensor(g, name, config);
       if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
         throw new ModelLoadError(`tensor ${t.name} expected shape [${shape.join(', ')}], found [${t.shape.join(', ')}]`, abs);
       }

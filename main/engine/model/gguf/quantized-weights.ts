@@ -79,9 +79,9 @@ export function halfActivationScales(w: Pick<QuantizedWeight, 'blockSize' | 'for
 }
 const HALF_SCALE_FORMATS = new Set(['Q8_0', 'Q5_0', 'Q5_1', 'Q4_0', 'Q4_1', 'IQ4_NL', 'MXFP4']);
 
-/** Canonical names of the weights that go through MatMul (Linear layers and the classifier). */
+/** Canonical names of the weights that go through MatMul (Linear layers, MoE experts' too, and the classifier; not a MoE router). */
 export function isLinearWeight(name: string): boolean {
-  return /\.(self_attn\.([qkvo]|qkv)_proj|mlp\.(gate|up|down|gate_up)_proj)\.weight$/.test(name) || name === 'lm_head.weight';
+  return /\.(self_attn\.([qkvo]|qkv)_proj|mlp\.(experts\.\d+\.)?(gate|up|down|gate_up)_proj)\.weight$/.test(name) || name === 'lm_head.weight';
 }
 
 const f32 = Math.fround;
