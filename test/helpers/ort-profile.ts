@@ -9,6 +9,7 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import onnxProto from 'onnx-proto';
 import * as ort from 'onnxruntime-node';
+import * as io from '../../main/engine/model/io-names.ts';
 import type { ModelConfig } from '../../main/engine/model/manifest.ts';
 
 const { onnx } = onnxProto;
@@ -32,8 +33,9 @@ export async function profiledStep(dir: string, config: ModelConfig, T: number, 
   const R2 = config.rope.rotaryDim / 2;
   const feeds: Record<string, ort.Tensor> = {
     input_ids: new ort.Tensor('int64', BigInt64Array.from({ length: T }, (_, i) => BigInt(10 + i)), [1, T]),
-    rope_cos: new ort.Tensor('float32', new Float32Array(T * R2).fill(1), [T, R2]),
-    rope_sin: new ort.Tensor('float32', new Float32Array(T * R2), [T, R2]),
+    // The RoPE cache (graph contract: the whole cache, rows for positions 0 … T−1 at least).
+    [io.ROPE_COS_CACHE]: new ort.Tensor('float32', new Float32Array(T * R2).fill(1), [T, R2]),
+    [io.ROPE_SIN_CACHE]: new ort.Tensor('float32', new Float32Array(T * R2), [T, R2]),
     seqlens_k: new ort.Tensor('int32', Int32Array.from([T - 1]), [1]),
     total_seq_len: new ort.Tensor('int32', Int32Array.from([T]), []),
   };

@@ -171,9 +171,10 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   };
   // The linear steps over one QuantizedMatMul: the main graph's, and a fresh one per MoE expert
   // branch (moe-block.ts), whose activation steps must be built inside that branch.
-  const linearsWith = (mm: QuantizedMatMul) => {
+  // `rank`: the activations' (3: the decoder's [1, T, K]; 2: an expert branch's gathered rows [n, K]).
+  const linearsWith = (mm: QuantizedMatMul, rank: 2 | 3) => {
     /** x · Wᵀ, float32 out: quantized W on float32 x, a float W in the graph's dtype (`toHalf`). Activations are [1, T, K] but for the classifier's last position [1, D] (rank 2). */
-    const matMul = (input: string, name: string, outDim: number, inDim: number, rank: 2 | 3 = 3): string => {
+    const matMul = (input: string, name: string, outDim: number, inDim: number): string => {
       const q = requireShape(weights, name, [outDim, inDim]);
       if (isQuantized(q)) return mm.apply(toSpine(input), name, q, rank);
       if (target.ep === 'webgpu') {
@@ -195,17 +196,17 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     const linears = (input: string, outs: [string, number][], inDim: number, bias: boolean, stackedName: string): string[] => {
       const ws = outs.map(([name, n]) => ({ name: `${name}.weight`, w: requireShape(weights, `${name}.weight`, [n, inDim]) }));
       if (!ws.every((p) => isQuantized(p.w))) return outs.map(([name, n]) => linear(input, name, n, inDim, bias));
-      const ys = mm.applyStacked(toSpine(input), `${stackedName}.weight`, ws as { name: string; w: QuantizedWeight }[], 3);
+      const ys = mm.applyStacked(toSpine(input), `${stackedName}.weight`, ws as { name: string; w: QuantizedWeight }[], rank);
       if (!bias) return ys;
       return ys.map((y, i) => g.op('Add', [y, spineVector(`${outs[i][0]}.bias`, outs[i][1])]));
     };
     return { matMul, linear, linears };
   };
-  const { matMul, linear, linears } = linearsWith(mm);
+  const { linear, linears } = linearsWith(mm, 3);
   // The MoE block works on the float32 spine (float16 graphs too: see the contract above).
   const moeContext: MoeContext = {
     linears, scalar, floatType: DataType.FLOAT,
-    branchLinears: () => linearsWith(new QuantizedMatMul(g, emulatesLlamaCpp(target) ? ACCURACY_LEVEL : 0, half ? spine : target)).linears,
+    branchLinears: () => linearsWith(new QuantizedMatMul(g, emulatesLlamaCpp(target) ? ACCURACY_LEVEL : 0, half ? spine : target), 2).linears,
   };
   const splitR = R < hd ? g.int64([R, hd - R]) : null;
   const pairSplitShape = c.rope.layout === 'half' ? g.int64([1, 0, 0, 2, R / 2]) : g.int64([1, 0, 0, R / 2, 2]);
