@@ -261,7 +261,13 @@ export function quantizedFromGguf(type: GgmlType, raw: Uint8Array, shape: number
   }
 }
 
-/** What `quantizedFromGguf` makes of each type: bits, block size, integer zero point, whether block offsets are kept. */
+/**
+ * What `quantizedFromGguf` makes of each type: bits, block size, integer zero point, whether block offsets are kept.
+ * Tried and reverted (2026-12-02, issue 23): 8-bit blocks shifted to the default zero point (q + 128 − zp,
+ * the same q − zp, no zero-point bytes to read): ONNX Runtime 1.30's level-4 kernel then no longer
+ * matched llama.cpp on stories260K Q5_1 (greedy mean 154.9 → 99, teacher-forced 0 of 16 steps within
+ * 1e-4, distances 3e-2..1.6e-1), so its arithmetic with a default zero point is not that with an explicit one.
+ */
 const MATMULNBITS_LAYOUT: Record<number, { bits: 4 | 8; blockSize: number; zp: number; offsets: boolean }> = {
   [GGML.Q8_0]: { bits: 8, blockSize: 32, zp: 128, offsets: false },
   [GGML.Q4_0]: { bits: 4, blockSize: 32, zp: 8, offsets: false },
