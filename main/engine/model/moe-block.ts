@@ -106,9 +106,12 @@ function routingWeights(g: OnnxGraphBuilder, r: string, moe: MoeOptions, floatTy
   return g.op('ScatterElements', [zerosLike(g, r, floatType), indices, values], { axis: 1 });
 }
 
-/** Zeros of `x`'s shape in the graph's float type. */
+/**
+ * Zeros of `x`'s shape in the graph's float type: a float32 0 expanded to the shape (not
+ * ConstantOfShape, which ONNX Runtime 1.30's WebGPU provider has no kernel for).
+ */
 function zerosLike(g: OnnxGraphBuilder, x: string, floatType: number): string {
-  const zeros = g.op('ConstantOfShape', [g.op('Shape', [x])]); // float32 0 by default
+  const zeros = g.op('Expand', [g.float32([0]), g.op('Shape', [x])]);
   return floatType === DataType.FLOAT ? zeros : g.op('Cast', [zeros], { to: floatType });
 }
 
