@@ -34,7 +34,7 @@ export const HF_LIMITS = {
 } as const;
 
 /** transformers' defaults for `max_position_embeddings` when a config omits it. */
-const DEFAULT_CONTEXT: Record<Architecture, number> = { llama: 2048, mistral: 131_072, qwen2: 32_768, qwen3: 32_768, qwen3moe: 32_768, gemma2: 8192, gemma3: 131_072, phi3: 4096 };
+const DEFAULT_CONTEXT: Record<Architecture, number> = { llama: 2048, mistral: 131_072, qwen2: 32_768, qwen3: 32_768, qwen3moe: 32_768, gemma2: 8192, gemma3: 131_072, phi3: 4096, 'gpt-oss': 131_072 };
 
 /** The architecture a model_type becomes (Gemma 3's text-only `gemma3_text` is `gemma3`). */
 const architectureOf = (t: ModelType): Architecture => (t === 'gemma3_text' ? 'gemma3' : t === 'qwen3_moe' ? MOE_MODEL_TYPES[t] : t);

@@ -67,7 +67,7 @@ export interface RopeConfig {
   frequencyFactors?: number[];
 }
 
-export type Architecture = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'qwen3moe' | 'gemma2' | 'gemma3' | 'phi3';
+export type Architecture = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'qwen3moe' | 'gemma2' | 'gemma3' | 'phi3' | 'gpt-oss';
 
 /** Shapes and hyper-parameters of a decoder-only transformer. */
 export interface ModelConfig {

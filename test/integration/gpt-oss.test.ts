@@ -1,0 +1,139 @@
+/**
+ * gpt-oss (`gpt-oss`, llama.cpp's `LLM_ARCH_OPENAI_MOE`) from a GGUF file written the way
+ * llama.cpp's converter (`GptOssModel`) writes it: 3-D `ffn_{gate,up,down}_exps` experts with
+ * 2-D `.bias` tensors [E, out], the `ffn_gate_inp` router with its bias, q/k/v/o biases,
+ * `attn_sinks.weight`, `post_attention_norm`, `gpt-oss.attention.sliding_window` (llama.cpp slides
+ * the even layers), YaRN (`rope.scaling.type` yarn, factor 32 of 4096, as gpt-oss's files say).
+ * Random weights, 8 experts of which each token uses 4 (top-4 logits, softmax over them; clamped
+ * SwiGLU α 1.702, limit 7), 2 layers (a 16-token sliding one, then a full one), hidden 256 and
+ * expert width 256 (so llama-quantize's MXFP4 blocks apply), stories260K's 512-token tokenizer
+ * (the ten story prompts tokenize as in the other llama.cpp tests).
+ *   - the imported config is the one written here;
+ *   - against llama.cpp (node-llama-cpp's CPU build; float32 KV cache, flash attention off) on the
+ *     same file, by gguf-llamacpp.test.ts's measure (mean tokens to the first greedy divergence
+ *     over the ten prompts, 100 tokens each — past the window —; teacher-forced log-probability
+ *     distances on a prompt): F32, and MXFP4_MOE (experts MXFP4 as gpt-oss files ship) made by
+ *     Debian's llama-quantize from the F32 file;
+ *   - the memory estimate from the file's header (the library's) counts every expert, as the bundle stores them.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import type { Llama } from 'node-llama-cpp';
+import { Engine } from '../../main/engine/generate/engine.ts';
+import { resolveModel } from '../../main/engine/model/bundle.ts';
+import { importGguf } from '../../main/engine/model/gguf/import-gguf.ts';
+import { expectedWeights } from '../../main/engine/model/import-hf.ts';
+import type { ModelConfig } from '../../main/engine/model/manifest.ts';
+import { GPT_OSS_MOE } from '../../main/engine/model/moe.ts';
+import { againstLlamaCpp, debianLlamaCpp, PROMPTS, teacherForcedDistances } from '../helpers/llamacpp-oracle.ts';
+import { useLlamaCpp } from '../helpers/llamacpp-fixture.ts';
+import { readModelFacts } from '../../main/services/model-facts.ts';
+import { randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
+
+const N = 100;
+let llama: Llama;
+const tmp = useLlamaCpp('ropewalk-gpt-oss-', (l) => (llama = l));
+const cache = path.join(tmp, 'cache');
+
+const E = 8;
+const K = 4;
+/** gpt-oss-20b's config scaled down (rope theta 150,000, YaRN 32 × 4096, eps 1e-5, window 128 → 16). */
+const GPT_OSS_CONFIG: ModelConfig = {
+  architecture: 'gpt-oss', hiddenSize: 256, intermediateSize: 256, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 64,
+  vocabSize: 512, rmsNormEps: Math.fround(1e-5), tiedEmbeddings: false, attentionBias: true, outputBias: true, qkNorm: false,
+  attentionSinks: true, slidingWindow: [16, 0],
+  rope: { theta: 150_000, rotaryDim: 64, layout: 'half', scaling: { type: 'yarn', factor: 32, originalMaxPositionEmbeddings: 4096, betaFast: 32, betaSlow: 1 } },
+  trainedContext: 131_072,
+  moe: { numExperts: E, expertsPerToken: K, expertIntermediateSize: 256, ...GPT_OSS_MOE },
+};
+
+/**
+ * The seeded weights, generated once, so the GGUF and the Hugging Face folder hold the same
+ * values: norms 1 + N(0, 0.05) (as trained models' are near 1), biases and sinks N(0, 0.5) (so they
+ * matter), the experts' gate/up N(0, 0.4) (gate·x of std ≈ 6 against the clamp limit 7), the rest N(0, 0.05).
+ */
+function gptOssWeights(c: ModelConfig): Map<string, { shape: number[]; data: Float32Array }> {
+  const small = randomWeights(11, 0.05);
+  const large = randomWeights(12, 0.5);
+  const experts = randomWeights(13, 0.4);
+  const of = (name: string, shape: number[]): Float32Array => {
+    if (/norm\.weight$/.test(name)) return small(name, shape).map((w) => 1 + w);
+    if (/\.bias$|\.sinks$/.test(name)) return large(name, shape);
+    if (/experts\.\d+\.(gate|up)_proj\.weight$/.test(name)) return experts(name, shape);
+    return small(name, shape);
+  };
+  return new Map([...expectedWeights(c)].map(([name, shape]) => [name, { shape, data: of(name, shape) }]));
+}
+const WEIGHTS = gptOssWeights(GPT_OSS_CONFIG);
+
+let f32File: string | null = null;
+async function gptOssF32Gguf(dir = tmp): Promise<string> {
+  if (f32File) return f32File;
+  const file = path.join(dir, 'gpt-oss-F32.gguf');
+  writeModelGguf(file, GPT_OSS_CONFIG, await storiesTokenizerMetadata(), (name) => WEIGHTS.get(name)!.data);
+  return (f32File = file);
+}
+
+/** `target` made by Debian's llama-quantize from the F32 file (once). */
+async function quantized(target: 'MXFP4_MOE'): Promise<string> {
+  const file = path.join(tmp, `gpt-oss-${target}.gguf`);
+  if (!existsSync(file)) execFileSync(debianLlamaCpp(), ['llama-quantize', await gptOssF32Gguf(), file, target], { stdio: 'ignore' });
+  return file;
+}
+
+test('a gpt-oss GGUF imports: the config written (top-4 softmax routing, biases, clamped SwiGLU, sinks, even layers sliding, YaRN), every expert and its biases', async () => {
+  const m = await importGguf(await gptOssF32Gguf());
+  assert.deepEqual(m.manifest.config, GPT_OSS_CONFIG);
+  for (const name of ['model.layers.1.mlp.experts.7.down_proj.weight', 'model.layers.1.mlp.experts.7.gate_proj.bias', 'model.layers.0.mlp.gate.bias', 'model.layers.0.self_attn.sinks', 'model.layers.1.post_attention_layernorm.weight']) {
+    const w = m.weights.get(name);
+    assert.ok(w && 'data' in w, name);
+    assert.deepEqual(w.data, WEIGHTS.get(name)!.data, name);
+  }
+  // 2 layers × (4 attention + 4 biases + sinks + router and its bias + 8 × 6 experts + 2 norms) + embedding, classifier, final norm.
+  assert.equal(m.weights.size, 2 * (4 + 4 + 1 + 2 + E * 6 + 2) + 3);
+});
+
+/**
+ * [file, greedy mean bound, teacher-forced bound, steps of 16 within it, weight formats]. Measured
+ * 2026-12-02 (greedy agreement of 100 tokens; teacher-forced on "Once upon a time"):
+ *   F32: 100 on every prompt; 3e-6 – 3e-5 at every step.
+ *   MXFP4_MOE (experts MXFP4, attention and classifier Q8_0, llama.cpp's int8 activations
+ *     reproduced): agreement 100, 27, 16, 9, 94, 81, 100, 100, 58, 93 (mean 67.8); the steps are
+ *     either ≤ 1.5e-6 (9 of 16) or 1e-2 – 4e-2: an int8 rounding or routing near tie that moves
+ *     the KV cache, as qwen3moe.test.ts's Q8_0 (mean 76.8) shows too.
+ */
+const CASES = [
+  ['F32', 95, 1e-4, 16, 'float32 ×125'],
+  ['MXFP4_MOE', 50, 0.1, 16, 'float32 ×67, q8 (MXFP4) ×48, q8 (Q8_0) ×10'],
+] as const;
+
+for (const [type, meanAtLeast, within, steps, formats] of CASES) {
+  test(`gpt-oss ${type}: greedy agreement with llama.cpp over ${PROMPTS.length} prompts ≥ ${meanAtLeast} of ${N} on average; teacher-forced ${steps} of 16 steps within ${within}`, async (t) => {
+    const file = type === 'F32' ? await gptOssF32Gguf() : await quantized(type);
+    const engine = await Engine.load(file, { cacheDir: cache });
+    // Every expert on the file's own blocks (MXFP4: 2 layers × 8 experts × 3), biases, sinks, norms and routers float32.
+    assert.equal(engine.info.weights.formats, formats);
+    await engine.dispose();
+    const r = await againstLlamaCpp(llama, file, N, 16, cache);
+    const distances = await teacherForcedDistances(llama, file, PROMPTS[0], 16, cache);
+    const close = distances.filter((d) => d < within).length;
+    const show = (ds: number[]) => ds.map((d) => d.toExponential(1)).join(' ');
+    t.diagnostic(`${type}: agreement ${r.agree.join(', ')} (mean ${r.mean}); teacher-forced on "${PROMPTS[0]}": ${show(distances)}; on "${r.worstPrompt}" (parts first): ${show(r.distances)}`);
+    assert.ok(r.mean >= meanAtLeast, `${type}: mean agreement ${r.mean} (${r.agree.join(', ')}), expected ≥ ${meanAtLeast}`);
+    assert.ok(close >= steps, `${type}: ${close} of 16 teacher-forced steps within ${within}`);
+  });
+}
+
+test("the memory estimate counts every expert: the library's weight bytes from the GGUF header are the bundle's, all 48 experts' weights in them", async () => {
+  for (const type of ['F32', 'MXFP4_MOE'] as const) {
+    const file = type === 'F32' ? await gptOssF32Gguf() : await quantized(type);
+    const facts = await readModelFacts(file, 'gguf');
+    const bundle = await resolveModel(file, cache);
+    assert.equal(facts.weightBytes, bundle.manifest.weights!.bytes, `${type}: header estimate vs bundle`);
+    const experts = Object.keys(bundle.manifest.weights!.formats).filter((n) => /\.experts\.\d+\.\w+\.weight$/.test(n));
+    assert.equal(experts.length, GPT_OSS_CONFIG.numLayers * E * 3, type);
+  }
+});
