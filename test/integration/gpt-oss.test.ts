@@ -60,6 +60,8 @@ const GPT_OSS_CONFIG: ModelConfig = {
  * The seeded weights, generated once, so the GGUF and the Hugging Face folder hold the same
  * values: norms 1 + N(0, 0.05) (as trained models' are near 1), biases and sinks N(0, 0.5) (so they
  * matter), the experts' gate/up N(0, 0.4) (gate·x of std ≈ 6 against the clamp limit 7), the rest N(0, 0.05).
+ * Measured on the float64 reference (a 10-token prompt): without the clamps the last logits move by
+ * up to 4.3, without the sinks by 0.27, so the agreement with llama.cpp below holds both.
  */
 function gptOssWeights(c: ModelConfig): Map<string, { shape: number[]; data: Float32Array }> {
   const small = randomWeights(11, 0.05);
