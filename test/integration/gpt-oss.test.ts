@@ -33,11 +33,11 @@ import { ModelLoadError } from '../../main/engine/errors.ts';
 import { writeSafetensors } from '../../main/engine/model/safetensors.ts';
 import type { ModelConfig } from '../../main/engine/model/manifest.ts';
 import { GPT_OSS_MOE } from '../../main/engine/model/moe.ts';
-import { agreement, againstLlamaCpp, debianLlamaCpp, PROMPTS, ropewalkGreedy, teacherForcedDistances } from '../helpers/llamacpp-oracle.ts';
+import { agreement, againstLlamaCpp, debianLlamaCpp, llamaCppGreedy, PROMPTS, ropewalkGreedy, teacherForcedDistances } from '../helpers/llamacpp-oracle.ts';
 import { useLlamaCpp } from '../helpers/llamacpp-fixture.ts';
 import { profiledStep, weightBytesRead } from '../helpers/ort-profile.ts';
 import { readModelFacts } from '../../main/services/model-facts.ts';
-import { randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
+import { qwen3TokenizerMetadata, randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
 
 const N = 100;
 let llama: Llama;
@@ -245,4 +245,24 @@ test("a decode step runs 4 of the 8 experts per layer (ONNX Runtime's profiler),
     // input — which one is not verified). The bound: within 0.5 % of K/E.
     assert.ok(Math.abs(bytes.experts / bytes.allExperts - K / E) < 0.005, `${type}: experts' bytes read ${bytes.experts} of ${bytes.allExperts}`);
   }
+});
+
+test("a gpt-oss GGUF with tokenizer.ggml.pre gpt-4o (o200k's split regex; Qwen3's vocabulary here, o200k's is not installed): llama.cpp's prompt ids and its greedy tokens for 16", async (t) => {
+  const tiny: ModelConfig = {
+    ...GPT_OSS_CONFIG, hiddenSize: 64, numHeads: 4, numKvHeads: 2, headDim: 16, vocabSize: 151_936,
+    rope: { ...GPT_OSS_CONFIG.rope, rotaryDim: 16 }, moe: { ...GPT_OSS_CONFIG.moe!, numExperts: 4, expertsPerToken: 2, expertIntermediateSize: 64 },
+  };
+  const file = path.join(tmp, 'gpt-oss-gpt-4o-pre.gguf');
+  writeModelGguf(file, tiny, { ...qwen3TokenizerMetadata(tiny.vocabSize), 'tokenizer.ggml.pre': { str: 'gpt-4o' } }, randomWeights(5, 0.3));
+  const texts = ["HelloWorld, I'M here: DON'T stop", 'CamelCaseWords and 1234567 digits/slashes//\n\nnext', 'The quick brown fox'];
+  const model = await llama.loadModel({ modelPath: file, vocabOnly: true });
+  const ours = await ropewalkGreedy(file, texts, 16, cache);
+  texts.forEach((s, i) => assert.deepEqual(ours[i].promptTokens, model.tokenize(s), s));
+  await model.dispose();
+  // Not shown: that the regex's differences from Qwen's act. With Qwen's merges these texts give
+  // the same ids under the `qwen2` pre-tokenizer too (measured: case splits, 'T/'M, digit runs, '/'),
+  // so this checks that a `gpt-4o` file loads and tokenizes as llama.cpp does, not the regex itself.
+  const [theirs] = await llamaCppGreedy(llama, file, [ours[2].promptTokens], 16);
+  t.diagnostic(`ours ${ours[2].tokens.join(' ')}; llama.cpp ${theirs.join(' ')}`);
+  assert.deepEqual(ours[2].tokens, theirs);
 });
