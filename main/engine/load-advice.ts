@@ -12,7 +12,7 @@ const ADVICE: ReadonlyArray<readonly [RegExp, string]> = [
   [/chat template/, "Fix the chat template in the model's tokenizer_config.json (or GGUF metadata), or remove it to chat without one."],
   [/which is not supported \(supported:/, 'Download this model in a supported quantization (Q4_K_M, Q5_K_M, Q6_K, Q8_0, Q4_0) or as F16/F32.'],
   [/truncated|damaged|past the end|shorter than|too short|size mismatch|read \d+ of|expected \d+ bytes|bytes, the loader gave|ends at byte/, 'The file is incomplete or damaged: download it again.'],
-  [/unsupported model_type|architecture|rope_scaling|rope scaling/i, 'Ropewalk runs llama (Llama, Mistral, TinyLlama, SmolLM), qwen2, qwen3, qwen3moe (Qwen3-30B-A3B), gemma2, gemma3 and phi3 models: choose one of these.'],
+  [/unsupported model_type|architecture|rope_scaling|rope scaling/i, 'Ropewalk runs llama (Llama, Mistral, TinyLlama, SmolLM), qwen2, qwen3, qwen3moe (Qwen3-30B-A3B), gpt-oss, gemma2, gemma3 and phi3 models: choose one of these.'],
   [/^invalid config\.json|config\.json is not valid JSON/, "The model's config.json is incomplete or not of a supported model: download the model's files again."],
   [/tokeni[sz]er|token id|vocab/i, 'Put the tokenizer that came with this model beside it (tokenizer.json, or tok*.bin / tokenizer.bin for llama2.c), or download the model again.'],
   [/header|out of range|not valid JSON|not a JSON|not divisible|not a multiple|is odd|more than the/, 'The file is damaged or not a model of a supported kind: download it again, or choose another model.'],

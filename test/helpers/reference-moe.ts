@@ -5,9 +5,11 @@
  *   - `softmax-topk` (transformers `Qwen3MoeSparseMoeBlock.forward`): p = softmax(r) over all E,
  *     the k largest p, divided by their sum when `norm_topk_prob`;
  *     `topk-softmax` (gpt-oss `GptOssTopKRouter.forward`): the k largest r, softmax over those k;
- *   - each chosen expert: down · (silu(gate · x + b) ⊙ (up · x + b)) + b, weighted and summed.
+ *   - each chosen expert: down · (act(gate · x + b, up · x + b)) + b, weighted and summed, act
+ *     silu(g)·u or gpt-oss's clamped SwiGLU (`swiglu-clamped`, reference-activations.ts).
  * Ties in the top-k go to the lower expert index (a stable sort by value), as torch.topk does.
  */
+import { clampedSwigluReference, silu } from './reference-activations.ts';
 import { layerWeight, type ModelConfig, type ModelWeights, type MoeOptions, type Tensor32 } from '../../main/engine/model/manifest.ts';
 
 /** y = W x (+ b), W [out, in] row-major, in float64. */
@@ -22,7 +24,7 @@ function matVec(w: Tensor32, x: Float64Array, b?: Tensor32): Float64Array {
   return y;
 }
 
-const silu = (v: number) => v / (1 + Math.exp(-v));
+
 
 function softmax(v: number[]): number[] {
   const m = Math.max(...v);
@@ -65,7 +67,8 @@ export class ReferenceMoe {
       const p = (name: string) => `mlp.experts.${expert}.${name}`;
       const g = matVec(need(p('gate_proj.weight')), x, bias(p('gate_proj.bias')));
       const u = matVec(need(p('up_proj.weight')), x, bias(p('up_proj.bias')));
-      for (let i = 0; i < g.length; i++) g[i] = silu(g[i]) * u[i];
+      const sw = moe.swiglu;
+      for (let i = 0; i < g.length; i++) g[i] = moe.activation === 'swiglu-clamped' && sw ? clampedSwigluReference(g[i], u[i], sw.alpha, sw.limit) : silu(g[i]) * u[i];
       const y = matVec(need(p('down_proj.weight')), g, bias(p('down_proj.bias')));
       for (let i = 0; i < out.length; i++) out[i] += weight * y[i];
     }

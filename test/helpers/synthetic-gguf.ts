@@ -18,7 +18,7 @@ import { QWEN3_TOKENIZER_CONFIG, QWEN3_TOKENIZER_JSON } from './synthetic-hf.ts'
 /**
  * `{arch}.*` hyper-parameter metadata for a config (the inverse of import-gguf's `ggufConfig`),
  * as llama.cpp's converter writes it: a window as `attention.sliding_window` (Gemma's per-layer
- * pattern is llama.cpp's own, not metadata), Gemma 2's soft-caps, linear RoPE scaling.
+ * pattern is llama.cpp's own, not metadata), Gemma 2's soft-caps, linear and YaRN RoPE scaling.
  */
 export function configMetadata(c: ModelConfig): Record<string, GgufValue> {
   const a = c.architecture;
@@ -37,6 +37,11 @@ export function configMetadata(c: ModelConfig): Record<string, GgufValue> {
   if (c.rope.scaling?.type === 'linear') {
     extra[`${a}.rope.scaling.type`] = { str: 'linear' };
     extra[`${a}.rope.scaling.factor`] = { f32: c.rope.scaling.factor };
+  }
+  if (c.rope.scaling?.type === 'yarn') { // as llama.cpp's GptOssModel converter writes it
+    extra[`${a}.rope.scaling.type`] = { str: 'yarn' };
+    extra[`${a}.rope.scaling.factor`] = { f32: c.rope.scaling.factor };
+    extra[`${a}.rope.scaling.original_context_length`] = { u32: c.rope.scaling.originalMaxPositionEmbeddings };
   }
   if (c.rope.scaling?.type === 'longrope') { // the factors are tensors (`writeModelGguf`)
     extra[`${a}.rope.scaling.attn_factor`] = { f32: c.rope.scaling.attentionFactor };
@@ -112,12 +117,13 @@ export function writeModelGguf(
 
 /**
  * A layer's experts' weights `experts.0.…` … `experts.{E−1}.…` as llama.cpp's one 3-D tensor
- * [E, out, in] (`ffn_{gate,up,down}_exps`), expert after expert.
+ * [E, out, in] (`ffn_{gate,up,down}_exps`), expert after expert; their biases (gpt-oss) as one
+ * 2-D F32 tensor [E, out] (`ffn_{gate,up,down}_exps.bias`).
  */
 function expertsTensor(tensor: string, expert0: string, shape: number[], E: number, weightOf: (name: string, shape: number[]) => Float32Array, type: 'F32' | 'Q8_0' | 'Q4_0') {
-  const size = shape[0] * shape[1];
+  const size = shape.reduce((a, b) => a * b, 1);
   return {
-    name: tensor, shape: [E, ...shape], type,
+    name: tensor, shape: [E, ...shape], type: shape.length === 1 ? ('F32' as const) : type,
     data: () => {
       const out = new Float32Array(E * size);
       for (let e = 0; e < E; e++) out.set(weightOf(expert0.replace('.experts.0.', `.experts.${e}.`), shape), e * size);

@@ -7,6 +7,8 @@
  *   - Qwen3-MoE: softmax over all experts, top-k, renormalised (`norm_topk_prob` true) or not;
  *   - gpt-oss's routing (the plug points its MoE uses): a router bias, top-k of the logits then a
  *     softmax over those k, and biases on every expert projection;
+ *   - gpt-oss's clamped SwiGLU in the experts (limit lowered to 1.5 so its clamps act on these
+ *     weights: the reference's logits without them differ by up to 1.23);
  *   - k = 1 and k = E (every expert for every token).
  * Random weights, 12 experts, 2 layers, no tokenizer (token ids in, logits out).
  */
@@ -36,6 +38,7 @@ const CASES: [string, Partial<MoeOptions>][] = [
   ['Qwen3-MoE: softmax, top-3, renormalised', {}],
   ['softmax, top-3, not renormalised', { normalizeTopK: false }],
   ["gpt-oss's routing: router bias, top-3 logits then softmax, expert biases", { routing: 'topk-softmax', routerBias: true, expertBias: true }],
+  ["gpt-oss's whole expert block: + clamped SwiGLU (α 1.702, limit 1.5, so the clamps bite)", { routing: 'topk-softmax', routerBias: true, expertBias: true, activation: 'swiglu-clamped', swiglu: { alpha: 1.702, limit: 1.5 } }],
   ['top-1', { expertsPerToken: 1 }],
   ['every expert for every token (k = E)', { expertsPerToken: E }],
 ];

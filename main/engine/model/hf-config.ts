@@ -11,8 +11,9 @@ import { layerWeight, type Architecture, type ModelConfig, type RopeConfig, type
 import { MAX_TENSOR_ELEMENTS } from './safetensors.ts';
 import { gemmaHfOptions, gemmaLayerSlides } from './families.ts';
 import { hfMoeOptions, moeLayerWeights, MOE_MODEL_TYPES } from './moe.ts';
+import { gptOssHfOptions } from './gpt-oss-hf.ts';
 
-export const SUPPORTED_MODEL_TYPES = ['llama', 'mistral', 'qwen2', 'qwen3', 'qwen3_moe', 'gemma2', 'gemma3_text', 'phi3'] as const;
+export const SUPPORTED_MODEL_TYPES = ['llama', 'mistral', 'qwen2', 'qwen3', 'qwen3_moe', 'gemma2', 'gemma3_text', 'phi3', 'gpt_oss'] as const;
 type ModelType = (typeof SUPPORTED_MODEL_TYPES)[number];
 
 /**
@@ -34,10 +35,10 @@ export const HF_LIMITS = {
 } as const;
 
 /** transformers' defaults for `max_position_embeddings` when a config omits it. */
-const DEFAULT_CONTEXT: Record<Architecture, number> = { llama: 2048, mistral: 131_072, qwen2: 32_768, qwen3: 32_768, qwen3moe: 32_768, gemma2: 8192, gemma3: 131_072, phi3: 4096 };
+const DEFAULT_CONTEXT: Record<Architecture, number> = { llama: 2048, mistral: 131_072, qwen2: 32_768, qwen3: 32_768, qwen3moe: 32_768, gemma2: 8192, gemma3: 131_072, phi3: 4096, 'gpt-oss': 131_072 };
 
 /** The architecture a model_type becomes (Gemma 3's text-only `gemma3_text` is `gemma3`). */
-const architectureOf = (t: ModelType): Architecture => (t === 'gemma3_text' ? 'gemma3' : t === 'qwen3_moe' ? MOE_MODEL_TYPES[t] : t);
+const architectureOf = (t: ModelType): Architecture => (t === 'gemma3_text' ? 'gemma3' : t === 'qwen3_moe' || t === 'gpt_oss' ? MOE_MODEL_TYPES[t] : t);
 
 const posInt = z.number().int().positive();
 export const tokenId = z.number().int().nonnegative();
@@ -69,6 +70,9 @@ const ConfigSchema = z.object({
   num_experts: posInt.nullish(), num_experts_per_tok: posInt.nullish(), moe_intermediate_size: posInt.nullish(),
   norm_topk_prob: z.boolean().nullish(), decoder_sparse_step: z.number().int().nullish(),
   mlp_only_layers: z.array(z.number().int()).nullish(), shared_expert_intermediate_size: z.number().int().nullish(),
+  // gpt-oss (gpt-oss-hf.ts)
+  num_local_experts: posInt.nullish(), swiglu_limit: z.number().positive().nullish(),
+  quantization_config: z.looseObject({ quant_method: z.string().optional() }).nullish(),
 });
 type HfConfig = z.infer<typeof ConfigSchema>;
 
@@ -132,7 +136,8 @@ export function parseHfConfig(json: unknown, file: string): ModelConfig {
     // Qwen2 always has q/k/v biases; Mistral never; Llama and Qwen3 follow the flag.
     attentionBias: c.model_type === 'qwen2' || (c.model_type !== 'mistral' && c.attention_bias),
     // transformers' Llama, Qwen3 and Gemma give o_proj the same bias flag (Qwen2's o_proj has none, Phi-3's neither).
-    ...(['llama', 'qwen3', 'gemma2', 'gemma3_text'].includes(c.model_type) && c.attention_bias ? { outputBias: true } : {}),
+    ...(['llama', 'qwen3', 'gemma2', 'gemma3_text', 'gpt_oss'].includes(c.model_type) && c.attention_bias ? { outputBias: true } : {}),
+    ...(c.model_type === 'gpt_oss' ? { attentionSinks: true } : {}),
     qkNorm: c.model_type === 'qwen3' || c.model_type === 'qwen3_moe' || c.model_type === 'gemma3_text',
     ...(c.model_type === 'phi3' ? { fusedProjections: true } : {}),
     rope: parseRope(c, headDim, trainedContext, fail),
@@ -142,6 +147,7 @@ export function parseHfConfig(json: unknown, file: string): ModelConfig {
   if (slidingWindow) config.slidingWindow = slidingWindow;
   if (gemma) Object.assign(config, gemmaHfOptions(c, config));
   if (c.model_type === 'qwen3_moe') config.moe = hfMoeOptions(c, fail);
+  if (c.model_type === 'gpt_oss') config.moe = gptOssHfOptions(c, fail);
   let total = 0;
   for (const [name, shape] of expectedWeights(config)) {
     const n = shape.reduce((a, b) => a * b, 1);
@@ -180,6 +186,8 @@ function parseSlidingWindow(c: HfConfig, fail: (m: string) => never): number[] |
     if (other !== undefined) fail(`layer_types ${JSON.stringify(other)} is not supported; supported: sliding_attention, full_attention`);
     sliding = c.layer_types.map((t) => t === 'sliding_attention');
     if (window === null && sliding.some(Boolean)) fail('layer_types names sliding_attention layers but the config has no sliding_window');
+  } else if (c.model_type === 'gpt_oss') {
+    sliding = Array.from({ length: n }, (_, i) => window !== null && i % 2 === 0); // GptOssConfig's default layer_types
   } else if (c.model_type === 'gemma2' || c.model_type === 'gemma3_text') {
     sliding = Array.from({ length: n }, (_, i) => window !== null && gemmaLayerSlides(c.model_type, i, c.sliding_window_pattern));
   } else {

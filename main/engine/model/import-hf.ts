@@ -1,5 +1,6 @@
 /**
- * Import of a Hugging Face checkpoint folder (Llama / Mistral / Qwen2 / Qwen3) into the canonical
+ * Import of a Hugging Face checkpoint folder (Llama / Mistral / Qwen2 / Qwen3 / … ; gpt-oss's
+ * stacked experts through gpt-oss-hf.ts) into the canonical
  * `ImportedModel`. The folder holds:
  *   config.json                       required; validated with zod, mapped to `ModelConfig`
  *   model.safetensors                 or model.safetensors.index.json (`weight_map`) + shards;
@@ -47,6 +48,7 @@ import {
 } from './manifest.ts';
 import { openSafetensors, type SafetensorsFile } from './safetensors.ts';
 import { expectedWeights, parseHfConfig, tokenId, zodMessage } from './hf-config.ts';
+import { gptOssCanonicalSources, gptOssHfTensors } from './gpt-oss-hf.ts';
 
 export { expectedWeights, HF_LIMITS, parseHfConfig, SUPPORTED_MODEL_TYPES } from './hf-config.ts';
 
@@ -360,8 +362,11 @@ export async function openHuggingFace(folder: string, opts: { sourceHash?: strin
   const rawConfig = await readJson(configFile, true);
   const config = parseHfConfig(rawConfig, configFile);
   const hf = rawConfig as { bos_token_id?: number | null; eos_token_id?: number | number[] | null };
-  const opened = await openWeights(root, expectedWeights(config));
+  const expected = expectedWeights(config);
+  const gptOss = config.architecture === 'gpt-oss';
+  const opened = await openWeights(root, gptOss ? gptOssHfTensors(config, expected) : expected);
   if (config.gemma) opened.sources = withNormOffset(opened.sources);
+  if (gptOss) opened.sources = gptOssCanonicalSources(opened.sources, config, expected);
   try {
     const tok = await readTokenizerFiles(root, config, hf);
     const sha256 = opts.sourceHash ?? (await hashFiles(await hfSourceFiles(root)));

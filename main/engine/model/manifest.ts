@@ -67,7 +67,7 @@ export interface RopeConfig {
   frequencyFactors?: number[];
 }
 
-export type Architecture = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'qwen3moe' | 'gemma2' | 'gemma3' | 'phi3';
+export type Architecture = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'qwen3moe' | 'gemma2' | 'gemma3' | 'phi3' | 'gpt-oss';
 
 /** Shapes and hyper-parameters of a decoder-only transformer. */
 export interface ModelConfig {
@@ -163,8 +163,14 @@ export interface MoeOptions {
   routerBias: boolean;
   /** The experts' gate/up/down projections have biases (gpt-oss). */
   expertBias: boolean;
-  /** The expert's gate activation: `silu` is SwiGLU, silu(gate) ⊙ up (Qwen3-MoE). */
-  activation: 'silu';
+  /**
+   * The expert's gate activation: `silu` is SwiGLU, silu(gate) ⊙ up (Qwen3-MoE);
+   * `swiglu-clamped` is gpt-oss's clamped SwiGLU with `swiglu` = its α and limit
+   * (block-variants.ts `applyGatedActivation`, `GPT_OSS_SWIGLU`: α 1.702, limit 7).
+   */
+  activation: 'silu' | 'swiglu-clamped';
+  /** `swiglu-clamped` only: α and clamp limit (required there). */
+  swiglu?: { alpha: number; limit: number };
 }
 
 /**

@@ -29,7 +29,7 @@ import { ModelLoadError } from '../errors.ts';
 import type { ModelConfig, MoeOptions } from './manifest.ts';
 import { DataType, type OnnxGraphBuilder } from './onnx-builder.ts';
 import { layerWeight } from './manifest.ts';
-import { gatedActivation } from './block-variants.ts';
+import { applyGatedActivation } from './block-variants.ts';
 
 /**
  * Linears that read the same input (decoder-graph.ts `linears`): y_i = x · W_iᵀ (+ b_i) for
@@ -123,16 +123,17 @@ function expertMlp(g: OnnxGraphBuilder, c: ModelConfig, moe: MoeOptions, i: numb
   const x = (p: string) => layerWeight(i, `mlp.experts.${e}.${p}`);
   const I = moe.expertIntermediateSize;
   const [gate, up] = linears(h, [[x('gate_proj'), I], [x('up_proj'), I]], c.hiddenSize, moe.expertBias, x('gate_up_proj'));
-  const act = expertActivation(g, gate, up, moe, c, scalar);
+  const act = expertActivation(g, gate, up, moe, scalar);
   return linears(act, [[x('down_proj'), c.hiddenSize]], I, moe.expertBias, x('down_proj'))[0];
 }
 
 /**
- * The expert's gated activation: `silu` is the dense MLP's SwiGLU, silu(gate) ⊙ up
- * (block-variants.ts `gatedActivation`). Another activation (gpt-oss's clamped SwiGLU) is a case
- * of `MoeOptions.activation` here.
+ * The expert's gated activation (block-variants.ts `applyGatedActivation`): `silu` is the dense
+ * MLP's SwiGLU, silu(gate) ⊙ up; `swiglu-clamped` gpt-oss's clamped SwiGLU with `moe.swiglu`'s
+ * α and limit. Throws ModelLoadError for another activation or `swiglu-clamped` without `swiglu`.
  */
-function expertActivation(g: OnnxGraphBuilder, gate: string, up: string, moe: MoeOptions, c: ModelConfig, scalar: (v: number) => string): string {
-  if (moe.activation !== 'silu') throw new ModelLoadError(`expert activation ${JSON.stringify(moe.activation)} is not supported; supported: silu`);
-  return gatedActivation(g, gate, up, { ...c, gemma: undefined }, scalar);
+function expertActivation(g: OnnxGraphBuilder, gate: string, up: string, moe: MoeOptions, scalar: (v: number) => string): string {
+  if (moe.activation === 'silu') return applyGatedActivation(g, gate, up, { kind: 'silu' }, scalar);
+  if (moe.activation === 'swiglu-clamped' && moe.swiglu) return applyGatedActivation(g, gate, up, { kind: 'swiglu-clamped', ...moe.swiglu }, scalar);
+  throw new ModelLoadError(`expert activation ${JSON.stringify(moe.activation)} (swiglu ${JSON.stringify(moe.swiglu)}) is not supported; supported: silu, swiglu-clamped with { alpha, limit }`);
 }

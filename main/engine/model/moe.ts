@@ -15,10 +15,20 @@
  * `build_moe_ffn`: SiLU experts, softmax gating, weights normalised).
  */
 import { ModelLoadError } from '../errors.ts';
+import { GPT_OSS_SWIGLU } from './block-variants.ts';
 import { layerWeight, type ModelConfig, type MoeOptions } from './manifest.ts';
 
 /** Hugging Face model types with MoE layers, and the architecture each becomes. */
-export const MOE_MODEL_TYPES = { qwen3_moe: 'qwen3moe' } as const;
+export const MOE_MODEL_TYPES = { qwen3_moe: 'qwen3moe', gpt_oss: 'gpt-oss' } as const;
+
+/**
+ * gpt-oss's routing and experts (transformers `GptOssTopKRouter`, `GptOssExperts`; llama.cpp
+ * `llm_build_openai_moe_iswa`): top-k of the biased router logits, softmax over the k, biased
+ * experts with the clamped SwiGLU (`GPT_OSS_SWIGLU`).
+ */
+export const GPT_OSS_MOE: Omit<MoeOptions, 'numExperts' | 'expertsPerToken' | 'expertIntermediateSize'> = {
+  routing: 'topk-softmax', normalizeTopK: false, routerBias: true, expertBias: true, activation: 'swiglu-clamped', swiglu: { ...GPT_OSS_SWIGLU },
+};
 
 /** llama.cpp's 3-D expert tensors by canonical projection name. */
 const GGUF_EXPERT_TENSORS: Record<string, string> = { gate_proj: 'ffn_gate_exps', up_proj: 'ffn_up_exps', down_proj: 'ffn_down_exps' };
@@ -74,20 +84,23 @@ export function expertSlice<T extends TensorInfo>(t: T, expert: number, file: st
 
 /**
  * `moe` from a GGUF file's metadata (`{arch}.expert_count`, `expert_used_count`,
- * `expert_feed_forward_length`), as llama.cpp's qwen3moe reads them: softmax gating, the k weights
- * normalised (llama.cpp's qwen3moe graph always normalises; Qwen3-MoE checkpoints set
- * norm_topk_prob), SiLU experts, no biases.
+ * `expert_feed_forward_length`), as llama.cpp's graph for the architecture runs them:
+ *   qwen3moe: softmax gating, the k weights normalised (llama.cpp's qwen3moe graph always
+ *     normalises; Qwen3-MoE checkpoints set norm_topk_prob), SiLU experts, no biases;
+ *   gpt-oss (`llm_build_openai_moe_iswa`: `LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX_WEIGHT`,
+ *     `LLM_FFN_SWIGLU_OAI_MOE`): the top k of the router logits (router bias `ffn_gate_inp.bias`),
+ *     softmax over those k, biased experts (`ffn_*_exps.bias`), clamped SwiGLU α 1.702, limit 7
+ *     (ggml `swiglu_oai`'s fixed values).
  * @param int reads a required positive integer key under `{arch}.` (throwing ModelLoadError).
  * @throws ModelLoadError when k exceeds E.
  */
-export function ggufMoeOptions(int: (key: string, limit: number) => number, file: string): MoeOptions {
+export function ggufMoeOptions(arch: 'qwen3moe' | 'gpt-oss', int: (key: string, limit: number) => number, file: string): MoeOptions {
   const numExperts = int('expert_count', 65_536);
   const expertsPerToken = int('expert_used_count', 65_536);
   if (expertsPerToken > numExperts) throw new ModelLoadError(`GGUF expert_used_count ${expertsPerToken} exceeds expert_count ${numExperts}`, file);
-  return {
-    numExperts, expertsPerToken, expertIntermediateSize: int('expert_feed_forward_length', 262_144),
-    routing: 'softmax-topk', normalizeTopK: true, routerBias: false, expertBias: false, activation: 'silu',
-  };
+  const shape = { numExperts, expertsPerToken, expertIntermediateSize: int('expert_feed_forward_length', 262_144) };
+  if (arch === 'gpt-oss') return { ...shape, ...GPT_OSS_MOE };
+  return { ...shape, routing: 'softmax-topk', normalizeTopK: true, routerBias: false, expertBias: false, activation: 'silu' };
 }
 
 /** The MoE fields of a Hugging Face config.json (Qwen3MoeConfig). */

@@ -10,14 +10,15 @@ import { GGUF_MOE_NAMES, ggufMoeOptions } from '../moe.ts';
 import type { Architecture, ModelConfig, RopeConfig, RopeScaling } from '../manifest.ts';
 import type { GgufFile } from './gguf-file.ts';
 
-export const GGUF_ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'qwen3moe', 'gemma2', 'gemma3', 'phi3'] as const;
+export const GGUF_ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'qwen3moe', 'gemma2', 'gemma3', 'phi3', 'gpt-oss'] as const;
 
 /**
  * Canonical (Hugging Face) weight name → GGUF tensor name (llama.cpp `llama-arch.cpp` names).
  * Gemma (`c.gemma`): `post_attention_layernorm` follows attention (`post_attention_norm`), and the
- * MLP's norms are `ffn_norm` (pre) and `post_ffw_norm`.
+ * MLP's norms are `ffn_norm` (pre) and `post_ffw_norm`. gpt-oss (`LLM_ARCH_OPENAI_MOE`): the norm
+ * before the MLP is `post_attention_norm` (llama.cpp's `attn_post_norm`).
  */
-export function ggufTensorName(canonical: string, c?: Pick<ModelConfig, 'gemma'>): string {
+export function ggufTensorName(canonical: string, c?: Pick<ModelConfig, 'gemma' | 'architecture'>): string {
   const top: Record<string, string> = {
     'model.embed_tokens.weight': 'token_embd.weight',
     'model.norm.weight': 'output_norm.weight',
@@ -39,6 +40,7 @@ export function ggufTensorName(canonical: string, c?: Pick<ModelConfig, 'gemma'>
     'self_attn.qkv_proj.weight': 'attn_qkv.weight', 'mlp.gate_up_proj.weight': 'ffn_up.weight',
   };
   if (c?.gemma) Object.assign(per, GEMMA_NORM_NAMES);
+  if (c?.architecture === 'gpt-oss') per['post_attention_layernorm.weight'] = 'post_attention_norm.weight';
   Object.assign(per, GGUF_MOE_NAMES); // a MoE layer's router; its experts: moe.ts `ggufExpertTensor`
   const suffix = per[m[2]];
   if (!suffix) throw new ModelLoadError(`no GGUF name for weight ${canonical}`);
@@ -158,7 +160,8 @@ export function ggufConfig(g: Pick<GgufFile, 'file' | 'tensors'> & { metadata: R
   const w = window === undefined ? 0 : int('attention.sliding_window', HF_LIMITS.maxPositionEmbeddings, defaultWindow);
   const slidingWindow = window === undefined ? undefined : Array.from({ length: numLayers }, (_, i) => (ggufLayerSlides(arch, i) ? w : 0));
   if (slidingWindow && w < 2) fail(`GGUF metadata ${arch}.attention.sliding_window = 1 is not supported: a window must hold at least 2 tokens`);
-  const moe = arch === 'qwen3moe' ? ggufMoeOptions((key, limit) => int(key, limit), g.file) : undefined;
+  const gptOss = arch === 'gpt-oss';
+  const moe = arch === 'qwen3moe' || gptOss ? ggufMoeOptions(arch, (key, limit) => int(key, limit), g.file) : undefined;
   const family = gemma ? gemmaGgufOptions(meta, arch, { numLayers, hiddenSize, numHeads, headDim, rope, slidingWindow }, fail) : {};
   return {
     architecture: arch as Architecture,
