@@ -60,10 +60,10 @@ test('SIGKILL of the engine mid-answer: the streamed text stays, marked; Stop go
   // is typed, and the draft is counted before Enter (in one full-suite run Stop never appeared
   // after an Enter pressed at once; not reproduced alone).
   const meterValue = async () => Number(await page.getByRole('meter').getAttribute('aria-valuenow'));
-  await until('a new chat settles at an empty meter', async () => (await meterValue()) === 0, 10_000);
+  await until('a new chat settles at an empty meter', async () => (await meterValue()) === 0, 60_000);
   const composer = page.getByRole('textbox', { name: 'Message' });
   await composer.fill(LONG_PROMPT);
-  await until('the draft is counted', async () => (await meterValue()) > 0, 10_000);
+  await until('the draft is counted', async () => (await meterValue()) > 0, 60_000);
   await composer.press('Enter');
   const stop = page.getByRole('button', { name: 'Stop' });
   await stop.waitFor({ timeout: 60_000 });
