@@ -200,7 +200,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
       if (!bias) return ys;
       return ys.map((y, i) => g.op('Add', [y, spineVector(`${outs[i][0]}.bias`, outs[i][1])]));
     };
-    return { matMul, linear, linears };
+    return { linear, linears };
   };
   const { linear, linears } = linearsWith(mm, 3);
   // The MoE block works on the float32 spine (float16 graphs too: see the contract above).
