@@ -277,6 +277,10 @@ const MATMULNBITS_LAYOUT: Record<number, { bits: 4 | 8; blockSize: number; zp: n
   [GGML.Q4_K]: { bits: 4, blockSize: 32, zp: 0, offsets: true },
   [GGML.Q5_K]: { bits: 8, blockSize: 32, zp: 0, offsets: true },
   [GGML.Q6_K]: { bits: 8, blockSize: 16, zp: 32, offsets: false },
+  [GGML.Q2_K]: { bits: 4, blockSize: 16, zp: 0, offsets: true },
+  [GGML.Q3_K]: { bits: 4, blockSize: 16, zp: 4, offsets: false },
+  [GGML.IQ4_NL]: { bits: 8, blockSize: 32, zp: 128, offsets: false },
+  [GGML.IQ4_XS]: { bits: 8, blockSize: 32, zp: 128, offsets: false },
   [GGML.MXFP4]: { bits: 8, blockSize: 32, zp: 128, offsets: false },
 };
 
