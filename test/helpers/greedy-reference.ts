@@ -33,7 +33,7 @@ export async function greedyAgainstReference(opts: {
   config: ModelConfig; weights: WeightSources; refWeights?: ModelWeights; refConfig?: ModelConfig;
   ids: number[]; steps: number; maxContext: number; backend?: BackendKind; tolerance?: number;
   /** Bound the sliding-window layers' KV cache with this slack (OnnxRunner.create); `onStep` sees the cache after every run. */
-  windowSlack?: number; onStep?: (kv: OnnxRunner['kv'], T: number) => void;
+  windowSlack?: number; onStep?: (kv: OnnxRunner['kv'], T: number, runner: OnnxRunner) => void;
 }): Promise<GreedyComparison> {
   const { config, ids, steps, maxContext } = opts;
   const refConfig = opts.refConfig ?? config;
@@ -47,11 +47,11 @@ export async function greedyAgainstReference(opts: {
   try {
     const cut = Math.floor(ids.length / 2);
     await runner.forward(ids.slice(0, cut));
-    onStep(runner.kv, cut);
+    onStep(runner.kv, cut, runner);
     ref.forward(ids.slice(0, cut));
     full.forward(ids.slice(0, cut));
     let onnx = await runner.forward(ids.slice(cut));
-    onStep(runner.kv, ids.length - cut);
+    onStep(runner.kv, ids.length - cut, runner);
     let expected = ref.forward(ids.slice(cut));
     let unwindowed = full.forward(ids.slice(cut));
     let worst = 0;
@@ -70,7 +70,7 @@ export async function greedyAgainstReference(opts: {
       }
       tokens.push(next);
       onnx = await runner.forward([next]);
-      onStep(runner.kv, 1);
+      onStep(runner.kv, 1, runner);
       expected = ref.forward([next]);
       unwindowed = full.forward([next]);
     }

@@ -22,6 +22,9 @@ import type { ModelWeights } from '../../main/engine/model/manifest.ts';
 import { greedyAgainstReference } from '../helpers/greedy-reference.ts';
 import { writeSyntheticCheckpoint } from '../helpers/synthetic-hf.ts';
 import { kvElementBytes } from '../../main/engine/cache/kv-cache.ts';
+import { NativeDecoderSession } from '../../main/engine/model/native-session.ts';
+import { argmax, maxAbsDiff, OnnxRunner } from '../helpers/onnx-runner.ts';
+import { ReferenceModel } from '../helpers/reference-forward.ts';
 
 const WINDOW = 16;
 const H = WINDOW - 1;
@@ -49,11 +52,13 @@ for (const backend of ['js', 'native'] as const) {
     const row = 2 * c.numKvHeads * c.headDim * kvElementBytes('float32');
     const r = await greedyAgainstReference({
       config: c, weights: model.weights, refWeights: raw, ids: prompt, steps: WINDOW + 220 - prompt.length, maxContext: MAX, backend, windowSlack: SLACK,
-      onStep: (kv, T) => {
+      onStep: (kv, T, runner) => {
         longest = Math.max(longest, T);
         const bound = H + Math.max(SLACK, longest);
         assert.ok(kv.windowCapacity <= bound, `window capacity ${kv.windowCapacity} > ${bound} at ${kv.length} positions`);
         assert.equal(kv.stats.windowBytes, kv.windowCapacity * row * 5);
+        // The addon's own blocks, not only the KvCache's count of them.
+        if (runner.session instanceof NativeDecoderSession) assert.equal(runner.session.windowCapacity, kv.windowCapacity);
         assert.ok(kv.length - kv.windowStart >= Math.min(kv.length, H), `the windowed layers hold [${kv.windowStart}, ${kv.length})`);
         worstCap = Math.max(worstCap, kv.windowCapacity);
         dropped = kv.stats.windowRowsDropped;
@@ -62,6 +67,46 @@ for (const backend of ['js', 'native'] as const) {
     t.diagnostic(`${backend}: worst |onnx − ref| / scale ${r.worst.toExponential(2)}; window capacity at most ${worstCap} (bound ${H} + max(${SLACK}, ${longest})), ${dropped} layer-rows dropped; unwindowed reference another token ${r.tokensDiffer} times`);
     assert.ok(dropped > 0, 'rows were dropped');
     assert.ok(r.fullOff > 1000 * Math.max(r.worst, 1e-9), 'the window changes the logits far beyond rounding');
+  });
+}
+
+for (const backend of ['js', 'native'] as const) {
+  test(`${backend}: a saved bounded KV cache (windowed rows only) restores and decodes on as the reference`, async (t) => {
+    const c = model.manifest.config;
+    const runner = await OnnxRunner.create(c, model.weights, MAX, backend, 'cpu', SLACK);
+    const ref = new ReferenceModel(c, raw, MAX);
+    try {
+      let expected = ref.forward(prompt);
+      await runner.forward(prompt);
+      while (runner.kv.length < 80) {
+        const next = argmax(expected);
+        await runner.forward([next]);
+        expected = ref.forward([next]);
+      }
+      const { length, windowStart } = { length: runner.kv.length, windowStart: runner.kv.windowStart };
+      assert.ok(windowStart > 0, 'the window has moved');
+      const saved = runner.session.saveKv(runner.kv);
+      assert.equal(saved.length, runner.kv.snapshotFloats(length, windowStart));
+      // Something else in between, then back.
+      runner.kv.reset();
+      await runner.forward(prompt.slice(0, 7).reverse());
+      runner.kv.ensureHeld(length, windowStart);
+      runner.session.restoreKv(runner.kv, saved, length, windowStart);
+      assert.equal(runner.kv.length, length);
+      let worst = 0;
+      for (let step = 0; step < 40; step++) {
+        const next = argmax(expected);
+        const onnx = await runner.forward([next]);
+        expected = ref.forward([next]);
+        const { diff, scale } = maxAbsDiff(onnx, expected);
+        worst = Math.max(worst, diff / Math.max(1, scale));
+        assert.ok(diff <= 1e-5 * Math.max(1, scale), `step ${step} after the restore: max |onnx − ref| = ${diff}`);
+        assert.equal(argmax(onnx), argmax(expected), `step ${step} after the restore: greedy token differs`);
+      }
+      t.diagnostic(`${backend}: restored ${length} positions (windowed rows from ${windowStart}), ${saved.length * 4} bytes; 40 steps on, worst |onnx − ref| / scale ${worst.toExponential(2)}`);
+    } finally {
+      await runner.dispose();
+    }
   });
 }
 
