@@ -127,7 +127,11 @@ export interface ModelInfo {
 /** Bytes: the weights as stored, one position's KV and RoPE rows, and the memory available when the load checked. */
 export interface LoadMemoryFacts {
   weightBytes: number;
+  /** KV bytes per position of the layers that hold every position (all but sliding-window ones). */
   kvBytesPerPosition: number;
+  /** Sliding-window layers' KV bytes per position, up to `windowRows` positions (cache/kv-window.ts). */
+  windowKvBytesPerPosition?: number;
+  windowRows?: number;
   ropeBytesPerPosition: number;
   availableBytes: number;
 }
@@ -285,10 +289,13 @@ export class Engine {
     const estimate = await estimateMemory(m, bundle.dir, maxContext);
     const available = opts.availableMemoryBytes ?? availableMemory();
     checkMemory(estimate, maxContext, available, bundle.dir, weightsQuantized(m.weights));
-    // Both caches grow linearly with the max context, so one position's bytes judge any other.
+    // Both caches grow linearly with the max context (the sliding-window layers' KV up to its
+    // bound), so one position's bytes judge any other.
+    const windowBytes = estimate.window ? estimate.window.bytesPerPosition * Math.min(maxContext, estimate.window.rows) : 0;
     const memory: LoadMemoryFacts = {
       weightBytes: estimate.weightBytes,
-      kvBytesPerPosition: estimate.kvCacheBytes / maxContext,
+      kvBytesPerPosition: (estimate.kvCacheBytes - windowBytes) / maxContext,
+      ...(estimate.window ? { windowKvBytesPerPosition: estimate.window.bytesPerPosition, windowRows: estimate.window.rows } : {}),
       ropeBytesPerPosition: estimate.ropeCacheBytes / maxContext,
       availableBytes: available,
     };
