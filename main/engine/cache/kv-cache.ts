@@ -126,7 +126,6 @@ export class KvCache {
   private wCap = 0;
   private wStart = 0;
   private wDropped = 0;
-  private wDims: readonly [1, number, number, number];
   private allocs = 0;
   private readonly windowedCount: number;
 
@@ -152,7 +151,6 @@ export class KvCache {
     if (opts.window) checkWindow(opts.window, this.numLayers);
     this.window = opts.window ?? null;
     this.windowedCount = this.window ? this.window.layers.filter(Boolean).length : 0;
-    this.wDims = [1, this.numKvHeads, 0, this.headDim];
     this.keys = Array.from({ length: this.numLayers }, () => this.alloc(0));
     this.values = Array.from({ length: this.numLayers }, () => this.alloc(0));
     this.dims = [1, this.numKvHeads, 0, this.headDim];
@@ -200,11 +198,6 @@ export class KvCache {
   /** The position a windowed layer's row 0 holds: they hold [windowStart, length). 0 without a window group. */
   get windowStart(): number {
     return this.wStart;
-  }
-
-  /** ONNX dims of a windowed layer's buffers: [1, numKvHeads, windowCapacity, headDim]. */
-  get windowShape(): readonly [1, number, number, number] {
-    return this.wDims;
   }
 
   /** Buffer (re)allocations so far, global or windowed: a backend that wraps the buffers rebinds when it changes. */
@@ -264,10 +257,7 @@ export class KvCache {
     }
     this.wDropped += plan.dropFront * this.windowedCount;
     this.wStart += plan.dropFront;
-    if (plan.capacity !== this.wCap) {
-      this.wCap = plan.capacity;
-      this.wDims = [1, this.numKvHeads, plan.capacity, this.headDim];
-    }
+    this.wCap = plan.capacity;
   }
 
   /** In place: each windowed head's rows [from, from + rows) move to [0, rows). */
@@ -473,7 +463,6 @@ export class KvCache {
       const cap = grownCapacity(rows, bound);
       if (this.hostBuffers) this.reallocate(cap, true, 0, 0);
       this.wCap = cap;
-      this.wDims = [1, this.numKvHeads, cap, this.headDim];
     }
   }
 
