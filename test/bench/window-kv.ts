@@ -8,7 +8,7 @@
  * cost does not depend on their values; the bounded cache still drops rows as it fills), then
  * BENCH_STEPS (24) real decode steps run. Prints per case: KV bytes (the cache's own figure), the
  * windowed layers' capacity, median step ms and tok/s. It asserts nothing. Env: BENCH_HELD
- * (comma list, default 4096,16384,32768), BENCH_BACKENDS (default js,native).
+ * (comma list, default 4096,16384,32000), BENCH_BACKENDS (default js,native).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -25,7 +25,7 @@ import { OnnxRunner } from '../helpers/onnx-runner.ts';
 import { writeSyntheticCheckpoint } from '../helpers/synthetic-hf.ts';
 
 const MAX = 32768;
-const held = (process.env.BENCH_HELD ?? '4096,16384,32768').split(',').map(Number);
+const held = (process.env.BENCH_HELD ?? '4096,16384,32000').split(',').map(Number);
 const backends = (process.env.BENCH_BACKENDS ?? 'js,native').split(',') as BackendKind[];
 const STEPS = Number(process.env.BENCH_STEPS ?? 24);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

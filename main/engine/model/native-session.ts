@@ -155,8 +155,10 @@ export class NativeDecoderSession implements DecoderBackend {
     if (!this.windowedKv) return;
     const [capacity, start] = kv.window ? [kv.windowCapacity, kv.windowStart] : [kv.capacity, 0];
     if (capacity === this.decoder.windowCapacity && start === this.windowStart) return;
-    const held = Math.max(0, Math.min(P - start, (this.decoder.windowCapacity ?? 0) - (start - this.windowStart)));
-    this.decoder.resizeWindow!(capacity, held > 0 ? start - this.windowStart : 0, held);
+    // Rows before the addon's own start never existed there (a cache told it holds more, as the bench does).
+    const from = start - this.windowStart;
+    const held = from < 0 ? 0 : Math.max(0, Math.min(P - start, (this.decoder.windowCapacity ?? 0) - from));
+    this.decoder.resizeWindow!(capacity, held > 0 ? from : 0, held);
     this.windowStart = start;
   }
 
