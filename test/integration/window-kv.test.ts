@@ -110,6 +110,47 @@ for (const backend of ['js', 'native'] as const) {
   });
 }
 
+for (const backend of ['js', 'native'] as const) {
+  test(`${backend}: a context shift whose tail is shorter than the window drops less (KvCache.exactDrop) and then equals the reference's shift`, async (t) => {
+    const c = model.manifest.config;
+    const runner = await OnnxRunner.create(c, model.weights, MAX, backend, 'cpu', SLACK);
+    const ref = new ReferenceModel(c, raw, MAX);
+    try {
+      let expected = ref.forward(prompt);
+      await runner.forward(prompt);
+      while (runner.kv.length < 60) {
+        const next = argmax(expected);
+        await runner.forward([next]);
+        expected = ref.forward([next]);
+      }
+      // A long kept prefix (30: a document in the first exchange) and a cut of 20 would leave a
+      // 10-token tail: the next query's window (15 rows back) reaches into the prefix, whose
+      // windowed rows the cache dropped long ago (it holds [${runner.kv.windowStart}, 60)).
+      const keep = 30;
+      assert.ok(runner.kv.windowStart > 60 - 20 - H);
+      const drop = runner.kv.exactDrop(keep, 20);
+      assert.equal(drop, 60 - keep - H);
+      const { cos, sin } = runner.rope.shiftRotation(drop);
+      const layerTables = Uint8Array.from(c.slidingWindow!, (w) => (w > 0 ? 1 : 0));
+      runner.session.shift(runner.kv, keep, drop, { cos, sin, rotaryDim: c.rope.rotaryDim, interleaved: false, layerTables });
+      ref.shift(keep, drop);
+      let worst = 0;
+      for (let step = 0; step < 60; step++) {
+        const next = argmax(expected);
+        const onnx = await runner.forward([next]);
+        expected = ref.forward([next]);
+        const { diff, scale } = maxAbsDiff(onnx, expected);
+        worst = Math.max(worst, diff / Math.max(1, scale));
+        assert.ok(diff <= 1e-5 * Math.max(1, scale), `step ${step} after the shift: max |onnx − ref| = ${diff}`);
+        assert.equal(argmax(onnx), argmax(expected), `step ${step} after the shift: greedy token differs`);
+      }
+      t.diagnostic(`${backend}: kept ${keep}, dropped ${drop} instead of 20; 60 steps on, worst |onnx − ref| / scale ${worst.toExponential(2)}`);
+    } finally {
+      await runner.dispose();
+    }
+  });
+}
+
 const GREEDY = { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1 };
 
 async function ask(engine: Engine, req: Omit<GenerationRequest, 'sampler'>) {

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { KvCache } from '../../main/engine/cache/kv-cache.ts';
-import { defaultWindowSlack, planWindowRun, windowDiscard, windowGroup, windowKeeps } from '../../main/engine/cache/kv-window.ts';
+import { defaultWindowSlack, exactDrop, planWindowRun, windowDiscard, windowGroup, windowKeeps } from '../../main/engine/cache/kv-window.ts';
 import { InvalidOptionError } from '../../main/engine/errors.ts';
 
 const L = 3; // layers 0 and 2 windowed, 1 global
@@ -87,6 +87,15 @@ describe('kv-window rule', () => {
     assert.deepEqual(windowDiscard(50, 20, 1, 30), { keepRows: 0, dropRows: 0, start: 20 }, 'window after the cut: only renumbered');
     assert.deepEqual(windowDiscard(20, 50, 1, 30), { keepRows: 0, dropRows: 11, start: 1 }, 'window starts inside the cut');
     assert.deepEqual(windowDiscard(0, 70, 1, 30), { keepRows: 1, dropRows: 30, start: 0 }, 'window holds everything');
+  });
+
+  it('exactDrop: a cut that would leave the window reaching into a prefix it no longer holds drops less', () => {
+    const w = { layers: [true], rows: 15, slack: 8 };
+    assert.equal(exactDrop(w, 40, 60, 1, 29), 29, 'the tail (30) covers the window');
+    assert.equal(exactDrop(w, 40, 60, 30, 20), 15, 'tail 10 < 15: keep + 15 stay');
+    assert.equal(exactDrop(w, 0, 60, 30, 20), 20, 'the window holds everything (start 0)');
+    assert.equal(exactDrop(w, 25, 60, 30, 20), 20, 'the window still holds the prefix rows it will read');
+    assert.equal(exactDrop(w, 40, 40, 30, 5), 5, 'fewer than H + 1 after the prefix: nothing exact is possible');
   });
 });
 

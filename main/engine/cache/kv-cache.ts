@@ -29,7 +29,7 @@
 import { ContextOverflowError, InvalidOptionError } from '../errors.ts';
 import { floatToHalf, halfToFloat } from '../model/gguf/quants.ts';
 import { grownCapacity } from './growth.ts';
-import { checkWindow, planWindowRun, windowDiscard, windowKeeps, type KvWindow } from './kv-window.ts';
+import { checkWindow, exactDrop, planWindowRun, windowDiscard, windowKeeps, type KvWindow } from './kv-window.ts';
 
 /** Element type of the KV rows: the graph's KV dtype (graph-target.ts). */
 export type KvDtype = 'float32' | 'float16';
@@ -376,6 +376,15 @@ export class KvCache {
     this.wDropped += w.dropRows * this.windowedCount;
     this.len -= drop;
     this.wStart = w.start;
+  }
+
+  /**
+   * The largest drop ≤ `drop` after which the sliding-window layers still hold every row their
+   * next query reads (kv-window.ts `exactDrop`): `drop` itself unless the tail after the cut is
+   * shorter than their window and they no longer hold the kept prefix's last rows.
+   */
+  exactDrop(keep: number, drop: number): number {
+    return this.window ? exactDrop(this.window, this.wStart, this.len, keep, drop) : drop;
   }
 
   /**

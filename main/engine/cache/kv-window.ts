@@ -31,8 +31,11 @@
  * Context shift (positions [keep, keep + drop) leave): the windowed rows inside that range leave
  * too, the rest are renumbered (keys turned by −drop like every moved key). When the tail after
  * the cut is shorter than H the window of the next query reaches back into the kept prefix, whose
- * windowed rows are gone once the window passed them: those layers then see the tail alone (as
- * llama.cpp's SWA cache, which also prunes them); the unbounded cache would see the prefix's rows.
+ * windowed rows are gone once the window passed them; so the engine drops less (`exactDrop`):
+ * keep + H tokens stay after the cut, and every row the next query reads is held (shifts come more
+ * often then). Only when not even one token can go that way (fewer than H + 1 after the kept
+ * prefix) does the shift go ahead and those layers see the tail alone, as llama.cpp's SWA cache
+ * (which prunes the same rows) does.
  */
 import { InvalidOptionError } from '../errors.ts';
 import { grownCapacity } from './growth.ts';
@@ -104,6 +107,19 @@ export function windowDiscard(start: number, held: number, keep: number, drop: n
   const keepRows = clamp(keep - start);
   const dropRows = clamp(keep + drop - start) - keepRows;
   return { keepRows, dropRows, start: start < keep ? start : Math.max(start, keep + drop) - drop };
+}
+
+/**
+ * The largest drop ≤ `drop` for a shift of [keep, keep + drop) out of `length` positions after which
+ * a window starting at `start` holds the H rows before the new end: `drop` when the tail after the
+ * cut has H rows or the window still holds the kept prefix's rows the new window reaches; else
+ * length − keep − H when that is ≥ 1; else `drop` (nothing exact is possible; see the file comment).
+ */
+export function exactDrop(w: KvWindow, start: number, length: number, keep: number, drop: number): number {
+  const reach = length - drop - w.rows; // the first position the next query reads, after the shift
+  if (reach >= keep || start <= Math.max(0, reach)) return drop;
+  const most = length - keep - w.rows;
+  return most >= 1 ? Math.min(drop, most) : drop;
 }
 
 /** @throws InvalidOptionError unless `w` fits a cache of `numLayers` layers (rows ≥ 1, slack ≥ 1). */

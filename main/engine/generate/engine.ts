@@ -507,7 +507,7 @@ export class Engine {
    */
   private makeRoom(gen: Generation): boolean {
     const c = this.manifest.config;
-    const plan = gen.shifter?.next(this.kv.length) ?? null;
+    const plan = gen.shifter?.next(this.kv.length, (keep, drop) => this.kv.exactDrop(keep, drop)) ?? null;
     if (!plan) {
       gen.finish('context-full');
       return false;
