@@ -74,8 +74,9 @@ export class Generation {
     this.eos = new Set(req.ignoreEos && !this.constraint ? [] : tokenizer.eos);
     this.stops = new StopStrings(req.stop);
     // With tools in play, special tokens' text stays in the reply: Mistral's `[TOOL_CALLS]` and
-    // `[ARGS]`, Llama's `<|python_tag|>` are how its calls are read (tool-format.ts).
-    this.decoder = new StreamDecoder(tokenizer, prompt, { keepSpecial: (req.tools?.length ?? 0) > 0 });
+    // `[ARGS]`, Llama's `<|python_tag|>` are how its calls are read (tool-format.ts); so it does
+    // where the reasoning markers are special tokens (harmony's channels, reasoning.ts).
+    this.decoder = new StreamDecoder(tokenizer, prompt, { keepSpecial: (req.tools?.length ?? 0) > 0 || reasoning?.markers.special === true });
     this.parts = new ReasoningSplitter(reasoning?.markers ?? null, reasoning?.openInPrompt ?? false, reasoning?.midway ?? false);
   }
 

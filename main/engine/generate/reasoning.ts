@@ -1,6 +1,11 @@
 /**
  * Reasoning apart from the answer: a reasoning model (Qwen3, the DeepSeek-R1 distills) writes its
- * thinking between its own markers (`<think>` … `</think>`) before the answer. This module finds
+ * thinking between its own markers (`<think>` … `</think>`) before the answer; gpt-oss writes it
+ * as harmony's analysis channel (`<|channel|>analysis<|message|>` … `<|end|>`), then opens the
+ * answer with a header (`<|start|>assistant<|channel|>final<|message|>`) that belongs to neither
+ * part (`ReasoningMarkers.answerHeaders`: dropped where the answer begins, at the reply's start or
+ * after the closing marker; any other header there, e.g. a tool call's
+ * `<|start|>assistant<|channel|>commentary to=functions.NAME …`, stays content for the tool parser). This module finds
  * the markers a model uses (`reasoningMarkers`: from its chat template and vocabulary), whether
  * the rendered prompt already opened the block (`promptOpensReasoning`: R1 distill templates end
  * the prompt with `<think>\n`, so the model writes only `</think>`), and splits the generated text
@@ -20,6 +25,12 @@ import type { TextTokenizer } from '../tokenizer/tokenizer.ts';
 export interface ReasoningMarkers {
   open: string;
   close: string;
+  /** The template text that says a model uses this pair (its closing marker where unambiguous). */
+  signature: string;
+  /** Headers that open the answer where it begins (at the start or after `close`): dropped. */
+  answerHeaders?: readonly string[];
+  /** The markers are special tokens' text: the stream must keep special tokens for them to be seen. */
+  special?: boolean;
 }
 
 /** Which part of the reply a piece of text belongs to. */
@@ -30,17 +41,33 @@ export interface PartDelta {
   text: string;
 }
 
-/** Marker pairs known from models' templates (Qwen3, QwQ, DeepSeek-R1 and its distills). */
-const KNOWN_MARKERS: readonly ReasoningMarkers[] = [{ open: '<think>', close: '</think>' }];
+/** `<think>` … `</think>`: Qwen3, QwQ, DeepSeek-R1 and its distills. */
+export const THINK_MARKERS: ReasoningMarkers = { open: '<think>', close: '</think>', signature: '</think>' };
 
 /**
- * The reasoning markers of a model: a known pair whose closing marker its chat template writes or
+ * gpt-oss's harmony format (openai/gpt-oss's chat template; OpenAI's harmony response format):
+ * the analysis channel is the reasoning, the final channel the answer. `<|end|>` alone would not
+ * identify it (Phi-3 ends turns with it), so the analysis header is the signature.
+ */
+export const HARMONY_MARKERS: ReasoningMarkers = {
+  open: '<|channel|>analysis<|message|>',
+  close: '<|end|>',
+  signature: '<|channel|>analysis<|message|>',
+  answerHeaders: ['<|start|>assistant<|channel|>final<|message|>', '<|channel|>final<|message|>'],
+  special: true,
+};
+
+/** Marker pairs known from models' templates. */
+const KNOWN_MARKERS: readonly ReasoningMarkers[] = [THINK_MARKERS, HARMONY_MARKERS];
+
+/**
+ * The reasoning markers of a model: a known pair whose signature its chat template writes or
  * whose two markers are single tokens of its vocabulary (an R1 distill's template may only strip
  * them); null for a model that does not reason (stories260K, Llama, Mistral).
  */
 export function reasoningMarkers(tokenizer: Pick<TextTokenizer, 'chatTemplate' | 'tokenId'>): ReasoningMarkers | null {
   for (const m of KNOWN_MARKERS) {
-    if (tokenizer.chatTemplate?.includes(m.close)) return m;
+    if (tokenizer.chatTemplate?.includes(m.signature)) return m;
     if (tokenizer.tokenId(m.open) !== undefined && tokenizer.tokenId(m.close) !== undefined) return m;
   }
   return null;
@@ -69,6 +96,8 @@ export class ReasoningSplitter {
   /** Drop leading whitespace of the part now being written (right after a marker). */
   private trimLead = false;
   private closedFlag = false;
+  /** The answer has not begun yet: an answer header may still open it (markers with `answerHeaders`). */
+  private headerPending: boolean;
 
   /**
    * `markers`: the model's (null: everything is content). `openInPrompt`: the prompt already
@@ -79,6 +108,7 @@ export class ReasoningSplitter {
   constructor(private readonly markers: ReasoningMarkers | null, openInPrompt = false, midway = false) {
     this.state = markers === null ? 'content' : openInPrompt ? 'reasoning' : 'start';
     this.trimLead = openInPrompt && !midway;
+    this.headerPending = !openInPrompt && (markers?.answerHeaders?.length ?? 0) > 0;
   }
 
   /** The part text written now goes to ('content' while it is still undecided at the start). */
@@ -102,7 +132,8 @@ export class ReasoningSplitter {
     this.held += text;
     if (this.state === 'start') this.decideStart();
     if (this.state === 'reasoning') this.takeReasoning(out);
-    if (this.state === 'content' && this.held) this.emit(out, 'content', this.takeHeld());
+    if (this.state === 'content' && this.headerPending) this.takeHeader();
+    if (this.state === 'content' && this.held && !this.headerPending) this.emit(out, 'content', this.takeHeld());
     return out;
   }
 
@@ -128,6 +159,20 @@ export class ReasoningSplitter {
     }
   }
 
+  /** Where the answer begins: drop an answer header, wait while the text may still become one, else stop looking. */
+  private takeHeader(): void {
+    const headers = this.markers?.answerHeaders ?? [];
+    const lead = this.held.trimStart();
+    const header = headers.find((h) => lead.startsWith(h));
+    if (header) {
+      this.held = lead.slice(header.length);
+      this.headerPending = false;
+      this.trimLead = true;
+    } else if (!headers.some((h) => h.startsWith(lead))) {
+      this.headerPending = false;
+    }
+  }
+
   /** Inside the block: emit up to the closing marker (or up to what may start it), then switch to content. */
   private takeReasoning(out: PartDelta[]): void {
     const m = this.markers!;
@@ -138,6 +183,7 @@ export class ReasoningSplitter {
       this.state = 'content';
       this.closedFlag = true;
       this.trimLead = true;
+      this.headerPending = (m.answerHeaders?.length ?? 0) > 0;
       return;
     }
     const keep = heldTail(this.held, m.close);
