@@ -37,7 +37,9 @@ import { agreement, againstLlamaCpp, debianLlamaCpp, llamaCppGreedy, PROMPTS, ro
 import { useLlamaCpp } from '../helpers/llamacpp-fixture.ts';
 import { profiledStep, weightBytesRead } from '../helpers/ort-profile.ts';
 import { readModelFacts } from '../../main/services/model-facts.ts';
-import { qwen3TokenizerMetadata, randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
+import { GPT_OSS_TOKENIZER_DIR, GPT_OSS_VOCAB, gptOssTokenizerMetadata, randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
+import { PROJECT_ROOT } from '../helpers/paths.ts';
+import { TextTokenizer } from '../../main/engine/tokenizer/tokenizer.ts';
 
 const N = 100;
 let llama: Llama;
@@ -247,22 +249,64 @@ test("a decode step runs 4 of the 8 experts per layer (ONNX Runtime's profiler),
   }
 });
 
-test("a gpt-oss GGUF with tokenizer.ggml.pre gpt-4o (o200k's split regex; Qwen3's vocabulary here, o200k's is not installed): llama.cpp's prompt ids and its greedy tokens for 16", async (t) => {
-  const tiny: ModelConfig = {
-    ...GPT_OSS_CONFIG, hiddenSize: 64, numHeads: 4, numKvHeads: 2, headDim: 16, vocabSize: 151_936,
-    rope: { ...GPT_OSS_CONFIG.rope, rotaryDim: 16 }, moe: { ...GPT_OSS_CONFIG.moe!, numExperts: 4, expertsPerToken: 2, expertIntermediateSize: 64 },
-  };
-  const file = path.join(tmp, 'gpt-oss-gpt-4o-pre.gguf');
-  writeModelGguf(file, tiny, { ...qwen3TokenizerMetadata(tiny.vocabSize), 'tokenizer.ggml.pre': { str: 'gpt-4o' } }, randomWeights(5, 0.3));
-  const texts = ["HelloWorld, I'M here: DON'T stop", 'CamelCaseWords and 1234567 digits/slashes//\n\nnext', 'The quick brown fox'];
+/** The harmony chat template (test/fixtures/harmony/openai-gpt-oss-120b.jinja, as gpt-oss files carry it). */
+const HARMONY_TEMPLATE = readFileSync(path.join(PROJECT_ROOT, 'test', 'fixtures', 'harmony', 'openai-gpt-oss-120b.jinja'), 'utf8');
+/** Texts (multilingual, numbers, whitespace runs, code, contractions, harmony's special tokens) and tokenizers' ids for them. */
+const O200K_TEXTS: string[] = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'test', 'fixtures', 'harmony', 'o200k-texts.json'), 'utf8')).texts;
+const O200K_IDS: { tokenizers: string; ids: number[][] } = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'test', 'fixtures', 'harmony', 'o200k-ids.json'), 'utf8'));
+
+/**
+ * gpt-oss's real o200k_harmony vocabulary (201,088 ids, 446,189 merges) in a gpt-oss GGUF as
+ * llama.cpp's converter writes it (`gpt2`, pre `gpt-4o`, the harmony template), on a model kept
+ * small (hidden 64, 4 experts top 2: its two 201,088 × 64 float32 matrices are 103 MB).
+ */
+const O200K_CONFIG: ModelConfig = {
+  ...GPT_OSS_CONFIG, hiddenSize: 64, numHeads: 4, numKvHeads: 2, headDim: 16, vocabSize: GPT_OSS_VOCAB,
+  rope: { ...GPT_OSS_CONFIG.rope, rotaryDim: 16 }, moe: { ...GPT_OSS_CONFIG.moe!, numExperts: 4, expertsPerToken: 2, expertIntermediateSize: 64 },
+};
+let o200kFile: string | null = null;
+function o200kGguf(): string {
+  if (o200kFile) return o200kFile;
+  const file = path.join(tmp, 'gpt-oss-o200k.gguf');
+  writeModelGguf(file, O200K_CONFIG, gptOssTokenizerMetadata(HARMONY_TEMPLATE), randomWeights(5, 0.3));
+  return (o200kFile = file);
+}
+
+test(`o200k_harmony: a gpt-oss GGUF's and tokenizer.json's ids for ${O200K_TEXTS.length} texts (special tokens parsed) equal llama.cpp's and tokenizers'; EOS <|return|> and <|call|>, not <|end|>`, async () => {
+  const file = o200kGguf();
+  const engine = await Engine.load(file, { cacheDir: cache });
+  const hf = TextTokenizer.fromJson(JSON.parse(readFileSync(path.join(GPT_OSS_TOKENIZER_DIR, 'tokenizer.json'), 'utf8')), JSON.parse(readFileSync(path.join(GPT_OSS_TOKENIZER_DIR, 'tokenizer_config.json'), 'utf8')), {
+    bos: null, eos: [200002], addBos: false, modelVocabSize: GPT_OSS_VOCAB, file: 'tokenizer.json',
+  });
   const model = await llama.loadModel({ modelPath: file, vocabOnly: true });
-  const ours = await ropewalkGreedy(file, texts, 16, cache);
-  texts.forEach((s, i) => assert.deepEqual(ours[i].promptTokens, model.tokenize(s), s));
+  try {
+    O200K_TEXTS.forEach((text, i) => {
+      const label = JSON.stringify(text);
+      const expected = O200K_IDS.ids[i];
+      assert.deepEqual([...model.tokenize(text, true)], expected, `llama.cpp vs tokenizers ${O200K_IDS.tokenizers}: ${label}`);
+      assert.deepEqual(engine.tokenizer.encode(text, { addBos: false, parseSpecial: true }), expected, `the GGUF's tokenizer: ${label}`);
+      assert.deepEqual(hf.encode(text, { addBos: false, parseSpecial: true }), expected, `tokenizer.json: ${label}`);
+      // And back: the ids decode to the text (special tokens spelled out).
+      assert.equal(engine.tokenizer.decode(expected, { skipSpecial: false }), text, `decode: ${label}`);
+    });
+    // <|return|> 200002, <|call|> 200012 end a reply; <|end|> 200007 ends only a message within it.
+    assert.deepEqual([...engine.tokenizer.eos].sort(), [200002, 200012]);
+    assert.equal(engine.info.toolFormat, 'harmony');
+  } finally {
+    await model.dispose();
+    await engine.dispose();
+  }
+});
+
+test('o200k_harmony GGUF: greedy tokens equal llama.cpp\'s for 32 tokens on five prompts (raw prompts, the vocabulary\'s full 201,088 logits)', async (t) => {
+  const file = o200kGguf();
+  const texts = O200K_TEXTS.slice(0, 5);
+  const ours = await ropewalkGreedy(file, texts, 32, cache);
+  const model = await llama.loadModel({ modelPath: file, vocabOnly: true });
+  texts.forEach((s, i) => assert.deepEqual(ours[i].promptTokens, [...model.tokenize(s)], s));
   await model.dispose();
-  // Not shown: that the regex's differences from Qwen's act. With Qwen's merges these texts give
-  // the same ids under the `qwen2` pre-tokenizer too (measured: case splits, 'T/'M, digit runs, '/'),
-  // so this checks that a `gpt-4o` file loads and tokenizes as llama.cpp does, not the regex itself.
-  const [theirs] = await llamaCppGreedy(llama, file, [ours[2].promptTokens], 16);
-  t.diagnostic(`ours ${ours[2].tokens.join(' ')}; llama.cpp ${theirs.join(' ')}`);
-  assert.deepEqual(ours[2].tokens, theirs);
+  const theirs = await llamaCppGreedy(llama, file, ours.map((d) => d.promptTokens), 32);
+  const agree = ours.map((d, i) => agreement(d.tokens, theirs[i], 32));
+  t.diagnostic(`agreement ${agree.join(', ')} of 32`);
+  assert.deepEqual(agree, texts.map(() => 32));
 });
