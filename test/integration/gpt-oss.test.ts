@@ -153,9 +153,10 @@ test("the memory estimate counts every expert: the library's weight bytes from t
  * scaled down, float32 instead of MXFP4 experts), the experts stacked as transformers stores them:
  * gate_up_proj [E, D, 2I] with gate in the even and up in the odd columns, down_proj [E, I, D].
  */
-async function writeHfFolder(dir: string, extra: Record<string, unknown> = {}): Promise<void> {
+async function writeHfFolder(dir: string, extra: Record<string, unknown> = {}, c = GPT_OSS_CONFIG, weights = WEIGHTS, tokenizer?: () => void): Promise<void> {
   mkdirSync(dir, { recursive: true });
-  const c = GPT_OSS_CONFIG;
+  const E = c.moe!.numExperts;
+  const K = c.moe!.expertsPerToken;
   const I = c.moe!.expertIntermediateSize;
   const D = c.hiddenSize;
   const config = {
@@ -171,9 +172,9 @@ async function writeHfFolder(dir: string, extra: Record<string, unknown> = {}): 
   writeFileSync(path.join(dir, 'config.json'), JSON.stringify(config, null, 2));
   const tensors: Record<string, { dtype: 'F32'; shape: number[]; data: Float32Array }> = {};
   const put = (name: string, shape: number[], data: Float32Array) => (tensors[name] = { dtype: 'F32', shape, data });
-  for (const [name, w] of WEIGHTS) if (!/\.mlp\./.test(name)) put(name, w.shape, w.data);
+  for (const [name, w] of weights) if (!/\.mlp\./.test(name)) put(name, w.shape, w.data);
   for (let i = 0; i < c.numLayers; i++) {
-    const w = (s: string) => WEIGHTS.get(`model.layers.${i}.mlp.${s}`)!.data;
+    const w = (s: string) => weights.get(`model.layers.${i}.mlp.${s}`)!.data;
     put(`model.layers.${i}.mlp.router.weight`, [E, D], w('gate.weight'));
     put(`model.layers.${i}.mlp.router.bias`, [E], w('gate.bias'));
     const gateUp = new Float32Array(E * D * 2 * I);
@@ -200,6 +201,7 @@ async function writeHfFolder(dir: string, extra: Record<string, unknown> = {}): 
     put(`model.layers.${i}.mlp.experts.down_proj_bias`, [E, D], downBias);
   }
   await writeSafetensors(path.join(dir, 'model.safetensors'), tensors);
+  if (tokenizer) return tokenizer();
   const gguf = await importGguf(await gptOssF32Gguf());
   writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(gguf.tokenizerJson));
   writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify(gguf.tokenizerConfig));
@@ -264,11 +266,18 @@ const O200K_CONFIG: ModelConfig = {
   ...GPT_OSS_CONFIG, hiddenSize: 64, numHeads: 4, numKvHeads: 2, headDim: 16, vocabSize: GPT_OSS_VOCAB,
   rope: { ...GPT_OSS_CONFIG.rope, rotaryDim: 16 }, moe: { ...GPT_OSS_CONFIG.moe!, numExperts: 4, expertsPerToken: 2, expertIntermediateSize: 64 },
 };
+/** Its seeded weights (N(0, 0.3), norms 1 + N(0, 0.02)), generated once so the GGUF and the Hugging Face folder hold the same. */
+let o200kWeights: Map<string, { shape: number[]; data: Float32Array }> | null = null;
+function o200kWeightMap(): Map<string, { shape: number[]; data: Float32Array }> {
+  const gen = randomWeights(5, 0.3);
+  return (o200kWeights ??= new Map([...expectedWeights(O200K_CONFIG)].map(([name, shape]) => [name, { shape, data: gen(name, shape) }])));
+}
 let o200kFile: string | null = null;
 function o200kGguf(): string {
   if (o200kFile) return o200kFile;
   const file = path.join(tmp, 'gpt-oss-o200k.gguf');
-  writeModelGguf(file, O200K_CONFIG, gptOssTokenizerMetadata(HARMONY_TEMPLATE), randomWeights(5, 0.3));
+  const weights = o200kWeightMap();
+  writeModelGguf(file, O200K_CONFIG, gptOssTokenizerMetadata(HARMONY_TEMPLATE), (name) => weights.get(name)!.data);
   return (o200kFile = file);
 }
 
@@ -307,6 +316,37 @@ test('o200k_harmony GGUF: greedy tokens equal llama.cpp\'s for 32 tokens on five
   await model.dispose();
   const theirs = await llamaCppGreedy(llama, file, ours.map((d) => d.promptTokens), 32);
   const agree = ours.map((d, i) => agreement(d.tokens, theirs[i], 32));
-  t.diagnostic(`agreement ${agree.join(', ')} of 32`);
+  const distinct = ours.map((d) => new Set(d.tokens).size);
+  t.diagnostic(`agreement ${agree.join(', ')} of 32; distinct tokens per reply ${distinct.join(', ')}`);
+  assert.deepEqual(agree, texts.map(() => 32));
+  // Not a degenerate reply (one token repeated), so the agreement is over varied logits.
+  assert.ok(distinct.every((n) => n >= 4), `distinct tokens per reply: ${distinct.join(', ')}`);
+});
+
+test("o200k_harmony: a Hugging Face gpt-oss folder with gpt-oss's tokenizer files (tokenizer.json, tokenizer_config.json, generation_config.json, chat_template.jinja) tokenizes as tokenizers does and gives the GGUF's greedy tokens", async (t) => {
+  const dir = path.join(tmp, 'hf-gpt-oss-o200k');
+  const weights = o200kWeightMap();
+  await writeHfFolder(dir, { eos_token_id: 200002, pad_token_id: 199999, rope_scaling: { beta_fast: 32, beta_slow: 1, factor: 32, original_max_position_embeddings: 4096, rope_type: 'yarn' } }, O200K_CONFIG, weights, () => {
+    for (const f of ['tokenizer.json', 'tokenizer_config.json']) writeFileSync(path.join(dir, f), readFileSync(path.join(GPT_OSS_TOKENIZER_DIR, f)));
+    // openai/gpt-oss-20b's generation_config.json eos ids: <|return|>, <|endoftext|>, <|call|>.
+    writeFileSync(path.join(dir, 'generation_config.json'), JSON.stringify({ bos_token_id: 199998, eos_token_id: [200002, 199999, 200012], pad_token_id: 199999 }));
+    writeFileSync(path.join(dir, 'chat_template.jinja'), HARMONY_TEMPLATE);
+  });
+  const engine = await Engine.load(dir, { cacheDir: cache });
+  try {
+    O200K_TEXTS.forEach((text, i) => assert.deepEqual(engine.tokenizer.encode(text, { addBos: false, parseSpecial: true }), O200K_IDS.ids[i], JSON.stringify(text)));
+    assert.deepEqual([...engine.tokenizer.eos].sort(), [199999, 200002, 200012]);
+    assert.equal(engine.info.toolFormat, 'harmony');
+  } finally {
+    await engine.dispose();
+  }
+  const texts = O200K_TEXTS.slice(0, 5);
+  const hf = await ropewalkGreedy(dir, texts, 32, cache);
+  const gguf = await ropewalkGreedy(o200kGguf(), texts, 32, cache);
+  const agree = texts.map((p, i) => {
+    assert.deepEqual(hf[i].promptTokens, gguf[i].promptTokens, p);
+    return agreement(hf[i].tokens, gguf[i].tokens, 32);
+  });
+  t.diagnostic(`agreement with the GGUF ${agree.join(', ')} of 32`);
   assert.deepEqual(agree, texts.map(() => 32));
 });
