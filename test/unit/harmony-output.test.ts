@@ -19,7 +19,7 @@ import { HARMONY_MARKERS, reasoningMarkers, ReasoningSplitter, type PartDelta } 
 import type { GenerationEvent } from '../../main/engine/generate/types.ts';
 import { detectToolFormat } from '../../main/engine/tokenizer/tool-format.ts';
 import { TextTokenizer } from '../../main/engine/tokenizer/tokenizer.ts';
-import { parseToolCalls, type ToolMode } from '../../main/serve/tool-calls.ts';
+import { parseToolCalls, toolFields, type ToolMode } from '../../main/serve/tool-calls.ts';
 import { ToolCallStream } from '../../main/serve/tool-stream.ts';
 import { forcedEngine } from '../helpers/forced-backend.ts';
 import { PROJECT_ROOT } from '../helpers/paths.ts';
@@ -111,6 +111,24 @@ describe('Engine.generate on gpt-oss (o200k_harmony tokenizer, harmony template,
     assert.equal(all.filter((d) => d.type === 'content').map((d) => (d as { text: string }).text).join(''), '');
     assert.deepEqual(all.filter((d) => d.type === 'call').map((d) => (d as { name: string }).name), ['get_weather']);
     assert.equal(all.filter((d) => d.type === 'arguments').map((d) => (d as { text: string }).text).join(''), '{"city":"Oslo"}');
+  });
+});
+
+describe('a forced harmony call (tool_choice required) end to end through the engine', () => {
+  it('the reply opens `<|channel|>commentary to=functions.` in the prompt; the constraint takes the name, `<|message|>` and the arguments; the call parses', async () => {
+    const tk = gptOssTokenizer();
+    const tools = [{ type: 'function' as const, function: { name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+    const { fields, mode } = toolFields({ tools, tool_choice: 'required' }, 'harmony');
+    assert.equal(fields.replyPrefix, '<|channel|>commentary to=functions.');
+    const script = tk.encode('get_weather<|message|>{"city":"Oslo"}<|call|>', { addBos: false, parseSpecial: true });
+    const engine = forcedEngine(tk, script);
+    const events: GenerationEvent[] = [];
+    for await (const ev of engine.generate({ messages: [{ role: 'user', content: 'Weather in Oslo?' }], maxTokens: 50, sampler: GREEDY, ...fields })) events.push(ev);
+    const done = events.at(-1)!;
+    if (done.type !== 'done') throw new Error(`ended with ${done.type}: ${JSON.stringify(done)}`);
+    assert.equal(done.reason, 'stop');
+    const parsed = parseToolCalls(done.text, mode!);
+    assert.deepEqual(parsed.calls.map((c) => [c.name, JSON.parse(c.arguments)]), [['get_weather', { city: 'Oslo' }]]);
   });
 });
 
