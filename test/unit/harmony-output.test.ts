@@ -114,6 +114,25 @@ describe('Engine.generate on gpt-oss (o200k_harmony tokenizer, harmony template,
   });
 });
 
+describe('a harmony reply continued from its text (replyReasoning, replyPrefix)', () => {
+  it('the prompt ends as the model writes the reply: the analysis message, then the final header and the answer so far', () => {
+    const tk = gptOssTokenizer();
+    const engine = forcedEngine(tk, []);
+    const tail = (req: object) => tk.decode(engine.encodeRequest({ messages: [{ role: 'user', content: 'Hi' }], ...req }), { skipSpecial: false }).split('<|start|>user<|message|>Hi<|end|>')[1];
+    assert.equal(tail({ replyReasoning: 'Greet.', replyPrefix: 'Hel' }), '<|start|>assistant<|channel|>analysis<|message|>Greet.<|end|><|start|>assistant<|channel|>final<|message|>Hel');
+    assert.equal(tail({ replyReasoning: 'Gre' }), '<|start|>assistant<|channel|>analysis<|message|>Gre');
+  });
+  it('continued inside the analysis, the reply goes on reasoning, then answers', async () => {
+    const tk = gptOssTokenizer();
+    const engine = forcedEngine(tk, tk.encode('et back.<|end|><|start|>assistant<|channel|>final<|message|>Hello!<|return|>', { addBos: false, parseSpecial: true }));
+    const events: GenerationEvent[] = [];
+    for await (const ev of engine.generate({ messages: [{ role: 'user', content: 'Hi' }], maxTokens: 50, sampler: GREEDY, replyReasoning: 'Gre' })) events.push(ev);
+    const done = events.at(-1)!;
+    if (done.type !== 'done') throw new Error(`ended with ${done.type}`);
+    assert.deepEqual([done.reasoning, done.text], ['et back.', 'Hello!']);
+  });
+});
+
 describe('a forced harmony call (tool_choice required) end to end through the engine', () => {
   it('the reply opens `<|channel|>commentary to=functions.` in the prompt; the constraint takes the name, `<|message|>` and the arguments; the call parses', async () => {
     const tk = gptOssTokenizer();

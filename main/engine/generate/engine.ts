@@ -49,7 +49,7 @@ import { TextTokenizer } from '../tokenizer/tokenizer.ts';
 import { ContextShifter } from './context-shift.ts';
 import { Generation } from './generation.ts';
 import { detectToolFormat, type ToolFormat } from '../tokenizer/tool-format.ts';
-import { promptOpensReasoning, reasoningMarkers, type PartDelta, type ReasoningMarkers, type ReplyPart } from './reasoning.ts';
+import { promptOpensReasoning, reasoningMarkers, writtenReply, type PartDelta, type ReasoningMarkers, type ReplyPart } from './reasoning.ts';
 import type { GenerationEvent, GenerationRequest, GenerationStats } from './types.ts';
 
 export interface EngineOptions {
@@ -390,7 +390,7 @@ export class Engine {
     const m = this.reasoningMarkers;
     const prefix = req.replyPrefix ?? '';
     if (!m || !req.replyReasoning) return prefix;
-    return prefix ? `${m.open}\n${req.replyReasoning}\n${m.close}\n\n${prefix}` : `${m.open}\n${req.replyReasoning}`;
+    return writtenReply(m, req.replyReasoning, prefix);
   }
 
   /** Forgets the KV cache contents (keeps its buffers) and the kept KV caches of earlier sequences. */

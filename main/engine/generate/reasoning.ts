@@ -31,6 +31,9 @@ export interface ReasoningMarkers {
   answerHeaders?: readonly string[];
   /** The markers are special tokens' text: the stream must keep special tokens for them to be seen. */
   special?: boolean;
+  /** How the model writes a block (for a reply continued from text, `writtenReply`): inside the markers around the reasoning, and between the block and the answer. */
+  inner: string;
+  between: string;
 }
 
 /** Which part of the reply a piece of text belongs to. */
@@ -42,7 +45,7 @@ export interface PartDelta {
 }
 
 /** `<think>` … `</think>`: Qwen3, QwQ, DeepSeek-R1 and its distills. */
-export const THINK_MARKERS: ReasoningMarkers = { open: '<think>', close: '</think>', signature: '</think>' };
+export const THINK_MARKERS: ReasoningMarkers = { open: '<think>', close: '</think>', signature: '</think>', inner: '\n', between: '\n\n' };
 
 /**
  * gpt-oss's harmony format (openai/gpt-oss's chat template; OpenAI's harmony response format):
@@ -55,7 +58,18 @@ export const HARMONY_MARKERS: ReasoningMarkers = {
   signature: '<|channel|>analysis<|message|>',
   answerHeaders: ['<|start|>assistant<|channel|>final<|message|>', '<|channel|>final<|message|>'],
   special: true,
+  inner: '',
+  between: '<|start|>assistant<|channel|>final<|message|>',
 };
+
+/**
+ * The start of a reply as the model writes it, from its reasoning and the answer so far: the block
+ * closed and the answer after it (Qwen3: `<think>\n…\n</think>\n\nAnswer`; harmony: the analysis
+ * message, then the final channel's header); without an answer the block left open.
+ */
+export function writtenReply(m: ReasoningMarkers, reasoning: string, answer: string): string {
+  return answer ? `${m.open}${m.inner}${reasoning}${m.inner}${m.close}${m.between}${answer}` : `${m.open}${m.inner}${reasoning}`;
+}
 
 /** Marker pairs known from models' templates. */
 const KNOWN_MARKERS: readonly ReasoningMarkers[] = [THINK_MARKERS, HARMONY_MARKERS];
