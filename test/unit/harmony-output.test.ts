@@ -122,6 +122,12 @@ describe('a harmony reply continued from its text (replyReasoning, replyPrefix)'
     assert.equal(tail({ replyReasoning: 'Greet.', replyPrefix: 'Hel' }), '<|start|>assistant<|channel|>analysis<|message|>Greet.<|end|><|start|>assistant<|channel|>final<|message|>Hel');
     assert.equal(tail({ replyReasoning: 'Gre' }), '<|start|>assistant<|channel|>analysis<|message|>Gre');
   });
+  it("reasoningEffort reaches the template: its system message says it (default medium)", () => {
+    const tk = gptOssTokenizer();
+    const engine = forcedEngine(tk, []);
+    const system = (req: object) => /Reasoning: (\w+)/.exec(tk.decode(engine.encodeRequest({ messages: [{ role: 'user', content: 'Hi' }], ...req }), { skipSpecial: false }))?.[1];
+    assert.deepEqual([system({}), system({ reasoningEffort: 'low' }), system({ reasoningEffort: 'high' })], ['medium', 'low', 'high']);
+  });
   it('continued inside the analysis, the reply goes on reasoning, then answers', async () => {
     const tk = gptOssTokenizer();
     const engine = forcedEngine(tk, tk.encode('et back.<|end|><|start|>assistant<|channel|>final<|message|>Hello!<|return|>', { addBos: false, parseSpecial: true }));

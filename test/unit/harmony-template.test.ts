@@ -18,6 +18,9 @@ import { after, before, describe, it, mock } from 'node:test';
 import { renderChatTemplate, type ChatMessage } from '../../main/engine/tokenizer/chat-template.ts';
 import { renderBounded } from '../../main/engine/tokenizer/jinja-compat.ts';
 import { PROJECT_ROOT } from '../helpers/paths.ts';
+import { ApiError } from '../../main/serve/api-error.ts';
+import { parseChatRequest } from '../../main/serve/openai-request.ts';
+import { DEFAULT_SETTINGS } from '../../main/services/settings.ts';
 
 const DIR = path.join(PROJECT_ROOT, 'test', 'fixtures', 'harmony');
 const TEMPLATE = readFileSync(path.join(DIR, 'openai-gpt-oss-120b.jinja'), 'utf8');
@@ -64,15 +67,28 @@ describe("Ropewalk's messages through the harmony template", () => {
     assert.equal(text, today(readFileSync(path.join(DIR, 'expected', 'tools-call-pending-high.txt'), 'utf8')));
   });
 
-  it("earlier turns' reasoning is dropped by the template itself", () => {
+  it("earlier turns' reasoning is dropped by the template itself; reasoningEffort reaches it as reasoning_effort", () => {
     const messages: ChatMessage[] = [
       { role: 'system', content: 'Be terse.\nNo lists.' },
       { role: 'user', content: 'Name a colour.' },
       { role: 'assistant', content: 'Blue.', reasoning: 'Any colour will do.' },
       { role: 'user', content: 'Another one, ünïcödé 日本語?' },
     ];
-    const text = renderChatTemplate(TEMPLATE, messages, { addGenerationPrompt: true, extra: { reasoning_effort: 'low' } });
+    const text = renderChatTemplate(TEMPLATE, messages, { addGenerationPrompt: true, reasoningEffort: 'low' });
     assert.equal(text, today(readFileSync(path.join(DIR, 'expected', 'developer-multi-turn-low.txt'), 'utf8')));
     assert.ok(!text.includes('Any colour'));
+  });
+});
+
+describe('reasoning_effort on /v1/chat/completions', () => {
+  const SETTINGS = { ...DEFAULT_SETTINGS, maxContext: 512, maxTokens: 128 };
+  const body = (extra: object) => ({ messages: [{ role: 'user', content: 'Hi' }], ...extra });
+  it("OpenAI's field and chat_template_kwargs' become the request's reasoningEffort; absent: none", () => {
+    assert.equal(parseChatRequest(body({ reasoning_effort: 'high' }), SETTINGS).request.reasoningEffort, 'high');
+    assert.equal(parseChatRequest(body({ chat_template_kwargs: { reasoning_effort: 'low' } }), SETTINGS).request.reasoningEffort, 'low');
+    assert.equal('reasoningEffort' in parseChatRequest(body({}), SETTINGS).request, false);
+  });
+  it('a value the template does not take is refused with 400 naming the field', () => {
+    assert.throws(() => parseChatRequest(body({ reasoning_effort: 'extreme' }), SETTINGS), (e: unknown) => e instanceof ApiError && e.status === 400 && e.param === 'reasoning_effort');
   });
 });

@@ -366,7 +366,7 @@ export class Engine {
    * With `maxTokens`, a prompt far over it is refused after counting only part of it.
    * @throws ContextOverflowError (past `maxTokens`), InvalidOptionError for an empty prompt or a request with neither/both prompt forms.
    */
-  encodeRequest(req: Pick<GenerationRequest, 'prompt' | 'messages' | 'enableThinking' | 'tools' | 'replyPrefix' | 'replyReasoning'>, maxTokens?: number): number[] {
+  encodeRequest(req: Pick<GenerationRequest, 'prompt' | 'messages' | 'enableThinking' | 'reasoningEffort' | 'tools' | 'replyPrefix' | 'replyReasoning'>, maxTokens?: number): number[] {
     if ((req.prompt === undefined) === (req.messages === undefined)) {
       throw new InvalidOptionError('request', 'give exactly one of prompt and messages');
     }
@@ -378,9 +378,10 @@ export class Engine {
     if (req.messages!.every((m) => m.content.length === 0)) throw new InvalidOptionError('prompt', 'the prompt is empty');
     // The chat template (or, without one, the transcript) as the model will see it.
     const opening = this.replyOpening(req);
-    if (!req.tools?.length && !opening) return this.tokenizer.encodeChat(req.messages!, { maxTokens, enableThinking: req.enableThinking });
+    const think = { enableThinking: req.enableThinking, reasoningEffort: req.reasoningEffort };
+    if (!req.tools?.length && !opening) return this.tokenizer.encodeChat(req.messages!, { maxTokens, ...think });
     if (req.tools?.length && !this.tokenizer.chatTemplate?.includes('tools')) throw new InvalidOptionError('tools', "this model's chat template does not take tools");
-    const text = this.tokenizer.renderChat(req.messages!, { enableThinking: req.enableThinking, ...(req.tools?.length ? { extra: { tools: req.tools } } : {}) }) + opening;
+    const text = this.tokenizer.renderChat(req.messages!, { ...think, ...(req.tools?.length ? { extra: { tools: req.tools } } : {}) }) + opening;
     // As encodeChat: a template's special tokens are parsed; a transcript (no template) is plain text.
     return this.tokenizer.encode(text, { maxTokens, parseSpecial: this.tokenizer.chatTemplate !== null });
   }

@@ -40,6 +40,8 @@ export interface ChatTemplateOptions {
   eosToken?: string;
   /** `enable_thinking`, for a template that reads it (absent: the template's default). */
   enableThinking?: boolean;
+  /** `reasoning_effort`, for a template that reads it (gpt-oss's; absent: the template's default). */
+  reasoningEffort?: string;
   /** Further template variables, e.g. `{ enable_thinking: false }`; they override the above. */
   extra?: Record<string, unknown>;
 }
@@ -75,6 +77,7 @@ export function renderChatTemplate(
     bos_token: opts.bosToken ?? '',
     eos_token: opts.eosToken ?? '',
     ...(opts.enableThinking !== undefined && template.includes('enable_thinking') ? { enable_thinking: opts.enableThinking } : {}),
+    ...(opts.reasoningEffort !== undefined && template.includes('reasoning_effort') ? { reasoning_effort: opts.reasoningEffort } : {}),
     ...opts.extra,
   };
   return renderInSandbox(template, variables, limitsFor(messages));
