@@ -65,6 +65,15 @@ describe('ReasoningSplitter on harmony channels', () => {
     const call = '<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Oslo"}';
     assert.deepEqual(bothWays(`<|channel|>analysis<|message|>Need the weather.<|end|>${call}`), { reasoning: 'Need the weather.', content: call });
   });
+  it('an answer ended with <|end|> instead of <|return|> ends the reply: nothing after it is shown', () => {
+    assert.deepEqual(bothWays('<|channel|>analysis<|message|>A.<|end|><|start|>assistant<|channel|>final<|message|>B.<|end|><|start|>assistant<|channel|>final<|message|>again'), { reasoning: 'A.', content: 'B.' });
+    const s = new ReasoningSplitter(HARMONY_MARKERS);
+    assert.deepEqual(s.push('<|channel|>final<|message|>Done.<|en'), [{ part: 'content', text: 'Done.' }]);
+    assert.equal(s.answerEnded, false);
+    assert.deepEqual(s.push('d|>more'), []);
+    assert.deepEqual(s.push('<|start|>'), []);
+    assert.equal(s.answerEnded, true);
+  });
   it('a model whose template writes harmony gets the harmony markers; Phi-3-like `<|end|>` alone does not', () => {
     assert.equal(reasoningMarkers({ chatTemplate: TEMPLATE, tokenId: () => undefined }), HARMONY_MARKERS);
     assert.equal(reasoningMarkers({ chatTemplate: "{{ '<|user|>' + m + '<|end|>' }}", tokenId: () => undefined }), null);
@@ -121,6 +130,10 @@ describe('a harmony reply continued from its text (replyReasoning, replyPrefix)'
     const tail = (req: object) => tk.decode(engine.encodeRequest({ messages: [{ role: 'user', content: 'Hi' }], ...req }), { skipSpecial: false }).split('<|start|>user<|message|>Hi<|end|>')[1];
     assert.equal(tail({ replyReasoning: 'Greet.', replyPrefix: 'Hel' }), '<|start|>assistant<|channel|>analysis<|message|>Greet.<|end|><|start|>assistant<|channel|>final<|message|>Hel');
     assert.equal(tail({ replyReasoning: 'Gre' }), '<|start|>assistant<|channel|>analysis<|message|>Gre');
+  });
+  it('a final message ended by <|end|> stops the reply there (finish reason stop)', async () => {
+    const r = await run('<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final<|message|>Answer.<|end|><|start|>assistant<|channel|>final<|message|>More.<|return|>');
+    assert.deepEqual([r.reasoning, r.content, r.done.reason], ['Think.', 'Answer.', 'stop']);
   });
   it("reasoningEffort reaches the template: its system message says it (default medium)", () => {
     const tk = gptOssTokenizer();

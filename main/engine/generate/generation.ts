@@ -136,7 +136,7 @@ export class Generation {
       this.reasoningTokens = this.tokens.length;
       this.reasoningEndedAt = performance.now();
     }
-    if (step.stopped || this.constraint?.mustEnd) this.finish('stop');
+    if (step.stopped || this.constraint?.mustEnd || this.parts.answerEnded) this.finish('stop');
     else if (this.tokens.length >= this.maxTokens) this.finish('length');
     return deltas;
   }

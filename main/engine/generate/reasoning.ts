@@ -29,6 +29,8 @@ export interface ReasoningMarkers {
   signature: string;
   /** Headers that open the answer where it begins (at the start or after `close`): dropped. */
   answerHeaders?: readonly string[];
+  /** What ends an answer opened by one of `answerHeaders`: the reply ends there (`answerEnded`), nothing after it shown. */
+  answerEnd?: string;
   /** The markers are special tokens' text: the stream must keep special tokens for them to be seen. */
   special?: boolean;
   /** How the model writes a block (for a reply continued from text, `writtenReply`): inside the markers around the reasoning, and between the block and the answer. */
@@ -57,6 +59,8 @@ export const HARMONY_MARKERS: ReasoningMarkers = {
   close: '<|end|>',
   signature: '<|channel|>analysis<|message|>',
   answerHeaders: ['<|start|>assistant<|channel|>final<|message|>', '<|channel|>final<|message|>'],
+  // The final message ends with <|return|> (an end token); a model that ends it with <|end|> instead is done too.
+  answerEnd: '<|end|>',
   special: true,
   inner: '',
   between: '<|start|>assistant<|channel|>final<|message|>',
@@ -112,6 +116,9 @@ export class ReasoningSplitter {
   private closedFlag = false;
   /** The answer has not begun yet: an answer header may still open it (markers with `answerHeaders`). */
   private headerPending: boolean;
+  /** Inside an answer an answer header opened (it ends at `answerEnd`). */
+  private inHeadedAnswer = false;
+  private endedFlag = false;
 
   /**
    * `markers`: the model's (null: everything is content). `openInPrompt`: the prompt already
@@ -135,6 +142,11 @@ export class ReasoningSplitter {
     return this.state === 'reasoning' || this.closedFlag;
   }
 
+  /** Whether the answer's end (`ReasoningMarkers.answerEnd`) has been seen: the reply is over. */
+  get answerEnded(): boolean {
+    return this.endedFlag;
+  }
+
   /** Whether the closing marker has been seen. */
   get closed(): boolean {
     return this.closedFlag;
@@ -143,11 +155,13 @@ export class ReasoningSplitter {
   /** Takes the next text of the reply; returns the deltas that are safe to show now, in order. */
   push(text: string): PartDelta[] {
     const out: PartDelta[] = [];
+    if (this.endedFlag) return out;
     this.held += text;
     if (this.state === 'start') this.decideStart();
     if (this.state === 'reasoning') this.takeReasoning(out);
     if (this.state === 'content' && this.headerPending) this.takeHeader();
-    if (this.state === 'content' && this.held && !this.headerPending) this.emit(out, 'content', this.takeHeld());
+    if (this.state === 'content' && this.inHeadedAnswer) this.takeHeadedAnswer(out);
+    else if (this.state === 'content' && this.held && !this.headerPending) this.emit(out, 'content', this.takeHeld());
     return out;
   }
 
@@ -182,6 +196,7 @@ export class ReasoningSplitter {
       this.held = lead.slice(header.length);
       this.headerPending = false;
       this.trimLead = true;
+      this.inHeadedAnswer = this.markers?.answerEnd !== undefined;
     } else if (!headers.some((h) => h.startsWith(lead))) {
       this.headerPending = false;
     }
@@ -202,6 +217,21 @@ export class ReasoningSplitter {
     }
     const keep = heldTail(this.held, m.close);
     this.emit(out, 'reasoning', this.held.slice(0, this.held.length - keep));
+    this.held = this.held.slice(this.held.length - keep);
+  }
+
+  /** In an answer a header opened: emit up to its end marker (or up to what may start it); at the marker the reply is over. */
+  private takeHeadedAnswer(out: PartDelta[]): void {
+    const end = this.markers!.answerEnd!;
+    const at = this.held.indexOf(end);
+    if (at >= 0) {
+      this.emit(out, 'content', this.held.slice(0, at));
+      this.held = '';
+      this.endedFlag = true;
+      return;
+    }
+    const keep = heldTail(this.held, end);
+    this.emit(out, 'content', this.held.slice(0, this.held.length - keep));
     this.held = this.held.slice(this.held.length - keep);
   }
 
