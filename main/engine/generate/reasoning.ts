@@ -5,7 +5,9 @@
  * answer with a header (`<|start|>assistant<|channel|>final<|message|>`) that belongs to neither
  * part (`ReasoningMarkers.answerHeaders`: dropped where the answer begins, at the reply's start or
  * after the closing marker; any other header there, e.g. a tool call's
- * `<|start|>assistant<|channel|>commentary to=functions.NAME …`, stays content for the tool parser). This module finds
+ * `<|start|>assistant<|channel|>commentary to=functions.NAME …`, stays content for the tool parser);
+ * an answer a header opened ends at `answerEnd` (harmony's `<|end|>`, where a model does not write
+ * the end token `<|return|>`): the reply is over there (`answerEnded`; the engine stops). This module finds
  * the markers a model uses (`reasoningMarkers`: from its chat template and vocabulary), whether
  * the rendered prompt already opened the block (`promptOpensReasoning`: R1 distill templates end
  * the prompt with `<think>\n`, so the model writes only `</think>`), and splits the generated text
