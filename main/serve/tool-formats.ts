@@ -1,5 +1,5 @@
 /**
- * The four tool-call formats (main/engine/tokenizer/tool-format.ts says which a model's template
+ * The five tool-call formats (main/engine/tokenizer/tool-format.ts says which a model's template
  * writes): per format, how a forced call is opened and constrained, and how a reply's calls are
  * read. Pure: no I/O. Sources of the formats, as each family's official chat template writes a
  * call into the history and as vLLM's parsers for it read one:

@@ -1,6 +1,6 @@
 /**
  * How a model writes tool calls, read from what its chat template renders (never from a file
- * name): the four formats people's models use, as their official templates write a call back
+ * name): the five formats people's models use, as their official templates write a call back
  * into the history (and so as the model was trained to write one).
  *   - `hermes`: Qwen2.5 / Qwen3 / Hermes, `<tool_call>\n{"name": …, "arguments": {…}}\n</tool_call>`;
  *   - `llama3-json`: Llama 3.1 / 3.2 / 3.3, a bare `{"name": …, "parameters": {…}}` (optionally
