@@ -40,8 +40,10 @@ import { ModelLoadError } from '../../main/engine/errors.ts';
 import { writeSafetensors } from '../../main/engine/model/safetensors.ts';
 import type { ModelConfig } from '../../main/engine/model/manifest.ts';
 import { GPT_OSS_MOE } from '../../main/engine/model/moe.ts';
+import { expertGroupSize } from '../../main/engine/model/moe-block.ts';
 import { agreement, againstLlamaCpp, debianLlamaCpp, llamaCppGreedy, PROMPTS, ropewalkGreedy, teacherForcedDistances } from '../helpers/llamacpp-oracle.ts';
 import { useLlamaCpp } from '../helpers/llamacpp-fixture.ts';
+import { describeRun, parseJsonRun, runChat } from '../helpers/cli-run.ts';
 import { profiledStep, weightBytesRead } from '../helpers/ort-profile.ts';
 import { readModelFacts } from '../../main/services/model-facts.ts';
 import { GPT_OSS_TOKENIZER_DIR, GPT_OSS_VOCAB, gptOssTokenizerMetadata, randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
@@ -409,4 +411,45 @@ test("o200k_harmony GGUF, chat: the prompt the harmony template renders and its 
     server.stop();
     await engine.dispose();
   }
+});
+
+/** gpt-oss-20b's expert counts (32, top 4) on a small model (hidden 64, expert width 64, 2 layers). */
+const EXPERTS32: ModelConfig = {
+  ...GPT_OSS_CONFIG, hiddenSize: 64, numHeads: 4, numKvHeads: 2, headDim: 16,
+  rope: { ...GPT_OSS_CONFIG.rope, rotaryDim: 16 }, moe: { ...GPT_OSS_CONFIG.moe!, numExperts: 32, expertsPerToken: 4, expertIntermediateSize: 64 },
+};
+let experts32File: string | null = null;
+async function experts32Gguf(): Promise<string> {
+  if (experts32File) return experts32File;
+  const file = path.join(tmp, 'gpt-oss-32-experts.gguf');
+  writeModelGguf(file, EXPERTS32, await storiesTokenizerMetadata(), randomWeights(21, 0.3));
+  return (experts32File = file);
+}
+
+test("32 experts top 4 (gpt-oss-20b's counts), grouped four to an outer If: a decode step runs 4 experts per layer and at most 4 groups' branches, reading 4/32 of the experts' weights", async (t) => {
+  const c = EXPERTS32;
+  assert.equal(expertGroupSize(32, 4), 4);
+  const file = await experts32Gguf();
+  const bundle = await resolveModel(file, cache);
+  const decode = await profiledStep(bundle.dir, c, 1, path.join(tmp, 'profile-32-experts'));
+  const experts = new Set(decode.filter((r) => /_expert\d+$/.test(r.graph)).map((r) => r.graph));
+  const groups = new Set(decode.filter((r) => /_experts\d+_\d+$/.test(r.graph)).map((r) => r.graph));
+  assert.equal(experts.size, c.numLayers * 4, `experts run: ${[...experts].join(', ')}`);
+  assert.ok(groups.size >= c.numLayers && groups.size <= c.numLayers * 4, `groups taken: ${[...groups].join(', ')}`);
+  const bytes = weightBytesRead(bundle.dir, decode);
+  t.diagnostic(`groups taken ${groups.size}; a decode step reads ${bytes.experts} of the experts' ${bytes.allExperts} bytes`);
+  assert.ok(Math.abs(bytes.experts / bytes.allExperts - 4 / 32) < 0.005, `experts' bytes read ${bytes.experts} of ${bytes.allExperts}`);
+});
+
+test("32 experts on WebGPU (Mesa's lavapipe here): the model runs there — the 32-way Splits of flags and weights cut to at most 15 outputs, Dawn's storage-buffer limit — with the CPU provider's 40 greedy tokens", async (t) => {
+  // Before, a Split into 32 outputs needed 33 storage buffers of 16 and the whole model fell back to the CPU.
+  const args = ['--model', await experts32Gguf(), '--temperature', '0', '--max-tokens', '40', '--json', PROMPTS[0]];
+  const cpu = parseJsonRun(await runChat(['--ep', 'cpu', ...args], cache, 180_000));
+  const r = await runChat(['--ep', 'webgpu', ...args], cache, 300_000);
+  assert.doesNotMatch(r.stderr, /could not be used|cannot run this model/, describeRun(r));
+  const gpu = parseJsonRun(r);
+  assert.equal(gpu.stats.executionProvider, 'webgpu', describeRun(r));
+  const agree = agreement(gpu.tokens, cpu.tokens, 40);
+  t.diagnostic(`webgpu: ${agree} of 40 greedy tokens as the CPU's; ${gpu.stats.nodesOnCpu} main-graph nodes on the CPU provider`);
+  assert.equal(agree, 40, `webgpu ${gpu.tokens.join(' ')} vs cpu ${cpu.tokens.join(' ')}`);
 });
