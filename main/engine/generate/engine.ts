@@ -50,7 +50,7 @@ import { TextTokenizer } from '../tokenizer/tokenizer.ts';
 import { ContextShifter } from './context-shift.ts';
 import { Generation } from './generation.ts';
 import { detectToolFormat, type ToolFormat } from '../tokenizer/tool-format.ts';
-import { promptOpensReasoning, reasoningMarkers, type PartDelta, type ReasoningMarkers, type ReplyPart } from './reasoning.ts';
+import { promptOpensReasoning, reasoningMarkers, writtenReply, type PartDelta, type ReasoningMarkers, type ReplyPart } from './reasoning.ts';
 import type { GenerationEvent, GenerationRequest, GenerationStats } from './types.ts';
 
 export interface EngineOptions {
@@ -381,7 +381,7 @@ export class Engine {
    * With `maxTokens`, a prompt far over it is refused after counting only part of it.
    * @throws ContextOverflowError (past `maxTokens`), InvalidOptionError for an empty prompt or a request with neither/both prompt forms.
    */
-  encodeRequest(req: Pick<GenerationRequest, 'prompt' | 'messages' | 'enableThinking' | 'tools' | 'replyPrefix' | 'replyReasoning'>, maxTokens?: number): number[] {
+  encodeRequest(req: Pick<GenerationRequest, 'prompt' | 'messages' | 'enableThinking' | 'reasoningEffort' | 'tools' | 'replyPrefix' | 'replyReasoning'>, maxTokens?: number): number[] {
     if ((req.prompt === undefined) === (req.messages === undefined)) {
       throw new InvalidOptionError('request', 'give exactly one of prompt and messages');
     }
@@ -393,9 +393,10 @@ export class Engine {
     if (req.messages!.every((m) => m.content.length === 0)) throw new InvalidOptionError('prompt', 'the prompt is empty');
     // The chat template (or, without one, the transcript) as the model will see it.
     const opening = this.replyOpening(req);
-    if (!req.tools?.length && !opening) return this.tokenizer.encodeChat(req.messages!, { maxTokens, enableThinking: req.enableThinking });
+    const think = { enableThinking: req.enableThinking, reasoningEffort: req.reasoningEffort };
+    if (!req.tools?.length && !opening) return this.tokenizer.encodeChat(req.messages!, { maxTokens, ...think });
     if (req.tools?.length && !this.tokenizer.chatTemplate?.includes('tools')) throw new InvalidOptionError('tools', "this model's chat template does not take tools");
-    const text = this.tokenizer.renderChat(req.messages!, { enableThinking: req.enableThinking, ...(req.tools?.length ? { extra: { tools: req.tools } } : {}) }) + opening;
+    const text = this.tokenizer.renderChat(req.messages!, { ...think, ...(req.tools?.length ? { extra: { tools: req.tools } } : {}) }) + opening;
     // As encodeChat: a template's special tokens are parsed; a transcript (no template) is plain text.
     return this.tokenizer.encode(text, { maxTokens, parseSpecial: this.tokenizer.chatTemplate !== null });
   }
@@ -405,7 +406,7 @@ export class Engine {
     const m = this.reasoningMarkers;
     const prefix = req.replyPrefix ?? '';
     if (!m || !req.replyReasoning) return prefix;
-    return prefix ? `${m.open}\n${req.replyReasoning}\n${m.close}\n\n${prefix}` : `${m.open}\n${req.replyReasoning}`;
+    return writtenReply(m, req.replyReasoning, prefix);
   }
 
   /** Forgets the KV cache contents (keeps its buffers) and the kept KV caches of earlier sequences. */
