@@ -21,7 +21,8 @@ import { importHuggingFace } from '../../main/engine/model/import-hf.ts';
 import type { ModelWeights } from '../../main/engine/model/manifest.ts';
 import { greedyAgainstReference } from '../helpers/greedy-reference.ts';
 import { writeSyntheticCheckpoint } from '../helpers/synthetic-hf.ts';
-import { kvElementBytes } from '../../main/engine/cache/kv-cache.ts';
+import { KvCache, kvElementBytes } from '../../main/engine/cache/kv-cache.ts';
+import { windowGroup } from '../../main/engine/cache/kv-window.ts';
 import { NativeDecoderSession } from '../../main/engine/model/native-session.ts';
 import { argmax, maxAbsDiff, OnnxRunner } from '../helpers/onnx-runner.ts';
 import { ReferenceModel } from '../helpers/reference-forward.ts';
@@ -109,6 +110,27 @@ for (const backend of ['js', 'native'] as const) {
     }
   });
 }
+
+test('native: a second KvCache on a session whose window has moved, holding rows it never ran there (as the bench fills one), runs: the addon is never asked for rows before its own window start', async () => {
+  const c = model.manifest.config;
+  const runner = await OnnxRunner.create(c, model.weights, MAX, 'native', 'cpu', SLACK);
+  try {
+    await runner.forward(prompt);
+    while (runner.kv.length < 80) await runner.forward([1]);
+    assert.ok(runner.kv.windowStart > 0, 'the window has moved');
+    const kv = new KvCache({ numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim, maxContext: MAX, hostBuffers: runner.session.kvOnHost, window: windowGroup(c.slidingWindow, MAX, SLACK) });
+    kv.ensure(40);
+    kv.commit(40); // rows "held" without a run, as test/bench/window-kv.ts prepares its caches
+    runner.rope.ensure(41);
+    kv.ensure(41);
+    // Before the fix: resizeWindow was asked to keep rows from before the addon's start (a negative offset) and threw.
+    const logits = await runner.session.run([1], runner.rope.tables, kv);
+    assert.equal(logits.length, c.vocabSize);
+    assert.ok(logits.every(Number.isFinite), 'finite logits');
+  } finally {
+    await runner.dispose();
+  }
+});
 
 for (const backend of ['js', 'native'] as const) {
   test(`${backend}: a context shift whose tail is shorter than the window drops less (KvCache.exactDrop) and then equals the reference's shift`, async (t) => {
