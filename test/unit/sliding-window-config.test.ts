@@ -41,6 +41,13 @@ describe('Hugging Face config.json', () => {
     assert.deepEqual(windows({ model_type: 'qwen3', sliding_window: 16, use_sliding_window: true, max_window_layers: 0 }), [16, 16, 16]);
     assert.equal(windows({ model_type: 'qwen3', sliding_window: 16, use_sliding_window: true, max_window_layers: 3 }), undefined);
   });
+  it('Qwen3-MoE: with use_sliding_window every layer, max_window_layers ignored (transformers 5.12.1 built it so)', () => {
+    // transformers 5.12.1: Qwen3MoeForCausalLM(Qwen3MoeConfig(num_hidden_layers=4, use_sliding_window=True,
+    // sliding_window=8, max_window_layers=2)) has self_attn.sliding_window 8 on all four layers.
+    const moe = { model_type: 'qwen3_moe', num_experts: 4, num_experts_per_tok: 2, moe_intermediate_size: 16, sliding_window: 8, use_sliding_window: true };
+    assert.deepEqual(windows({ ...moe, max_window_layers: 2 }), [8, 8, 8]);
+    assert.equal(windows({ ...moe, use_sliding_window: false }), undefined);
+  });
   it('layer_types decides which layers slide', () => {
     const layer_types = ['sliding_attention', 'full_attention', 'sliding_attention'];
     assert.deepEqual(windows({ model_type: 'mistral', sliding_window: 8, layer_types }), [8, 0, 8]);

@@ -197,7 +197,8 @@ function withRopeByLayerType(c: HfConfig, fail: (m: string) => never): HfConfig 
  * The per-layer window (`ModelConfig.slidingWindow`), as transformers decides it: Mistral's
  * `sliding_window` (null: none) windows every layer; Qwen2/Qwen3 window only with
  * `use_sliding_window`, and then the layers from `max_window_layers` on (`Qwen2Config`:
- * "sliding_attention" if i ≥ max_window_layers); Gemma 2 every even layer, Gemma 3 all but every
+ * "sliding_attention" if i ≥ max_window_layers; Qwen3-MoE every layer, as `Qwen3MoeAttention`
+ * reads `sliding_window` alone); Gemma 2 every even layer, Gemma 3 all but every
  * `sliding_window_pattern`-th (families.ts `gemmaLayerSlides`; window 4096 when absent) (Qwen2:
  * "sliding_attention" if i ≥ max_window_layers); an explicit `layer_types` ("sliding_attention" /
  * "full_attention" per layer) decides over both. Llama: none. null when no layer is windowed.
@@ -223,7 +224,9 @@ function parseSlidingWindow(c: HfConfig, fail: (m: string) => never): number[] |
   } else if (c.model_type === 'gemma2' || c.model_type === 'gemma3_text') {
     sliding = Array.from({ length: n }, (_, i) => window !== null && gemmaLayerSlides(c.model_type, i, c.sliding_window_pattern));
   } else {
-    const from = qwen ? (c.max_window_layers ?? 0) : 0;
+    // Qwen3MoeConfig (transformers 5) has no max_window_layers: every layer slides (a 4-layer
+    // model with max_window_layers 2 builds sliding_window 8 on all four layers there).
+    const from = qwen && c.model_type !== 'qwen3_moe' ? (c.max_window_layers ?? 0) : 0;
     sliding = Array.from({ length: n }, (_, i) => window !== null && i >= from);
   }
   if (window === null || !sliding.some(Boolean)) return null;
