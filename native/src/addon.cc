@@ -31,6 +31,7 @@
 #include <stdexcept>
 
 #include "decoder.h"
+#include "gguf_matmul.h"
 #include "ort_runtime.h"
 #include "vulkan_devices.h"
 
@@ -355,6 +356,10 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("loadRuntime", Napi::Function::New<LoadRuntime>(env, "loadRuntime"));
   exports.Set("vulkanDevices", Napi::Function::New<VulkanDevices>(env, "vulkanDevices"));
   exports.Set("NativeDecoder", NativeDecoder::Define(env));
+  // The ISA ropewalk.MatMulQ8 (gguf_matmul.h) runs on here; its presence says sessions load the op.
+  const char* q8 = nullptr;
+  ropewalk::Q8Kernel(&q8);
+  exports.Set("matMulQ8Kernel", Napi::String::New(env, q8));
   return exports;
 }
 

@@ -137,6 +137,18 @@ export interface NativeAddon {
    * finds no driver. Absent from an addon built before it. @throws Error without a Vulkan loader.
    */
   vulkanDevices?(): { name: string; type: string }[];
+  /**
+   * The instruction set the addon's `ropewalk.MatMulQ8` kernel runs on here ('avx512vnni', 'avx2'
+   * or 'scalar'; native/src/gguf_matmul.h). Absent from an addon built before it: such an addon's
+   * sessions cannot load graphs built for `NATIVE_CPU_TARGET`.
+   */
+  matMulQ8Kernel?: string;
+}
+
+/** Whether the addon loads and its sessions run `ropewalk.MatMulQ8` (graphs for `NATIVE_CPU_TARGET`). */
+export function nativeKernelsAvailable(): boolean {
+  const s = loadNativeAddon();
+  return s.available && typeof s.addon.matMulQ8Kernel === 'string';
 }
 
 export type NativeAddonStatus =
