@@ -178,10 +178,10 @@ OrtStatus* Compute(Q8Kernel_* kern, OrtKernelContext* ctx) {
   kern->d.resize(static_cast<size_t>(m * kb));
   std::vector<Q8Row> rows(static_cast<size_t>(m));
   for (int64_t r = 0; r < m; r++) rows[r] = {kern->q.data() + r * k, kern->d.data() + r * kb};
-  // Chunks of output rows: ~64 KiB of weights each at one activation row (enough tasks for the
-  // pool to balance), 16 rows at least.
+  // Chunks of output rows: ~64 KiB of weights each (enough tasks for the pool to balance), 16
+  // rows at least, a multiple of 4 (the kernel's group of weight rows for one activation row).
   const int64_t rowBytes = kb * 32 * kern->bits / 8;
-  const int64_t chunk = std::max<int64_t>(16, (64 << 10) / rowBytes);
+  const int64_t chunk = std::max<int64_t>(16, (64 << 10) / rowBytes) / 4 * 4;
   Job job{Q8Kernel(), rows.data(), static_cast<int>(m), static_cast<const uint8_t*>(bData), sData, kb, n, chunk, kern->bits, y, x, k, kern};
   if (m == 1) QuantizeTask(&job, 0);
   else if (OrtStatus* st = api.KernelContext_ParallelFor(ctx, QuantizeTask, static_cast<size_t>(m), 0, &job)) return st;

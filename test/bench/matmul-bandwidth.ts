@@ -1,10 +1,12 @@
 /**
  * `npx tsx test/bench/matmul-bandwidth.ts`: the quantized matmuls of one decode step (T = 1)
  * against this machine's memory bandwidth. Per format (BENCH_FORMATS, default Q8_0,Q4_0) a
- * Qwen3-0.6B-shaped bundle (random weights, BENCH_LAYERS layers), ONNX Runtime's profiler over
- * BENCH_STEPS decode steps at 16 tokens held (native backend): per quantized-matmul op type
- * (MatMulNBits, or the native addon's ropewalk.MatMulQ8), the bytes its nodes' initializer inputs
- * hold (from the graph) ÷ their node time = the rate they stream weights at.
+ * Qwen3-0.6B-shaped bundle (random weights, BENCH_LAYERS layers) built twice — the MatMulNBits
+ * graph and the native addon's ropewalk.MatMulQ8 graph — and ONNX Runtime's profiler over
+ * BENCH_STEPS decode steps at 16 tokens held (native backend), the two interleaved BENCH_ROUNDS
+ * times: for the quantized matmuls, the bytes its nodes' initializer inputs
+ * hold (from the graph) ÷ their node time = the rate they stream weights at, and the step's
+ * node and wall time.
  * Compare with a streaming read of the same threads (printed by the caller's microbench).
  * A bench helper: it asserts nothing.
  */
@@ -13,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import onnxProto from 'onnx-proto';
 import { qwen3Bundle } from './capacity.ts';
+import type { ModelConfig } from '../../main/engine/model/manifest.ts';
 import { profileDecode } from './step-profile.ts';
 
 /** Bytes per element of ONNX TensorProto data types (FLOAT, UINT8, INT8, FLOAT16). */
@@ -30,27 +33,36 @@ function initializerBytes(modelPath: string): Map<string, number> {
 const formats = (process.env.BENCH_FORMATS ?? 'Q8_0,Q4_0').split(',') as ('Q8_0' | 'Q4_0')[];
 const layers = Number(process.env.BENCH_LAYERS ?? 28);
 const steps = Number(process.env.BENCH_STEPS ?? 6);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 2);
 const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-mmbw-'));
+
+/** One profiled decode (16 held): per quantized-matmul op, MB per step, ms per step; the step's node and wall ms. */
+async function measure(modelPath: string, config: ModelConfig) {
+  const weights = initializerBytes(modelPath);
+  let events: { cat?: string; name?: string; dur?: number; args?: { op_name?: string } }[] = [];
+  const p = await profileDecode(modelPath, config, 16, 2048, steps, (file) => { events = JSON.parse(readFileSync(file, 'utf8')); });
+  let us = 0;
+  let bytes = 0;
+  for (const e of events) {
+    if (e.cat !== 'Node' || !e.name?.endsWith('_kernel_time') || !/^(MatMulNBits|MatMulQ8)$/.test(String(e.args?.op_name))) continue;
+    us += e.dur ?? 0;
+    bytes += weights.get(e.name.slice(0, -'_kernel_time'.length)) ?? 0;
+  }
+  return { mb: bytes / (steps + 1) / 1e6, ms: us / (steps + 1) / 1000, nodeMs: p.nodeUsPerStep / 1000, wallMs: p.wallMsPerStep };
+}
+
 try {
   for (const format of formats) {
-    const { modelPath, config } = await qwen3Bundle(path.join(root, format), format, layers);
-    const weights = initializerBytes(modelPath);
-    let events: { cat?: string; name?: string; dur?: number; args?: { op_name?: string } }[] = [];
-    const p = await profileDecode(modelPath, config, 16, 2048, steps, (file) => { events = JSON.parse(readFileSync(file, 'utf8')); });
-    const per = new Map<string, { us: number; bytes: number; nodes: number }>();
-    for (const e of events) {
-      if (e.cat !== 'Node' || !e.name?.endsWith('_kernel_time')) continue;
-      const op = String(e.args?.op_name);
-      if (!/^(MatMulNBits|MatMulQ8)$/.test(op)) continue;
-      const bytes = weights.get(e.name.slice(0, -'_kernel_time'.length)) ?? 0;
-      const slot = per.get(op) ?? per.set(op, { us: 0, bytes: 0, nodes: 0 }).get(op)!;
-      slot.us += e.dur ?? 0;
-      slot.bytes += bytes;
-      slot.nodes++;
-    }
-    for (const [op, s] of per) {
-      console.log(`${format} ${op}: ${(s.bytes / (steps + 1) / 1e6).toFixed(1)} MB per step in ${(s.us / (steps + 1) / 1000).toFixed(2)} ms = ${(s.bytes / s.us / 1000).toFixed(1)} GB/s` +
-        ` (step: nodes ${(p.nodeUsPerStep / 1000).toFixed(2)} ms, wall ${p.wallMsPerStep.toFixed(2)} ms; load ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+    const kinds = [
+      { name: 'MatMulNBits (+ half-scale nodes)', ...(await qwen3Bundle(path.join(root, `${format}-nbits`), format, layers, false)) },
+      { name: 'ropewalk.MatMulQ8', ...(await qwen3Bundle(path.join(root, `${format}-q8`), format, layers, true)) },
+    ];
+    for (let r = 0; r < rounds; r++) {
+      for (const k of kinds) {
+        const m = await measure(k.modelPath, k.config);
+        console.log(`${format} ${k.name}: ${m.mb.toFixed(1)} MB per step in ${m.ms.toFixed(2)} ms = ${(m.mb / m.ms).toFixed(1)} GB/s; ` +
+          `step nodes ${m.nodeMs.toFixed(2)} ms, wall ${m.wallMs.toFixed(2)} ms (threads ${process.env.BENCH_THREADS ?? 'default'}, load ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+      }
     }
   }
 } finally {

@@ -69,6 +69,12 @@ export interface EngineOptions {
   /** Decoder backend (default 'native'; falls back to 'js' with a note when the addon cannot load). */
   backend?: BackendKind;
   /**
+   * On the native backend's CPU graph, the addon's own quantized matmuls (graph-target.ts
+   * `NATIVE_CPU_TARGET`; default true where the addon has them); false builds and loads the
+   * MatMulNBits graph the JS backend runs (the benches' before/after).
+   */
+  nativeKernels?: boolean;
+  /**
    * ONNX Runtime's intra-op threads for the CPU work, a whole number 0–1024 (default 0: ONNX
    * Runtime's own default, one per physical core). @see MAX_THREADS
    */
@@ -271,7 +277,7 @@ export class Engine {
     // The provider first: each has its own graph, so the bundle is resolved for it.
     const provider = await chooseExecutionProvider(parseExecutionProvider(opts.executionProvider ?? 'cpu'), opts.providerProbe);
     // The native backend's CPU graph runs the addon's own quantized matmuls (graph-target.ts).
-    const target = engineGraphTarget(provider.ep, opts.graphDtype, opts.backend !== 'js' && nativeKernelsAvailable());
+    const target = engineGraphTarget(provider.ep, opts.graphDtype, opts.backend !== 'js' && opts.nativeKernels !== false && nativeKernelsAvailable());
     const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress, { quantize: opts.quantize, signal: opts.signal, target });
     const m = bundle.manifest;
     if (m.chatTemplate !== null) prestartTemplateSandbox(); // boots while the tokenizer is read
