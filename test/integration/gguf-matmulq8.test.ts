@@ -45,10 +45,17 @@ test('ropewalk.MatMulQ8 computes llama.cpp\'s q8_0 × q8_0 and q4_0 × q8_0 dot 
   try {
     for (const type of ['q8_0', 'q4_0'] as const) {
       const info = g.tensors.get(`blocks.${type}`)!;
-      const raw = await g.readRaw(info);
-      const w = quantizedFromGguf(g.typeOf(info), raw, info.shape)!;
+      const stored = await g.readRaw(info);
+      // Its [3, 512] rows 3 times over, each cut to 15 blocks: [9, 480], so the kernel meets a
+      // group of 4 weight rows and rows left over, and an odd number of blocks per row.
+      const [rows, cols] = info.shape;
+      const bytes = BLOCKS[type].bytes;
+      const keep = 15;
+      const raw = new Uint8Array(3 * rows * keep * bytes);
+      for (let c = 0; c < 3 * rows; c++) raw.set(stored.subarray((c % rows) * (cols / 32) * bytes, ((c % rows) * (cols / 32) + keep) * bytes), c * keep * bytes);
+      const w = quantizedFromGguf(g.typeOf(info), raw, [3 * rows, keep * 32])!;
       const [n, k] = w.shape;
-      const m = 5; // one 4-row tile and one row alone
+      const m = 9; // two 4-row tiles and one row alone
       const x = activations(m, k);
       const want = llamaCppMatMul(BLOCKS[type], raw, n, k, x, m);
       const scale = want.reduce((a, v) => Math.max(a, Math.abs(v)), 0);
@@ -61,10 +68,18 @@ test('ropewalk.MatMulQ8 computes llama.cpp\'s q8_0 × q8_0 and q4_0 × q8_0 dot 
         }
       });
       assert.ok(isas.includes(addon!.matMulQ8Kernel as never), `the op's own variant (${addon!.matMulQ8Kernel}) is among those tested`);
+      const w512 = quantizedFromGguf(g.typeOf(info), stored, info.shape)!;
+      const x512 = activations(m, cols);
+      const want512 = llamaCppMatMul(BLOCKS[type], stored, rows, cols, x512, m);
+      const scale512 = want512.reduce((a, v) => Math.max(a, Math.abs(v)), 0);
       for (const isa of isas) {
+        const got512 = addon!.matMulQ8!(isa, x512, m, w512.data, w512.scales, rows, cols, w512.bits as 4 | 8);
+        const err512 = got512.reduce((a, v, i) => Math.max(a, Math.abs(v - want512[i])), 0) / scale512;
+        t.diagnostic(`${type} ${isa} [${rows}, ${cols}]: max |y − llama.cpp| / max |y| = ${err512.toExponential(2)}`);
+        assert.ok(err512 < 1e-6, `${type} [${rows}, ${cols}] on ${isa}: ${err512}`);
         const got = addon!.matMulQ8!(isa, x, m, w.data, w.scales, n, k, w.bits as 4 | 8);
         const err = got.reduce((a, v, i) => Math.max(a, Math.abs(v - want[i])), 0) / scale;
-        t.diagnostic(`${type} ${isa}: max |y − llama.cpp| / max |y| = ${err.toExponential(2)}`);
+        t.diagnostic(`${type} ${isa} [${n}, ${k}]: max |y − llama.cpp| / max |y| = ${err.toExponential(2)}`);
         assert.ok(err < 1e-6, `${type} on ${isa}: ${err}`);
       }
     }
