@@ -31,7 +31,7 @@ export interface StepProfile {
 
 /**
  * Node events of a parsed Chrome-trace profile, summed per op type over `steps` steps. With
- * `vocabSize`, the node whose output is the logits [1, vocabSize] (the classifier: MatMulNBits or
+ * `vocabSize`, the node whose output is the logits [1, vocabSize] (the classifier: MatMulNBits, MatMulQ8 or
  * Gemm) is its own row, `<op> (classifier)`, told by `args.output_type_shape`.
  */
 export function opShares(events: unknown, steps: number, vocabSize?: number): OpShare[] {
@@ -40,7 +40,7 @@ export function opShares(events: unknown, steps: number, vocabSize?: number): Op
   for (const e of events as { cat?: string; name?: string; dur?: number; args?: { op_name?: string; output_type_shape?: Record<string, number[]>[] } }[]) {
     if (e?.cat !== 'Node' || typeof e.name !== 'string' || !e.name.endsWith('_kernel_time')) continue;
     const shape = Object.values(e.args?.output_type_shape?.[0] ?? {})[0];
-    const classifier = vocabSize !== undefined && shape?.length === 2 && shape[1] === vocabSize && /^(MatMulNBits|Gemm|MatMul|FusedMatMul)$/.test(String(e.args?.op_name));
+    const classifier = vocabSize !== undefined && shape?.length === 2 && shape[1] === vocabSize && /^(MatMulNBits|MatMulQ8|Gemm|MatMul|FusedMatMul)$/.test(String(e.args?.op_name));
     const op = `${String(e.args?.op_name ?? '?')}${classifier ? ' (classifier)' : ''}`;
     const slot = byOp.get(op) ?? byOp.set(op, { us: 0, nodes: new Set() }).get(op)!;
     slot.us += e.dur ?? 0;
