@@ -234,6 +234,13 @@ function runsOnMatMulQ8(w: MatMulWeight): boolean {
 }
 
 /**
+ * The GGUF types whose weights `runsOnMatMulQ8` (quantized-weights.ts maps them to 4- or 8-bit
+ * blocks of 32, default zero points, no offsets; `halfActivationScales` true): a file with none
+ * builds the CPU graph for the native backend too (bundle.ts `builtTarget`).
+ */
+export const MATMULQ8_GGUF_TYPES: ReadonlySet<string> = new Set(['Q8_0', 'Q4_0', 'IQ4_NL', 'MXFP4']);
+
+/**
  * y = x · Wᵀ by `ropewalk.MatMulQ8` over MatMulNBits' own blocks and scales (the same
  * initializers, so a bundle's data file does not change): llama.cpp's int8 dot products on
  * block_q8_0 activations, quantized in the kernel (no half-scale nodes).
