@@ -4,6 +4,7 @@
  * `largestFittingContext`; test/unit/memory-fit.test.ts holds the two equal), from the facts the
  * engine reports at load (`ModelInfo.memory`):
  *   total(n) = weightBytes + n × (kvBytesPerPosition + ropeBytesPerPosition)
+ *              + windowKvBytesPerPosition × min(n, windowRows)   (sliding-window layers, bounded)
  *   fits(n)  = total(n) ≤ availableBytes               (the memory the load measured, before it loaded)
  * Dependency-free, so the window computes it as the Max context field is typed.
  */
@@ -11,7 +12,11 @@
 /** What the estimate needs, bytes: the weights as stored, one position's KV and RoPE rows, and the memory available at load. */
 export interface MemoryFacts {
   weightBytes: number;
+  /** KV bytes per position of the layers that hold every position. */
   kvBytesPerPosition: number;
+  /** The sliding-window layers' KV bytes per position, up to `windowRows` positions (absent: none). */
+  windowKvBytesPerPosition?: number;
+  windowRows?: number;
   ropeBytesPerPosition: number;
   availableBytes: number;
 }
@@ -21,7 +26,7 @@ export const MIN_MAX_CONTEXT = 16;
 
 /** The estimate at `maxContext` positions: the caches' bytes, the total and whether it fits. */
 export function memoryAt(f: MemoryFacts, maxContext: number): { kvCacheBytes: number; totalBytes: number; fits: boolean } {
-  const kvCacheBytes = f.kvBytesPerPosition * maxContext;
+  const kvCacheBytes = f.kvBytesPerPosition * maxContext + (f.windowKvBytesPerPosition ?? 0) * Math.min(maxContext, f.windowRows ?? Infinity);
   const totalBytes = f.weightBytes + kvCacheBytes + f.ropeBytesPerPosition * maxContext;
   return { kvCacheBytes, totalBytes, fits: totalBytes <= f.availableBytes };
 }
@@ -31,7 +36,10 @@ export function memoryAt(f: MemoryFacts, maxContext: number): { kvCacheBytes: nu
  * rounded down to a multiple of 256 from 512 up; 0 when not even MIN_MAX_CONTEXT fits.
  */
 export function largestFittingContext(f: MemoryFacts): number {
-  const n = Math.floor((f.availableBytes - f.weightBytes) / (f.kvBytesPerPosition + f.ropeBytesPerPosition));
+  const room = f.availableBytes - f.weightBytes;
+  const growing = f.kvBytesPerPosition + f.ropeBytesPerPosition;
+  const [windowed, rows] = [f.windowKvBytesPerPosition ?? 0, f.windowRows ?? Infinity];
+  const n = Math.floor(rows !== Infinity && (growing + windowed) * rows <= room ? (room - windowed * rows) / growing : room / (growing + windowed));
   if (!(n >= MIN_MAX_CONTEXT)) return 0;
   return n >= 512 ? n - (n % 256) : n;
 }

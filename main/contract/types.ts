@@ -268,9 +268,9 @@ export interface ModelInfo {
   thinkingToggle?: boolean;
   /**
    * How the chat template writes tool calls (main/engine/tokenizer/tool-format.ts: `hermes`,
-   * `llama3-json`, `mistral-v3`, `mistral-args`); absent: it takes no tools, or a remote engine.
+   * `llama3-json`, `mistral-v3`, `mistral-args`, `harmony`); absent: it takes no tools, or a remote engine.
    */
-  toolFormat?: 'hermes' | 'llama3-json' | 'mistral-v3' | 'mistral-args';
+  toolFormat?: 'hermes' | 'llama3-json' | 'mistral-v3' | 'mistral-args' | 'harmony';
   /** Weight storage: formats with counts ("q4 (Q4_0) ×35, float32 ×13"), bundle size on disk, resident weight bytes. */
   weights: { formats: string; bundleBytes: number; residentBytes: number };
   /** Set when a remote engine answers (then backend, execution provider and weights mean nothing). */

@@ -58,7 +58,7 @@ export const UNKNOWN_CONTEXT = 4096;
 function noCaches(maxContext: number): EngineCacheStats {
   return {
     rope: { capacity: 0, rowsComputed: 0, growths: 0, bytes: 0, maxContext },
-    kv: { capacity: 0, length: 0, growths: 0, bytes: 0, maxContext },
+    kv: { capacity: 0, length: 0, growths: 0, bytes: 0, maxContext, windowCapacity: 0, windowBytes: 0, windowRowsDropped: 0 },
   };
 }
 

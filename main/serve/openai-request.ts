@@ -9,7 +9,8 @@
  * frequency_penalty in [−2, 2], seed (any safe integer; −1 = random), stop (≤ 16 strings),
  * ignore_eos (llama.cpp's), an assistant message's reasoning_content (its reasoning, which the
  * chat template gets where it reads it; vLLM's and llama.cpp's name), chat_template_kwargs
- * { enable_thinking } (vLLM's and llama.cpp's; other keys are refused),
+ * { enable_thinking, reasoning_effort } (vLLM's and llama.cpp's; other keys are refused),
+ * reasoning_effort low / medium / high (OpenAI's; the chat template gets it where it reads it: gpt-oss's),
  * stream, stream_options.include_usage, n = 1, response_format { type: 'text' | 'json_object' } or
  * { type: 'json_schema', json_schema: { schema, strict?, name?, description? } } (constrained
  * decoding; the schema keywords covered are in main/engine/sampling/json-schema.ts, others are
@@ -121,12 +122,14 @@ const toolFieldsSchema = {
   tool_choice: z.union([z.enum(['none', 'auto', 'required']), z.object({ type: z.literal('function'), function: z.object({ name: z.string() }) })]).nullish(),
   parallel_tool_calls: z.boolean().nullish(),
 };
+const reasoningEffort = z.enum(['low', 'medium', 'high']);
 const chatSchema = z
   .object({
     ...sampling,
     messages: z.array(message).min(1),
     max_completion_tokens: z.number().int().min(1).max(1 << 20).nullish(),
-    chat_template_kwargs: z.object({ enable_thinking: z.boolean().optional() }).strict().nullish(),
+    chat_template_kwargs: z.object({ enable_thinking: z.boolean().optional(), reasoning_effort: reasoningEffort.optional() }).strict().nullish(),
+    reasoning_effort: reasoningEffort.nullish(),
     logprobs: z.boolean().nullish(),
     top_logprobs: topLogprobs.nullish(),
     ...toolFieldsSchema,
@@ -332,6 +335,7 @@ export function parseChatRequest(body: unknown, s: Settings, model?: { toolForma
       messages,
       ...generationFields(b, b.max_completion_tokens ?? b.max_tokens, s),
       ...(typeof b.chat_template_kwargs?.enable_thinking === 'boolean' ? { enableThinking: b.chat_template_kwargs.enable_thinking } : {}),
+      ...((b.reasoning_effort ?? b.chat_template_kwargs?.reasoning_effort) ? { reasoningEffort: (b.reasoning_effort ?? b.chat_template_kwargs?.reasoning_effort)! } : {}),
       ...(b.logprobs ? { logprobs: b.top_logprobs ?? 0 } : {}),
       ...tools.fields,
     },

@@ -1,7 +1,7 @@
 /**
  * Tool calls on `/v1/chat/completions` (OpenAI's `tools`, `tool_choice`, `parallel_tool_calls`), in
  * the format the model's chat template writes (tool-formats.ts: Qwen/Hermes `<tool_call>`, Llama
- * 3.1+ JSON, Mistral `[TOOL_CALLS]` v3 and `name[ARGS]`). Pure: no I/O.
+ * 3.1+ JSON, Mistral `[TOOL_CALLS]` v3 and `name[ARGS]`, gpt-oss's harmony commentary messages). Pure: no I/O.
  *   - `toolFields(body, format)`: the tools go to the chat template (`tools`); `tool_choice:
  *     "none"` leaves them out; `"required"` or a named function opens the reply as the format
  *     opens a call and constrains the rest to one call of those tools whose arguments match their

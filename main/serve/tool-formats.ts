@@ -1,5 +1,5 @@
 /**
- * The four tool-call formats (main/engine/tokenizer/tool-format.ts says which a model's template
+ * The five tool-call formats (main/engine/tokenizer/tool-format.ts says which a model's template
  * writes): per format, how a forced call is opened and constrained, and how a reply's calls are
  * read. Pure: no I/O. Sources of the formats, as each family's official chat template writes a
  * call into the history and as vLLM's parsers for it read one:
@@ -9,11 +9,15 @@
  *   - mistral-v3: Mistral-7B-Instruct-v0.3's template (`[TOOL_CALLS] [{"name", "arguments"}, …]`;
  *     vLLM `mistral`), ids of 9 letters or digits;
  *   - mistral-args: Mistral-Small-3.2-24B-Instruct-2506's template (`[TOOL_CALLS]name[ARGS]{…}`
- *     per call, an optional `[CALL_ID]id` before `[ARGS]`).
+ *     per call, an optional `[CALL_ID]id` before `[ARGS]`);
+ *   - harmony: openai/gpt-oss's template (a commentary-channel message to `functions.NAME`, the
+ *     recipient before the channel as the template writes it or after it as the model may, an
+ *     optional content type `json` / `<|constrain|>json`, the JSON arguments as the message,
+ *     ended by `<|call|>` — an end token, so a reply's last call has no end marker).
  */
 import { randomUUID } from 'node:crypto';
 import type { ResponseFormat } from '../engine/generate/types.ts';
-import { LLAMA_PYTHON_TAG, MISTRAL_ARGS, MISTRAL_CALLS, type ToolFormat } from '../engine/tokenizer/tool-format.ts';
+import { HARMONY_RECIPIENT, LLAMA_PYTHON_TAG, MISTRAL_ARGS, MISTRAL_CALLS, type ToolFormat } from '../engine/tokenizer/tool-format.ts';
 
 export type { ToolFormat };
 
@@ -99,6 +103,13 @@ export function jsonObjects(text: string): unknown[] | null {
 
 const HERMES_CALL = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g;
 
+/**
+ * A harmony call message: an optional `<|start|>assistant` header, the recipient before (group 1)
+ * or after (group 2) `<|channel|>commentary`, an optional content type, `<|message|>`, the
+ * arguments (group 3) up to `<|call|>`, the next message, or the end.
+ */
+export const HARMONY_CALL = /(?:<\|start\|>assistant)?\s*(?:to=functions\.([^\s<]+)\s*)?<\|channel\|>commentary(?:\s*to=functions\.([^\s<]+))?\s*(?:<\|constrain\|>)?\s*(?:\w+)?\s*<\|message\|>([\s\S]*?)(?:<\|call\|>|(?=<\|start\|>)|$)/g;
+
 const RULES: Record<ToolFormat, FormatRules> = {
   hermes: {
     open: '<tool_call>\n',
@@ -156,6 +167,22 @@ const RULES: Record<ToolFormat, FormatRules> = {
       return { content, calls };
     },
     newId: mistralId,
+  },
+  harmony: {
+    // A forced call follows the prompt's `<|start|>assistant`: the channel and recipient, then the
+    // name and `<|message|>` (one special token) before the arguments, as the constraint writes them.
+    open: `<|channel|>commentary ${HARMONY_RECIPIENT}`,
+    close: '',
+    constrain: (chosen) => ({ type: 'tool_call', tools: chosen, separator: '<|message|>' }),
+    read(text, accept) {
+      const calls: WrittenCall[] = [];
+      const content = text.replace(HARMONY_CALL, (block, before: string | undefined, after: string | undefined, args: string) => {
+        const c = { name: before ?? after, arguments: parseJson(args.trim()) };
+        return c.name !== undefined && c.arguments !== undefined && accept(c) ? (calls.push(c), '') : block;
+      });
+      return { content, calls };
+    },
+    newId: openAiId,
   },
 };
 

@@ -165,8 +165,25 @@ function snapshot(text: string, format: ToolMode['format']): Snapshot {
       });
       return { content: parts.length ? first : holdBack(first, MISTRAL_CALLS), calls };
     }
+    case 'harmony': {
+      // Content until a message header; per call message its name once `<|message|>` closed the header.
+      const at = text.search(/<\|start\|>|<\|channel\|>/);
+      const calls: PartialCall[] = [];
+      if (at < 0) return { content: holdBack(holdBack(text, '<|start|>'), '<|channel|>'), calls };
+      for (const m of text.slice(at).matchAll(HARMONY_PARTIAL)) {
+        if (m[3] === undefined) calls.push({ name: null, args: '' });
+        else {
+          const args = m[3].trimStart();
+          calls.push({ name: m[1] ?? m[2] ?? null, args: args.startsWith('{') ? args.slice(0, valueEnd(args, 0) ?? args.length) : '' });
+        }
+      }
+      return { content: text.slice(0, at), calls };
+    }
   }
 }
+
+/** A harmony call message as far as written (HARMONY_CALL's groups; group 3 once `<|message|>` is there). */
+const HARMONY_PARTIAL = /(?:<\|start\|>assistant)?\s*(?:to=functions\.([^\s<]+)\s*)?<\|channel\|>commentary(?:\s*to=functions\.([^\s<]+))?[^<]*(?:<\|constrain\|>[^<]*)?(?:<\|message\|>([\s\S]*?))?(?=<\|call\|>|<\|start\|>|$)/g;
 
 /** One streamed reply's tool calls: `push` each content delta, `finish` at the end. */
 export class ToolCallStream {

@@ -14,14 +14,20 @@
 //     .kvMemory: string                   ONNX Runtime's name of the KV tensors' memory ('Cpu', 'Cuda', 'WebGPU_Buf')
 //     .stats: { runs, kvBinds, kvAllocs, kvCopies, ropeBinds, ropeRows }   what moved so far (numbers)
 //     .resize(capacity, keep): void       grow the KV cache, keeping rows [0, keep)
+//     .windowInputs: boolean              the graph has sliding-window lengths and windowLayers marks some
+//     .windowCapacity: number
+//     .resizeWindow(capacity, from, rows): void   sliding-window layers: rows [from, from+rows) → [0, rows)
 //     .setRope(cos: Float32Array, sin: Float32Array, rows: number): void
 //                                         bind the whole RoPE cache [rows, R/2] (copied), once per growth
-//     .run(tokenIds: Int32Array, past: number): Promise<void>
+//     .run(tokenIds: Int32Array, past: number, windowPast?: number): Promise<void>
 //                                         one step, run on the libuv pool (Napi::AsyncWorker)
-//     .shift(keep, drop, length, cos: Float32Array, sin: Float32Array, interleaved: boolean, rotaryDim): void
+//     .shift(keep, drop, length, cos: Float32Array, sin: Float32Array, interleaved: boolean, rotaryDim,
+//            layerTables?: Uint8Array, windowKeep?, windowDrop?, windowLength?): void
 //                                         context shift: drop [keep, keep+drop), rotate the moved keys
-//     .copyOut(length, dst: Float32Array): void      rows [0, length) → [layers][2][Hkv][length][headDim]
-//     .copyIn(length, src: Float32Array): void       the reverse (capacity >= length)
+//     .copyOut(length, dst: Float32Array, windowLength?): void  rows [0, length) ([0, windowLength) of a
+//                                         windowed layer) → per layer [2][Hkv][rows][headDim]
+//     .copyIn(length, src: Float32Array, windowLength?): void   the reverse (capacity >= length)
+//   options.windowLayers?: Uint8Array [numLayers], 1 for a sliding-window layer
 //     .dispose(): void
 // Errors are JS Errors whose message is one line naming the ONNX Runtime call; `code` is
 // 'ORT_LOAD' (runtime or model cannot be loaded), 'ORT_RUN' (a run or resize failed) or
@@ -116,6 +122,9 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
                        {InstanceAccessor<&NativeDecoder::ExecutionProvider>("executionProvider"),
                         InstanceAccessor<&NativeDecoder::FallbackReason>("fallbackReason"),
                         InstanceAccessor<&NativeDecoder::Capacity>("capacity"),
+                        InstanceAccessor<&NativeDecoder::WindowCapacity>("windowCapacity"),
+                        InstanceAccessor<&NativeDecoder::WindowInputs>("windowInputs"),
+                        InstanceMethod<&NativeDecoder::ResizeWindow>("resizeWindow"),
                         InstanceAccessor<&NativeDecoder::KvMemory>("kvMemory"),
                         InstanceAccessor<&NativeDecoder::Stats>("stats"),
                         InstanceMethod<&NativeDecoder::Resize>("resize"), InstanceMethod<&NativeDecoder::Run>("run"),
@@ -138,7 +147,18 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
       ThrowAs(env, "ORT_ARG", "kvDtype must be 'float32' or 'float16', got '" + kvDtype + "'");
     }
     DecoderShape shape{PositiveInt(o, "numLayers"), PositiveInt(o, "numKvHeads"), PositiveInt(o, "headDim"),
-                       PositiveInt(o, "vocabSize"), PositiveInt(o, "rotaryHalf"), kvDtype == "float16"};
+                       PositiveInt(o, "vocabSize"), PositiveInt(o, "rotaryHalf"), kvDtype == "float16", {}};
+    Napi::Value windows = o.Get("windowLayers");
+    if (!windows.IsUndefined()) {
+      if (!windows.IsTypedArray() || windows.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array ||
+          static_cast<int64_t>(windows.As<Napi::Uint8Array>().ElementLength()) != shape.numLayers) {
+        ThrowAs(env, "ORT_ARG", "windowLayers must be a Uint8Array of numLayers (" + std::to_string(shape.numLayers) + ") entries");
+      }
+      Napi::Uint8Array w = windows.As<Napi::Uint8Array>();
+      bool any = false;
+      for (size_t i = 0; i < w.ElementLength(); i++) any = any || w[i] != 0;
+      if (any) shape.windowLayers.assign(w.Data(), w.Data() + w.ElementLength());
+    }
     std::string ep = o.Get("executionProvider").ToString();
     if (ep != "cpu" && ep != "webgpu" && ep != "cuda") {
       ThrowAs(env, "ORT_ARG", "executionProvider must be 'cpu', 'webgpu' or 'cuda', got '" + ep + "'");
@@ -191,6 +211,19 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
   }
   Napi::Value Capacity(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), decoder_ ? static_cast<double>(decoder_->Capacity()) : 0);
+  }
+  Napi::Value WindowCapacity(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), decoder_ ? static_cast<double>(decoder_->WindowCapacity()) : 0);
+  }
+  Napi::Value WindowInputs(const Napi::CallbackInfo& info) {
+    return Napi::Boolean::New(info.Env(), decoder_ && decoder_->WindowInputs());
+  }
+  void ResizeWindow(const Napi::CallbackInfo& info) {
+    Decoder& d = Live(info.Env());
+    const int64_t capacity = info[0].ToNumber().Int64Value();
+    const int64_t from = info[1].ToNumber().Int64Value();
+    const int64_t rows = info[2].ToNumber().Int64Value();
+    Guard(info.Env(), "ORT_RUN", [&] { d.ResizeWindow(capacity, from, rows); });
   }
 
   Napi::Value KvMemory(const Napi::CallbackInfo& info) {
@@ -250,7 +283,10 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
       }
       layerTables = t.Data();
     }
-    Guard(env, "ORT_RUN", [&] { d.Shift(keep, drop, length, cos.Data(), sin.Data(), interleaved, rotaryDim, layerTables); });
+    // The sliding-window layers' own range (absent: the same as the others').
+    const auto arg = [&](size_t i, int64_t fallback) { return info.Length() > i && !info[i].IsUndefined() ? info[i].ToNumber().Int64Value() : fallback; };
+    const int64_t windowKeep = arg(8, keep), windowDrop = arg(9, drop), windowLength = arg(10, length);
+    Guard(env, "ORT_RUN", [&] { d.Shift(keep, drop, length, cos.Data(), sin.Data(), interleaved, rotaryDim, layerTables, windowKeep, windowDrop, windowLength); });
   }
 
   void CopyOut(const Napi::CallbackInfo& info) { Copy(info, true); }
@@ -265,12 +301,14 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
     }
     const int64_t length = info[0].ToNumber().Int64Value();
     Napi::Float32Array host = info[1].As<Napi::Float32Array>();
-    const size_t want = static_cast<size_t>(length < 0 ? 0 : length) * static_cast<size_t>(d.FloatsPerPosition());
+    const int64_t windowLength = info.Length() > 2 && !info[2].IsUndefined() ? info[2].ToNumber().Int64Value() : length;
+    if (length < 0 || windowLength < 0) ThrowAs(env, "ORT_ARG", "KV copy: negative length");
+    const size_t want = static_cast<size_t>(d.CompactFloats(length, windowLength));
     if (host.ElementLength() != want) {
       ThrowAs(env, "ORT_ARG", "KV copy: " + std::to_string(length) + " positions need " + std::to_string(want) +
                                   " floats, the buffer holds " + std::to_string(host.ElementLength()));
     }
-    Guard(env, "ORT_RUN", [&] { out ? d.CopyOut(length, host.Data()) : d.CopyIn(length, host.Data()); });
+    Guard(env, "ORT_RUN", [&] { out ? d.CopyOut(length, windowLength, host.Data()) : d.CopyIn(length, windowLength, host.Data()); });
   }
 
   // Synchronous, like Shift: once per RoPE growth. The tables are copied, so they need not outlive it.
@@ -303,7 +341,8 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
     Napi::Int32Array ids = info[0].As<Napi::Int32Array>();
     const int64_t count = static_cast<int64_t>(ids.ElementLength());
     const int64_t past = info[1].ToNumber().Int64Value();
-    Guard(env, "ORT_RUN", [&] { d.Bind(ids.Data(), count, past); });
+    const int64_t windowPast = info.Length() > 2 && !info[2].IsUndefined() ? info[2].ToNumber().Int64Value() : past;
+    Guard(env, "ORT_RUN", [&] { d.Bind(ids.Data(), count, past, windowPast); });
   }
 
   // Off the JS thread although the engine already lives in a worker. Measured (2 shared cores):

@@ -1,6 +1,8 @@
 // See decoder.h.
 #include "decoder.h"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <stdexcept>
 
@@ -42,6 +44,11 @@ Decoder::Decoder(const std::string& modelPath, const DecoderShape& shape, const 
     Check(api.CreateIoBinding(session_, &binding_), "CreateIoBinding");
     Check(api.CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeDefault, &hostInfo_), "CreateCpuMemoryInfo");
     Check(api.GetAllocatorWithDefaultOptions(&hostAllocator_), "GetAllocatorWithDefaultOptions");
+    // A graph without the window lengths (or a model without window layers): every layer global.
+    if (!HasInput("seqlens_k_window")) shape_.windowLayers.clear();
+    if (!shape_.windowLayers.empty() && static_cast<int64_t>(shape_.windowLayers.size()) != shape_.numLayers) {
+      throw std::invalid_argument("windowLayers: one entry per layer");
+    }
     if (OnDevice()) {
       if (copyModel.data == nullptr) throw OrtError("the KV copy graph is needed on " + ep_);
       Check(api.CreateMemoryInfo(DeviceMemoryName(ep_), OrtDeviceAllocator, 0, OrtMemTypeDefault, &deviceInfo_),
@@ -60,6 +67,8 @@ Decoder::Decoder(const std::string& modelPath, const DecoderShape& shape, const 
     const int64_t oneDim[1] = {1};
     seqlensValue_ = Wrap(hostInfo_, &seqlensK_, sizeof seqlensK_, oneDim, 1, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32);
     totalValue_ = Wrap(hostInfo_, &totalSeqLen_, sizeof totalSeqLen_, nullptr, 0, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32);
+    seqlensWindowValue_ = Wrap(hostInfo_, &seqlensKWindow_, sizeof seqlensKWindow_, oneDim, 1, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32);
+    totalWindowValue_ = Wrap(hostInfo_, &totalSeqLenWindow_, sizeof totalSeqLenWindow_, nullptr, 0, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32);
   } catch (...) {
     Release();  // the destructor does not run for a constructor that throws
     throw;
@@ -72,6 +81,8 @@ void Decoder::Release() {
   const OrtApi& api = Ort();
   if (seqlensValue_) api.ReleaseValue(seqlensValue_), seqlensValue_ = nullptr;
   if (totalValue_) api.ReleaseValue(totalValue_), totalValue_ = nullptr;
+  if (seqlensWindowValue_) api.ReleaseValue(seqlensWindowValue_), seqlensWindowValue_ = nullptr;
+  if (totalWindowValue_) api.ReleaseValue(totalWindowValue_), totalWindowValue_ = nullptr;
   if (binding_) api.ReleaseIoBinding(binding_), binding_ = nullptr;  // drops its OrtValues first
   for (OrtValue*& v : kv_) api.ReleaseValue(v), v = nullptr;         // before the allocator they came from
   kv_.clear();
@@ -95,6 +106,26 @@ void Decoder::OpenSession(const std::string& modelPath, const std::string& ep, c
   Check(api.CreateSession(SharedEnv(), modelPath.c_str(), options.get(), &session_), "CreateSession");
 }
 
+bool Decoder::HasInput(const char* name) const {
+  const OrtApi& api = Ort();
+  size_t count = 0;
+  Check(api.SessionGetInputCount(session_, &count), "SessionGetInputCount");
+  for (size_t i = 0; i < count; i++) {
+    char* input = nullptr;
+    Check(api.SessionGetInputName(session_, i, hostAllocator_, &input), "SessionGetInputName");
+    const bool same = std::strcmp(input, name) == 0;
+    if (OrtStatus* status = api.AllocatorFree(hostAllocator_, input)) api.ReleaseStatus(status);
+    if (same) return true;
+  }
+  return false;
+}
+
+int64_t Decoder::CompactFloats(int64_t length, int64_t windowLength) const {
+  int64_t rows = 0;
+  for (size_t i = 0; i < static_cast<size_t>(shape_.numLayers * 2); i++) rows += Windowed(i) ? windowLength : length;
+  return rows * shape_.numKvHeads * shape_.headDim;
+}
+
 std::string Decoder::EndProfiling() {
   const OrtApi& api = Ort();
   char* file = nullptr;
@@ -108,7 +139,7 @@ std::string Decoder::EndProfiling() {
 
 std::string Decoder::KvMemory() const {
   const OrtMemoryInfo* info = deviceInfo_ != nullptr ? deviceInfo_ : hostInfo_;
-  if (!kv_.empty()) Check(Ort().GetTensorMemoryInfo(kv_[0], &info), "GetTensorMemoryInfo");
+  if (!kv_.empty() && kv_[0]) Check(Ort().GetTensorMemoryInfo(kv_[0], &info), "GetTensorMemoryInfo");
   const char* name = nullptr;
   Check(Ort().MemoryInfoGetName(info, &name), "MemoryInfoGetName");
   return name;
@@ -172,15 +203,31 @@ OrtValue* Decoder::WrapStaging(std::vector<char>& bytes, int64_t length) {
 
 // Rows [0, rows) of each head from src (capacity srcCapacity) into dst (dstCapacity), the rest of
 // dst zeroed: memcpy on the host, the copy graph on a device.
-void Decoder::CopyRows(OrtValue* src, int64_t srcCapacity, OrtValue* dst, int64_t dstCapacity, int64_t rows) {
+// Rows [from, from + rows) of each head from src (capacity srcCapacity) into dst's [0, rows)
+// (dstCapacity; dst may be src), the rest of dst zeroed: memmove on the host; on a device the copy
+// graph, through the host when from > 0 (the copy graph copies from row 0).
+void Decoder::CopyRows(OrtValue* src, int64_t srcCapacity, OrtValue* dst, int64_t dstCapacity, int64_t rows, int64_t from) {
   if (rows == 0) return ZeroKv(dst, dstCapacity);
-  if (OnDevice()) return copier_->Copy(src, rows, dstCapacity, dst);
   const size_t rowBytes = static_cast<size_t>(shape_.headDim) * kvElem_;
+  if (OnDevice()) {
+    if (from == 0) return copier_->Copy(src, rows, dstCapacity, dst);
+    const int64_t all = from + rows;
+    std::vector<char> held(static_cast<size_t>(shape_.numKvHeads * all) * rowBytes);
+    Owned<OrtValue> heldValue(WrapStaging(held, all), Ort().ReleaseValue);
+    copier_->Copy(src, all, all, heldValue.get());
+    std::vector<char> kept(static_cast<size_t>(shape_.numKvHeads * rows) * rowBytes);
+    for (int64_t h = 0; h < shape_.numKvHeads; h++) {
+      std::memcpy(kept.data() + h * rows * rowBytes, held.data() + (h * all + from) * rowBytes, static_cast<size_t>(rows) * rowBytes);
+    }
+    Owned<OrtValue> keptValue(WrapStaging(kept, rows), Ort().ReleaseValue);
+    return copier_->Copy(keptValue.get(), rows, dstCapacity, dst);
+  }
   const char* s = HostData(src);
   char* d = HostData(dst);
-  std::memset(d, 0, static_cast<size_t>(shape_.numKvHeads * dstCapacity) * rowBytes);
+  const bool inPlace = s == d;
+  if (!inPlace) std::memset(d, 0, static_cast<size_t>(shape_.numKvHeads * dstCapacity) * rowBytes);
   for (int64_t h = 0; h < shape_.numKvHeads; h++) {
-    std::memcpy(d + h * dstCapacity * rowBytes, s + h * srcCapacity * rowBytes, static_cast<size_t>(rows) * rowBytes);
+    std::memmove(d + h * dstCapacity * rowBytes, s + (h * srcCapacity + from) * rowBytes, static_cast<size_t>(rows) * rowBytes);
   }
 }
 
@@ -189,23 +236,46 @@ void Decoder::Resize(int64_t capacity, int64_t keep) {
     throw std::invalid_argument("resize: capacity " + std::to_string(capacity) + " keeping " + std::to_string(keep) +
                                 " rows of a cache of capacity " + std::to_string(capacity_));
   }
+  Reallocate(false, capacity, 0, keep);
+}
+
+void Decoder::ResizeWindow(int64_t capacity, int64_t from, int64_t rows) {
+  if (!WindowInputs()) return;
+  if (capacity <= 0 || from < 0 || rows < 0 || rows > capacity || (rows > 0 && from + rows > windowCapacity_)) {
+    throw std::invalid_argument("resize window: capacity " + std::to_string(capacity) + " keeping rows [" + std::to_string(from) + ", " +
+                                std::to_string(from + rows) + ") of a window of capacity " + std::to_string(windowCapacity_));
+  }
+  if (capacity != windowCapacity_) return Reallocate(true, capacity, from, rows);
+  if (from == 0) return;  // the rows are where they belong
+  for (size_t i = 0; i < kv_.size(); i++) {
+    if (Windowed(i)) CopyRows(kv_[i], capacity, kv_[i], capacity, rows, from);
+  }
+}
+
+// New tensors at `capacity` for the global (windowed false) or the sliding-window layers, holding
+// rows [from, from + rows) of the old ones; the others stay. All allocated before anything is swapped.
+void Decoder::Reallocate(bool windowed, int64_t capacity, int64_t from, int64_t rows) {
   const size_t count = static_cast<size_t>(shape_.numLayers * 2);
-  std::vector<OrtValue*> fresh(count, nullptr);
+  if (kv_.empty()) kv_.assign(count, nullptr);
+  const int64_t oldCapacity = windowed ? windowCapacity_ : capacity_;
+  std::vector<OrtValue*> fresh(kv_);
   try {
     for (size_t i = 0; i < count; i++) {
+      if (Windowed(i) != windowed) continue;
+      fresh[i] = nullptr;
       fresh[i] = NewKv(capacity);
-      CopyRows(keep > 0 ? kv_[i] : nullptr, capacity_, fresh[i], capacity, keep);
+      CopyRows(rows > 0 ? kv_[i] : nullptr, oldCapacity, fresh[i], capacity, rows, from);
     }
-    BindKv(fresh);
+    if (std::find(fresh.begin(), fresh.end(), nullptr) == fresh.end()) BindKv(fresh);
   } catch (...) {
-    for (OrtValue* v : fresh) if (v) Ort().ReleaseValue(v);
+    for (size_t i = 0; i < count; i++) if (fresh[i] && fresh[i] != kv_[i]) Ort().ReleaseValue(fresh[i]);
     // A half-rebound binding would point at released tensors: bind the old ones again.
-    if (capacity_ > 0) BindKv(kv_);
+    if (std::find(kv_.begin(), kv_.end(), nullptr) == kv_.end()) BindKv(kv_);
     throw;
   }
-  for (OrtValue* v : kv_) Ort().ReleaseValue(v);
+  for (size_t i = 0; i < count; i++) if (kv_[i] && fresh[i] != kv_[i]) Ort().ReleaseValue(kv_[i]);
   kv_.swap(fresh);
-  capacity_ = capacity;
+  (windowed ? windowCapacity_ : capacity_) = capacity;
 }
 
 // Binds each KV tensor as past_* and present_*: one OrtValue for both, so the graph reads the
@@ -241,11 +311,16 @@ void Decoder::SetRope(const float* cos, const float* sin, int64_t rows) {
   stats_.ropeBinds++;
 }
 
-void Decoder::Bind(const int32_t* tokenIds, int64_t count, int64_t past) {
+void Decoder::Bind(const int32_t* tokenIds, int64_t count, int64_t past, int64_t windowPast) {
   if (count <= 0 || past < 0 || past + count > capacity_) {
     throw std::invalid_argument("run: " + std::to_string(count) + " tokens at position " + std::to_string(past) +
                                 " do not fit the KV cache capacity " + std::to_string(capacity_) + " (resize first)");
   }
+  if (WindowInputs() && (windowPast < 0 || windowPast > past || windowPast + count > windowCapacity_)) {
+    throw std::invalid_argument("run: " + std::to_string(count) + " tokens after " + std::to_string(windowPast) +
+                                " windowed rows do not fit the window capacity " + std::to_string(windowCapacity_) + " (resize first)");
+  }
+  if (std::find(kv_.begin(), kv_.end(), nullptr) != kv_.end() || kv_.empty()) throw std::invalid_argument("run: the KV cache is not allocated (resize first)");
   if (past + count > stats_.ropeRows) {
     throw std::invalid_argument("run: " + std::to_string(count) + " tokens at position " + std::to_string(past) +
                                 " are past the bound RoPE cache's " + std::to_string(stats_.ropeRows) +
@@ -260,6 +335,12 @@ void Decoder::Bind(const int32_t* tokenIds, int64_t count, int64_t past) {
   // inputs are copied to the device.
   Check(Ort().BindInput(binding_, "seqlens_k", seqlensValue_), "BindInput");
   Check(Ort().BindInput(binding_, "total_seq_len", totalValue_), "BindInput");
+  if (WindowInputs()) {
+    seqlensKWindow_ = static_cast<int32_t>(windowPast + count - 1);
+    totalSeqLenWindow_ = static_cast<int32_t>(windowPast + count);
+    Check(Ort().BindInput(binding_, "seqlens_k_window", seqlensWindowValue_), "BindInput");
+    Check(Ort().BindInput(binding_, "total_seq_len_window", totalWindowValue_), "BindInput");
+  }
 }
 
 void Decoder::Run() {
@@ -269,21 +350,25 @@ void Decoder::Run() {
   stats_.runs++;
 }
 
-void Decoder::CopyOut(int64_t length, float* host) { CopyHost(true, length, host); }
-void Decoder::CopyIn(int64_t length, const float* host) { CopyHost(false, length, const_cast<float*>(host)); }
+void Decoder::CopyOut(int64_t length, int64_t windowLength, float* host) { CopyHost(true, length, windowLength, host); }
+void Decoder::CopyIn(int64_t length, int64_t windowLength, const float* host) {
+  CopyHost(false, length, windowLength, const_cast<float*>(host));
+}
 
-// Every KV tensor to or from its part of the compact float32 host layout (stride length).
-void Decoder::CopyHost(bool out, int64_t length, float* host) {
-  if (length < 0 || length > capacity_) {
-    throw std::invalid_argument("KV copy of " + std::to_string(length) + " positions from a cache of capacity " +
-                                std::to_string(capacity_));
+// Every KV tensor to or from its part of the compact float32 host layout (stride: its rows).
+void Decoder::CopyHost(bool out, int64_t length, int64_t windowLength, float* host) {
+  if (length < 0 || length > capacity_ || (WindowInputs() && (windowLength < 0 || windowLength > windowCapacity_ || windowLength > length))) {
+    throw std::invalid_argument("KV copy of " + std::to_string(length) + " positions (" + std::to_string(windowLength) +
+                                " windowed) from a cache of capacity " + std::to_string(capacity_) + " (window " +
+                                std::to_string(windowCapacity_) + ")");
   }
-  if (length == 0) return;
-  const int64_t compact = shape_.numKvHeads * length * shape_.headDim;
+  float* part = host;
   for (size_t i = 0; i < kv_.size(); i++) {
-    float* part = host + static_cast<int64_t>(i) * compact;
-    if (out) ReadCompact(i, length, part);
-    else WriteCompact(i, length, part);
+    const int64_t rows = Windowed(i) ? windowLength : length;
+    if (rows == 0) continue;
+    if (out) ReadCompact(i, rows, part);
+    else WriteCompact(i, rows, part);
+    part += shape_.numKvHeads * rows * shape_.headDim;
   }
 }
 
@@ -294,7 +379,7 @@ void Decoder::ReadCompact(size_t i, int64_t length, float* out) {
   const size_t n = static_cast<size_t>(length * hd);  // elements per head
   std::vector<char> staging;
   const char* src = nullptr;
-  int64_t stride = capacity_;
+  int64_t stride = CapacityOf(i);
   if (OnDevice()) {
     staging.resize(static_cast<size_t>(shape_.numKvHeads) * n * kvElem_);
     Owned<OrtValue> wrapped(WrapStaging(staging, length), Ort().ReleaseValue);
@@ -318,7 +403,7 @@ void Decoder::WriteCompact(size_t i, int64_t length, const float* in) {
   const size_t n = static_cast<size_t>(length * hd);
   std::vector<char> staging;
   char* dst = nullptr;
-  int64_t stride = capacity_;
+  int64_t stride = CapacityOf(i);
   if (OnDevice()) {
     staging.resize(static_cast<size_t>(shape_.numKvHeads) * n * kvElem_);
     dst = staging.data();
@@ -334,17 +419,25 @@ void Decoder::WriteCompact(size_t i, int64_t length, const float* in) {
   }
   if (!OnDevice()) return;
   Owned<OrtValue> wrapped(WrapStaging(staging, length), Ort().ReleaseValue);
-  copier_->Copy(wrapped.get(), length, capacity_, kv_[i]);
+  copier_->Copy(wrapped.get(), length, CapacityOf(i), kv_[i]);
 }
 
 void Decoder::Shift(int64_t keep, int64_t drop, int64_t length, const float* cos, const float* sin, bool interleaved,
-                    int64_t rotaryDim, const uint8_t* layerTables) {
+                    int64_t rotaryDim, const uint8_t* layerTables, int64_t windowKeep, int64_t windowDrop, int64_t windowLength) {
   if (keep < 0 || drop <= 0 || keep + drop > length || length > capacity_ || rotaryDim <= 0 || rotaryDim % 2 != 0 ||
       rotaryDim > shape_.headDim) {
     throw std::invalid_argument("shift: dropping [" + std::to_string(keep) + ", " + std::to_string(keep + drop) + ") of " +
                                 std::to_string(length) + " positions (capacity " + std::to_string(capacity_) +
                                 ", rotary dims " + std::to_string(rotaryDim) + ") is out of range");
   }
+  if (WindowInputs() && (windowKeep < 0 || windowDrop < 0 || windowKeep + windowDrop > windowLength || windowLength > windowCapacity_)) {
+    throw std::invalid_argument("shift: dropping windowed rows [" + std::to_string(windowKeep) + ", " + std::to_string(windowKeep + windowDrop) +
+                                ") of " + std::to_string(windowLength) + " (window capacity " + std::to_string(windowCapacity_) + ") is out of range");
+  }
+  // Tensor i's (keep, drop, length): the window's for a sliding-window layer.
+  const auto range = [&](size_t i) {
+    return Windowed(i) ? std::array<int64_t, 3>{windowKeep, windowDrop, windowLength} : std::array<int64_t, 3>{keep, drop, length};
+  };
   // Tensor i is layer i / 2's key (even i) or value; layer l turns by rotation layerTables[l]
   // (R/2 angles each; all by the first without tables).
   const auto at = [&](size_t i) {
@@ -353,7 +446,8 @@ void Decoder::Shift(int64_t keep, int64_t drop, int64_t length, const float* cos
   if (!OnDevice() && kvElem_ == 4) {
     for (size_t i = 0; i < kv_.size(); i++) {
       float* data = reinterpret_cast<float*>(HostData(kv_[i]));
-      ShiftTensor(data, capacity_, i % 2 == 0, keep, drop, length, cos + at(i), sin + at(i), interleaved, rotaryDim);
+      const auto [k, d, n] = range(i);
+      ShiftTensor(data, CapacityOf(i), i % 2 == 0, k, d, n, cos + at(i), sin + at(i), interleaved, rotaryDim);
     }
     return;
   }
@@ -361,9 +455,11 @@ void Decoder::Shift(int64_t keep, int64_t drop, int64_t length, const float* cos
   // round trip keeps one implementation.
   std::vector<float> host(static_cast<size_t>(shape_.numKvHeads * length * shape_.headDim));
   for (size_t i = 0; i < kv_.size(); i++) {
-    ReadCompact(i, length, host.data());
-    ShiftTensor(host.data(), length, i % 2 == 0, keep, drop, length, cos + at(i), sin + at(i), interleaved, rotaryDim);
-    WriteCompact(i, length, host.data());
+    const auto [k, d, n] = range(i);
+    if (n == 0) continue;
+    ReadCompact(i, n, host.data());
+    ShiftTensor(host.data(), n, i % 2 == 0, k, d, n, cos + at(i), sin + at(i), interleaved, rotaryDim);
+    WriteCompact(i, n, host.data());
   }
 }
 

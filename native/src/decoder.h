@@ -44,6 +44,10 @@ struct DecoderShape {
   int64_t vocabSize;
   int64_t rotaryHalf;  // R/2, columns of rope_cos_cache / rope_sin_cache
   bool kvFloat16;      // KV tensors (past/present) float16 rather than float32
+  // [numLayers] or empty: 1 for a sliding-window layer, whose KV tensors have a capacity of their
+  // own and hold positions [S, P) from row 0 (main/engine/cache/kv-window.ts); only when the graph
+  // has seqlens_k_window / total_seq_len_window (else every layer is global).
+  std::vector<uint8_t> windowLayers;
 };
 
 /** What the decoder has done since it opened (tests read it: a warm decode step moves nothing). */
@@ -88,20 +92,33 @@ class Decoder {
   std::string EndProfiling();
   const std::string& FallbackReason() const { return fallbackReason_; }
   int64_t Capacity() const { return capacity_; }
+  /** Capacity of the sliding-window layers' KV tensors (0 when there are none). */
+  int64_t WindowCapacity() const { return windowCapacity_; }
+  /** Whether the graph has the sliding-window layers' own lengths and this model has such layers. */
+  bool WindowInputs() const { return !shape_.windowLayers.empty(); }
   int64_t NumLayers() const { return shape_.numLayers; }
   int64_t RotaryHalf() const { return shape_.rotaryHalf; }
-  /** Floats one position takes in all layers' keys and values: numLayers * 2 * Hkv * headDim. */
-  int64_t FloatsPerPosition() const { return shape_.numLayers * 2 * shape_.numKvHeads * shape_.headDim; }
+  /** Floats a compact copy takes: 2 * Hkv * headDim * (length per global layer + windowLength per windowed one). */
+  int64_t CompactFloats(int64_t length, int64_t windowLength) const;
   /** ONNX Runtime's name of the memory the KV tensors live in: "Cpu", "Cuda" or "WebGPU_Buf". */
   std::string KvMemory() const;
   DecoderStats Stats() const;
 
   /**
-   * Reallocates the KV tensors at `capacity` positions, copying rows [0, keep) of every head (the
-   * rest zeroed), and binds them as past_* and present_*. @throws OrtError (allocation, copy) with
-   * the old tensors kept and bound, std::invalid_argument when keep > min(old capacity, capacity).
+   * Reallocates the global layers' KV tensors (every layer's without window layers) at `capacity`
+   * positions, copying rows [0, keep) of every head (the rest zeroed), and binds them as past_*
+   * and present_*. @throws OrtError (allocation, copy) with the old tensors kept and bound,
+   * std::invalid_argument when keep > min(old capacity, capacity).
    */
   void Resize(int64_t capacity, int64_t keep);
+
+  /**
+   * The sliding-window layers' tensors: rows [from, from + rows) move to [0, rows) (the oldest
+   * leave as the window moves) at `capacity` positions (reallocated when it changes; in place
+   * otherwise). On a device, a move with from > 0 goes through the host. @throws as Resize;
+   * std::invalid_argument when from + rows > the old capacity or rows > capacity.
+   */
+  void ResizeWindow(int64_t capacity, int64_t from, int64_t rows);
 
   /**
    * Binds the whole RoPE cache, cos/sin float32 [rows][R/2] (copied into tensors of the
@@ -116,7 +133,7 @@ class Decoder {
    * past+T-1). @throws std::invalid_argument when past + T > Capacity() or past + T exceeds the
    * bound RoPE cache's rows; OrtError.
    */
-  void Bind(const int32_t* tokenIds, int64_t count, int64_t past);
+  void Bind(const int32_t* tokenIds, int64_t count, int64_t past, int64_t windowPast);
 
   /** Runs the bound step; on return logits holds the last position's scores. @throws OrtError. */
   void Run();
@@ -132,18 +149,21 @@ class Decoder {
    * angles in cos/sin (Gemma 3's global and local RoPE); the caller has checked its range.
    * @throws std::invalid_argument for a range outside [0, length] or length > Capacity(); OrtError.
    */
+  // The sliding-window layers' rows shift by (windowKeep, windowDrop, windowLength), windowDrop
+  // possibly 0 (their rows all after the cut only turn), as KvCache.windowDiscard says.
   void Shift(int64_t keep, int64_t drop, int64_t length, const float* cos, const float* sin, bool interleaved,
-             int64_t rotaryDim, const uint8_t* layerTables = nullptr);
+             int64_t rotaryDim, const uint8_t* layerTables, int64_t windowKeep, int64_t windowDrop, int64_t windowLength);
 
   /**
-   * Copies rows [0, length) of every layer's keys and values to/from `host`, laid out compactly
-   * [numLayers][2 (key, value)][Hkv][length][headDim] float32 whatever the KV dtype (what the
+   * Copies rows [0, length) of every layer's keys and values (rows [0, windowLength) of a
+   * sliding-window layer's) to/from `host`, laid out compactly, layer by layer
+   * [2 (key, value)][Hkv][rows][headDim] float32 whatever the KV dtype (what the
    * engine keeps in memory for a conversation it switched away from; float16 KV is converted,
    * round to nearest even). CopyIn needs Capacity() >= length.
    * @throws std::invalid_argument when length > Capacity(); OrtError for a failed device copy.
    */
-  void CopyOut(int64_t length, float* host);
-  void CopyIn(int64_t length, const float* host);
+  void CopyOut(int64_t length, int64_t windowLength, float* host);
+  void CopyIn(int64_t length, int64_t windowLength, const float* host);
 
  private:
   void OpenSession(const std::string& modelPath, const std::string& ep, const std::string& profilePrefix, int intraOpThreads);
@@ -152,11 +172,15 @@ class Decoder {
   OrtValue* NewKv(int64_t capacity);
   void ZeroKv(OrtValue* kv, int64_t capacity);
   char* HostData(OrtValue* value) const;
-  void CopyRows(OrtValue* src, int64_t srcCapacity, OrtValue* dst, int64_t dstCapacity, int64_t rows);
+  void CopyRows(OrtValue* src, int64_t srcCapacity, OrtValue* dst, int64_t dstCapacity, int64_t rows, int64_t from = 0);
+  void Reallocate(bool windowed, int64_t capacity, int64_t from, int64_t rows);
+  bool Windowed(size_t i) const { return !shape_.windowLayers.empty() && shape_.windowLayers[i / 2] != 0; }
+  int64_t CapacityOf(size_t i) const { return Windowed(i) ? windowCapacity_ : capacity_; }
   void ReadCompact(size_t i, int64_t length, float* out);
   void WriteCompact(size_t i, int64_t length, const float* in);
   OrtValue* WrapStaging(std::vector<char>& bytes, int64_t length);
-  void CopyHost(bool out, int64_t length, float* host);
+  void CopyHost(bool out, int64_t length, int64_t windowLength, float* host);
+  bool HasInput(const char* name) const;
   void ShiftTensor(float* t, int64_t stride, bool isKey, int64_t keep, int64_t drop, int64_t length, const float* cos,
                    const float* sin, bool interleaved, int64_t rotaryDim) const;
   void BindValue(const char* name, OrtValue* value, bool asOutput);
@@ -179,12 +203,17 @@ class Decoder {
   size_t kvElem_;                     // bytes per KV element: 4 or 2
   std::vector<OrtValue*> kv_;  // [layer*2 + (0 key | 1 value)]: [1][Hkv][C][headDim] of kvType_
   int64_t capacity_ = 0;
+  int64_t windowCapacity_ = 0;
   DecoderStats stats_;
   std::vector<int64_t> tokenIds_;  // input_ids [1, T], reused across steps
   int32_t seqlensK_ = 0;
   int32_t totalSeqLen_ = 0;
   OrtValue* seqlensValue_ = nullptr;  // wraps seqlensK_, bound every step
   OrtValue* totalValue_ = nullptr;    // wraps totalSeqLen_
+  int32_t seqlensKWindow_ = 0;        // the sliding-window layers' own lengths (WindowInputs())
+  int32_t totalSeqLenWindow_ = 0;
+  OrtValue* seqlensWindowValue_ = nullptr;
+  OrtValue* totalWindowValue_ = nullptr;
   std::vector<std::string> pastNames_, presentNames_;  // [layer*2 + (0 key | 1 value)]
 };
 

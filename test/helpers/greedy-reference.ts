@@ -32,21 +32,26 @@ export interface GreedyComparison {
 export async function greedyAgainstReference(opts: {
   config: ModelConfig; weights: WeightSources; refWeights?: ModelWeights; refConfig?: ModelConfig;
   ids: number[]; steps: number; maxContext: number; backend?: BackendKind; tolerance?: number;
+  /** Bound the sliding-window layers' KV cache with this slack (OnnxRunner.create); `onStep` sees the cache after every run. */
+  windowSlack?: number; onStep?: (kv: OnnxRunner['kv'], T: number, runner: OnnxRunner) => void;
 }): Promise<GreedyComparison> {
   const { config, ids, steps, maxContext } = opts;
   const refConfig = opts.refConfig ?? config;
   const refWeights = opts.refWeights ?? (opts.weights as ModelWeights);
   const tolerance = opts.tolerance ?? 1e-5;
   const window = Math.min(...(refConfig.slidingWindow ?? [0]).filter((w) => w > 0), Infinity);
-  const runner = await OnnxRunner.create(config, opts.weights, maxContext, opts.backend ?? 'js');
+  const runner = await OnnxRunner.create(config, opts.weights, maxContext, opts.backend ?? 'js', 'cpu', opts.windowSlack);
+  const onStep = opts.onStep ?? (() => {});
   const ref = new ReferenceModel(refConfig, refWeights, maxContext);
   const full = new ReferenceModel({ ...refConfig, slidingWindow: undefined, localRope: undefined }, refWeights, maxContext);
   try {
     const cut = Math.floor(ids.length / 2);
     await runner.forward(ids.slice(0, cut));
+    onStep(runner.kv, cut, runner);
     ref.forward(ids.slice(0, cut));
     full.forward(ids.slice(0, cut));
     let onnx = await runner.forward(ids.slice(cut));
+    onStep(runner.kv, ids.length - cut, runner);
     let expected = ref.forward(ids.slice(cut));
     let unwindowed = full.forward(ids.slice(cut));
     let worst = 0;
@@ -65,6 +70,7 @@ export async function greedyAgainstReference(opts: {
       }
       tokens.push(next);
       onnx = await runner.forward([next]);
+      onStep(runner.kv, 1, runner);
       expected = ref.forward([next]);
       unwindowed = full.forward([next]);
     }

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { KvCache } from '../../main/engine/cache/kv-cache.ts';
+import { windowGroup } from '../../main/engine/cache/kv-window.ts';
 import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from '../../main/engine/model/decoder-graph.ts';
 import { writeExternalData } from '../../main/engine/model/onnx-builder.ts';
@@ -25,23 +26,27 @@ export class OnnxRunner {
     readonly config: ModelConfig,
     readonly dir: string,
     maxContext: number,
+    windowSlack?: number,
   ) {
     this.rope = new RopeCache(config.rope, maxContext, config.localRope);
-    this.kv = new KvCache({ numLayers: config.numLayers, numKvHeads: config.numKvHeads, headDim: config.headDim, maxContext, hostBuffers: session.kvOnHost });
+    const window = windowSlack === undefined ? null : windowGroup(config.slidingWindow, maxContext, windowSlack);
+    this.kv = new KvCache({ numLayers: config.numLayers, numKvHeads: config.numKvHeads, headDim: config.headDim, maxContext, hostBuffers: session.kvOnHost, window });
   }
 
   /**
    * `backend` 'native' fails (NativeUnavailableError) rather than falling back. `ep` (default
    * 'cpu': the CPU graph, as before) builds that EP's float32 graph (`graphTarget(ep)`) and opens it there.
+   * `windowSlack`: bound the sliding-window layers' KV cache with that slack (cache/kv-window.ts);
+   * absent: every layer holds the whole context, as before.
    */
-  static async create(config: ModelConfig, weights: WeightSources, maxContext = config.trainedContext, backend: BackendKind = 'js', ep: ExecutionProvider = 'cpu'): Promise<OnnxRunner> {
+  static async create(config: ModelConfig, weights: WeightSources, maxContext = config.trainedContext, backend: BackendKind = 'js', ep: ExecutionProvider = 'cpu', windowSlack?: number): Promise<OnnxRunner> {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-graph-'));
     const built = buildDecoderGraph(config, weights, ep === 'cpu' ? CPU_TARGET : graphTarget(ep, 'float32'));
     writeFileSync(path.join(dir, 'model.onnx'), built.model);
     await writeExternalData(path.join(dir, EXTERNAL_DATA_FILE), built);
     const modelPath = path.join(dir, 'model.onnx');
     const session = backend === 'native' ? await NativeDecoderSession.create(modelPath, config, ep) : await DecoderSession.create(modelPath, config, ep);
-    return new OnnxRunner(session, config, dir, maxContext);
+    return new OnnxRunner(session, config, dir, maxContext, windowSlack);
   }
 
   /** Runs `tokens` after what the KV cache holds; returns a copy of the last position's logits [V]. */

@@ -39,6 +39,11 @@ export async function profiledStep(dir: string, config: ModelConfig, T: number, 
     seqlens_k: new ort.Tensor('int32', Int32Array.from([T - 1]), [1]),
     total_seq_len: new ort.Tensor('int32', Int32Array.from([T]), []),
   };
+  // A graph with sliding-window layers has their own lengths (io-names.ts): the same at position 0.
+  if (s.inputNames.includes(io.SEQLENS_K_WINDOW)) {
+    feeds[io.SEQLENS_K_WINDOW] = feeds.seqlens_k;
+    feeds[io.TOTAL_SEQ_LEN_WINDOW] = feeds.total_seq_len;
+  }
   for (const n of s.inputNames) if (n.startsWith('past_')) feeds[n] = new ort.Tensor('float32', new Float32Array(0), [1, config.numKvHeads, 0, config.headDim]);
   await s.run(feeds);
   s.endProfiling(); // writes `${prefix}_<date>.json` (onnxruntime-node returns no name)

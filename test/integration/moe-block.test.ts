@@ -9,7 +9,8 @@
  *     softmax over those k, and biases on every expert projection;
  *   - gpt-oss's clamped SwiGLU in the experts (limit lowered to 1.5 so its clamps act on these
  *     weights: the reference's logits without them differ by up to 1.23);
- *   - k = 1 and k = E (every expert for every token).
+ *   - k = 1 and k = E (every expert for every token);
+ *   - 32 experts top-2, grouped four to an outer If (`expertGroupSize`), and k = 1 of 12 (groups of 4).
  * Random weights, 12 experts, 2 layers, no tokenizer (token ids in, logits out).
  */
 import assert from 'node:assert/strict';
@@ -17,6 +18,7 @@ import { test } from 'node:test';
 import { expectedWeights } from '../../main/engine/model/import-hf.ts';
 import type { ModelConfig, ModelWeights, MoeOptions } from '../../main/engine/model/manifest.ts';
 import { greedyAgainstReference } from '../helpers/greedy-reference.ts';
+import { expertGroupSize } from '../../main/engine/model/moe-block.ts';
 import { randomWeights } from '../helpers/synthetic-gguf.ts';
 
 const E = 12;
@@ -41,7 +43,14 @@ const CASES: [string, Partial<MoeOptions>][] = [
   ["gpt-oss's whole expert block: + clamped SwiGLU (α 1.702, limit 1.5, so the clamps bite)", { routing: 'topk-softmax', routerBias: true, expertBias: true, activation: 'swiglu-clamped', swiglu: { alpha: 1.702, limit: 1.5 } }],
   ['top-1', { expertsPerToken: 1 }],
   ['every expert for every token (k = E)', { expertsPerToken: E }],
+  // expertGroupSize(32, 2) = 4: eight groups of four experts, each behind one more If.
+  ['32 experts top-2, in groups of 4 (nested Ifs)', { numExperts: 32, expertsPerToken: 2 }],
 ];
+
+test('expertGroupSize: the divisor G of E least in E/G + G·min(k, E/G) Ifs per decode step, the larger on a tie; 1 where none is below E', () => {
+  const cases = [[8, 4, 1], [12, 3, 1], [12, 1, 4], [12, 12, 1], [32, 4, 4], [32, 2, 4], [128, 8, 4], [128, 4, 8], [4, 2, 1], [7, 1, 1]];
+  assert.deepEqual(cases.map(([e, k]) => expertGroupSize(e, k)), cases.map((c) => c[2]));
+});
 
 for (const [name, moe] of CASES) {
   test(`MoE block, ${name}: 24 greedy tokens and their logits equal the reference forward's, both backends`, async (t) => {

@@ -98,6 +98,24 @@ for (const m of SYNTHETIC) {
   });
 }
 
+test('native backend on webgpu, synthetic Gemma 3 with the sliding layers\' KV bounded (slack 46: at most 61 of the 64 positions, rows dropped on the device; a rewind of 23 kept): the unbounded JS backend\'s greedy tokens on the CPU provider through the same script', async (t) => {
+  const m = SYNTHETIC[0];
+  const dir = path.join(cacheDir, m.name.replace(/\W+/g, '-'));
+  await writeSyntheticCheckpoint(dir, m.spec);
+  const cpu = await Engine.load(dir, { cacheDir, maxContext: MAX_CONTEXT, executionProvider: 'cpu', backend: 'js' });
+  const gpu = await Engine.load(dir, { cacheDir, maxContext: MAX_CONTEXT, executionProvider: 'webgpu', backend: 'native', kvWindowSlack: 46 });
+  try {
+    assert.equal(gpu.info.executionProvider, 'webgpu', String(gpu.sessionInfo.fallbackReason));
+    assert.ok(gpu.kv.window && !cpu.kv.window);
+    const n = assertSameScript(await kvScript(cpu), await kvScript(gpu));
+    t.diagnostic(`bounded Gemma 3 on webgpu: ${n} greedy tokens equal; windowed capacity ${gpu.kv.windowCapacity}, ${gpu.kv.stats.windowRowsDropped} layer-rows dropped`);
+    assert.ok(gpu.kv.stats.windowRowsDropped > 0);
+  } finally {
+    await gpu.dispose();
+    await cpu.dispose();
+  }
+});
+
 test('the float16 WebGPU graph (shader-f16) on the native backend, float16 KV in WebGPU buffers: the greedy tokens of the JS backend on WebGPU through the same script', async (t) => {
   const opts = { cacheDir, graphDtype: 'float16' as const, maxContext: MAX_CONTEXT, executionProvider: 'webgpu' as const };
   const js = await Engine.load(STORIES_BIN, { ...opts, backend: 'js' });

@@ -41,6 +41,25 @@ describe('parseHfConfig: Gemma', () => {
     assert.equal(c.qkNorm, true);
     assert.equal(c.gemma!.attentionSoftcap, 0);
   });
+  it("gemma3_text as transformers 5 writes it: rope_parameters per layer type (full: linear 8 over 1e6; sliding: its own base)", () => {
+    // Read before as one merged set: theta 10,000 and no scaling on the global layers.
+    const c = parseHfConfig({
+      ...gemma2, model_type: 'gemma3_text', sliding_window: 32, layer_types: ['sliding_attention', 'sliding_attention', 'sliding_attention', 'full_attention'],
+      rope_parameters: { full_attention: { rope_type: 'linear', factor: 8, rope_theta: 1e6 }, sliding_attention: { rope_type: 'default', rope_theta: 20000 } },
+    }, FILE);
+    assert.deepEqual(c.rope, { theta: 1e6, rotaryDim: 16, layout: 'half', scaling: { type: 'linear', factor: 8 } });
+    assert.deepEqual(c.localRope, { theta: 20000, rotaryDim: 16, layout: 'half' });
+    assert.deepEqual(c.slidingWindow, [32, 32, 32, 0]);
+  });
+  it('refuses a per-layer-type rope_parameters it cannot honour, quoting it', () => {
+    const g3 = { ...gemma2, model_type: 'gemma3_text', sliding_window: 32 };
+    const full = { rope_type: 'default', rope_theta: 1e6 };
+    const refuses = (json: object, re: RegExp) => assert.throws(() => parseHfConfig(json, FILE), (e: unknown) => e instanceof ModelLoadError && re.test(e.message));
+    refuses({ ...g3, rope_parameters: { full_attention: full, sliding_attention: { rope_type: 'linear', factor: 2, rope_theta: 1e4 } } }, /sliding_attention rope_type "linear" is not supported/);
+    refuses({ ...g3, rope_parameters: { sliding_attention: full } }, /no full_attention set/);
+    refuses({ ...g3, rope_parameters: { full_attention: full, rope_theta: 5 } }, /mixes per-layer-type sets with "rope_theta"/);
+    refuses({ ...gemma2, sliding_window: 32, rope_parameters: { full_attention: full, sliding_attention: full } }, /supported for gemma3_text only, not gemma2/);
+  });
   it('refuses another activation, quoting it', () => {
     assert.throws(() => parseHfConfig({ ...gemma2, hidden_activation: 'gelu' }, FILE), (e: unknown) => e instanceof ModelLoadError && /hidden_activation gelu is not supported; supported: gelu_pytorch_tanh/.test(e.message));
   });

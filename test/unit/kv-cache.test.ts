@@ -54,7 +54,7 @@ const make = (maxContext = 40): KvCache => new KvCache({ numLayers: L, numKvHead
 describe('KvCache', () => {
   it('starts empty: capacity 0, nothing allocated', () => {
     const kv = make();
-    assert.deepEqual(kv.stats, { capacity: 0, length: 0, growths: 0, bytes: 0, maxContext: 40 });
+    assert.deepEqual(kv.stats, { capacity: 0, length: 0, growths: 0, bytes: 0, maxContext: 40, windowCapacity: 0, windowBytes: 0, windowRowsDropped: 0 });
     assert.equal(kv.key(0).length, 0);
     assert.deepEqual(kv.shape, [1, H, 0, D]);
   });
@@ -80,7 +80,7 @@ describe('KvCache', () => {
     kv.ensure(33); // bounded: min(64, 40)
     assert.equal(kv.capacity, 40);
     check(kv, 12);
-    assert.deepEqual(kv.stats, { capacity: 40, length: 12, growths: 4, bytes: L * 2 * H * 40 * D * 4, maxContext: 40 });
+    assert.deepEqual(kv.stats, { capacity: 40, length: 12, growths: 4, bytes: L * 2 * H * 40 * D * 4, maxContext: 40, windowCapacity: 0, windowBytes: 0, windowRowsDropped: 0 });
   });
 
   it('a warm ensure keeps the same buffers', () => {
@@ -171,7 +171,7 @@ describe('KvCache without host buffers (the native backend holds the memory)', (
     kv.ensure(3);
     kv.commit(3);
     kv.ensure(9);
-    assert.deepEqual(kv.stats, { capacity: 16, length: 3, growths: 2, bytes: 16 * H * D * 4 * 2 * L, maxContext: 100 });
+    assert.deepEqual(kv.stats, { capacity: 16, length: 3, growths: 2, bytes: 16 * H * D * 4 * 2 * L, maxContext: 100, windowCapacity: 0, windowBytes: 0, windowRowsDropped: 0 });
     assert.deepEqual(kv.shape, [1, H, 16, D]);
     assert.throws(() => kv.key(0), (e: unknown) => e instanceof InvalidOptionError && /held by the backend/.test(e.message));
     assert.throws(() => kv.ensure(101), ContextOverflowError);

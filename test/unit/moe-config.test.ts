@@ -53,6 +53,13 @@ describe('parseHfConfig: qwen3_moe', () => {
     assert.equal(parseHfConfig(rest, FILE).moe!.normalizeTopK, false);
   });
 
+  it("reads transformers 5's num_local_experts (what Qwen3MoeConfig.save_pretrained writes) as num_experts", () => {
+    // Refused before ("config.json has no num_experts"): test/fixtures/transformers-oracle/qwen3moe/config.json is such a file.
+    const { num_experts: _e, ...v5 } = qwen3moe;
+    assert.deepEqual(parseHfConfig({ ...v5, num_local_experts: 128 }, FILE).moe, MOE);
+    throwsWith(() => parseHfConfig({ ...qwen3moe, num_local_experts: 64 }, FILE), 'num_experts 128 and num_local_experts 64 disagree');
+  });
+
   it('refuses what it cannot run, quoting the value', () => {
     throwsWith(() => parseHfConfig({ ...qwen3moe, num_experts_per_tok: 129 }, FILE), 'num_experts_per_tok 129 exceeds num_experts 128', FILE);
     throwsWith(() => parseHfConfig({ ...qwen3moe, num_experts: null }, FILE), 'no num_experts');

@@ -10,11 +10,11 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { promptOpensReasoning, reasoningMarkers, ReasoningSplitter, type PartDelta } from '../../main/engine/generate/reasoning.ts';
+import { HARMONY_MARKERS, promptOpensReasoning, reasoningMarkers, ReasoningSplitter, THINK_MARKERS, type PartDelta } from '../../main/engine/generate/reasoning.ts';
 import type { GenerationEvent, GenerationRequest } from '../../main/engine/generate/types.ts';
 import { QWEN3_IM_END, qwen3Engine, qwen3Tokenizer } from '../helpers/forced-backend.ts';
 
-const THINK = { open: '<think>', close: '</think>' };
+const THINK = THINK_MARKERS;
 const GREEDY = { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1 };
 
 /** Feeds `pieces` and flushes; returns the parts joined and every delta. */

@@ -24,6 +24,8 @@ export function commonPrefix(a: readonly number[], b: readonly number[]): number
 export interface KeptKv {
   tokens: number[];
   data: Float32Array;
+  /** The position the copy's sliding-window layers start at (KvCache.windowStart; 0 without them). */
+  windowStart: number;
 }
 
 /** Validates a KV cache budget (bytes, a non-negative integer). @throws InvalidOptionError quoting it. */
@@ -74,13 +76,13 @@ export class KeptKvCaches {
    * it; `bytes` is the copy's size, checked before `save` makes it (nothing is copied when it
    * alone exceeds the budget).
    */
-  keep(tokens: readonly number[], bytes: number, save: () => Float32Array): void {
+  keep(tokens: readonly number[], bytes: number, save: () => Float32Array, windowStart = 0): void {
     if (bytes > this.budget) return;
     const ids = [...tokens];
     for (let i = this.entries.length - 1; i >= 0; i--) {
       if (commonPrefix(this.entries[i]!.tokens, ids) === this.entries[i]!.tokens.length) this.entries.splice(i, 1);
     }
-    this.entries.push({ tokens: ids, data: save() });
+    this.entries.push({ tokens: ids, data: save(), windowStart });
     this.evict();
   }
 

@@ -68,11 +68,15 @@ export class ContextShifter {
     private readonly rule: ShiftKeep = 'system',
   ) {}
 
-  /** The cut for the cache's current `length` (null: cannot shift), counted into shifts/dropped. */
-  next(length: number): ShiftPlan | null {
+  /**
+   * The cut for the cache's current `length` (null: cannot shift), counted into shifts/dropped.
+   * `limit(keep, drop)` may shorten the drop (the KV cache's sliding-window layers: KvCache.exactDrop).
+   */
+  next(length: number, limit: (keep: number, drop: number) => number = (_, drop) => drop): ShiftPlan | null {
     const { keep, starts } = (this.boundaries ??= this.find());
     const current = starts.map((b) => b - this.dropped).filter((b) => b > keep);
-    const plan = planShift(length, keep, current);
+    const planned = planShift(length, keep, current);
+    const plan = planned && { keep, drop: limit(keep, planned.drop) };
     if (plan) {
       this.shifts++;
       this.dropped += plan.drop;

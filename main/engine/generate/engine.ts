@@ -32,6 +32,7 @@ import { ContextOverflowError, InvalidOptionError, SessionRunError } from '../er
 import { MAX_CONTEXT_LIMIT } from '../cache/growth.ts';
 import { KvCache } from '../cache/kv-cache.ts';
 import { commonPrefix, DEFAULT_KV_CACHE_BUDGET_BYTES, KeptKvCaches } from '../cache/kv-keep.ts';
+import { windowGroup } from '../cache/kv-window.ts';
 import { RopeCache } from '../cache/rope-cache.ts';
 import type { BackendKind, DecoderBackend, ExecutionProvider, ExecutionProviderChoice, SessionInfo } from '../model/backend.ts';
 import { MAX_THREADS } from '../model/backend.ts';
@@ -50,7 +51,7 @@ import { TextTokenizer } from '../tokenizer/tokenizer.ts';
 import { ContextShifter } from './context-shift.ts';
 import { Generation } from './generation.ts';
 import { detectToolFormat, type ToolFormat } from '../tokenizer/tool-format.ts';
-import { promptOpensReasoning, reasoningMarkers, type PartDelta, type ReasoningMarkers, type ReplyPart } from './reasoning.ts';
+import { promptOpensReasoning, reasoningMarkers, writtenReply, type PartDelta, type ReasoningMarkers, type ReplyPart } from './reasoning.ts';
 import type { GenerationEvent, GenerationRequest, GenerationStats } from './types.ts';
 
 export interface EngineOptions {
@@ -79,6 +80,11 @@ export interface EngineOptions {
    * Runtime's own default, one per physical core). @see MAX_THREADS
    */
   threads?: number;
+  /**
+   * Slack of the sliding-window layers' KV cache, positions (cache/kv-window.ts; default
+   * max(256, ⌈(W − 1) / 4⌉)); tests and benchmarks set it. Infinity keeps the whole context.
+   */
+  kvWindowSlack?: number;
   /** Memory for kept KV caches of earlier sequences, bytes (default DEFAULT_KV_CACHE_BUDGET_BYTES). */
   kvCacheBudgetBytes?: number;
   /** Prefill chunk size in tokens (default 256). */
@@ -128,7 +134,11 @@ export interface ModelInfo {
 /** Bytes: the weights as stored, one position's KV and RoPE rows, and the memory available when the load checked. */
 export interface LoadMemoryFacts {
   weightBytes: number;
+  /** KV bytes per position of the layers that hold every position (all but sliding-window ones). */
   kvBytesPerPosition: number;
+  /** Sliding-window layers' KV bytes per position, up to `windowRows` positions (cache/kv-window.ts). */
+  windowKvBytesPerPosition?: number;
+  windowRows?: number;
   ropeBytesPerPosition: number;
   availableBytes: number;
 }
@@ -220,7 +230,7 @@ export class Engine {
    * Builds an engine on an opened backend (`Engine.load` opens one; tests pass a stand-in).
    * @throws InvalidOptionError for a bad maxContext or prefillChunk, quoting it.
    */
-  constructor(parts: EngineParts, opts: Pick<EngineOptions, 'maxContext' | 'prefillChunk' | 'kvCacheBudgetBytes'> = {}) {
+  constructor(parts: EngineParts, opts: Pick<EngineOptions, 'maxContext' | 'prefillChunk' | 'kvCacheBudgetBytes' | 'kvWindowSlack'> = {}) {
     if (opts.maxContext !== undefined) validateMaxContext(opts.maxContext);
     this.kept = new KeptKvCaches(opts.kvCacheBudgetBytes ?? DEFAULT_KV_CACHE_BUDGET_BYTES);
     if (opts.prefillChunk !== undefined && !(Number.isInteger(opts.prefillChunk) && opts.prefillChunk >= 1)) {
@@ -247,6 +257,8 @@ export class Engine {
       maxContext: this.maxContext,
       hostBuffers: this.backend.kvOnHost,
       dtype: parts.manifest.dtype === 'float16' ? 'float16' : 'float32',
+      // Sliding-window layers keep only their window (cache/kv-window.ts), where the graph allows.
+      window: this.backend.windowedKv ? windowGroup(c.slidingWindow, this.maxContext, opts.kvWindowSlack) : null,
     });
     this.samplerScratch = new SamplerScratch(c.vocabSize);
     this.reasoningMarkers = reasoningMarkers(this.tokenizer);
@@ -285,10 +297,13 @@ export class Engine {
     const estimate = await estimateMemory(m, bundle.dir, maxContext);
     const available = opts.availableMemoryBytes ?? availableMemory();
     checkMemory(estimate, maxContext, available, bundle.dir, weightsQuantized(m.weights));
-    // Both caches grow linearly with the max context, so one position's bytes judge any other.
+    // Both caches grow linearly with the max context (the sliding-window layers' KV up to its
+    // bound), so one position's bytes judge any other.
+    const windowBytes = estimate.window ? estimate.window.bytesPerPosition * Math.min(maxContext, estimate.window.rows) : 0;
     const memory: LoadMemoryFacts = {
       weightBytes: estimate.weightBytes,
-      kvBytesPerPosition: estimate.kvCacheBytes / maxContext,
+      kvBytesPerPosition: (estimate.kvCacheBytes - windowBytes) / maxContext,
+      ...(estimate.window ? { windowKvBytesPerPosition: estimate.window.bytesPerPosition, windowRows: estimate.window.rows } : {}),
       ropeBytesPerPosition: estimate.ropeCacheBytes / maxContext,
       availableBytes: available,
     };
@@ -374,7 +389,7 @@ export class Engine {
    * With `maxTokens`, a prompt far over it is refused after counting only part of it.
    * @throws ContextOverflowError (past `maxTokens`), InvalidOptionError for an empty prompt or a request with neither/both prompt forms.
    */
-  encodeRequest(req: Pick<GenerationRequest, 'prompt' | 'messages' | 'enableThinking' | 'tools' | 'replyPrefix' | 'replyReasoning'>, maxTokens?: number): number[] {
+  encodeRequest(req: Pick<GenerationRequest, 'prompt' | 'messages' | 'enableThinking' | 'reasoningEffort' | 'tools' | 'replyPrefix' | 'replyReasoning'>, maxTokens?: number): number[] {
     if ((req.prompt === undefined) === (req.messages === undefined)) {
       throw new InvalidOptionError('request', 'give exactly one of prompt and messages');
     }
@@ -386,9 +401,10 @@ export class Engine {
     if (req.messages!.every((m) => m.content.length === 0)) throw new InvalidOptionError('prompt', 'the prompt is empty');
     // The chat template (or, without one, the transcript) as the model will see it.
     const opening = this.replyOpening(req);
-    if (!req.tools?.length && !opening) return this.tokenizer.encodeChat(req.messages!, { maxTokens, enableThinking: req.enableThinking });
+    const think = { enableThinking: req.enableThinking, reasoningEffort: req.reasoningEffort };
+    if (!req.tools?.length && !opening) return this.tokenizer.encodeChat(req.messages!, { maxTokens, ...think });
     if (req.tools?.length && !this.tokenizer.chatTemplate?.includes('tools')) throw new InvalidOptionError('tools', "this model's chat template does not take tools");
-    const text = this.tokenizer.renderChat(req.messages!, { enableThinking: req.enableThinking, ...(req.tools?.length ? { extra: { tools: req.tools } } : {}) }) + opening;
+    const text = this.tokenizer.renderChat(req.messages!, { ...think, ...(req.tools?.length ? { extra: { tools: req.tools } } : {}) }) + opening;
     // As encodeChat: a template's special tokens are parsed; a transcript (no template) is plain text.
     return this.tokenizer.encode(text, { maxTokens, parseSpecial: this.tokenizer.chatTemplate !== null });
   }
@@ -398,7 +414,7 @@ export class Engine {
     const m = this.reasoningMarkers;
     const prefix = req.replyPrefix ?? '';
     if (!m || !req.replyReasoning) return prefix;
-    return prefix ? `${m.open}\n${req.replyReasoning}\n${m.close}\n\n${prefix}` : `${m.open}\n${req.replyReasoning}`;
+    return writtenReply(m, req.replyReasoning, prefix);
   }
 
   /** Forgets the KV cache contents (keeps its buffers) and the kept KV caches of earlier sequences. */
@@ -500,7 +516,7 @@ export class Engine {
    */
   private makeRoom(gen: Generation): boolean {
     const c = this.manifest.config;
-    const plan = gen.shifter?.next(this.kv.length) ?? null;
+    const plan = gen.shifter?.next(this.kv.length, (keep, drop) => this.kv.exactDrop(keep, drop)) ?? null;
     if (!plan) {
       gen.finish('context-full');
       return false;
@@ -564,22 +580,25 @@ export class Engine {
     // Taken out first, so keeping the live one cannot evict it.
     const chosen = this.kept.take(prompt, live);
     if ((chosen || live * 2 < this.cachedTokens.length) && this.cachedTokens.length > 0) {
-      this.kept.keep(this.cachedTokens, this.kv.snapshotFloats(this.kv.length) * 4, () => this.backend.saveKv(this.kv));
+      const windowStart = this.kv.windowStart;
+      this.kept.keep(this.cachedTokens, this.kv.snapshotFloats(this.kv.length, windowStart) * 4, () => this.backend.saveKv(this.kv), windowStart);
     }
     if (!chosen) return live;
-    this.kv.ensure(chosen.kept.tokens.length);
-    this.backend.restoreKv(this.kv, chosen.kept.data, chosen.kept.tokens.length);
+    this.kv.ensureHeld(chosen.kept.tokens.length, chosen.kept.windowStart);
+    this.backend.restoreKv(this.kv, chosen.kept.data, chosen.kept.tokens.length, chosen.kept.windowStart);
     this.cachedTokens = chosen.kept.tokens;
     return chosen.shared;
   }
 
   /**
    * Rewinds the KV cache to the longest prefix it shares with `prompt`, `common` positions
-   * (switchTo's result), but < prompt.length.
+   * (switchTo's result), but < prompt.length, and that the sliding-window layers still hold
+   * (`KvCache.reusable`: else 0, a full prefill).
    */
   private reuse(prompt: readonly number[], common: number): number {
     let reused = common;
     if (reused === prompt.length) reused--;
+    reused = this.kv.reusable(reused);
     this.kv.rewindTo(reused);
     this.cachedTokens.length = reused;
     return reused;

@@ -74,8 +74,9 @@ export class Generation {
     this.eos = new Set(req.ignoreEos && !this.constraint ? [] : tokenizer.eos);
     this.stops = new StopStrings(req.stop);
     // With tools in play, special tokens' text stays in the reply: Mistral's `[TOOL_CALLS]` and
-    // `[ARGS]`, Llama's `<|python_tag|>` are how its calls are read (tool-format.ts).
-    this.decoder = new StreamDecoder(tokenizer, prompt, { keepSpecial: (req.tools?.length ?? 0) > 0 });
+    // `[ARGS]`, Llama's `<|python_tag|>` are how its calls are read (tool-format.ts); so it does
+    // where the reasoning markers are special tokens (harmony's channels, reasoning.ts).
+    this.decoder = new StreamDecoder(tokenizer, prompt, { keepSpecial: (req.tools?.length ?? 0) > 0 || reasoning?.markers.special === true });
     this.parts = new ReasoningSplitter(reasoning?.markers ?? null, reasoning?.openInPrompt ?? false, reasoning?.midway ?? false);
   }
 
@@ -135,7 +136,7 @@ export class Generation {
       this.reasoningTokens = this.tokens.length;
       this.reasoningEndedAt = performance.now();
     }
-    if (step.stopped || this.constraint?.mustEnd) this.finish('stop');
+    if (step.stopped || this.constraint?.mustEnd || this.parts.answerEnded) this.finish('stop');
     else if (this.tokens.length >= this.maxTokens) this.finish('length');
     return deltas;
   }

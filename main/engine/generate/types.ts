@@ -54,6 +54,9 @@ export type ResponseFormat =
    */
   | { type: 'tool_call'; tools: { name: string; parameters: unknown }[]; separator: string };
 
+/** OpenAI's `reasoning_effort` values that gpt-oss's template takes. */
+export type ReasoningEffort = 'low' | 'medium' | 'high';
+
 export interface GenerationRequest {
   /** Raw completion prompt (used as is). Exactly one of `prompt` and `messages`. */
   prompt?: string;
@@ -69,6 +72,8 @@ export interface GenerationRequest {
    * `enable_thinking` when the template reads it (Qwen3); absent: the template's default.
    */
   enableThinking?: boolean;
+  /** How hard a reasoning model should think: `reasoning_effort` for a template that reads it (gpt-oss's harmony: "Reasoning: low" in its system message); absent: the template's default. */
+  reasoningEffort?: ReasoningEffort;
   /** Keep generating past the end-of-sequence token (not with `responseFormat`: a whole value ends it). */
   ignoreEos?: boolean;
   /** Decode only tokens that keep the output a JSON value of this format; it ends once the value is whole. */

@@ -52,6 +52,12 @@ export interface DecoderBackend {
    */
   readonly kvOnHost: boolean;
   /**
+   * Whether the graph gives its sliding-window layers lengths of their own (io-names.ts
+   * `seqlens_k_window`), so their KV cache can be bounded by the window (cache/kv-window.ts);
+   * false for a graph without sliding-window layers or built before them.
+   */
+  readonly windowedKv?: boolean;
+  /**
    * Runs T new tokens at positions P … P+T−1, where P = kv.length. The caller has called
    * `kv.ensure(P + T)` and `rope.ensure(P + T)`; on success the KV cache holds the new rows
    * P … P+T−1 (the caller commits them).
@@ -75,17 +81,19 @@ export interface DecoderBackend {
    */
   shift(kv: KvCache, keep: number, drop: number, rotation: KeyRotation): void;
   /**
-   * A copy of the KV cache's held rows [0, kv.length), compact: float32
-   * [numLayers, 2 (key, value), Hkv, kv.length, headDim] (KvCache.snapshotFloats(kv.length) floats).
+   * A copy of the KV cache's held rows [0, kv.length) ([kv.windowStart, kv.length) for a
+   * windowed layer), compact: float32 per layer [2 (key, value), Hkv, rows, headDim], layers in
+   * order (KvCache.snapshotFloats(kv.length, kv.windowStart) floats).
    * Kept by the engine for a conversation it switched away from.
    */
   saveKv(kv: KvCache): Float32Array;
   /**
-   * Puts a `saveKv` copy of `length` positions back: the KV cache then holds exactly them
-   * (kv.length = length). The caller has called `kv.ensure(length)`.
+   * Puts a `saveKv` copy of `length` positions back (the windowed layers' from `windowStart`):
+   * the KV cache then holds exactly them (kv.length = length). The caller has called
+   * `kv.ensureHeld(length, windowStart)`.
    * @throws InvalidOptionError when `data` is not the size `length` positions take.
    */
-  restoreKv(kv: KvCache, data: Float32Array, length: number): void;
+  restoreKv(kv: KvCache, data: Float32Array, length: number, windowStart?: number): void;
   /** Releases the session and its memory. */
   dispose(): Promise<void>;
 }

@@ -32,7 +32,7 @@ import { CPU_TARGET, targetKey, type GraphTarget } from './graph-target.ts';
 import { MATMULQ8_GGUF_TYPES } from './quantized-matmul.ts';
 
 /** Bumped whenever the graph or bundle layout changes, so cached imports are rebuilt. */
-export const BUNDLE_BUILDER_VERSION = 15; // 15: new_key/new_value are k and v themselves, no Identity nodes; 14: q/k/v and gate/up with zero points or block offsets stacked too (Q4_K_M, Q5_1, Q6_K…); 13: o_proj bias, attention sinks, YaRN truncate / mscale / GGUF attn_factor; 12: the whole RoPE cache as inputs, its rows gathered in the graph; 11: the half-scale activation ops restore the shape from a constant, no Shape node (10: q/k/v and gate/up as one stacked MatMulNBits each on the CPU; 9: sliding-window attention)
+export const BUNDLE_BUILDER_VERSION = 16; // 16: sliding-window layers get their own GroupQueryAttention lengths (seqlens_k_window, total_seq_len_window) and KV dims (C_window), so their KV cache can be bounded by the window; 15: new_key/new_value are k and v themselves, no Identity nodes; 14: q/k/v and gate/up with zero points or block offsets stacked too (Q4_K_M, Q5_1, Q6_K…); 13: o_proj bias, attention sinks, YaRN truncate / mscale / GGUF attn_factor; 12: the whole RoPE cache as inputs, its rows gathered in the graph; 11: the half-scale activation ops restore the shape from a constant, no Shape node (10: q/k/v and gate/up as one stacked MatMulNBits each on the CPU; 9: sliding-window attention)
 
 export const MODEL_FILE = 'model.onnx';
 export const MANIFEST_FILE = 'manifest.json';

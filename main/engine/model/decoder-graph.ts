@@ -31,7 +31,9 @@
  * (Q4_K_M's Q6_K v) runs alone.
  *
  * Sliding-window layers (`config.slidingWindow`, Mistral, Gemma) set GroupQueryAttention's
- * `local_window_size` (`localWindow`); the KV cache layout is the same. Family variants are
+ * `local_window_size` (`localWindow`); their KV buffers ([1, Hkv, C_window, headDim]) hold only
+ * the last rows, with GroupQueryAttention lengths of their own (`seqlens_k_window`,
+ * `total_seq_len_window`: cache/kv-window.ts). Family variants are
  * small named steps in block-variants.ts (Gemma 2/3: embedding scale, norms after attention and
  * MLP, GELU-tanh, q·k scale and soft-caps); a model whose sliding layers have a RoPE of their own
  * (`config.localRope`, Gemma 3) takes a RoPE cache [C_rope, R], global pairs then local ones. Attention
@@ -122,6 +124,11 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   const seqlensK = g.input(io.SEQLENS_K, DataType.INT32, [1]);
   const totalSeqLen = g.input(io.TOTAL_SEQ_LEN, DataType.INT32, []);
   const [cos, sin] = stepRopeRows(g, c, inputIds, seqlensK, cosCache, sinCache);
+  // Sliding-window layers' own lengths: their KV buffers hold only the last rows (io-names.ts).
+  const windowed = (i: number) => (c.slidingWindow?.[i] ?? 0) > 0;
+  const anyWindowed = Array.from({ length: c.numLayers }, (_, i) => windowed(i)).some(Boolean);
+  const seqlensKWindow = anyWindowed ? g.input(io.SEQLENS_K_WINDOW, DataType.INT32, [1]) : seqlensK;
+  const totalSeqLenWindow = anyWindowed ? g.input(io.TOTAL_SEQ_LEN_WINDOW, DataType.INT32, []) : totalSeqLen;
 
   // cos/sin [1, T, R/2] reshaped once to broadcast against q/k pairs [1, T, H, …].
   const pairShape = c.rope.layout === 'half' ? [1, -1, 1, 1, R / 2] : [1, -1, 1, R / 2, 1];
@@ -239,7 +246,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
       qh = rmsNorm(qh, L('self_attn.q_norm.weight'), hd);
       kh = rmsNorm(kh, L('self_attn.k_norm.weight'), hd);
     }
-    const tables = (c.slidingWindow?.[i] ?? 0) > 0 ? localTables : globalTables;
+    const tables = windowed(i) ? localTables : globalTables;
     q = toHalf(g.op('Reshape', [rope(qh, tables), shapeFlat]));
     k = toHalf(g.op('Reshape', [rope(kh, tables), shapeFlat]));
     v = toHalf(v);
@@ -248,17 +255,19 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     // node to copy them out).
     k = g.rename(k, io.newKey(i));
     v = g.rename(v, io.newValue(i));
-    const pk = g.input(io.pastKey(i), F, [1, Hkv, 'C', hd]);
-    const pv = g.input(io.pastValue(i), F, [1, Hkv, 'C', hd]);
+    const C = windowed(i) ? 'C_window' : 'C';
+    const pk = g.input(io.pastKey(i), F, [1, Hkv, C, hd]);
+    const pv = g.input(io.pastValue(i), F, [1, Hkv, C, hd]);
+    const [lens, total] = windowed(i) ? [seqlensKWindow, totalSeqLenWindow] : [seqlensK, totalSeqLen];
     const [attn] = g.node(
       'GroupQueryAttention',
-      [q, k, v, pk, pv, seqlensK, totalSeqLen, ...attentionSinkInputs(c, i, (name) => vector(name, Hq))],
+      [q, k, v, pk, pv, lens, total, ...attentionSinkInputs(c, i, (name) => vector(name, Hq))],
       [g.tmp('attn'), io.presentKey(i), io.presentValue(i)],
       { num_heads: Hq, kv_num_heads: Hkv, do_rotary: 0, ...attentionAttributes(c, i) },
       'com.microsoft',
     );
-    g.output(io.presentKey(i), F, [1, Hkv, 'C', hd]);
-    g.output(io.presentValue(i), F, [1, Hkv, 'C', hd]);
+    g.output(io.presentKey(i), F, [1, Hkv, C, hd]);
+    g.output(io.presentValue(i), F, [1, Hkv, C, hd]);
     g.output(io.newKey(i), F, [1, 'T', Hkv * hd]);
     g.output(io.newValue(i), F, [1, 'T', Hkv * hd]);
     // Gemma normalizes each sub-block's output too (post_attention / post_feedforward norms).

@@ -96,10 +96,10 @@ export function parseHfConfig(json: unknown, file: string): ModelConfig {
   }
   const parsed = ConfigSchema.safeParse(json);
   if (!parsed.success) throw new ModelLoadError(`invalid config.json: ${zodMessage(parsed.error)}`, file);
-  const c = parsed.data;
   const fail = (msg: string): never => {
     throw new ModelLoadError(msg, file);
   };
+  const c = withRopeByLayerType(parsed.data, fail);
   const limit = (field: string, value: number, max: number) => {
     if (value > max) fail(`${field} ${value} exceeds the supported limit ${max}`);
   };
@@ -158,6 +158,38 @@ export function parseHfConfig(json: unknown, file: string): ModelConfig {
     fail(`the config describes ${total} parameters (${(total * 4 / 2 ** 30).toFixed(1)} GiB as float32), more than the ${HF_LIMITS.maxTotalParams} supported`);
   }
   return config;
+}
+
+const LAYER_TYPES = ['full_attention', 'sliding_attention'] as const;
+
+/**
+ * transformers ≥ 5 writes the RoPE of a model with two kinds of layers per layer type (Gemma 3's
+ * `Gemma3TextConfig.save_pretrained`: `rope_parameters: { full_attention: {rope_type 'linear',
+ * factor 8, rope_theta 1e6}, sliding_attention: {rope_type 'default', rope_theta 1e4} }`, where
+ * transformers 4 wrote `rope_theta`, `rope_scaling` and `rope_local_base_freq`). Returns the config
+ * with the full layers' set as `rope_parameters` and the sliding layers' `rope_theta` as
+ * `rope_local_base_freq`; a config without per-type sets unchanged.
+ * @throws (via `fail`) a per-type set on a family other than Gemma 3 (whose sliding layers would
+ *   need their own RoPE), one without `full_attention`, or sliding layers with a RoPE type other
+ *   than default (Gemma 3's local layers have unscaled RoPE).
+ */
+function withRopeByLayerType(c: HfConfig, fail: (m: string) => never): HfConfig {
+  const rp = c.rope_parameters as Record<string, unknown> | null | undefined;
+  if (!rp || !LAYER_TYPES.some((k) => k in rp)) return c;
+  const other = Object.keys(rp).find((k) => !(LAYER_TYPES as readonly string[]).includes(k));
+  if (other !== undefined) fail(`rope_parameters mixes per-layer-type sets with ${JSON.stringify(other)}`);
+  if (c.model_type !== 'gemma3_text') fail(`rope_parameters per layer type (${Object.keys(rp).join(', ')}) is supported for gemma3_text only, not ${c.model_type}`);
+  const set = (k: (typeof LAYER_TYPES)[number]) => {
+    const r = RopeSchema.safeParse(rp[k]);
+    if (!r.success) fail(`invalid rope_parameters.${k}: ${zodMessage(r.error)}`);
+    return r.data;
+  };
+  if (!rp.full_attention) fail('rope_parameters per layer type has no full_attention set');
+  const full = set('full_attention')!;
+  const local = rp.sliding_attention ? set('sliding_attention') : undefined;
+  const localType = local?.rope_type ?? local?.type ?? 'default';
+  if (localType !== 'default') fail(`rope_parameters.sliding_attention rope_type ${JSON.stringify(localType)} is not supported; Gemma 3's sliding layers run default RoPE`);
+  return { ...c, rope_parameters: full, rope_local_base_freq: local?.rope_theta ?? c.rope_local_base_freq };
 }
 
 /** RoPE from `rope_parameters` (transformers ≥ 5) merged over `rope_scaling`, then top-level fields. */

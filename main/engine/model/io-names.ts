@@ -9,8 +9,13 @@
  *                                       graph derives the step's positions from (P + t = seqlens_k
  *                                       − (T − 1 − t)), so after a context shift positions follow P
  *   total_seq_len    int32   []         P + T
+ *   seqlens_k_window, total_seq_len_window   int32 [1], []: the same for the sliding-window
+ *                                       layers (only in a graph that has some), whose KV buffers
+ *                                       hold positions [S, P) from row 0 (cache/kv-window.ts):
+ *                                       (P − S) + T − 1 and (P − S) + T; S = 0 (no bound) gives
+ *                                       the global values
  *   past_key_{i}     float32 [1, Hkv, C, headDim]   KV cache of layer i, capacity C (BNSH)
- *   past_value_{i}   float32 [1, Hkv, C, headDim]
+ *   past_value_{i}   float32 [1, Hkv, C, headDim]     (a sliding-window layer: [1, Hkv, C_window, headDim])
  * outputs:
  *   logits           float32 [1, V]     last position only
  *   new_key_{i}      float32 [1, T, Hkv·headDim]  layer i's keys of the T new positions (after
@@ -24,6 +29,8 @@ export const ROPE_COS_CACHE = 'rope_cos_cache';
 export const ROPE_SIN_CACHE = 'rope_sin_cache';
 export const SEQLENS_K = 'seqlens_k';
 export const TOTAL_SEQ_LEN = 'total_seq_len';
+export const SEQLENS_K_WINDOW = 'seqlens_k_window';
+export const TOTAL_SEQ_LEN_WINDOW = 'total_seq_len_window';
 export const LOGITS = 'logits';
 export const pastKey = (layer: number): string => `past_key_${layer}`;
 export const pastValue = (layer: number): string => `past_value_${layer}`;

@@ -56,8 +56,11 @@ export class DecoderSession implements DecoderBackend {
   private readonly fetches: Record<string, ort.Tensor>;
   /** 'rows' fetches: logits and new_key_* / new_value_* [1, T, Hkv·headDim], rebuilt when T changes. */
   private readonly rowFetches: Record<string, ort.Tensor>;
-  /** Layer 0's key buffer the KV entries wrap (a growth replaces it). */
-  private boundKey0: KvBuffer | null = null;
+  /** The KvCache and its `allocations` the KV entries wrap (a growth replaces the buffers). */
+  private boundKv: KvCache | null = null;
+  private boundAllocations = -1;
+  /** Whether the graph has the sliding-window layers' own lengths (io-names.ts): their KV can be bounded. */
+  readonly windowedKv: boolean;
   /** Element type of the bound KV tensors and new rows (the KvCache's dtype). */
   private kvType: 'float32' | 'float16' = 'float32';
   /** The graph's past_key_0 element type as ONNX Runtime reports it, when it does. */
@@ -70,6 +73,8 @@ export class DecoderSession implements DecoderBackend {
   ropeBinds = 0;
   private readonly seqlensK = new Int32Array(1);
   private readonly totalSeqLen = new Int32Array(1);
+  private readonly seqlensKWindow = new Int32Array(1);
+  private readonly totalSeqLenWindow = new Int32Array(1);
   private readonly profile: FirstRunProfile;
 
   private constructor(session: ort.InferenceSession, config: ModelConfig, info: SessionInfo, profile: FirstRunProfile) {
@@ -84,6 +89,11 @@ export class DecoderSession implements DecoderBackend {
     this.rowFetches = { [io.LOGITS]: this.logits };
     this.feeds[io.SEQLENS_K] = new ort.Tensor('int32', this.seqlensK, [1]);
     this.feeds[io.TOTAL_SEQ_LEN] = new ort.Tensor('int32', this.totalSeqLen, []);
+    this.windowedKv = session.inputNames.includes(io.SEQLENS_K_WINDOW);
+    if (this.windowedKv) {
+      this.feeds[io.SEQLENS_K_WINDOW] = new ort.Tensor('int32', this.seqlensKWindow, [1]);
+      this.feeds[io.TOTAL_SEQ_LEN_WINDOW] = new ort.Tensor('int32', this.totalSeqLenWindow, []);
+    }
   }
 
   /**
@@ -151,6 +161,9 @@ export class DecoderSession implements DecoderBackend {
     for (let i = 0; i < T; i++) ids[i] = BigInt(tokenIds[i]);
     this.seqlensK[0] = P + T - 1;
     this.totalSeqLen[0] = P + T;
+    // The sliding-window layers' buffers hold positions [windowStart, P) from row 0.
+    this.seqlensKWindow[0] = P - kv.windowStart + T - 1;
+    this.totalSeqLenWindow[0] = P - kv.windowStart + T;
     const fetches = kvOutputs === 'rows' ? this.rowFetches : this.fetches;
     try {
       await this.session.run(feeds, fetches);
@@ -164,12 +177,14 @@ export class DecoderSession implements DecoderBackend {
     return this.logits.data as Float32Array;
   }
 
-  /** Copies the fetched new rows of every layer into the KV cache at positions P … P+T−1. */
+  /** Copies the fetched new rows of every layer into the KV cache at positions P … P+T−1 (a windowed layer's rows P − windowStart …). */
   private writeRows(kv: KvCache, P: number, T: number): void {
     const c = this.config;
     for (let i = 0; i < c.numLayers; i++) {
-      scatterRows(this.rowFetches[io.newKey(i)].data as KvBuffer, kv.key(i), P, T, c.numKvHeads, c.headDim, kv.capacity);
-      scatterRows(this.rowFetches[io.newValue(i)].data as KvBuffer, kv.value(i), P, T, c.numKvHeads, c.headDim, kv.capacity);
+      const row = P - kv.startOf(i);
+      const cap = kv.capacityOf(i);
+      scatterRows(this.rowFetches[io.newKey(i)].data as KvBuffer, kv.key(i), row, T, c.numKvHeads, c.headDim, cap);
+      scatterRows(this.rowFetches[io.newValue(i)].data as KvBuffer, kv.value(i), row, T, c.numKvHeads, c.headDim, cap);
     }
   }
 
@@ -180,21 +195,23 @@ export class DecoderSession implements DecoderBackend {
    * @throws InvalidOptionError when the KvCache's dtype is not the graph's KV dtype.
    */
   private bindKv(kv: KvCache): void {
-    if (this.boundKey0 === kv.key(0)) return;
+    if (this.boundKv === kv && this.boundAllocations === kv.allocations) return;
+    if (kv.window && !this.windowedKv) throw new InvalidOptionError('KV window', 'this graph has no sliding-window lengths; its KV cache cannot be bounded');
     const c = this.config;
     const type = kv.dtype === 'float16' ? 'float16' : 'float32';
     if (this.graphKvType !== null && this.graphKvType !== type) {
       throw new InvalidOptionError('KV cache dtype', `the graph's ${io.pastKey(0)} is ${this.graphKvType}, the KV cache holds ${type}`);
     }
     this.kvType = type;
-    const dims = [1, c.numKvHeads, kv.capacity, c.headDim];
     for (let i = 0; i < c.numLayers; i++) {
+      const dims = [1, c.numKvHeads, kv.capacityOf(i), c.headDim];
       const k = new ort.Tensor(type, kv.key(i), dims);
       const v = new ort.Tensor(type, kv.value(i), dims);
       this.feeds[io.pastKey(i)] = this.fetches[io.presentKey(i)] = k;
       this.feeds[io.pastValue(i)] = this.fetches[io.presentValue(i)] = v;
     }
-    this.boundKey0 = kv.key(0);
+    this.boundKv = kv;
+    this.boundAllocations = kv.allocations;
   }
 
   /** Wraps the RoPE cache's arrays as rope_cos_cache / rope_sin_cache [rows, R/2]; only after a growth. */
@@ -235,8 +252,8 @@ export class DecoderSession implements DecoderBackend {
   }
 
   /** See DecoderBackend.restoreKv. */
-  restoreKv(kv: KvCache, data: Float32Array, length: number): void {
-    kv.restore(data, length);
+  restoreKv(kv: KvCache, data: Float32Array, length: number, windowStart = 0): void {
+    kv.restore(data, length, windowStart);
   }
 
   /** Releases the native session. */

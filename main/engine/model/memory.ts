@@ -5,7 +5,8 @@
  * Estimate = weights as stored in the bundle (ONNX Runtime keeps initializers resident in the
  * form they are stored: float32, or MatMulNBits blocks) + the KV cache at the max context
  * (`kvBytesPerPosition` × max context: 2 × layers × KV heads × head size × 4 bytes, or 2 for a
- * float16 graph's KV cache; it grows lazily up to there) + the
+ * float16 graph's KV cache; it grows lazily up to there; a sliding-window layer counts
+ * min(max context, H + S) positions, its bound: cache/kv-window.ts) + the
  * RoPE cache at the max context (max context × rotary dim × 4 bytes, cos and sin halves).
  * Activations and ONNX Runtime's own arenas come on top and are not counted.
  */
@@ -16,6 +17,7 @@ import { ModelLoadError } from '../errors.ts';
 import { EXTERNAL_DATA_FILE } from './decoder-graph.ts';
 import type { ModelConfig, ModelManifest } from './manifest.ts';
 import { kvElementBytes, type KvDtype } from '../cache/kv-cache.ts';
+import { windowGroup } from '../cache/kv-window.ts';
 
 /**
  * Bytes the KV cache takes per position: key and value rows of every layer,
@@ -29,10 +31,41 @@ export function kvBytesPerPosition(c: Pick<ModelConfig, 'numLayers' | 'numKvHead
 /** Bytes a loaded model needs, by part. */
 export interface MemoryEstimate {
   weightBytes: number;
+  /** All layers' KV at the max context, the sliding-window layers' at their bound. */
   kvCacheBytes: number;
   ropeCacheBytes: number;
   totalBytes: number;
+  /**
+   * The sliding-window layers' part: their bytes per position and the positions they hold at
+   * most (H + S, cache/kv-window.ts); absent without a bounded window. The rest of kvCacheBytes
+   * grows with the max context.
+   */
+  window?: { bytesPerPosition: number; rows: number };
 }
+
+/**
+ * The sliding-window layers' share of `kvBytesPerPosition` and their bound (H + S positions), or
+ * null when the KV cache has no window group at a context longer than the bound (windows that
+ * differ between layers, or none: kv-window.ts `windowGroup`).
+ */
+export function windowKv(c: KvShape, dtype: KvDtype = 'float32'): { bytesPerPosition: number; rows: number } | null {
+  const windows = c.slidingWindow;
+  // At a context past any bound: is there a group, and what does it hold?
+  const group = windowGroup(windows, Number.MAX_SAFE_INTEGER);
+  if (!group) return null;
+  const layers = group.layers.filter(Boolean).length;
+  return { bytesPerPosition: kvBytesPerPosition({ ...c, numLayers: layers }, dtype), rows: group.rows + group.slack };
+}
+
+/** KV bytes at `maxContext` positions: global layers hold every position, sliding-window ones min(maxContext, their bound). */
+export function kvCacheBytes(c: KvShape, maxContext: number, dtype: KvDtype = 'float32'): number {
+  const w = windowKv(c, dtype);
+  const all = kvBytesPerPosition(c, dtype) * maxContext;
+  return w ? all - w.bytesPerPosition * Math.max(0, maxContext - w.rows) : all;
+}
+
+/** What the KV cache is sized by: the attention shape and the per-layer sliding windows. */
+type KvShape = Pick<ModelConfig, 'numLayers' | 'numKvHeads' | 'headDim'> & { slidingWindow?: number[] };
 
 /** Sum of the sizes of a bundle folder's files (its size on disk), bytes. */
 export async function bundleBytes(dir: string): Promise<number> {
@@ -52,7 +85,7 @@ export async function estimateMemory(manifest: ModelManifest, dir: string, maxCo
 }
 
 /** The attention shape the KV and RoPE caches are sized by (a `ModelConfig` has it). */
-export type CacheShape = Pick<ModelConfig, 'numLayers' | 'numKvHeads' | 'headDim'> & { rope: Pick<ModelConfig['rope'], 'rotaryDim'> };
+export type CacheShape = KvShape & { rope: Pick<ModelConfig['rope'], 'rotaryDim'> };
 
 /**
  * The same estimate from an attention shape and the weights' resident bytes, for a model not
@@ -61,9 +94,10 @@ export type CacheShape = Pick<ModelConfig, 'numLayers' | 'numKvHeads' | 'headDim
  * @param kvDtype the KV cache's element type (float16 halves it).
  */
 export function estimateForShape(c: CacheShape, weightBytes: number, maxContext: number, kvDtype: KvDtype = 'float32'): MemoryEstimate {
-  const kvCacheBytes = kvBytesPerPosition(c, kvDtype) * maxContext;
+  const kv = kvCacheBytes(c, maxContext, kvDtype);
   const ropeCacheBytes = maxContext * c.rope.rotaryDim * 4;
-  return { weightBytes, kvCacheBytes, ropeCacheBytes, totalBytes: weightBytes + kvCacheBytes + ropeCacheBytes };
+  const window = windowKv(c, kvDtype);
+  return { weightBytes, kvCacheBytes: kv, ropeCacheBytes, totalBytes: weightBytes + kv + ropeCacheBytes, ...(window ? { window } : {}) };
 }
 
 const gib = (b: number) => `${(b / 2 ** 30).toFixed(2)} GiB`;
@@ -73,12 +107,24 @@ const MIN_CONTEXT = 16;
 
 /**
  * The largest max context whose estimate fits `available`: the bytes left after the weights over
- * the bytes a position takes (KV + RoPE rows, from the estimate at `maxContext`), rounded down to
- * a multiple of 256 when that is above it; 0 when not even MIN_CONTEXT fits.
+ * the bytes a position takes (KV + RoPE rows, from the estimate at `maxContext`; sliding-window
+ * layers only up to their bound, then a constant), rounded down to a multiple of 256 when that is
+ * above it; 0 when not even MIN_CONTEXT fits.
  */
 export function largestFittingContext(e: MemoryEstimate, maxContext: number, available: number): number {
-  const perPosition = (e.kvCacheBytes + e.ropeCacheBytes) / maxContext;
-  const n = Math.floor((available - e.weightBytes) / perPosition);
+  const w = e.window ?? { bytesPerPosition: 0, rows: Infinity };
+  const windowBytes = w.bytesPerPosition * Math.min(maxContext, w.rows);
+  const growing = (e.kvCacheBytes - windowBytes + e.ropeCacheBytes) / maxContext; // per position, window layers aside
+  return fittingPositions(available - e.weightBytes, growing, w.bytesPerPosition, w.rows);
+}
+
+/**
+ * Largest n with growing·n + windowed·min(n, rows) ≤ room, rounded down to a multiple of 256
+ * from 512 up; 0 below MIN_CONTEXT. (main/contract/memory-fit.ts has the same rule.)
+ */
+function fittingPositions(room: number, growing: number, windowed: number, rows: number): number {
+  const atBound = (growing + windowed) * rows;
+  const n = Math.floor(rows !== Infinity && atBound <= room ? (room - windowed * rows) / growing : room / (growing + windowed));
   if (!(n >= MIN_CONTEXT)) return 0;
   return n >= 512 ? n - (n % 256) : n;
 }

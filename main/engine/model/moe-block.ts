@@ -4,7 +4,9 @@
  * each expert runs inside an ONNX `If` whose branch holds that expert's weights, taken only when
  * some token of the step routes to it; inside, the expert runs on the rows of the tokens that
  * chose it (NonZero, Gather) and its weighted output is added back at those rows (ScatterND,
- * reduction add). A decode step (one token) runs exactly k experts' matmuls, so it reads k
+ * reduction add); with many experts, groups of them sit behind one more If taken when some token
+ * chose one of the group (`expertGroupSize`), so a decode step evaluates fewer untaken Ifs. A
+ * decode step (one token) runs exactly k experts' matmuls, so it reads k
  * experts' weights of E; a prefill chunk runs each chosen expert once, on its tokens only, so its
  * expert FLOPs are the active ones (T·k expert rows), reading each chosen expert's weights once.
  *
@@ -16,7 +18,7 @@
  * MatMulNBits with llama.cpp's activation arithmetic), so a quantized expert matches llama.cpp as
  * a dense quantized matmul does. An expert's weights are initializers of its `then` branch
  * (measured on ONNX Runtime 1.30's CPU EP: MatMulNBits there is prepacked and gives the same
- * bits as in the main graph; an untaken If costs ~0.05 ms per session run).
+ * bits as in the main graph; an untaken If costs 4–10 µs of CPU time per session run: `expertGroupSize`).
  *
  * Routing (`MoeOptions.routing`): `softmax-topk` p = softmax(r), the k largest, divided by their
  * sum when `normalizeTopK` (transformers `Qwen3MoeSparseMoeBlock`; llama.cpp `build_moe_ffn` with
@@ -67,13 +69,12 @@ export function moeBlock(g: OnnxGraphBuilder, c: ModelConfig, i: number, h: stri
   const weights = routingWeights(g, g.op('Reshape', [logits, g.int64([-1, E])]), moe, ctx.floatType); // [T, E]
   // Whether any token chose expert e ([E] bool), and each expert's column of weights [T, 1].
   const chosen = g.op('Greater', [g.op('ReduceMax', [weights, g.int64([0])], { keepdims: 0 }), ctx.scalar(0)]);
-  const flags = E > 1 ? g.node('Split', [chosen], E, { axis: 0, num_outputs: E }) : [chosen];
-  const columns = E > 1 ? g.node('Split', [weights], E, { axis: 1, num_outputs: E }) : [weights];
+  const flags = splitEvenly(g, chosen, E, 0);
+  const columns = splitEvenly(g, weights, E, 1);
   const rows = g.op('Reshape', [h, g.int64([-1, c.hiddenSize])]); // [T, D]
   const flat = g.int64([-1]);
-  let sum = zerosLike(g, rows, ctx.floatType); // [T, D]
-  for (let e = 0; e < E; e++) {
-    const before = sum;
+  /** Expert e's If: its branch when some token chose it, else `before` passed on. */
+  const expertIf = (e: number, before: string): string => {
     const taken = g.subgraph(`layer${i}_expert${e}`, ctx.floatType, () => {
       // The rows of the tokens that chose e, their weights, and the weighted output added back at those rows.
       const w = g.op('Reshape', [columns[e], flat]); // [T]
@@ -82,10 +83,75 @@ export function moeBlock(g: OnnxGraphBuilder, c: ModelConfig, i: number, h: stri
       const weighted = g.op('Mul', [y, g.op('Unsqueeze', [g.op('Gather', [w, picked], { axis: 0 }), g.int64([1])])]);
       return [g.op('ScatterND', [before, g.op('Unsqueeze', [picked, g.int64([1])]), weighted], { reduction: 'add' })];
     });
-    const skipped = g.subgraph(`layer${i}_expert${e}_skipped`, ctx.floatType, () => [g.op('Identity', [before])]);
-    sum = g.op('If', [flags[e]], { then_branch: taken, else_branch: skipped });
+    return g.op('If', [flags[e]], { then_branch: taken, else_branch: passOn(g, `layer${i}_expert${e}_skipped`, before, ctx.floatType) });
+  };
+  let sum = zerosLike(g, rows, ctx.floatType); // [T, D]
+  const G = expertGroupSize(E, k);
+  if (G === 1) {
+    for (let e = 0; e < E; e++) sum = expertIf(e, sum);
+  } else {
+    // Groups of G experts, each behind one If taken when some token chose one of its experts.
+    const perExpert = g.op('ReduceMax', [weights, g.int64([0])], { keepdims: 0 }); // [E]
+    const groupChosen = g.op('Greater', [g.op('ReduceMax', [g.op('Reshape', [perExpert, g.int64([E / G, G])]), g.int64([1])], { keepdims: 0 }), ctx.scalar(0)]);
+    const groupFlags = splitEvenly(g, groupChosen, E / G, 0);
+    for (let j = 0; j < E / G; j++) {
+      const before = sum;
+      const taken = g.subgraph(`layer${i}_experts${j * G}_${(j + 1) * G - 1}`, ctx.floatType, () => {
+        let s = before;
+        for (let e = j * G; e < (j + 1) * G; e++) s = expertIf(e, s);
+        return [s];
+      });
+      sum = g.op('If', [groupFlags[j]], { then_branch: taken, else_branch: passOn(g, `layer${i}_experts${j * G}_${(j + 1) * G - 1}_skipped`, before, ctx.floatType) });
+    }
   }
   return g.op('Reshape', [sum, g.op('Shape', [h])]);
+}
+
+/**
+ * How many experts share one outer `If` (1: none, each expert's If in the layer's chain). An If
+ * costs ONNX Runtime a subgraph run even when not taken (measured on the 1.30 CPU EP, one thread,
+ * CPU time per decode step of hidden 256, under a load of 7–9 on 2 cores: 4–10 µs per untaken If;
+ * the profiler's own per-node times say 15–25 µs, its overhead included), so with groups of G a
+ * decode step evaluates E/G group Ifs plus G per taken group (at most k groups): E/G + G·min(k, E/G)
+ * instead of E, least near G = √(E/k). The divisor of E that minimises it, the larger on a tie
+ * (measured: 32 experts top 4, 4 layers, median 3.69 → 3.52 ms with G = 2, 3.30 with G = 4;
+ * 128 top 4, 2 layers, 4.30 → 2.86 (4), 2.75 (8), 3.02 (16)); 1 where no grouping evaluates fewer than E.
+ * So gpt-oss-20b (32 top 4) gets groups of 4, gpt-oss-120b (128 top 4) of 8, Qwen3-30B-A3B (128 top 8) of 4.
+ */
+export function expertGroupSize(E: number, k: number): number {
+  let best = 1;
+  let cost = E;
+  for (let G = 2; G < E; G++) {
+    if (E % G !== 0) continue;
+    const c = E / G + G * Math.min(k, E / G);
+    if (c < cost || (c === cost && best > 1)) [best, cost] = [G, c];
+  }
+  return best;
+}
+
+/**
+ * ONNX Runtime's WebGPU Split binds its input and every output as a storage buffer, 16 at most
+ * per shader (Dawn's limit; a 32-way Split fails there and the whole model falls back to the CPU):
+ * so at most 15 outputs per Split node.
+ */
+const MAX_SPLIT_OUTPUTS = 15;
+
+/**
+ * `x` cut along `axis` into n pieces of size 1 ([…, 1, …] each, in order): one Split when n ≤
+ * MAX_SPLIT_OUTPUTS, else a Split into chunks of at most that many and a Split of each chunk.
+ */
+function splitEvenly(g: OnnxGraphBuilder, x: string, n: number, axis: number): string[] {
+  if (n === 1) return [x];
+  if (n <= MAX_SPLIT_OUTPUTS) return g.node('Split', [x], n, { axis, num_outputs: n });
+  const sizes: number[] = [];
+  for (let left = n; left > 0; left -= MAX_SPLIT_OUTPUTS) sizes.push(Math.min(MAX_SPLIT_OUTPUTS, left));
+  const chunks = g.node('Split', [x, g.int64(sizes)], sizes.length, { axis });
+  return chunks.flatMap((chunk, j) => splitEvenly(g, chunk, sizes[j], axis));
+}
+
+/** An If's untaken branch named `name`: `value` passed on unchanged. */
+function passOn(g: OnnxGraphBuilder, name: string, value: string, floatType: number): ReturnType<OnnxGraphBuilder['subgraph']> {
+  return g.subgraph(name, floatType, () => [g.op('Identity', [value])]);
 }
 
 /**

@@ -106,6 +106,8 @@ export function ggufMoeOptions(arch: 'qwen3moe' | 'gpt-oss', int: (key: string, 
 /** The MoE fields of a Hugging Face config.json (Qwen3MoeConfig). */
 export interface MoeHfFields {
   num_experts?: number | null;
+  /** transformers ≥ 5's name for `num_experts` (Qwen3MoeConfig.save_pretrained writes this one). */
+  num_local_experts?: number | null;
   num_experts_per_tok?: number | null;
   moe_intermediate_size?: number | null;
   norm_topk_prob?: boolean | null;
@@ -115,14 +117,18 @@ export interface MoeHfFields {
 }
 
 /**
- * `moe` from a Qwen3MoeConfig: every layer sparse (decoder_sparse_step 1, no mlp_only_layers),
+ * `moe` from a Qwen3MoeConfig (E `num_experts`, or `num_local_experts` as transformers ≥ 5 writes it): every layer sparse (decoder_sparse_step 1, no mlp_only_layers),
  * softmax then top-k, renormalised when `norm_topk_prob` (transformers' default: false).
  * @throws (via `fail`) for a missing count, k > E, dense layers among the sparse ones, or a
  *   shared expert (Qwen2-MoE's; not Qwen3-MoE's).
  */
 export function hfMoeOptions(c: MoeHfFields, fail: (msg: string) => never): MoeOptions {
   const need = (k: 'num_experts' | 'num_experts_per_tok' | 'moe_intermediate_size'): number => c[k] ?? fail(`config.json has no ${k}, which a MoE model needs`);
-  const numExperts = need('num_experts');
+  // transformers ≥ 5 writes Qwen3MoeConfig's expert count as `num_local_experts` (`num_experts` is its alias when read).
+  if (c.num_experts != null && c.num_local_experts != null && c.num_experts !== c.num_local_experts) {
+    fail(`num_experts ${c.num_experts} and num_local_experts ${c.num_local_experts} disagree`);
+  }
+  const numExperts = c.num_experts ?? c.num_local_experts ?? need('num_experts');
   const expertsPerToken = need('num_experts_per_tok');
   if (expertsPerToken > numExperts) fail(`num_experts_per_tok ${expertsPerToken} exceeds num_experts ${numExperts}`);
   if ((c.decoder_sparse_step ?? 1) !== 1) fail(`decoder_sparse_step ${c.decoder_sparse_step} (dense layers between the MoE ones) is not supported; supported: 1`);

@@ -62,6 +62,11 @@ export interface NativeDecoderOptions {
   profilePrefix?: string;
   /** ONNX Runtime's intra-op threads, 0–1024 (0 or absent: its default, the physical cores). */
   intraOpThreads?: number;
+  /**
+   * [numLayers]: 1 for a sliding-window layer, whose KV blocks have a capacity of their own and
+   * hold the last rows only (cache/kv-window.ts); ignored for a graph without the window lengths.
+   */
+  windowLayers?: Uint8Array;
 }
 
 /** What a native decoder has done since it opened (native/src/decoder.h DecoderStats). */
@@ -96,8 +101,14 @@ export interface NativeDecoder {
   readonly kvMemory: string;
   /** Counters (a fresh object per read). */
   readonly stats: NativeDecoderStats;
-  /** Reallocates the KV blocks at `capacity` positions, copying rows [0, keep) of every head. */
+  /** Reallocates the (global layers') KV blocks at `capacity` positions, copying rows [0, keep) of every head. */
   resize(capacity: number, keep: number): void;
+  /** Whether the graph has the sliding-window lengths and `windowLayers` marks some layer (absent in an older addon). */
+  readonly windowInputs?: boolean;
+  /** Positions the sliding-window layers' blocks hold (0 before the first resizeWindow). */
+  readonly windowCapacity?: number;
+  /** The sliding-window layers' blocks: rows [from, from + rows) move to [0, rows), at `capacity` positions. */
+  resizeWindow?(capacity: number, from: number, rows: number): void;
   /**
    * Binds the whole RoPE cache, cos/sin float32 [rows, rotaryHalf] (copied into the addon's own
    * tensors, on a device into the provider's memory when bound): once per RoPE growth.
@@ -110,17 +121,21 @@ export interface NativeDecoder {
    * rows). Resolves when the logits array given at construction holds the last position's
    * scores. One run at a time.
    */
-  run(tokenIds: Int32Array, past: number): Promise<void>;
+  run(tokenIds: Int32Array, past: number, windowPast?: number): Promise<void>;
   /**
    * Context shift of the addon's KV blocks: of `length` positions, drops [keep, keep+drop), moves
    * the later rows down by `drop` and rotates their keys' first `rotaryDim` dims by cos/sin
    * float32 [rotaryDim/2] (pairs (2i, 2i+1) when `interleaved`, else (i, i+R/2)). Synchronous.
    */
-  shift(keep: number, drop: number, length: number, cos: Float32Array, sin: Float32Array, interleaved: boolean, rotaryDim: number, layerTables?: Uint8Array): void;
-  /** Copies rows [0, length) of every layer's KV to `dst` float32 [numLayers, 2, Hkv, length, headDim]. */
-  copyOut(length: number, dst: Float32Array): void;
+  shift(keep: number, drop: number, length: number, cos: Float32Array, sin: Float32Array, interleaved: boolean, rotaryDim: number, layerTables?: Uint8Array,
+    windowKeep?: number, windowDrop?: number, windowLength?: number): void;
+  /**
+   * Copies rows [0, length) of every layer's KV (a sliding-window layer's [0, windowLength)) to
+   * `dst` float32, per layer [2, Hkv, rows, headDim].
+   */
+  copyOut(length: number, dst: Float32Array, windowLength?: number): void;
   /** The reverse of copyOut, into rows [0, length) (capacity ≥ length). */
-  copyIn(length: number, src: Float32Array): void;
+  copyIn(length: number, src: Float32Array, windowLength?: number): void;
   /** Stops the profiler (`profilePrefix` given) and returns the file it wrote. */
   endProfiling(): string;
   /** Releases the session and the KV memory; later calls throw. */

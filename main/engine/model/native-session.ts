@@ -40,6 +40,10 @@ export class NativeDecoderSession implements DecoderBackend {
   private readonly profile: FirstRunProfile;
   /** The RoPE tables last handed to the addon (a growth makes a new object). */
   private boundRope: RopeTables | null = null;
+  /** Whether the graph's sliding-window layers can be bounded (the addon found their lengths). */
+  readonly windowedKv: boolean;
+  /** The position the addon's sliding-window blocks hold at row 0. */
+  private windowStart = 0;
 
   private constructor(decoder: NativeDecoder, config: ModelConfig, logits: Float32Array, ep: ExecutionProvider, profile: FirstRunProfile) {
     this.decoder = decoder;
@@ -53,6 +57,7 @@ export class NativeDecoderSession implements DecoderBackend {
       fallbackReason: fallback === null ? null : providerFallback(ep, fallback),
       nodesOnCpu: null,
     };
+    this.windowedKv = decoder.windowInputs === true;
   }
 
   /**
@@ -80,6 +85,7 @@ export class NativeDecoderSession implements DecoderBackend {
         logits,
         kvDtype,
         copyModel: ep === 'cpu' ? undefined : buildKvCopyGraph(kvDtype),
+        windowLayers: Uint8Array.from({ length: config.numLayers }, (_, l) => ((config.slidingWindow?.[l] ?? 0) > 0 ? 1 : 0)),
         profilePrefix: profile.prefix,
         intraOpThreads,
       });
@@ -93,6 +99,11 @@ export class NativeDecoderSession implements DecoderBackend {
   /** ONNX Runtime's name of the memory the KV cache lives in: 'Cpu', 'Cuda' or 'WebGPU_Buf'. */
   get kvMemory(): string {
     return this.decoder.kvMemory;
+  }
+
+  /** Positions the addon's sliding-window blocks hold (0 without them): what they really take, beside the KvCache's figure. */
+  get windowCapacity(): number {
+    return this.decoder.windowCapacity ?? 0;
   }
 
   /** The addon's counters: runs, KV binds, allocations, device copies, RoPE binds (a warm step adds one run). */
@@ -114,12 +125,13 @@ export class NativeDecoderSession implements DecoderBackend {
     try {
       // Rows past the old capacity never existed (a KvCache told it holds more, as the bench does).
       if (this.decoder.capacity !== kv.capacity) this.decoder.resize(kv.capacity, Math.min(P, this.decoder.capacity));
+      this.followWindow(kv, P);
       if (this.boundRope !== rope) {
         this.boundRope = null; // a failed bind leaves none bound (the addon refuses to run then)
         this.decoder.setRope(rope.cos, rope.sin, rope.rows);
         this.boundRope = rope;
       }
-      await this.decoder.run(ids, P);
+      await this.decoder.run(ids, P, P - kv.windowStart);
       if (this.profile.pending) this.info.nodesOnCpu = await this.profile.finish(() => this.decoder.endProfiling());
     } catch (e) {
       const half = ropeColumns(this.config);
@@ -133,22 +145,41 @@ export class NativeDecoderSession implements DecoderBackend {
     return this.logits;
   }
 
+  /**
+   * Makes the addon's sliding-window blocks what the KvCache says (its `ensure` dropped their
+   * oldest rows or grew them): capacity `kv.windowCapacity`, row 0 at `kv.windowStart`, the P −
+   * windowStart held rows kept. Without a window group in the KvCache they follow the global
+   * capacity from position 0. Nothing when they already match (a warm step).
+   */
+  private followWindow(kv: KvCache, P: number): void {
+    if (!this.windowedKv) return;
+    const [capacity, start] = kv.window ? [kv.windowCapacity, kv.windowStart] : [kv.capacity, 0];
+    if (capacity === this.decoder.windowCapacity && start === this.windowStart) return;
+    // Rows before the addon's own start never existed there (a cache told it holds more, as the bench does).
+    const from = start - this.windowStart;
+    const held = from < 0 ? 0 : Math.max(0, Math.min(P - start, (this.decoder.windowCapacity ?? 0) - from));
+    this.decoder.resizeWindow!(capacity, held > 0 ? from : 0, held);
+    this.windowStart = start;
+  }
+
   /** See DecoderBackend.shift: the addon moves and rotates its own KV blocks, then the KvCache counts. */
   shift(kv: KvCache, keep: number, drop: number, rotation: KeyRotation): void {
     kv.checkDiscard(keep, drop, rotation); // before the addon moves anything
+    const w = kv.window ? { ...kv.windowDiscard(keep, drop), length: kv.length - kv.windowStart } : { keepRows: keep, dropRows: drop, length: kv.length, start: 0 };
     try {
-      this.decoder.shift(keep, drop, kv.length, rotation.cos, rotation.sin, rotation.interleaved, rotation.rotaryDim, rotation.layerTables);
+      this.decoder.shift(keep, drop, kv.length, rotation.cos, rotation.sin, rotation.interleaved, rotation.rotaryDim, rotation.layerTables, w.keepRows, w.dropRows, w.length);
     } catch (e) {
       throw new SessionRunError(`context shift: ${firstLine(e)}`, { [io.pastKey(0)]: kv.shape }, { cause: e });
     }
     kv.discard(keep, drop, rotation);
+    this.windowStart = kv.windowStart;
   }
 
   /** See DecoderBackend.saveKv: copied out of the addon's blocks. */
   saveKv(kv: KvCache): Float32Array {
-    const data = new Float32Array(kv.snapshotFloats(kv.length));
+    const data = new Float32Array(kv.snapshotFloats(kv.length, kv.windowStart));
     try {
-      this.decoder.copyOut(kv.length, data);
+      this.decoder.copyOut(kv.length, data, kv.length - kv.windowStart);
     } catch (e) {
       throw new SessionRunError(`saving the KV cache: ${firstLine(e)}`, { [io.pastKey(0)]: kv.shape }, { cause: e });
     }
@@ -156,15 +187,20 @@ export class NativeDecoderSession implements DecoderBackend {
   }
 
   /** See DecoderBackend.restoreKv: the addon's blocks are grown to kv.capacity first, then filled. */
-  restoreKv(kv: KvCache, data: Float32Array, length: number): void {
-    kv.checkSnapshot(data, length); // before the addon copies anything
+  restoreKv(kv: KvCache, data: Float32Array, length: number, windowStart = 0): void {
+    kv.checkSnapshot(data, length, windowStart); // before the addon copies anything
     try {
       if (this.decoder.capacity !== kv.capacity) this.decoder.resize(kv.capacity, 0);
-      this.decoder.copyIn(length, data);
+      if (this.windowedKv) {
+        const capacity = kv.window ? kv.windowCapacity : kv.capacity;
+        if (capacity !== this.decoder.windowCapacity) this.decoder.resizeWindow!(capacity, 0, 0);
+      }
+      this.decoder.copyIn(length, data, length - windowStart);
     } catch (e) {
       throw new SessionRunError(`restoring the KV cache: ${firstLine(e)}`, { [io.pastKey(0)]: kv.shape }, { cause: e });
     }
-    kv.restore(null, length);
+    kv.restore(null, length, windowStart);
+    this.windowStart = windowStart;
   }
 
   async dispose(): Promise<void> {

@@ -5,9 +5,9 @@
  * `tokenizer_config.json` `chat_template`, GGUF `tokenizer.chat_template`) as transformers'
  * `apply_chat_template(..., tokenize=False)` does with Python's jinja2: variables `messages`,
  * `add_generation_prompt`, `bos_token`, `eos_token`, plus any `extra` (e.g. `enable_thinking` for
- * Qwen3). An assistant message's reasoning goes in as `reasoning_content`, and `enableThinking` as
- * `enable_thinking`, only to a template that reads them (Qwen3's: it drops earlier turns' reasoning
- * itself); any other template sees the content alone, as vLLM and llama.cpp's server pass them.
+ * Qwen3). An assistant message's reasoning goes in as `reasoning_content` or `thinking` (gpt-oss's
+ * harmony template), and `enableThinking` as `enable_thinking`, only to a template that reads them
+ * (Qwen3's and gpt-oss's drop earlier turns' reasoning themselves); any other template sees the content alone, as vLLM and llama.cpp's server pass them.
  * It renders in a sandbox worker with time, step and size limits (template-sandbox.ts);
  * a template past a limit throws `TemplateLimitError`; one that does not parse, or that fails or
  * calls `raise_exception` while rendering, throws `TokenizerError`. `PROBE_CONVERSATION` is what
@@ -40,6 +40,8 @@ export interface ChatTemplateOptions {
   eosToken?: string;
   /** `enable_thinking`, for a template that reads it (absent: the template's default). */
   enableThinking?: boolean;
+  /** `reasoning_effort`, for a template that reads it (gpt-oss's; absent: the template's default). */
+  reasoningEffort?: string;
   /** Further template variables, e.g. `{ enable_thinking: false }`; they override the above. */
   extra?: Record<string, unknown>;
 }
@@ -75,14 +77,15 @@ export function renderChatTemplate(
     bos_token: opts.bosToken ?? '',
     eos_token: opts.eosToken ?? '',
     ...(opts.enableThinking !== undefined && template.includes('enable_thinking') ? { enable_thinking: opts.enableThinking } : {}),
+    ...(opts.reasoningEffort !== undefined && template.includes('reasoning_effort') ? { reasoning_effort: opts.reasoningEffort } : {}),
     ...opts.extra,
   };
   return renderInSandbox(template, variables, limitsFor(messages));
 }
 
 /**
- * A message as the template reads it: reasoning as `reasoning_content` only where the template
- * uses that name; tool calls in transformers' shape with `function.arguments` as the parsed
+ * A message as the template reads it: reasoning under each of REASONING_FIELDS the template
+ * reads; tool calls in transformers' shape with `function.arguments` as the parsed
  * object, as vLLM passes them (Llama's and Mistral's templates print `arguments | tojson`, which
  * would quote a string; Qwen's prints either), text only when it is not JSON; a tool turn's
  * `tool_call_id`. For a Mistral template, ids become 9 letters or digits (`mistralCallId`).
@@ -90,10 +93,22 @@ export function renderChatTemplate(
 function templateMessage(m: ChatMessage, template: string): Record<string, unknown> {
   const out: Record<string, unknown> = { role: m.role, content: m.content };
   const id = template.includes(MISTRAL_CALLS) ? mistralCallId : (x: string) => x;
-  if (m.reasoning && m.role === 'assistant' && template.includes('reasoning_content')) out.reasoning_content = m.reasoning;
+  if (m.reasoning && m.role === 'assistant') for (const field of REASONING_FIELDS) if (readsField(template, field)) out[field] = m.reasoning;
   if (m.toolCalls?.length) out.tool_calls = m.toolCalls.map((c) => ({ id: id(c.id), type: 'function', function: { name: c.name, arguments: argumentsValue(c.arguments) } }));
   if (m.toolCallId !== undefined) out.tool_call_id = id(m.toolCallId);
   return out;
+}
+
+/**
+ * The names templates read an assistant message's reasoning by: `reasoning_content` (Qwen3, the
+ * DeepSeek-R1 distills; vLLM's name) and `thinking` (gpt-oss's harmony template, which renders it
+ * as the analysis channel of a turn that calls a tool and drops it elsewhere).
+ */
+const REASONING_FIELDS = ['reasoning_content', 'thinking'] as const;
+
+/** Whether `template` reads the message field `field` (`.field`, `['field']`, `"field" in …`). */
+function readsField(template: string, field: string): boolean {
+  return new RegExp(`\\.${field}\\b|['"]${field}['"]`).test(template);
 }
 
 /** A call's arguments text as a value (an object, as clients send it), or the text when it is not JSON. */

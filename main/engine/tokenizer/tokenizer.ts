@@ -64,6 +64,8 @@ export interface EncodeChatOptions {
   extra?: Record<string, unknown>;
   /** `enable_thinking`, passed only to a template that reads it (chat-template.ts). */
   enableThinking?: boolean;
+  /** `reasoning_effort`, passed only to a template that reads it (chat-template.ts). */
+  reasoningEffort?: string;
   /** Prepend BOS if the rendered prompt does not start with it; defaults to the model's `addBos`. */
   addBos?: boolean;
   /** As `EncodeOptions.maxTokens`. */
@@ -209,6 +211,7 @@ export class TextTokenizer {
       bosToken: this.bosToken ?? undefined,
       eosToken: this.eosToken ?? undefined,
       enableThinking: opts.enableThinking,
+      reasoningEffort: opts.reasoningEffort,
       extra: opts.extra,
     });
   }

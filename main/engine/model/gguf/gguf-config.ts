@@ -71,6 +71,10 @@ export function ggufLayerSlides(arch: string, i: number): boolean {
  * `rope.scaling.yarn_beta_fast` / `_slow` (32 / 1), and cos/sin times get_mscale(factor) =
  * 0.1·ln(factor) + 1 times `rope.scaling.attn_factor` (default 1; llama.cpp's
  * `yarn_attn_factor` is recomputed for YaRN, so `rope.scaling.yarn_attn_factor` is not read).
+ * Except: `rope.scaling.yarn_truncate` = false (what llama.cpp's converter writes for gpt-oss, from
+ * its config's `truncate: false`) keeps the ramp's ends fractional, as transformers and the model's
+ * training do; Debian's llama.cpp 0.7.0 does not read the key and rounds them anyway (its logits
+ * part from transformers' at the first token: test/integration/transformers-oracle.test.ts).
  * @throws (via `fail`) for `rope.scaling.yarn_ext_factor` other than 1 (a partial ramp) or a
  *   non-zero `rope.scaling.yarn_log_multiplier` (DeepSeek-2's mscale ratio): neither is run.
  */
@@ -83,8 +87,10 @@ function ggufYarn(
   const logMul = meta[`${arch}.rope.scaling.yarn_log_multiplier`];
   if (logMul !== undefined && Number(logMul) !== 0) fail(`GGUF metadata ${arch}.rope.scaling.yarn_log_multiplier = ${String(logMul)} is not supported`);
   const attn = meta[`${arch}.rope.scaling.attn_factor`] === undefined ? undefined : num('rope.scaling.attn_factor');
+  const truncate = meta[`${arch}.rope.scaling.yarn_truncate`];
+  if (truncate !== undefined && typeof truncate !== 'boolean') fail(`GGUF metadata ${arch}.rope.scaling.yarn_truncate = ${JSON.stringify(truncate)} is not a boolean`);
   return {
-    type: 'yarn', factor, originalMaxPositionEmbeddings: original,
+    type: 'yarn', factor, originalMaxPositionEmbeddings: original, ...(truncate === false ? { truncate: false } : {}),
     betaFast: num('rope.scaling.yarn_beta_fast', 32), betaSlow: num('rope.scaling.yarn_beta_slow', 1),
     ...(attn !== undefined ? { attentionFactor: (factor <= 1 ? 1 : 0.1 * Math.log(factor) + 1) * attn } : {}),
   };

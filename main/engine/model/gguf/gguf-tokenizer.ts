@@ -36,8 +36,22 @@ const PRE_TOKENIZERS: Record<string, string | null> = {
   'gpt-4o': "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
 };
 
-/** Gemma's and Phi-3's end-of-turn tokens (`<end_of_turn>`, `<|end|>`): also EOS where present. */
-const END_OF_TURN_TEXTS = ['<end_of_turn>', '<|end|>'];
+/**
+ * End-of-turn tokens that files name only by their text, which llama.cpp's vocabulary also ends
+ * generation at (llama-vocab.cpp's end-of-generation list): Gemma's `<end_of_turn>`, Phi-3's
+ * `<|end|>`, harmony's (gpt-oss) `<|return|>` and `<|call|>`. In a harmony vocabulary (both of
+ * the latter present) `<|end|>` only ends a message inside the reply (the analysis channel before
+ * the final one), so it is not an end there, as llama.cpp drops it from its list.
+ */
+const END_OF_TURN_TEXTS = ['<end_of_turn>', '<|end|>', '<|return|>', '<|call|>'];
+const HARMONY_ENDS = ['<|return|>', '<|call|>'];
+
+/** `ids` with END_OF_TURN_TEXTS' ids in `texts` added, `<|end|>` taken out of a harmony vocabulary (even as its EOS). */
+function withTurnEnds(ids: number[], texts: string[]): number[] {
+  const harmony = HARMONY_ENDS.every((t) => texts.includes(t));
+  const all = [...ids, ...END_OF_TURN_TEXTS.map((t) => texts.indexOf(t)).filter((i) => i >= 0)];
+  return [...new Set(all)].filter((i) => !(harmony && texts[i] === '<|end|>'));
+}
 
 /** What import needs from the tokenizer metadata. */
 export interface GgufTokenizer {
@@ -136,10 +150,7 @@ export function ggufTokenizer(meta: Record<string, MetadataValue>, file: string)
   }
 
   const bos = id('bos_token_id');
-  // End-of-turn markers that files name only by their text, which llama.cpp's vocabulary also
-  // ends generation at (llama-vocab.cpp's end-of-generation list): Gemma's and Phi-3's.
-  const turnEnds = END_OF_TURN_TEXTS.map((t) => texts.indexOf(t)).filter((i) => i >= 0);
-  const eos = [...new Set([id('eos_token_id'), id('eot_token_id'), id('eom_token_id'), ...turnEnds].filter((x): x is number => x !== null))];
+  const eos = withTurnEnds([id('eos_token_id'), id('eot_token_id'), id('eom_token_id')].filter((x): x is number => x !== null), texts);
   const addBosMeta = meta['tokenizer.ggml.add_bos_token'];
   const addBos = typeof addBosMeta === 'boolean' ? addBosMeta : model === 'llama';
   if (addBos && bos === null) fail('tokenizer.ggml.add_bos_token is set but there is no tokenizer.ggml.bos_token_id');

@@ -130,139 +130,9 @@ function uint8ZeroPoints(zp: number, n: number, kBlocks: number, bits: 4 | 8): U
 }
 
 /**
- * A GGUF tensor's raw blocks as a MatMulNBits weight, or null when its type has no mapping.
- * @param shape [N, K] row-major (blocks run along K).
- */
-export function quantizedFromGguf(type: GgmlType, raw: Uint8Array, shape: number[]): QuantizedTensor | null {
-  if (shape.length !== 2) return null;
-  const [n, k] = shape;
-  const v = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
-  const half = (o: number) => halfToFloat(v.getUint16(o, true));
-  const blocks = (n * k) / type.blockSize;
-  switch (type.id) {
-    case GGML.Q8_0: {
-      const w = new BlockWriter(n, k, 32);
-      for (let b = 0; b < blocks; b++) {
-        const o = b * 34;
-        w.scales[b] = half(o);
-        for (let j = 0; j < 32; j++) w.q[b * 32 + j] = (v.getInt8(o + 2 + j) + 128) & 255;
-      }
-      return w.build(8, 'Q8_0', 128);
-    }
-    case GGML.Q4_0:
-    case GGML.Q4_1: {
-      const w = new BlockWriter(n, k, 32);
-      const hasMin = type.id === GGML.Q4_1;
-      for (let b = 0; b < blocks; b++) {
-        const o = b * type.blockBytes;
-        const qs = o + (hasMin ? 4 : 2);
-        for (let j = 0; j < 16; j++) {
-          w.q[b * 32 + j] = raw[qs + j] & 15;
-          w.q[b * 32 + j + 16] = raw[qs + j] >> 4;
-        }
-        if (hasMin) w.withOffset(b, half(o), half(o + 2));
-        else w.scales[b] = half(o);
-      }
-      return w.build(4, type.name, hasMin ? 0 : 8);
-    }
-    case GGML.Q5_0:
-    case GGML.Q5_1: {
-      const w = new BlockWriter(n, k, 32);
-      const hasMin = type.id === GGML.Q5_1;
-      for (let b = 0; b < blocks; b++) {
-        const o = b * type.blockBytes;
-        const qh = v.getUint32(o + (hasMin ? 4 : 2), true);
-        const qs = o + (hasMin ? 8 : 6);
-        for (let j = 0; j < 16; j++) {
-          w.q[b * 32 + j] = (raw[qs + j] & 15) | (((qh >>> j) & 1) << 4);
-          w.q[b * 32 + j + 16] = (raw[qs + j] >> 4) | (((qh >>> (j + 16)) & 1) << 4);
-        }
-        if (hasMin) w.withOffset(b, half(o), half(o + 2));
-        else w.scales[b] = half(o);
-      }
-      return w.build(8, type.name, hasMin ? 0 : 16);
-    }
-    case GGML.Q4_K:
-    case GGML.Q5_K: {
-      const five = type.id === GGML.Q5_K;
-      const w = new BlockWriter(n, k, 32);
-      for (let sb = 0; sb < blocks; sb++) {
-        const o = sb * type.blockBytes;
-        const d = half(o);
-        const dmin = half(o + 2);
-        const qh = o + 16;
-        for (let sub = 0; sub < 8; sub++) {
-          const j = sub >> 1;
-          const hi = sub & 1;
-          const ql = o + (five ? 48 : 16) + 32 * j;
-          const [s, mn] = scaleMinK4(raw, o + 4, sub);
-          const b = sb * 8 + sub;
-          for (let l = 0; l < 32; l++) {
-            let q = (raw[ql + l] >> (4 * hi)) & 15;
-            if (five && (raw[qh + l] >> sub) & 1) q += 16;
-            w.q[b * 32 + l] = q;
-          }
-          w.withOffset(b, f32(d * s), -f32(dmin * mn));
-        }
-      }
-      return w.build(five ? 8 : 4, type.name, 0);
-    }
-    case GGML.Q6_K: {
-      const w = new BlockWriter(n, k, 16);
-      for (let sb = 0; sb < blocks; sb++) {
-        const o = sb * 210;
-        const d = half(o + 208);
-        for (let n128 = 0; n128 < 2; n128++) {
-          const ql = o + 64 * n128;
-          const qh = o + 128 + 32 * n128;
-          const out = sb * 256 + 128 * n128;
-          for (let l = 0; l < 32; l++) {
-            const h = raw[qh + l];
-            w.q[out + l] = (raw[ql + l] & 15) | ((h & 3) << 4);
-            w.q[out + l + 32] = (raw[ql + l + 32] & 15) | (((h >> 2) & 3) << 4);
-            w.q[out + l + 64] = (raw[ql + l] >> 4) | (((h >> 4) & 3) << 4);
-            w.q[out + l + 96] = (raw[ql + l + 32] >> 4) | (((h >> 6) & 3) << 4);
-          }
-          // 16-element sub-blocks: element e of this half uses scale index 8·n128 + e/16.
-          for (let s = 0; s < 8; s++) w.scales[(out >> 4) + s] = f32(d * v.getInt8(o + 192 + 8 * n128 + s));
-        }
-      }
-      return w.build(8, 'Q6_K', 32);
-    }
-    case GGML.Q2_K:
-    case GGML.Q3_K: {
-      const q2 = type.id === GGML.Q2_K;
-      const w = new BlockWriter(n, k, 16);
-      for (let sb = 0; sb < blocks; sb++) {
-        forEachK16(type.id, raw, v, sb * type.blockBytes, (e, scale, min, q) => {
-          const i = sb * 256 + e;
-          w.q[i] = q2 ? q : q + 4;
-          if (q2) w.withOffset(i >> 4, scale, -min);
-          else w.scales[i >> 4] = scale;
-        });
-      }
-      return w.build(4, type.name, q2 ? 0 : 4);
-    }
-    case GGML.IQ4_NL:
-    case GGML.IQ4_XS:
-    case GGML.MXFP4: {
-      const w = new BlockWriter(n, k, 32);
-      for (let b = 0; b < blocks; b++) {
-        forEachLevel32(type.id, raw, v, b * type.blockBytes, (e, scale, level) => {
-          const i = b * type.blockSize + e;
-          w.q[i] = level + 128;
-          w.scales[i >> 5] = scale;
-        });
-      }
-      return w.build(8, type.name, 128);
-    }
-    default:
-      return null;
-  }
-}
-
-/**
- * What `quantizedFromGguf` makes of each type: bits, block size, integer zero point, whether block offsets are kept.
+ * The MatMulNBits layout of each mapped GGUF type: bits, block size, integer zero point, whether
+ * block offsets are kept. The one table: `quantizedFromGguf` builds its blocks from it and
+ * `matMulNBitsBytes` sizes them from it (the header's memory estimate).
  * Tried and reverted (2026-12-02, issue 23): 8-bit blocks shifted to the default zero point (q + 128 − zp,
  * the same q − zp, no zero-point bytes to read): ONNX Runtime 1.30's level-4 kernel then no longer
  * matched llama.cpp on stories260K Q5_1 (greedy mean 154.9 → 99, teacher-forced 0 of 16 steps within
@@ -283,6 +153,137 @@ const MATMULNBITS_LAYOUT: Record<number, { bits: 4 | 8; blockSize: number; zp: n
   [GGML.IQ4_XS]: { bits: 8, blockSize: 32, zp: 128, offsets: false },
   [GGML.MXFP4]: { bits: 8, blockSize: 32, zp: 128, offsets: false },
 };
+
+/**
+ * A GGUF tensor's raw blocks as a MatMulNBits weight, or null when its type has no mapping.
+ * @param shape [N, K] row-major (blocks run along K).
+ */
+export function quantizedFromGguf(type: GgmlType, raw: Uint8Array, shape: number[]): QuantizedTensor | null {
+  if (shape.length !== 2) return null;
+  const layout = MATMULNBITS_LAYOUT[type.id];
+  if (!layout) return null;
+  const [n, k] = shape;
+  const v = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+  const half = (o: number) => halfToFloat(v.getUint16(o, true));
+  const blocks = (n * k) / type.blockSize;
+  const w = new BlockWriter(n, k, layout.blockSize);
+  const { zp } = layout; // signed levels are stored as level + zp
+  switch (type.id) {
+    case GGML.Q8_0: {
+      for (let b = 0; b < blocks; b++) {
+        const o = b * 34;
+        w.scales[b] = half(o);
+        for (let j = 0; j < 32; j++) w.q[b * 32 + j] = v.getInt8(o + 2 + j) + zp;
+      }
+      break;
+    }
+    case GGML.Q4_0:
+    case GGML.Q4_1: {
+      const hasMin = type.id === GGML.Q4_1;
+      for (let b = 0; b < blocks; b++) {
+        const o = b * type.blockBytes;
+        const qs = o + (hasMin ? 4 : 2);
+        for (let j = 0; j < 16; j++) {
+          w.q[b * 32 + j] = raw[qs + j] & 15;
+          w.q[b * 32 + j + 16] = raw[qs + j] >> 4;
+        }
+        if (hasMin) w.withOffset(b, half(o), half(o + 2));
+        else w.scales[b] = half(o);
+      }
+      break;
+    }
+    case GGML.Q5_0:
+    case GGML.Q5_1: {
+      const hasMin = type.id === GGML.Q5_1;
+      for (let b = 0; b < blocks; b++) {
+        const o = b * type.blockBytes;
+        const qh = v.getUint32(o + (hasMin ? 4 : 2), true);
+        const qs = o + (hasMin ? 8 : 6);
+        for (let j = 0; j < 16; j++) {
+          w.q[b * 32 + j] = (raw[qs + j] & 15) | (((qh >>> j) & 1) << 4);
+          w.q[b * 32 + j + 16] = (raw[qs + j] >> 4) | (((qh >>> (j + 16)) & 1) << 4);
+        }
+        if (hasMin) w.withOffset(b, half(o), half(o + 2));
+        else w.scales[b] = half(o);
+      }
+      break;
+    }
+    case GGML.Q4_K:
+    case GGML.Q5_K: {
+      const five = type.id === GGML.Q5_K;
+      for (let sb = 0; sb < blocks; sb++) {
+        const o = sb * type.blockBytes;
+        const d = half(o);
+        const dmin = half(o + 2);
+        const qh = o + 16;
+        for (let sub = 0; sub < 8; sub++) {
+          const j = sub >> 1;
+          const hi = sub & 1;
+          const ql = o + (five ? 48 : 16) + 32 * j;
+          const [s, mn] = scaleMinK4(raw, o + 4, sub);
+          const b = sb * 8 + sub;
+          for (let l = 0; l < 32; l++) {
+            let q = (raw[ql + l] >> (4 * hi)) & 15;
+            if (five && (raw[qh + l] >> sub) & 1) q += 16;
+            w.q[b * 32 + l] = q;
+          }
+          w.withOffset(b, f32(d * s), -f32(dmin * mn));
+        }
+      }
+      break;
+    }
+    case GGML.Q6_K: {
+      for (let sb = 0; sb < blocks; sb++) {
+        const o = sb * 210;
+        const d = half(o + 208);
+        for (let n128 = 0; n128 < 2; n128++) {
+          const ql = o + 64 * n128;
+          const qh = o + 128 + 32 * n128;
+          const out = sb * 256 + 128 * n128;
+          for (let l = 0; l < 32; l++) {
+            const h = raw[qh + l];
+            w.q[out + l] = (raw[ql + l] & 15) | ((h & 3) << 4);
+            w.q[out + l + 32] = (raw[ql + l + 32] & 15) | (((h >> 2) & 3) << 4);
+            w.q[out + l + 64] = (raw[ql + l] >> 4) | (((h >> 4) & 3) << 4);
+            w.q[out + l + 96] = (raw[ql + l + 32] >> 4) | (((h >> 6) & 3) << 4);
+          }
+          // 16-element sub-blocks: element e of this half uses scale index 8·n128 + e/16.
+          for (let s = 0; s < 8; s++) w.scales[(out >> 4) + s] = f32(d * v.getInt8(o + 192 + 8 * n128 + s));
+        }
+      }
+      break;
+    }
+    case GGML.Q2_K:
+    case GGML.Q3_K: {
+      const q2 = type.id === GGML.Q2_K;
+      for (let sb = 0; sb < blocks; sb++) {
+        forEachK16(type.id, raw, v, sb * type.blockBytes, (e, scale, min, q) => {
+          const i = sb * 256 + e;
+          w.q[i] = q2 ? q : q + zp;
+          if (q2) w.withOffset(i >> 4, scale, -min);
+          else w.scales[i >> 4] = scale;
+        });
+      }
+      break;
+    }
+    case GGML.IQ4_NL:
+    case GGML.IQ4_XS:
+    case GGML.MXFP4: {
+      for (let b = 0; b < blocks; b++) {
+        forEachLevel32(type.id, raw, v, b * type.blockBytes, (e, scale, level) => {
+          const i = b * type.blockSize + e;
+          w.q[i] = level + zp;
+          w.scales[i >> 5] = scale;
+        });
+      }
+      break;
+    }
+    default:
+      return null;
+  }
+  if ((w.offsets !== null) !== layout.offsets) throw new Error(`internal: ${type.name}'s conversion and its layout disagree on block offsets`);
+  return w.build(layout.bits, type.name, zp);
+}
 
 /**
  * Bytes the MatMulNBits form of a [N, K] GGUF tensor of type `typeId` takes, without reading it
