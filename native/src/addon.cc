@@ -1,6 +1,7 @@
 // Node-API surface of the addon (typed by main/engine/model/native-addon.ts):
 //   loadRuntime(libraryPath: string): string        ORT version; once per process
 //   vulkanDevices(): { name: string, type: string }[]   this machine's Vulkan devices (throws without a loader)
+//   matMulQ8Kernel, matMulQ8(...)       ropewalk.MatMulQ8's ISA and its kernel alone (gguf_matmul_addon.cc)
 //   new NativeDecoder(modelPath, { executionProvider: 'cpu'|'webgpu'|'cuda', numLayers, numKvHeads,
 //                     headDim, vocabSize, rotaryHalf, logits: Float32Array(vocabSize),
 //                     kvDtype?: 'float32'|'float16', copyModel?: Uint8Array, profilePrefix?: string,
@@ -39,6 +40,10 @@
 #include "decoder.h"
 #include "ort_runtime.h"
 #include "vulkan_devices.h"
+
+namespace ropewalk {
+void ExportGgufMatMul(Napi::Env env, Napi::Object exports);  // gguf_matmul_addon.cc
+}  // namespace ropewalk
 
 namespace {
 
@@ -394,6 +399,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("loadRuntime", Napi::Function::New<LoadRuntime>(env, "loadRuntime"));
   exports.Set("vulkanDevices", Napi::Function::New<VulkanDevices>(env, "vulkanDevices"));
   exports.Set("NativeDecoder", NativeDecoder::Define(env));
+  ropewalk::ExportGgufMatMul(env, exports);  // matMulQ8Kernel, matMulQ8: gguf_matmul_addon.cc
   return exports;
 }
 

@@ -37,12 +37,12 @@ export interface CapacityRow {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** A bundle of a synthetic Qwen3-0.6B-shaped GGUF in `format`, imported into `root`: its model path and config. */
-export async function qwen3Bundle(root: string, format: 'Q8_0' | 'Q4_0', layers: number): Promise<{ modelPath: string; config: ModelConfig }> {
+export async function qwen3Bundle(root: string, format: 'Q8_0' | 'Q4_0', layers: number, nativeKernels = true): Promise<{ modelPath: string; config: ModelConfig }> {
   mkdirSync(root, { recursive: true });
   const file = path.join(root, `qwen3-${format}.gguf`);
   const config = qwen3_0_6bConfig(layers);
   writeModelGguf(file, config, qwen3TokenizerMetadata(config.vocabSize), poolWeights(), format, format);
-  const engine = await Engine.load(file, { cacheDir: path.join(root, 'cache') });
+  const engine = await Engine.load(file, { cacheDir: path.join(root, 'cache'), nativeKernels });
   const out = { modelPath: path.join(engine.info.bundleDir, 'model.onnx'), config: engine.manifest.config };
   await engine.dispose();
   rmSync(file);

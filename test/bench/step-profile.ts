@@ -31,7 +31,7 @@ export interface StepProfile {
 
 /**
  * Node events of a parsed Chrome-trace profile, summed per op type over `steps` steps. With
- * `vocabSize`, the node whose output is the logits [1, vocabSize] (the classifier: MatMulNBits or
+ * `vocabSize`, the node whose output is the logits [1, vocabSize] (the classifier: MatMulNBits, MatMulQ8 or
  * Gemm) is its own row, `<op> (classifier)`, told by `args.output_type_shape`.
  */
 export function opShares(events: unknown, steps: number, vocabSize?: number): OpShare[] {
@@ -40,7 +40,7 @@ export function opShares(events: unknown, steps: number, vocabSize?: number): Op
   for (const e of events as { cat?: string; name?: string; dur?: number; args?: { op_name?: string; output_type_shape?: Record<string, number[]>[] } }[]) {
     if (e?.cat !== 'Node' || typeof e.name !== 'string' || !e.name.endsWith('_kernel_time')) continue;
     const shape = Object.values(e.args?.output_type_shape?.[0] ?? {})[0];
-    const classifier = vocabSize !== undefined && shape?.length === 2 && shape[1] === vocabSize && /^(MatMulNBits|Gemm|MatMul|FusedMatMul)$/.test(String(e.args?.op_name));
+    const classifier = vocabSize !== undefined && shape?.length === 2 && shape[1] === vocabSize && /^(MatMulNBits|MatMulQ8|Gemm|MatMul|FusedMatMul)$/.test(String(e.args?.op_name));
     const op = `${String(e.args?.op_name ?? '?')}${classifier ? ' (classifier)' : ''}`;
     const slot = byOp.get(op) ?? byOp.set(op, { us: 0, nodes: new Set() }).get(op)!;
     slot.us += e.dur ?? 0;
@@ -54,7 +54,7 @@ export function opShares(events: unknown, steps: number, vocabSize?: number): Op
  * KV blocks are allocated) of the native backend at `held` tokens and KV capacity `capacity`.
  * @throws Error when the native addon is unavailable.
  */
-export async function profileDecode(modelPath: string, c: ModelConfig, held: number, capacity: number, steps: number): Promise<StepProfile> {
+export async function profileDecode(modelPath: string, c: ModelConfig, held: number, capacity: number, steps: number, onProfile?: (file: string) => void): Promise<StepProfile> {
   const status = loadNativeAddon();
   if (!status.available) throw new Error(status.reason);
   const { dir, prefix } = await profileFolder();
@@ -62,6 +62,7 @@ export async function profileDecode(modelPath: string, c: ModelConfig, held: num
   const decoder = new status.addon.NativeDecoder(modelPath, {
     executionProvider: 'cpu', numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim,
     vocabSize: c.vocabSize, rotaryHalf: c.rope.rotaryDim / 2, logits, profilePrefix: prefix,
+    intraOpThreads: Number(process.env.BENCH_THREADS ?? 0),
   });
   try {
     const rope = new RopeCache(c.rope, capacity);
@@ -75,7 +76,9 @@ export async function profileDecode(modelPath: string, c: ModelConfig, held: num
       await decoder.run(ids, held);
       wall.push(performance.now() - t);
     }
-    const events = JSON.parse(await readFile(decoder.endProfiling(), 'utf8'));
+    const file = decoder.endProfiling();
+    onProfile?.(file);
+    const events = JSON.parse(await readFile(file, 'utf8'));
     // The first run is in the profile too; it is a decode step like the others once the blocks exist.
     const ops = opShares(events, steps + 1, c.vocabSize);
     return { ops, nodeUsPerStep: ops.reduce((a, o) => a + o.usPerStep, 0), wallMsPerStep: [...wall.slice(1)].sort((a, b) => a - b)[Math.floor(steps / 2)] };

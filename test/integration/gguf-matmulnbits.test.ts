@@ -18,8 +18,7 @@ import { matMulNBitsGraph } from '../../main/engine/model/decoder-graph.ts';
 import { writeExternalData } from '../../main/engine/model/onnx-builder.ts';
 import { GGUF_DIR } from '../helpers/paths.ts';
 import { LOWBIT_BLOCKS, LOWBIT_BLOCKS_F32, LOWBIT_TYPES } from '../fixtures/make-lowbit-blocks.ts';
-import { floatToHalf } from '../helpers/gguf-writer.ts';
-import { halfToFloat } from '../../main/engine/model/gguf/quants.ts';
+import { BLOCKS, llamaCppMatMul } from '../helpers/llamacpp-dot.ts';
 
 /** y = x · Wᵀ [M, N] as the MatMulNBits graph computes it (`level` undefined: the decoder graph's default for W). */
 async function kernelMatMul(w: QuantizedTensor, x: Float32Array, m: number, level?: number): Promise<Float32Array> {
@@ -101,54 +100,6 @@ test('round-to-nearest q4/q8 of float32 weights: every weight within half a step
     }
   }
 });
-
-/**
- * A weight block as llama.cpp's dot products read it: its stored values (zero point applied), its
- * half scale at byte 0 and, for the "_1" types, its half min m at byte 2.
- */
-type BlockReader = { bytes: number; values: (v: DataView, o: number) => number[]; hasMin?: true };
-const nibble = (v: DataView, at: number, e: number) => (e < 16 ? v.getUint8(at + e) & 15 : v.getUint8(at + e - 16) >> 4);
-const BLOCKS: Record<'q8_0' | 'q4_0' | 'q4_1' | 'q5_1', BlockReader> = {
-  // block_q8_0: fp16 d, 32 × int8.
-  q8_0: { bytes: 34, values: (v, o) => Array.from({ length: 32 }, (_, e) => v.getInt8(o + 2 + e)) },
-  // block_q4_0: fp16 d, 16 bytes; element e < 16 is byte e's low nibble, e ≥ 16 byte e − 16's high one; value q − 8.
-  q4_0: { bytes: 18, values: (v, o) => Array.from({ length: 32 }, (_, e) => nibble(v, o + 2, e) - 8) },
-  // block_q4_1: fp16 d, fp16 m, nibbles as q4_0; value d·q + m.
-  q4_1: { bytes: 20, hasMin: true, values: (v, o) => Array.from({ length: 32 }, (_, e) => nibble(v, o + 4, e)) },
-  // block_q5_1: fp16 d, fp16 m, 32 high bits, nibbles; value d·q + m.
-  q5_1: { bytes: 24, hasMin: true, values: (v, o) => Array.from({ length: 32 }, (_, e) => nibble(v, o + 8, e) | (((v.getUint32(o + 4, true) >>> e) & 1) << 4)) },
-};
-
-/**
- * llama.cpp's matmul for these weights, from ggml's definitions: each 32-block of x becomes a
- * `block_q8_0` / `block_q8_1` (`quantize_row_q8_0_ref` / `_q8_1_ref`: d = max|x| / 127 stored as an
- * IEEE half, q = round(x / d), and for q8_1 s = fp16(d · Σq)), and `ggml_vec_dot_{q8_0,q4_0}_q8_0` /
- * `ggml_vec_dot_{q4_1,q5_1}_q8_1` sum fp16(d_x) · d_w · Σ q_x · q_w (+ m_w · s_x) over blocks. Here
- * in float64 from the weight's stored values and half scales.
- */
-function llamaCppMatMul(block: BlockReader, raw: Uint8Array, n: number, k: number, x: Float32Array, m: number): Float64Array {
-  const v = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
-  const half = (t: number) => halfToFloat(floatToHalf(t));
-  const y = new Float64Array(m * n);
-  for (let r = 0; r < m; r++) {
-    for (let b = 0; b < k / 32; b++) {
-      const xs = x.subarray(r * k + b * 32, r * k + b * 32 + 32);
-      const amax = xs.reduce((a, t) => Math.max(a, Math.abs(t)), 0);
-      const d = Math.fround(amax / 127);
-      const id = d ? 1 / d : 0;
-      const qx = Array.from(xs, (t) => Math.round(Math.fround(t * id)));
-      const sx = half(Math.fround(d * qx.reduce((a, q) => a + q, 0)));
-      for (let j = 0; j < n; j++) {
-        const o = (j * (k / 32) + b) * block.bytes;
-        const qw = block.values(v, o);
-        let dot = 0;
-        for (let e = 0; e < 32; e++) dot += qx[e] * qw[e];
-        y[r * n + j] += half(d) * halfToFloat(v.getUint16(o, true)) * dot + (block.hasMin ? halfToFloat(v.getUint16(o + 2, true)) * sx : 0);
-      }
-    }
-  }
-  return y;
-}
 
 for (const type of ['q8_0', 'q4_0', 'q4_1', 'q5_1'] as const) {
   test(`${type} blocks multiply as llama.cpp's ${type} × ${BLOCKS[type].hasMin ? 'q8_1' : 'q8_0'} dot product: activations quantized per 32 with half-precision scales`, async (t) => {

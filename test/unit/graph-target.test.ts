@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { InvalidOptionError } from '../../main/engine/errors.ts';
-import { CPU_TARGET, CUDA_FLOAT32_REFERENCE, emulatesLlamaCpp, engineGraphTarget, graphTarget } from '../../main/engine/model/graph-target.ts';
+import { CPU_TARGET, CUDA_FLOAT32_REFERENCE, emulatesLlamaCpp, engineGraphTarget, graphTarget, NATIVE_CPU_TARGET, NATIVE_KERNELS_VERSION, targetKey } from '../../main/engine/model/graph-target.ts';
 
 test('without a dtype: cpu → the CPU graph, webgpu → float32, cuda → float16', () => {
   assert.equal(engineGraphTarget(), CPU_TARGET);
@@ -28,4 +28,15 @@ test('llama.cpp emulation: float32 cpu and webgpu graphs only', () => {
   assert.equal(emulatesLlamaCpp(graphTarget('cuda')), false);
   assert.equal(emulatesLlamaCpp(CUDA_FLOAT32_REFERENCE), false);
   assert.equal(emulatesLlamaCpp(graphTarget('cpu', 'float16')), false);
+});
+
+test('the native CPU target: chosen only when asked for on cpu float32, its own bundle key', () => {
+  assert.equal(engineGraphTarget('cpu', undefined, true), NATIVE_CPU_TARGET);
+  assert.equal(engineGraphTarget('cpu', 'float32', true), NATIVE_CPU_TARGET);
+  assert.equal(engineGraphTarget('cpu', 'float32'), CPU_TARGET);
+  assert.deepEqual(engineGraphTarget('cpu', 'float16', true), { ep: 'cpu', dtype: 'float16' });
+  assert.deepEqual(engineGraphTarget('webgpu', undefined, true), { ep: 'webgpu', dtype: 'float32' });
+  assert.equal(targetKey(CPU_TARGET), '');
+  assert.equal(targetKey(NATIVE_CPU_TARGET), `:cpu-float32-native-v${NATIVE_KERNELS_VERSION}`);
+  assert.ok(emulatesLlamaCpp(NATIVE_CPU_TARGET), 'llama.cpp arithmetic, by its own kernel');
 });

@@ -38,6 +38,7 @@ import type { BackendKind, DecoderBackend, ExecutionProvider, ExecutionProviderC
 import { MAX_THREADS } from '../model/backend.ts';
 import { chooseExecutionProvider, parseExecutionProvider, type ProviderProbe } from '../model/ep-choice.ts';
 import { engineGraphTarget, type GraphDtype } from '../model/graph-target.ts';
+import { nativeKernelsAvailable } from '../model/native-addon.ts';
 import { resolveModel, type ImportProgress, type QuantizeOption } from '../model/bundle.ts';
 import type { ModelManifest } from '../model/manifest.ts';
 import { availableMemory, bundleBytes, checkMemory, estimateMemory, weightsQuantized } from '../model/memory.ts';
@@ -68,6 +69,12 @@ export interface EngineOptions {
   graphDtype?: GraphDtype;
   /** Decoder backend (default 'native'; falls back to 'js' with a note when the addon cannot load). */
   backend?: BackendKind;
+  /**
+   * On the native backend's CPU graph, the addon's own quantized matmuls (graph-target.ts
+   * `NATIVE_CPU_TARGET`; default true where the addon has them); false builds and loads the
+   * MatMulNBits graph the JS backend runs (the benches' before/after).
+   */
+  nativeKernels?: boolean;
   /**
    * ONNX Runtime's intra-op threads for the CPU work, a whole number 0–1024 (default 0: ONNX
    * Runtime's own default, one per physical core). @see MAX_THREADS
@@ -281,7 +288,8 @@ export class Engine {
     }
     // The provider first: each has its own graph, so the bundle is resolved for it.
     const provider = await chooseExecutionProvider(parseExecutionProvider(opts.executionProvider ?? 'cpu'), opts.providerProbe);
-    const target = engineGraphTarget(provider.ep, opts.graphDtype);
+    // The native backend's CPU graph runs the addon's own quantized matmuls (graph-target.ts).
+    const target = engineGraphTarget(provider.ep, opts.graphDtype, opts.backend !== 'js' && opts.nativeKernels !== false && nativeKernelsAvailable());
     const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress, { quantize: opts.quantize, signal: opts.signal, target });
     const m = bundle.manifest;
     if (m.chatTemplate !== null) prestartTemplateSandbox(); // boots while the tokenizer is read

@@ -313,7 +313,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   }
   g.output(io.LOGITS, DataType.FLOAT, [1, c.vocabSize]);
 
-  return g.build('ropewalk_decoder', { '': 18, 'com.microsoft': 1 }, `Ropewalk ${c.architecture} decoder`);
+  return g.build('ropewalk_decoder', { '': 18, 'com.microsoft': 1, ...(target.nativeKernels ? { ropewalk: 1 } : {}) }, `Ropewalk ${c.architecture} decoder`);
 }
 
 /**

@@ -14,6 +14,12 @@
  *                   rest float32 (norms, RoPE, residual stream, MatMulNBits on float32 activations,
  *                   the classifier: decoder-graph.ts says why, with figures); no llama.cpp
  *                   emulation ops.
+ * `NATIVE_CPU_TARGET` (cpu, float32, nativeKernels) is the CPU graph for the native backend: its
+ * Q8_0 / Q4_0 / IQ4_NL / MXFP4 matmuls (4- and 8-bit blocks of 32 at their default zero points, with
+ * llama.cpp's block_q8_0 activations) are the addon's `ropewalk.MatMulQ8` (native/src/gguf_matmul.h:
+ * llama.cpp's int8 dot products as such, no half-scale emulation nodes) over the same blocks and
+ * scales; everything else as the CPU graph. The JS backend's onnxruntime-node session cannot load
+ * that op, so the engine builds this target only when the native backend will run it.
  * A float16 graph keeps float32 at its edges the engine sees: the RoPE rows come in as float32,
  * the logits go out as float32; past/present/new KV rows are float16.
  * `CUDA_FLOAT32_REFERENCE` (cuda, float32) is the CUDA graph in float32: never loaded on CUDA (no
@@ -29,10 +35,21 @@ export type GraphDtype = 'float32' | 'float16';
 export interface GraphTarget {
   ep: ExecutionProvider;
   dtype: GraphDtype;
+  /** The native addon's own quantized-matmul kernel where it applies (see the file comment); cpu float32 only. */
+  nativeKernels?: boolean;
 }
 
 /** Today's graph: what every bundle was before targets existed (its cache key is unchanged). */
 export const CPU_TARGET: GraphTarget = Object.freeze({ ep: 'cpu', dtype: 'float32' });
+
+/** The CPU graph for the native backend (see the file comment). */
+export const NATIVE_CPU_TARGET: GraphTarget = Object.freeze({ ep: 'cpu', dtype: 'float32', nativeKernels: true });
+
+/**
+ * Version of `NATIVE_CPU_TARGET`'s graphs in their bundle key, bumped when the native kernels' ops
+ * or attributes change (the rest of the graph is versioned by `BUNDLE_BUILDER_VERSION`).
+ */
+export const NATIVE_KERNELS_VERSION = 1;
 
 /**
  * The CUDA graph in float32 (no llama.cpp emulation, quantized matmuls at accuracy level 0): a
@@ -80,10 +97,11 @@ export const UNEMULATED_GRAPH_VERSION = 4;
 
 /**
  * What the bundle cache key adds for a target: '' for `CPU_TARGET` (so CPU bundles keep the key
- * and bytes they had), else `:<ep>-<dtype>`, and `-v<UNEMULATED_GRAPH_VERSION>` for the graphs it
+ * and bytes they had), `:cpu-float32-native-v<NATIVE_KERNELS_VERSION>` for `NATIVE_CPU_TARGET`, else `:<ep>-<dtype>`, and `-v<UNEMULATED_GRAPH_VERSION>` for the graphs it
  * versions.
  */
 export function targetKey(t: GraphTarget): string {
+  if (t.nativeKernels) return `:cpu-float32-native-v${NATIVE_KERNELS_VERSION}`;
   if (t.ep === 'cpu' && t.dtype === 'float32') return '';
   return `:${t.ep}-${t.dtype}${emulatesLlamaCpp(t) ? '' : `-v${UNEMULATED_GRAPH_VERSION}`}`;
 }
@@ -93,10 +111,12 @@ export function targetKey(t: GraphTarget): string {
  * cpu and webgpu get their float32 graphs, cuda its float16 graph. The EP is chosen before the
  * bundle is resolved (ep-choice.ts), so a `--ep cuda` without CUDA has become cpu here and gets
  * the CPU graph; a CUDA session that still falls back at creation is re-opened on the CPU graph
- * (Engine.open).
+ * (Engine.open). With `nativeKernels` (the native backend will run it and its addon has the
+ * kernels: native-addon.ts `nativeKernelsAvailable`) cpu float32 is `NATIVE_CPU_TARGET`.
  * @throws InvalidOptionError as `graphTarget`.
  */
-export function engineGraphTarget(ep: ExecutionProvider = 'cpu', dtype?: GraphDtype): GraphTarget {
-  if (dtype !== undefined) return graphTarget(ep, dtype);
-  return ep === 'cpu' ? CPU_TARGET : graphTarget(ep);
+export function engineGraphTarget(ep: ExecutionProvider = 'cpu', dtype?: GraphDtype, nativeKernels = false): GraphTarget {
+  if (dtype !== undefined && !(ep === 'cpu' && dtype === 'float32')) return graphTarget(ep, dtype);
+  if (ep !== 'cpu') return graphTarget(ep);
+  return nativeKernels ? NATIVE_CPU_TARGET : CPU_TARGET;
 }

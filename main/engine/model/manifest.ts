@@ -224,7 +224,7 @@ export interface ModelManifest {
    * The execution provider and dtype the graph was built for (graph-target.ts); absent for the
    * CPU float32 graph, which every bundle had before targets.
    */
-  graphTarget?: { ep: 'cpu' | 'webgpu' | 'cuda'; dtype: 'float32' | 'float16' };
+  graphTarget?: { ep: 'cpu' | 'webgpu' | 'cuda'; dtype: 'float32' | 'float16'; nativeKernels?: boolean };
   /**
    * Storage of each weight as written to the bundle (`float32`, or `q4`/`q8` MatMulNBits blocks
    * with the source format, e.g. `q4 (Q4_0)`), with totals; absent in bundles written before it.

@@ -152,6 +152,24 @@ export interface NativeAddon {
    * finds no driver. Absent from an addon built before it. @throws Error without a Vulkan loader.
    */
   vulkanDevices?(): { name: string; type: string }[];
+  /**
+   * The instruction set the addon's `ropewalk.MatMulQ8` kernel runs on here ('avx512vnni', 'avx2'
+   * or 'scalar'; native/src/gguf_matmul.h). Absent from an addon built before it: such an addon's
+   * sessions cannot load graphs built for `NATIVE_CPU_TARGET`.
+   */
+  matMulQ8Kernel?: string;
+  /**
+   * ropewalk.MatMulQ8's kernel alone (one ISA variant, one thread, no ONNX Runtime): y [m·n] for
+   * x [m·k] and a weight's MatMulNBits blocks and scales (native/src/gguf_matmul_addon.cc).
+   * @throws Error (code 'ORT_ARG') for sizes that disagree or an ISA this CPU lacks.
+   */
+  matMulQ8?(isa: 'scalar' | 'avx2' | 'avx512vnni', x: Float32Array, m: number, blocks: Uint8Array, scales: Float32Array, n: number, k: number, bits: 4 | 8): Float32Array;
+}
+
+/** Whether the addon loads and its sessions run `ropewalk.MatMulQ8` (graphs for `NATIVE_CPU_TARGET`). */
+export function nativeKernelsAvailable(): boolean {
+  const s = loadNativeAddon();
+  return s.available && typeof s.addon.matMulQ8Kernel === 'string';
 }
 
 export type NativeAddonStatus =

@@ -52,6 +52,7 @@ export class QuantizedMatMul {
    */
   apply(input: string, name: string, w: MatMulWeight, rank?: ActivationRank): string {
     const llamaCppBlocks = this.accuracyLevel === 4 && this.target.dtype === 'float32' && halfActivationScales(w);
+    if (llamaCppBlocks && this.target.nativeKernels && runsOnMatMulQ8(w)) return matMulQ8(this.g, input, name, w);
     const x = llamaCppBlocks ? this.halfScales(input, w.shape[1], rank) : input;
     const kBlocks = w.shape[1] / w.blockSize;
     const sums = w.blockOffsets ? (llamaCppBlocks ? this.q8_1Sums(input, kBlocks) : this.blockSums(input, kBlocks, w.blockSize)) : null;
@@ -221,6 +222,35 @@ function concat<T extends Float32Array | Uint8Array>(parts: T[], Type: { new (n:
 
 /** An activation's rank where the graph knows it: 2 ([M, K]) or 3 ([1, T, K], batch of one). */
 export type ActivationRank = 2 | 3;
+
+/**
+ * Whether the native addon's `ropewalk.MatMulQ8` computes this weight (native/src/gguf_matmul.h):
+ * 4- or 8-bit blocks of 32 at the default zero point (8 / 128), no block offsets, activations in
+ * llama.cpp's block_q8_0 (Q8_0, Q4_0, IQ4_NL, MXFP4; `halfActivationScales` says which, the caller
+ * checks it).
+ */
+function runsOnMatMulQ8(w: MatMulWeight): boolean {
+  return w.blockSize === 32 && (w.bits === 4 || w.bits === 8) && !w.zeroPoints && !w.blockOffsets;
+}
+
+/**
+ * The GGUF types whose weights `runsOnMatMulQ8` (quantized-weights.ts maps them to 4- or 8-bit
+ * blocks of 32, default zero points, no offsets; `halfActivationScales` true): a file with none
+ * builds the CPU graph for the native backend too (bundle.ts `builtTarget`).
+ */
+export const MATMULQ8_GGUF_TYPES: ReadonlySet<string> = new Set(['Q8_0', 'Q4_0', 'IQ4_NL', 'MXFP4']);
+
+/**
+ * y = x · Wᵀ by `ropewalk.MatMulQ8` over MatMulNBits' own blocks and scales (the same
+ * initializers, so a bundle's data file does not change): llama.cpp's int8 dot products on
+ * block_q8_0 activations, quantized in the kernel (no half-scale nodes).
+ */
+function matMulQ8(g: OnnxGraphBuilder, input: string, name: string, w: MatMulWeight): string {
+  const [n, k] = w.shape;
+  const b = blocksInitializer(g, name, w);
+  const scales = g.weight(`${name}.scales`, [n * (k / w.blockSize)], scalesData(w));
+  return g.op('MatMulQ8', [input, b, scales], { K: k, N: n, bits: w.bits, block_size: w.blockSize }, 'ropewalk');
+}
 
 /** ONNX TensorProto.DataType FLOAT16 (Cast's `to`). */
 const FLOAT16 = DataType.FLOAT16;

@@ -1,0 +1,249 @@
+// See gguf_matmul.h.
+#include "gguf_matmul.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "half.h"
+#include "ort_runtime.h"
+
+namespace ropewalk {
+
+void QuantizeRowQ8(const float* x, int64_t k, bool nibbleOrder, int8_t* q, float* d) {
+  for (int64_t b = 0; b < k / 32; b++) {
+    const float* xb = x + b * 32;
+    float amax = 0;
+    for (int i = 0; i < 32; i++) amax = std::max(amax, std::fabs(xb[i]));
+    const float id = amax != 0 ? 127.f / amax : 0.f;
+    d[b] = HalfToFloat(FloatToHalf(amax / 127.f));
+    int8_t* qb = q + b * 32;
+    for (int i = 0; i < 32; i++) {
+      // nearbyint: the current rounding mode, ties to even (as _mm256_round_ps(_MM_ROUND_NEAREST)).
+      const int8_t v = static_cast<int8_t>(std::nearbyint(xb[i] * id));
+      qb[nibbleOrder ? (i & 1) * 16 + (i >> 1) : i] = v;
+    }
+  }
+}
+
+void Q8RowsScalar(const Q8Row* x, int rows, const uint8_t* b, const float* scales, int64_t kb, int bits, int64_t n0,
+                  int64_t n1, float* y, int64_t ldy) {
+  const int64_t blockBytes = 32 * bits / 8;
+  for (int r = 0; r < rows; r++) {
+    for (int64_t n = n0; n < n1; n++) {
+      const uint8_t* w = b + n * kb * blockBytes;
+      float sum = 0;
+      for (int64_t k = 0; k < kb; k++) {
+        const uint8_t* blk = w + k * blockBytes;
+        const int8_t* a = x[r].q + k * 32;
+        int32_t isum = 0;
+        if (bits == 8) {
+          for (int i = 0; i < 32; i++) isum += (static_cast<int32_t>(blk[i]) - 128) * a[i];
+        } else {
+          for (int i = 0; i < 16; i++) isum += ((blk[i] & 15) - 8) * a[i] + ((blk[i] >> 4) - 8) * a[16 + i];
+        }
+        sum += scales[n * kb + k] * x[r].d[k] * static_cast<float>(isum);
+      }
+      y[r * ldy + n] = sum;
+    }
+  }
+}
+
+Q8RowsFn Q8Kernel(const char** name) {
+  static const struct Choice { Q8RowsFn fn; const char* name; } choice = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")) {
+      return Choice{Q8RowsVnni, "avx512vnni"};
+    }
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Choice{Q8RowsAvx2, "avx2"};
+    return Choice{Q8RowsScalar, "scalar"};
+  }();
+  if (name != nullptr) *name = choice.name;
+  return choice.fn;
+}
+
+namespace {
+
+OrtStatus* Fail(const std::string& message) { return Ort().CreateStatus(ORT_INVALID_ARGUMENT, message.c_str()); }
+
+struct Q8Kernel_ {
+  int64_t k = 0, n = 0;
+  int bits = 0;
+  std::vector<int8_t> q;    // the activation rows, quantized (reused across runs)
+  std::vector<float> d;
+};
+
+OrtStatus* Attr(const OrtKernelInfo* info, const char* name, int64_t* out) {
+  OrtStatus* s = Ort().KernelInfoGetAttribute_int64(info, name, out);
+  if (s == nullptr) return nullptr;
+  Ort().ReleaseStatus(s);
+  return Fail(std::string("ropewalk.MatMulQ8 needs the int attribute ") + name);
+}
+
+OrtStatus* ORT_API_CALL CreateKernel(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo* info, void** kernel) {
+  int64_t k = 0, n = 0, bits = 0, blockSize = 0;
+  for (auto [name, out] : {std::pair{"K", &k}, {"N", &n}, {"bits", &bits}, {"block_size", &blockSize}}) {
+    if (OrtStatus* s = Attr(info, name, out)) return s;
+  }
+  if (bits != 4 && bits != 8) return Fail("ropewalk.MatMulQ8: bits must be 4 or 8, got " + std::to_string(bits));
+  if (blockSize != 32) return Fail("ropewalk.MatMulQ8: block_size must be 32, got " + std::to_string(blockSize));
+  if (k <= 0 || k % 32 != 0 || n <= 0) {
+    return Fail("ropewalk.MatMulQ8: K must be a positive multiple of 32 and N positive, got K " + std::to_string(k) + ", N " + std::to_string(n));
+  }
+  auto* kern = new Q8Kernel_();
+  kern->k = k, kern->n = n, kern->bits = static_cast<int>(bits);
+  *kernel = kern;
+  return nullptr;
+}
+
+std::vector<int64_t> Dims(const OrtValue* v, size_t* count) {
+  const OrtApi& api = Ort();
+  OrtTensorTypeAndShapeInfo* info = nullptr;
+  Check(api.GetTensorTypeAndShape(v, &info), "GetTensorTypeAndShape");
+  size_t rank = 0;
+  api.GetDimensionsCount(info, &rank);
+  std::vector<int64_t> dims(rank);
+  api.GetDimensions(info, dims.data(), rank);
+  api.GetTensorShapeElementCount(info, count);
+  api.ReleaseTensorTypeAndShapeInfo(info);
+  return dims;
+}
+
+struct Job {
+  Q8RowsFn fn;
+  const Q8Row* rows;
+  int m;
+  const uint8_t* b;
+  const float* scales;
+  int64_t kb, n, chunk;
+  int bits;
+  float* y;
+  const float* x;
+  int64_t k;
+  Q8Kernel_* kern;
+};
+
+void QuantizeTask(void* data, size_t i) {
+  auto* j = static_cast<Job*>(data);
+  QuantizeRowQ8(j->x + i * j->k, j->k, j->bits == 4, j->kern->q.data() + i * j->k, j->kern->d.data() + i * j->kb);
+}
+
+void RowsTask(void* data, size_t i) {
+  auto* j = static_cast<Job*>(data);
+  const int64_t n0 = static_cast<int64_t>(i) * j->chunk;
+  j->fn(j->rows, j->m, j->b, j->scales, j->kb, j->bits, n0, std::min(j->n, n0 + j->chunk), j->y, j->n);
+}
+
+OrtStatus* Compute(Q8Kernel_* kern, OrtKernelContext* ctx) {
+  const OrtApi& api = Ort();
+  const OrtValue* a = nullptr;
+  const OrtValue* b = nullptr;
+  const OrtValue* s = nullptr;
+  if (OrtStatus* st = api.KernelContext_GetInput(ctx, 0, &a)) return st;
+  if (OrtStatus* st = api.KernelContext_GetInput(ctx, 1, &b)) return st;
+  if (OrtStatus* st = api.KernelContext_GetInput(ctx, 2, &s)) return st;
+  size_t aCount = 0, bCount = 0, sCount = 0;
+  std::vector<int64_t> dims = Dims(a, &aCount);
+  Dims(b, &bCount);
+  Dims(s, &sCount);
+  const int64_t k = kern->k, n = kern->n, kb = k / 32;
+  if (dims.empty() || dims.back() != k) {
+    return Fail("ropewalk.MatMulQ8: A's last dimension must be K = " + std::to_string(k) + ", got " +
+                (dims.empty() ? std::string("a scalar") : std::to_string(dims.back())));
+  }
+  if (static_cast<int64_t>(bCount) != n * kb * 32 * kern->bits / 8 || static_cast<int64_t>(sCount) != n * kb) {
+    return Fail("ropewalk.MatMulQ8: B holds " + std::to_string(bCount) + " bytes and scales " + std::to_string(sCount) +
+                " values; [" + std::to_string(n) + ", " + std::to_string(k) + "] at " + std::to_string(kern->bits) + " bits needs " +
+                std::to_string(n * kb * 32 * kern->bits / 8) + " and " + std::to_string(n * kb));
+  }
+  const int64_t m = static_cast<int64_t>(aCount) / k;
+  if (m > INT_MAX) return Fail("ropewalk.MatMulQ8: " + std::to_string(m) + " rows");
+  dims.back() = n;
+  OrtValue* out = nullptr;
+  if (OrtStatus* st = api.KernelContext_GetOutput(ctx, 0, dims.data(), dims.size(), &out)) return st;
+  if (m == 0) return nullptr;
+  const float* x = nullptr;
+  const void* bData = nullptr;
+  const float* sData = nullptr;
+  float* y = nullptr;
+  // GetTensorMutableData on inputs: the 1.21 C API has no const accessor; nothing is written.
+  Check(api.GetTensorMutableData(const_cast<OrtValue*>(a), reinterpret_cast<void**>(const_cast<float**>(&x))), "GetTensorMutableData");
+  Check(api.GetTensorMutableData(const_cast<OrtValue*>(b), const_cast<void**>(&bData)), "GetTensorMutableData");
+  Check(api.GetTensorMutableData(const_cast<OrtValue*>(s), reinterpret_cast<void**>(const_cast<float**>(&sData))), "GetTensorMutableData");
+  Check(api.GetTensorMutableData(out, reinterpret_cast<void**>(&y)), "GetTensorMutableData");
+  kern->q.resize(static_cast<size_t>(m * k));
+  kern->d.resize(static_cast<size_t>(m * kb));
+  std::vector<Q8Row> rows(static_cast<size_t>(m));
+  for (int64_t r = 0; r < m; r++) rows[r] = {kern->q.data() + r * k, kern->d.data() + r * kb};
+  // Chunks of output rows: ~64 KiB of weights each (enough tasks for the pool to balance), 16
+  // rows at least, a multiple of 4 (the kernel's group of weight rows for one activation row).
+  const int64_t rowBytes = kb * 32 * kern->bits / 8;
+  const int64_t chunk = std::max<int64_t>(16, (64 << 10) / rowBytes) / 4 * 4;
+  Job job{Q8Kernel(), rows.data(), static_cast<int>(m), static_cast<const uint8_t*>(bData), sData, kb, n, chunk, kern->bits, y, x, k, kern};
+  if (m == 1) QuantizeTask(&job, 0);
+  else if (OrtStatus* st = api.KernelContext_ParallelFor(ctx, QuantizeTask, static_cast<size_t>(m), 0, &job)) return st;
+  return api.KernelContext_ParallelFor(ctx, RowsTask, static_cast<size_t>((n + chunk - 1) / chunk), 0, &job);
+}
+
+OrtStatus* ORT_API_CALL ComputeV2(void* kernel, OrtKernelContext* ctx) {
+  try {
+    return Compute(static_cast<Q8Kernel_*>(kernel), ctx);
+  } catch (const std::exception& e) {
+    return Fail(e.what());
+  }
+}
+
+OrtCustomOp MakeOp() {
+  OrtCustomOp op{};
+  op.version = ORT_API_VERSION;
+  op.GetName = [](const OrtCustomOp*) { return "MatMulQ8"; };
+  op.GetExecutionProviderType = [](const OrtCustomOp*) { return "CPUExecutionProvider"; };
+  op.GetInputType = [](const OrtCustomOp*, size_t i) {
+    return i == 1 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8 : ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+  };
+  op.GetInputTypeCount = [](const OrtCustomOp*) -> size_t { return 3; };
+  op.GetOutputType = [](const OrtCustomOp*, size_t) { return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT; };
+  op.GetOutputTypeCount = [](const OrtCustomOp*) -> size_t { return 1; };
+  op.KernelDestroy = [](void* kernel) { delete static_cast<Q8Kernel_*>(kernel); };
+  op.GetInputCharacteristic = [](const OrtCustomOp*, size_t) { return INPUT_OUTPUT_REQUIRED; };
+  op.GetOutputCharacteristic = [](const OrtCustomOp*, size_t) { return INPUT_OUTPUT_REQUIRED; };
+  op.GetInputMemoryType = [](const OrtCustomOp*, size_t) { return OrtMemTypeDefault; };
+  op.GetVariadicInputMinArity = [](const OrtCustomOp*) { return 1; };
+  op.GetVariadicInputHomogeneity = [](const OrtCustomOp*) { return 1; };
+  op.GetVariadicOutputMinArity = [](const OrtCustomOp*) { return 1; };
+  op.GetVariadicOutputHomogeneity = [](const OrtCustomOp*) { return 1; };
+  op.CreateKernelV2 = CreateKernel;
+  op.KernelComputeV2 = ComputeV2;
+  op.GetStartVersion = [](const OrtCustomOp*) { return 1; };
+  op.GetEndVersion = [](const OrtCustomOp*) { return INT_MAX; };
+  op.GetMayInplace = [](int**, int**) -> size_t { return 0; };
+  op.ReleaseMayInplace = [](int*, int*) {};
+  op.GetAliasMap = [](int**, int**) -> size_t { return 0; };
+  op.ReleaseAliasMap = [](int*, int*) {};
+  return op;
+}
+
+}  // namespace
+
+void AddGgufMatMulOps(OrtSessionOptions* options) {
+  // One domain for the process, never released: every session that used it must be gone first,
+  // and sessions outlive no particular owner here.
+  static std::mutex mutex;
+  static OrtCustomOp op = MakeOp();
+  static OrtCustomOpDomain* domain = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (domain == nullptr) {
+      OrtCustomOpDomain* fresh = nullptr;
+      Check(Ort().CreateCustomOpDomain("ropewalk", &fresh), "CreateCustomOpDomain");
+      Check(Ort().CustomOpDomain_Add(fresh, &op), "CustomOpDomain_Add");
+      domain = fresh;
+    }
+  }
+  Check(Ort().AddCustomOpDomain(options, domain), "AddCustomOpDomain");
+}
+
+}  // namespace ropewalk

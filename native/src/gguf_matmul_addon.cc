@@ -1,0 +1,78 @@
+// Node-API surface of ropewalk.MatMulQ8 (gguf_matmul.h), exported by addon.cc:
+//   matMulQ8Kernel: string     the ISA the op runs on here ('avx512vnni' | 'avx2' | 'scalar')
+//   matMulQ8(isa, x: Float32Array [m·k], m, blocks: Uint8Array, scales: Float32Array, n, k, bits): Float32Array [m·n]
+//       the kernel itself, one ISA variant, one thread, no ONNX Runtime (the exactness test's way
+//       in: each variant against a reference of llama.cpp's arithmetic). Throws an Error with code
+//       'ORT_ARG' for sizes that disagree or an ISA this CPU lacks.
+#include <napi.h>
+
+#include <string>
+#include <vector>
+
+#include "gguf_matmul.h"
+
+namespace ropewalk {
+namespace {
+
+[[noreturn]] void ArgError(Napi::Env env, const std::string& message) {
+  Napi::Error error = Napi::Error::New(env, message);
+  error.Set("code", Napi::String::New(env, "ORT_ARG"));
+  throw error;
+}
+
+Q8RowsFn Variant(Napi::Env env, const std::string& isa) {
+  __builtin_cpu_init();
+  if (isa == "scalar") return Q8RowsScalar;
+  if (isa == "avx2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Q8RowsAvx2;
+  if (isa == "avx512vnni" && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw")) {
+    return Q8RowsVnni;
+  }
+  ArgError(env, "matMulQ8: no " + isa + " variant on this CPU (scalar, avx2, avx512vnni as it has them)");
+}
+
+Napi::Value MatMulQ8(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() != 8 || !info[0].IsString() || !info[1].IsTypedArray() || !info[3].IsTypedArray() || !info[4].IsTypedArray()) {
+    ArgError(env, "matMulQ8(isa, x, m, blocks, scales, n, k, bits)");
+  }
+  const Q8RowsFn fn = Variant(env, info[0].As<Napi::String>().Utf8Value());
+  const Napi::Float32Array x = info[1].As<Napi::Float32Array>();
+  const Napi::Uint8Array blocks = info[3].As<Napi::Uint8Array>();
+  const Napi::Float32Array scales = info[4].As<Napi::Float32Array>();
+  const int64_t m = info[2].As<Napi::Number>().Int64Value(), n = info[5].As<Napi::Number>().Int64Value();
+  const int64_t k = info[6].As<Napi::Number>().Int64Value(), bits = info[7].As<Napi::Number>().Int64Value();
+  if (m <= 0 || n <= 0 || k <= 0 || k % 32 != 0 || (bits != 4 && bits != 8)) {
+    ArgError(env, "matMulQ8: m " + std::to_string(m) + ", n " + std::to_string(n) + ", k " + std::to_string(k) + " (a multiple of 32), bits " +
+                      std::to_string(bits) + " (4 or 8)");
+  }
+  const int64_t kb = k / 32;
+  if (static_cast<int64_t>(x.ElementLength()) != m * k || static_cast<int64_t>(blocks.ElementLength()) != n * kb * 32 * bits / 8 ||
+      static_cast<int64_t>(scales.ElementLength()) != n * kb) {
+    ArgError(env, "matMulQ8: x has " + std::to_string(x.ElementLength()) + " values, blocks " + std::to_string(blocks.ElementLength()) +
+                      " bytes, scales " + std::to_string(scales.ElementLength()) + "; [" + std::to_string(m) + ", " + std::to_string(k) +
+                      "] × [" + std::to_string(n) + ", " + std::to_string(k) + "]ᵀ at " + std::to_string(bits) + " bits needs " +
+                      std::to_string(m * k) + ", " + std::to_string(n * kb * 32 * bits / 8) + ", " + std::to_string(n * kb));
+  }
+  std::vector<int8_t> q(static_cast<size_t>(m * k));
+  std::vector<float> d(static_cast<size_t>(m * kb));
+  std::vector<Q8Row> rows(static_cast<size_t>(m));
+  for (int64_t r = 0; r < m; r++) {
+    QuantizeRowQ8(x.Data() + r * k, k, bits == 4, q.data() + r * k, d.data() + r * kb);
+    rows[r] = {q.data() + r * k, d.data() + r * kb};
+  }
+  Napi::Float32Array y = Napi::Float32Array::New(env, static_cast<size_t>(m * n));
+  fn(rows.data(), static_cast<int>(m), blocks.Data(), scales.Data(), kb, static_cast<int>(bits), 0, n, y.Data(), n);
+  return y;
+}
+
+}  // namespace
+
+void ExportGgufMatMul(Napi::Env env, Napi::Object exports) {
+  const char* isa = nullptr;
+  Q8Kernel(&isa);
+  exports.Set("matMulQ8Kernel", Napi::String::New(env, isa));
+  exports.Set("matMulQ8", Napi::Function::New<MatMulQ8>(env, "matMulQ8"));
+}
+
+}  // namespace ropewalk
