@@ -25,9 +25,10 @@ import { importHuggingFace } from '../../main/engine/model/import-hf.ts';
 import type { ModelConfig, ModelWeights } from '../../main/engine/model/manifest.ts';
 import { renderChatTemplate } from '../../main/engine/tokenizer/chat-template.ts';
 import { greedyAgainstReference } from '../helpers/greedy-reference.ts';
-import { argmax, maxAbsDiff, OnnxRunner } from '../helpers/onnx-runner.ts';
+import { OnnxRunner } from '../helpers/onnx-runner.ts';
 import { ReferenceModel } from '../helpers/reference-forward.ts';
 import { GEMMA_CHAT_TEMPLATE, writeSyntheticCheckpoint } from '../helpers/synthetic-hf.ts';
+import { advanceInLockstep, decodeInLockstep } from '../helpers/lockstep.ts';
 
 const WINDOW = 16;
 const MAX = 256;
@@ -89,26 +90,13 @@ for (const backend of ['js', 'native'] as const) {
     try {
       let expected = ref.forward(prompt);
       await runner.forward(prompt);
-      while (runner.kv.length < 90) {
-        const next = argmax(expected);
-        await runner.forward([next]);
-        expected = ref.forward([next]);
-      }
+      expected = await advanceInLockstep(runner, ref, expected, 90);
       const [keep, drop] = [1, 40];
       const { cos, sin } = runner.rope.shiftRotation(drop);
       const layerTables = Uint8Array.from(GEMMA3.slidingWindow!, (w) => (w > 0 ? 1 : 0));
       runner.session.shift(runner.kv, keep, drop, { cos, sin, rotaryDim: 16, interleaved: false, layerTables });
       ref.shift(keep, drop);
-      let worst = 0;
-      for (let step = 0; step < 60; step++) {
-        const next = argmax(expected);
-        const onnx = await runner.forward([next]);
-        expected = ref.forward([next]);
-        const { diff, scale } = maxAbsDiff(onnx, expected);
-        worst = Math.max(worst, diff / Math.max(1, scale));
-        assert.ok(diff <= 1e-5 * Math.max(1, scale), `step ${step} after the shift: max |onnx − ref| = ${diff}, scale ${scale}`);
-        assert.equal(argmax(onnx), argmax(expected), `step ${step} after the shift: greedy token differs`);
-      }
+      const worst = await decodeInLockstep(runner, ref, expected, 60, 'after the shift');
       t.diagnostic(`gemma3 ${backend}: after dropping ${drop} of 90, 60 steps, worst |onnx − ref| / scale ${worst.toExponential(2)}`);
     } finally {
       await runner.dispose();

@@ -25,11 +25,12 @@ import type { GenerationEvent } from '../../main/engine/generate/types.ts';
 import { importGguf } from '../../main/engine/model/gguf/import-gguf.ts';
 import { importHuggingFace } from '../../main/engine/model/import-hf.ts';
 import type { ModelConfig, ModelWeights } from '../../main/engine/model/manifest.ts';
-import { argmax, maxAbsDiff, OnnxRunner } from '../helpers/onnx-runner.ts';
+import { maxAbsDiff, OnnxRunner } from '../helpers/onnx-runner.ts';
 import { ReferenceModel } from '../helpers/reference-forward.ts';
 import { randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
 import { writeSyntheticCheckpoint } from '../helpers/synthetic-hf.ts';
 import { greedyAgainstReference } from '../helpers/greedy-reference.ts';
+import { advanceInLockstep, decodeInLockstep } from '../helpers/lockstep.ts';
 
 const WINDOW = 32;
 const MAX = 256;
@@ -95,30 +96,17 @@ for (const backend of ['js', 'native'] as const) {
     const runner = await OnnxRunner.create(config, model.weights, MAX, backend);
     const ref = new ReferenceModel(config, model.weights, MAX);
     try {
-      let onnx = await runner.forward(prompt);
+      await runner.forward(prompt);
       let expected = ref.forward(prompt);
       // Decode to 90 positions, then drop 40 after the first (as the engine keeps BOS).
-      while (runner.kv.length < 90) {
-        const next = argmax(expected);
-        onnx = await runner.forward([next]);
-        expected = ref.forward([next]);
-      }
+      expected = await advanceInLockstep(runner, ref, expected, 90);
       const keep = 1;
       const drop = 40;
       const { cos, sin } = runner.rope.shiftRotation(drop);
       runner.session.shift(runner.kv, keep, drop, { cos, sin, rotaryDim: config.rope.rotaryDim, interleaved: config.rope.layout === 'interleaved' });
       ref.shift(keep, drop);
       assert.equal(runner.kv.length, 50);
-      let worst = 0;
-      for (let step = 0; step < 60; step++) {
-        const next = argmax(expected);
-        onnx = await runner.forward([next]);
-        expected = ref.forward([next]);
-        const { diff, scale } = maxAbsDiff(onnx, expected);
-        worst = Math.max(worst, diff / Math.max(1, scale));
-        assert.ok(diff <= 1e-5 * Math.max(1, scale), `step ${step} after the shift: max |onnx − ref| = ${diff}, scale ${scale}`);
-        assert.equal(argmax(onnx), argmax(expected), `step ${step} after the shift: greedy token differs`);
-      }
+      const worst = await decodeInLockstep(runner, ref, expected, 60, 'after the shift');
       t.diagnostic(`${backend}: after dropping ${drop} of 90, 60 steps, worst |onnx − ref| / scale ${worst.toExponential(2)}`);
     } finally {
       await runner.dispose();

@@ -24,8 +24,9 @@ import { writeSyntheticCheckpoint } from '../helpers/synthetic-hf.ts';
 import { KvCache, kvElementBytes } from '../../main/engine/cache/kv-cache.ts';
 import { windowGroup } from '../../main/engine/cache/kv-window.ts';
 import { NativeDecoderSession } from '../../main/engine/model/native-session.ts';
-import { argmax, maxAbsDiff, OnnxRunner } from '../helpers/onnx-runner.ts';
+import { OnnxRunner } from '../helpers/onnx-runner.ts';
 import { ReferenceModel } from '../helpers/reference-forward.ts';
+import { advanceInLockstep, decodeInLockstep } from '../helpers/lockstep.ts';
 
 const WINDOW = 16;
 const H = WINDOW - 1;
@@ -79,11 +80,7 @@ for (const backend of ['js', 'native'] as const) {
     try {
       let expected = ref.forward(prompt);
       await runner.forward(prompt);
-      while (runner.kv.length < 80) {
-        const next = argmax(expected);
-        await runner.forward([next]);
-        expected = ref.forward([next]);
-      }
+      expected = await advanceInLockstep(runner, ref, expected, 80);
       const { length, windowStart } = { length: runner.kv.length, windowStart: runner.kv.windowStart };
       assert.ok(windowStart > 0, 'the window has moved');
       const saved = runner.session.saveKv(runner.kv);
@@ -94,16 +91,7 @@ for (const backend of ['js', 'native'] as const) {
       runner.kv.ensureHeld(length, windowStart);
       runner.session.restoreKv(runner.kv, saved, length, windowStart);
       assert.equal(runner.kv.length, length);
-      let worst = 0;
-      for (let step = 0; step < 40; step++) {
-        const next = argmax(expected);
-        const onnx = await runner.forward([next]);
-        expected = ref.forward([next]);
-        const { diff, scale } = maxAbsDiff(onnx, expected);
-        worst = Math.max(worst, diff / Math.max(1, scale));
-        assert.ok(diff <= 1e-5 * Math.max(1, scale), `step ${step} after the restore: max |onnx − ref| = ${diff}`);
-        assert.equal(argmax(onnx), argmax(expected), `step ${step} after the restore: greedy token differs`);
-      }
+      const worst = await decodeInLockstep(runner, ref, expected, 40, 'after the restore');
       t.diagnostic(`${backend}: restored ${length} positions (windowed rows from ${windowStart}), ${saved.length * 4} bytes; 40 steps on, worst |onnx − ref| / scale ${worst.toExponential(2)}`);
     } finally {
       await runner.dispose();
@@ -140,11 +128,7 @@ for (const backend of ['js', 'native'] as const) {
     try {
       let expected = ref.forward(prompt);
       await runner.forward(prompt);
-      while (runner.kv.length < 60) {
-        const next = argmax(expected);
-        await runner.forward([next]);
-        expected = ref.forward([next]);
-      }
+      expected = await advanceInLockstep(runner, ref, expected, 60);
       // A long kept prefix (30: a document in the first exchange) and a cut of 20 would leave a
       // 10-token tail: the next query's window (15 rows back) reaches into the prefix, whose
       // windowed rows the cache dropped long ago (it holds [${runner.kv.windowStart}, 60)).
@@ -156,16 +140,7 @@ for (const backend of ['js', 'native'] as const) {
       const layerTables = Uint8Array.from(c.slidingWindow!, (w) => (w > 0 ? 1 : 0));
       runner.session.shift(runner.kv, keep, drop, { cos, sin, rotaryDim: c.rope.rotaryDim, interleaved: false, layerTables });
       ref.shift(keep, drop);
-      let worst = 0;
-      for (let step = 0; step < 60; step++) {
-        const next = argmax(expected);
-        const onnx = await runner.forward([next]);
-        expected = ref.forward([next]);
-        const { diff, scale } = maxAbsDiff(onnx, expected);
-        worst = Math.max(worst, diff / Math.max(1, scale));
-        assert.ok(diff <= 1e-5 * Math.max(1, scale), `step ${step} after the shift: max |onnx − ref| = ${diff}`);
-        assert.equal(argmax(onnx), argmax(expected), `step ${step} after the shift: greedy token differs`);
-      }
+      const worst = await decodeInLockstep(runner, ref, expected, 60, 'after the shift');
       t.diagnostic(`${backend}: kept ${keep}, dropped ${drop} instead of 20; 60 steps on, worst |onnx − ref| / scale ${worst.toExponential(2)}`);
     } finally {
       await runner.dispose();
