@@ -118,9 +118,8 @@ function ggufQuantization(g: GgufHeader, elementsByType: Map<number, number>): s
 
 /**
  * Bytes the bundle will store for the weights the model uses, as `openGgufModel` imports them:
- * linear weights (and the embedding) of a mapped type as MatMulNBits blocks, the rest float32;
- * an embedding whose blocks keep offsets is gathered from float32, and a tied classifier then
- * carries the blocks as `lm_head.weight`.
+ * linear weights (and the embedding, gathered from its blocks; a tied classifier multiplies by
+ * them) of a mapped type as MatMulNBits blocks, the rest float32.
  */
 function ggufResidentBytes(g: GgufHeader, config: ModelConfig): number {
   let bytes = 0;
@@ -131,8 +130,7 @@ function ggufResidentBytes(g: GgufHeader, config: ModelConfig): number {
     const elements = shape.reduce((a, b) => a * b, 1);
     const embedding = name === 'model.embed_tokens.weight';
     const q = (isLinearWeight(name) || embedding) && shape.length === 2 ? matMulNBitsBytes(t.typeId, shape[0], shape[1]) : null;
-    if (q && embedding && q.offsets) bytes += elements * 4 + (config.tiedEmbeddings ? q.bytes : 0);
-    else bytes += q ? q.bytes : elements * 4;
+    bytes += q ? q.bytes : elements * 4;
   }
   return bytes;
 }

@@ -64,10 +64,10 @@ test('quantized stories260K files load with linear weights as MatMulNBits blocks
     const bundle = await resolveModel(src, cacheDir);
     const w = bundle.manifest.weights!;
     // Per layer: q, k, v, o, gate, up (ffn_down's rows of 172 stay F32 in the file) + the
-    // classifier, + the embedding where GatherBlockQuantized reads its blocks (not Q5_1's offsets).
-    assert.equal(w.counts[fmt], 5 * 6 + 1 + (file === 'q5_1' ? 0 : 1), `${file}: ${JSON.stringify(w.counts)}`);
+    // classifier, + the embedding, gathered from its blocks (Q5_1's with their offsets added).
+    assert.equal(w.counts[fmt], 5 * 6 + 1 + 1, `${file}: ${JSON.stringify(w.counts)}`);
     assert.equal(w.formats['model.layers.0.mlp.down_proj.weight'], 'float32');
-    assert.equal(w.formats['model.embed_tokens.weight'], file === 'q5_1' ? 'float32' : fmt);
+    assert.equal(w.formats['model.embed_tokens.weight'], fmt);
     const bytes = statSync(path.join(bundle.dir, EXTERNAL_DATA_FILE)).size;
     t.diagnostic(`${file}: weights ${w.bytes} B resident (float32 ${w.float32Bytes} B), bundle data ${bytes} B vs ${f32Bytes} B for F32`);
     assert.ok(w.bytes < w.float32Bytes);
@@ -338,13 +338,15 @@ test('GGUF float tensors are read in chunks while the bundle is written: every t
   } finally {
     await g.close();
   }
-  // F32 (every tensor float) and Q5_1 (its embedding's blocks carry offsets: gathered from float32).
+  // F32 (every tensor float, the embedding read when written) and Q5_1 (its embedding stays in
+  // its blocks, offsets kept: gathered from them, not from a float32 copy).
   for (const file of [STORIES_GGUF, path.join(GGUF_DIR, 'stories260K-q5_1.gguf')]) {
     const opened = await openGgufModel(file);
     const streamedDir = path.join(tmp, `streamed-${path.basename(file)}`);
     try {
       const embed = opened.weights.get('model.embed_tokens.weight')!;
-      assert.ok(!('data' in embed), 'the float embedding is read when written, not at open');
+      if (file === STORIES_GGUF) assert.ok(!('data' in embed), 'the float embedding is read when written, not at open');
+      else assert.ok('blockOffsets' in embed && embed.blockOffsets instanceof Float32Array, 'the Q5_1 embedding is its blocks with their offsets');
       await writeBundle(opened, streamedDir);
     } finally {
       await opened.close();

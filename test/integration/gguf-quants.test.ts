@@ -2,14 +2,22 @@
  * GGUF reading and dequantization against gguf-py: every tensor type in
  * ../shared/models/gguf/quant-blocks.gguf equals its `.ref` (gguf-py's float32 dequantization)
  * bit for bit; an unsupported type fails naming the tensor and its type; the memory estimate read
- * from a header counts every quantized type as its MatMulNBits conversion really stores it.
+ * from a header counts every quantized type as its MatMulNBits conversion really stores it; an
+ * embedding's rows gathered from its blocks in the graph (GatherBlockQuantized, block offsets
+ * added for the types that have them) are gguf-py's rows bit for bit.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import { test } from 'node:test';
+import * as ort from 'onnxruntime-node';
 import { UnsupportedTensorTypeError } from '../../main/engine/errors.ts';
 import { openGguf } from '../../main/engine/model/gguf/gguf-file.ts';
 import { matMulNBitsBytes, quantizedFromGguf } from '../../main/engine/model/gguf/quantized-weights.ts';
-import { quantizedBytes } from '../../main/engine/model/manifest.ts';
+import { quantizedBytes, type QuantizedTensor } from '../../main/engine/model/manifest.ts';
+import { CPU_TARGET } from '../../main/engine/model/graph-target.ts';
+import { DataType, OnnxGraphBuilder, writeExternalData } from '../../main/engine/model/onnx-builder.ts';
+import { gatherBlockQuantized } from '../../main/engine/model/quantized-matmul.ts';
 import { LOWBIT_BLOCKS } from '../fixtures/make-lowbit-blocks.ts';
 import { GGUF_DIR } from '../helpers/paths.ts';
 import path from 'node:path';
@@ -77,5 +85,44 @@ test('the header estimate of every quantized tensor equals the bytes its MatMulN
     } finally {
       await g.close();
     }
+  }
+});
+
+/** Rows `ids` of a [V, D] quantized weight as the CPU graph gathers an embedding (ONNX Runtime CPU EP). */
+async function gatherRows(w: QuantizedTensor, ids: number[]): Promise<Float32Array> {
+  const g = new OnnxGraphBuilder('model.onnx.data');
+  g.input('ids', DataType.INT64, [1, ids.length]);
+  g.node('Identity', [gatherBlockQuantized(g, CPU_TARGET, 'ids', 'embed', w)], ['rows']);
+  g.output('rows', DataType.FLOAT, [1, ids.length, w.shape[1]]);
+  const built = g.build('gather', { '': 18, 'com.microsoft': 1 }, 'embedding gather probe');
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-gather-'));
+  try {
+    writeFileSync(path.join(dir, 'model.onnx'), built.model);
+    await writeExternalData(path.join(dir, 'model.onnx.data'), built);
+    const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'));
+    const out = await session.run({ ids: new ort.Tensor('int64', BigInt64Array.from(ids, BigInt), [1, ids.length]) });
+    await session.release();
+    return out.rows.data as Float32Array;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test("every quantized type's rows gathered from its blocks (an embedding; Q4_1, Q5_1, Q4_K, Q5_K with their block offsets added) equal gguf-py's dequantization bit for bit", async () => {
+  const g = await openGguf(path.join(GGUF_DIR, 'quant-blocks.gguf'));
+  try {
+    for (const t of TYPES.filter((x) => x.startsWith('q'))) {
+      const q = g.tensors.get(`blocks.${t}`)!;
+      const w = quantizedFromGguf(g.typeOf(q), await g.readRaw(q), q.shape)!;
+      const ids = [2, 0, 1, 2];
+      const got = new Uint32Array((await gatherRows(w, ids)).buffer);
+      const ref = await g.readFloat32(g.tensors.get(`blocks.${t}.ref`)!);
+      const D = q.shape[1];
+      const want = new Uint32Array(Float32Array.from(ids.flatMap((r) => [...ref.subarray(r * D, (r + 1) * D)])).buffer);
+      const bad = got.findIndex((b, i) => b !== want[i]);
+      assert.equal(bad, -1, `${t}${w.blockOffsets ? ' (block offsets)' : ''}: gathered element ${bad} differs from gguf-py's`);
+    }
+  } finally {
+    await g.close();
   }
 });

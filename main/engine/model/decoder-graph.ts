@@ -54,9 +54,9 @@ import { ACCURACY_LEVEL } from './gguf/quantized-weights.ts';
 import { CPU_TARGET, emulatesLlamaCpp, type GraphTarget } from './graph-target.ts';
 import { attentionAttributes, attentionSinkInputs, gatedActivation, scaleEmbedding, softcapLogits } from './block-variants.ts';
 import { moeBlock, type MoeContext } from './moe-block.ts';
-import { floatType, floatWeight, gatherBlockQuantized, isGatherable, QuantizedMatMul, transpose } from './quantized-matmul.ts';
+import { floatType, floatWeight, gatherBlockQuantized, QuantizedMatMul, transpose } from './quantized-matmul.ts';
 
-export { isGatherable, transpose } from './quantized-matmul.ts';
+export { transpose } from './quantized-matmul.ts';
 export { localWindow } from './block-variants.ts';
 
 /** File name of the external weight data, beside `model.onnx`. */
@@ -153,7 +153,6 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   const embedW = requireShape(weights, embedName, [c.vocabSize, D]);
   let x: string;
   if (isQuantized(embedW)) {
-    if (!isGatherable(embedW)) throw new ModelLoadError(`weight ${embedName} is quantized as ${embedW.format}, which cannot be gathered; it must be float32`);
     x = gatherBlockQuantized(g, spine, inputIds, embedName, embedW);
   } else {
     float(embedName, [c.vocabSize, D], floatData(embedW));

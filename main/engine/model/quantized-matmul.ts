@@ -322,18 +322,17 @@ function blocksInitializer(g: OnnxGraphBuilder, name: string, w: MatMulWeight): 
   return b;
 }
 
-/** True when `GatherBlockQuantized` can read these blocks: no block offsets. */
-export function isGatherable(w: QuantizedWeight): boolean {
-  return !w.blockOffsets;
-}
-
 /**
  * Rows `ids` [1, T] of a quantized [V, D] weight as [1, T, D] in the target's dtype
  * (`com.microsoft.GatherBlockQuantized` over the same blocks MatMulNBits reads:
  * [V, D/bs, bs·bits/8], quantized along the last axis with one scale and zero point per block;
- * on WebGPU the zero points are left to the kernel's default, see the file comment).
- * @throws ModelLoadError on WebGPU for 4-bit blocks with their own zero points (none of the
- *   gatherable formats has them: Q4_0 and rtn use the default 8).
+ * on WebGPU the zero points are left to the kernel's default, see the file comment). Blocks with
+ * offsets (Q4_K, Q5_K, Q4_1, Q5_1, Q2_K: value = scale·q + offset) are gathered at zero point 0
+ * and each row's block offsets, gathered beside them ([V, D/bs, 1]), added: f32(scale·q) + offset,
+ * ggml's own dequantization order, so the rows are exact; on WebGPU (default zero points only)
+ * at the default zero point z with offset + z·scale instead (within float rounding).
+ * @throws ModelLoadError on WebGPU for 4-bit blocks with their own zero points and no offsets
+ *   (none of the formats has them: Q4_0 and rtn use the default 8).
  */
 export function gatherBlockQuantized(g: OnnxGraphBuilder, t: GraphTarget, ids: string, name: string, w: QuantizedWeight): string {
   const [v, d] = w.shape;
@@ -341,9 +340,18 @@ export function gatherBlockQuantized(g: OnnxGraphBuilder, t: GraphTarget, ids: s
   const blocks = blocksInitializer(g, name, w);
   const scales = floatWeight(g, t, `${name}.gather_scales`, [v, kBlocks, 1], scalesData(w));
   const attrs = { gather_axis: 0, quantize_axis: 2, block_size: w.blockSize, bits: w.bits };
+  const withOffsets = (rows: string, offsets: Float32Array): string => {
+    const o = floatWeight(g, t, `${name}.gather_offsets`, [v, kBlocks, 1], offsets);
+    return g.op('Reshape', [g.op('Add', [rows, g.op('Gather', [o, ids], { axis: 0 })]), g.int64([1, -1, d])]);
+  };
   if (t.ep === 'webgpu') {
     // WebGPU reads 4-bit zero points as packed nibbles of the scales' shape; the default ones
     // (8 for 4 bits, 128 for 8) are what it assumes without the input.
+    if (w.blockOffsets) {
+      const z = w.bits === 4 ? 8 : 128;
+      const shifted = w.blockOffsets.map((m, b) => m + z * w.scales[b]); // scale·(q − z) + (offset + z·scale)
+      return withOffsets(g.op('GatherBlockQuantized', [blocks, ids, scales], attrs, 'com.microsoft'), shifted);
+    }
     if (w.zeroPoints !== null && w.bits === 4) throw new ModelLoadError(`weight ${name}: 4-bit blocks with their own zero points cannot be gathered on WebGPU`);
     const inputs = [blocks, ids, scales];
     if (w.zeroPoints !== null) inputs.push(g.externalTensor(`${name}.gather_zp`, [v, kBlocks, 1], DataType.UINT8, w.zeroPoints as Uint8Array));
@@ -362,6 +370,7 @@ export function gatherBlockQuantized(g: OnnxGraphBuilder, t: GraphTarget, ids: s
   };
   const zpName = g.externalTensor(`${name}.gather_zp`, [v, kBlocks, 1], DataType.UINT8, zeroPoints);
   const rows = g.op('GatherBlockQuantized', [blocks, ids, scales, zpName], attrs, 'com.microsoft');
+  if (w.blockOffsets) return withOffsets(rows, w.blockOffsets);
   return g.op('Reshape', [rows, g.int64([1, -1, d])]);
 }
 

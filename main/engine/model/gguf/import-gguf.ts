@@ -17,9 +17,8 @@
  *
  * Weights: linear weights of types that `quantized-weights.ts` maps to MatMulNBits stay
  * quantized when `opts.quantized` is on (the default); everything else is dequantized to float32
- * exactly. A quantized embedding stays quantized too (gathered from its blocks, and a tied
- * classifier multiplies by them), unless its blocks need offsets: then it is gathered from float32
- * and the tied classifier gets the blocks as `lm_head.weight`. Tensors are read by offset; float
+ * exactly. A quantized embedding stays quantized too (gathered from its blocks, offsets added
+ * where its type has them, and a tied classifier multiplies by them). Tensors are read by offset; float
  * ones in chunks while the bundle is written (`openGgufModel`).
  */
 import path from 'node:path';
@@ -39,7 +38,6 @@ import { GGUF_ARCHITECTURES, ggufConfig, ggufTensorName } from './gguf-config.ts
 import { openGguf, type GgufFile, type GgufTensor } from './gguf-file.ts';
 import { ggmlTypeName } from './quants.ts';
 import { ggufTokenizer } from './gguf-tokenizer.ts';
-import { isGatherable } from '../decoder-graph.ts';
 import { isLinearWeight, quantizedFromGguf } from './quantized-weights.ts';
 import { expertSlice, ggufExpertTensor } from '../moe.ts';
 
@@ -161,14 +159,7 @@ export async function openGgufModel(file: string, opts: { quantized?: boolean; s
     const lazy = (t: GgufTensor): LazyTensor32 => ({ shape: t.shape, load: () => g.readFloat32(t), chunks: (elements) => g.float32Chunks(t, elements) });
     for (const [name, t] of tensors) {
       const q = quantized && (isLinearWeight(name) || name === embedName) ? quantizedFromGguf(g.typeOf(t), await g.readRaw(t), t.shape) : null;
-      if (q && name === embedName && !isGatherable(q)) {
-        // Blocks GatherBlockQuantized cannot read: gather from a float32 copy; a tied classifier
-        // still multiplies by the file's blocks.
-        weights.set(name, lazy(t));
-        if (config.tiedEmbeddings) weights.set('lm_head.weight', q);
-      } else {
-        weights.set(name, q ?? lazy(t));
-      }
+      weights.set(name, q ?? lazy(t));
     }
     const sha256 = opts.sourceHash ?? (await hashFiles([abs]));
     return {

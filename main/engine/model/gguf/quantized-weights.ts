@@ -289,7 +289,7 @@ export function quantizedFromGguf(type: GgmlType, raw: Uint8Array, shape: number
  * Bytes the MatMulNBits form of a [N, K] GGUF tensor of type `typeId` takes, without reading it
  * (what `quantizedBytes` gives for `quantizedFromGguf`'s result: packed data, float32 scales,
  * zero points unless MatMulNBits' default, float32 block offsets), and whether it keeps offsets
- * (then an embedding is gathered from float32: `isGatherable`); null when the type has no mapping.
+ * (an embedding's are then added to its gathered rows); null when the type has no mapping.
  */
 export function matMulNBitsBytes(typeId: number, n: number, k: number): { bytes: number; offsets: boolean } | null {
   const m = MATMULNBITS_LAYOUT[typeId];
