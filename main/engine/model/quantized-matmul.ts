@@ -12,7 +12,7 @@
 import { ModelLoadError } from '../errors.ts';
 import type { LazyQuantizedTensor, QuantizedTensor, QuantizedWeight } from './manifest.ts';
 import { asFloat16, DataType, type OnnxGraphBuilder, type SegmentData } from './onnx-builder.ts';
-import { ACCURACY_LEVEL, halfActivationScales } from './gguf/quantized-weights.ts';
+import { ACCURACY_LEVEL, ggufTypesWithLayout, halfActivationScales } from './gguf/quantized-weights.ts';
 import { CPU_TARGET, type GraphTarget } from './graph-target.ts';
 
 /** The ONNX element type of a target's activations and float weights. */
@@ -234,11 +234,13 @@ function runsOnMatMulQ8(w: MatMulWeight): boolean {
 }
 
 /**
- * The GGUF types whose weights `runsOnMatMulQ8` (quantized-weights.ts maps them to 4- or 8-bit
- * blocks of 32, default zero points, no offsets; `halfActivationScales` true): a file with none
- * builds the CPU graph for the native backend too (bundle.ts `builtTarget`).
+ * The GGUF types whose weights `runsOnMatMulQ8` and get llama.cpp's block_q8_0 activations
+ * (`halfActivationScales`), read from the conversion's own layout table: Q8_0, Q4_0, IQ4_NL,
+ * MXFP4. A file with none builds the CPU graph for the native backend too (bundle.ts `builtTarget`).
  */
-export const MATMULQ8_GGUF_TYPES: ReadonlySet<string> = new Set(['Q8_0', 'Q4_0', 'IQ4_NL', 'MXFP4']);
+export const MATMULQ8_GGUF_TYPES: ReadonlySet<string> = ggufTypesWithLayout(
+  (l) => l.blockSize === 32 && l.zp === (l.bits === 4 ? 8 : 128) && !l.offsets && halfActivationScales({ blockSize: l.blockSize, format: l.format }),
+);
 
 /**
  * y = x · Wᵀ by `ropewalk.MatMulQ8` over MatMulNBits' own blocks and scales (the same

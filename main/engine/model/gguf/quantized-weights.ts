@@ -27,7 +27,7 @@
  * too, so a quantized file's logits there differ from its exact dequantization; MatMulNBits'
  * `accuracy_level` 4 does the same, per block of the weight's block size, with float32 scales.
  */
-import { forEachK16, forEachLevel32, GGML, halfToFloat, type GgmlType } from './quants.ts';
+import { forEachK16, forEachLevel32, GGML, ggmlTypeName, halfToFloat, type GgmlType } from './quants.ts';
 import {
   isQuantized,
   weightChunks,
@@ -153,6 +153,16 @@ const MATMULNBITS_LAYOUT: Record<number, { bits: 4 | 8; blockSize: number; zp: n
   [GGML.IQ4_XS]: { bits: 8, blockSize: 32, zp: 128, offsets: false },
   [GGML.MXFP4]: { bits: 8, blockSize: 32, zp: 128, offsets: false },
 };
+
+/** Names of the mapped GGUF types whose `MATMULNBITS_LAYOUT` entry satisfies `keep` (bits, block size, zero point, offsets; the name for `halfActivationScales`). */
+export function ggufTypesWithLayout(keep: (layout: { bits: 4 | 8; blockSize: number; zp: number; offsets: boolean; format: string }) => boolean): Set<string> {
+  const names = new Set<string>();
+  for (const [id, layout] of Object.entries(MATMULNBITS_LAYOUT)) {
+    const format = ggmlTypeName(Number(id));
+    if (keep({ ...layout, format })) names.add(format);
+  }
+  return names;
+}
 
 /**
  * A GGUF tensor's raw blocks as a MatMulNBits weight, or null when its type has no mapping.
