@@ -188,26 +188,124 @@ OrtStatus* Compute(Q8Kernel_* kern, OrtKernelContext* ctx) {
   return api.KernelContext_ParallelFor(ctx, RowsTask, static_cast<size_t>((n + chunk - 1) / chunk), 0, &job);
 }
 
-OrtStatus* ORT_API_CALL ComputeV2(void* kernel, OrtKernelContext* ctx) {
+// ---- ropewalk.MatMulQ8K (contract in gguf_matmul.h; kernels in gguf_matmul_k.cc) ----
+
+struct Q8KKernel_ {
+  int64_t k = 0, n = 0, type = 0;
+  std::vector<int8_t> q;  // the activation rows as block_q8_K (reused across runs)
+  std::vector<int16_t> bsums;
+  std::vector<float> d;
+};
+
+OrtStatus* ORT_API_CALL CreateKKernel(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo* info, void** kernel) {
+  int64_t k = 0, n = 0, type = 0;
+  for (auto [name, out] : {std::pair{"K", &k}, {"N", &n}, {"ggml_type", &type}}) {
+    if (OrtStatus* s = Attr(info, name, out)) return s;
+  }
+  if (KQuantBlockBytes(type) == 0) return Fail("ropewalk.MatMulQ8K: ggml_type must be 12 (Q4_K) or 14 (Q6_K), got " + std::to_string(type));
+  if (k <= 0 || k % 256 != 0 || n <= 0) {
+    return Fail("ropewalk.MatMulQ8K: K must be a positive multiple of 256 and N positive, got K " + std::to_string(k) + ", N " + std::to_string(n));
+  }
+  auto* kern = new Q8KKernel_();
+  kern->k = k, kern->n = n, kern->type = type;
+  *kernel = kern;
+  return nullptr;
+}
+
+struct KJob {
+  Q8KRowsFn fn;
+  const Q8KRow* rows;
+  int m;
+  int type;
+  const uint8_t* b;
+  int64_t kb, n, chunk;
+  float* y;
+  const float* x;
+  int64_t k;
+  Q8KKernel_* kern;
+};
+
+void QuantizeKTask(void* data, size_t i) {
+  auto* j = static_cast<KJob*>(data);
+  QuantizeRowQ8K(j->x + i * j->k, j->k, j->kern->q.data() + i * j->k, j->kern->bsums.data() + i * (j->k / 16), j->kern->d.data() + i * j->kb);
+}
+
+void RowsKTask(void* data, size_t i) {
+  auto* j = static_cast<KJob*>(data);
+  const int64_t n0 = static_cast<int64_t>(i) * j->chunk;
+  j->fn(j->type, j->rows, j->m, j->b, j->kb, n0, std::min(j->n, n0 + j->chunk), j->y, j->n);
+}
+
+OrtStatus* ComputeK(Q8KKernel_* kern, OrtKernelContext* ctx) {
+  const OrtApi& api = Ort();
+  const OrtValue* a = nullptr;
+  const OrtValue* b = nullptr;
+  if (OrtStatus* st = api.KernelContext_GetInput(ctx, 0, &a)) return st;
+  if (OrtStatus* st = api.KernelContext_GetInput(ctx, 1, &b)) return st;
+  size_t aCount = 0, bCount = 0;
+  std::vector<int64_t> dims = Dims(a, &aCount);
+  Dims(b, &bCount);
+  const int64_t k = kern->k, n = kern->n, kb = k / 256, bytes = KQuantBlockBytes(kern->type);
+  if (dims.empty() || dims.back() != k) {
+    return Fail("ropewalk.MatMulQ8K: A's last dimension must be K = " + std::to_string(k) + ", got " +
+                (dims.empty() ? std::string("a scalar") : std::to_string(dims.back())));
+  }
+  if (static_cast<int64_t>(bCount) != n * kb * bytes) {
+    return Fail("ropewalk.MatMulQ8K: B holds " + std::to_string(bCount) + " bytes; [" + std::to_string(n) + ", " + std::to_string(k) +
+                "] of ggml type " + std::to_string(kern->type) + " needs " + std::to_string(n * kb * bytes));
+  }
+  const int64_t m = static_cast<int64_t>(aCount) / k;
+  if (m > INT_MAX) return Fail("ropewalk.MatMulQ8K: " + std::to_string(m) + " rows");
+  dims.back() = n;
+  OrtValue* out = nullptr;
+  if (OrtStatus* st = api.KernelContext_GetOutput(ctx, 0, dims.data(), dims.size(), &out)) return st;
+  if (m == 0) return nullptr;
+  const float* x = nullptr;
+  const void* bData = nullptr;
+  float* y = nullptr;
+  // GetTensorMutableData on inputs: the 1.21 C API has no const accessor; nothing is written.
+  Check(api.GetTensorMutableData(const_cast<OrtValue*>(a), reinterpret_cast<void**>(const_cast<float**>(&x))), "GetTensorMutableData");
+  Check(api.GetTensorMutableData(const_cast<OrtValue*>(b), const_cast<void**>(&bData)), "GetTensorMutableData");
+  Check(api.GetTensorMutableData(out, reinterpret_cast<void**>(&y)), "GetTensorMutableData");
+  kern->q.resize(static_cast<size_t>(m * k));
+  kern->bsums.resize(static_cast<size_t>(m * k / 16));
+  kern->d.resize(static_cast<size_t>(m * kb));
+  std::vector<Q8KRow> rows(static_cast<size_t>(m));
+  for (int64_t r = 0; r < m; r++) rows[r] = {kern->q.data() + r * k, kern->bsums.data() + r * (k / 16), kern->d.data() + r * kb};
+  // Chunks of output rows: ~64 KiB of weights each, 16 rows at least (as MatMulQ8's).
+  const int64_t chunk = std::max<int64_t>(16, (64 << 10) / (kb * bytes));
+  KJob job{Q8KKernel(), rows.data(), static_cast<int>(m), static_cast<int>(kern->type), static_cast<const uint8_t*>(bData), kb, n, chunk, y, x, k, kern};
+  if (m == 1) QuantizeKTask(&job, 0);
+  else if (OrtStatus* st = api.KernelContext_ParallelFor(ctx, QuantizeKTask, static_cast<size_t>(m), 0, &job)) return st;
+  return api.KernelContext_ParallelFor(ctx, RowsKTask, static_cast<size_t>((n + chunk - 1) / chunk), 0, &job);
+}
+
+/** Catches what a compute throws (a failed ONNX Runtime call) as the run's status. */
+template <typename Kernel, OrtStatus* (*Run)(Kernel*, OrtKernelContext*)>
+OrtStatus* ORT_API_CALL Guarded(void* kernel, OrtKernelContext* ctx) {
   try {
-    return Compute(static_cast<Q8Kernel_*>(kernel), ctx);
+    return Run(static_cast<Kernel*>(kernel), ctx);
   } catch (const std::exception& e) {
     return Fail(e.what());
   }
 }
 
-OrtCustomOp MakeOp() {
+/** One CPU custom op: `inputs` inputs (input 1 uint8, the others float32), one float32 output. */
+template <typename Kernel, OrtStatus* (*Run)(Kernel*, OrtKernelContext*)>
+OrtCustomOp MakeOp(const char* name, size_t inputs, OrtStatus*(ORT_API_CALL* create)(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo*, void**)) {
+  static const char* opName = name;
+  static size_t inputCount = inputs;
   OrtCustomOp op{};
   op.version = ORT_API_VERSION;
-  op.GetName = [](const OrtCustomOp*) { return "MatMulQ8"; };
+  op.GetName = [](const OrtCustomOp*) { return opName; };
   op.GetExecutionProviderType = [](const OrtCustomOp*) { return "CPUExecutionProvider"; };
   op.GetInputType = [](const OrtCustomOp*, size_t i) {
     return i == 1 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8 : ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
   };
-  op.GetInputTypeCount = [](const OrtCustomOp*) -> size_t { return 3; };
+  op.GetInputTypeCount = [](const OrtCustomOp*) -> size_t { return inputCount; };
   op.GetOutputType = [](const OrtCustomOp*, size_t) { return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT; };
   op.GetOutputTypeCount = [](const OrtCustomOp*) -> size_t { return 1; };
-  op.KernelDestroy = [](void* kernel) { delete static_cast<Q8Kernel_*>(kernel); };
+  op.KernelDestroy = [](void* kernel) { delete static_cast<Kernel*>(kernel); };
   op.GetInputCharacteristic = [](const OrtCustomOp*, size_t) { return INPUT_OUTPUT_REQUIRED; };
   op.GetOutputCharacteristic = [](const OrtCustomOp*, size_t) { return INPUT_OUTPUT_REQUIRED; };
   op.GetInputMemoryType = [](const OrtCustomOp*, size_t) { return OrtMemTypeDefault; };
@@ -215,8 +313,8 @@ OrtCustomOp MakeOp() {
   op.GetVariadicInputHomogeneity = [](const OrtCustomOp*) { return 1; };
   op.GetVariadicOutputMinArity = [](const OrtCustomOp*) { return 1; };
   op.GetVariadicOutputHomogeneity = [](const OrtCustomOp*) { return 1; };
-  op.CreateKernelV2 = CreateKernel;
-  op.KernelComputeV2 = ComputeV2;
+  op.CreateKernelV2 = create;
+  op.KernelComputeV2 = Guarded<Kernel, Run>;
   op.GetStartVersion = [](const OrtCustomOp*) { return 1; };
   op.GetEndVersion = [](const OrtCustomOp*) { return INT_MAX; };
   op.GetMayInplace = [](int**, int**) -> size_t { return 0; };
@@ -232,14 +330,16 @@ void AddGgufMatMulOps(OrtSessionOptions* options) {
   // One domain for the process, never released: every session that used it must be gone first,
   // and sessions outlive no particular owner here.
   static std::mutex mutex;
-  static OrtCustomOp op = MakeOp();
+  static OrtCustomOp q8 = MakeOp<Q8Kernel_, Compute>("MatMulQ8", 3, CreateKernel);
+  static OrtCustomOp q8k = MakeOp<Q8KKernel_, ComputeK>("MatMulQ8K", 2, CreateKKernel);
   static OrtCustomOpDomain* domain = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (domain == nullptr) {
       OrtCustomOpDomain* fresh = nullptr;
       Check(Ort().CreateCustomOpDomain("ropewalk", &fresh), "CreateCustomOpDomain");
-      Check(Ort().CustomOpDomain_Add(fresh, &op), "CustomOpDomain_Add");
+      Check(Ort().CustomOpDomain_Add(fresh, &q8), "CustomOpDomain_Add");
+      Check(Ort().CustomOpDomain_Add(fresh, &q8k), "CustomOpDomain_Add");
       domain = fresh;
     }
   }

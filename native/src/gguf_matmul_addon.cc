@@ -4,6 +4,8 @@
 //       the kernel itself, one ISA variant, one thread, no ONNX Runtime (the exactness test's way
 //       in: each variant against a reference of llama.cpp's arithmetic). Throws an Error with code
 //       'ORT_ARG' for sizes that disagree or an ISA this CPU lacks.
+//   matMulQ8K(isa, x: Float32Array [m·k], m, blocks: Uint8Array [n · k/256 · bytes], n, k, ggmlType 12 | 14): Float32Array [m·n]
+//       ropewalk.MatMulQ8K's kernel the same way (Q4_K / Q6_K super-blocks as stored in the GGUF file).
 #include <napi.h>
 
 #include <string>
@@ -20,15 +22,18 @@ namespace {
   throw error;
 }
 
-Q8RowsFn Variant(Napi::Env env, const std::string& isa) {
+/** Whether this CPU runs the `isa` variant; throws ORT_ARG when it does not. */
+void RequireIsa(Napi::Env env, const std::string& isa, const char* fn) {
   __builtin_cpu_init();
-  if (isa == "scalar") return Q8RowsScalar;
-  if (isa == "avx2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Q8RowsAvx2;
-  if (isa == "avx512vnni" && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512bw")) {
-    return Q8RowsVnni;
-  }
-  ArgError(env, "matMulQ8: no " + isa + " variant on this CPU (scalar, avx2, avx512vnni as it has them)");
+  if (isa == "scalar") return;
+  if (isa == "avx2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return;
+  if (isa == "avx512vnni" && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")) return;
+  ArgError(env, std::string(fn) + ": no " + isa + " variant on this CPU (scalar, avx2, avx512vnni as it has them)");
+}
+
+Q8RowsFn Variant(Napi::Env env, const std::string& isa) {
+  RequireIsa(env, isa, "matMulQ8");
+  return isa == "scalar" ? Q8RowsScalar : isa == "avx2" ? Q8RowsAvx2 : Q8RowsVnni;
 }
 
 Napi::Value MatMulQ8(const Napi::CallbackInfo& info) {
@@ -66,6 +71,42 @@ Napi::Value MatMulQ8(const Napi::CallbackInfo& info) {
   return y;
 }
 
+Napi::Value MatMulQ8K(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() != 7 || !info[0].IsString() || !info[1].IsTypedArray() || !info[3].IsTypedArray()) {
+    ArgError(env, "matMulQ8K(isa, x, m, blocks, n, k, ggmlType)");
+  }
+  const std::string isa = info[0].As<Napi::String>().Utf8Value();
+  RequireIsa(env, isa, "matMulQ8K");
+  const Q8KRowsFn fn = isa == "scalar" ? Q8KRowsScalar : isa == "avx2" ? Q8KRowsAvx2 : Q8KRowsAvx512;
+  const Napi::Float32Array x = info[1].As<Napi::Float32Array>();
+  const Napi::Uint8Array blocks = info[3].As<Napi::Uint8Array>();
+  const int64_t m = info[2].As<Napi::Number>().Int64Value(), n = info[4].As<Napi::Number>().Int64Value();
+  const int64_t k = info[5].As<Napi::Number>().Int64Value(), type = info[6].As<Napi::Number>().Int64Value();
+  const int64_t bytes = KQuantBlockBytes(type);
+  if (m <= 0 || n <= 0 || k <= 0 || k % 256 != 0 || bytes == 0) {
+    ArgError(env, "matMulQ8K: m " + std::to_string(m) + ", n " + std::to_string(n) + ", k " + std::to_string(k) +
+                      " (a multiple of 256), ggml type " + std::to_string(type) + " (12 Q4_K or 14 Q6_K)");
+  }
+  const int64_t kb = k / 256;
+  if (static_cast<int64_t>(x.ElementLength()) != m * k || static_cast<int64_t>(blocks.ElementLength()) != n * kb * bytes) {
+    ArgError(env, "matMulQ8K: x has " + std::to_string(x.ElementLength()) + " values, blocks " + std::to_string(blocks.ElementLength()) +
+                      " bytes; [" + std::to_string(m) + ", " + std::to_string(k) + "] × [" + std::to_string(n) + ", " + std::to_string(k) +
+                      "]ᵀ needs " + std::to_string(m * k) + ", " + std::to_string(n * kb * bytes));
+  }
+  std::vector<int8_t> q(static_cast<size_t>(m * k));
+  std::vector<int16_t> bsums(static_cast<size_t>(m * k / 16));
+  std::vector<float> d(static_cast<size_t>(m * kb));
+  std::vector<Q8KRow> rows(static_cast<size_t>(m));
+  for (int64_t r = 0; r < m; r++) {
+    QuantizeRowQ8K(x.Data() + r * k, k, q.data() + r * k, bsums.data() + r * (k / 16), d.data() + r * kb);
+    rows[r] = {q.data() + r * k, bsums.data() + r * (k / 16), d.data() + r * kb};
+  }
+  Napi::Float32Array y = Napi::Float32Array::New(env, static_cast<size_t>(m * n));
+  fn(static_cast<int>(type), rows.data(), static_cast<int>(m), blocks.Data(), kb, 0, n, y.Data(), n);
+  return y;
+}
+
 }  // namespace
 
 void ExportGgufMatMul(Napi::Env env, Napi::Object exports) {
@@ -73,6 +114,7 @@ void ExportGgufMatMul(Napi::Env env, Napi::Object exports) {
   Q8Kernel(&isa);
   exports.Set("matMulQ8Kernel", Napi::String::New(env, isa));
   exports.Set("matMulQ8", Napi::Function::New<MatMulQ8>(env, "matMulQ8"));
+  exports.Set("matMulQ8K", Napi::Function::New<MatMulQ8K>(env, "matMulQ8K"));
 }
 
 }  // namespace ropewalk

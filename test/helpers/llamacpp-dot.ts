@@ -2,7 +2,8 @@
  * Test helper: llama.cpp's CPU matmul of GGUF blocks, from ggml's definitions (the oracle for
  * MatMulNBits' emulation in gguf-matmulnbits.test.ts and the native addon's ropewalk.MatMulQ8 in
  * gguf-matmulq8.test.ts): the weight read from its stored bytes, the activations quantized as
- * block_q8_0 / block_q8_1, the dot products summed in float64.
+ * block_q8_0 / block_q8_1 (block_q8_K for the K-quants, whose weights come dequantized by
+ * gguf-py), the dot products summed in float64.
  */
 import { halfToFloat } from '../../main/engine/model/gguf/quants.ts';
 import { floatToHalf } from './gguf-writer.ts';
@@ -50,6 +51,50 @@ export function llamaCppMatMul(block: BlockReader, raw: Uint8Array, n: number, k
         for (let e = 0; e < 32; e++) dot += qx[e] * qw[e];
         y[r * n + j] += half(d) * halfToFloat(v.getUint16(o, true)) * dot + (block.hasMin ? halfToFloat(v.getUint16(o + 2, true)) * sx : 0);
       }
+    }
+  }
+  return y;
+}
+
+/**
+ * One row of activations as llama.cpp's `block_q8_K` dequantizes (`quantize_row_q8_K_ref`): per
+ * 256, m = the value of largest |x|, iscale = f32(−127 / m), q = min(127, round-half-even(f32(iscale · x))),
+ * d = f32(1 / iscale); the values d · q (0 for an all-zero block).
+ */
+export function q8KValues(x: Float32Array): Float64Array {
+  const out = new Float64Array(x.length);
+  for (let b = 0; b < x.length / 256; b++) {
+    const xs = x.subarray(b * 256, b * 256 + 256);
+    let amax = 0;
+    let max = 0;
+    for (const v of xs) if (Math.abs(v) > amax) (amax = Math.abs(v)), (max = v);
+    if (amax === 0) continue;
+    const iscale = Math.fround(-127 / max);
+    const d = Math.fround(1 / iscale);
+    for (let e = 0; e < 256; e++) out[b * 256 + e] = d * Math.min(127, roundHalfEven(Math.fround(iscale * xs[e])));
+  }
+  return out;
+}
+
+function roundHalfEven(v: number): number {
+  const r = Math.round(v);
+  return Math.abs(v % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+/**
+ * llama.cpp's matmul of K-quant weights (Q4_K, Q6_K: `ggml_vec_dot_{q4_K,q6_K}_q8_K`), y [m, n], from
+ * the weights' float dequantization `w` [n, k] (gguf-py's, the fixture's `.ref` tensor) and the
+ * activations as block_q8_K holds them (`q8KValues`): the dot products' integer sums times their
+ * scales are Σ w · d_x·q_x exactly (w = d·sc·q − dmin·m is what both dequantize), here in float64.
+ */
+export function llamaCppMatMulK(w: Float32Array, n: number, k: number, x: Float32Array, m: number): Float64Array {
+  const y = new Float64Array(m * n);
+  for (let r = 0; r < m; r++) {
+    const a = q8KValues(x.subarray(r * k, r * k + k));
+    for (let j = 0; j < n; j++) {
+      let dot = 0;
+      for (let e = 0; e < k; e++) dot += w[j * k + e] * a[e];
+      y[r * n + j] = dot;
     }
   }
   return y;

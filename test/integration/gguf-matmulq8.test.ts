@@ -25,7 +25,7 @@ import { NativeDecoderSession } from '../../main/engine/model/native-session.ts'
 import { openGguf } from '../../main/engine/model/gguf/gguf-file.ts';
 import { quantizedFromGguf } from '../../main/engine/model/gguf/quantized-weights.ts';
 import { loadNativeAddon } from '../../main/engine/model/native-addon.ts';
-import { BLOCKS, llamaCppMatMul } from '../helpers/llamacpp-dot.ts';
+import { BLOCKS, llamaCppMatMul, llamaCppMatMulK } from '../helpers/llamacpp-dot.ts';
 import { GGUF_DIR } from '../helpers/paths.ts';
 
 const status = loadNativeAddon();
@@ -78,6 +78,50 @@ test('ropewalk.MatMulQ8 computes llama.cpp\'s q8_0 × q8_0 and q4_0 × q8_0 dot 
         t.diagnostic(`${type} ${isa} [${rows}, ${cols}]: max |y − llama.cpp| / max |y| = ${err512.toExponential(2)}`);
         assert.ok(err512 < 1e-6, `${type} [${rows}, ${cols}] on ${isa}: ${err512}`);
         const got = addon!.matMulQ8!(isa, x, m, w.data, w.scales, n, k, w.bits as 4 | 8);
+        const err = got.reduce((a, v, i) => Math.max(a, Math.abs(v - want[i])), 0) / scale;
+        t.diagnostic(`${type} ${isa} [${n}, ${k}]: max |y − llama.cpp| / max |y| = ${err.toExponential(2)}`);
+        assert.ok(err < 1e-6, `${type} on ${isa}: ${err}`);
+      }
+    }
+  } finally {
+    await g.close();
+  }
+});
+
+test('ropewalk.MatMulQ8K computes llama.cpp\'s q4_K × q8_K and q6_K × q8_K dot products, on every ISA variant this CPU has', { skip }, async (t) => {
+  const g = await openGguf(path.join(GGUF_DIR, 'quant-blocks.gguf'));
+  try {
+    for (const [type, ggmlType] of [['q4_k', 12], ['q6_k', 14]] as const) {
+      const info = g.tensors.get(`blocks.${type}`)!;
+      const stored = await g.readRaw(info);
+      const ref = await g.readFloat32(g.tensors.get(`blocks.${type}.ref`)!);
+      const [rows, k] = info.shape; // [3, 512]: 2 super-blocks a row
+      // Its rows 3 times over ([9, 512]: two groups of 4 weight rows and one left), against 9
+      // activation rows (two 4-row tiles and one row alone), row 0's first 256 all zero and its
+      // second with a negative value of largest magnitude.
+      const n = 3 * rows;
+      const blocks = new Uint8Array(n * stored.length / rows);
+      const w = new Float32Array(n * k);
+      for (let r = 0; r < n; r++) {
+        blocks.set(stored.subarray((r % rows) * (stored.length / rows), ((r % rows) + 1) * (stored.length / rows)), r * (stored.length / rows));
+        w.set(ref.subarray((r % rows) * k, ((r % rows) + 1) * k), r * k);
+      }
+      const m = 9;
+      const x = activations(m, k);
+      x.fill(0, 0, 256);
+      const want = llamaCppMatMulK(w, n, k, x, m);
+      const scale = want.reduce((a, v) => Math.max(a, Math.abs(v)), 0);
+      const isas = (['scalar', 'avx2', 'avx512vnni'] as const).filter((isa) => {
+        try {
+          addon!.matMulQ8K!(isa, x.subarray(0, k), 1, blocks.subarray(0, stored.length / rows), 1, k, ggmlType);
+          return true;
+        } catch {
+          return false;
+        }
+      });
+      assert.ok(isas.includes(addon!.matMulQ8Kernel as never), `the op's own variant (${addon!.matMulQ8Kernel}) is among those tested`);
+      for (const isa of isas) {
+        const got = addon!.matMulQ8K!(isa, x, m, blocks, n, k, ggmlType);
         const err = got.reduce((a, v, i) => Math.max(a, Math.abs(v - want[i])), 0) / scale;
         t.diagnostic(`${type} ${isa} [${n}, ${k}]: max |y − llama.cpp| / max |y| = ${err.toExponential(2)}`);
         assert.ok(err < 1e-6, `${type} on ${isa}: ${err}`);

@@ -29,7 +29,7 @@ import { importLlama2c, llama2cSourceFiles } from './import-llama2c.ts';
 import { openedFromMemory, summarizeWeights, type ModelManifest, type OpenedModel } from './manifest.ts';
 import { writeExternalData } from './onnx-builder.ts';
 import { CPU_TARGET, targetKey, type GraphTarget } from './graph-target.ts';
-import { MATMULQ8_GGUF_TYPES } from './quantized-matmul.ts';
+import { NATIVE_KERNEL_GGUF_TYPES } from './quantized-matmul.ts';
 
 /** Bumped whenever the graph or bundle layout changes, so cached imports are rebuilt. */
 export const BUNDLE_BUILDER_VERSION = 17; // 17: an embedding with block offsets (Q4_K, Q5_K, Q4_1, Q5_1, Q2_K) gathered from its blocks, offsets added, not from a float32 copy; 16: sliding-window layers get their own GroupQueryAttention lengths (seqlens_k_window, total_seq_len_window) and KV dims (C_window), so their KV cache can be bounded by the window; 15: new_key/new_value are k and v themselves, no Identity nodes; 14: q/k/v and gate/up with zero points or block offsets stacked too (Q4_K_M, Q5_1, Q6_K…); 13: o_proj bias, attention sinks, YaRN truncate / mscale / GGUF attn_factor; 12: the whole RoPE cache as inputs, its rows gathered in the graph; 11: the half-scale activation ops restore the shape from a constant, no Shape node (10: q/k/v and gate/up as one stacked MatMulNBits each on the CPU; 9: sliding-window attention)
@@ -156,14 +156,14 @@ export async function resolveModel(
 
 /**
  * The target a source's bundle is built for: `NATIVE_CPU_TARGET` only where its graph differs
- * from the CPU graph — a GGUF file with tensors that ropewalk.MatMulQ8 runs
- * (`MATMULQ8_GGUF_TYPES`); any other source (float, Q4_K_M, a llama2.c or HF checkpoint, an
+ * from the CPU graph — a GGUF file with tensors that ropewalk.MatMulQ8 or MatMulQ8K runs
+ * (`NATIVE_KERNEL_GGUF_TYPES`); any other source (float, Q5_K_M, a llama2.c or HF checkpoint, an
  * import-time `--quantize`) shares the CPU target's bundle, the same graph, built once.
  */
 async function builtTarget(src: { kind: string; path: string }, target: GraphTarget): Promise<GraphTarget> {
   if (!target.nativeKernels) return target;
   if (src.kind !== 'gguf') return CPU_TARGET;
-  return (await ggufQuantizedTypes(src.path)).some((t) => MATMULQ8_GGUF_TYPES.has(t)) ? target : CPU_TARGET;
+  return (await ggufQuantizedTypes(src.path)).some((t) => NATIVE_KERNEL_GGUF_TYPES.has(t)) ? target : CPU_TARGET;
 }
 
 async function resolveModelUnchecked(

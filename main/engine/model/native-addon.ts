@@ -164,12 +164,22 @@ export interface NativeAddon {
    * @throws Error (code 'ORT_ARG') for sizes that disagree or an ISA this CPU lacks.
    */
   matMulQ8?(isa: 'scalar' | 'avx2' | 'avx512vnni', x: Float32Array, m: number, blocks: Uint8Array, scales: Float32Array, n: number, k: number, bits: 4 | 8): Float32Array;
+  /**
+   * ropewalk.MatMulQ8K's kernel alone, as `matMulQ8`: y [m·n] for x [m·k] (k a multiple of 256) and
+   * a weight's GGUF super-blocks as stored, [n · k/256 · bytes], of ggml type 12 (Q4_K) or 14 (Q6_K).
+   * Absent from an addon built before it (whose sessions lack the op: `nativeKernelsAvailable`).
+   * @throws Error (code 'ORT_ARG') for sizes that disagree, another type or an ISA this CPU lacks.
+   */
+  matMulQ8K?(isa: 'scalar' | 'avx2' | 'avx512vnni', x: Float32Array, m: number, blocks: Uint8Array, n: number, k: number, ggmlType: number): Float32Array;
 }
 
-/** Whether the addon loads and its sessions run `ropewalk.MatMulQ8` (graphs for `NATIVE_CPU_TARGET`). */
+/**
+ * Whether the addon loads and its sessions run the ops of graphs for `NATIVE_CPU_TARGET`
+ * (`ropewalk.MatMulQ8` and, since NATIVE_KERNELS_VERSION 2, `MatMulQ8K`).
+ */
 export function nativeKernelsAvailable(): boolean {
   const s = loadNativeAddon();
-  return s.available && typeof s.addon.matMulQ8Kernel === 'string';
+  return s.available && typeof s.addon.matMulQ8Kernel === 'string' && typeof s.addon.matMulQ8K === 'function';
 }
 
 export type NativeAddonStatus =

@@ -51,7 +51,9 @@ export class QuantizedMatMul {
    * Shape node of x.
    */
   apply(input: string, name: string, w: MatMulWeight, rank?: ActivationRank): string {
-    const llamaCppBlocks = this.accuracyLevel === 4 && this.target.dtype === 'float32' && halfActivationScales(w);
+    const llamaCppArithmetic = this.accuracyLevel === 4 && this.target.dtype === 'float32';
+    if (llamaCppArithmetic && this.target.nativeKernels && 'ggufBlocks' in w && w.ggufBlocks && MATMULQ8K_FORMATS.has(w.format)) return matMulQ8K(this.g, input, name, w.shape, w.format, w.ggufBlocks);
+    const llamaCppBlocks = llamaCppArithmetic && halfActivationScales(w);
     if (llamaCppBlocks && this.target.nativeKernels && runsOnMatMulQ8(w)) return matMulQ8(this.g, input, name, w);
     const x = llamaCppBlocks ? this.halfScales(input, w.shape[1], rank) : input;
     const kBlocks = w.shape[1] / w.blockSize;
@@ -162,12 +164,13 @@ export class QuantizedMatMul {
 }
 
 /**
- * Weights stacked by `stackedWeight`: blocks read in chunks as a lazy weight's, zero points and
- * block offsets (of in-memory weights) concatenated.
+ * Weights stacked by `stackedWeight`: blocks read in chunks as a lazy weight's, zero points,
+ * block offsets and GGUF super-blocks (of in-memory weights) concatenated.
  */
 interface StackedWeight extends Omit<LazyQuantizedTensor, 'zeroPoints' | 'blockOffsets'> {
   zeroPoints: Uint8Array | null;
   blockOffsets?: Float32Array;
+  ggufBlocks?: Uint8Array;
 }
 
 /** What MatMulNBits reads: a quantized weight, or weights stacked into one. */
@@ -181,7 +184,8 @@ function layoutKey(w: QuantizedWeight): string {
 /**
  * Weights [N_i, K] of one layout (`layoutKey`) stacked into one [ΣN_i, K], read when the data file
  * is written: the blocks part after part, in chunks of at most `maxBytes`, and the scales
- * concatenated; zero points and block offsets (in-memory weights only have them) concatenated now.
+ * concatenated; zero points, block offsets and GGUF super-blocks (in-memory weights only have
+ * them; rows are whole in each, so they stack) concatenated now.
  */
 function stackedWeight(ws: QuantizedWeight[]): StackedWeight {
   const [first] = ws;
@@ -206,7 +210,9 @@ function stackedWeight(ws: QuantizedWeight[]): StackedWeight {
   // the blocks themselves stay where they are, read part after part when the file is written.
   const mem = ws as QuantizedTensor[];
   const zeroPoints = first.zeroPoints ? concat(mem.map((w) => w.zeroPoints!), Uint8Array) : null;
-  return { ...layout, zeroPoints, ...(first.blockOffsets ? { blockOffsets: concat(mem.map((w) => w.blockOffsets!), Float32Array) } : {}), ...blocks };
+  const offsets = first.blockOffsets ? { blockOffsets: concat(mem.map((w) => w.blockOffsets!), Float32Array) } : {};
+  const stored = mem.every((w) => w.ggufBlocks) ? { ggufBlocks: concat(mem.map((w) => w.ggufBlocks!), Uint8Array) } : {};
+  return { ...layout, zeroPoints, ...offsets, ...stored, ...blocks };
 }
 
 /** Arrays of one type end to end. */
@@ -252,6 +258,30 @@ function matMulQ8(g: OnnxGraphBuilder, input: string, name: string, w: MatMulWei
   const b = blocksInitializer(g, name, w);
   const scales = g.weight(`${name}.scales`, [n * (k / w.blockSize)], scalesData(w));
   return g.op('MatMulQ8', [input, b, scales], { K: k, N: n, bits: w.bits, block_size: w.blockSize }, 'ropewalk');
+}
+
+/**
+ * The formats `ropewalk.MatMulQ8K` multiplies on their GGUF super-blocks (`QuantizedTensor.ggufBlocks`),
+ * with their ggml type ids (its `ggml_type` attribute): llama.cpp's own dot products on block_q8_K
+ * activations (native/src/gguf_matmul.h), at the file's size (Q4_K 4.5 bits a weight, Q6_K 6.56;
+ * their MatMulNBits forms take 6 and 10 with float32 scales and offsets).
+ */
+export const MATMULQ8K_FORMATS: ReadonlyMap<string, number> = new Map([
+  ['Q4_K', 12],
+  ['Q6_K', 14],
+]);
+
+/** The GGUF types the native CPU graph runs on the addon's kernels (`MATMULQ8_GGUF_TYPES` and `MATMULQ8K_FORMATS`). */
+export const NATIVE_KERNEL_GGUF_TYPES: ReadonlySet<string> = new Set([...MATMULQ8_GGUF_TYPES, ...MATMULQ8K_FORMATS.keys()]);
+
+/**
+ * y = x · Wᵀ by `ropewalk.MatMulQ8K` over the weight's GGUF super-blocks (an initializer of their
+ * own, uint8 [N, K/256, bytes]): llama.cpp's K-quant dot products, activations quantized in the kernel.
+ */
+function matMulQ8K(g: OnnxGraphBuilder, input: string, name: string, [n, k]: [number, number], format: string, superBlocks: Uint8Array): string {
+  const blocks = `${name}.gguf`;
+  if (!g.has(blocks)) g.externalTensor(blocks, [n, k / 256, superBlocks.length / (n * (k / 256))], DataType.UINT8, superBlocks);
+  return g.op('MatMulQ8K', [input, blocks], { K: k, N: n, ggml_type: MATMULQ8K_FORMATS.get(format)! }, 'ropewalk');
 }
 
 /** ONNX TensorProto.DataType FLOAT16 (Cast's `to`). */

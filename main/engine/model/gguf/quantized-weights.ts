@@ -292,8 +292,13 @@ export function quantizedFromGguf(type: GgmlType, raw: Uint8Array, shape: number
       return null;
   }
   if ((w.offsets !== null) !== layout.offsets) throw new Error(`internal: ${type.name}'s conversion and its layout disagree on block offsets`);
-  return w.build(layout.bits, type.name, zp);
+  const built = w.build(layout.bits, type.name, zp);
+  // The super-blocks as stored, for the native graph's ropewalk.MatMulQ8K (K a multiple of 256 by the type).
+  return KEEP_GGUF_BLOCKS.has(type.id) ? { ...built, ggufBlocks: raw } : built;
 }
+
+/** GGUF types whose stored blocks a `QuantizedTensor` keeps beside its MatMulNBits form (`ggufBlocks`). */
+const KEEP_GGUF_BLOCKS = new Set<number>([GGML.Q4_K, GGML.Q6_K]);
 
 /**
  * Bytes the MatMulNBits form of a [N, K] GGUF tensor of type `typeId` takes, without reading it

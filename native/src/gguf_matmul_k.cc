@@ -1,0 +1,132 @@
+// ropewalk.MatMulQ8K's arithmetic (contract in gguf_matmul.h): block_q8_K activations and the
+// scalar kernel, which is the definition the SIMD bodies (gguf_matmul_k_simd.inc) must equal in
+// their integer sums; the variant chooser. From ggml's definitions (ggml-quants.c
+// quantize_row_q8_K_ref, dequantize_row_q4_K / _q6_K for the block layouts, ggml-cpu's generic
+// ggml_vec_dot_q4_K_q8_K / _q6_K_q8_K for the sums), written here, not copied.
+#include <cmath>
+#include <cstring>
+
+#include "gguf_matmul.h"
+#include "half.h"
+
+namespace ropewalk {
+
+int64_t KQuantBlockBytes(int64_t ggmlType) {
+  if (ggmlType == kGgmlQ4K) return 144;
+  if (ggmlType == kGgmlQ6K) return 210;
+  return 0;
+}
+
+void QuantizeRowQ8K(const float* x, int64_t k, int8_t* q, int16_t* bsums, float* d) {
+  for (int64_t b = 0; b < k / 256; b++) {
+    const float* xb = x + b * 256;
+    int8_t* qb = q + b * 256;
+    float amax = 0, max = 0;
+    for (int i = 0; i < 256; i++) {
+      if (std::fabs(xb[i]) > amax) amax = std::fabs(xb[i]), max = xb[i];
+    }
+    if (amax == 0) {
+      d[b] = 0;
+      std::memset(qb, 0, 256);
+      std::memset(bsums + b * 16, 0, 16 * sizeof(int16_t));
+      continue;
+    }
+    const float iscale = -127.f / max;
+    for (int i = 0; i < 256; i++) {
+      // nearest_int: round half to even (the current rounding mode), as ggml's magic-number add.
+      const int v = static_cast<int>(std::nearbyint(iscale * xb[i]));
+      qb[i] = static_cast<int8_t>(v < 127 ? v : 127);
+    }
+    for (int g = 0; g < 16; g++) {
+      int sum = 0;
+      for (int i = 0; i < 16; i++) sum += qb[16 * g + i];
+      bsums[b * 16 + g] = static_cast<int16_t>(sum);
+    }
+    d[b] = 1 / iscale;
+  }
+}
+
+namespace {
+
+float Half(const uint8_t* at) {
+  uint16_t h;
+  std::memcpy(&h, at, 2);
+  return HalfToFloat(h);
+}
+
+// Q4_K sub-block j's 6-bit scale and min (ggml's get_scale_min_k4).
+void ScaleMinK4(const uint8_t* s, int j, int* sc, int* m) {
+  if (j < 4) {
+    *sc = s[j] & 63, *m = s[j + 4] & 63;
+  } else {
+    *sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4), *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+// One super-block of Q4_K against one of q8_K: d_x·d·Σ_j sc_j·Σ q·q_x − d_x·dmin·Σ_j m_j·(bsum_2j + bsum_2j+1).
+float DotQ4K(const uint8_t* blk, const int8_t* q8, const int16_t* bsums, float dx) {
+  int32_t isum = 0, msum = 0;
+  for (int j = 0; j < 8; j++) {
+    int sc, m;
+    ScaleMinK4(blk + 4, j, &sc, &m);
+    const uint8_t* qs = blk + 16 + 32 * (j / 2);
+    int32_t dot = 0;
+    for (int l = 0; l < 32; l++) dot += ((qs[l] >> (4 * (j & 1))) & 15) * q8[32 * j + l];
+    isum += sc * dot;
+    msum += m * (bsums[2 * j] + bsums[2 * j + 1]);
+  }
+  return dx * Half(blk) * static_cast<float>(isum) - dx * Half(blk + 2) * static_cast<float>(msum);
+}
+
+// One super-block of Q6_K against one of q8_K: d_x·d·Σ_g sc_g·Σ (q − 32)·q_x over 16 groups of 16.
+float DotQ6K(const uint8_t* blk, const int8_t* q8, float dx) {
+  const auto* scales = reinterpret_cast<const int8_t*>(blk + 192);
+  int32_t isum = 0;
+  for (int half = 0; half < 2; half++) {
+    const uint8_t* ql = blk + 64 * half;
+    const uint8_t* qh = blk + 128 + 32 * half;
+    int32_t dots[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // the half's 8 groups of 16
+    for (int l = 0; l < 32; l++) {
+      const int e = l / 16;
+      dots[0 + e] += (((ql[l] & 15) | ((qh[l] & 3) << 4)) - 32) * q8[128 * half + l];
+      dots[2 + e] += (((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4)) - 32) * q8[128 * half + 32 + l];
+      dots[4 + e] += (((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32) * q8[128 * half + 64 + l];
+      dots[6 + e] += (((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32) * q8[128 * half + 96 + l];
+    }
+    for (int g = 0; g < 8; g++) isum += scales[8 * half + g] * dots[g];
+  }
+  return dx * Half(blk + 208) * static_cast<float>(isum);
+}
+
+}  // namespace
+
+void Q8KRowsScalar(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int64_t kb, int64_t n0, int64_t n1, float* y,
+                   int64_t ldy) {
+  const int64_t bytes = KQuantBlockBytes(ggmlType);
+  for (int r = 0; r < rows; r++) {
+    for (int64_t n = n0; n < n1; n++) {
+      float sum = 0;
+      for (int64_t i = 0; i < kb; i++) {
+        const uint8_t* blk = b + (n * kb + i) * bytes;
+        const int8_t* q8 = x[r].q + i * 256;
+        sum += ggmlType == kGgmlQ4K ? DotQ4K(blk, q8, x[r].bsums + i * 16, x[r].d[i]) : DotQ6K(blk, q8, x[r].d[i]);
+      }
+      y[r * ldy + n] = sum;
+    }
+  }
+}
+
+Q8KRowsFn Q8KKernel(const char** name) {
+  static const struct Choice { Q8KRowsFn fn; const char* name; } choice = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")) {
+      return Choice{Q8KRowsAvx512, "avx512vnni"};
+    }
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Choice{Q8KRowsAvx2, "avx2"};
+    return Choice{Q8KRowsScalar, "scalar"};
+  }();
+  if (name != nullptr) *name = choice.name;
+  return choice.fn;
+}
+
+}  // namespace ropewalk
