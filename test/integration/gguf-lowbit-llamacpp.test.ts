@@ -2,7 +2,7 @@
  * Whole models in the low-bit types against llama.cpp: a synthetic `llama` GGUF (hidden 256,
  * FFN 512, 2 layers, GQA 4/2 heads of 64, stories260K's 512-token tokenizer, seeded N(0, 0.05)
  * weights) is written in F32 and quantized by Debian's llama.cpp `llama-quantize --pure` (set up by
- * ../shared/tools/debian-llamacpp.sh on first use) to Q2_K, Q3_K, IQ4_NL, IQ4_XS and MXFP4; each
+ * ../shared/tools/debian-llamacpp.sh on first use) to Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4, Q4_K and Q6_K; each
  * file loads, runs every matrix on the file's own blocks (no float32 copy), and generates what
  * llama.cpp (node-llama-cpp's binary, float32 KV cache, flash attention off) generates: greedy
  * first-divergence over the ten story prompts (mean ≥ the bound below) and, teacher-forced along
@@ -12,7 +12,8 @@
  * int8, per 32 with an fp16 scale for IQ4_NL and MXFP4 (`block_q8_0`, which Ropewalk reproduces:
  * `halfActivationScales`), but per 256 with one float32 scale for Q2_K, Q3_K and IQ4_XS
  * (`block_q8_K`), which MatMulNBits cannot express (it quantizes per weight block, 16 or 32), so
- * those two computations part by llama.cpp's own activation rounding. This random model is chaotic
+ * those two computations part by llama.cpp's own activation rounding — except Q4_K and Q6_K on the
+ * native backend, whose ropewalk.MatMulQ8K quantizes them as llama.cpp does. This random model is chaotic
  * (its greedy tokens part early under any perturbation): llama.cpp on each quantized file against
  * llama.cpp on that file's exact F32 dequantization agrees for a mean of 14.5 (Q2_K), 35.2 (Q3_K),
  * 18.7 (IQ4_NL), 32.9 (IQ4_XS), 36.3 (MXFP4), 37.9 (Q4_K) of 100 tokens (scratch measurement,
@@ -26,6 +27,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { getLlama, type Llama } from 'node-llama-cpp';
 import { Engine } from '../../main/engine/generate/engine.ts';
+import { nativeKernelsAvailable } from '../../main/engine/model/native-addon.ts';
 import type { ModelConfig } from '../../main/engine/model/manifest.ts';
 import { agreement, debianLlamaCpp, llamaCppGreedy, PROMPTS, ropewalkGreedy, teacherForcedDistances } from '../helpers/llamacpp-oracle.ts';
 import { randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
@@ -66,6 +68,12 @@ const CASES = [
   ['IQ4_NL', 'IQ4_NL', 'q8 (IQ4_NL)', 40, 1e-4, 6],
   ['IQ4_XS', 'IQ4_XS', 'q8 (IQ4_XS)', 15, 0.1, 15],
   ['MXFP4', 'MXFP4_MOE', 'q8 (MXFP4)', 25, 1e-4, 6],
+  // On the native backend's ropewalk.MatMulQ8K, which computes llama.cpp's own block_q8_K
+  // arithmetic on the file's super-blocks (measured 2026-12-03: Q4_K 80.2, 16 steps at 2–7e-7;
+  // Q6_K 84.8, 16 at 2–5e-7); on MatMulNBits (JS backend, or an addon without the op) they sit as
+  // Q2_K / IQ4_XS do.
+  ['Q4_K', 'Q4_K_S', 'q4 (Q4_K)', ...(nativeKernelsAvailable() ? [60, 1e-4, 14] : [10, 0.15, 14])],
+  ['Q6_K', 'Q6_K', 'q8 (Q6_K)', ...(nativeKernelsAvailable() ? [60, 1e-4, 14] : [10, 0.15, 14])],
 ] as const;
 
 for (const [type, target, format, meanAtLeast, within, steps] of CASES) {
