@@ -202,7 +202,7 @@ OrtStatus* ORT_API_CALL CreateKKernel(const OrtCustomOp*, const OrtApi*, const O
   for (auto [name, out] : {std::pair{"K", &k}, {"N", &n}, {"ggml_type", &type}}) {
     if (OrtStatus* s = Attr(info, name, out)) return s;
   }
-  if (KQuantBlockBytes(type) == 0) return Fail("ropewalk.MatMulQ8K: ggml_type must be 12 (Q4_K) or 14 (Q6_K), got " + std::to_string(type));
+  if (KQuantBlockBytes(type) == 0) return Fail("ropewalk.MatMulQ8K: ggml_type must be 12 (Q4_K), 13 (Q5_K) or 14 (Q6_K), got " + std::to_string(type));
   if (k <= 0 || k % 256 != 0 || n <= 0) {
     return Fail("ropewalk.MatMulQ8K: K must be a positive multiple of 256 and N positive, got K " + std::to_string(k) + ", N " + std::to_string(n));
   }
@@ -280,6 +280,54 @@ OrtStatus* ComputeK(Q8KKernel_* kern, OrtKernelContext* ctx) {
   return api.KernelContext_ParallelFor(ctx, RowsKTask, static_cast<size_t>((n + chunk - 1) / chunk), 0, &job);
 }
 
+// ---- ropewalk.GatherQ8K (contract in gguf_matmul.h) ----
+
+struct GatherKKernel_ {
+  int64_t d = 0, type = 0;
+};
+
+OrtStatus* ORT_API_CALL CreateGatherKernel(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo* info, void** kernel) {
+  int64_t d = 0, type = 0;
+  for (auto [name, out] : {std::pair{"D", &d}, {"ggml_type", &type}}) {
+    if (OrtStatus* s = Attr(info, name, out)) return s;
+  }
+  if (KQuantBlockBytes(type) == 0) return Fail("ropewalk.GatherQ8K: ggml_type must be 12 (Q4_K), 13 (Q5_K) or 14 (Q6_K), got " + std::to_string(type));
+  if (d <= 0 || d % 256 != 0) return Fail("ropewalk.GatherQ8K: D must be a positive multiple of 256, got " + std::to_string(d));
+  *kernel = new GatherKKernel_{d, type};
+  return nullptr;
+}
+
+OrtStatus* ComputeGatherK(GatherKKernel_* kern, OrtKernelContext* ctx) {
+  const OrtApi& api = Ort();
+  const OrtValue* b = nullptr;
+  const OrtValue* ids = nullptr;
+  if (OrtStatus* st = api.KernelContext_GetInput(ctx, 0, &b)) return st;
+  if (OrtStatus* st = api.KernelContext_GetInput(ctx, 1, &ids)) return st;
+  size_t bCount = 0, idCount = 0;
+  Dims(b, &bCount);
+  std::vector<int64_t> dims = Dims(ids, &idCount);
+  const int64_t rowBytes = kern->d / 256 * KQuantBlockBytes(kern->type);
+  if (static_cast<int64_t>(bCount) % rowBytes != 0) {
+    return Fail("ropewalk.GatherQ8K: B holds " + std::to_string(bCount) + " bytes, not whole rows of " + std::to_string(rowBytes));
+  }
+  const int64_t rows = static_cast<int64_t>(bCount) / rowBytes;
+  dims.push_back(kern->d);
+  OrtValue* out = nullptr;
+  if (OrtStatus* st = api.KernelContext_GetOutput(ctx, 0, dims.data(), dims.size(), &out)) return st;
+  const void* bData = nullptr;
+  const int64_t* idData = nullptr;
+  float* y = nullptr;
+  Check(api.GetTensorMutableData(const_cast<OrtValue*>(b), const_cast<void**>(&bData)), "GetTensorMutableData");
+  Check(api.GetTensorMutableData(const_cast<OrtValue*>(ids), reinterpret_cast<void**>(const_cast<int64_t**>(&idData))), "GetTensorMutableData");
+  Check(api.GetTensorMutableData(out, reinterpret_cast<void**>(&y)), "GetTensorMutableData");
+  for (size_t i = 0; i < idCount; i++) {
+    const int64_t id = idData[i];
+    if (id < 0 || id >= rows) return Fail("ropewalk.GatherQ8K: id " + std::to_string(id) + " outside the " + std::to_string(rows) + " rows");
+    DequantizeRowK(static_cast<int>(kern->type), static_cast<const uint8_t*>(bData) + id * rowBytes, kern->d / 256, y + i * kern->d);
+  }
+  return nullptr;
+}
+
 /** Catches what a compute throws (a failed ONNX Runtime call) as the run's status. */
 template <typename Kernel, OrtStatus* (*Run)(Kernel*, OrtKernelContext*)>
 OrtStatus* ORT_API_CALL Guarded(void* kernel, OrtKernelContext* ctx) {
@@ -290,19 +338,20 @@ OrtStatus* ORT_API_CALL Guarded(void* kernel, OrtKernelContext* ctx) {
   }
 }
 
-/** One CPU custom op: `inputs` inputs (input 1 uint8, the others float32), one float32 output. */
+/** The inputs' element types of a custom op, in order. */
+using InputTypes = std::vector<ONNXTensorElementDataType>;
+
+/** One CPU custom op: inputs of `types`, one float32 output. */
 template <typename Kernel, OrtStatus* (*Run)(Kernel*, OrtKernelContext*)>
-OrtCustomOp MakeOp(const char* name, size_t inputs, OrtStatus*(ORT_API_CALL* create)(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo*, void**)) {
+OrtCustomOp MakeOp(const char* name, InputTypes types, OrtStatus*(ORT_API_CALL* create)(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo*, void**)) {
   static const char* opName = name;
-  static size_t inputCount = inputs;
+  static const InputTypes inputTypes = std::move(types);
   OrtCustomOp op{};
   op.version = ORT_API_VERSION;
   op.GetName = [](const OrtCustomOp*) { return opName; };
   op.GetExecutionProviderType = [](const OrtCustomOp*) { return "CPUExecutionProvider"; };
-  op.GetInputType = [](const OrtCustomOp*, size_t i) {
-    return i == 1 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8 : ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
-  };
-  op.GetInputTypeCount = [](const OrtCustomOp*) -> size_t { return inputCount; };
+  op.GetInputType = [](const OrtCustomOp*, size_t i) { return inputTypes[i]; };
+  op.GetInputTypeCount = [](const OrtCustomOp*) -> size_t { return inputTypes.size(); };
   op.GetOutputType = [](const OrtCustomOp*, size_t) { return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT; };
   op.GetOutputTypeCount = [](const OrtCustomOp*) -> size_t { return 1; };
   op.KernelDestroy = [](void* kernel) { delete static_cast<Kernel*>(kernel); };
@@ -330,8 +379,10 @@ void AddGgufMatMulOps(OrtSessionOptions* options) {
   // One domain for the process, never released: every session that used it must be gone first,
   // and sessions outlive no particular owner here.
   static std::mutex mutex;
-  static OrtCustomOp q8 = MakeOp<Q8Kernel_, Compute>("MatMulQ8", 3, CreateKernel);
-  static OrtCustomOp q8k = MakeOp<Q8KKernel_, ComputeK>("MatMulQ8K", 2, CreateKKernel);
+  constexpr auto f32 = ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, u8 = ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8, i64 = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
+  static OrtCustomOp q8 = MakeOp<Q8Kernel_, Compute>("MatMulQ8", {f32, u8, f32}, CreateKernel);
+  static OrtCustomOp q8k = MakeOp<Q8KKernel_, ComputeK>("MatMulQ8K", {f32, u8}, CreateKKernel);
+  static OrtCustomOp gatherK = MakeOp<GatherKKernel_, ComputeGatherK>("GatherQ8K", {u8, i64}, CreateGatherKernel);
   static OrtCustomOpDomain* domain = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -340,6 +391,7 @@ void AddGgufMatMulOps(OrtSessionOptions* options) {
       Check(Ort().CreateCustomOpDomain("ropewalk", &fresh), "CreateCustomOpDomain");
       Check(Ort().CustomOpDomain_Add(fresh, &q8), "CustomOpDomain_Add");
       Check(Ort().CustomOpDomain_Add(fresh, &q8k), "CustomOpDomain_Add");
+      Check(Ort().CustomOpDomain_Add(fresh, &gatherK), "CustomOpDomain_Add");
       domain = fresh;
     }
   }

@@ -25,7 +25,7 @@
 
 namespace ropewalk {
 
-/** Adds the "ropewalk" custom op domain (MatMulQ8, MatMulQ8K) to `options`. @throws OrtError. */
+/** Adds the "ropewalk" custom op domain (MatMulQ8, MatMulQ8K, GatherQ8K) to `options`. @throws OrtError. */
 void AddGgufMatMulOps(OrtSessionOptions* options);
 
 /** Activations of one row quantized as llama.cpp's block_q8_0, for `kb` 32-blocks. */
@@ -62,16 +62,17 @@ void QuantizeRowQ8(const float* x, int64_t k, bool nibbleOrder, int8_t* q, float
 // Contract (the op, domain "ropewalk", version 1, CPU EP):
 //   inputs  A float32 [..., K]; B uint8 [N, K/256, bytes]: the GGUF tensor's super-blocks as stored
 //           (ggml-common.h: block_q4_K 144 bytes = fp16 d, fp16 dmin, 12 bytes of 6-bit scales and
-//           mins, 128 bytes of nibbles; block_q6_K 210 bytes = 128 bytes of low nibbles, 64 of high
-//           2-bit pairs, 16 int8 scales, fp16 d).
-//   attrs   K, N (ints, as the shapes), ggml_type 12 (Q4_K) | 14 (Q6_K).
+//           mins, 128 bytes of nibbles; block_q5_K 176 = Q4_K's with 32 bytes of 5th bits before
+//           the nibbles; block_q6_K 210 bytes = 128 bytes of low nibbles, 64 of high 2-bit pairs,
+//           16 int8 scales, fp16 d).
+//   attrs   K, N (ints, as the shapes), ggml_type 12 (Q4_K) | 13 (Q5_K) | 14 (Q6_K).
 //   output  Y float32 [..., N].
 //   Per row of A, as llama.cpp's CPU matmul of these types: the activations quantized per 256 as
 //   block_q8_K (quantize_row_q8_K_ref: m = the value of largest |x|, q = nearest_int(−127 / m · x),
 //   d = −m / 127 kept in float32, and each 16 values' sum of q), then per super-block the integer
-//   sums of ggml_vec_dot_q4_K_q8_K / ggml_vec_dot_q6_K_q8_K exact in int32 and
-//   y_n = Σ_sb d_x·d_w·Σ_j sc_j·Σ q_w·q_x − d_x·dmin_w·Σ_j m_j·bsum_j (Q4_K; Q6_K: q_w − 32 and no
-//   min term), the float sums in 8 lanes (16 with AVX512) summed at the end of the row.
+//   sums of ggml_vec_dot_q{4,5,6}_K_q8_K exact in int32 and
+//   y_n = Σ_sb d_x·d_w·Σ_j sc_j·Σ q_w·q_x − d_x·dmin_w·Σ_j m_j·bsum_j (Q4_K, Q5_K; Q6_K: q_w − 32
+//   and no min term), the float sums in 8 lanes (16 with AVX512) summed at the end of the row.
 // Errors as MatMulQ8's: a bad attribute fails the kernel's creation (K not a multiple of 256, a type
 // other than these), shapes that disagree fail the run, each naming the value.
 
@@ -83,9 +84,9 @@ struct Q8KRow {
 };
 
 /** GGML type ids MatMulQ8K takes. */
-constexpr int kGgmlQ4K = 12, kGgmlQ6K = 14;
+constexpr int kGgmlQ4K = 12, kGgmlQ5K = 13, kGgmlQ6K = 14;
 
-/** Bytes of one super-block of `ggmlType` (144 Q4_K, 210 Q6_K), 0 for a type MatMulQ8K does not take. */
+/** Bytes of one super-block of `ggmlType` (144 Q4_K, 176 Q5_K, 210 Q6_K), 0 for a type MatMulQ8K does not take. */
 int64_t KQuantBlockBytes(int64_t ggmlType);
 
 /** y[n] for n in [n0, n1) over `rows` activation rows (y row-major [rows][ldy]); B as in the contract. */
@@ -101,6 +102,17 @@ void Q8KRowsAvx512(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, in
 
 /** The fastest variant this CPU has, under the names `Q8Kernel` gives its own (avx512vnni, avx2, scalar). */
 Q8KRowsFn Q8KKernel(const char** name = nullptr);
+
+// ---- ropewalk.GatherQ8K: rows of a K-quant weight, dequantized (gguf_matmul_k.cc) ----
+//
+// Contract (domain "ropewalk", version 1, CPU EP): inputs B uint8 [V, D/256, bytes] (MatMulQ8K's
+// B: a tied embedding and classifier share one initializer), ids int64 [...]; attrs D, ggml_type
+// (12 | 13 | 14); output float32 [..., D]: row ids[i] of B dequantized as ggml's dequantize_row_*
+// (Q4_K, Q5_K: (d·sc)·q − dmin·m; Q6_K: (d·sc)·(q − 32), in float32). An id outside
+// [0, V) fails the run naming it.
+
+/** Row `row` ([D/256] super-blocks of `ggmlType`) dequantized into out[D], as ggml's dequantize_row_*. */
+void DequantizeRowK(int ggmlType, const uint8_t* row, int64_t kb, float* out);
 
 /** One row x[K] (K a multiple of 256) as block_q8_K (see the contract) into q[K], bsums[K/16], d[K/256]. */
 void QuantizeRowQ8K(const float* x, int64_t k, int8_t* q, int16_t* bsums, float* d);

@@ -4,8 +4,8 @@
 //       the kernel itself, one ISA variant, one thread, no ONNX Runtime (the exactness test's way
 //       in: each variant against a reference of llama.cpp's arithmetic). Throws an Error with code
 //       'ORT_ARG' for sizes that disagree or an ISA this CPU lacks.
-//   matMulQ8K(isa, x: Float32Array [m·k], m, blocks: Uint8Array [n · k/256 · bytes], n, k, ggmlType 12 | 14): Float32Array [m·n]
-//       ropewalk.MatMulQ8K's kernel the same way (Q4_K / Q6_K super-blocks as stored in the GGUF file).
+//   matMulQ8K(isa, x: Float32Array [m·k], m, blocks: Uint8Array [n · k/256 · bytes], n, k, ggmlType 12 | 13 | 14): Float32Array [m·n]
+//       ropewalk.MatMulQ8K's kernel the same way (Q4_K / Q5_K / Q6_K super-blocks as stored in the GGUF file).
 #include <napi.h>
 
 #include <string>
@@ -86,7 +86,7 @@ Napi::Value MatMulQ8K(const Napi::CallbackInfo& info) {
   const int64_t bytes = KQuantBlockBytes(type);
   if (m <= 0 || n <= 0 || k <= 0 || k % 256 != 0 || bytes == 0) {
     ArgError(env, "matMulQ8K: m " + std::to_string(m) + ", n " + std::to_string(n) + ", k " + std::to_string(k) +
-                      " (a multiple of 256), ggml type " + std::to_string(type) + " (12 Q4_K or 14 Q6_K)");
+                      " (a multiple of 256), ggml type " + std::to_string(type) + " (12 Q4_K, 13 Q5_K or 14 Q6_K)");
   }
   const int64_t kb = k / 256;
   if (static_cast<int64_t>(x.ElementLength()) != m * k || static_cast<int64_t>(blocks.ElementLength()) != n * kb * bytes) {

@@ -1,8 +1,8 @@
 // ropewalk.MatMulQ8K's arithmetic (contract in gguf_matmul.h): block_q8_K activations and the
 // scalar kernel, which is the definition the SIMD bodies (gguf_matmul_k_simd.inc) must equal in
 // their integer sums; the variant chooser. From ggml's definitions (ggml-quants.c
-// quantize_row_q8_K_ref, dequantize_row_q4_K / _q6_K for the block layouts, ggml-cpu's generic
-// ggml_vec_dot_q4_K_q8_K / _q6_K_q8_K for the sums), written here, not copied.
+// quantize_row_q8_K_ref, dequantize_row_q4_K / _q5_K / _q6_K for the block layouts, ggml-cpu's
+// generic ggml_vec_dot_q{4,5,6}_K_q8_K for the sums), written here, not copied.
 #include <cmath>
 #include <cstring>
 
@@ -13,6 +13,7 @@ namespace ropewalk {
 
 int64_t KQuantBlockBytes(int64_t ggmlType) {
   if (ggmlType == kGgmlQ4K) return 144;
+  if (ggmlType == kGgmlQ5K) return 176;
   if (ggmlType == kGgmlQ6K) return 210;
   return 0;
 }
@@ -63,15 +64,21 @@ void ScaleMinK4(const uint8_t* s, int j, int* sc, int* m) {
   }
 }
 
-// One super-block of Q4_K against one of q8_K: d_x·d·Σ_j sc_j·Σ q·q_x − d_x·dmin·Σ_j m_j·(bsum_2j + bsum_2j+1).
-float DotQ4K(const uint8_t* blk, const int8_t* q8, const int16_t* bsums, float dx) {
+// Value l of Q4_K / Q5_K sub-block j (Q5_K: the 5th bit from qh).
+int ValueK4(const uint8_t* blk, bool five, int j, int l) {
+  const uint8_t* qs = blk + (five ? 48 : 16) + 32 * (j / 2);
+  const int low = (qs[l] >> (4 * (j & 1))) & 15;
+  return five ? low | (((blk[16 + l] >> j) & 1) << 4) : low;
+}
+
+// One super-block of Q4_K / Q5_K against one of q8_K: d_x·d·Σ_j sc_j·Σ q·q_x − d_x·dmin·Σ_j m_j·(bsum_2j + bsum_2j+1).
+float DotQ4K(const uint8_t* blk, bool five, const int8_t* q8, const int16_t* bsums, float dx) {
   int32_t isum = 0, msum = 0;
   for (int j = 0; j < 8; j++) {
     int sc, m;
     ScaleMinK4(blk + 4, j, &sc, &m);
-    const uint8_t* qs = blk + 16 + 32 * (j / 2);
     int32_t dot = 0;
-    for (int l = 0; l < 32; l++) dot += ((qs[l] >> (4 * (j & 1))) & 15) * q8[32 * j + l];
+    for (int l = 0; l < 32; l++) dot += ValueK4(blk, five, j, l) * q8[32 * j + l];
     isum += sc * dot;
     msum += m * (bsums[2 * j] + bsums[2 * j + 1]);
   }
@@ -100,6 +107,39 @@ float DotQ6K(const uint8_t* blk, const int8_t* q8, float dx) {
 
 }  // namespace
 
+void DequantizeRowK(int ggmlType, const uint8_t* row, int64_t kb, float* out) {
+  for (int64_t i = 0; i < kb; i++, out += 256) {
+    if (ggmlType != kGgmlQ6K) {
+      const bool five = ggmlType == kGgmlQ5K;
+      const uint8_t* blk = row + i * (five ? 176 : 144);
+      const float d = Half(blk), dmin = Half(blk + 2);
+      for (int j = 0; j < 8; j++) {
+        int sc, m;
+        ScaleMinK4(blk + 4, j, &sc, &m);
+        const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
+        for (int l = 0; l < 32; l++) out[32 * j + l] = d1 * static_cast<float>(ValueK4(blk, five, j, l)) - m1;
+      }
+    } else {
+      const uint8_t* blk = row + i * 210;
+      const auto* scales = reinterpret_cast<const int8_t*>(blk + 192);
+      const float d = Half(blk + 208);
+      for (int half = 0; half < 2; half++) {
+        const uint8_t* ql = blk + 64 * half;
+        const uint8_t* qh = blk + 128 + 32 * half;
+        float* y = out + 128 * half;
+        const int8_t* sc = scales + 8 * half;
+        for (int l = 0; l < 32; l++) {
+          const int e = l / 16;
+          y[l] = d * static_cast<float>(sc[e]) * static_cast<float>(((ql[l] & 15) | ((qh[l] & 3) << 4)) - 32);
+          y[l + 32] = d * static_cast<float>(sc[e + 2]) * static_cast<float>(((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4)) - 32);
+          y[l + 64] = d * static_cast<float>(sc[e + 4]) * static_cast<float>(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+          y[l + 96] = d * static_cast<float>(sc[e + 6]) * static_cast<float>(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+        }
+      }
+    }
+  }
+}
+
 void Q8KRowsScalar(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int64_t kb, int64_t n0, int64_t n1, float* y,
                    int64_t ldy) {
   const int64_t bytes = KQuantBlockBytes(ggmlType);
@@ -109,7 +149,7 @@ void Q8KRowsScalar(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, in
       for (int64_t i = 0; i < kb; i++) {
         const uint8_t* blk = b + (n * kb + i) * bytes;
         const int8_t* q8 = x[r].q + i * 256;
-        sum += ggmlType == kGgmlQ4K ? DotQ4K(blk, q8, x[r].bsums + i * 16, x[r].d[i]) : DotQ6K(blk, q8, x[r].d[i]);
+        sum += ggmlType == kGgmlQ6K ? DotQ6K(blk, q8, x[r].d[i]) : DotQ4K(blk, ggmlType == kGgmlQ5K, q8, x[r].bsums + i * 16, x[r].d[i]);
       }
       y[r * ldy + n] = sum;
     }

@@ -2,7 +2,7 @@
  * Whole models in the low-bit types against llama.cpp: a synthetic `llama` GGUF (hidden 256,
  * FFN 512, 2 layers, GQA 4/2 heads of 64, stories260K's 512-token tokenizer, seeded N(0, 0.05)
  * weights) is written in F32 and quantized by Debian's llama.cpp `llama-quantize --pure` (set up by
- * ../shared/tools/debian-llamacpp.sh on first use) to Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4, Q4_K and Q6_K; each
+ * ../shared/tools/debian-llamacpp.sh on first use) to Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4, Q4_K, Q5_K and Q6_K; each
  * file loads, runs every matrix on the file's own blocks (no float32 copy), and generates what
  * llama.cpp (node-llama-cpp's binary, float32 KV cache, flash attention off) generates: greedy
  * first-divergence over the ten story prompts (mean ≥ the bound below) and, teacher-forced along
@@ -12,7 +12,7 @@
  * int8, per 32 with an fp16 scale for IQ4_NL and MXFP4 (`block_q8_0`, which Ropewalk reproduces:
  * `halfActivationScales`), but per 256 with one float32 scale for Q2_K, Q3_K and IQ4_XS
  * (`block_q8_K`), which MatMulNBits cannot express (it quantizes per weight block, 16 or 32), so
- * those two computations part by llama.cpp's own activation rounding — except Q4_K and Q6_K on the
+ * those two computations part by llama.cpp's own activation rounding — except Q4_K, Q5_K and Q6_K on the
  * native backend, whose ropewalk.MatMulQ8K quantizes them as llama.cpp does. This random model is chaotic
  * (its greedy tokens part early under any perturbation): llama.cpp on each quantized file against
  * llama.cpp on that file's exact F32 dequantization agrees for a mean of 14.5 (Q2_K), 35.2 (Q3_K),
@@ -21,13 +21,17 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { getLlama, type Llama } from 'node-llama-cpp';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import { nativeKernelsAvailable } from '../../main/engine/model/native-addon.ts';
+import { resolveModel } from '../../main/engine/model/bundle.ts';
+import { openGguf } from '../../main/engine/model/gguf/gguf-file.ts';
+import { NATIVE_CPU_TARGET } from '../../main/engine/model/graph-target.ts';
+import onnxProto from 'onnx-proto';
 import type { ModelConfig } from '../../main/engine/model/manifest.ts';
 import { agreement, debianLlamaCpp, llamaCppGreedy, PROMPTS, ropewalkGreedy, teacherForcedDistances } from '../helpers/llamacpp-oracle.ts';
 import { randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
@@ -73,8 +77,32 @@ const CASES = [
   // Q6_K 84.8, 16 at 2–5e-7); on MatMulNBits (JS backend, or an addon without the op) they sit as
   // Q2_K / IQ4_XS do.
   ['Q4_K', 'Q4_K_S', 'q4 (Q4_K)', ...(nativeKernelsAvailable() ? [60, 1e-4, 14] : [10, 0.15, 14])],
+  ['Q5_K', 'Q5_K_S', 'q8 (Q5_K)', ...(nativeKernelsAvailable() ? [60, 1e-4, 14] : [10, 0.15, 14])],
   ['Q6_K', 'Q6_K', 'q8 (Q6_K)', ...(nativeKernelsAvailable() ? [60, 1e-4, 14] : [10, 0.15, 14])],
 ] as const;
+
+test('Q4_K, Q5_K and Q6_K on the native CPU target: every matmul is ropewalk.MatMulQ8K and the embedding ropewalk.GatherQ8K, all on the file\'s super-blocks, stored once (no MatMulNBits copy)', { skip: nativeKernelsAvailable() ? false : 'native addon without MatMulQ8K' }, async () => {
+  for (const [type, target] of [['Q4_K', 'Q4_K_S'], ['Q5_K', 'Q5_K_S'], ['Q6_K', 'Q6_K']] as const) {
+    const file = path.join(tmp, `graph-${type}.gguf`);
+    execFileSync(wrapper, ['llama-quantize', '--pure', f32File, file, target], { stdio: 'ignore' });
+    const bundle = await resolveModel(file, cache, undefined, { target: NATIVE_CPU_TARGET });
+    const graph = onnxProto.onnx.ModelProto.decode(readFileSync(bundle.modelPath)).graph!;
+    const ops = new Map<string, number>();
+    for (const node of graph.node!) ops.set(node.opType!, (ops.get(node.opType!) ?? 0) + 1);
+    // 2 layers × (q/k/v stacked, o, gate/up stacked, down) and the classifier; one embedding gather.
+    assert.equal(ops.get('MatMulQ8K'), 2 * 4 + 1, `${type}: ${JSON.stringify([...ops])}`);
+    assert.equal(ops.get("GatherQ8K"), 1, `${type}: ${JSON.stringify([...ops])}`);
+    assert.ok(!ops.has('MatMulNBits') && !ops.has('GatherBlockQuantized'), `${type}: no MatMulNBits / GatherBlockQuantized left`);
+    // The data file holds the tensors' own bytes (the norms float32 as in the file) and little else
+    // (initializer alignment, small tables: 2.4 % at this size); a MatMulNBits copy beside them would
+    // add 33–52 % (6 / 10 / 10 bits a weight against 4.5 / 5.5 / 6.56).
+    const g = await openGguf(file);
+    const tensorBytes = [...g.tensors.values()].reduce((a, t) => a + t.byteLength, 0);
+    await g.close();
+    const data = statSync(path.join(bundle.dir, 'model.onnx.data')).size;
+    assert.ok(data >= tensorBytes && data < 1.05 * tensorBytes, `${type}: data file ${data} bytes, the GGUF's tensors ${tensorBytes}`);
+  }
+});
 
 for (const [type, target, format, meanAtLeast, within, steps] of CASES) {
   test(`${type}: a whole model runs on its own blocks and agrees with llama.cpp (greedy mean ≥ ${meanAtLeast} of ${N}; teacher-forced ${steps} of 16 steps within ${within})`, async (t) => {

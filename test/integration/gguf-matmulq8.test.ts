@@ -88,10 +88,10 @@ test('ropewalk.MatMulQ8 computes llama.cpp\'s q8_0 × q8_0 and q4_0 × q8_0 dot 
   }
 });
 
-test('ropewalk.MatMulQ8K computes llama.cpp\'s q4_K × q8_K and q6_K × q8_K dot products, on every ISA variant this CPU has', { skip }, async (t) => {
+test('ropewalk.MatMulQ8K computes llama.cpp\'s q4_K, q5_K and q6_K × q8_K dot products, on every ISA variant this CPU has', { skip }, async (t) => {
   const g = await openGguf(path.join(GGUF_DIR, 'quant-blocks.gguf'));
   try {
-    for (const [type, ggmlType] of [['q4_k', 12], ['q6_k', 14]] as const) {
+    for (const [type, ggmlType] of [['q4_k', 12], ['q5_k', 13], ['q6_k', 14]] as const) {
       const info = g.tensors.get(`blocks.${type}`)!;
       const stored = await g.readRaw(info);
       const ref = await g.readFloat32(g.tensors.get(`blocks.${type}.ref`)!);

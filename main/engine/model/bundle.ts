@@ -238,7 +238,7 @@ async function importInto(
   onProgress?.({ phase: 'import', fraction: 0 });
   const imported: OpenedModel =
     src.kind === 'hf' ? await openHuggingFace(src.path, { sourceHash })
-    : src.kind === 'gguf' ? await openGgufModel(src.path, { sourceHash })
+    : src.kind === 'gguf' ? await openGgufModel(src.path, { sourceHash, ggufBlocks: target.nativeKernels === true })
     : openedFromMemory(await importLlama2c(src.path));
   if (quantize) imported.weights = quantizeLinearWeights(imported.weights, quantize === 'q4' ? 4 : 8);
   try {

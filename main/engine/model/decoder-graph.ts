@@ -95,7 +95,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   const half = target.dtype === 'float16';
   // Mixed precision (see the file comment): a float16 graph keeps float32 everywhere but in its
   // float-weight matmuls, attention and KV cache; quantized matmuls run on float32 activations.
-  const spine: GraphTarget = { ep: target.ep, dtype: 'float32' };
+  const spine: GraphTarget = half ? { ep: target.ep, dtype: 'float32' } : target; // a float32 target keeps its native kernels
   const mm = new QuantizedMatMul(g, emulatesLlamaCpp(target) ? ACCURACY_LEVEL : 0, half ? spine : target);
   const halfValues = new Set<string>();
   const casts = new Map<string, string>();

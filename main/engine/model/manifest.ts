@@ -279,7 +279,7 @@ export interface QuantizedTensor {
   format: string;
   /**
    * The GGUF tensor's own super-blocks, uint8 [N, K/256, bytes] as stored in the file, for the
-   * formats the native addon's `ropewalk.MatMulQ8K` reads (Q4_K, Q6_K: quantized-matmul.ts
+   * formats the native addon's `ropewalk.MatMulQ8K` reads (Q4_K, Q5_K, Q6_K: quantized-matmul.ts
    * `MATMULQ8K_FORMATS`); the native CPU graph multiplies by these instead of the MatMulNBits
    * blocks above (which the other graphs, and a quantized embedding's Gather, read).
    */

@@ -263,11 +263,12 @@ function matMulQ8(g: OnnxGraphBuilder, input: string, name: string, w: MatMulWei
 /**
  * The formats `ropewalk.MatMulQ8K` multiplies on their GGUF super-blocks (`QuantizedTensor.ggufBlocks`),
  * with their ggml type ids (its `ggml_type` attribute): llama.cpp's own dot products on block_q8_K
- * activations (native/src/gguf_matmul.h), at the file's size (Q4_K 4.5 bits a weight, Q6_K 6.56;
- * their MatMulNBits forms take 6 and 10 with float32 scales and offsets).
+ * activations (native/src/gguf_matmul.h), at the file's size (Q4_K 4.5 bits a weight, Q5_K 5.5,
+ * Q6_K 6.56; their MatMulNBits forms take 6, 10 and 10 with float32 scales and offsets).
  */
 export const MATMULQ8K_FORMATS: ReadonlyMap<string, number> = new Map([
   ['Q4_K', 12],
+  ['Q5_K', 13],
   ['Q6_K', 14],
 ]);
 
@@ -279,9 +280,15 @@ export const NATIVE_KERNEL_GGUF_TYPES: ReadonlySet<string> = new Set([...MATMULQ
  * own, uint8 [N, K/256, bytes]): llama.cpp's K-quant dot products, activations quantized in the kernel.
  */
 function matMulQ8K(g: OnnxGraphBuilder, input: string, name: string, [n, k]: [number, number], format: string, superBlocks: Uint8Array): string {
+  const blocks = ggufBlocksInitializer(g, name, [n, k], superBlocks);
+  return g.op('MatMulQ8K', [input, blocks], { K: k, N: n, ggml_type: MATMULQ8K_FORMATS.get(format)! }, 'ropewalk');
+}
+
+/** A weight's GGUF super-blocks uint8 [N, K/256, bytes], registered once (shared by GatherQ8K and MatMulQ8K). */
+function ggufBlocksInitializer(g: OnnxGraphBuilder, name: string, [n, k]: [number, number], superBlocks: Uint8Array): string {
   const blocks = `${name}.gguf`;
   if (!g.has(blocks)) g.externalTensor(blocks, [n, k / 256, superBlocks.length / (n * (k / 256))], DataType.UINT8, superBlocks);
-  return g.op('MatMulQ8K', [input, blocks], { K: k, N: n, ggml_type: MATMULQ8K_FORMATS.get(format)! }, 'ropewalk');
+  return blocks;
 }
 
 /** ONNX TensorProto.DataType FLOAT16 (Cast's `to`). */
@@ -362,12 +369,19 @@ function blocksInitializer(g: OnnxGraphBuilder, name: string, w: MatMulWeight): 
  * offsets (Q4_K, Q5_K, Q4_1, Q5_1, Q2_K: value = scale·q + offset) are gathered at zero point 0
  * and each row's block offsets, gathered beside them ([V, D/bs, 1]), added: f32(scale·q) + offset,
  * ggml's own dequantization order, so the rows are exact; on WebGPU (default zero points only)
- * at the default zero point z with offset + z·scale instead (within float rounding).
+ * at the default zero point z with offset + z·scale instead (within float rounding). On the native
+ * CPU target, Q4_K, Q5_K and Q6_K rows come from their GGUF super-blocks (`ropewalk.GatherQ8K`:
+ * ggml's dequantize_row_*), the initializer MatMulQ8K reads for a tied classifier.
  * @throws ModelLoadError on WebGPU for 4-bit blocks with their own zero points and no offsets
  *   (none of the formats has them: Q4_0 and rtn use the default 8).
  */
 export function gatherBlockQuantized(g: OnnxGraphBuilder, t: GraphTarget, ids: string, name: string, w: QuantizedWeight): string {
   const [v, d] = w.shape;
+  if (t.nativeKernels && 'ggufBlocks' in w && w.ggufBlocks && MATMULQ8K_FORMATS.has(w.format)) {
+    // The native graph: rows dequantized from the GGUF super-blocks MatMulQ8K reads (one copy for a tied classifier).
+    const blocks = ggufBlocksInitializer(g, name, w.shape, w.ggufBlocks);
+    return g.op('Reshape', [g.op('GatherQ8K', [blocks, ids], { D: d, ggml_type: MATMULQ8K_FORMATS.get(w.format)! }, 'ropewalk'), g.int64([1, -1, d])]);
+  }
   const kBlocks = d / w.blockSize;
   const blocks = blocksInitializer(g, name, w);
   const scales = floatWeight(g, t, `${name}.gather_scales`, [v, kBlocks, 1], scalesData(w));

@@ -129,10 +129,12 @@ export async function ggufQuantizedTypes(file: string): Promise<string[]> {
  * written, so an F16 or F32 file is never held in memory whole, let alone as float32.
  * @param opts.quantized keep linear weights quantized (MatMulNBits) where their type maps; default true.
  * @param opts.sourceHash the caller's content hash of the file, when it has one.
+ * @param opts.ggufBlocks keep Q4_K / Q6_K tensors' stored super-blocks beside their MatMulNBits
+ *   form (for a bundle built for the native CPU target, whose graph reads those: quantizedFromGguf).
  * @throws ModelLoadError naming the file (and tensor) for anything missing, malformed or
  *   unsupported; UnsupportedTensorTypeError for a tensor type that cannot be read.
  */
-export async function openGgufModel(file: string, opts: { quantized?: boolean; sourceHash?: string } = {}): Promise<OpenedModel> {
+export async function openGgufModel(file: string, opts: { quantized?: boolean; sourceHash?: string; ggufBlocks?: boolean } = {}): Promise<OpenedModel> {
   const abs = path.resolve(file);
   const g = await openGguf(abs);
   try {
@@ -158,7 +160,7 @@ export async function openGgufModel(file: string, opts: { quantized?: boolean; s
     /** A float32 view of a tensor, read when the bundle is written. */
     const lazy = (t: GgufTensor): LazyTensor32 => ({ shape: t.shape, load: () => g.readFloat32(t), chunks: (elements) => g.float32Chunks(t, elements) });
     for (const [name, t] of tensors) {
-      const q = quantized && (isLinearWeight(name) || name === embedName) ? quantizedFromGguf(g.typeOf(t), await g.readRaw(t), t.shape) : null;
+      const q = quantized && (isLinearWeight(name) || name === embedName) ? quantizedFromGguf(g.typeOf(t), await g.readRaw(t), t.shape, { ggufBlocks: opts.ggufBlocks }) : null;
       weights.set(name, q ?? lazy(t));
     }
     const sha256 = opts.sourceHash ?? (await hashFiles([abs]));
@@ -190,7 +192,7 @@ export async function openGgufModel(file: string, opts: { quantized?: boolean; s
  * the bundle builder streams through `openGgufModel`.
  * @throws as `openGgufModel`.
  */
-export async function importGguf(file: string, opts: { quantized?: boolean; sourceHash?: string } = {}): Promise<ImportedModel> {
+export async function importGguf(file: string, opts: { quantized?: boolean; sourceHash?: string; ggufBlocks?: boolean } = {}): Promise<ImportedModel> {
   return readOpenedModel(await openGgufModel(file, opts));
 }
 

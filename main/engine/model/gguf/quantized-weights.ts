@@ -167,8 +167,10 @@ export function ggufTypesWithLayout(keep: (layout: { bits: 4 | 8; blockSize: num
 /**
  * A GGUF tensor's raw blocks as a MatMulNBits weight, or null when its type has no mapping.
  * @param shape [N, K] row-major (blocks run along K).
+ * @param opts.ggufBlocks keep the stored super-blocks too (`QuantizedTensor.ggufBlocks`) for the
+ *   types the native graph reads that way (Q4_K, Q5_K, Q6_K): `raw` itself, not a copy.
  */
-export function quantizedFromGguf(type: GgmlType, raw: Uint8Array, shape: number[]): QuantizedTensor | null {
+export function quantizedFromGguf(type: GgmlType, raw: Uint8Array, shape: number[], opts: { ggufBlocks?: boolean } = {}): QuantizedTensor | null {
   if (shape.length !== 2) return null;
   const layout = MATMULNBITS_LAYOUT[type.id];
   if (!layout) return null;
@@ -294,11 +296,11 @@ export function quantizedFromGguf(type: GgmlType, raw: Uint8Array, shape: number
   if ((w.offsets !== null) !== layout.offsets) throw new Error(`internal: ${type.name}'s conversion and its layout disagree on block offsets`);
   const built = w.build(layout.bits, type.name, zp);
   // The super-blocks as stored, for the native graph's ropewalk.MatMulQ8K (K a multiple of 256 by the type).
-  return KEEP_GGUF_BLOCKS.has(type.id) ? { ...built, ggufBlocks: raw } : built;
+  return opts.ggufBlocks && KEEP_GGUF_BLOCKS.has(type.id) ? { ...built, ggufBlocks: raw } : built;
 }
 
 /** GGUF types whose stored blocks a `QuantizedTensor` keeps beside its MatMulNBits form (`ggufBlocks`). */
-const KEEP_GGUF_BLOCKS = new Set<number>([GGML.Q4_K, GGML.Q6_K]);
+const KEEP_GGUF_BLOCKS = new Set<number>([GGML.Q4_K, GGML.Q5_K, GGML.Q6_K]);
 
 /**
  * Bytes the MatMulNBits form of a [N, K] GGUF tensor of type `typeId` takes, without reading it
