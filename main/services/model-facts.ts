@@ -7,7 +7,9 @@
  *
  * Resident weight bytes, as the import will store them (memory.ts counts weights as stored):
  * - GGUF: linear weights of a mapped type become MatMulNBits blocks (`matMulNBitsBytes`: float32
- *   scales, so a Q4_0 block of 32 takes 20 bytes, not its 18 in the file), the rest float32.
+ *   scales, so a Q4_0 block of 32 takes 20 bytes, not its 18 in the file), the rest float32; where
+ *   the native addon runs ropewalk.MatMulQ8K (the engine's default backend then), Q4_K, Q5_K and
+ *   Q6_K weights stay the file's super-blocks (`MATMULQ8K_FORMATS`).
  * - Hugging Face safetensors: float32 (parameters × 4; bf16/f16 are widened at import).
  * - llama2.c: float32 as in the file (its size less the 28-byte header).
  * - a bundle: what its manifest records.
@@ -19,6 +21,8 @@ import { expectedWeights, parseHfConfig, parseJson } from '../engine/model/impor
 import { parseLlama2cHeader } from '../engine/model/import-llama2c.ts';
 import { ggufConfig, ggufTensorName } from '../engine/model/gguf/gguf-config.ts';
 import { isLinearWeight, matMulNBitsBytes } from '../engine/model/gguf/quantized-weights.ts';
+import { nativeKernelsAvailable } from '../engine/model/native-addon.ts';
+import { MATMULQ8K_FORMATS } from '../engine/model/quantized-matmul.ts';
 import { ggufExpertTensor } from '../engine/model/moe.ts';
 import { readGgufHeader, type GgufHeader } from '../engine/model/gguf/gguf-header.ts';
 import { ggmlType, ggmlTypeName } from '../engine/model/gguf/quants.ts';
@@ -121,7 +125,7 @@ function ggufQuantization(g: GgufHeader, elementsByType: Map<number, number>): s
  * linear weights (and the embedding, gathered from its blocks; a tied classifier multiplies by
  * them) of a mapped type as MatMulNBits blocks, the rest float32.
  */
-function ggufResidentBytes(g: GgufHeader, config: ModelConfig): number {
+function ggufResidentBytes(g: GgufHeader, config: ModelConfig, nativeKernels = nativeKernelsAvailable()): number {
   let bytes = 0;
   for (const [name, shape] of expectedWeights(config)) {
     // A MoE expert is its slice of the layer's 3-D expert tensor: same type, its own [out, in].
@@ -129,7 +133,13 @@ function ggufResidentBytes(g: GgufHeader, config: ModelConfig): number {
     if (!t) continue;
     const elements = shape.reduce((a, b) => a * b, 1);
     const embedding = name === 'model.embed_tokens.weight';
-    const q = (isLinearWeight(name) || embedding) && shape.length === 2 ? matMulNBitsBytes(t.typeId, shape[0], shape[1]) : null;
+    const linear = (isLinearWeight(name) || embedding) && shape.length === 2;
+    if (linear && nativeKernels && MATMULQ8K_FORMATS.has(ggmlTypeName(t.typeId))) {
+      const type = ggmlType(t.typeId)!;
+      bytes += (elements / type.blockSize) * type.blockBytes;
+      continue;
+    }
+    const q = linear ? matMulNBitsBytes(t.typeId, shape[0], shape[1]) : null;
     bytes += q ? q.bytes : elements * 4;
   }
   return bytes;

@@ -1,8 +1,9 @@
 /**
  * `npx tsx test/bench/native-kernels-ab.ts`: the native backend's CPU graph with the addon's
- * ropewalk.MatMulQ8 against the MatMulNBits graph (`EngineOptions.nativeKernels` true / false),
- * same GGUF, same process, measurements interleaved over BENCH_ROUNDS rounds: Qwen3-0.6B-shaped
- * random-weight GGUFs (BENCH_FORMATS, default Q8_0,Q4_0; BENCH_LAYERS, default 28) at
+ * ropewalk.MatMulQ8 / MatMulQ8K against the MatMulNBits graph (`EngineOptions.nativeKernels` true /
+ * false), same GGUF, same process, measurements interleaved over BENCH_ROUNDS rounds: Qwen3-0.6B-shaped
+ * random-weight GGUFs (bench-gguf.ts; BENCH_FORMATS, default Q8_0,Q4_0,Q4_K_M,Q6_K, the last two
+ * by Debian's llama-quantize; BENCH_LAYERS, default 28) at
  * BENCH_THREADS (default 2) intra-op threads; per round and engine prefill tokens/s over a
  * BENCH_PREFILL-token prompt (default 1024) and decode tokens/s over BENCH_DECODE tokens (default
  * 32) after BENCH_DECODE_CONTEXTS-token prompts (default 16,1024). Medians, and MatMulQ8 ÷
@@ -13,11 +14,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import type { GenerationStats } from '../../main/engine/generate/types.ts';
-import { qwen3_0_6bConfig, qwen3TokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
-import { poolWeights } from './pool-weights.ts';
+import { benchGguf, debianWrapper, needsQuantize } from './bench-gguf.ts';
 
 const list = (v: string | undefined, d: string) => (v ?? d).split(',').map((s) => s.trim()).filter(Boolean);
-const FORMATS = list(process.env.BENCH_FORMATS, 'Q8_0,Q4_0') as ('Q8_0' | 'Q4_0')[];
+const FORMATS = list(process.env.BENCH_FORMATS, 'Q8_0,Q4_0,Q4_K_M,Q6_K');
 const LAYERS = Number(process.env.BENCH_LAYERS ?? 28);
 const THREADS = Number(process.env.BENCH_THREADS ?? 2);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -39,10 +39,13 @@ async function run(engine: Engine, n: number, maxTokens: number): Promise<Genera
 const root = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-nk-ab-'));
 try {
   console.log(`load at start ${load()}`);
+  const wrapper = FORMATS.some(needsQuantize) ? debianWrapper() : null;
   for (const format of FORMATS) {
-    const config = qwen3_0_6bConfig(LAYERS);
-    const file = path.join(root, `qwen3-${format}.gguf`);
-    writeModelGguf(file, config, qwen3TokenizerMetadata(config.vocabSize), poolWeights(), format, format);
+    const file = benchGguf(format, root, LAYERS, THREADS, wrapper);
+    if (!file) {
+      console.log(`${format}: skipped (llama-quantize needs the Debian build)`);
+      continue;
+    }
     const opts = { cacheDir: path.join(root, 'cache'), maxContext: Math.max(PREFILL, ...CONTEXTS) + DECODE + 16, threads: THREADS };
     const engines = { MatMulQ8: await Engine.load(file, { ...opts, nativeKernels: true }), MatMulNBits: await Engine.load(file, { ...opts, nativeKernels: false }) };
     const rates = new Map<string, number[]>();

@@ -25,8 +25,7 @@ import { performance } from 'node:perf_hooks';
 import { getLlama } from 'node-llama-cpp';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import type { GenerationStats } from '../../main/engine/generate/types.ts';
-import { qwen3_0_6bConfig, qwen3TokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
-import { poolWeights } from './pool-weights.ts';
+import { benchGguf, debianWrapper, needsQuantize } from './bench-gguf.ts';
 
 type Format = 'F32' | 'Q8_0' | 'Q4_0' | 'Q4_K_M' | 'Q6_K';
 const list = (v: string | undefined, d: string) => (v ?? d).split(',').map((s) => s.trim()).filter(Boolean);
@@ -102,17 +101,6 @@ async function nodeLlamaCpp(file: string): Promise<Rates> {
   return rates;
 }
 
-/** The Debian build's wrapper (debian-llamacpp.sh prints it), or null with the reason printed. */
-function debianWrapper(): string | null {
-  try {
-    const script = path.resolve(import.meta.dirname, '../../../shared/tools/debian-llamacpp.sh');
-    return execFileSync('bash', [script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim().split('\n').at(-1)!;
-  } catch (e) {
-    console.log(`(no Debian llama.cpp: ${(e as Error).message.split('\n')[0]})`);
-    return null;
-  }
-}
-
 /** llama-bench's JSON rows: prefill (-p N -n 0) and decode at a depth (-p 0 -n DECODE -d N), 2 repetitions, averages. */
 function debian(wrapper: string, file: string): Rates {
   const bench = (args: string[]) =>
@@ -123,35 +111,15 @@ function debian(wrapper: string, file: string): Rates {
   return rates;
 }
 
-/** The GGUF of `format`: written here (F32, Q8_0, Q4_0) or llama-quantize'd from the F32 one; null when it cannot be had. */
-function ggufFor(format: Format, tmp: string, wrapper: string | null): string | null {
-  const file = path.join(tmp, `qwen3-${format}.gguf`);
-  const config = qwen3_0_6bConfig(LAYERS);
-  const write = (f: 'F32' | 'Q8_0' | 'Q4_0', to: string) => writeModelGguf(to, config, qwen3TokenizerMetadata(config.vocabSize), poolWeights(), f, f);
-  if (format === 'F32' || format === 'Q8_0' || format === 'Q4_0') {
-    write(format, file);
-    return file;
-  }
-  if (!wrapper) return null;
-  const f32 = path.join(tmp, 'qwen3-F32-source.gguf');
-  write('F32', f32);
-  try {
-    execFileSync(wrapper, ['llama-quantize', f32, file, format, String(THREADS)], { stdio: 'ignore' });
-  } finally {
-    rmSync(f32, { force: true });
-  }
-  return file;
-}
-
 const cell = (x: number | undefined) => (x === undefined ? '—' : x.toFixed(1));
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-peer-'));
 try {
-  const wrapper = PEERS.includes('debian') || FORMATS.some((f) => f === 'Q4_K_M' || f === 'Q6_K') ? debianWrapper() : null;
+  const wrapper = PEERS.includes('debian') || FORMATS.some(needsQuantize) ? debianWrapper() : null;
   console.log(`Qwen3-0.6B shapes, ${LAYERS} layers, random weights; ${THREADS} threads for all; tok/s ropewalk / Debian's llama.cpp / node-llama-cpp's, and ropewalk ÷ the faster (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
   const rows: string[][] = [];
   for (const format of FORMATS) {
-    const file = ggufFor(format, tmp, wrapper);
+    const file = benchGguf(format, tmp, LAYERS, THREADS, wrapper);
     if (!file) {
       console.log(`${format}: skipped (llama-quantize needs the Debian build)`);
       continue;

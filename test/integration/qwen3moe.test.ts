@@ -27,6 +27,8 @@ import { test } from 'node:test';
 import type { Llama } from 'node-llama-cpp';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import { resolveModel } from '../../main/engine/model/bundle.ts';
+import { CPU_TARGET, NATIVE_CPU_TARGET } from '../../main/engine/model/graph-target.ts';
+import { nativeKernelsAvailable } from '../../main/engine/model/native-addon.ts';
 import { importGguf } from '../../main/engine/model/gguf/import-gguf.ts';
 import { expectedWeights } from '../../main/engine/model/import-hf.ts';
 import type { ModelConfig } from '../../main/engine/model/manifest.ts';
@@ -145,7 +147,8 @@ test("the memory estimate counts every expert: the library's weight bytes from t
   for (const type of ['F32', 'Q8_0', 'Q4_K_M'] as const) {
     const file = type === 'F32' ? await f32Gguf() : await quantized(type);
     const facts = await readModelFacts(file, 'gguf');
-    const bundle = await resolveModel(file, cache);
+    // The bundle the engine loads by default: the native CPU target's where the addon has its kernels (Q4_K_M's super-blocks stored as they are).
+    const bundle = await resolveModel(file, cache, undefined, { target: nativeKernelsAvailable() ? NATIVE_CPU_TARGET : CPU_TARGET });
     assert.equal(facts.weightBytes, bundle.manifest.weights!.bytes, `${type}: header estimate vs bundle`);
     const experts = Object.keys(bundle.manifest.weights!.formats).filter((n) => n.includes('.experts.'));
     assert.equal(experts.length, CONFIG.numLayers * E * 3, type);

@@ -316,10 +316,15 @@ export function isQuantized(t: Tensor32 | LazyTensor32 | QuantizedWeight): t is 
   return 'bits' in t;
 }
 
-/** Bytes of a quantized weight as stored: blocks, scales, zero points and block offsets. */
+/**
+ * Bytes of a quantized weight as stored: blocks, scales, zero points and block offsets; for a
+ * weight imported for the native CPU target with its GGUF super-blocks (`ggufBlocks`), those,
+ * which that graph stores instead.
+ */
 export function quantizedBytes(t: QuantizedWeight): number {
   const [n, k] = t.shape;
   if (!('data' in t)) return (n * k * t.bits) / 8 + ((n * k) / t.blockSize) * 4;
+  if (t.ggufBlocks) return t.ggufBlocks.byteLength;
   return t.data.byteLength + t.scales.byteLength + (t.zeroPoints?.byteLength ?? 0) + (t.blockOffsets?.byteLength ?? 0);
 }
 
