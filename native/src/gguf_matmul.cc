@@ -227,7 +227,8 @@ struct KJob {
 
 void QuantizeKTask(void* data, size_t i) {
   auto* j = static_cast<KJob*>(data);
-  QuantizeRowQ8K(j->x + i * j->k, j->k, j->kern->q.data() + i * j->k, j->kern->bsums.data() + i * (j->k / 16), j->kern->d.data() + i * j->kb);
+  QuantizeRowQ8K(j->x + i * j->k, j->k, Q8KPaired(j->fn, j->type), j->kern->q.data() + i * j->k, j->kern->bsums.data() + i * (j->k / 16),
+                 j->kern->d.data() + i * j->kb);
 }
 
 void RowsKTask(void* data, size_t i) {

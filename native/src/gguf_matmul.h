@@ -114,7 +114,15 @@ Q8KRowsFn Q8KKernel(const char** name = nullptr);
 /** Row `row` ([D/256] super-blocks of `ggmlType`) dequantized into out[D], as ggml's dequantize_row_*. */
 void DequantizeRowK(int ggmlType, const uint8_t* row, int64_t kb, float* out);
 
-/** One row x[K] (K a multiple of 256) as block_q8_K (see the contract) into q[K], bsums[K/16], d[K/256]. */
-void QuantizeRowQ8K(const float* x, int64_t k, int8_t* q, int16_t* bsums, float* d);
+/**
+ * One row x[K] (K a multiple of 256) as block_q8_K (see the contract) into q[K], bsums[K/16],
+ * d[K/256]; with `paired`, q holds each 128 values' four 32s in the order 0, 2, 1, 3 (the order
+ * in which the 512-bit Q4_K / Q5_K kernel reads 64 bytes of nibbles: `Q8KPaired`); bsums stay in
+ * the values' own order.
+ */
+void QuantizeRowQ8K(const float* x, int64_t k, bool paired, int8_t* q, int16_t* bsums, float* d);
+
+/** Whether kernel variant `fn` reads `ggmlType`'s activations in QuantizeRowQ8K's paired order. */
+bool Q8KPaired(Q8KRowsFn fn, int64_t ggmlType);
 
 }  // namespace ropewalk

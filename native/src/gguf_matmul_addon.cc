@@ -99,7 +99,7 @@ Napi::Value MatMulQ8K(const Napi::CallbackInfo& info) {
   std::vector<float> d(static_cast<size_t>(m * kb));
   std::vector<Q8KRow> rows(static_cast<size_t>(m));
   for (int64_t r = 0; r < m; r++) {
-    QuantizeRowQ8K(x.Data() + r * k, k, q.data() + r * k, bsums.data() + r * (k / 16), d.data() + r * kb);
+    QuantizeRowQ8K(x.Data() + r * k, k, Q8KPaired(fn, type), q.data() + r * k, bsums.data() + r * (k / 16), d.data() + r * kb);
     rows[r] = {q.data() + r * k, bsums.data() + r * (k / 16), d.data() + r * kb};
   }
   Napi::Float32Array y = Napi::Float32Array::New(env, static_cast<size_t>(m * n));

@@ -18,7 +18,9 @@ int64_t KQuantBlockBytes(int64_t ggmlType) {
   return 0;
 }
 
-void QuantizeRowQ8K(const float* x, int64_t k, int8_t* q, int16_t* bsums, float* d) {
+bool Q8KPaired(Q8KRowsFn fn, int64_t ggmlType) { return fn == Q8KRowsAvx512 && ggmlType != kGgmlQ6K; }
+
+void QuantizeRowQ8K(const float* x, int64_t k, bool paired, int8_t* q, int16_t* bsums, float* d) {
   for (int64_t b = 0; b < k / 256; b++) {
     const float* xb = x + b * 256;
     int8_t* qb = q + b * 256;
@@ -42,6 +44,14 @@ void QuantizeRowQ8K(const float* x, int64_t k, int8_t* q, int16_t* bsums, float*
       int sum = 0;
       for (int i = 0; i < 16; i++) sum += qb[16 * g + i];
       bsums[b * 16 + g] = static_cast<int16_t>(sum);
+    }
+    if (paired) {  // 32s 1 and 2 of each 128 swap places
+      for (int h = 0; h < 2; h++) {
+        int8_t tmp[32];
+        std::memcpy(tmp, qb + 128 * h + 32, 32);
+        std::memcpy(qb + 128 * h + 32, qb + 128 * h + 64, 32);
+        std::memcpy(qb + 128 * h + 64, tmp, 32);
+      }
     }
     d[b] = 1 / iscale;
   }
