@@ -56,10 +56,11 @@ Napi::Value MatMulQ8(const Napi::CallbackInfo& info) {
   }
   std::vector<int8_t> q(static_cast<size_t>(m * k));
   std::vector<float> d(static_cast<size_t>(m * kb));
+  std::vector<int32_t> start(static_cast<size_t>(m * kb));
   std::vector<Q8Row> rows(static_cast<size_t>(m));
   for (int64_t r = 0; r < m; r++) {
-    QuantizeRowQ8(x.Data() + r * k, k, bits == 4, q.data() + r * k, d.data() + r * kb);
-    rows[r] = {q.data() + r * k, d.data() + r * kb};
+    QuantizeRowQ8(x.Data() + r * k, k, static_cast<int>(bits), q.data() + r * k, d.data() + r * kb, start.data() + r * kb);
+    rows[r] = {q.data() + r * k, d.data() + r * kb, start.data() + r * kb};
   }
   Napi::Float32Array y = Napi::Float32Array::New(env, static_cast<size_t>(m * n));
   fn(rows.data(), static_cast<int>(m), blocks.Data(), scales.Data(), kb, static_cast<int>(bits), 0, n, y.Data(), n);
