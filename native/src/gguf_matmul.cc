@@ -13,7 +13,7 @@
 
 namespace ropewalk {
 
-void QuantizeRowQ8(const float* x, int64_t k, int bits, int8_t* q, float* d, int32_t* start) {
+void QuantizeRowQ8Scalar(const float* x, int64_t k, int bits, int8_t* q, float* d, int32_t* start) {
   const bool nibbleOrder = bits == 4;
   for (int64_t b = 0; b < k / 32; b++) {
     const float* xb = x + b * 32;
@@ -54,6 +54,14 @@ void Q8RowsScalar(const Q8Row* x, int rows, const uint8_t* b, const float* scale
       y[r * ldy + n] = sum;
     }
   }
+}
+
+void QuantizeRowQ8(const float* x, int64_t k, int bits, int8_t* q, float* d, int32_t* start) {
+  static const Q8QuantizeFn fn = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? QuantizeRowQ8Avx2 : QuantizeRowQ8Scalar;
+  }();
+  fn(x, k, bits, q, d, start);
 }
 
 Q8RowsFn Q8Kernel(const char** name) {

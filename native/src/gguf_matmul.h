@@ -58,8 +58,12 @@ Q8RowsFn Q8Kernel(const char** name = nullptr);
 /**
  * One row x[K] quantized as block_q8_0 (see the file comment) into q[K], d[K/32] and start[K/32]
  * (Q8Row's fields) for weights of `bits` 4 | 8: with 4, each block's 32 values are stored evens
- * first, then odds, and zp is 8; with 8, zp is 128.
+ * first, then odds, and zp is 8; with 8, zp is 128. The variants give the same bytes (the AVX2
+ * one as llama.cpp's AVX2 quantize_row_q8_0); QuantizeRowQ8 runs the one this CPU has.
  */
+using Q8QuantizeFn = void (*)(const float* x, int64_t k, int bits, int8_t* q, float* d, int32_t* start);
 void QuantizeRowQ8(const float* x, int64_t k, int bits, int8_t* q, float* d, int32_t* start);
+void QuantizeRowQ8Scalar(const float* x, int64_t k, int bits, int8_t* q, float* d, int32_t* start);
+void QuantizeRowQ8Avx2(const float* x, int64_t k, int bits, int8_t* q, float* d, int32_t* start);
 
 }  // namespace ropewalk

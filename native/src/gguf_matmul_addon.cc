@@ -36,7 +36,9 @@ Napi::Value MatMulQ8(const Napi::CallbackInfo& info) {
   if (info.Length() != 8 || !info[0].IsString() || !info[1].IsTypedArray() || !info[3].IsTypedArray() || !info[4].IsTypedArray()) {
     ArgError(env, "matMulQ8(isa, x, m, blocks, scales, n, k, bits)");
   }
-  const Q8RowsFn fn = Variant(env, info[0].As<Napi::String>().Utf8Value());
+  const std::string isa = info[0].As<Napi::String>().Utf8Value();
+  const Q8RowsFn fn = Variant(env, isa);
+  const Q8QuantizeFn quantize = isa == "scalar" ? QuantizeRowQ8Scalar : QuantizeRowQ8Avx2;  // each variant with its own
   const Napi::Float32Array x = info[1].As<Napi::Float32Array>();
   const Napi::Uint8Array blocks = info[3].As<Napi::Uint8Array>();
   const Napi::Float32Array scales = info[4].As<Napi::Float32Array>();
@@ -59,7 +61,7 @@ Napi::Value MatMulQ8(const Napi::CallbackInfo& info) {
   std::vector<int32_t> start(static_cast<size_t>(m * kb));
   std::vector<Q8Row> rows(static_cast<size_t>(m));
   for (int64_t r = 0; r < m; r++) {
-    QuantizeRowQ8(x.Data() + r * k, k, static_cast<int>(bits), q.data() + r * k, d.data() + r * kb, start.data() + r * kb);
+    quantize(x.Data() + r * k, k, static_cast<int>(bits), q.data() + r * k, d.data() + r * kb, start.data() + r * kb);
     rows[r] = {q.data() + r * k, d.data() + r * kb, start.data() + r * kb};
   }
   Napi::Float32Array y = Napi::Float32Array::New(env, static_cast<size_t>(m * n));
