@@ -1,6 +1,10 @@
 // See gguf_matmul.h.
 #include "gguf_matmul.h"
 
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -64,9 +68,24 @@ void QuantizeRowQ8(const float* x, int64_t k, int bits, int8_t* q, float* d, int
   fn(x, k, bits, q, d, start);
 }
 
+bool Q8AmxUsable() {
+  static const bool usable = [] {
+    __builtin_cpu_init();
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+    const bool tiles = (edx >> 24 & 1) != 0 && (edx >> 25 & 1) != 0;  // AMX-TILE, AMX-INT8
+    if (!tiles || !__builtin_cpu_supports("avx512vnni") || !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512bw")) return false;
+    // Linux hands out the tiles' state (XTILEDATA, xfeature 18) only on request (5.16 and later).
+    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+  }();
+  return usable;
+}
+
 Q8RowsFn Q8Kernel(const char** name) {
   static const struct Choice { Q8RowsFn fn; const char* name; } choice = [] {
     __builtin_cpu_init();
+    if (Q8AmxUsable()) return Choice{Q8RowsAmx, "amx"};
     if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")) {
       return Choice{Q8RowsVnni, "avx512vnni"};
     }

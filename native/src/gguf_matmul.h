@@ -14,7 +14,7 @@
 //   stores block_q8_0; then y_n = Σ_b (w_scale[n,b] · fp16(d_b)) · Σ_i (wq[n,b,i] − zp) · q_b,i,
 //   zp 128 (8 bits) or 8 (4 bits), the integer sums exact (int32). The float sum: one row of A
 //   (decode) with AVX2 or VNNI in the order of llama.cpp's AVX2 loop (8 lanes accumulated per block,
-//   summed at the end); several rows (prefill) on VNNI, and every row without AVX2, block by block
+//   summed at the end); several rows (prefill) on VNNI or AMX, and every row without AVX2, block by block
 //   (each block's whole int32 sum times its scale product, as ggml's generic dot products and its
 //   repacked GEMMs); several rows on AVX2 each as one row. Rows of N are split over ONNX Runtime's
 //   intra-op pool (KernelContext_ParallelFor).
@@ -51,8 +51,13 @@ void Q8RowsAvx2(const Q8Row* x, int rows, const uint8_t* b, const float* scales,
                 int64_t n1, float* y, int64_t ldy);
 void Q8RowsVnni(const Q8Row* x, int rows, const uint8_t* b, const float* scales, int64_t kb, int bits, int64_t n0,
                 int64_t n1, float* y, int64_t ldy);
+void Q8RowsAmx(const Q8Row* x, int rows, const uint8_t* b, const float* scales, int64_t kb, int bits, int64_t n0,
+               int64_t n1, float* y, int64_t ldy);
 
-/** The fastest variant this CPU has: AVX512-VNNI (with VL), AVX2 + FMA, or scalar; "…" names it. */
+/** Whether this CPU has AMX-INT8 (with AVX512-VNNI) and Linux lets the process use its tiles (asked once). */
+bool Q8AmxUsable();
+
+/** The fastest variant this CPU has: AMX-INT8, AVX512-VNNI (with VL), AVX2 + FMA, or scalar; "…" names it. */
 Q8RowsFn Q8Kernel(const char** name = nullptr);
 
 /**

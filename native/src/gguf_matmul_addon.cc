@@ -1,5 +1,5 @@
 // Node-API surface of ropewalk.MatMulQ8 (gguf_matmul.h), exported by addon.cc:
-//   matMulQ8Kernel: string     the ISA the op runs on here ('avx512vnni' | 'avx2' | 'scalar')
+//   matMulQ8Kernel: string     the ISA the op runs on here ('amx' | 'avx512vnni' | 'avx2' | 'scalar')
 //   matMulQ8(isa, x: Float32Array [m·k], m, blocks: Uint8Array, scales: Float32Array, n, k, bits): Float32Array [m·n]
 //       the kernel itself, one ISA variant, one thread, no ONNX Runtime (the exactness test's way
 //       in: each variant against a reference of llama.cpp's arithmetic). Throws an Error with code
@@ -28,7 +28,8 @@ Q8RowsFn Variant(Napi::Env env, const std::string& isa) {
       __builtin_cpu_supports("avx512bw")) {
     return Q8RowsVnni;
   }
-  ArgError(env, "matMulQ8: no " + isa + " variant on this CPU (scalar, avx2, avx512vnni as it has them)");
+  if (isa == "amx" && Q8AmxUsable()) return Q8RowsAmx;
+  ArgError(env, "matMulQ8: no " + isa + " variant on this CPU (scalar, avx2, avx512vnni, amx as it has them)");
 }
 
 Napi::Value MatMulQ8(const Napi::CallbackInfo& info) {

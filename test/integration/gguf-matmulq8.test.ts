@@ -58,7 +58,7 @@ test('ropewalk.MatMulQ8 computes llama.cpp\'s q8_0 × q8_0 and q4_0 × q8_0 dot 
         { raw, w: quantizedFromGguf(g.typeOf(info), raw, [7 * rows, keep * 32])! },
         { raw: stored, w: quantizedFromGguf(g.typeOf(info), stored, info.shape)! },
       ];
-      const isas = (['scalar', 'avx2', 'avx512vnni'] as const).filter((isa) => {
+      const isas = (['scalar', 'avx2', 'avx512vnni', 'amx'] as const).filter((isa) => {
         try {
           addon!.matMulQ8!(isa, new Float32Array(32), 1, new Uint8Array(32), new Float32Array(1), 1, 32, 8);
           return true;
@@ -67,8 +67,9 @@ test('ropewalk.MatMulQ8 computes llama.cpp\'s q8_0 × q8_0 and q4_0 × q8_0 dot 
         }
       });
       assert.ok(isas.includes(addon!.matMulQ8Kernel as never), `the op's own variant (${addon!.matMulQ8Kernel}) is among those tested`);
-      // Activation rows: 1 (decode), and prefill's groups of 4 with 0 to 3 rows left over.
-      for (const m of [1, 2, 3, 4, 9, 11]) {
+      // Activation rows: 1 (decode); prefill's groups of 4 with 0 to 3 rows left over (VNNI); and
+      // of 16, whole and with a last group that overlaps the one before (AMX).
+      for (const m of [1, 2, 3, 4, 9, 11, 16, 37]) {
         for (const { raw: bytesOf, w } of cases) {
           const [n, k] = w.shape;
           const x = activations(m, k);

@@ -153,7 +153,7 @@ export interface NativeAddon {
    */
   vulkanDevices?(): { name: string; type: string }[];
   /**
-   * The instruction set the addon's `ropewalk.MatMulQ8` kernel runs on here ('avx512vnni', 'avx2'
+   * The instruction set the addon's `ropewalk.MatMulQ8` kernel runs on here ('amx', 'avx512vnni', 'avx2'
    * or 'scalar'; native/src/gguf_matmul.h). Absent from an addon built before it: such an addon's
    * sessions cannot load graphs built for `NATIVE_CPU_TARGET`.
    */
@@ -163,7 +163,7 @@ export interface NativeAddon {
    * x [m·k] and a weight's MatMulNBits blocks and scales (native/src/gguf_matmul_addon.cc).
    * @throws Error (code 'ORT_ARG') for sizes that disagree or an ISA this CPU lacks.
    */
-  matMulQ8?(isa: 'scalar' | 'avx2' | 'avx512vnni', x: Float32Array, m: number, blocks: Uint8Array, scales: Float32Array, n: number, k: number, bits: 4 | 8): Float32Array;
+  matMulQ8?(isa: 'scalar' | 'avx2' | 'avx512vnni' | 'amx', x: Float32Array, m: number, blocks: Uint8Array, scales: Float32Array, n: number, k: number, bits: 4 | 8): Float32Array;
 }
 
 /** Whether the addon loads and its sessions run `ropewalk.MatMulQ8` (graphs for `NATIVE_CPU_TARGET`). */
