@@ -1,6 +1,10 @@
 // See gguf_matmul.h.
 #include "gguf_matmul.h"
 
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -13,7 +17,8 @@
 
 namespace ropewalk {
 
-void QuantizeRowQ8(const float* x, int64_t k, bool nibbleOrder, int8_t* q, float* d) {
+void QuantizeRowQ8Scalar(const float* x, int64_t k, int bits, int8_t* q, float* d, int32_t* start) {
+  const bool nibbleOrder = bits == 4;
   for (int64_t b = 0; b < k / 32; b++) {
     const float* xb = x + b * 32;
     float amax = 0;
@@ -21,11 +26,14 @@ void QuantizeRowQ8(const float* x, int64_t k, bool nibbleOrder, int8_t* q, float
     const float id = amax != 0 ? 127.f / amax : 0.f;
     d[b] = HalfToFloat(FloatToHalf(amax / 127.f));
     int8_t* qb = q + b * 32;
+    int32_t sum = 0;
     for (int i = 0; i < 32; i++) {
       // nearbyint: the current rounding mode, ties to even (as _mm256_round_ps(_MM_ROUND_NEAREST)).
       const int8_t v = static_cast<int8_t>(std::nearbyint(xb[i] * id));
       qb[nibbleOrder ? (i & 1) * 16 + (i >> 1) : i] = v;
+      sum += v;
     }
+    start[b] = -(nibbleOrder ? 8 : 128) * sum;
   }
 }
 
@@ -52,9 +60,32 @@ void Q8RowsScalar(const Q8Row* x, int rows, const uint8_t* b, const float* scale
   }
 }
 
+void QuantizeRowQ8(const float* x, int64_t k, int bits, int8_t* q, float* d, int32_t* start) {
+  static const Q8QuantizeFn fn = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? QuantizeRowQ8Avx2 : QuantizeRowQ8Scalar;
+  }();
+  fn(x, k, bits, q, d, start);
+}
+
+bool Q8AmxUsable() {
+  static const bool usable = [] {
+    __builtin_cpu_init();
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+    const bool tiles = (edx >> 24 & 1) != 0 && (edx >> 25 & 1) != 0;  // AMX-TILE, AMX-INT8
+    if (!tiles || !__builtin_cpu_supports("avx512vnni") || !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512bw")) return false;
+    // Linux hands out the tiles' state (XTILEDATA, xfeature 18) only on request (5.16 and later).
+    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+  }();
+  return usable;
+}
+
 Q8RowsFn Q8Kernel(const char** name) {
   static const struct Choice { Q8RowsFn fn; const char* name; } choice = [] {
     __builtin_cpu_init();
+    if (Q8AmxUsable()) return Choice{Q8RowsAmx, "amx"};
     if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")) {
       return Choice{Q8RowsVnni, "avx512vnni"};
     }
@@ -74,6 +105,7 @@ struct Q8Kernel_ {
   int bits = 0;
   std::vector<int8_t> q;    // the activation rows, quantized (reused across runs)
   std::vector<float> d;
+  std::vector<int32_t> start;
 };
 
 OrtStatus* Attr(const OrtKernelInfo* info, const char* name, int64_t* out) {
@@ -128,7 +160,7 @@ struct Job {
 
 void QuantizeTask(void* data, size_t i) {
   auto* j = static_cast<Job*>(data);
-  QuantizeRowQ8(j->x + i * j->k, j->k, j->bits == 4, j->kern->q.data() + i * j->k, j->kern->d.data() + i * j->kb);
+  QuantizeRowQ8(j->x + i * j->k, j->k, j->bits, j->kern->q.data() + i * j->k, j->kern->d.data() + i * j->kb, j->kern->start.data() + i * j->kb);
 }
 
 void RowsTask(void* data, size_t i) {
@@ -176,12 +208,15 @@ OrtStatus* Compute(Q8Kernel_* kern, OrtKernelContext* ctx) {
   Check(api.GetTensorMutableData(out, reinterpret_cast<void**>(&y)), "GetTensorMutableData");
   kern->q.resize(static_cast<size_t>(m * k));
   kern->d.resize(static_cast<size_t>(m * kb));
+  kern->start.resize(static_cast<size_t>(m * kb));
   std::vector<Q8Row> rows(static_cast<size_t>(m));
-  for (int64_t r = 0; r < m; r++) rows[r] = {kern->q.data() + r * k, kern->d.data() + r * kb};
+  for (int64_t r = 0; r < m; r++) rows[r] = {kern->q.data() + r * k, kern->d.data() + r * kb, kern->start.data() + r * kb};
   // Chunks of output rows: ~64 KiB of weights each (enough tasks for the pool to balance), 16
-  // rows at least, a multiple of 4 (the kernel's group of weight rows for one activation row).
+  // rows at least, a multiple of the kernel's group of weight rows: 4 for one activation row
+  // (decode), a panel of 16 for more (prefill).
   const int64_t rowBytes = kb * 32 * kern->bits / 8;
-  const int64_t chunk = std::max<int64_t>(16, (64 << 10) / rowBytes) / 4 * 4;
+  const int64_t group = m == 1 ? 4 : 16;
+  const int64_t chunk = std::max<int64_t>(16, (64 << 10) / rowBytes) / group * group;
   Job job{Q8Kernel(), rows.data(), static_cast<int>(m), static_cast<const uint8_t*>(bData), sData, kb, n, chunk, kern->bits, y, x, k, kern};
   if (m == 1) QuantizeTask(&job, 0);
   else if (OrtStatus* st = api.KernelContext_ParallelFor(ctx, QuantizeTask, static_cast<size_t>(m), 0, &job)) return st;

@@ -12,9 +12,12 @@
 //   Per row of A and 32-block b: d = max|x_b| / 127, the activations q = round(x / d) (ties to
 //   even, as _mm256_round_ps; 0 where d = 0) and d itself rounded to fp16, as quantize_row_q8_0
 //   stores block_q8_0; then y_n = Σ_b (w_scale[n,b] · fp16(d_b)) · Σ_i (wq[n,b,i] − zp) · q_b,i,
-//   zp 128 (8 bits) or 8 (4 bits), the integer sums exact (int32), the float sum in the order of
-//   llama.cpp's AVX2 loop (8 lanes accumulated per block, summed at the end) or, without AVX2, block
-//   by block. Rows of N are split over ONNX Runtime's intra-op pool (KernelContext_ParallelFor).
+//   zp 128 (8 bits) or 8 (4 bits), the integer sums exact (int32). The float sum: one row of A
+//   (decode) with AVX2 or VNNI in the order of llama.cpp's AVX2 loop (8 lanes accumulated per block,
+//   summed at the end); several rows (prefill) on VNNI or AMX, and every row without AVX2, block by block
+//   (each block's whole int32 sum times its scale product, as ggml's generic dot products and its
+//   repacked GEMMs); several rows on AVX2 each as one row. Rows of N are split over ONNX Runtime's
+//   intra-op pool (KernelContext_ParallelFor).
 // Errors: a bad attribute (bits, block_size, K not a multiple of 32) fails the kernel's creation; inputs
 // whose shapes disagree with K and N fail the run, each with an OrtStatus naming the value.
 #pragma once
@@ -30,8 +33,9 @@ void AddGgufMatMulOps(OrtSessionOptions* options);
 
 /** Activations of one row quantized as llama.cpp's block_q8_0, for `kb` 32-blocks. */
 struct Q8Row {
-  const int8_t* q;      // [kb · 32]: for 4-bit weights each block's evens then odds (the blocks' nibble order)
-  const float* d;       // [kb]: fp16(max|x| / 127), widened
+  const int8_t* q;        // [kb · 32]: for 4-bit weights each block's evens then odds (the blocks' nibble order)
+  const float* d;         // [kb]: fp16(max|x| / 127), widened
+  const int32_t* start;   // [kb]: −zp · Σ q of each block (zp the weights' zero point), where a sum over stored weights starts
 };
 
 /**
@@ -47,15 +51,25 @@ void Q8RowsAvx2(const Q8Row* x, int rows, const uint8_t* b, const float* scales,
                 int64_t n1, float* y, int64_t ldy);
 void Q8RowsVnni(const Q8Row* x, int rows, const uint8_t* b, const float* scales, int64_t kb, int bits, int64_t n0,
                 int64_t n1, float* y, int64_t ldy);
+void Q8RowsAmx(const Q8Row* x, int rows, const uint8_t* b, const float* scales, int64_t kb, int bits, int64_t n0,
+               int64_t n1, float* y, int64_t ldy);
 
-/** The fastest variant this CPU has: AVX512-VNNI (with VL), AVX2 + FMA, or scalar; "…" names it. */
+/** Whether this CPU has AMX-INT8 (with AVX512-VNNI) and Linux lets the process use its tiles (asked once). */
+bool Q8AmxUsable();
+
+/** The fastest variant this CPU has: AMX-INT8, AVX512-VNNI (with VL), AVX2 + FMA, or scalar; "…" names it. */
 Q8RowsFn Q8Kernel(const char** name = nullptr);
 
 /**
- * One row x[K] quantized as block_q8_0 (see the file comment) into q[K] and d[K/32]; with
- * `nibbleOrder` each block's 32 values are stored evens first, then odds.
+ * One row x[K] quantized as block_q8_0 (see the file comment) into q[K], d[K/32] and start[K/32]
+ * (Q8Row's fields) for weights of `bits` 4 | 8: with 4, each block's 32 values are stored evens
+ * first, then odds, and zp is 8; with 8, zp is 128. The variants give the same bytes (the AVX2
+ * one as llama.cpp's AVX2 quantize_row_q8_0); QuantizeRowQ8 runs the one this CPU has.
  */
-void QuantizeRowQ8(const float* x, int64_t k, bool nibbleOrder, int8_t* q, float* d);
+using Q8QuantizeFn = void (*)(const float* x, int64_t k, int bits, int8_t* q, float* d, int32_t* start);
+void QuantizeRowQ8(const float* x, int64_t k, int bits, int8_t* q, float* d, int32_t* start);
+void QuantizeRowQ8Scalar(const float* x, int64_t k, int bits, int8_t* q, float* d, int32_t* start);
+void QuantizeRowQ8Avx2(const float* x, int64_t k, int bits, int8_t* q, float* d, int32_t* start);
 
 // ---- ropewalk.MatMulQ8K: K-quant super-blocks (gguf_matmul_k.cc) ----
 //

@@ -1,11 +1,12 @@
 // Node-API surface of ropewalk.MatMulQ8 (gguf_matmul.h), exported by addon.cc:
-//   matMulQ8Kernel: string     the ISA the op runs on here ('avx512vnni' | 'avx2' | 'scalar')
+//   matMulQ8Kernel: string     the ISA the op runs on here ('amx' | 'avx512vnni' | 'avx2' | 'scalar')
 //   matMulQ8(isa, x: Float32Array [m·k], m, blocks: Uint8Array, scales: Float32Array, n, k, bits): Float32Array [m·n]
 //       the kernel itself, one ISA variant, one thread, no ONNX Runtime (the exactness test's way
 //       in: each variant against a reference of llama.cpp's arithmetic). Throws an Error with code
 //       'ORT_ARG' for sizes that disagree or an ISA this CPU lacks.
 //   matMulQ8K(isa, x: Float32Array [m·k], m, blocks: Uint8Array [n · k/256 · bytes], n, k, ggmlType 12 | 13 | 14): Float32Array [m·n]
 //       ropewalk.MatMulQ8K's kernel the same way (Q4_K / Q5_K / Q6_K super-blocks as stored in the GGUF file).
+//   matMulQ8KKernel: string    the ISA MatMulQ8K runs on here ('avx512vnni' | 'avx2' | 'scalar')
 #include <napi.h>
 
 #include <string>
@@ -28,12 +29,14 @@ void RequireIsa(Napi::Env env, const std::string& isa, const char* fn) {
   if (isa == "scalar") return;
   if (isa == "avx2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return;
   if (isa == "avx512vnni" && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")) return;
-  ArgError(env, std::string(fn) + ": no " + isa + " variant on this CPU (scalar, avx2, avx512vnni as it has them)");
+  if (isa == "amx" && std::string(fn) == "matMulQ8" && Q8AmxUsable()) return;
+  ArgError(env, std::string(fn) + ": no " + isa + " variant on this CPU (scalar, avx2, avx512vnni" + (std::string(fn) == "matMulQ8" ? ", amx" : "") +
+                    " as it has them)");
 }
 
 Q8RowsFn Variant(Napi::Env env, const std::string& isa) {
   RequireIsa(env, isa, "matMulQ8");
-  return isa == "scalar" ? Q8RowsScalar : isa == "avx2" ? Q8RowsAvx2 : Q8RowsVnni;
+  return isa == "scalar" ? Q8RowsScalar : isa == "avx2" ? Q8RowsAvx2 : isa == "avx512vnni" ? Q8RowsVnni : Q8RowsAmx;
 }
 
 Napi::Value MatMulQ8(const Napi::CallbackInfo& info) {
@@ -41,7 +44,9 @@ Napi::Value MatMulQ8(const Napi::CallbackInfo& info) {
   if (info.Length() != 8 || !info[0].IsString() || !info[1].IsTypedArray() || !info[3].IsTypedArray() || !info[4].IsTypedArray()) {
     ArgError(env, "matMulQ8(isa, x, m, blocks, scales, n, k, bits)");
   }
-  const Q8RowsFn fn = Variant(env, info[0].As<Napi::String>().Utf8Value());
+  const std::string isa = info[0].As<Napi::String>().Utf8Value();
+  const Q8RowsFn fn = Variant(env, isa);
+  const Q8QuantizeFn quantize = isa == "scalar" ? QuantizeRowQ8Scalar : QuantizeRowQ8Avx2;  // each variant with its own
   const Napi::Float32Array x = info[1].As<Napi::Float32Array>();
   const Napi::Uint8Array blocks = info[3].As<Napi::Uint8Array>();
   const Napi::Float32Array scales = info[4].As<Napi::Float32Array>();
@@ -61,10 +66,11 @@ Napi::Value MatMulQ8(const Napi::CallbackInfo& info) {
   }
   std::vector<int8_t> q(static_cast<size_t>(m * k));
   std::vector<float> d(static_cast<size_t>(m * kb));
+  std::vector<int32_t> start(static_cast<size_t>(m * kb));
   std::vector<Q8Row> rows(static_cast<size_t>(m));
   for (int64_t r = 0; r < m; r++) {
-    QuantizeRowQ8(x.Data() + r * k, k, bits == 4, q.data() + r * k, d.data() + r * kb);
-    rows[r] = {q.data() + r * k, d.data() + r * kb};
+    quantize(x.Data() + r * k, k, static_cast<int>(bits), q.data() + r * k, d.data() + r * kb, start.data() + r * kb);
+    rows[r] = {q.data() + r * k, d.data() + r * kb, start.data() + r * kb};
   }
   Napi::Float32Array y = Napi::Float32Array::New(env, static_cast<size_t>(m * n));
   fn(rows.data(), static_cast<int>(m), blocks.Data(), scales.Data(), kb, static_cast<int>(bits), 0, n, y.Data(), n);
@@ -115,6 +121,9 @@ void ExportGgufMatMul(Napi::Env env, Napi::Object exports) {
   exports.Set("matMulQ8Kernel", Napi::String::New(env, isa));
   exports.Set("matMulQ8", Napi::Function::New<MatMulQ8>(env, "matMulQ8"));
   exports.Set("matMulQ8K", Napi::Function::New<MatMulQ8K>(env, "matMulQ8K"));
+  const char* kIsa = nullptr;
+  Q8KKernel(&kIsa);
+  exports.Set("matMulQ8KKernel", Napi::String::New(env, kIsa));
 }
 
 }  // namespace ropewalk

@@ -23,7 +23,7 @@ const n = Number(process.env.BENCH_N ?? 151936);
 const k = Number(process.env.BENCH_K ?? 1024);
 const m = Number(process.env.BENCH_M ?? 1);
 const reps = Number(process.env.BENCH_REPS ?? 7);
-const isa = (process.env.BENCH_ISA ?? s.addon.matMulQ8Kernel) as 'scalar' | 'avx2' | 'avx512vnni';
+const isa = (process.env.BENCH_ISA ?? s.addon.matMulQ8Kernel) as 'scalar' | 'avx2' | 'avx512vnni' | 'amx';
 const x = Float32Array.from({ length: m * k }, (_, i) => Math.sin(i * 0.37));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-q8k-'));

@@ -46,41 +46,42 @@ test('ropewalk.MatMulQ8 computes llama.cpp\'s q8_0 × q8_0 and q4_0 × q8_0 dot 
     for (const type of ['q8_0', 'q4_0'] as const) {
       const info = g.tensors.get(`blocks.${type}`)!;
       const stored = await g.readRaw(info);
-      // Its [3, 512] rows 3 times over, each cut to 15 blocks: [9, 480], so the kernel meets a
-      // group of 4 weight rows and rows left over, and an odd number of blocks per row.
+      // Its [3, 512] rows 7 times over, each cut to 15 blocks: [21, 480], so the kernel meets a
+      // whole panel of 16 weight rows and a partial one (prefill), groups of 4 weight rows and one
+      // left over (decode), and an odd number of blocks per row; and the [3, 512] rows as stored.
       const [rows, cols] = info.shape;
       const bytes = BLOCKS[type].bytes;
       const keep = 15;
-      const raw = new Uint8Array(3 * rows * keep * bytes);
-      for (let c = 0; c < 3 * rows; c++) raw.set(stored.subarray((c % rows) * (cols / 32) * bytes, ((c % rows) * (cols / 32) + keep) * bytes), c * keep * bytes);
-      const w = quantizedFromGguf(g.typeOf(info), raw, [3 * rows, keep * 32])!;
-      const [n, k] = w.shape;
-      const m = 9; // two 4-row tiles and one row alone
-      const x = activations(m, k);
-      const want = llamaCppMatMul(BLOCKS[type], raw, n, k, x, m);
-      const scale = want.reduce((a, v) => Math.max(a, Math.abs(v)), 0);
-      const isas = (['scalar', 'avx2', 'avx512vnni'] as const).filter((isa) => {
+      const raw = new Uint8Array(7 * rows * keep * bytes);
+      for (let c = 0; c < 7 * rows; c++) raw.set(stored.subarray((c % rows) * (cols / 32) * bytes, ((c % rows) * (cols / 32) + keep) * bytes), c * keep * bytes);
+      const cases = [
+        { raw, w: quantizedFromGguf(g.typeOf(info), raw, [7 * rows, keep * 32])! },
+        { raw: stored, w: quantizedFromGguf(g.typeOf(info), stored, info.shape)! },
+      ];
+      const isas = (['scalar', 'avx2', 'avx512vnni', 'amx'] as const).filter((isa) => {
         try {
-          addon!.matMulQ8!(isa, x.subarray(0, k), 1, w.data, w.scales, n, k, w.bits as 4 | 8);
+          addon!.matMulQ8!(isa, new Float32Array(32), 1, new Uint8Array(32), new Float32Array(1), 1, 32, 8);
           return true;
         } catch {
           return false;
         }
       });
       assert.ok(isas.includes(addon!.matMulQ8Kernel as never), `the op's own variant (${addon!.matMulQ8Kernel}) is among those tested`);
-      const w512 = quantizedFromGguf(g.typeOf(info), stored, info.shape)!;
-      const x512 = activations(m, cols);
-      const want512 = llamaCppMatMul(BLOCKS[type], stored, rows, cols, x512, m);
-      const scale512 = want512.reduce((a, v) => Math.max(a, Math.abs(v)), 0);
-      for (const isa of isas) {
-        const got512 = addon!.matMulQ8!(isa, x512, m, w512.data, w512.scales, rows, cols, w512.bits as 4 | 8);
-        const err512 = got512.reduce((a, v, i) => Math.max(a, Math.abs(v - want512[i])), 0) / scale512;
-        t.diagnostic(`${type} ${isa} [${rows}, ${cols}]: max |y − llama.cpp| / max |y| = ${err512.toExponential(2)}`);
-        assert.ok(err512 < 1e-6, `${type} [${rows}, ${cols}] on ${isa}: ${err512}`);
-        const got = addon!.matMulQ8!(isa, x, m, w.data, w.scales, n, k, w.bits as 4 | 8);
-        const err = got.reduce((a, v, i) => Math.max(a, Math.abs(v - want[i])), 0) / scale;
-        t.diagnostic(`${type} ${isa} [${n}, ${k}]: max |y − llama.cpp| / max |y| = ${err.toExponential(2)}`);
-        assert.ok(err < 1e-6, `${type} on ${isa}: ${err}`);
+      // Activation rows: 1 (decode); prefill's groups of 4 with 0 to 3 rows left over (VNNI); and
+      // of 16, whole and with a last group that overlaps the one before (AMX).
+      for (const m of [1, 2, 3, 4, 9, 11, 16, 37]) {
+        for (const { raw: bytesOf, w } of cases) {
+          const [n, k] = w.shape;
+          const x = activations(m, k);
+          const want = llamaCppMatMul(BLOCKS[type], bytesOf, n, k, x, m);
+          const scale = want.reduce((a, v) => Math.max(a, Math.abs(v)), 0);
+          for (const isa of isas) {
+            const got = addon!.matMulQ8!(isa, x, m, w.data, w.scales, n, k, w.bits as 4 | 8);
+            const err = got.reduce((a, v, i) => Math.max(a, Math.abs(v - want[i])), 0) / scale;
+            t.diagnostic(`${type} ${isa} [${n}, ${k}] × ${m} rows: max |y − llama.cpp| / max |y| = ${err.toExponential(2)}`);
+            assert.ok(err < 1e-6, `${type} [${n}, ${k}] × ${m} rows on ${isa}: ${err}`);
+          }
+        }
       }
     }
   } finally {
@@ -119,7 +120,7 @@ test('ropewalk.MatMulQ8K computes llama.cpp\'s q4_K, q5_K and q6_K × q8_K dot p
           return false;
         }
       });
-      assert.ok(isas.includes(addon!.matMulQ8Kernel as never), `the op's own variant (${addon!.matMulQ8Kernel}) is among those tested`);
+      assert.ok(isas.includes(addon!.matMulQ8KKernel as never), `the op's own variant (${addon!.matMulQ8KKernel}) is among those tested`);
       for (const isa of isas) {
         const got = addon!.matMulQ8K!(isa, x, m, blocks, n, k, ggmlType);
         const err = got.reduce((a, v, i) => Math.max(a, Math.abs(v - want[i])), 0) / scale;

@@ -153,7 +153,7 @@ export interface NativeAddon {
    */
   vulkanDevices?(): { name: string; type: string }[];
   /**
-   * The instruction set the addon's `ropewalk.MatMulQ8` kernel runs on here ('avx512vnni', 'avx2'
+   * The instruction set the addon's `ropewalk.MatMulQ8` kernel runs on here ('amx', 'avx512vnni', 'avx2'
    * or 'scalar'; native/src/gguf_matmul.h). Absent from an addon built before it: such an addon's
    * sessions cannot load graphs built for `NATIVE_CPU_TARGET`.
    */
@@ -163,14 +163,16 @@ export interface NativeAddon {
    * x [m·k] and a weight's MatMulNBits blocks and scales (native/src/gguf_matmul_addon.cc).
    * @throws Error (code 'ORT_ARG') for sizes that disagree or an ISA this CPU lacks.
    */
-  matMulQ8?(isa: 'scalar' | 'avx2' | 'avx512vnni', x: Float32Array, m: number, blocks: Uint8Array, scales: Float32Array, n: number, k: number, bits: 4 | 8): Float32Array;
+  matMulQ8?(isa: 'scalar' | 'avx2' | 'avx512vnni' | 'amx', x: Float32Array, m: number, blocks: Uint8Array, scales: Float32Array, n: number, k: number, bits: 4 | 8): Float32Array;
   /**
    * ropewalk.MatMulQ8K's kernel alone, as `matMulQ8`: y [m·n] for x [m·k] (k a multiple of 256) and
-   * a weight's GGUF super-blocks as stored, [n · k/256 · bytes], of ggml type 12 (Q4_K) or 14 (Q6_K).
+   * a weight's GGUF super-blocks as stored, [n · k/256 · bytes], of ggml type 12 (Q4_K), 13 (Q5_K) or 14 (Q6_K).
    * Absent from an addon built before it (whose sessions lack the op: `nativeKernelsAvailable`).
    * @throws Error (code 'ORT_ARG') for sizes that disagree, another type or an ISA this CPU lacks.
    */
   matMulQ8K?(isa: 'scalar' | 'avx2' | 'avx512vnni', x: Float32Array, m: number, blocks: Uint8Array, n: number, k: number, ggmlType: number): Float32Array;
+  /** The instruction set `ropewalk.MatMulQ8K` runs on here ('avx512vnni', 'avx2' or 'scalar'). */
+  matMulQ8KKernel?: string;
 }
 
 /**
