@@ -230,7 +230,21 @@ struct Q8KKernel_ {
   std::vector<int8_t> q;  // the activation rows as block_q8_K (reused across runs)
   std::vector<int16_t> bsums;
   std::vector<float> d;
+  std::vector<float> d32, sums32;  // their 8-bit views, for Q8KRowsPanel
+  std::vector<int32_t> start32;
+  std::vector<Q8KRow> rows;
 };
+
+/**
+ * The kernel for `m` activation rows of `type`: prefill (16 rows or more) of Q4_K / Q5_K on
+ * MatMulQ8's panels where those run (VNNI or AMX: Q8KRowsPanel), else MatMulQ8K's own.
+ */
+Q8KRowsFn KKernelFor(int64_t m, int64_t type) {
+  const char* q8 = nullptr;
+  Q8Kernel(&q8);
+  const bool panels = std::string(q8) == "amx" || std::string(q8) == "avx512vnni";
+  return m >= 16 && type != kGgmlQ6K && panels ? Q8KRowsPanel : Q8KKernel();
+}
 
 OrtStatus* ORT_API_CALL CreateKKernel(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo* info, void** kernel) {
   int64_t k = 0, n = 0, type = 0;
@@ -262,8 +276,13 @@ struct KJob {
 
 void QuantizeKTask(void* data, size_t i) {
   auto* j = static_cast<KJob*>(data);
-  QuantizeRowQ8K(j->x + i * j->k, j->k, Q8KPaired(j->fn, j->type), j->kern->q.data() + i * j->k, j->kern->bsums.data() + i * (j->k / 16),
-                 j->kern->d.data() + i * j->kb);
+  Q8KKernel_* kern = j->kern;
+  QuantizeRowQ8K(j->x + i * j->k, j->k, Q8KPaired(j->fn, j->type), kern->q.data() + i * j->k, kern->bsums.data() + i * (j->k / 16),
+                 kern->d.data() + i * j->kb);
+  if (j->fn == Q8KRowsPanel) {
+    const size_t at = i * j->kb * 8;
+    Q8KPanelViews(&kern->rows[i], j->kb, kern->d32.data() + at, kern->start32.data() + at, kern->sums32.data() + at);
+  }
 }
 
 void RowsKTask(void* data, size_t i) {
@@ -303,14 +322,20 @@ OrtStatus* ComputeK(Q8KKernel_* kern, OrtKernelContext* ctx) {
   Check(api.GetTensorMutableData(const_cast<OrtValue*>(a), reinterpret_cast<void**>(const_cast<float**>(&x))), "GetTensorMutableData");
   Check(api.GetTensorMutableData(const_cast<OrtValue*>(b), const_cast<void**>(&bData)), "GetTensorMutableData");
   Check(api.GetTensorMutableData(out, reinterpret_cast<void**>(&y)), "GetTensorMutableData");
+  const Q8KRowsFn fn = KKernelFor(m, kern->type);
   kern->q.resize(static_cast<size_t>(m * k));
   kern->bsums.resize(static_cast<size_t>(m * k / 16));
   kern->d.resize(static_cast<size_t>(m * kb));
-  std::vector<Q8KRow> rows(static_cast<size_t>(m));
-  for (int64_t r = 0; r < m; r++) rows[r] = {kern->q.data() + r * k, kern->bsums.data() + r * (k / 16), kern->d.data() + r * kb};
-  // Chunks of output rows: ~64 KiB of weights each, 16 rows at least (as MatMulQ8's).
-  const int64_t chunk = std::max<int64_t>(16, (64 << 10) / (kb * bytes));
-  KJob job{Q8KKernel(), rows.data(), static_cast<int>(m), static_cast<int>(kern->type), static_cast<const uint8_t*>(bData), kb, n, chunk, y, x, k, kern};
+  if (fn == Q8KRowsPanel) {
+    kern->d32.resize(static_cast<size_t>(m * kb * 8)), kern->start32.resize(static_cast<size_t>(m * kb * 8));
+    kern->sums32.resize(static_cast<size_t>(m * kb * 8));
+  }
+  kern->rows.resize(static_cast<size_t>(m));
+  for (int64_t r = 0; r < m; r++) kern->rows[r] = {kern->q.data() + r * k, kern->bsums.data() + r * (k / 16), kern->d.data() + r * kb, nullptr, nullptr, nullptr};
+  // Chunks of output rows: ~64 KiB of weights each (as stored; unpacked to 8 bits for the panels,
+  // whose chunks are whole panels of 16 rows), 16 rows at least (as MatMulQ8's).
+  const int64_t chunk = fn == Q8KRowsPanel ? std::max<int64_t>(16, (64 << 10) / k) / 16 * 16 : std::max<int64_t>(16, (64 << 10) / (kb * bytes));
+  KJob job{fn, kern->rows.data(), static_cast<int>(m), static_cast<int>(kern->type), static_cast<const uint8_t*>(bData), kb, n, chunk, y, x, k, kern};
   if (m == 1) QuantizeKTask(&job, 0);
   else if (OrtStatus* st = api.KernelContext_ParallelFor(ctx, QuantizeKTask, static_cast<size_t>(m), 0, &job)) return st;
   return api.KernelContext_ParallelFor(ctx, RowsKTask, static_cast<size_t>((n + chunk - 1) / chunk), 0, &job);

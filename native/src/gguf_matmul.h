@@ -95,7 +95,34 @@ struct Q8KRow {
   const int8_t* q;       // [kb · 256]
   const int16_t* bsums;  // [kb · 16]: the sum of each 16 of q
   const float* d;        // [kb]: −m / 127 for m the block's value of largest magnitude (0 for a zero block)
+  // The same row as MatMulQ8's 8-bit activations, for Q8KRowsPanel (`Q8KPanelViews` fills them):
+  const float* d32;        // [kb · 8]: d of each 32's super-block
+  const int32_t* start32;  // [kb · 8]: −128 · Σ q of each 32
+  const float* sums32;     // [kb · 8]: d · Σ q of each 32 (what the Q4_K / Q5_K mins multiply)
 };
+
+/**
+ * Q8KRowsPanel's views of rows quantized as block_q8_K (d32, start32, sums32 into `out`, 3 · kb · 8
+ * values per row as floats and ints, each row's run in `row`).
+ */
+void Q8KPanelViews(Q8KRow* row, int64_t kb, float* d32, int32_t* start32, float* sums32);
+
+/**
+ * Prefill of Q4_K / Q5_K on MatMulQ8's kernels (its VNNI panels or AMX tiles, `Q8Kernel`): the
+ * rows [n0, n1) unpacked to 8-bit blocks of 32 (value + 128, scale d·sc_j) in a buffer of the
+ * thread's, multiplied by the activations' 8-bit views (the same q, d per 32), then the min term
+ * −Σ_j (dmin·m_j)·(d_x·Σ_32 q_x) added in float. The integer sums are MatMulQ8K's; the float sums
+ * in another order (within float rounding of Q8KRowsScalar). Same signature as Q8KRowsFn; x's
+ * views must be filled (Q8KPanelViews).
+ */
+void Q8KRowsPanel(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int64_t kb, int64_t n0, int64_t n1, float* y,
+                  int64_t ldy);
+
+/** Rows [n0, n1) of a Q4_K / Q5_K weight as 8-bit blocks (value + 128), scales d·sc_j and mins dmin·m_j transposed [kb·8][n1 − n0] (AVX2). */
+void UnpackK4ToQ8Avx2(int ggmlType, const uint8_t* b, int64_t kb, int64_t n0, int64_t n1, uint8_t* blocks, float* scales, float* minsT);
+
+/** y[r][c] −= Σ_b sums32[r][b] · minsT[b][c] for c < cols (ldy the row stride), AVX512. */
+void SubtractMinsAvx512(const Q8KRow* x, int rows, int64_t blocks32, const float* minsT, int64_t cols, float* y, int64_t ldy);
 
 /** GGML type ids MatMulQ8K takes. */
 constexpr int kGgmlQ4K = 12, kGgmlQ5K = 13, kGgmlQ6K = 14;

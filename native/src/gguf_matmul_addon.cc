@@ -5,7 +5,8 @@
 //       in: each variant against a reference of llama.cpp's arithmetic). Throws an Error with code
 //       'ORT_ARG' for sizes that disagree or an ISA this CPU lacks.
 //   matMulQ8K(isa, x: Float32Array [m·k], m, blocks: Uint8Array [n · k/256 · bytes], n, k, ggmlType 12 | 13 | 14): Float32Array [m·n]
-//       ropewalk.MatMulQ8K's kernel the same way (Q4_K / Q5_K / Q6_K super-blocks as stored in the GGUF file).
+//       ropewalk.MatMulQ8K's kernel the same way (Q4_K / Q5_K / Q6_K super-blocks as stored in the GGUF file);
+//       isa 'panel': its prefill path for Q4_K / Q5_K on MatMulQ8's kernel (Q8KRowsPanel).
 //   matMulQ8KKernel: string    the ISA MatMulQ8K runs on here ('avx512vnni' | 'avx2' | 'scalar')
 #include <napi.h>
 
@@ -83,8 +84,8 @@ Napi::Value MatMulQ8K(const Napi::CallbackInfo& info) {
     ArgError(env, "matMulQ8K(isa, x, m, blocks, n, k, ggmlType)");
   }
   const std::string isa = info[0].As<Napi::String>().Utf8Value();
-  RequireIsa(env, isa, "matMulQ8K");
-  const Q8KRowsFn fn = isa == "scalar" ? Q8KRowsScalar : isa == "avx2" ? Q8KRowsAvx2 : Q8KRowsAvx512;
+  RequireIsa(env, isa == "panel" ? "avx512vnni" : isa, "matMulQ8K");
+  const Q8KRowsFn fn = isa == "scalar" ? Q8KRowsScalar : isa == "avx2" ? Q8KRowsAvx2 : isa == "panel" ? Q8KRowsPanel : Q8KRowsAvx512;
   const Napi::Float32Array x = info[1].As<Napi::Float32Array>();
   const Napi::Uint8Array blocks = info[3].As<Napi::Uint8Array>();
   const int64_t m = info[2].As<Napi::Number>().Int64Value(), n = info[4].As<Napi::Number>().Int64Value();
@@ -100,13 +101,16 @@ Napi::Value MatMulQ8K(const Napi::CallbackInfo& info) {
                       " bytes; [" + std::to_string(m) + ", " + std::to_string(k) + "] × [" + std::to_string(n) + ", " + std::to_string(k) +
                       "]ᵀ needs " + std::to_string(m * k) + ", " + std::to_string(n * kb * bytes));
   }
+  if (fn == Q8KRowsPanel && type == kGgmlQ6K) ArgError(env, "matMulQ8K: the panel path takes Q4_K and Q5_K only, not ggml type 14 (Q6_K)");
   std::vector<int8_t> q(static_cast<size_t>(m * k));
   std::vector<int16_t> bsums(static_cast<size_t>(m * k / 16));
-  std::vector<float> d(static_cast<size_t>(m * kb));
+  std::vector<float> d(static_cast<size_t>(m * kb)), d32(static_cast<size_t>(m * kb * 8)), sums32(static_cast<size_t>(m * kb * 8));
+  std::vector<int32_t> start32(static_cast<size_t>(m * kb * 8));
   std::vector<Q8KRow> rows(static_cast<size_t>(m));
   for (int64_t r = 0; r < m; r++) {
     QuantizeRowQ8K(x.Data() + r * k, k, Q8KPaired(fn, type), q.data() + r * k, bsums.data() + r * (k / 16), d.data() + r * kb);
-    rows[r] = {q.data() + r * k, bsums.data() + r * (k / 16), d.data() + r * kb};
+    rows[r] = {q.data() + r * k, bsums.data() + r * (k / 16), d.data() + r * kb, nullptr, nullptr, nullptr};
+    if (fn == Q8KRowsPanel) Q8KPanelViews(&rows[r], kb, d32.data() + r * kb * 8, start32.data() + r * kb * 8, sums32.data() + r * kb * 8);
   }
   Napi::Float32Array y = Napi::Float32Array::New(env, static_cast<size_t>(m * n));
   fn(static_cast<int>(type), rows.data(), static_cast<int>(m), blocks.Data(), kb, 0, n, y.Data(), n);

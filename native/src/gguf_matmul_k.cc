@@ -5,6 +5,7 @@
 // generic ggml_vec_dot_q{4,5,6}_K_q8_K for the sums), written here, not copied.
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "gguf_matmul.h"
 #include "half.h"
@@ -164,6 +165,33 @@ void Q8KRowsScalar(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, in
       y[r * ldy + n] = sum;
     }
   }
+}
+
+void Q8KPanelViews(Q8KRow* row, int64_t kb, float* d32, int32_t* start32, float* sums32) {
+  for (int64_t b = 0; b < kb * 8; b++) {
+    const int sum = row->bsums[2 * b] + row->bsums[2 * b + 1];
+    d32[b] = row->d[b / 8];
+    start32[b] = -128 * sum;
+    sums32[b] = row->d[b / 8] * static_cast<float>(sum);
+  }
+  row->d32 = d32, row->start32 = start32, row->sums32 = sums32;
+}
+
+void Q8KRowsPanel(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int64_t kb, int64_t n0, int64_t n1, float* y,
+                  int64_t ldy) {
+  // The thread's own buffers for the unpacked rows, kept across calls (no allocation per chunk).
+  thread_local std::vector<uint8_t> blocks;
+  thread_local std::vector<float> scales, minsT;
+  thread_local std::vector<Q8Row> views;
+  const int64_t cols = n1 - n0, k = kb * 256;
+  blocks.resize(static_cast<size_t>(cols * k));
+  scales.resize(static_cast<size_t>(cols * kb * 8));
+  minsT.resize(static_cast<size_t>(cols * kb * 8));
+  views.resize(static_cast<size_t>(rows));
+  UnpackK4ToQ8Avx2(ggmlType, b, kb, n0, n1, blocks.data(), scales.data(), minsT.data());
+  for (int r = 0; r < rows; r++) views[r] = {x[r].q, x[r].d32, x[r].start32};
+  Q8Kernel()(views.data(), rows, blocks.data(), scales.data(), kb * 8, 8, 0, cols, y + n0, ldy);
+  SubtractMinsAvx512(x, rows, kb * 8, minsT.data(), cols, y + n0, ldy);
 }
 
 Q8KRowsFn Q8KKernel(const char** name) {
