@@ -277,7 +277,7 @@ struct KJob {
 void QuantizeKTask(void* data, size_t i) {
   auto* j = static_cast<KJob*>(data);
   Q8KKernel_* kern = j->kern;
-  QuantizeRowQ8K(j->x + i * j->k, j->k, Q8KPaired(j->fn, j->type), kern->q.data() + i * j->k, kern->bsums.data() + i * (j->k / 16),
+  QuantizeRowQ8K(j->x + i * j->k, j->k, Q8KPaired(j->fn, j->type), kern->q.data() + i * j->k, kern->bsums.data() + i * Q8KSums(j->k),
                  kern->d.data() + i * j->kb);
   if (j->fn == Q8KRowsPanel) {
     const size_t at = i * j->kb * 8;
@@ -324,14 +324,14 @@ OrtStatus* ComputeK(Q8KKernel_* kern, OrtKernelContext* ctx) {
   Check(api.GetTensorMutableData(out, reinterpret_cast<void**>(&y)), "GetTensorMutableData");
   const Q8KRowsFn fn = KKernelFor(m, kern->type);
   kern->q.resize(static_cast<size_t>(m * k));
-  kern->bsums.resize(static_cast<size_t>(m * k / 16));
+  kern->bsums.resize(static_cast<size_t>(m * Q8KSums(k)));
   kern->d.resize(static_cast<size_t>(m * kb));
   if (fn == Q8KRowsPanel) {
     kern->d32.resize(static_cast<size_t>(m * kb * 8)), kern->start32.resize(static_cast<size_t>(m * kb * 8));
     kern->sums32.resize(static_cast<size_t>(m * kb * 8));
   }
   kern->rows.resize(static_cast<size_t>(m));
-  for (int64_t r = 0; r < m; r++) kern->rows[r] = {kern->q.data() + r * k, kern->bsums.data() + r * (k / 16), kern->d.data() + r * kb, nullptr, nullptr, nullptr};
+  for (int64_t r = 0; r < m; r++) kern->rows[r] = {kern->q.data() + r * k, kern->bsums.data() + r * Q8KSums(k), kern->d.data() + r * kb, nullptr, nullptr, nullptr};
   // Chunks of output rows: ~64 KiB of weights each (as stored; unpacked to 8 bits for the panels,
   // whose chunks are whole panels of 16 rows), 16 rows at least (as MatMulQ8's).
   const int64_t chunk = fn == Q8KRowsPanel ? std::max<int64_t>(16, (64 << 10) / k) / 16 * 16 : std::max<int64_t>(16, (64 << 10) / (kb * bytes));

@@ -93,7 +93,7 @@ void QuantizeRowQ8Avx2(const float* x, int64_t k, int bits, int8_t* q, float* d,
 /** Activations of one row as llama.cpp's block_q8_K, for `kb` 256-blocks. */
 struct Q8KRow {
   const int8_t* q;       // [kb · 256]
-  const int16_t* bsums;  // [kb · 16]: the sum of each 16 of q
+  const int16_t* bsums;  // [kb · 16]: the sum of each 16 of q, then [kb · 8]: of each 32 (QuantizeRowQ8K writes both)
   const float* d;        // [kb]: −m / 127 for m the block's value of largest magnitude (0 for a zero block)
   // The same row as MatMulQ8's 8-bit activations, for Q8KRowsPanel (`Q8KPanelViews` fills them):
   const float* d32;        // [kb · 8]: d of each 32's super-block
@@ -156,12 +156,15 @@ Q8KRowsFn Q8KKernel(const char** name = nullptr);
 void DequantizeRowK(int ggmlType, const uint8_t* row, int64_t kb, float* out);
 
 /**
- * One row x[K] (K a multiple of 256) as block_q8_K (see the contract) into q[K], bsums[K/16],
- * d[K/256]; with `paired`, q holds each 128 values' four 32s in the order 0, 2, 1, 3 (the order
+ * One row x[K] (K a multiple of 256) as block_q8_K (see the contract) into q[K], bsums[K/16]
+ * followed by the sums of each 32 (K/32 more: `kQ8KSums` per row in all), d[K/256]; with `paired`, q holds each 128 values' four 32s in the order 0, 2, 1, 3 (the order
  * in which the 512-bit Q4_K / Q5_K kernel reads 64 bytes of nibbles: `Q8KPaired`); bsums stay in
  * the values' own order.
  */
 void QuantizeRowQ8K(const float* x, int64_t k, bool paired, int8_t* q, int16_t* bsums, float* d);
+
+/** int16 sums QuantizeRowQ8K writes per row of K: K/16 of 16 values, K/32 of 32. */
+constexpr int64_t Q8KSums(int64_t k) { return k / 16 + k / 32; }
 
 /** Whether kernel variant `fn` reads `ggmlType`'s activations in QuantizeRowQ8K's paired order. */
 bool Q8KPaired(Q8KRowsFn fn, int64_t ggmlType);

@@ -103,13 +103,13 @@ Napi::Value MatMulQ8K(const Napi::CallbackInfo& info) {
   }
   if (fn == Q8KRowsPanel && type == kGgmlQ6K) ArgError(env, "matMulQ8K: the panel path takes Q4_K and Q5_K only, not ggml type 14 (Q6_K)");
   std::vector<int8_t> q(static_cast<size_t>(m * k));
-  std::vector<int16_t> bsums(static_cast<size_t>(m * k / 16));
+  std::vector<int16_t> bsums(static_cast<size_t>(m * Q8KSums(k)));
   std::vector<float> d(static_cast<size_t>(m * kb)), d32(static_cast<size_t>(m * kb * 8)), sums32(static_cast<size_t>(m * kb * 8));
   std::vector<int32_t> start32(static_cast<size_t>(m * kb * 8));
   std::vector<Q8KRow> rows(static_cast<size_t>(m));
   for (int64_t r = 0; r < m; r++) {
-    QuantizeRowQ8K(x.Data() + r * k, k, Q8KPaired(fn, type), q.data() + r * k, bsums.data() + r * (k / 16), d.data() + r * kb);
-    rows[r] = {q.data() + r * k, bsums.data() + r * (k / 16), d.data() + r * kb, nullptr, nullptr, nullptr};
+    QuantizeRowQ8K(x.Data() + r * k, k, Q8KPaired(fn, type), q.data() + r * k, bsums.data() + r * Q8KSums(k), d.data() + r * kb);
+    rows[r] = {q.data() + r * k, bsums.data() + r * Q8KSums(k), d.data() + r * kb, nullptr, nullptr, nullptr};
     if (fn == Q8KRowsPanel) Q8KPanelViews(&rows[r], kb, d32.data() + r * kb * 8, start32.data() + r * kb * 8, sums32.data() + r * kb * 8);
   }
   Napi::Float32Array y = Napi::Float32Array::New(env, static_cast<size_t>(m * n));

@@ -33,6 +33,7 @@ void QuantizeRowQ8K(const float* x, int64_t k, bool paired, int8_t* q, int16_t* 
       d[b] = 0;
       std::memset(qb, 0, 256);
       std::memset(bsums + b * 16, 0, 16 * sizeof(int16_t));
+      std::memset(bsums + k / 16 + b * 8, 0, 8 * sizeof(int16_t));
       continue;
     }
     const float iscale = -127.f / max;
@@ -46,6 +47,7 @@ void QuantizeRowQ8K(const float* x, int64_t k, bool paired, int8_t* q, int16_t* 
       for (int i = 0; i < 16; i++) sum += qb[16 * g + i];
       bsums[b * 16 + g] = static_cast<int16_t>(sum);
     }
+    for (int g = 0; g < 8; g++) bsums[k / 16 + b * 8 + g] = static_cast<int16_t>(bsums[b * 16 + 2 * g] + bsums[b * 16 + 2 * g + 1]);
     if (paired) {  // 32s 1 and 2 of each 128 swap places
       for (int h = 0; h < 2; h++) {
         int8_t tmp[32];
