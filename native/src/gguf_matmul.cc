@@ -232,18 +232,19 @@ struct Q8KKernel_ {
   std::vector<float> d;
   std::vector<float> d32, sums32;  // their 8-bit views, for Q8KRowsPanel
   std::vector<int32_t> start32;
+  std::vector<int8_t> qpad;
   std::vector<Q8KRow> rows;
 };
 
 /**
- * The kernel for `m` activation rows of `type`: prefill (16 rows or more) of Q4_K / Q5_K on
- * MatMulQ8's panels where those run (VNNI or AMX: Q8KRowsPanel), else MatMulQ8K's own.
+ * The kernel for `m` activation rows of `type`: prefill (16 rows or more) on MatMulQ8's panels
+ * where those run (VNNI or AMX: Q8KRowsPanel), else MatMulQ8K's own.
  */
 Q8KRowsFn KKernelFor(int64_t m, int64_t type) {
   const char* q8 = nullptr;
   Q8Kernel(&q8);
   const bool panels = std::string(q8) == "amx" || std::string(q8) == "avx512vnni";
-  return m >= 16 && type != kGgmlQ6K && panels ? Q8KRowsPanel : Q8KKernel();
+  return m >= 16 && panels ? Q8KRowsPanel : Q8KKernel();
 }
 
 OrtStatus* ORT_API_CALL CreateKKernel(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo* info, void** kernel) {
@@ -280,8 +281,9 @@ void QuantizeKTask(void* data, size_t i) {
   QuantizeRowQ8K(j->x + i * j->k, j->k, Q8KPaired(j->fn, j->type), kern->q.data() + i * j->k, kern->bsums.data() + i * Q8KSums(j->k),
                  kern->d.data() + i * j->kb);
   if (j->fn == Q8KRowsPanel) {
-    const size_t at = i * j->kb * 8;
-    Q8KPanelViews(&kern->rows[i], j->kb, kern->d32.data() + at, kern->start32.data() + at, kern->sums32.data() + at);
+    const size_t blocks = static_cast<size_t>(j->kb * KPanelBlocks(j->type));
+    Q8KPanelViews(&kern->rows[i], j->type, j->kb, kern->d32.data() + i * blocks, kern->start32.data() + i * blocks, kern->sums32.data() + i * j->kb * 8,
+                  j->type == kGgmlQ6K ? kern->qpad.data() + i * blocks * 32 : nullptr);
   }
 }
 
@@ -327,14 +329,17 @@ OrtStatus* ComputeK(Q8KKernel_* kern, OrtKernelContext* ctx) {
   kern->bsums.resize(static_cast<size_t>(m * Q8KSums(k)));
   kern->d.resize(static_cast<size_t>(m * kb));
   if (fn == Q8KRowsPanel) {
-    kern->d32.resize(static_cast<size_t>(m * kb * 8)), kern->start32.resize(static_cast<size_t>(m * kb * 8));
+    const int64_t blocks = m * kb * KPanelBlocks(kern->type);
+    kern->d32.resize(static_cast<size_t>(blocks)), kern->start32.resize(static_cast<size_t>(blocks));
     kern->sums32.resize(static_cast<size_t>(m * kb * 8));
+    if (kern->type == kGgmlQ6K) kern->qpad.resize(static_cast<size_t>(blocks * 32));
   }
   kern->rows.resize(static_cast<size_t>(m));
-  for (int64_t r = 0; r < m; r++) kern->rows[r] = {kern->q.data() + r * k, kern->bsums.data() + r * Q8KSums(k), kern->d.data() + r * kb, nullptr, nullptr, nullptr};
+  for (int64_t r = 0; r < m; r++) kern->rows[r] = {kern->q.data() + r * k, kern->bsums.data() + r * Q8KSums(k), kern->d.data() + r * kb, nullptr, nullptr, nullptr, nullptr};
   // Chunks of output rows: ~64 KiB of weights each (as stored; unpacked to 8 bits for the panels,
   // whose chunks are whole panels of 16 rows), 16 rows at least (as MatMulQ8's).
-  const int64_t chunk = fn == Q8KRowsPanel ? std::max<int64_t>(16, (64 << 10) / k) / 16 * 16 : std::max<int64_t>(16, (64 << 10) / (kb * bytes));
+  const int64_t panelRowBytes = kb * KPanelBlocks(kern->type) * 32;
+  const int64_t chunk = fn == Q8KRowsPanel ? std::max<int64_t>(16, (64 << 10) / panelRowBytes) / 16 * 16 : std::max<int64_t>(16, (64 << 10) / (kb * bytes));
   KJob job{fn, kern->rows.data(), static_cast<int>(m), static_cast<int>(kern->type), static_cast<const uint8_t*>(bData), kb, n, chunk, y, x, k, kern};
   if (m == 1) QuantizeKTask(&job, 0);
   else if (OrtStatus* st = api.KernelContext_ParallelFor(ctx, QuantizeKTask, static_cast<size_t>(m), 0, &job)) return st;

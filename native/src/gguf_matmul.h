@@ -90,27 +90,37 @@ void QuantizeRowQ8Avx2(const float* x, int64_t k, int bits, int8_t* q, float* d,
 // Errors as MatMulQ8's: a bad attribute fails the kernel's creation (K not a multiple of 256, a type
 // other than these), shapes that disagree fail the run, each naming the value.
 
+/** GGML type ids MatMulQ8K takes. */
+constexpr int kGgmlQ4K = 12, kGgmlQ5K = 13, kGgmlQ6K = 14;
+
 /** Activations of one row as llama.cpp's block_q8_K, for `kb` 256-blocks. */
 struct Q8KRow {
   const int8_t* q;       // [kb · 256]
   const int16_t* bsums;  // [kb · 16]: the sum of each 16 of q, then [kb · 8]: of each 32 (QuantizeRowQ8K writes both)
   const float* d;        // [kb]: −m / 127 for m the block's value of largest magnitude (0 for a zero block)
-  // The same row as MatMulQ8's 8-bit activations, for Q8KRowsPanel (`Q8KPanelViews` fills them):
-  const float* d32;        // [kb · 8]: d of each 32's super-block
-  const int32_t* start32;  // [kb · 8]: −128 · Σ q of each 32
+  // The same row as MatMulQ8's 8-bit activations, for Q8KRowsPanel (`Q8KPanelViews` fills them),
+  // in `KPanelBlocks` blocks of 32 a super-block: Q4_K / Q5_K's 8 of 32 values, Q6_K's 16 of 16
+  // values each followed by 16 zeros (its scales are per 16).
+  const int8_t* q32;       // [kb · blocks · 32]: q itself (Q4_K, Q5_K) or the padded copy (Q6_K)
+  const float* d32;        // [kb · blocks]: d of each block's super-block
+  const int32_t* start32;  // [kb · blocks]: −128 · Σ q of each block
   const float* sums32;     // [kb · 8]: d · Σ q of each 32 (what the Q4_K / Q5_K mins multiply)
 };
 
-/**
- * Q8KRowsPanel's views of rows quantized as block_q8_K (d32, start32, sums32 into `out`, 3 · kb · 8
- * values per row as floats and ints, each row's run in `row`).
- */
-void Q8KPanelViews(Q8KRow* row, int64_t kb, float* d32, int32_t* start32, float* sums32);
+/** Blocks of 32 MatMulQ8 sees in one super-block of `ggmlType` on the panel path: 16 for Q6_K, else 8. */
+constexpr int64_t KPanelBlocks(int64_t ggmlType) { return ggmlType == kGgmlQ6K ? 16 : 8; }
 
 /**
- * Prefill of Q4_K / Q5_K on MatMulQ8's kernels (its VNNI panels or AMX tiles, `Q8Kernel`): the
- * rows [n0, n1) unpacked to 8-bit blocks of 32 (value + 128, scale d·sc_j) in a buffer of the
- * thread's, multiplied by the activations' 8-bit views (the same q, d per 32), then the min term
+ * Q8KRowsPanel's views of a row quantized as block_q8_K, written to d32 and start32 ([kb ·
+ * KPanelBlocks]), sums32 ([kb · 8], Q4_K / Q5_K) and, for Q6_K, qpad ([kb · 512] int8), and set in `row`.
+ */
+void Q8KPanelViews(Q8KRow* row, int64_t ggmlType, int64_t kb, float* d32, int32_t* start32, float* sums32, int8_t* qpad);
+
+/**
+ * Prefill on MatMulQ8's kernels (its VNNI panels or AMX tiles, `Q8Kernel`): the rows [n0, n1)
+ * unpacked in a buffer of the thread's to 8-bit blocks of 32 (value + 128; Q4_K / Q5_K: scale
+ * d·sc_j; Q6_K: each 16 values padded with 16 zeros, scale d·sc_g), multiplied by the
+ * activations' 8-bit views (the same q, d per block), then for Q4_K / Q5_K the min term
  * −Σ_j (dmin·m_j)·(d_x·Σ_32 q_x) added in float. The integer sums are MatMulQ8K's; the float sums
  * in another order (within float rounding of Q8KRowsScalar). Same signature as Q8KRowsFn; x's
  * views must be filled (Q8KPanelViews).
@@ -118,14 +128,15 @@ void Q8KPanelViews(Q8KRow* row, int64_t kb, float* d32, int32_t* start32, float*
 void Q8KRowsPanel(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int64_t kb, int64_t n0, int64_t n1, float* y,
                   int64_t ldy);
 
+/** Rows [n0, n1) of a Q6_K weight as padded 8-bit blocks of 32 (16 values q + 96 = (q − 32) + 128, 16 × 128) and scales d·sc_g (AVX2). */
+void UnpackQ6KToQ8Avx2(const uint8_t* b, int64_t kb, int64_t n0, int64_t n1, uint8_t* blocks, float* scales);
+
 /** Rows [n0, n1) of a Q4_K / Q5_K weight as 8-bit blocks (value + 128), scales d·sc_j and mins dmin·m_j transposed [kb·8][n1 − n0] (AVX2). */
 void UnpackK4ToQ8Avx2(int ggmlType, const uint8_t* b, int64_t kb, int64_t n0, int64_t n1, uint8_t* blocks, float* scales, float* minsT);
 
 /** y[r][c] −= Σ_b sums32[r][b] · minsT[b][c] for c < cols (ldy the row stride), AVX512. */
 void SubtractMinsAvx512(const Q8KRow* x, int rows, int64_t blocks32, const float* minsT, int64_t cols, float* y, int64_t ldy);
 
-/** GGML type ids MatMulQ8K takes. */
-constexpr int kGgmlQ4K = 12, kGgmlQ5K = 13, kGgmlQ6K = 14;
 
 /** Bytes of one super-block of `ggmlType` (144 Q4_K, 176 Q5_K, 210 Q6_K), 0 for a type MatMulQ8K does not take. */
 int64_t KQuantBlockBytes(int64_t ggmlType);

@@ -6,7 +6,7 @@
 //       'ORT_ARG' for sizes that disagree or an ISA this CPU lacks.
 //   matMulQ8K(isa, x: Float32Array [m·k], m, blocks: Uint8Array [n · k/256 · bytes], n, k, ggmlType 12 | 13 | 14): Float32Array [m·n]
 //       ropewalk.MatMulQ8K's kernel the same way (Q4_K / Q5_K / Q6_K super-blocks as stored in the GGUF file);
-//       isa 'panel': its prefill path for Q4_K / Q5_K on MatMulQ8's kernel (Q8KRowsPanel).
+//       isa 'panel': its prefill path on MatMulQ8's kernel (Q8KRowsPanel).
 //   matMulQ8KKernel: string    the ISA MatMulQ8K runs on here ('avx512vnni' | 'avx2' | 'scalar')
 #include <napi.h>
 
@@ -101,16 +101,18 @@ Napi::Value MatMulQ8K(const Napi::CallbackInfo& info) {
                       " bytes; [" + std::to_string(m) + ", " + std::to_string(k) + "] × [" + std::to_string(n) + ", " + std::to_string(k) +
                       "]ᵀ needs " + std::to_string(m * k) + ", " + std::to_string(n * kb * bytes));
   }
-  if (fn == Q8KRowsPanel && type == kGgmlQ6K) ArgError(env, "matMulQ8K: the panel path takes Q4_K and Q5_K only, not ggml type 14 (Q6_K)");
-  std::vector<int8_t> q(static_cast<size_t>(m * k));
+  const int64_t panel = kb * KPanelBlocks(type);  // the panel path's blocks of 32 a row
+  std::vector<int8_t> q(static_cast<size_t>(m * k)), qpad(static_cast<size_t>(m * panel * 32));
   std::vector<int16_t> bsums(static_cast<size_t>(m * Q8KSums(k)));
-  std::vector<float> d(static_cast<size_t>(m * kb)), d32(static_cast<size_t>(m * kb * 8)), sums32(static_cast<size_t>(m * kb * 8));
-  std::vector<int32_t> start32(static_cast<size_t>(m * kb * 8));
+  std::vector<float> d(static_cast<size_t>(m * kb)), d32(static_cast<size_t>(m * panel)), sums32(static_cast<size_t>(m * kb * 8));
+  std::vector<int32_t> start32(static_cast<size_t>(m * panel));
   std::vector<Q8KRow> rows(static_cast<size_t>(m));
   for (int64_t r = 0; r < m; r++) {
     QuantizeRowQ8K(x.Data() + r * k, k, Q8KPaired(fn, type), q.data() + r * k, bsums.data() + r * Q8KSums(k), d.data() + r * kb);
-    rows[r] = {q.data() + r * k, bsums.data() + r * Q8KSums(k), d.data() + r * kb, nullptr, nullptr, nullptr};
-    if (fn == Q8KRowsPanel) Q8KPanelViews(&rows[r], kb, d32.data() + r * kb * 8, start32.data() + r * kb * 8, sums32.data() + r * kb * 8);
+    rows[r] = {q.data() + r * k, bsums.data() + r * Q8KSums(k), d.data() + r * kb, nullptr, nullptr, nullptr, nullptr};
+    if (fn == Q8KRowsPanel) {
+      Q8KPanelViews(&rows[r], type, kb, d32.data() + r * panel, start32.data() + r * panel, sums32.data() + r * kb * 8, qpad.data() + r * panel * 32);
+    }
   }
   Napi::Float32Array y = Napi::Float32Array::New(env, static_cast<size_t>(m * n));
   fn(static_cast<int>(type), rows.data(), static_cast<int>(m), blocks.Data(), kb, 0, n, y.Data(), n);

@@ -169,12 +169,23 @@ void Q8KRowsScalar(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, in
   }
 }
 
-void Q8KPanelViews(Q8KRow* row, int64_t kb, float* d32, int32_t* start32, float* sums32) {
-  for (int64_t b = 0; b < kb * 8; b++) {
-    const int sum = row->bsums[2 * b] + row->bsums[2 * b + 1];
-    d32[b] = row->d[b / 8];
-    start32[b] = -128 * sum;
-    sums32[b] = row->d[b / 8] * static_cast<float>(sum);
+void Q8KPanelViews(Q8KRow* row, int64_t ggmlType, int64_t kb, float* d32, int32_t* start32, float* sums32, int8_t* qpad) {
+  if (ggmlType == kGgmlQ6K) {
+    for (int64_t g = 0; g < kb * 16; g++) {
+      d32[g] = row->d[g / 16];
+      start32[g] = -128 * row->bsums[g];
+      std::memcpy(qpad + 32 * g, row->q + 16 * g, 16);
+      std::memset(qpad + 32 * g + 16, 0, 16);
+    }
+    row->q32 = qpad;
+  } else {
+    const int16_t* pairs = row->bsums + kb * 16;  // QuantizeRowQ8K's sums of 32
+    for (int64_t b = 0; b < kb * 8; b++) {
+      d32[b] = row->d[b / 8];
+      start32[b] = -128 * pairs[b];
+      sums32[b] = row->d[b / 8] * static_cast<float>(pairs[b]);
+    }
+    row->q32 = row->q;
   }
   row->d32 = d32, row->start32 = start32, row->sums32 = sums32;
 }
@@ -185,15 +196,20 @@ void Q8KRowsPanel(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int
   thread_local std::vector<uint8_t> blocks;
   thread_local std::vector<float> scales, minsT;
   thread_local std::vector<Q8Row> views;
-  const int64_t cols = n1 - n0, k = kb * 256;
-  blocks.resize(static_cast<size_t>(cols * k));
-  scales.resize(static_cast<size_t>(cols * kb * 8));
-  minsT.resize(static_cast<size_t>(cols * kb * 8));
+  const int64_t cols = n1 - n0, perRow = kb * KPanelBlocks(ggmlType);  // blocks of 32 a row
+  blocks.resize(static_cast<size_t>(cols * perRow * 32));
+  scales.resize(static_cast<size_t>(cols * perRow));
   views.resize(static_cast<size_t>(rows));
+  for (int r = 0; r < rows; r++) views[r] = {x[r].q32, x[r].d32, x[r].start32};
+  if (ggmlType == kGgmlQ6K) {
+    UnpackQ6KToQ8Avx2(b, kb, n0, n1, blocks.data(), scales.data());
+    Q8Kernel()(views.data(), rows, blocks.data(), scales.data(), perRow, 8, 0, cols, y + n0, ldy);
+    return;
+  }
+  minsT.resize(static_cast<size_t>(cols * perRow));
   UnpackK4ToQ8Avx2(ggmlType, b, kb, n0, n1, blocks.data(), scales.data(), minsT.data());
-  for (int r = 0; r < rows; r++) views[r] = {x[r].q, x[r].d32, x[r].start32};
-  Q8Kernel()(views.data(), rows, blocks.data(), scales.data(), kb * 8, 8, 0, cols, y + n0, ldy);
-  SubtractMinsAvx512(x, rows, kb * 8, minsT.data(), cols, y + n0, ldy);
+  Q8Kernel()(views.data(), rows, blocks.data(), scales.data(), perRow, 8, 0, cols, y + n0, ldy);
+  SubtractMinsAvx512(x, rows, perRow, minsT.data(), cols, y + n0, ldy);
 }
 
 Q8KRowsFn Q8KKernel(const char** name) {

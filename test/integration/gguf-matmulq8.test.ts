@@ -127,9 +127,9 @@ test('ropewalk.MatMulQ8K computes llama.cpp\'s q4_K, q5_K and q6_K × q8_K dot p
         t.diagnostic(`${type} ${isa} [${n}, ${k}]: max |y − llama.cpp| / max |y| = ${err.toExponential(2)}`);
         assert.ok(err < 1e-6, `${type} on ${isa}: ${err}`);
       }
-      // The prefill path of Q4_K / Q5_K on MatMulQ8's kernel (where this CPU has its VNNI panels):
-      // 9 rows (VNNI panels) and 37 (AMX tiles where usable: two 16-row groups and a part).
-      if (type !== 'q6_k' && ['avx512vnni', 'amx'].includes(addon!.matMulQ8Kernel!)) {
+      // The prefill path on MatMulQ8's kernel (where this CPU has its VNNI panels): 9 rows (VNNI
+      // panels) and 37 (AMX tiles where usable: two 16-row groups and a part).
+      if (['avx512vnni', 'amx'].includes(addon!.matMulQ8Kernel!)) {
         for (const rowsM of [9, 37]) {
           const xs = activations(rowsM, k);
           const wantM = llamaCppMatMulK(w, n, k, xs, rowsM);

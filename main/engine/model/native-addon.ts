@@ -167,7 +167,7 @@ export interface NativeAddon {
   /**
    * ropewalk.MatMulQ8K's kernel alone, as `matMulQ8`: y [m·n] for x [m·k] (k a multiple of 256) and
    * a weight's GGUF super-blocks as stored, [n · k/256 · bytes], of ggml type 12 (Q4_K), 13 (Q5_K) or 14 (Q6_K).
-   * 'panel' is its prefill path for Q4_K / Q5_K on MatMulQ8's kernel (native/src/gguf_matmul.h Q8KRowsPanel).
+   * 'panel' is its prefill path on MatMulQ8's kernel (native/src/gguf_matmul.h Q8KRowsPanel).
    * Absent from an addon built before it (whose sessions lack the op: `nativeKernelsAvailable`).
    * @throws Error (code 'ORT_ARG') for sizes that disagree, another type or an ISA this CPU lacks.
    */
