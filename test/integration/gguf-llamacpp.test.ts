@@ -56,7 +56,7 @@ for (const [name, file, meanAtLeast, prompts] of [
   ['Q5_1', path.join(GGUF_DIR, 'stories260K-q5_1.gguf'), 20, PROMPTS],
 ] as const) {
   test(`stories260K ${name}: same prompt ids as llama.cpp, greedy agreement over ${prompts.length} prompts ≥ ${meanAtLeast} tokens on average`, async (t) => {
-    const ours = await ropewalkGreedy(file, prompts, N, path.join(tmp, 'cache'));
+    const ours = await ropewalkGreedy(file, [...prompts], N, path.join(tmp, 'cache'));
     const theirs = await llamaCppGreedy(llama, file, ours.map((d) => d.promptTokens), N);
     const model = await llama.loadModel({ modelPath: file, vocabOnly: true });
     prompts.forEach((p, i) => assert.deepEqual(ours[i].promptTokens, [model.tokens.bos, ...model.tokenize(p)], p));
