@@ -169,43 +169,62 @@ void RowsTask(void* data, size_t i) {
   j->fn(j->rows, j->m, j->b, j->scales, j->kb, j->bits, n0, std::min(j->n, n0 + j->chunk), j->y, j->n);
 }
 
-OrtStatus* Compute(Q8Kernel_* kern, OrtKernelContext* ctx) {
+/**
+ * A matmul op's run: A float32 [..., K] and its weight inputs (1.., element counts in `counts`,
+ * data in `data`), the output Y [..., N] allocated; `rows` = A's rows (0: nothing to compute).
+ * @returns a status naming `op` when A's last dimension is not K or there are more than INT_MAX rows.
+ */
+struct MatMulRun {
+  const float* x = nullptr;
+  float* y = nullptr;
+  int64_t rows = 0;
+  const void* data[2] = {nullptr, nullptr};
+  size_t counts[2] = {0, 0};
+};
+
+OrtStatus* OpenMatMulRun(OrtKernelContext* ctx, const char* op, int64_t k, int64_t n, int weights, MatMulRun* run) {
   const OrtApi& api = Ort();
   const OrtValue* a = nullptr;
-  const OrtValue* b = nullptr;
-  const OrtValue* s = nullptr;
   if (OrtStatus* st = api.KernelContext_GetInput(ctx, 0, &a)) return st;
-  if (OrtStatus* st = api.KernelContext_GetInput(ctx, 1, &b)) return st;
-  if (OrtStatus* st = api.KernelContext_GetInput(ctx, 2, &s)) return st;
-  size_t aCount = 0, bCount = 0, sCount = 0;
+  size_t aCount = 0;
   std::vector<int64_t> dims = Dims(a, &aCount);
-  Dims(b, &bCount);
-  Dims(s, &sCount);
-  const int64_t k = kern->k, n = kern->n, kb = k / 32;
+  // GetTensorMutableData on inputs: the 1.21 C API has no const accessor; nothing is written.
+  for (int i = 0; i < weights; i++) {
+    const OrtValue* w = nullptr;
+    if (OrtStatus* st = api.KernelContext_GetInput(ctx, static_cast<size_t>(i + 1), &w)) return st;
+    Dims(w, &run->counts[i]);
+    Check(api.GetTensorMutableData(const_cast<OrtValue*>(w), const_cast<void**>(&run->data[i])), "GetTensorMutableData");
+  }
   if (dims.empty() || dims.back() != k) {
-    return Fail("ropewalk.MatMulQ8: A's last dimension must be K = " + std::to_string(k) + ", got " +
+    return Fail(std::string("ropewalk.") + op + ": A's last dimension must be K = " + std::to_string(k) + ", got " +
                 (dims.empty() ? std::string("a scalar") : std::to_string(dims.back())));
   }
-  if (static_cast<int64_t>(bCount) != n * kb * 32 * kern->bits / 8 || static_cast<int64_t>(sCount) != n * kb) {
-    return Fail("ropewalk.MatMulQ8: B holds " + std::to_string(bCount) + " bytes and scales " + std::to_string(sCount) +
-                " values; [" + std::to_string(n) + ", " + std::to_string(k) + "] at " + std::to_string(kern->bits) + " bits needs " +
-                std::to_string(n * kb * 32 * kern->bits / 8) + " and " + std::to_string(n * kb));
-  }
-  const int64_t m = static_cast<int64_t>(aCount) / k;
-  if (m > INT_MAX) return Fail("ropewalk.MatMulQ8: " + std::to_string(m) + " rows");
+  run->rows = static_cast<int64_t>(aCount) / k;
+  if (run->rows > INT_MAX) return Fail(std::string("ropewalk.") + op + ": " + std::to_string(run->rows) + " rows");
   dims.back() = n;
   OrtValue* out = nullptr;
   if (OrtStatus* st = api.KernelContext_GetOutput(ctx, 0, dims.data(), dims.size(), &out)) return st;
+  Check(api.GetTensorMutableData(const_cast<OrtValue*>(a), reinterpret_cast<void**>(const_cast<float**>(&run->x))), "GetTensorMutableData");
+  Check(api.GetTensorMutableData(out, reinterpret_cast<void**>(&run->y)), "GetTensorMutableData");
+  return nullptr;
+}
+
+OrtStatus* Compute(Q8Kernel_* kern, OrtKernelContext* ctx) {
+  const OrtApi& api = Ort();
+  const int64_t k = kern->k, n = kern->n, kb = k / 32;
+  MatMulRun run;
+  if (OrtStatus* st = OpenMatMulRun(ctx, "MatMulQ8", k, n, 2, &run)) return st;
+  if (static_cast<int64_t>(run.counts[0]) != n * kb * 32 * kern->bits / 8 || static_cast<int64_t>(run.counts[1]) != n * kb) {
+    return Fail("ropewalk.MatMulQ8: B holds " + std::to_string(run.counts[0]) + " bytes and scales " + std::to_string(run.counts[1]) +
+                " values; [" + std::to_string(n) + ", " + std::to_string(k) + "] at " + std::to_string(kern->bits) + " bits needs " +
+                std::to_string(n * kb * 32 * kern->bits / 8) + " and " + std::to_string(n * kb));
+  }
+  const int64_t m = run.rows;
   if (m == 0) return nullptr;
-  const float* x = nullptr;
-  const void* bData = nullptr;
-  const float* sData = nullptr;
-  float* y = nullptr;
-  // GetTensorMutableData on inputs: the 1.21 C API has no const accessor; nothing is written.
-  Check(api.GetTensorMutableData(const_cast<OrtValue*>(a), reinterpret_cast<void**>(const_cast<float**>(&x))), "GetTensorMutableData");
-  Check(api.GetTensorMutableData(const_cast<OrtValue*>(b), const_cast<void**>(&bData)), "GetTensorMutableData");
-  Check(api.GetTensorMutableData(const_cast<OrtValue*>(s), reinterpret_cast<void**>(const_cast<float**>(&sData))), "GetTensorMutableData");
-  Check(api.GetTensorMutableData(out, reinterpret_cast<void**>(&y)), "GetTensorMutableData");
+  const float* x = run.x;
+  float* y = run.y;
+  const void* bData = run.data[0];
+  const auto* sData = static_cast<const float*>(run.data[1]);
   kern->q.resize(static_cast<size_t>(m * k));
   kern->d.resize(static_cast<size_t>(m * kb));
   kern->start.resize(static_cast<size_t>(m * kb));
@@ -295,35 +314,18 @@ void RowsKTask(void* data, size_t i) {
 
 OrtStatus* ComputeK(Q8KKernel_* kern, OrtKernelContext* ctx) {
   const OrtApi& api = Ort();
-  const OrtValue* a = nullptr;
-  const OrtValue* b = nullptr;
-  if (OrtStatus* st = api.KernelContext_GetInput(ctx, 0, &a)) return st;
-  if (OrtStatus* st = api.KernelContext_GetInput(ctx, 1, &b)) return st;
-  size_t aCount = 0, bCount = 0;
-  std::vector<int64_t> dims = Dims(a, &aCount);
-  Dims(b, &bCount);
   const int64_t k = kern->k, n = kern->n, kb = k / 256, bytes = KQuantBlockBytes(kern->type);
-  if (dims.empty() || dims.back() != k) {
-    return Fail("ropewalk.MatMulQ8K: A's last dimension must be K = " + std::to_string(k) + ", got " +
-                (dims.empty() ? std::string("a scalar") : std::to_string(dims.back())));
-  }
-  if (static_cast<int64_t>(bCount) != n * kb * bytes) {
-    return Fail("ropewalk.MatMulQ8K: B holds " + std::to_string(bCount) + " bytes; [" + std::to_string(n) + ", " + std::to_string(k) +
+  MatMulRun run;
+  if (OrtStatus* st = OpenMatMulRun(ctx, "MatMulQ8K", k, n, 1, &run)) return st;
+  if (static_cast<int64_t>(run.counts[0]) != n * kb * bytes) {
+    return Fail("ropewalk.MatMulQ8K: B holds " + std::to_string(run.counts[0]) + " bytes; [" + std::to_string(n) + ", " + std::to_string(k) +
                 "] of ggml type " + std::to_string(kern->type) + " needs " + std::to_string(n * kb * bytes));
   }
-  const int64_t m = static_cast<int64_t>(aCount) / k;
-  if (m > INT_MAX) return Fail("ropewalk.MatMulQ8K: " + std::to_string(m) + " rows");
-  dims.back() = n;
-  OrtValue* out = nullptr;
-  if (OrtStatus* st = api.KernelContext_GetOutput(ctx, 0, dims.data(), dims.size(), &out)) return st;
+  const int64_t m = run.rows;
   if (m == 0) return nullptr;
-  const float* x = nullptr;
-  const void* bData = nullptr;
-  float* y = nullptr;
-  // GetTensorMutableData on inputs: the 1.21 C API has no const accessor; nothing is written.
-  Check(api.GetTensorMutableData(const_cast<OrtValue*>(a), reinterpret_cast<void**>(const_cast<float**>(&x))), "GetTensorMutableData");
-  Check(api.GetTensorMutableData(const_cast<OrtValue*>(b), const_cast<void**>(&bData)), "GetTensorMutableData");
-  Check(api.GetTensorMutableData(out, reinterpret_cast<void**>(&y)), "GetTensorMutableData");
+  const float* x = run.x;
+  float* y = run.y;
+  const void* bData = run.data[0];
   const Q8KRowsFn fn = KKernelFor(m, kern->type);
   kern->q.resize(static_cast<size_t>(m * k));
   kern->bsums.resize(static_cast<size_t>(m * Q8KSums(k)));
