@@ -68,13 +68,23 @@ void QuantizeRowQ8(const float* x, int64_t k, int bits, int8_t* q, float* d, int
   fn(x, k, bits, q, d, start);
 }
 
+bool CpuHasAvx512Vnni() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+}
+
+bool CpuHasAvx2Fma() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
 bool Q8AmxUsable() {
   static const bool usable = [] {
     __builtin_cpu_init();
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
     const bool tiles = (edx >> 24 & 1) != 0 && (edx >> 25 & 1) != 0;  // AMX-TILE, AMX-INT8
-    if (!tiles || !__builtin_cpu_supports("avx512vnni") || !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512bw")) return false;
+    if (!tiles || !CpuHasAvx512Vnni()) return false;
     // Linux hands out the tiles' state (XTILEDATA, xfeature 18) only on request (5.16 and later).
     constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
     return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
@@ -86,10 +96,8 @@ Q8RowsFn Q8Kernel(const char** name) {
   static const struct Choice { Q8RowsFn fn; const char* name; } choice = [] {
     __builtin_cpu_init();
     if (Q8AmxUsable()) return Choice{Q8RowsAmx, "amx"};
-    if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")) {
-      return Choice{Q8RowsVnni, "avx512vnni"};
-    }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Choice{Q8RowsAvx2, "avx2"};
+    if (CpuHasAvx512Vnni()) return Choice{Q8RowsVnni, "avx512vnni"};
+    if (CpuHasAvx2Fma()) return Choice{Q8RowsAvx2, "avx2"};
     return Choice{Q8RowsScalar, "scalar"};
   }();
   if (name != nullptr) *name = choice.name;
@@ -259,10 +267,8 @@ struct Q8KKernel_ {
  * The kernel for `m` activation rows of `type`: prefill (16 rows or more) on MatMulQ8's panels
  * where those run (VNNI or AMX: Q8KRowsPanel), else MatMulQ8K's own.
  */
-Q8KRowsFn KKernelFor(int64_t m, int64_t type) {
-  const char* q8 = nullptr;
-  Q8Kernel(&q8);
-  const bool panels = std::string(q8) == "amx" || std::string(q8) == "avx512vnni";
+Q8KRowsFn KKernelFor(int64_t m, int64_t) {
+  static const bool panels = Q8Kernel() == Q8RowsAmx || Q8Kernel() == Q8RowsVnni;  // decided once, not per run
   return m >= 16 && panels ? Q8KRowsPanel : Q8KKernel();
 }
 

@@ -54,6 +54,10 @@ void Q8RowsVnni(const Q8Row* x, int rows, const uint8_t* b, const float* scales,
 void Q8RowsAmx(const Q8Row* x, int rows, const uint8_t* b, const float* scales, int64_t kb, int bits, int64_t n0,
                int64_t n1, float* y, int64_t ldy);
 
+/** Whether this CPU has AVX512-VNNI with VL and BW (the 512-bit variants' features); AVX2 with FMA (the 256-bit ones). */
+bool CpuHasAvx512Vnni();
+bool CpuHasAvx2Fma();
+
 /** Whether this CPU has AMX-INT8 (with AVX512-VNNI) and Linux lets the process use its tiles (asked once). */
 bool Q8AmxUsable();
 

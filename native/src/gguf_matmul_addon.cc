@@ -28,8 +28,8 @@ namespace {
 void RequireIsa(Napi::Env env, const std::string& isa, const char* fn) {
   __builtin_cpu_init();
   if (isa == "scalar") return;
-  if (isa == "avx2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return;
-  if (isa == "avx512vnni" && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")) return;
+  if (isa == "avx2" && CpuHasAvx2Fma()) return;
+  if (isa == "avx512vnni" && CpuHasAvx512Vnni()) return;
   if (isa == "amx" && std::string(fn) == "matMulQ8" && Q8AmxUsable()) return;
   ArgError(env, std::string(fn) + ": no " + isa + " variant on this CPU (scalar, avx2, avx512vnni" + (std::string(fn) == "matMulQ8" ? ", amx" : "") +
                     " as it has them)");

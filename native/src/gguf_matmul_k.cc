@@ -226,11 +226,8 @@ void Q8KRowsPanel(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int
 
 Q8KRowsFn Q8KKernel(const char** name) {
   static const struct Choice { Q8KRowsFn fn; const char* name; } choice = [] {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")) {
-      return Choice{Q8KRowsAvx512, "avx512vnni"};
-    }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Choice{Q8KRowsAvx2, "avx2"};
+    if (CpuHasAvx512Vnni()) return Choice{Q8KRowsAvx512, "avx512vnni"};
+    if (CpuHasAvx2Fma()) return Choice{Q8KRowsAvx2, "avx2"};
     return Choice{Q8KRowsScalar, "scalar"};
   }();
   if (name != nullptr) *name = choice.name;
