@@ -32,6 +32,7 @@ export function createChatStore(deps: ChatDeps): ChatStore {
     buffer: new StreamBuffer(deps.frames, (chunks) => commitFrame(store!, ctx, chunks)),
     arrivals: new EarlyArrivals(),
     drafts: new DraftMemory(deps.storage),
+    creating: null,
   };
   store = createStore<ChatState>()((...a) => ({
     ...createConversationSlice(ctx)(...a),

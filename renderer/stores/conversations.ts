@@ -160,9 +160,8 @@ function creationActions(d: ListDeps, set: SetState, get: GetState): Pick<Conver
       }
       creating = true;
       try {
-        const conversation = await api.createConversation({});
+        const conversation = await chat().getState().startNew(() => api.createConversation({}));
         get().upsert(conversation);
-        chat().getState().show(conversation);
         if (get().search) {
           set({ search: '' });
           await listConversations(d, set, get);

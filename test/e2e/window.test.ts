@@ -17,6 +17,7 @@ import type { Page } from 'playwright-core';
 import { luminance, parseCssColor, textContrast } from '../helpers/contrast.ts';
 import { ARTIFACTS, startE2eApp, until, type E2eApp } from '../helpers/e2e-app.ts';
 import { STORIES_BIN } from '../helpers/paths.ts';
+import { holdAnswerFrames, type AnswerHold } from '../helpers/ws-hold.ts';
 import type { AnswerStats } from '../../main/contract/types.ts';
 
 // Greedy stories260K repeats this for ~2,000 tokens: an answer long enough to stop.
@@ -56,9 +57,10 @@ after(async () => {
   await app?.close();
 });
 
-async function openPage(width: number, height = 800): Promise<Page> {
+async function openPage(width: number, height = 800, beforeGoto?: (page: Page) => Promise<void>): Promise<Page> {
   const page = await app.browser.newPage({ viewport: { width, height } });
   page.on('pageerror', (e) => pageErrors.push(e.message));
+  await beforeGoto?.(page);
   await page.goto(app.url);
   await page.getByText('ready', { exact: true }).or(page.getByRole('button', { name: 'Sidebar' })).first().waitFor({ timeout: 60_000 });
   return page;
@@ -185,7 +187,9 @@ test('dark theme: follows the system, can be chosen in Settings, and keeps WCAG 
 });
 
 test('keyboard: Escape stops an answer before its first token and focus returns to the message box; shortcuts', async () => {
-  const page = await openPage(1280);
+  const held: { hold?: AnswerHold } = {};
+  const page = await openPage(1280, 800, async (p) => void (held.hold = await holdAnswerFrames(p)));
+  const hold = held.hold!;
   await page.getByText('ready', { exact: true }).waitFor({ timeout: 60_000 });
   const setSetting = async (label: string, value: string) => {
     const field = page.getByLabel(label, { exact: true });
@@ -228,12 +232,16 @@ test('keyboard: Escape stops an answer before its first token and focus returns 
   });
   assert.equal(await focusedName(page), 'Message', 'focus is back in the message box after Escape');
 
-  // Stop by mouse, mid-stream: focus returns to the message box too.
+  // Stop by mouse, mid-stream: focus returns to the message box too. The answer is held in the
+  // window mid-stream (test/helpers/ws-hold.ts): it ends in about two seconds, and a CI run's
+  // click found it over.
   const answers = await page.locator('.msg-assistant').count();
+  hold.arm();
   await composer.fill(LONG_PROMPT);
   await composer.press('Enter');
-  await until('the new answer streams', async () => (await page.locator('.msg-assistant').count()) > answers && (await answer.innerText()).length > 40);
+  await until('the new answer streams, held in the window', async () => hold.holding && (await page.locator('.msg-assistant').count()) > answers);
   await page.getByRole('button', { name: 'Stop' }).click();
+  hold.release();
   await page.getByRole('button', { name: 'Send' }).waitFor({ timeout: 30_000 });
   assert.equal(await focusedName(page), 'Message', 'focus is back in the message box after Stop');
 

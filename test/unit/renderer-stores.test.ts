@@ -531,6 +531,75 @@ describe('renderer stores: conversations as users expect them', () => {
     assert.equal(stores.chat.getState().conversationId, created);
   });
 
+  it('New chat while the services are slow to create it: what is typed, and a message sent, go into the new chat (was: the draft went back to the old chat and Enter did nothing)', async () => {
+    const fake = new FakeApi();
+    const old = fake.addConversation('old', [['user', 'hi']]);
+    const api = fake.asApi();
+    let release: (() => void) | null = null;
+    const gated = {
+      ...api,
+      createConversation: async (r: Parameters<RopewalkApi['createConversation']>[0]) => {
+        await new Promise<void>((res) => (release = res));
+        return api.createConversation(r);
+      },
+    } as RopewalkApi;
+    const stores = createStores(gated, { frames: new ManualFrames(), debounceMs: 5 });
+    await stores.start();
+    await settle();
+    const { chat } = stores;
+    assert.equal(chat.getState().conversationId, old.id);
+    const creating = stores.conversations.getState().create();
+    await settle();
+    assert.deepEqual(chat.getState().messages, [], 'the empty chat shows at once');
+    chat.getState().setDraft('Tell me a story');
+    const sent = chat.getState().send();
+    await settle();
+    assert.equal(fake.count('sendMessage'), 0, 'nothing sent before the conversation exists');
+    (release as (() => void) | null)?.();
+    await creating;
+    assert.ok(await sent, 'the send went through');
+    await settle();
+    const created = chat.getState().conversationId!;
+    assert.notEqual(created, old.id);
+    assert.equal(fake.count('createConversation'), 1, 'one conversation, not one for New chat and one for the send');
+    assert.deepEqual(fake.calls.find(([m]) => m === 'sendMessage')?.[1], { conversationId: created, content: 'Tell me a story' });
+    assert.equal(stores.conversations.getState().items[0].id, created, 'listed first');
+    await chat.getState().open(old.id);
+    assert.equal(chat.getState().draft, '', "the old chat's draft did not get the text");
+    stores.dispose();
+  });
+
+  it('New chat: text typed before the conversation exists stays in it', async () => {
+    const fake = new FakeApi();
+    fake.addConversation('old', [['user', 'hi']]);
+    const api = fake.asApi();
+    let release: (() => void) | null = null;
+    const gated = {
+      ...api,
+      createConversation: async (r: Parameters<RopewalkApi['createConversation']>[0]) => {
+        await new Promise<void>((res) => (release = res));
+        return api.createConversation(r);
+      },
+    } as RopewalkApi;
+    const stores = createStores(gated, { frames: new ManualFrames(), debounceMs: 5 });
+    await stores.start();
+    await settle();
+    const creating = stores.conversations.getState().create();
+    await settle();
+    stores.chat.getState().setDraft('half a thought');
+    (release as (() => void) | null)?.();
+    await creating;
+    await settle();
+    const created = stores.chat.getState().conversationId;
+    assert.ok(created);
+    assert.equal(stores.chat.getState().draft, 'half a thought');
+    await stores.chat.getState().open(null);
+    assert.equal(stores.chat.getState().draft, '', 'kept under the new chat, not as the no-conversation draft');
+    await stores.chat.getState().open(created);
+    assert.equal(stores.chat.getState().draft, 'half a thought');
+    stores.dispose();
+  });
+
   it('drafts are kept per conversation and across a reload (storage)', async () => {
     const storage = new Map<string, string>();
     const kv = { getItem: (k: string) => storage.get(k) ?? null, setItem: (k: string, v: string) => void storage.set(k, v) };

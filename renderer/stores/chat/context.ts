@@ -5,7 +5,7 @@
  * purpose (live handles and per-token buffers do not belong in it; see STYLE.md).
  */
 import type { StateCreator } from 'zustand/vanilla';
-import type { Message } from '../../../main/contract/types.ts';
+import type { Conversation, Message } from '../../../main/contract/types.ts';
 import type { EarlyArrivals } from '../../lib/early-arrivals.ts';
 import type { StreamBuffer } from '../../lib/stream-buffer.ts';
 import type { BudgetState } from '../budget.ts';
@@ -21,6 +21,8 @@ export interface ChatContext {
   arrivals: EarlyArrivals;
   /** Every conversation's unsent draft ('' = no conversation), kept across reloads. */
   drafts: DraftMemory;
+  /** New chat's conversation while it is being created (the window shows it empty meanwhile), else null. */
+  creating: Promise<Conversation> | null;
 }
 
 /** A slice of the chat store: zustand's slices pattern, with the shared context first. */

@@ -2,6 +2,8 @@
  * Chat store slice: which conversation is open and its messages (and deleting one of them). Switching conversations resets
  * everything that belonged to the one before (stream buffer, kept early events, live progress,
  * pending call, edit, refusal) and swaps the composer's draft for the new conversation's.
+ * New chat switches at once (to no conversation) and takes the created one's id when it arrives,
+ * so text typed or sent while the services create it stays in the new chat.
  */
 import type { Message } from '../../../main/contract/types.ts';
 import { type ChatSlice, liveFor, visible } from './context.ts';
@@ -54,6 +56,25 @@ export const createConversationSlice: ChatSlice<ConversationSlice> = (ctx) => (s
 
     show(conversation) {
       switchTo(conversation.id, conversation.messages, false);
+    },
+
+    async startNew(create) {
+      switchTo(null, [], false);
+      const creation = create();
+      ctx.creating = creation;
+      try {
+        const conversation = await creation;
+        // Still on the empty chat it stands for: it becomes this conversation, draft and all.
+        if (ctx.creating === creation && get().conversationId === null) {
+          set({ conversationId: conversation.id });
+          ctx.drafts.set(conversation.id, get().draft);
+          ctx.drafts.delete('');
+          void ctx.budget().refresh();
+        }
+        return conversation;
+      } finally {
+        if (ctx.creating === creation) ctx.creating = null;
+      }
     },
 
     async deleteMessage(messageId) {

@@ -82,6 +82,11 @@ export async function checkBudget(ctx: ChatContext, get: Get, set: Set, content:
 export async function ensureConversation(ctx: ChatContext, get: Get): Promise<string> {
   const open = get().conversationId;
   if (open !== null) return open;
+  if (ctx.creating) {
+    // New chat's conversation is on its way: this message goes into it (startNew opens it first).
+    const coming = await ctx.creating;
+    if (get().conversationId === coming.id) return coming.id;
+  }
   const created = await ctx.deps.api.createConversation({});
   ctx.deps.onCreated(created);
   get().show(created);

@@ -53,6 +53,12 @@ export interface ConversationSlice {
   open(id: string | null): Promise<void>;
   /** Shows a conversation already in hand (just created). */
   show(conversation: Conversation): void;
+  /**
+   * New chat: shows an empty chat at once and opens the conversation `create` makes once it
+   * exists, keeping what was typed (or sent) meanwhile; opens nothing if the user went to another
+   * conversation first. @returns the created conversation. @throws what `create` throws (the empty chat stays).
+   */
+  startNew(create: () => Promise<Conversation>): Promise<Conversation>;
   /** Deletes a message with its answer (a user message takes the answers after it). */
   deleteMessage(messageId: string): Promise<void>;
 }
