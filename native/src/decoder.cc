@@ -84,7 +84,7 @@ void Decoder::Release() {
   if (seqlensWindowValue_) api.ReleaseValue(seqlensWindowValue_), seqlensWindowValue_ = nullptr;
   if (totalWindowValue_) api.ReleaseValue(totalWindowValue_), totalWindowValue_ = nullptr;
   if (binding_) api.ReleaseIoBinding(binding_), binding_ = nullptr;  // drops its OrtValues first
-  for (OrtValue*& v : kv_) api.ReleaseValue(v), v = nullptr;         // before the allocator they came from
+  for (OrtValue*& v : kv_) ReleaseKv(v), v = nullptr;               // before the allocator they came from
   kv_.clear();
   copier_.reset();
   if (deviceAllocator_) api.ReleaseAllocator(deviceAllocator_), deviceAllocator_ = nullptr;
@@ -173,14 +173,41 @@ char* Decoder::HostData(OrtValue* value) const {
   return static_cast<char*>(data);
 }
 
-// One KV tensor [1][Hkv][capacity][headDim] of the KV dtype from the allocator of its memory.
+// One KV tensor [1][Hkv][capacity][headDim] of the KV dtype: on the CPU, from 1 MiB up, over zeroed
+// pages of its own (host_pages.h: no memset); else from its memory's allocator.
 OrtValue* Decoder::NewKv(int64_t capacity) {
   const int64_t dims[4] = {1, shape_.numKvHeads, capacity, shape_.headDim};
   OrtValue* value = nullptr;
+  const size_t bytes = static_cast<size_t>(shape_.numKvHeads * capacity * shape_.headDim) * kvElem_;
+  if (!OnDevice() && bytes >= (size_t{1} << 20)) {
+    const HostPages pages = MapZeroedPages(bytes);
+    if (pages.data != nullptr) {
+      try {
+        value = Wrap(hostInfo_, pages.data, bytes, dims, 4, kvType_);
+      } catch (...) {
+        UnmapPages(pages);
+        throw;
+      }
+      kvPages_[value] = pages;
+      stats_.kvAllocs++;
+      return value;
+    }
+  }
   Check(Ort().CreateTensorAsOrtValue(OnDevice() ? deviceAllocator_ : hostAllocator_, dims, 4, kvType_, &value),
         "CreateTensorAsOrtValue(KV cache)");
   stats_.kvAllocs++;
   return value;
+}
+
+// Releases a KV tensor and, for one over pages of its own, the pages (the binding must not hold
+// it any more: BindKv rebinds first, Release drops the binding first).
+void Decoder::ReleaseKv(OrtValue* kv) {
+  if (kv == nullptr) return;
+  Ort().ReleaseValue(kv);
+  auto it = kvPages_.find(kv);
+  if (it == kvPages_.end()) return;
+  UnmapPages(it->second);
+  kvPages_.erase(it);
 }
 
 // Zeroed like the JS backend's Float32Array, so rows past the held length never hold NaNs (a
@@ -206,8 +233,9 @@ OrtValue* Decoder::WrapStaging(std::vector<char>& bytes, int64_t length) {
 // Rows [from, from + rows) of each head from src (capacity srcCapacity) into dst's [0, rows)
 // (dstCapacity; dst may be src), the rest of dst zeroed: memmove on the host; on a device the copy
 // graph, through the host when from > 0 (the copy graph copies from row 0).
-void Decoder::CopyRows(OrtValue* src, int64_t srcCapacity, OrtValue* dst, int64_t dstCapacity, int64_t rows, int64_t from) {
-  if (rows == 0) return ZeroKv(dst, dstCapacity);
+void Decoder::CopyRows(OrtValue* src, int64_t srcCapacity, OrtValue* dst, int64_t dstCapacity, int64_t rows, int64_t from,
+                       bool dstZeroed) {
+  if (rows == 0) return dstZeroed ? void() : ZeroKv(dst, dstCapacity);
   const size_t rowBytes = static_cast<size_t>(shape_.headDim) * kvElem_;
   if (OnDevice()) {
     if (from == 0) return copier_->Copy(src, rows, dstCapacity, dst);
@@ -225,7 +253,7 @@ void Decoder::CopyRows(OrtValue* src, int64_t srcCapacity, OrtValue* dst, int64_
   const char* s = HostData(src);
   char* d = HostData(dst);
   const bool inPlace = s == d;
-  if (!inPlace) std::memset(d, 0, static_cast<size_t>(shape_.numKvHeads * dstCapacity) * rowBytes);
+  if (!inPlace && !dstZeroed) std::memset(d, 0, static_cast<size_t>(shape_.numKvHeads * dstCapacity) * rowBytes);
   for (int64_t h = 0; h < shape_.numKvHeads; h++) {
     std::memmove(d + h * dstCapacity * rowBytes, s + (h * srcCapacity + from) * rowBytes, static_cast<size_t>(rows) * rowBytes);
   }
@@ -264,16 +292,16 @@ void Decoder::Reallocate(bool windowed, int64_t capacity, int64_t from, int64_t 
       if (Windowed(i) != windowed) continue;
       fresh[i] = nullptr;
       fresh[i] = NewKv(capacity);
-      CopyRows(rows > 0 ? kv_[i] : nullptr, oldCapacity, fresh[i], capacity, rows, from);
+      CopyRows(rows > 0 ? kv_[i] : nullptr, oldCapacity, fresh[i], capacity, rows, from, kvPages_.count(fresh[i]) != 0);
     }
     if (std::find(fresh.begin(), fresh.end(), nullptr) == fresh.end()) BindKv(fresh);
   } catch (...) {
-    for (size_t i = 0; i < count; i++) if (fresh[i] && fresh[i] != kv_[i]) Ort().ReleaseValue(fresh[i]);
+    for (size_t i = 0; i < count; i++) if (fresh[i] && fresh[i] != kv_[i]) ReleaseKv(fresh[i]);
     // A half-rebound binding would point at released tensors: bind the old ones again.
     if (std::find(kv_.begin(), kv_.end(), nullptr) == kv_.end()) BindKv(kv_);
     throw;
   }
-  for (size_t i = 0; i < count; i++) if (kv_[i] && fresh[i] != kv_[i]) Ort().ReleaseValue(kv_[i]);
+  for (size_t i = 0; i < count; i++) if (kv_[i] && fresh[i] != kv_[i]) ReleaseKv(kv_[i]);
   kv_.swap(fresh);
   (windowed ? windowCapacity_ : capacity_) = capacity;
 }

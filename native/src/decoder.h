@@ -30,8 +30,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "host_pages.h"
 #include "kv_copier.h"
 
 namespace ropewalk {
@@ -170,9 +172,11 @@ class Decoder {
   void Release();
   void BindKv(const std::vector<OrtValue*>& kv);
   OrtValue* NewKv(int64_t capacity);
+  void ReleaseKv(OrtValue* kv);
   void ZeroKv(OrtValue* kv, int64_t capacity);
   char* HostData(OrtValue* value) const;
-  void CopyRows(OrtValue* src, int64_t srcCapacity, OrtValue* dst, int64_t dstCapacity, int64_t rows, int64_t from = 0);
+  void CopyRows(OrtValue* src, int64_t srcCapacity, OrtValue* dst, int64_t dstCapacity, int64_t rows, int64_t from = 0,
+                bool dstZeroed = false);
   void Reallocate(bool windowed, int64_t capacity, int64_t from, int64_t rows);
   bool Windowed(size_t i) const { return !shape_.windowLayers.empty() && shape_.windowLayers[i / 2] != 0; }
   int64_t CapacityOf(size_t i) const { return Windowed(i) ? windowCapacity_ : capacity_; }
@@ -202,6 +206,8 @@ class Decoder {
   ONNXTensorElementDataType kvType_;  // FLOAT or FLOAT16
   size_t kvElem_;                     // bytes per KV element: 4 or 2
   std::vector<OrtValue*> kv_;  // [layer*2 + (0 key | 1 value)]: [1][Hkv][C][headDim] of kvType_
+  // On the CPU each KV tensor wraps zeroed pages of its own (host_pages.h), given back in ReleaseKv.
+  std::unordered_map<const OrtValue*, HostPages> kvPages_;
   int64_t capacity_ = 0;
   int64_t windowCapacity_ = 0;
   DecoderStats stats_;

@@ -178,6 +178,28 @@ for (const backend of BACKEND_KINDS) {
       assert.equal(engine.rope.stats.capacity, 512);
     });
 
+    test('a prompt that ends at a capacity (16 tokens) grows in its prefill to 32, room for the token it samples: the first decode step grows nothing (was: a copy of every held row at that step)', async () => {
+      let prompt = 'Once upon a time';
+      let promptTokens = 0;
+      for (let k = 0; k < 20 && promptTokens !== 16; k++, prompt += ' the') {
+        engine.reset();
+        promptTokens = (await run(engine, { prompt, maxTokens: 1, sampler: GREEDY })).promptTokens.length;
+        if (promptTokens === 16) break;
+      }
+      assert.equal(promptTokens, 16, 'a 16-token prompt found');
+      engine.reset();
+      const kvBefore = engine.kv.stats.growths;
+      const seen: { kv: number; rope: number; capacity: number }[] = [];
+      await run(engine, { prompt, maxTokens: 3, sampler: GREEDY, ignoreEos: true }, (ev) => {
+        if (ev.type === 'token') seen.push({ kv: engine.kv.stats.growths, rope: engine.rope.stats.growths, capacity: engine.kv.capacity });
+      });
+      assert.equal(seen.length, 3);
+      assert.ok(seen[0].capacity >= 32, `after the prefill the KV capacity is ${seen[0].capacity}`);
+      assert.deepEqual(seen[1], seen[0], 'the first decode step (position 16) grew nothing');
+      assert.deepEqual(seen[2], seen[0]);
+      assert.ok(seen[0].kv >= kvBefore);
+    });
+
     test('prefix reuse: a follow-up that extends the last sequence prefills only the new tokens, with the same result', async () => {
       engine.reset();
       const first = await run(engine, { prompt: 'Once upon a time', maxTokens: 40, sampler: GREEDY });

@@ -255,7 +255,8 @@ for (const ep of ['webgpu', 'cpu'] as const) {
       }
       const growths = engine.rope.stats.growths;
       assert.equal(runs.at(-1)!.stats.ropeBinds, growths, 'one RoPE bind per growth of the engine\'s RoPE cache');
-      assert.ok(growths >= 3 && runs.some((r, i) => i > 0 && r.T === 1 && r.rope !== runs[i - 1].rope), `a decode step grew the RoPE cache (${growths} growths)`);
+      // The prompt's prefill grows once (to its length + 1, room for the token it samples), decode steps the rest.
+      assert.ok(growths >= 2 && runs.some((r, i) => i > 0 && r.T === 1 && r.rope !== runs[i - 1].rope), `a decode step grew the RoPE cache (${growths} growths)`);
       assert.ok(runs.some((r) => r.moved && r.T === 1), 'a decode step ran right after a context shift');
       assert.ok(warm >= 100, `${warm} warm decode steps`);
       t.diagnostic(`${ep}: ${n} greedy tokens equal the JS backend on the CPU; ${runs.length} runs, ${warm} warm decode steps moved nothing; RoPE bound ${growths} times (capacity ${engine.rope.capacity})`);
