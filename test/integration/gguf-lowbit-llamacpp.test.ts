@@ -126,12 +126,18 @@ for (const [type, target, format, meanAtLeast, within, steps] of CASES) {
       // The ten prompts as one (~60 tokens): our prefill on MatMulQ8's panels / AMX tiles, and
       // llama.cpp's on its own AMX kernels in this process — where an AMX call of ours that left a
       // libuv thread's tiles released once made llama.cpp's Q6_K kernel die of SIGILL. Measured
-      // (2026-12-03): Q5_K and Q6_K 16 of 16 steps at 1–12e-7; Q4_K 2–4e-2 from the first step
-      // (a near tie at prefill; on MatMulQ8K's own tile the same prompt is 1e-7 but at one step).
+      // (2026-12-03, Intel with AMX): Q5_K and Q6_K 16 of 16 steps at 1–12e-7; Q4_K 2–4e-2.
+      // On an AMD EPYC (VNNI panels, no AMX) Q5_K too parts by 1–4e-2 from the first step, and
+      // not by a fault of ours: every MatMulQ8K of that prefill, dumped, equals MatMulQ8K's exact
+      // kernel on its input to 2–6e-7 (the panels sum 32-blocks in float, ggml_vec_dot_q5_K_q8_K
+      // a super-block in int32), but at the 17th row (the first past 4 panel groups of 4) a 4e-7
+      // difference in o_proj's input flips a q8_K rounding and its output moves 1e-3, which the
+      // next layers carry to the logits. Q4_K parts on both (llama.cpp repacks Q4_K for its own
+      // prompt kernel). So: Q6_K (16-blocks, exact) at 1e-4; Q4_K and Q5_K within 0.1.
       const long = await teacherForcedDistances(llama, file, PROMPTS.join(' '), 16, cache);
       t.diagnostic(`${type}: the ten prompts as one, teacher-forced: ${long.map((d) => d.toExponential(1)).join(' ')}`);
-      if (type === 'Q4_K') assert.ok(long.every((d) => d < 0.1), `${type}: the long prompt's distances ${long}`);
-      else assert.ok(long.filter((d) => d < 1e-4).length >= 12, `${type}: the long prompt's distances ${long}`);
+      if (type === 'Q6_K') assert.ok(long.filter((d) => d < 1e-4).length >= 12, `${type}: the long prompt's distances ${long}`);
+      else assert.ok(long.every((d) => d < 0.1), `${type}: the long prompt's distances ${long}`);
     }
     const close = distances.filter((d) => d < within).length;
     t.diagnostic(`${type}: greedy agreement ${agree.join(', ')} (mean ${mean}); teacher-forced ${close} of 16 within ${within}: ${distances.map((d) => d.toExponential(1)).join(' ')}`);

@@ -129,12 +129,22 @@ test('ropewalk.MatMulQ8K computes llama.cpp\'s q4_K, q5_K and q6_K × q8_K dot p
       }
       // The prefill path on MatMulQ8's kernel (where this CPU has its VNNI panels): 9 rows (VNNI
       // panels) and 37 (AMX tiles where usable: two 16-row groups and a part).
+      // 160 weight rows in the op's chunks of 80 (as its tasks run them: the second from row 80;
+      // each 64 outputs on the vector min-term path and 16 on its tail), whole panels of 16.
       if (['avx512vnni', 'amx'].includes(addon!.matMulQ8Kernel!)) {
+        const nP = 160;
+        const rowBytes = stored.length / rows;
+        const blocksP = new Uint8Array(nP * rowBytes);
+        const wP = new Float32Array(nP * k);
+        for (let r = 0; r < nP; r++) {
+          blocksP.set(stored.subarray((r % rows) * rowBytes, ((r % rows) + 1) * rowBytes), r * rowBytes);
+          wP.set(ref.subarray((r % rows) * k, ((r % rows) + 1) * k), r * k);
+        }
         for (const rowsM of [9, 37]) {
           const xs = activations(rowsM, k);
-          const wantM = llamaCppMatMulK(w, n, k, xs, rowsM);
+          const wantM = llamaCppMatMulK(wP, nP, k, xs, rowsM);
           const scaleM = wantM.reduce((a, v) => Math.max(a, Math.abs(v)), 0);
-          const got = addon!.matMulQ8K!('panel', xs, rowsM, blocks, n, k, ggmlType);
+          const got = addon!.matMulQ8K!('panel', xs, rowsM, blocksP, nP, k, ggmlType, 80);
           const err = got.reduce((a, v, i) => Math.max(a, Math.abs(v - wantM[i])), 0) / scaleM;
           t.diagnostic(`${type} panel (${addon!.matMulQ8Kernel}) ${rowsM} rows: max |y − llama.cpp| / max |y| = ${err.toExponential(2)}`);
           assert.ok(err < 1e-6, `${type} on the panel path, ${rowsM} rows: ${err}`);

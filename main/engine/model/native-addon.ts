@@ -171,7 +171,7 @@ export interface NativeAddon {
    * Absent from an addon built before it (whose sessions lack the op: `nativeKernelsAvailable`).
    * @throws Error (code 'ORT_ARG') for sizes that disagree, another type or an ISA this CPU lacks.
    */
-  matMulQ8K?(isa: 'scalar' | 'avx2' | 'avx512vnni' | 'panel', x: Float32Array, m: number, blocks: Uint8Array, n: number, k: number, ggmlType: number): Float32Array;
+  matMulQ8K?(isa: 'scalar' | 'avx2' | 'avx512vnni' | 'panel', x: Float32Array, m: number, blocks: Uint8Array, n: number, k: number, ggmlType: number, chunk?: number): Float32Array;
   /** The instruction set `ropewalk.MatMulQ8K` runs on here ('avx512vnni', 'avx2' or 'scalar'). */
   matMulQ8KKernel?: string;
 }
