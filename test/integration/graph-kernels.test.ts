@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import onnxProto from 'onnx-proto';
-import { buildDecoderGraph } from '../../main/engine/model/decoder-graph.ts';
+import { buildDecoderGraph, usesRotaryEmbedding } from '../../main/engine/model/decoder-graph.ts';
 import { importGguf } from '../../main/engine/model/gguf/import-gguf.ts';
 import { quantizeLinearWeights } from '../../main/engine/model/gguf/quantized-weights.ts';
 import { CPU_TARGET, CUDA_FLOAT32_REFERENCE, EXECUTION_PROVIDERS, graphTarget } from '../../main/engine/model/graph-target.ts';
@@ -215,6 +215,25 @@ test('the webgpu graph is float32 with MatMul on transposed weights, no FusedMat
     const { values } = nodeTypes(buildDecoderGraph(m.config, m.weights, graphTarget('webgpu')).model);
     assert.equal(values.get('past_key_0'), 'float', m.name);
   }
+});
+
+test('q and k are rotated by RotaryEmbedding on the CPU (one node each a layer, new_key its output), where the rotary covers whole heads and one table serves every layer; else, and off the CPU, by the pair chain', () => {
+  let fused = 0;
+  for (const m of models) {
+    for (const target of [CPU_TARGET, graphTarget('webgpu'), graphTarget('cuda')]) {
+      const nodes = graphNodes(buildDecoderGraph(m.config, m.weights, target).model);
+      const rotary = nodes.filter((n) => n.opType === 'RotaryEmbedding');
+      const expected = target.ep === 'cpu' && !m.config.localRope && m.config.rope.rotaryDim === m.config.headDim;
+      assert.equal(usesRotaryEmbedding(m.config, target), expected, `${m.name} on ${target.ep}`);
+      assert.equal(rotary.length, expected ? 2 * m.config.numLayers : 0, `${m.name} on ${target.ep}`);
+      if (!expected) continue;
+      fused++;
+      assert.equal(nodes.find((n) => n.output!.includes('new_key_0'))?.opType, 'RotaryEmbedding', m.name);
+      const interleaved = Number(rotary[0].attribute!.find((a) => a.name === 'interleaved')!.i);
+      assert.equal(interleaved, m.config.rope.layout === 'half' ? 0 : 1, `${m.name}: layout ${m.config.rope.layout}`);
+    }
+  }
+  assert.ok(fused >= 4, `${fused} model/target pairs use RotaryEmbedding`);
 });
 
 test('the new KV rows leave as k and v themselves: each new_key/new_value is made by a projection or RoPE node (no Identity) and read by GroupQueryAttention', () => {

@@ -123,7 +123,9 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   const sinCache = g.input(io.ROPE_SIN_CACHE, DataType.FLOAT, ['C_rope', ropeColumns(c)]);
   const seqlensK = g.input(io.SEQLENS_K, DataType.INT32, [1]);
   const totalSeqLen = g.input(io.TOTAL_SEQ_LEN, DataType.INT32, []);
-  const [cos, sin] = stepRopeRows(g, c, inputIds, seqlensK, cosCache, sinCache);
+  const fusedRope = usesRotaryEmbedding(c, target);
+  const [cos, sin] = fusedRope ? [cosCache, sinCache] : stepRopeRows(g, c, inputIds, seqlensK, cosCache, sinCache);
+  const positionIds = fusedRope ? stepPositions(g, c, inputIds, seqlensK, DataType.INT64) : '';
   // Sliding-window layers' own lengths: their KV buffers hold only the last rows (io-names.ts).
   const windowed = (i: number) => (c.slidingWindow?.[i] ?? 0) > 0;
   const anyWindowed = Array.from({ length: c.numLayers }, (_, i) => windowed(i)).some(Boolean);
@@ -138,7 +140,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   const [cosG, cosL] = c.localRope ? g.node('Split', [cos], 2, { axis: 2, num_outputs: 2 }) : [cos, cos];
   const [sinG, sinL] = c.localRope ? g.node('Split', [sin], 2, { axis: 2, num_outputs: 2 }) : [sin, sin];
   const ropeTables = (cs: string, sn: string) => ({ cosB: g.op('Reshape', [cs, ropeShape]), sinB: g.op('Reshape', [sn, ropeShape]) });
-  const globalTables = ropeTables(cosG, sinG);
+  const globalTables = fusedRope ? { cosB: '', sinB: '' } : ropeTables(cosG, sinG);
   const localTables = c.localRope ? ropeTables(cosL, sinL) : globalTables;
 
   const shapeHeads = (h: number) => g.int64([1, 0, h, hd]);
@@ -232,6 +234,10 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     return pass ? g.op('Concat', [rotated, pass], { axis: 3 }) : rotated;
   };
 
+  /** RoPE on [1, T, heads·hd] by RotaryEmbedding over the whole cache (`usesRotaryEmbedding`). */
+  const rotaryEmbedding = (flat: string, heads: number): string =>
+    g.op('RotaryEmbedding', [flat, positionIds, cos, sin], { interleaved: c.rope.layout === 'half' ? 0 : 1, num_heads: heads, rotary_embedding_dim: R }, 'com.microsoft');
+
   // 3. layers
   for (let i = 0; i < c.numLayers; i++) {
     const L = (s: string) => layerWeight(i, s);
@@ -239,15 +245,23 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     let [q, k, v] = c.fusedProjections
       ? g.node('Split', [linear(h, L('self_attn.qkv_proj'), (Hq + 2 * Hkv) * hd, D, false), g.int64([Hq * hd, Hkv * hd, Hkv * hd])], 3, { axis: 2 })
       : linears(h, [[L('self_attn.q_proj'), Hq * hd], [L('self_attn.k_proj'), Hkv * hd], [L('self_attn.v_proj'), Hkv * hd]], D, c.attentionBias, L('self_attn.qkv_proj'));
-    let qh = g.op('Reshape', [q, shapeHq]);
-    let kh = g.op('Reshape', [k, shapeHkv]);
-    if (c.qkNorm) {
-      qh = rmsNorm(qh, L('self_attn.q_norm.weight'), hd);
-      kh = rmsNorm(kh, L('self_attn.k_norm.weight'), hd);
+    // Qwen3's q/k norms are per head: [1, T, H, hd] and back.
+    const headNorm = (flat: string, shape: string, norm: string) => g.op('Reshape', [rmsNorm(g.op('Reshape', [flat, shape]), L(norm), hd), shapeFlat]);
+    if (fusedRope) {
+      if (c.qkNorm) [q, k] = [headNorm(q, shapeHq, 'self_attn.q_norm.weight'), headNorm(k, shapeHkv, 'self_attn.k_norm.weight')];
+      q = toHalf(rotaryEmbedding(q, Hq));
+      k = toHalf(rotaryEmbedding(k, Hkv));
+    } else {
+      let qh = g.op('Reshape', [q, shapeHq]);
+      let kh = g.op('Reshape', [k, shapeHkv]);
+      if (c.qkNorm) {
+        qh = rmsNorm(qh, L('self_attn.q_norm.weight'), hd);
+        kh = rmsNorm(kh, L('self_attn.k_norm.weight'), hd);
+      }
+      const tables = windowed(i) ? localTables : globalTables;
+      q = toHalf(g.op('Reshape', [rope(qh, tables), shapeFlat]));
+      k = toHalf(g.op('Reshape', [rope(kh, tables), shapeFlat]));
     }
-    const tables = windowed(i) ? localTables : globalTables;
-    q = toHalf(g.op('Reshape', [rope(qh, tables), shapeFlat]));
-    k = toHalf(g.op('Reshape', [rope(kh, tables), shapeFlat]));
     v = toHalf(v);
     // The new rows alone, for backends that write the KV cache themselves (js-session.ts 'rows'):
     // k and v themselves (in the KV cache's dtype), renamed to the outputs' names (no Identity
@@ -334,12 +348,29 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
  * which new_key_* would not hold the rotated keys.
  */
 function stepRopeRows(g: OnnxGraphBuilder, c: ModelConfig, inputIds: string, seqlensK: string, cosCache: string, sinCache: string): [string, string] {
+  const positions = stepPositions(g, c, inputIds, seqlensK, DataType.INT32);
+  return [g.op('Gather', [cosCache, positions], { axis: 0 }), g.op('Gather', [sinCache, positions], { axis: 0 })];
+}
+
+/** The step's positions P … P+T−1 [1, T] as `stepRopeRows` derives them (see there), of type `to`. */
+function stepPositions(g: OnnxGraphBuilder, c: ModelConfig, inputIds: string, seqlensK: string, to: number): string {
   const oneTable = g.externalTensor('rope.ones_per_token', [c.vocabSize], DataType.FLOAT, () => new Float32Array(c.vocabSize).fill(1));
   const ones = g.op('Gather', [oneTable, inputIds], { axis: 0 });
   const back = g.op('CumSum', [ones, g.int64([1], [])], { exclusive: 1, reverse: 1 });
   const last = g.op('Cast', [seqlensK], { to: DataType.FLOAT });
-  const positions = g.op('Cast', [g.op('Sub', [last, back])], { to: DataType.INT32 });
-  return [g.op('Gather', [cosCache, positions], { axis: 0 }), g.op('Gather', [sinCache, positions], { axis: 0 })];
+  return g.op('Cast', [g.op('Sub', [last, back])], { to });
+}
+
+/**
+ * Whether q and k are rotated by ONNX Runtime's RotaryEmbedding (com.microsoft, CPU kernel
+ * contrib_ops/cpu/bert/rotary_embedding.cc: out[i] = x[i]·cos + sign·x[j]·sin over the cache
+ * rows at position_ids), one node each on [1, T, H·hd], instead of the pair chain (Reshape,
+ * Split, four Mul, Sub, Add, Concat, Reshape: ten nodes each, 16 of ~40 a layer's step runs): on
+ * the CPU, for a whole-head rotary (its partial form leaves the unrotated lanes unwritten in
+ * some versions) and one RoPE table (Gemma's local and global tables share one cache input).
+ */
+export function usesRotaryEmbedding(c: Pick<ModelConfig, 'rope' | 'localRope' | 'headDim'>, target: GraphTarget): boolean {
+  return target.ep === 'cpu' && !c.localRope && c.rope.rotaryDim === c.headDim;
 }
 
 /** A float32 weight's bytes for the data file: its array, or chunks read when the file is written. */
