@@ -25,6 +25,25 @@ async function boot(setup?: (fake: FakeApi) => void): Promise<{ fake: FakeApi; f
   return { fake, frames, timers, stores };
 }
 
+/** Stores over one conversation ('old', open) whose createConversation waits for `release()`. */
+async function bootSlowToCreate(): Promise<{ fake: FakeApi; old: { id: string }; stores: Stores; release: () => void }> {
+  const fake = new FakeApi();
+  const old = fake.addConversation('old', [['user', 'hi']]);
+  const api = fake.asApi();
+  let release: (() => void) | null = null;
+  const gated = {
+    ...api,
+    createConversation: async (r: Parameters<RopewalkApi['createConversation']>[0]) => {
+      await new Promise<void>((res) => (release = res));
+      return api.createConversation(r);
+    },
+  } as RopewalkApi;
+  const stores = createStores(gated, { frames: new ManualFrames(), debounceMs: 5 });
+  await stores.start();
+  await settle();
+  return { fake, old, stores, release: () => (release as (() => void) | null)?.() };
+}
+
 const done = (message: Message, content: string, status: Message['status'] = 'complete'): Message => ({
   ...message,
   content,
@@ -532,20 +551,7 @@ describe('renderer stores: conversations as users expect them', () => {
   });
 
   it('New chat while the services are slow to create it: what is typed, and a message sent, go into the new chat (was: the draft went back to the old chat and Enter did nothing)', async () => {
-    const fake = new FakeApi();
-    const old = fake.addConversation('old', [['user', 'hi']]);
-    const api = fake.asApi();
-    let release: (() => void) | null = null;
-    const gated = {
-      ...api,
-      createConversation: async (r: Parameters<RopewalkApi['createConversation']>[0]) => {
-        await new Promise<void>((res) => (release = res));
-        return api.createConversation(r);
-      },
-    } as RopewalkApi;
-    const stores = createStores(gated, { frames: new ManualFrames(), debounceMs: 5 });
-    await stores.start();
-    await settle();
+    const { fake, old, stores, release } = await bootSlowToCreate();
     const { chat } = stores;
     assert.equal(chat.getState().conversationId, old.id);
     const creating = stores.conversations.getState().create();
@@ -555,7 +561,7 @@ describe('renderer stores: conversations as users expect them', () => {
     const sent = chat.getState().send();
     await settle();
     assert.equal(fake.count('sendMessage'), 0, 'nothing sent before the conversation exists');
-    (release as (() => void) | null)?.();
+    release();
     await creating;
     assert.ok(await sent, 'the send went through');
     await settle();
@@ -570,24 +576,11 @@ describe('renderer stores: conversations as users expect them', () => {
   });
 
   it('New chat: text typed before the conversation exists stays in it', async () => {
-    const fake = new FakeApi();
-    fake.addConversation('old', [['user', 'hi']]);
-    const api = fake.asApi();
-    let release: (() => void) | null = null;
-    const gated = {
-      ...api,
-      createConversation: async (r: Parameters<RopewalkApi['createConversation']>[0]) => {
-        await new Promise<void>((res) => (release = res));
-        return api.createConversation(r);
-      },
-    } as RopewalkApi;
-    const stores = createStores(gated, { frames: new ManualFrames(), debounceMs: 5 });
-    await stores.start();
-    await settle();
+    const { stores, release } = await bootSlowToCreate();
     const creating = stores.conversations.getState().create();
     await settle();
     stores.chat.getState().setDraft('half a thought');
-    (release as (() => void) | null)?.();
+    release();
     await creating;
     await settle();
     const created = stores.chat.getState().conversationId;
