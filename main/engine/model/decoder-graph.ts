@@ -139,8 +139,9 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   // [global, local] cos/sin tables: the same one twice unless sliding layers have their own RoPE.
   const [cosG, cosL] = c.localRope ? g.node('Split', [cos], 2, { axis: 2, num_outputs: 2 }) : [cos, cos];
   const [sinG, sinL] = c.localRope ? g.node('Split', [sin], 2, { axis: 2, num_outputs: 2 }) : [sin, sin];
+  // The pair chain's broadcast tables (none with RotaryEmbedding, which reads the caches itself).
   const ropeTables = (cs: string, sn: string) => ({ cosB: g.op('Reshape', [cs, ropeShape]), sinB: g.op('Reshape', [sn, ropeShape]) });
-  const globalTables = fusedRope ? { cosB: '', sinB: '' } : ropeTables(cosG, sinG);
+  const globalTables = fusedRope ? null : ropeTables(cosG, sinG);
   const localTables = c.localRope ? ropeTables(cosL, sinL) : globalTables;
 
   const shapeHeads = (h: number) => g.int64([1, 0, h, hd]);
@@ -258,7 +259,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
         qh = rmsNorm(qh, L('self_attn.q_norm.weight'), hd);
         kh = rmsNorm(kh, L('self_attn.k_norm.weight'), hd);
       }
-      const tables = windowed(i) ? localTables : globalTables;
+      const tables = (windowed(i) ? localTables : globalTables)!;
       q = toHalf(g.op('Reshape', [rope(qh, tables), shapeFlat]));
       k = toHalf(g.op('Reshape', [rope(kh, tables), shapeFlat]));
     }
