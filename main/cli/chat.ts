@@ -67,6 +67,7 @@ async function main(argv: string[]): Promise<number> {
         executionProvider: opts.ep,
         ...(opts.backend !== null ? { backend: opts.backend } : {}),
         ...(opts.threads > 0 ? { threads: opts.threads } : {}),
+        kvCacheDtype: opts.kvCacheDtype,
         ...(opts.quantize ? { quantize: opts.quantize } : {}),
       },
       (phase, fraction, detail) => {

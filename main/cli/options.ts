@@ -6,7 +6,8 @@ import { parseArgs } from 'node:util';
 // growth.ts, not engine.ts: the CLI's main thread must not load ONNX Runtime (the worker does).
 import { MAX_CONTEXT_LIMIT } from '../engine/cache/growth.ts';
 import { MAX_THREADS, type BackendKind, type ExecutionProviderChoice } from '../engine/model/backend.ts';
-import { CONTEXT_FULL_POLICIES, EXECUTION_PROVIDER_PREFERENCES, QUANTIZE_OPTIONS, type ContextFullPolicy, type QuantizeOption } from '../contract/types.ts';
+import { DEFAULT_KV_CACHE_DTYPE } from '../engine/model/graph-target.ts';
+import { CONTEXT_FULL_POLICIES, EXECUTION_PROVIDER_PREFERENCES, KV_CACHE_DTYPES, QUANTIZE_OPTIONS, type ContextFullPolicy, type KvCacheDtype, type QuantizeOption } from '../contract/types.ts';
 import type { SamplerOptions } from '../engine/sampling/sampler.ts';
 
 /** A bad command line: the CLI prints its one-line message and exits with code 2. */
@@ -25,6 +26,8 @@ export interface ChatOptions {
   backend: BackendKind | null;
   /** ONNX Runtime's intra-op threads (0: its default, the physical cores). */
   threads: number;
+  /** `--kv-cache float16|float32`: the KV cache's element type on the CPU (default the engine's). */
+  kvCacheDtype: KvCacheDtype;
   /** Quantize a float model's Linear weights at import. */
   quantize: QuantizeOption | null;
   json: boolean;
@@ -71,6 +74,8 @@ export const USAGE = `usage: npm run chat -- [options] "prompt"
                         a provider that cannot be used falls back to CPU with a note)
   --backend native|js   decoder backend (default native: the C++ addon; js when it cannot load, with a message)
   --threads N           ONNX Runtime's intra-op threads for the CPU work (default 0: one per physical core)
+  --kv-cache float32|float16
+                        the KV cache's element type on the CPU (default ${DEFAULT_KV_CACHE_DTYPE}; float16: half the memory)
   --quantize q4|q8      import a float model's linear weights as 4- or 8-bit blocks (round to nearest)
   --attach FILE         attach a document (repeatable): text, Markdown, code, PDF, .docx, HTML,
                         PNG, JPEG (scanned pages and images by OCR)
@@ -128,6 +133,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
         ep: { type: 'string' },
         backend: { type: 'string' },
         threads: { type: 'string' },
+        'kv-cache': { type: 'string' },
         quantize: { type: 'string' },
         json: { type: 'boolean' },
         attach: { type: 'string', multiple: true },
@@ -155,6 +161,8 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
   if (v.model !== undefined && v.model.trim() === '') throw new UsageError('--model needs a path');
   const quantize = v.quantize === undefined ? null : QUANTIZE_OPTIONS.find((q) => q === v.quantize);
   if (quantize === undefined) throw new UsageError(`--quantize must be ${QUANTIZE_OPTIONS.join(' or ')}, got "${v.quantize}"`);
+  const kvCacheDtype = KV_CACHE_DTYPES.find((d) => d === (v['kv-cache'] ?? DEFAULT_KV_CACHE_DTYPE));
+  if (kvCacheDtype === undefined) throw new UsageError(`--kv-cache must be ${KV_CACHE_DTYPES.join(' or ')}, got "${v['kv-cache']}"`);
   const seed = int('seed', v.seed, 0, 2 ** 32 - 1);
   if (v.fit !== undefined && v.fit !== 'relevant') throw new UsageError(`--fit must be relevant, got "${v.fit}"`);
   if (v.fit !== undefined && !v.attach?.length) throw new UsageError('--fit relevant needs a document (--attach FILE)');
@@ -186,6 +194,7 @@ export function parseChatOptions(argv: string[]): ChatOptions | 'help' {
     ep,
     backend,
     threads: int('threads', v.threads, 0, MAX_THREADS) ?? 0,
+    kvCacheDtype,
     quantize,
     json: v.json ?? false,
     system: v.system ?? null,

@@ -7,7 +7,7 @@
  * Platform-free: zod and types only.
  */
 import { z } from 'zod';
-import { CONTEXT_FULL_POLICIES, DOCUMENT_KINDS, EXECUTION_PROVIDER_PREFERENCES, QUANTIZE_OPTIONS } from './types.ts';
+import { CONTEXT_FULL_POLICIES, DOCUMENT_KINDS, EXECUTION_PROVIDER_PREFERENCES, KV_CACHE_DTYPES, QUANTIZE_OPTIONS } from './types.ts';
 import { ORIGIN_RULE, parseOrigin } from './origin.ts';
 import { MAX_DOCUMENT_BYTES } from './limits.ts';
 import type {
@@ -101,6 +101,7 @@ export const settingsPatchSchema = z
     executionProvider: z.enum(EXECUTION_PROVIDER_PREFERENCES),
     backend: z.enum(['native', 'js']),
     threads: z.number().int().min(0).max(1024),
+    kvCacheDtype: z.enum(KV_CACHE_DTYPES),
     /** Ropewalk's own models folder, listed by the library ('' = the default, ~/.ropewalk/models). */
     modelsFolder: z.string().max(4096),
     localServer: z.boolean(),

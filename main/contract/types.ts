@@ -198,6 +198,9 @@ export const EXECUTION_PROVIDER_PREFERENCES = ['auto', 'cpu', 'webgpu', 'cuda'] 
  */
 export type QuantizeOption = 'q4' | 'q8';
 export const QUANTIZE_OPTIONS = ['q4', 'q8'] as const satisfies readonly QuantizeOption[];
+/** The KV cache's element type (Settings.kvCacheDtype). */
+export type KvCacheDtype = 'float32' | 'float16';
+export const KV_CACHE_DTYPES = ['float32', 'float16'] as const satisfies readonly KvCacheDtype[];
 /** The decoder backend: the native/ addon (falls back to js with a note when it cannot load) or onnxruntime-node's JS API. */
 export type BackendPreference = 'native' | 'js';
 
@@ -226,6 +229,12 @@ export interface Settings {
   backend: BackendPreference;
   /** ONNX Runtime's intra-op threads for the CPU work, 0–1024 (0: its default, one per physical core); a change reloads the model. */
   threads: number;
+  /**
+   * The KV cache's element type on the CPU (float16: half the bytes per position, so twice the
+   * max context in the same memory, at some decode speed; the GPU graphs keep their own); a change
+   * reloads the model.
+   */
+  kvCacheDtype: KvCacheDtype;
   /** Serve the OpenAI-compatible API of the loaded model on 127.0.0.1 (desktop app; off by default). */
   /** Ropewalk's own models folder ('' = the default, ~/.ropewalk/models). */
   modelsFolder: string;
@@ -273,6 +282,8 @@ export interface ModelInfo {
   toolFormat?: 'hermes' | 'llama3-json' | 'mistral-v3' | 'mistral-args' | 'harmony';
   /** Weight storage: formats with counts ("q4 (Q4_0) ×35, float32 ×13"), bundle size on disk, resident weight bytes. */
   weights: { formats: string; bundleBytes: number; residentBytes: number };
+  /** The KV cache's element type; absent: a remote engine. */
+  kvCacheDtype?: KvCacheDtype;
   /** Set when a remote engine answers (then backend, execution provider and weights mean nothing). */
   remote?: RemoteEngineInfo;
   /** The load's memory estimate in parts (memory-fit.ts judges another max context with it); absent: unknown (a remote engine). */

@@ -24,7 +24,7 @@ import { contractHandlers, refreshActiveBudget, type HandlerParts, type LocalSer
 import { EngineSwitch } from './engine-switch.ts';
 import { ModelService } from './model-service.ts';
 import { RemoteKeyStore, type SecretCipher } from './secrets.ts';
-import { FALLBACK_MAX_CONTEXT, SettingsService } from './settings.ts';
+import { DEFAULT_SETTINGS, FALLBACK_MAX_CONTEXT, SettingsService } from './settings.ts';
 import { ModelProfiles } from './model-profiles.ts';
 import { ModelLibraryService } from './model-library.ts';
 import type { ConversationStore } from './store.ts';
@@ -113,6 +113,7 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
       executionProvider: settings?.get().executionProvider ?? 'auto',
       backend: settings?.get().backend ?? 'native',
       threads: settings?.get().threads ?? 0,
+      kvCacheDtype: settings?.get().kvCacheDtype ?? DEFAULT_SETTINGS.kvCacheDtype,
     }),
     isGenerating: () => chat?.generating ?? false,
     onLoaded: () => void (chat && refreshActiveBudget({ budget, chat, emit })),
@@ -129,6 +130,7 @@ export async function startServices(opts: StartServicesOptions): Promise<Service
     builtinPath: opts.defaultModel ?? defaultModelPath(),
     modelsFolder: () => settingsService.get().modelsFolder,
     maxContext: (trained) => settingsService.userMaxContext ?? trained ?? FALLBACK_MAX_CONTEXT,
+    kvCacheDtype: () => settingsService.get().kvCacheDtype,
   });
   const profiles = new ModelProfiles(store);
   const documents = new DocumentService(engine, store);

@@ -27,6 +27,9 @@ import { listRemoteModels, RemoteEngine, type RemoteConfig } from '../remote/rem
 import type { EngineSwitch } from './engine-switch.ts';
 import type { RemoteKeyStore } from './secrets.ts';
 import type { LoadOptions } from '../engine-host/protocol.ts';
+
+/** The load options the settings decide (a change of one reloads the model: settings.ts). */
+export type SettingsLoadOptions = Pick<LoadOptions, 'maxContext' | 'executionProvider' | 'backend' | 'threads' | 'kvCacheDtype'>;
 import type { ModelInfo as EngineModelInfo } from '../engine/generate/engine.ts';
 import { firstLine, ServiceError } from './errors.ts';
 import type { Emit } from './events.ts';
@@ -62,7 +65,7 @@ export interface ModelServiceOptions {
   /** Where imported bundles are cached (default: the engine's, ~/.cache/ropewalk/models). */
   cacheDir?: string;
   /** The load options the settings ask for (max context set by the user, execution provider). */
-  loadOptions: () => Pick<LoadOptions, 'maxContext' | 'executionProvider' | 'backend' | 'threads'>;
+  loadOptions: () => SettingsLoadOptions;
   /** Whether an answer is being generated now (a load must wait for it). */
   isGenerating: () => boolean;
   /** Called after a model loaded (the budget changes with it). */
@@ -210,7 +213,7 @@ export class ModelService {
    * Reloads the current model with new options (the settings changed).
    * @throws ServiceError BUSY / MODEL_NOT_READY; the engine's load error (old model kept).
    */
-  async reload(options: Pick<LoadOptions, 'maxContext' | 'executionProvider' | 'backend' | 'threads'>): Promise<void> {
+  async reload(options: SettingsLoadOptions): Promise<void> {
     this.assertFree();
     if (this.deps.engine.remote) return; // the server's own settings apply; the local model reloads when it is used again
     const source = this.source;
@@ -259,7 +262,7 @@ export class ModelService {
     return p;
   }
 
-  private async load(path: string, options?: Pick<LoadOptions, 'maxContext' | 'executionProvider' | 'backend' | 'threads'>, quantize?: QuantizeOption, beforeReady?: () => void): Promise<void> {
+  private async load(path: string, options?: SettingsLoadOptions, quantize?: QuantizeOption, beforeReady?: () => void): Promise<void> {
     this.set({ status: 'loading', info: this.current.info, progress: { phase: 'start', fraction: 0 }, error: null });
     const opts = options ?? this.deps.loadOptions();
     const info = await this.deps.host.load(
@@ -320,6 +323,7 @@ export function toContractInfo(i: EngineModelInfo): ModelInfo {
     ...(i.thinkingToggle ? { thinkingToggle: true } : {}),
     ...(i.toolFormat ? { toolFormat: i.toolFormat } : {}),
     weights: { ...i.weights },
+    ...(i.kvCacheDtype ? { kvCacheDtype: i.kvCacheDtype } : {}),
     ...(i.memory ? { memory: { ...i.memory } } : {}),
   };
 }

@@ -1,10 +1,11 @@
 /**
  * Settings: the defaults, what the user changed (persisted in the store's settings table, one
  * key per field), and the checks a change must pass. `maxContext` follows the loaded model's
- * trained context until the user sets it. A change of `maxContext`, `executionProvider`, `backend`
- * or `threads` reloads the model with the new options through `ModelService.reload`; if that fails the old
+ * trained context until the user sets it. A change of `maxContext`, `executionProvider`, `backend`,
+ * `threads` or `kvCacheDtype` reloads the model with the new options through `ModelService.reload`; if that fails the old
  * model and the old settings stay, and the call rejects with the load error.
  */
+import { DEFAULT_KV_CACHE_DTYPE } from '../engine/model/graph-target.ts';
 import { effectiveSettings } from '../contract/chat-settings.ts';
 import type { ChatSettings, ConversationSummary, Settings } from '../contract/types.ts';
 import { settingsPatchSchema, type RequestOf } from '../contract/channels.ts';
@@ -40,6 +41,7 @@ export const DEFAULT_SETTINGS: Omit<Settings, 'maxContext' | 'maxTokens'> = {
   executionProvider: 'auto',
   backend: 'native',
   threads: 0,
+  kvCacheDtype: DEFAULT_KV_CACHE_DTYPE,
   modelsFolder: '',
   localServer: false,
   localServerPort: DEFAULT_LOCAL_SERVER_PORT,
@@ -47,7 +49,7 @@ export const DEFAULT_SETTINGS: Omit<Settings, 'maxContext' | 'maxTokens'> = {
 };
 
 /** The settings a change of which reloads the model. */
-const RELOAD_KEYS = ['maxContext', 'executionProvider', 'backend', 'threads'] as const satisfies readonly (keyof Settings)[];
+const RELOAD_KEYS = ['maxContext', 'executionProvider', 'backend', 'threads', 'kvCacheDtype'] as const satisfies readonly (keyof Settings)[];
 
 const KEYS = ['maxContext', 'maxTokens', ...Object.keys(DEFAULT_SETTINGS)] as (keyof Settings)[];
 const PREFIX = 'settings.';
@@ -129,8 +131,8 @@ export class SettingsService {
     }
     const changed = (k: (typeof RELOAD_KEYS)[number]) => patch[k] !== undefined && patch[k] !== before[k];
     if (RELOAD_KEYS.some(changed)) {
-      if (opts.generating) throw new ServiceError('BUSY', 'an answer is being generated; stop it before changing the max context, the execution provider, the backend or the threads');
-      await this.models.reload({ maxContext: next.maxContext, executionProvider: next.executionProvider, backend: next.backend, threads: next.threads });
+      if (opts.generating) throw new ServiceError('BUSY', 'an answer is being generated; stop it before changing the max context, the execution provider, the backend, the threads or the KV cache');
+      await this.models.reload({ maxContext: next.maxContext, executionProvider: next.executionProvider, backend: next.backend, threads: next.threads, kvCacheDtype: next.kvCacheDtype });
     }
     const values: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(stripUndefined(patch))) values[PREFIX + k] = v;

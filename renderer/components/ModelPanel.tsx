@@ -101,6 +101,12 @@ export function ModelPanel() {
             <dd className="ep-nodes-on-cpu">{nodesOnCpuWords(info.executionProvider, info.nodesOnCpu)}</dd>
             <dt>Backend</dt>
             <dd className="backend">{info.backend === 'native' ? 'Native' : 'JS'}</dd>
+            {info.kvCacheDtype && (
+              <>
+                <dt>KV cache</dt>
+                <dd className="kv-cache-dtype">{info.kvCacheDtype === 'float16' ? 'Float16' : 'Float32'}</dd>
+              </>
+            )}
           </dl>
         )}
         {info?.fallbackReason && <p className="ep-note">{info.fallbackReason}</p>}

@@ -4,7 +4,8 @@
  * (`CUDA_FLOAT32_REFERENCE`), both on the CPU EP and the JS backend (host KV of the graph's dtype),
  * teacher-forced along the float32 graph's greedy path after a prompt. Used by
  * test/integration/graph-float16.test.ts (the bound) and test/bench/float16-parts.ts (which part
- * of the graph costs what).
+ * of the graph costs what); `engineAgreement` compares two loaded engines the same way (the CPU's
+ * float16 KV cache against float32 KV: kv-float16-cpu.test.ts, attention-sinks.test.ts).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -111,4 +112,32 @@ export async function float16Agreement(source: string, cacheDir: string, opts: A
     await f32.session.dispose();
     await f16.session.dispose();
   }
+}
+
+/**
+ * Two engines teacher-forced along `reference`'s greedy path for `steps` steps after `prompt`
+ * (token ids), both reset first: the share of steps whose top-1 token is the reference's, the
+ * largest |Δ log p| over the reference's top-8, and the mean over steps of each step's largest.
+ */
+export async function engineAgreement(reference: Engine, underTest: Engine, prompt: number[], steps: number): Promise<{ agree: number; maxDiff: number; meanDiff: number }> {
+  reference.reset();
+  underTest.reset();
+  let a = (await reference.prefill(prompt)).slice();
+  let b = (await underTest.prefill(prompt)).slice();
+  let agree = 0;
+  let maxDiff = 0;
+  let sum = 0;
+  for (let step = 0; step < steps; step++) {
+    const next = argmax(a);
+    if (argmax(b) === next) agree++;
+    const la = logSoftmax(a);
+    const lb = logSoftmax(b);
+    let d = 0;
+    for (const i of [...a.keys()].sort((x, y) => a[y] - a[x]).slice(0, 8)) d = Math.max(d, Math.abs(la[i] - lb[i]));
+    maxDiff = Math.max(maxDiff, d);
+    sum += d;
+    a = (await reference.decodeStep(next)).slice();
+    b = (await underTest.decodeStep(next)).slice();
+  }
+  return { agree: agree / steps, maxDiff, meanDiff: sum / steps };
 }

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import type { Llama } from 'node-llama-cpp';
-import { Engine } from '../../main/engine/generate/engine.ts';
+import { Engine, type EngineOptions } from '../../main/engine/generate/engine.ts';
 import type { GenerationEvent } from '../../main/engine/generate/types.ts';
 import { PROJECT_ROOT } from './paths.ts';
 
@@ -23,18 +23,18 @@ export const PROMPTS = [
 ];
 
 /**
- * llama.cpp's greedy tokens after each of `prompts` (token ids), with a float32 KV cache and
- * flash attention off: its default (F16 cache, flash attention) rounds Q, K and V to half
- * precision, which Ropewalk's float32 cache does not. One thread: llama.cpp's spinning threads
- * crawl on a loaded 2-core machine.
+ * llama.cpp's greedy tokens after each of `prompts` (token ids), with a float32 KV cache (or
+ * `kvType` F16, against Ropewalk's float16 one) and flash attention off: its default (F16 cache,
+ * flash attention) rounds Q, K and V to half precision, which Ropewalk's float32 cache does not.
+ * One thread: llama.cpp's spinning threads crawl on a loaded 2-core machine.
  */
-export async function llamaCppGreedy(llama: Llama, file: string, prompts: number[][], n: number): Promise<number[][]> {
+export async function llamaCppGreedy(llama: Llama, file: string, prompts: number[][], n: number, kvType: 'F32' | 'F16' = 'F32'): Promise<number[][]> {
   const model = await llama.loadModel({ modelPath: file });
   try {
     const all: number[][] = [];
     for (const prompt of prompts) {
       const ctx = await model.createContext({
-        contextSize: 512, threads: 1, flashAttention: false, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32',
+        contextSize: 512, threads: 1, flashAttention: false, experimentalKvCacheKeyType: kvType, experimentalKvCacheValueType: kvType,
       });
       const out: number[] = [];
       for await (const t of ctx.getSequence().evaluate(prompt as never, { temperature: 0 })) {
@@ -53,8 +53,8 @@ export async function llamaCppGreedy(llama: Llama, file: string, prompts: number
 export type Done = Extract<GenerationEvent, { type: 'done' }>;
 
 /** Ropewalk's greedy answers to `prompts` from one load of `file` (bundles cached under `cacheDir`). */
-export async function ropewalkGreedy(file: string, prompts: string[], n: number, cacheDir: string): Promise<Done[]> {
-  const engine = await Engine.load(file, { cacheDir });
+export async function ropewalkGreedy(file: string, prompts: string[], n: number, cacheDir: string, opts: Pick<EngineOptions, 'kvCacheDtype'> = {}): Promise<Done[]> {
+  const engine = await Engine.load(file, { cacheDir, ...opts });
   try {
     const all: Done[] = [];
     for (const prompt of prompts) {

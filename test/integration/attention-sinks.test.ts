@@ -18,10 +18,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { Engine } from '../../main/engine/generate/engine.ts';
 import { importGguf } from '../../main/engine/model/gguf/import-gguf.ts';
 import type { ModelConfig, ModelWeights } from '../../main/engine/model/manifest.ts';
 import { expectedWeights } from '../../main/engine/model/import-hf.ts';
 import { describeRun, freshCacheDir, parseJsonRun, runChat } from '../helpers/cli-run.ts';
+import { engineAgreement } from '../helpers/float16-agreement.ts';
 import { greedyAgainstReference } from '../helpers/greedy-reference.ts';
 import { argmax, maxAbsDiff } from '../helpers/onnx-runner.ts';
 import { ReferenceModel } from '../helpers/reference-forward.ts';
@@ -93,4 +95,20 @@ test('--ep webgpu on the sinks GGUF: the CPU EP greedy tokens, every node on Web
   assert.equal(gpu.stats.nodesOnCpu, 0, 'every compute node (GroupQueryAttention with head_sink included) on WebGPU');
   assert.equal(cpu.tokens.length, 40);
   assert.deepEqual(gpu.tokens, cpu.tokens);
+});
+
+test('float16 KV on the CPU (the sinks a float16 initializer GroupQueryAttention reads): top-1 as float32 KV at every one of 64 teacher-forced steps, top-8 log p within 2e-2', async (t) => {
+  const cacheDir = path.join(root, 'cache-kv16');
+  const f32 = await Engine.load(gguf, { cacheDir, maxContext: MAX });
+  const f16 = await Engine.load(gguf, { cacheDir, maxContext: MAX, kvCacheDtype: 'float16' });
+  try {
+    assert.equal(f16.info.kvCacheDtype, 'float16');
+    const r = await engineAgreement(f32, f16, ids, 64);
+    t.diagnostic(`sinks, float16 KV: top-1 ${(r.agree * 100).toFixed(1)} %, max |Δ log p| ${r.maxDiff.toExponential(2)}`);
+    assert.equal(r.agree, 1);
+    assert.ok(r.maxDiff <= 2e-2, `max |Δ log p| ${r.maxDiff}`);
+  } finally {
+    await f16.dispose();
+    await f32.dispose();
+  }
 });

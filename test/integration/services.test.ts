@@ -87,6 +87,7 @@ test('on start the embedded model loads with no setup; defaults follow its train
     executionProvider: 'cpu', // set at start (the default is auto: settings-service.test.ts)
     backend: 'native',
     threads: 0, // ONNX Runtime's default: one per physical core
+    kvCacheDtype: 'float32', // graph-target.ts DEFAULT_KV_CACHE_DTYPE: float16 costs decode speed on long contexts
     localServer: false, // the desktop app's Local server is off by default
     localServerPort: 8756,
     localServerCors: '',

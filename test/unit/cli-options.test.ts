@@ -58,6 +58,16 @@ test('--stop with --json-schema is a usage error (a stop string would cut the JS
   assert.deepEqual(alone.map((o) => (o === 'help' ? null : [o.jsonSchema, o.stop])), [['s.json', []], [null, ['"']]]);
 });
 
+test('--kv-cache: float32 (default) or float16; anything else is a usage error quoting it', () => {
+  const kv = (argv: string[]) => {
+    const o = parseChatOptions([...argv, 'Once upon a time']);
+    return o === 'help' ? undefined : o.kvCacheDtype;
+  };
+  assert.equal(kv([]), 'float32');
+  assert.equal(kv(['--kv-cache', 'float16']), 'float16');
+  assert.throws(() => kv(['--kv-cache', 'f16']), (e: unknown) => e instanceof UsageError && e.message === '--kv-cache must be float32 or float16, got "f16"');
+});
+
 test('--threads (chat and serve): 0 to 1024, default 0 (ONNX Runtime: one per physical core); anything else is a usage error quoting it', async () => {
   const { parseServeOptions, UsageError: ServeUsageError } = await import('../../main/serve/options.ts');
   const chatThreads = (argv: string[]) => {

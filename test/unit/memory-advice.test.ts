@@ -14,10 +14,10 @@ const QWEN3 = { numLayers: 28, numKvHeads: 8, headDim: 128, rope: { rotaryDim: 1
 const GIB = 2 ** 30;
 const Q4_WEIGHTS = 0.45 * GIB;
 
-function refusal(quantized: boolean, available: number, maxContext = 131_072, weights = Q4_WEIGHTS): string {
+function refusal(quantized: boolean, available: number, maxContext = 131_072, weights = Q4_WEIGHTS, offerHalfKv = false): string {
   const e = estimateForShape(QWEN3, weights, maxContext);
   try {
-    checkMemory(e, maxContext, available, '/models/qwen3.gguf', quantized);
+    checkMemory(e, maxContext, available, '/models/qwen3.gguf', quantized, offerHalfKv);
   } catch (err) {
     assert.ok(err instanceof ModelLoadError);
     return err.message;
@@ -42,6 +42,15 @@ test('KV 28 GiB at 131,072 positions in 8 GiB: the largest max context that fits
 test('float weights are offered 4-bit weights, in the window\'s words and the terminal\'s', () => {
   const message = refusal(false, 8 * GIB, 131_072, 2.3 * GIB);
   assert.match(message, /; set the max context to \d+ or less, or open it with 4-bit weights \(Weights: Quantize to 4 bits; in the terminal --quantize q4\)/);
+});
+
+test('a float32 KV cache that fits at float16: the KV cache setting is offered, where it would fit', () => {
+  // 131,072 positions: float32 KV 28.0 GiB, float16 14.0 GiB; 0.45 GiB of weights and 64 MiB of RoPE rows.
+  const halfFits = refusal(true, 16 * GIB, 131_072, Q4_WEIGHTS, true);
+  assert.match(halfFits, /; set the max context to \d+ or less, or set the KV cache to float16 \(half its bytes: KV cache setting; in the terminal --kv-cache float16\) \(/);
+  assert.ok(estimateForShape(QWEN3, Q4_WEIGHTS, 131_072, 'float16').totalBytes <= 16 * GIB, 'float16 does fit');
+  assert.doesNotMatch(refusal(true, 8 * GIB, 131_072, Q4_WEIGHTS, true), /float16/, 'float16 would not fit 8 GiB either');
+  assert.doesNotMatch(refusal(true, 16 * GIB, 131_072, Q4_WEIGHTS, false), /float16/, 'not offered where the KV is float16 already, or the graph keeps its own');
 });
 
 test('weights that alone do not fit: no max context helps', () => {

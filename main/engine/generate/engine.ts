@@ -37,10 +37,10 @@ import { RopeCache } from '../cache/rope-cache.ts';
 import type { BackendKind, DecoderBackend, ExecutionProvider, ExecutionProviderChoice, SessionInfo } from '../model/backend.ts';
 import { MAX_THREADS } from '../model/backend.ts';
 import { chooseExecutionProvider, parseExecutionProvider, type ProviderProbe } from '../model/ep-choice.ts';
-import { engineGraphTarget, type GraphDtype } from '../model/graph-target.ts';
+import { DEFAULT_KV_CACHE_DTYPE, engineGraphTarget, type GraphDtype } from '../model/graph-target.ts';
 import { nativeKernelsAvailable } from '../model/native-addon.ts';
 import { resolveModel, type ImportProgress, type QuantizeOption } from '../model/bundle.ts';
-import type { ModelManifest } from '../model/manifest.ts';
+import { manifestKvDtype, type ModelManifest } from '../model/manifest.ts';
 import { availableMemory, bundleBytes, checkMemory, estimateMemory, weightsQuantized } from '../model/memory.ts';
 import { openDecoderBackend } from '../model/open-backend.ts';
 import { tokenLogprob, type TokenLogprob } from '../sampling/logprobs.ts';
@@ -67,6 +67,12 @@ export interface EngineOptions {
    * EP too (ONNX Runtime casts its float16 nodes without CPU kernels to float32 itself).
    */
   graphDtype?: GraphDtype;
+  /**
+   * The KV cache's element type on the CPU graphs (graph-target.ts `GraphTarget.kvDtype`), default
+   * `DEFAULT_KV_CACHE_DTYPE`: float16 halves the KV bytes per position (and so the memory the max
+   * context needs); the GPU graphs keep their own (CUDA's float16, WebGPU's float32).
+   */
+  kvCacheDtype?: GraphDtype;
   /** Decoder backend (default 'native'; falls back to 'js' with a note when the addon cannot load). */
   backend?: BackendKind;
   /**
@@ -127,6 +133,8 @@ export interface ModelInfo {
   bundleDir: string;
   /** How the weights are stored: formats with counts, the bundle's size on disk, resident weight bytes. */
   weights: ModelWeightsInfo;
+  /** The KV cache's element type (the KV cache setting on the CPU; a float16 graph's own); absent: a remote engine. */
+  kvCacheDtype?: GraphDtype;
   /** The load's memory estimate in parts (memory.ts), so another max context can be judged before a reload; absent: unknown. */
   memory?: LoadMemoryFacts;
 }
@@ -256,7 +264,7 @@ export class Engine {
       headDim: c.headDim,
       maxContext: this.maxContext,
       hostBuffers: this.backend.kvOnHost,
-      dtype: parts.manifest.dtype === 'float16' ? 'float16' : 'float32',
+      dtype: manifestKvDtype(parts.manifest),
       // Sliding-window layers keep only their window (cache/kv-window.ts), where the graph allows.
       window: this.backend.windowedKv ? windowGroup(c.slidingWindow, this.maxContext, opts.kvWindowSlack) : null,
     });
@@ -289,14 +297,14 @@ export class Engine {
     // The provider first: each has its own graph, so the bundle is resolved for it.
     const provider = await chooseExecutionProvider(parseExecutionProvider(opts.executionProvider ?? 'cpu'), opts.providerProbe);
     // The native backend's CPU graph runs the addon's own quantized matmuls (graph-target.ts).
-    const target = engineGraphTarget(provider.ep, opts.graphDtype, opts.backend !== 'js' && opts.nativeKernels !== false && nativeKernelsAvailable());
+    const target = engineGraphTarget(provider.ep, opts.graphDtype, opts.backend !== 'js' && opts.nativeKernels !== false && nativeKernelsAvailable(), opts.kvCacheDtype ?? DEFAULT_KV_CACHE_DTYPE);
     const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress, { quantize: opts.quantize, signal: opts.signal, target });
     const m = bundle.manifest;
     if (m.chatTemplate !== null) prestartTemplateSandbox(); // boots while the tokenizer is read
     const maxContext = opts.maxContext ?? m.config.trainedContext;
     const estimate = await estimateMemory(m, bundle.dir, maxContext);
     const available = opts.availableMemoryBytes ?? availableMemory();
-    checkMemory(estimate, maxContext, available, bundle.dir, weightsQuantized(m.weights));
+    checkMemory(estimate, maxContext, available, bundle.dir, weightsQuantized(m.weights), target.ep === 'cpu' && manifestKvDtype(m) === 'float32');
     // Both caches grow linearly with the max context (the sliding-window layers' KV up to its
     // bound), so one position's bytes judge any other.
     const windowBytes = estimate.window ? estimate.window.bytesPerPosition * Math.min(maxContext, estimate.window.rows) : 0;
@@ -322,7 +330,7 @@ export class Engine {
       chatTemplate: m.chatTemplate,
     });
     if (m.chatTemplate !== null) probeChatTemplate((msgs) => tokenizer.renderChat(msgs), templateOrigin(m.source));
-    const opened = await openDecoderBackend(bundle.modelPath, m.config, opts.backend, provider.ep, m.dtype, opts.threads ?? 0);
+    const opened = await openDecoderBackend(bundle.modelPath, m.config, opts.backend, provider.ep, manifestKvDtype(m), opts.threads ?? 0);
     if (opened.backend.info.executionProvider !== target.ep && opts.graphDtype === undefined) {
       // The provider was probed but this session fell back to the CPU: the CPU graph, not the GPU's, runs there.
       const why = oneLine(gpuNote, provider.note, opened.note, opened.backend.info.fallbackReason);
@@ -380,6 +388,7 @@ export class Engine {
       toolFormat: this.toolFormat,
       bundleDir: this.bundleDir,
       weights: this.weightsInfo,
+      kvCacheDtype: this.kv.dtype,
       ...(this.memoryFacts ? { memory: this.memoryFacts } : {}),
     };
   }

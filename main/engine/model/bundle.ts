@@ -28,7 +28,7 @@ import { hfSourceFiles, openHuggingFace, parseJson } from './import-hf.ts';
 import { importLlama2c, llama2cSourceFiles } from './import-llama2c.ts';
 import { openedFromMemory, summarizeWeights, type ModelManifest, type OpenedModel } from './manifest.ts';
 import { writeExternalData } from './onnx-builder.ts';
-import { CPU_TARGET, targetKey, type GraphTarget } from './graph-target.ts';
+import { CPU_TARGET, halfKvOnly, targetKey, type GraphTarget } from './graph-target.ts';
 import { NATIVE_KERNEL_GGUF_TYPES } from './quantized-matmul.ts';
 
 /** Bumped whenever the graph or bundle layout changes, so cached imports are rebuilt. */
@@ -158,12 +158,14 @@ export async function resolveModel(
  * The target a source's bundle is built for: `NATIVE_CPU_TARGET` only where its graph differs
  * from the CPU graph — a GGUF file with tensors that ropewalk.MatMulQ8 or MatMulQ8K runs
  * (`NATIVE_KERNEL_GGUF_TYPES`); any other source (float, Q5_K_M, a llama2.c or HF checkpoint, an
- * import-time `--quantize`) shares the CPU target's bundle, the same graph, built once.
+ * import-time `--quantize`) shares the CPU target's bundle, the same graph, built once (its KV
+ * dtype kept).
  */
 async function builtTarget(src: { kind: string; path: string }, target: GraphTarget): Promise<GraphTarget> {
   if (!target.nativeKernels) return target;
-  if (src.kind !== 'gguf') return CPU_TARGET;
-  return (await ggufQuantizedTypes(src.path)).some((t) => NATIVE_KERNEL_GGUF_TYPES.has(t)) ? target : CPU_TARGET;
+  const cpu: GraphTarget = target.kvDtype ? { ...CPU_TARGET, kvDtype: target.kvDtype } : CPU_TARGET;
+  if (src.kind !== 'gguf') return cpu;
+  return (await ggufQuantizedTypes(src.path)).some((t) => NATIVE_KERNEL_GGUF_TYPES.has(t)) ? target : cpu;
 }
 
 async function resolveModelUnchecked(
@@ -294,7 +296,8 @@ async function recordFingerprint(cacheDir: string, fingerprint: string, key: str
  * @returns the bundle as `loadBundle` would read it (the tokenizer parsed once, here).
  * @param signal cancels between chunks.
  * @param target the graph target (default `CPU_TARGET`); other targets are recorded in the
- *   manifest (`graphTarget`, and `dtype` float16 for a float16 graph).
+ *   manifest (`graphTarget`, `dtype` float16 for a float16 graph, `kvDtype` float16 for float16 KV
+ *   under a float32 graph).
  * @throws ModelLoadError on a weight/shape problem or a write failure; EngineError('CANCELLED')
  *   when `signal` aborts.
  */
@@ -307,7 +310,7 @@ export async function writeBundle(
 ): Promise<LoadedBundle> {
   onProgress?.({ phase: 'build', fraction: 0 });
   const built = buildDecoderGraph(model.manifest.config, model.weights, target);
-  if (targetKey(target)) Object.assign(model.manifest, { dtype: target.dtype, graphTarget: { ...target } });
+  if (targetKey(target)) Object.assign(model.manifest, { dtype: target.dtype, ...(halfKvOnly(target) ? { kvDtype: 'float16' } : {}), graphTarget: { ...target } });
   model.manifest.weights = summarizeWeights(model.weights);
   const tmp = `${dir}.tmp-${randomUUID()}`;
   await mkdir(tmp, { recursive: true });

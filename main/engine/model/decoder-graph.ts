@@ -24,6 +24,9 @@
  * it: 4.74e-2 on Q4_0 without) 2.04 / 2.02 / 1.55 / 2.47e-2; quantized matmuls on float32
  * activations 1.19 / 1.33 / 1.54e-2 (GGUF); the classifier in float32 1.54e-2 (stories260K); the
  * float16 KV cache alone, all else float32, 1.39 / 0.87 / 1.50 / 1.29e-2.
+ * That last variant is a target of its own on the CPU (`GraphTarget.kvDtype` float16 under float32
+ * activations, the KV cache setting): q/k/v are cast to float16 before GroupQueryAttention and its
+ * output back to float32; everything else is the float32 graph, native kernels included.
  *
  * On the CPU float32 target, quantized q/k/v (and gate/up) of one layout (zero points and block
  * offsets included) run as one stacked MatMulNBits, split after (`QuantizedMatMul.applyStacked`):
@@ -51,7 +54,7 @@ import * as io from './io-names.ts';
 import { isQuantized, layerWeight, ropeColumns, weightValues, type ModelConfig, type QuantizedWeight, type WeightSource, type WeightSources } from './manifest.ts';
 import { DataType, OnnxGraphBuilder, type BuiltModel, type SegmentData } from './onnx-builder.ts';
 import { ACCURACY_LEVEL } from './gguf/quantized-weights.ts';
-import { CPU_TARGET, emulatesLlamaCpp, type GraphTarget } from './graph-target.ts';
+import { CPU_TARGET, emulatesLlamaCpp, halfKvOnly, type GraphTarget } from './graph-target.ts';
 import { attentionAttributes, attentionSinkInputs, gatedActivation, scaleEmbedding, softcapLogits } from './block-variants.ts';
 import { moeBlock, type MoeContext } from './moe-block.ts';
 import { floatType, floatWeight, gatherBlockQuantized, QuantizedMatMul, transpose } from './quantized-matmul.ts';
@@ -116,6 +119,14 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   };
   const halfValue = (v: string) => (half && halfValues.add(v), v);
   const float = (name: string, dims: number[], data: SegmentData) => floatWeight(g, target, name, dims, data);
+  // Float16 KV under float32 activations (graph-target.ts `halfKvOnly`): attention runs in
+  // float16, q/k/v cast to it and its output cast back (ONNX Runtime's CPU GroupQueryAttention
+  // types q/k/v, past/present and output by one T).
+  const kvOnlyHalf = halfKvOnly(target);
+  const KV = half || kvOnlyHalf ? DataType.FLOAT16 : DataType.FLOAT;
+  const attentionTarget: GraphTarget = kvOnlyHalf ? { ep: target.ep, dtype: 'float16' } : target;
+  /** A float32 value of the attention's inputs in the KV dtype. */
+  const toKv = (v: string): string => (kvOnlyHalf ? g.op('Cast', [v], { to: DataType.FLOAT16 }) : toHalf(v));
 
   // 1. inputs; the step's RoPE rows [1, T, R/2] gathered from the whole cache at its positions
   const inputIds = g.input(io.INPUT_IDS, DataType.INT64, [1, 'T']);
@@ -170,7 +181,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   };
   /** A [n] weight in the graph's float type (the attention sinks, which GroupQueryAttention reads) as a graph initializer; its name. */
   const vector = (name: string, n: number): string => {
-    float(name, [n], floatData(get(name, [n])));
+    floatWeight(g, attentionTarget, name, [n], floatData(get(name, [n])));
     return name;
   };
   /** A float32 [n] weight added on the float32 spine (a bias: matMul's output is float32) as a graph initializer; its name. */
@@ -250,8 +261,8 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     const headNorm = (flat: string, shape: string, norm: string) => g.op('Reshape', [rmsNorm(g.op('Reshape', [flat, shape]), L(norm), hd), shapeFlat]);
     if (fusedRope) {
       if (c.qkNorm) [q, k] = [headNorm(q, shapeHq, 'self_attn.q_norm.weight'), headNorm(k, shapeHkv, 'self_attn.k_norm.weight')];
-      q = toHalf(rotaryEmbedding(q, Hq));
-      k = toHalf(rotaryEmbedding(k, Hkv));
+      q = toKv(rotaryEmbedding(q, Hq));
+      k = toKv(rotaryEmbedding(k, Hkv));
     } else {
       let qh = g.op('Reshape', [q, shapeHq]);
       let kh = g.op('Reshape', [k, shapeHkv]);
@@ -260,18 +271,18 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
         kh = rmsNorm(kh, L('self_attn.k_norm.weight'), hd);
       }
       const tables = (windowed(i) ? localTables : globalTables)!;
-      q = toHalf(g.op('Reshape', [rope(qh, tables), shapeFlat]));
-      k = toHalf(g.op('Reshape', [rope(kh, tables), shapeFlat]));
+      q = toKv(g.op('Reshape', [rope(qh, tables), shapeFlat]));
+      k = toKv(g.op('Reshape', [rope(kh, tables), shapeFlat]));
     }
-    v = toHalf(v);
+    v = toKv(v);
     // The new rows alone, for backends that write the KV cache themselves (js-session.ts 'rows'):
     // k and v themselves (in the KV cache's dtype), renamed to the outputs' names (no Identity
     // node to copy them out).
     k = g.rename(k, io.newKey(i));
     v = g.rename(v, io.newValue(i));
     const C = windowed(i) ? 'C_window' : 'C';
-    const pk = g.input(io.pastKey(i), F, [1, Hkv, C, hd]);
-    const pv = g.input(io.pastValue(i), F, [1, Hkv, C, hd]);
+    const pk = g.input(io.pastKey(i), KV, [1, Hkv, C, hd]);
+    const pv = g.input(io.pastValue(i), KV, [1, Hkv, C, hd]);
     const [lens, total] = windowed(i) ? [seqlensKWindow, totalSeqLenWindow] : [seqlensK, totalSeqLen];
     const [attn] = g.node(
       'GroupQueryAttention',
@@ -280,13 +291,14 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
       { num_heads: Hq, kv_num_heads: Hkv, do_rotary: 0, ...attentionAttributes(c, i) },
       'com.microsoft',
     );
-    g.output(io.presentKey(i), F, [1, Hkv, C, hd]);
-    g.output(io.presentValue(i), F, [1, Hkv, C, hd]);
-    g.output(io.newKey(i), F, [1, 'T', Hkv * hd]);
-    g.output(io.newValue(i), F, [1, 'T', Hkv * hd]);
+    g.output(io.presentKey(i), KV, [1, Hkv, C, hd]);
+    g.output(io.presentValue(i), KV, [1, Hkv, C, hd]);
+    g.output(io.newKey(i), KV, [1, 'T', Hkv * hd]);
+    g.output(io.newValue(i), KV, [1, 'T', Hkv * hd]);
+    const attnOut = kvOnlyHalf ? g.op('Cast', [attn], { to: DataType.FLOAT }) : halfValue(attn);
     // Gemma normalizes each sub-block's output too (post_attention / post_feedforward norms).
     const post = (y: string, norm: string) => (c.gemma ? rmsNorm(y, L(norm), D) : y);
-    x = g.op('Add', [x, post(linear(halfValue(attn), L('self_attn.o_proj'), D, Hq * hd, c.outputBias ?? false), 'post_attention_layernorm.weight')]);
+    x = g.op('Add', [x, post(linear(attnOut, L('self_attn.o_proj'), D, Hq * hd, c.outputBias ?? false), 'post_attention_layernorm.weight')]);
 
     const h2 = rmsNorm(x, L(c.gemma ? 'pre_feedforward_layernorm.weight' : 'post_attention_layernorm.weight'), D);
     if (c.moe) {

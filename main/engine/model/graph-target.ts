@@ -35,9 +35,25 @@ export type GraphDtype = 'float32' | 'float16';
 export interface GraphTarget {
   ep: ExecutionProvider;
   dtype: GraphDtype;
+  /**
+   * The KV cache's dtype where it differs from `dtype`: 'float16' on a cpu float32 graph keeps
+   * float32 activations and stores past/present/new KV rows in float16 (q/k/v cast to float16
+   * before GroupQueryAttention, its output cast back: the CPU kernel has one type for all of
+   * them). Absent: the KV cache is in `dtype`.
+   */
+  kvDtype?: GraphDtype;
   /** The native addon's own quantized-matmul kernel where it applies (see the file comment); cpu float32 only. */
   nativeKernels?: boolean;
 }
+
+/**
+ * The CPU graphs' KV cache dtype unless asked otherwise (EngineOptions.kvCacheDtype, the KV cache
+ * setting, `--kv-cache`): float32, because float16 KV costs decode speed on a long context with
+ * ONNX Runtime 1.30's CPU GroupQueryAttention (measured in `npm run bench`'s KV storage rows:
+ * a Qwen3-0.6B-shaped Q4_0 step at 1,072 tokens held 1.13–1.16× the float32 one on a 2-core AMD
+ * EPYC, its attention 1.39×), while it halves the KV bytes: the setting trades one for the other.
+ */
+export const DEFAULT_KV_CACHE_DTYPE: GraphDtype = 'float32';
 
 /** Today's graph: what every bundle was before targets existed (its cache key is unchanged). */
 export const CPU_TARGET: GraphTarget = Object.freeze({ ep: 'cpu', dtype: 'float32' });
@@ -98,25 +114,43 @@ export const UNEMULATED_GRAPH_VERSION = 4;
 /**
  * What the bundle cache key adds for a target: '' for `CPU_TARGET` (so CPU bundles keep the key
  * and bytes they had), `:cpu-float32-native-v<NATIVE_KERNELS_VERSION>` for `NATIVE_CPU_TARGET`, else `:<ep>-<dtype>`, and `-v<UNEMULATED_GRAPH_VERSION>` for the graphs it
- * versions.
+ * versions; `:kv-float16` after it for float16 KV under float32 activations (`halfKvOnly`).
  */
 export function targetKey(t: GraphTarget): string {
+  return graphKey(t) + (halfKvOnly(t) ? ':kv-float16' : '');
+}
+
+function graphKey(t: GraphTarget): string {
   if (t.nativeKernels) return `:cpu-float32-native-v${NATIVE_KERNELS_VERSION}`;
   if (t.ep === 'cpu' && t.dtype === 'float32') return '';
   return `:${t.ep}-${t.dtype}${emulatesLlamaCpp(t) ? '' : `-v${UNEMULATED_GRAPH_VERSION}`}`;
 }
 
+/** Whether a graph stores its KV cache in float16 under float32 activations (`GraphTarget.kvDtype`). */
+export function halfKvOnly(t: GraphTarget): boolean {
+  return t.dtype === 'float32' && t.kvDtype === 'float16';
+}
+
+/** The dtype of a target's KV cache (past/present/new rows): `kvDtype`, else the graph's dtype. */
+export function kvDtypeOf(t: GraphTarget): GraphDtype {
+  return t.kvDtype ?? t.dtype;
+}
+
 /**
  * The graph target the engine loads for a requested EP and, when asked, dtype. Without a dtype:
- * cpu and webgpu get their float32 graphs, cuda its float16 graph. The EP is chosen before the
+ * cpu and webgpu get their float32 graphs, cuda its float16 graph. `kvDtype` 'float16' applies
+ * to the cpu float32 graphs (`GraphTarget.kvDtype`); a float16 graph's KV is float16 already,
+ * and the WebGPU graph keeps float32 KV (its float16 kernels need an adapter with shader-f16). The EP is chosen before the
  * bundle is resolved (ep-choice.ts), so a `--ep cuda` without CUDA has become cpu here and gets
  * the CPU graph; a CUDA session that still falls back at creation is re-opened on the CPU graph
  * (Engine.open). With `nativeKernels` (the native backend will run it and its addon has the
  * kernels: native-addon.ts `nativeKernelsAvailable`) cpu float32 is `NATIVE_CPU_TARGET`.
- * @throws InvalidOptionError as `graphTarget`.
+ * @throws InvalidOptionError as `graphTarget`, or for a `kvDtype` other than float32 / float16.
  */
-export function engineGraphTarget(ep: ExecutionProvider = 'cpu', dtype?: GraphDtype, nativeKernels = false): GraphTarget {
+export function engineGraphTarget(ep: ExecutionProvider = 'cpu', dtype?: GraphDtype, nativeKernels = false, kvDtype: GraphDtype = 'float32'): GraphTarget {
+  if (kvDtype !== 'float32' && kvDtype !== 'float16') throw new InvalidOptionError('KV cache dtype', `expected float32 or float16, got ${JSON.stringify(kvDtype)}`);
   if (dtype !== undefined && !(ep === 'cpu' && dtype === 'float32')) return graphTarget(ep, dtype);
   if (ep !== 'cpu') return graphTarget(ep);
-  return nativeKernels ? NATIVE_CPU_TARGET : CPU_TARGET;
+  const cpu = nativeKernels ? NATIVE_CPU_TARGET : CPU_TARGET;
+  return kvDtype === 'float16' ? Object.freeze({ ...cpu, kvDtype }) : cpu;
 }

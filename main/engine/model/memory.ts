@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ModelLoadError } from '../errors.ts';
 import { EXTERNAL_DATA_FILE } from './decoder-graph.ts';
-import type { ModelConfig, ModelManifest } from './manifest.ts';
+import { manifestKvDtype, type ModelConfig, type ModelManifest } from './manifest.ts';
 import { kvElementBytes, type KvDtype } from '../cache/kv-cache.ts';
 import { windowGroup } from '../cache/kv-window.ts';
 
@@ -81,7 +81,7 @@ export async function bundleBytes(dir: string): Promise<number> {
  */
 export async function estimateMemory(manifest: ModelManifest, dir: string, maxContext: number): Promise<MemoryEstimate> {
   const weightBytes = manifest.weights?.bytes ?? (await stat(path.join(dir, EXTERNAL_DATA_FILE)).catch(() => ({ size: 0 }))).size;
-  return estimateForShape(manifest.config, weightBytes, maxContext, manifest.dtype === 'float16' ? 'float16' : 'float32');
+  return estimateForShape(manifest.config, weightBytes, maxContext, manifestKvDtype(manifest));
 }
 
 /** The attention shape the KV and RoPE caches are sized by (a `ModelConfig` has it). */
@@ -135,20 +135,26 @@ export function weightsQuantized(weights: { counts: Record<string, number> } | u
 }
 
 /**
- * Refuses a load that cannot fit, saying what would: the largest max context that fits, and, for
- * float weights only, 4-bit weights (the window's Weights choice, the terminal's `--quantize q4`;
+ * Refuses a load that cannot fit, saying what would: the largest max context that fits, a float16
+ * KV cache where that would fit, and, for float weights only, 4-bit weights (the window's Weights choice, the terminal's `--quantize q4`;
  * weights stored quantized already are not offered it).
  * @param available bytes the model may use (the OS's available memory by default).
  * @param quantized the weights are stored quantized already.
+ * @param offerHalfKv the KV cache is float32 and the setting can make it float16 (the CPU graphs):
+ *   offered where the estimate with half the KV bytes fits.
  * @throws ModelLoadError quoting the estimate, its parts, the max context and what is available.
  */
-export function checkMemory(e: MemoryEstimate, maxContext: number, available: number, dir: string, quantized = false): void {
+export function checkMemory(e: MemoryEstimate, maxContext: number, available: number, dir: string, quantized = false, offerHalfKv = false): void {
   if (e.totalBytes <= available) return;
   const fits = largestFittingContext(e, maxContext, available);
   const fourBit = 'open it with 4-bit weights (Weights: Quantize to 4 bits; in the terminal --quantize q4)';
+  // A float16 KV cache holds the same positions in half the bytes (KV cache: float16; --kv-cache float16).
+  const halfKv = offerHalfKv && e.totalBytes - e.kvCacheBytes / 2 <= available
+    ? `, or set the KV cache to float16 (half its bytes: KV cache setting; in the terminal --kv-cache float16)`
+    : '';
   const todo =
     fits > 0
-      ? `set the max context to ${fits} or less${quantized ? '' : `, or ${fourBit}`}`
+      ? `set the max context to ${fits} or less${halfKv}${quantized ? '' : `, or ${fourBit}`}`
       : `its weights alone do not fit; ${quantized ? '' : `${fourBit} or `}choose a smaller model`;
   throw new ModelLoadError(
     `the model needs about ${gib(e.totalBytes)} (weights ${gib(e.weightBytes)} + KV cache ${gib(e.kvCacheBytes)} at max context ${maxContext}) ` +

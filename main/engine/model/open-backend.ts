@@ -21,7 +21,7 @@ export interface OpenedBackend {
 
 /**
  * @param want 'native' (the default) or 'js'.
- * @param kvDtype the graph's KV dtype (the bundle manifest's `dtype`), the native addon's KV
+ * @param kvDtype the graph's KV dtype (manifest.ts `manifestKvDtype`), the native addon's KV
  *   tensors' element type.
  * @param intraOpThreads ONNX Runtime's intra-op threads (0: its default, the physical cores).
  * @throws ModelLoadError when ONNX Runtime cannot load the model (on either backend).
