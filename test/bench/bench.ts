@@ -44,7 +44,7 @@ import { constrainedRows } from './constrained.ts';
 import { CAPACITY_HEAD, capacitySection } from './capacity.ts';
 import { profileSection } from './step-profile.ts';
 import { qwen3Bundle } from './capacity.ts';
-import { KV_STORAGE_HEAD, kvStorageSection } from './kv-dtype.ts';
+import { KV_STEP_HEAD, KV_STORAGE_HEAD, kvStepRows, kvStorageSection } from './kv-dtype.ts';
 
 const LENGTHS = (process.env.BENCH_LENGTHS ?? '256,2048,8192,32768').split(',').map(Number);
 const STEPS = Number(process.env.BENCH_STEPS ?? 12);
@@ -539,7 +539,18 @@ async function main(): Promise<void> {
     const worst = Math.max(...rows.map((r) => Number(r[2].slice(0, -1))).map((x) => Math.max(x, 1 / x)));
     summary.push(['decode step, farthest KV capacity from the smallest, same tokens held', `${worst.toFixed(3)}×`, '≤ 1.05×']);
   }
-  if (SECTIONS.has('kvdtype')) printTable(KV_STORAGE_HEAD, await kvStorageSection());
+  if (SECTIONS.has('kvdtype')) {
+    printTable(KV_STORAGE_HEAD, await kvStorageSection());
+    const layers = Number(process.env.BENCH_LAYERS ?? 28);
+    const held = Number(process.env.BENCH_CAPACITY_HELD ?? 1072);
+    const steps = Number(process.env.BENCH_KV_DTYPE_STEPS ?? 30);
+    for (const h of [16, held]) {
+      console.log(`\nthe KV cache setting in a whole decode step (native backend, Qwen3-0.6B-shaped Q4_0, ${layers} layers, ${h} tokens held of ${h + 28}; 3 alternating rounds of ${steps} steps, one session at a time; load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+      const rows = await kvStepRows(layers, h, steps);
+      printTable(KV_STEP_HEAD, rows);
+      if (rows.length === 2) summary.push([`decode step with float16 KV, ${h} tokens held (vs float32 KV)`, rows[1][5], '≤ 1.1× to be the default']);
+    }
+  }
   if (SECTIONS.has('profile')) {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-bench-profile-'));
     try {

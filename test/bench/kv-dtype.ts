@@ -12,7 +12,12 @@
  * The three sessions run interleaved, step by step; per storage the median node time of the
  * attention (GroupQueryAttention + its Casts) from ONNX Runtime's profiler, its ratio to
  * float32, and its output's largest difference from float32's on the same values (the past
- * filled with int8 × scale, exact in all three). It asserts nothing.
+ * filled with int8 × scale, exact in all three).
+ * `kvStepRows`: the same choice in the whole decode step the KV cache setting ships (float32 and
+ * float16 KV: `EngineOptions.kvCacheDtype`), a Qwen3-0.6B-shaped Q4_0 GGUF's two bundles on the
+ * native backend, steps interleaved at `held` tokens: median wall step, node time, and the
+ * attention's (GroupQueryAttention + Casts) node time, from ONNX Runtime's profiler.
+ * It asserts nothing.
  */
 import { readdirSync, readFileSync, rmSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
@@ -22,6 +27,14 @@ import { DataType, OnnxGraphBuilder } from '../../main/engine/model/onnx-builder
 import { floatToHalf } from '../../main/engine/model/gguf/quants.ts';
 import { mulberry32 } from '../helpers/prng.ts';
 import { opShares } from './step-profile.ts';
+import { performance } from 'node:perf_hooks';
+import { Engine } from '../../main/engine/generate/engine.ts';
+import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
+import { kvBytesPerPosition } from '../../main/engine/model/memory.ts';
+import { loadNativeAddon, type NativeAddon } from '../../main/engine/model/native-addon.ts';
+import type { ModelConfig } from '../../main/engine/model/manifest.ts';
+import { qwen3_0_6bConfig, qwen3TokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
+import { poolWeights } from './pool-weights.ts';
 
 type Storage = 'float32' | 'float16' | 'int8';
 const STORAGES: Storage[] = ['float32', 'float16', 'int8'];
@@ -132,3 +145,75 @@ export async function kvStorageSection(): Promise<string[][]> {
 }
 
 export const KV_STORAGE_HEAD = ['KV storage', 'bytes/elem', 'attention / step', 'vs float32', 'max |Δ out|'];
+
+/** A native decoder on `modelPath` with the RoPE and KV caches ready for a step at `held` (capacity `capacity`). */
+function openDecoder(addon: NativeAddon, modelPath: string, c: ModelConfig, kvDtype: 'float32' | 'float16', held: number, capacity: number, profilePrefix?: string) {
+  const decoder = new addon.NativeDecoder(modelPath, {
+    executionProvider: 'cpu', numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim, vocabSize: c.vocabSize,
+    rotaryHalf: c.rope.rotaryDim / 2, logits: new Float32Array(c.vocabSize), kvDtype, intraOpThreads: Number(process.env.BENCH_THREADS ?? 0),
+    ...(profilePrefix ? { profilePrefix } : {}),
+  });
+  const rope = new RopeCache(c.rope, capacity);
+  rope.ensure(held + 1);
+  decoder.resize(capacity, 0);
+  decoder.setRope(rope.tables.cos, rope.tables.sin, rope.tables.rows);
+  return decoder;
+}
+
+/**
+ * The whole-step rows (see the file comment): per KV dtype [dtype, KV bytes / position, wall ms,
+ * node ms, attention ms, wall vs float32]. One session at a time (two sessions' spinning thread
+ * pools on 2 cores slow each other), the dtypes alternating over `rounds` rounds of `steps` steps,
+ * the median of the rounds' medians; node times from one profiled session each after them (the
+ * profiler slows the wall step, so it times no wall row).
+ */
+export async function kvStepRows(layers: number, held: number, steps: number, rounds = 3): Promise<string[][]> {
+  const status = loadNativeAddon();
+  if (!status.available) return [['(no native addon)', status.reason, '', '', '', '']];
+  const capacity = held + 28;
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-kv-step-'));
+  try {
+    const file = path.join(dir, 'qwen3-Q4_0.gguf');
+    const config = qwen3_0_6bConfig(layers);
+    writeModelGguf(file, config, qwen3TokenizerMetadata(config.vocabSize), poolWeights(), 'Q4_0', 'Q4_0');
+    const dtypes = ['float32', 'float16'] as const;
+    const bundles = [];
+    for (const kvCacheDtype of dtypes) {
+      const engine = await Engine.load(file, { cacheDir: path.join(dir, 'cache'), kvCacheDtype, maxContext: capacity });
+      bundles.push({ kvCacheDtype, modelPath: path.join(engine.info.bundleDir, 'model.onnx'), c: engine.manifest.config, medians: [] as number[] });
+      await engine.dispose();
+    }
+    const ids = Int32Array.of(7);
+    for (let r = 0; r < rounds; r++) {
+      for (const b of bundles) {
+        const decoder = openDecoder(status.addon, b.modelPath, b.c, b.kvCacheDtype, held, capacity);
+        const wall: number[] = [];
+        for (let s = 0; s <= steps; s++) {
+          const t = performance.now();
+          await decoder.run(ids, held);
+          wall.push(performance.now() - t);
+        }
+        decoder.dispose();
+        b.medians.push(median(wall.slice(1)));
+      }
+    }
+    const out: { dtype: string; bytes: number; wallMs: number; nodeMs: number; attentionMs: number }[] = [];
+    for (const b of bundles) {
+      const decoder = openDecoder(status.addon, b.modelPath, b.c, b.kvCacheDtype, held, capacity, path.join(dir, b.kvCacheDtype));
+      for (let s = 0; s <= steps; s++) await decoder.run(ids, held);
+      const events = JSON.parse(readFileSync(decoder.endProfiling(), 'utf8'));
+      decoder.dispose();
+      const ops = opShares(events, steps + 1, b.c.vocabSize);
+      const nodeMs = ops.reduce((a, o) => a + o.usPerStep, 0) / 1000;
+      const attentionMs = ops.filter((o) => o.op === 'GroupQueryAttention' || o.op === 'Cast').reduce((a, o) => a + o.usPerStep, 0) / 1000;
+      out.push({ dtype: b.kvCacheDtype, bytes: kvBytesPerPosition(b.c, b.kvCacheDtype), wallMs: median(b.medians), nodeMs, attentionMs });
+    }
+    return out.map((r) => [r.dtype, String(r.bytes), `${r.wallMs.toFixed(2)} ms`, `${r.nodeMs.toFixed(2)} ms`, `${r.attentionMs.toFixed(2)} ms`, `${(r.wallMs / out[0].wallMs).toFixed(2)}×`]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+export const KV_STEP_HEAD = ['KV cache', 'bytes/position', 'wall step', 'node time', 'attention (GQA + Casts)', 'wall vs float32'];

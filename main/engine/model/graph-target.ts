@@ -48,10 +48,11 @@ export interface GraphTarget {
 
 /**
  * The CPU graphs' KV cache dtype unless asked otherwise (EngineOptions.kvCacheDtype, the KV cache
- * setting, `--kv-cache`): float32, because float16 KV costs decode speed on a long context with
- * ONNX Runtime 1.30's CPU GroupQueryAttention (measured in `npm run bench`'s KV storage rows:
- * a Qwen3-0.6B-shaped Q4_0 step at 1,072 tokens held 1.13–1.16× the float32 one on a 2-core AMD
- * EPYC, its attention 1.39×), while it halves the KV bytes: the setting trades one for the other.
+ * setting, `--kv-cache`): float32, because float16 KV costs decode speed with ONNX Runtime 1.30's
+ * CPU GroupQueryAttention and the four Casts a layer it needs (`npm run bench`, section kvdtype: a
+ * Qwen3-0.6B-shaped Q4_0 decode step on the native backend, 2-core AMD EPYC, 2026-12-03: 1.28× the
+ * float32 one at 16 tokens held, 1.16× at 1,072; the issue's bar for a default is 1.1×), while it
+ * halves the KV bytes: the setting trades one for the other.
  */
 export const DEFAULT_KV_CACHE_DTYPE: GraphDtype = 'float32';
 
