@@ -18,7 +18,7 @@ import onnxProto from 'onnx-proto';
 import { buildDecoderGraph, usesRotaryEmbedding } from '../../main/engine/model/decoder-graph.ts';
 import { importGguf } from '../../main/engine/model/gguf/import-gguf.ts';
 import { quantizeLinearWeights } from '../../main/engine/model/gguf/quantized-weights.ts';
-import { CPU_TARGET, CUDA_FLOAT32_REFERENCE, EXECUTION_PROVIDERS, graphTarget } from '../../main/engine/model/graph-target.ts';
+import { CPU_TARGET, CUDA_FLOAT32_REFERENCE, engineGraphTarget, EXECUTION_PROVIDERS, graphTarget, targetKey } from '../../main/engine/model/graph-target.ts';
 import { expectedWeights, importHuggingFace } from '../../main/engine/model/import-hf.ts';
 import { importLlama2c } from '../../main/engine/model/import-llama2c.ts';
 import { buildKvCopyGraph } from '../../main/engine/model/kv-copy-graph.ts';
@@ -214,6 +214,26 @@ test('the webgpu graph is float32 with MatMul on transposed weights, no FusedMat
     assert.equal(floatMatMuls(buildDecoderGraph(m.config, m.weights, graphTarget('webgpu')).model), (cpu.FusedMatMul ?? 0) + floatMatMuls(cpuModel), m.name);
     const { values } = nodeTypes(buildDecoderGraph(m.config, m.weights, graphTarget('webgpu')).model);
     assert.equal(values.get('past_key_0'), 'float', m.name);
+  }
+});
+
+test('float16 KV under the float32 CPU graph (the KV cache setting): past/present/new KV and GroupQueryAttention in float16, four Casts a layer more, every other node as the float32 graph, each with a CPU kernel', () => {
+  for (const m of models) {
+    const kv16 = engineGraphTarget('cpu', undefined, false, 'float16');
+    assert.equal(targetKey(kv16), ':kv-float16');
+    const built = buildDecoderGraph(m.config, m.weights, kv16).model;
+    assert.deepEqual(kernelViolations(built, 'cpu'), [], m.name);
+    const { nodes, values } = nodeTypes(built);
+    for (const name of ['past_key_0', 'present_value_0', 'new_key_0', 'new_value_0']) assert.equal(values.get(name), 'float16', `${m.name}: ${name}`);
+    assert.equal(values.get('logits'), 'float', m.name);
+    for (const n of nodes.filter((x) => x.opType === 'GroupQueryAttention')) assert.deepEqual(n.inputTypes.slice(0, 5), Array(5).fill('float16'), m.name);
+    const plain = opCounts(buildDecoderGraph(m.config, m.weights, CPU_TARGET).model);
+    const counts = opCounts(built);
+    assert.equal((counts.Cast ?? 0) - (plain.Cast ?? 0), 4 * m.config.numLayers, `${m.name}: q, k, v to float16 and the attention back, a layer`);
+    assert.deepEqual({ ...counts, Cast: 0 }, { ...plain, Cast: 0 }, `${m.name}: the other nodes`);
+    // Only the attention's values are float16: every node but GroupQueryAttention and the Casts reads float32 (or integers).
+    const halfReaders = nodes.filter((n) => n.inputTypes.includes('float16') && n.opType !== 'GroupQueryAttention' && n.opType !== 'Cast');
+    assert.deepEqual(halfReaders.map((n) => n.opType), [], m.name);
   }
 });
 
