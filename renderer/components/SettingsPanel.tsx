@@ -65,7 +65,7 @@ export function SettingsPanel() {
           <option value="js">JS</option>
         </select>
       </Field>
-      <Field id="setting-kv-cache" label="KV cache" hint="Float16 holds the same context in half the memory (twice the max context in the same RAM), at some decode speed on long contexts; CPU only. A change reloads the model.">
+      <Field id="setting-kv-cache" label="KV cache" hint="Float16 holds the same context in half the memory (twice the max context in the same RAM), at some decode speed; CPU only. A change reloads the model (no new import).">
         <select id="setting-kv-cache" value={settings.kvCacheDtype} onChange={(e) => void save({ kvCacheDtype: e.target.value as Settings['kvCacheDtype'] })}>
           <option value="float32">Float32</option>
           <option value="float16">Float16 (half the memory)</option>

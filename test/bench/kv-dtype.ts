@@ -14,7 +14,7 @@
  * float32, and its output's largest difference from float32's on the same values (the past
  * filled with int8 × scale, exact in all three).
  * `kvStepRows`: the same choice in the whole decode step the KV cache setting ships (float32 and
- * float16 KV: `EngineOptions.kvCacheDtype`), a Qwen3-0.6B-shaped Q4_0 GGUF's two bundles on the
+ * float16 KV: `EngineOptions.kvCacheDtype`), a Qwen3-0.6B-shaped Q4_0 GGUF's two graphs (one bundle) on the
  * native backend, steps interleaved at `held` tokens: median wall step, node time, and the
  * attention's (GroupQueryAttention + Casts) node time, from ONNX Runtime's profiler.
  * It asserts nothing.
@@ -29,6 +29,7 @@ import { mulberry32 } from '../helpers/prng.ts';
 import { opShares } from './step-profile.ts';
 import { performance } from 'node:perf_hooks';
 import { Engine } from '../../main/engine/generate/engine.ts';
+import { KV_FLOAT16_MODEL_FILE, MODEL_FILE } from '../../main/engine/model/bundle.ts';
 import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
 import { kvBytesPerPosition } from '../../main/engine/model/memory.ts';
 import { loadNativeAddon, type NativeAddon } from '../../main/engine/model/native-addon.ts';
@@ -180,7 +181,7 @@ export async function kvStepRows(layers: number, held: number, steps: number, ro
     const bundles = [];
     for (const kvCacheDtype of dtypes) {
       const engine = await Engine.load(file, { cacheDir: path.join(dir, 'cache'), kvCacheDtype, maxContext: capacity });
-      bundles.push({ kvCacheDtype, modelPath: path.join(engine.info.bundleDir, 'model.onnx'), c: engine.manifest.config, medians: [] as number[] });
+      bundles.push({ kvCacheDtype, modelPath: path.join(engine.info.bundleDir, kvCacheDtype === 'float16' ? KV_FLOAT16_MODEL_FILE : MODEL_FILE), c: engine.manifest.config, medians: [] as number[] });
       await engine.dispose();
     }
     const ids = Int32Array.of(7);

@@ -18,7 +18,7 @@ import onnxProto from 'onnx-proto';
 import { buildDecoderGraph, usesRotaryEmbedding } from '../../main/engine/model/decoder-graph.ts';
 import { importGguf } from '../../main/engine/model/gguf/import-gguf.ts';
 import { quantizeLinearWeights } from '../../main/engine/model/gguf/quantized-weights.ts';
-import { CPU_TARGET, CUDA_FLOAT32_REFERENCE, engineGraphTarget, EXECUTION_PROVIDERS, graphTarget, targetKey } from '../../main/engine/model/graph-target.ts';
+import { CPU_TARGET, CUDA_FLOAT32_REFERENCE, EXECUTION_PROVIDERS, graphTarget, targetKey } from '../../main/engine/model/graph-target.ts';
 import { expectedWeights, importHuggingFace } from '../../main/engine/model/import-hf.ts';
 import { importLlama2c } from '../../main/engine/model/import-llama2c.ts';
 import { buildKvCopyGraph } from '../../main/engine/model/kv-copy-graph.ts';
@@ -217,19 +217,24 @@ test('the webgpu graph is float32 with MatMul on transposed weights, no FusedMat
   }
 });
 
-test('float16 KV under the float32 CPU graph (the KV cache setting): past/present/new KV and GroupQueryAttention in float16, four Casts a layer more, every other node as the float32 graph, each with a CPU kernel', () => {
+test('float16 KV under the float32 CPU graph (the KV cache setting): past/present/new KV and GroupQueryAttention in float16, four Casts a layer more (five with sinks), every other node as the float32 graph, each with a CPU kernel, over the same data file', () => {
   for (const m of models) {
-    const kv16 = engineGraphTarget('cpu', undefined, false, 'float16');
-    assert.equal(targetKey(kv16), ':kv-float16');
-    const built = buildDecoderGraph(m.config, m.weights, kv16).model;
+    const kv16 = { ...CPU_TARGET, kvDtype: 'float16' as const };
+    assert.equal(targetKey(kv16), targetKey(CPU_TARGET), 'one bundle holds both graphs');
+    const builtKv16 = buildDecoderGraph(m.config, m.weights, kv16);
+    const builtPlain = buildDecoderGraph(m.config, m.weights, CPU_TARGET);
+    const layout = (b: typeof builtPlain) => [b.dataBytes, b.segments.map((s) => [s.name, s.offset, s.bytes])];
+    assert.deepEqual(layout(builtKv16), layout(builtPlain), `${m.name}: the same external data, segment for segment`);
+    const built = builtKv16.model;
     assert.deepEqual(kernelViolations(built, 'cpu'), [], m.name);
     const { nodes, values } = nodeTypes(built);
     for (const name of ['past_key_0', 'present_value_0', 'new_key_0', 'new_value_0']) assert.equal(values.get(name), 'float16', `${m.name}: ${name}`);
     assert.equal(values.get('logits'), 'float', m.name);
     for (const n of nodes.filter((x) => x.opType === 'GroupQueryAttention')) assert.deepEqual(n.inputTypes.slice(0, 5), Array(5).fill('float16'), m.name);
-    const plain = opCounts(buildDecoderGraph(m.config, m.weights, CPU_TARGET).model);
+    const plain = opCounts(builtPlain.model);
     const counts = opCounts(built);
-    assert.equal((counts.Cast ?? 0) - (plain.Cast ?? 0), 4 * m.config.numLayers, `${m.name}: q, k, v to float16 and the attention back, a layer`);
+    const perLayer = 4 + (m.config.attentionSinks ? 1 : 0);
+    assert.equal((counts.Cast ?? 0) - (plain.Cast ?? 0), perLayer * m.config.numLayers, `${m.name}: q, k, v (and the sinks) to float16 and the attention back, a layer`);
     assert.deepEqual({ ...counts, Cast: 0 }, { ...plain, Cast: 0 }, `${m.name}: the other nodes`);
     // Only the attention's values are float16: every node but GroupQueryAttention and the Casts reads float32 (or integers).
     const halfReaders = nodes.filter((n) => n.inputTypes.includes('float16') && n.opType !== 'GroupQueryAttention' && n.opType !== 'Cast');

@@ -16,12 +16,13 @@
  * reuse and a conversation switch.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { ModelLoadError } from '../../main/engine/errors.ts';
 import { Engine } from '../../main/engine/generate/engine.ts';
+import { KV_FLOAT16_MODEL_FILE } from '../../main/engine/model/bundle.ts';
 import { engineAgreement } from '../helpers/float16-agreement.ts';
 import { assertSameScript, greedyAnswer, kvScript } from '../helpers/kv-script.ts';
 import { GGUF_DIR, STORIES_BIN } from '../helpers/paths.ts';
@@ -60,11 +61,10 @@ for (const m of MODELS) {
       assert.equal(f32.info.kvCacheDtype, 'float32');
       assert.equal(f16.info.kvCacheDtype, 'float16');
       assert.equal(f16.manifest.dtype, 'float32', 'activations stay float32');
-      assert.equal(f16.manifest.kvDtype, 'float16');
-      assert.notEqual(f16.info.bundleDir, f32.info.bundleDir, 'a bundle of its own');
+      assert.equal(f16.info.bundleDir, f32.info.bundleDir, 'one bundle: the float16-KV graph beside model.onnx');
       const saved = JSON.parse(readFileSync(path.join(f16.info.bundleDir, 'manifest.json'), 'utf8'));
-      assert.equal(saved.kvDtype, 'float16');
-      assert.equal(saved.graphTarget.nativeKernels, f32.manifest.graphTarget?.nativeKernels, 'the native kernels as in the float32-KV bundle');
+      assert.deepEqual(saved.kvGraphs, { float16: KV_FLOAT16_MODEL_FILE });
+      assert.ok(existsSync(path.join(f16.info.bundleDir, KV_FLOAT16_MODEL_FILE)));
       assert.equal(f16.info.memory!.kvBytesPerPosition * 2, f32.info.memory!.kvBytesPerPosition, 'the estimate: half the KV bytes a position');
       const { agree, maxDiff, meanDiff } = await engineAgreement(f32, f16, f32.encodeRequest({ prompt: 'Once upon a time' }), STEPS);
       t.diagnostic(`${m.name}: top-1 ${(agree * 100).toFixed(1)} %, |Δ log p| over the float32 top-8: max ${maxDiff.toExponential(2)}, mean of the steps' max ${meanDiff.toExponential(2)}`);
@@ -116,6 +116,28 @@ test('a max context whose float32 KV does not fit: the refusal offers float16 KV
     assert.equal(half.info.memory!.kvBytesPerPosition, facts.kvBytesPerPosition / 2);
   } finally {
     await half.dispose();
+  }
+});
+
+test('switching the KV cache dtype reloads from the same bundle (no import), and a bundle without the float16-KV graph says so and runs float32', async () => {
+  const phases: string[] = [];
+  const f16 = await Engine.load(STORIES_BIN, { cacheDir, maxContext: 64, kvCacheDtype: 'float16', onProgress: (p) => phases.push(p.phase) });
+  const dir = f16.info.bundleDir;
+  await f16.dispose();
+  assert.ok(phases.includes('cached') && !phases.includes('write'), `phases ${phases.join(', ')}: the bundle the float32 loads wrote`);
+  // A bundle folder written before the float16-KV graph existed: no kvGraphs, no file.
+  const old = path.join(root, 'old-bundle');
+  cpSync(dir, old, { recursive: true });
+  rmSync(path.join(old, KV_FLOAT16_MODEL_FILE));
+  const manifest = JSON.parse(readFileSync(path.join(old, 'manifest.json'), 'utf8'));
+  delete manifest.kvGraphs;
+  writeFileSync(path.join(old, 'manifest.json'), JSON.stringify(manifest));
+  const e = await Engine.load(old, { cacheDir, maxContext: 64, kvCacheDtype: 'float16' });
+  try {
+    assert.equal(e.info.kvCacheDtype, 'float32');
+    assert.match(e.info.fallbackReason ?? '', /KV cache float16 not available in this bundle \(it has no float16-KV graph\); using float32/);
+  } finally {
+    await e.dispose();
   }
 });
 

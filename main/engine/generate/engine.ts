@@ -27,6 +27,7 @@
  * copy, not a prefill. The engine knows nothing of conversations: sequences are matched by their
  * token ids.
  */
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ContextOverflowError, InvalidOptionError, SessionRunError } from '../errors.ts';
 import { MAX_CONTEXT_LIMIT } from '../cache/growth.ts';
@@ -37,7 +38,7 @@ import { RopeCache } from '../cache/rope-cache.ts';
 import type { BackendKind, DecoderBackend, ExecutionProvider, ExecutionProviderChoice, SessionInfo } from '../model/backend.ts';
 import { MAX_THREADS } from '../model/backend.ts';
 import { chooseExecutionProvider, parseExecutionProvider, type ProviderProbe } from '../model/ep-choice.ts';
-import { DEFAULT_KV_CACHE_DTYPE, engineGraphTarget, type GraphDtype } from '../model/graph-target.ts';
+import { DEFAULT_KV_CACHE_DTYPE, engineGraphTarget, validateKvDtype, type GraphDtype } from '../model/graph-target.ts';
 import { nativeKernelsAvailable } from '../model/native-addon.ts';
 import { resolveModel, type ImportProgress, type QuantizeOption } from '../model/bundle.ts';
 import { manifestKvDtype, type ModelManifest } from '../model/manifest.ts';
@@ -70,7 +71,9 @@ export interface EngineOptions {
   /**
    * The KV cache's element type on the CPU graphs (graph-target.ts `GraphTarget.kvDtype`), default
    * `DEFAULT_KV_CACHE_DTYPE`: float16 halves the KV bytes per position (and so the memory the max
-   * context needs); the GPU graphs keep their own (CUDA's float16, WebGPU's float32).
+   * context needs) and runs the bundle's float16-KV graph (bundle.ts `KV_FLOAT16_MODEL_FILE`; a
+   * bundle without one runs float32, with a note); the GPU graphs keep their own (CUDA's float16,
+   * WebGPU's float32).
    */
   kvCacheDtype?: GraphDtype;
   /** Decoder backend (default 'native'; falls back to 'js' with a note when the addon cannot load). */
@@ -176,6 +179,22 @@ export interface EngineParts {
   weights?: ModelWeightsInfo;
   /** The load's memory estimate in parts (ModelInfo.memory), if known. */
   memory?: LoadMemoryFacts;
+  /** The KV cache's dtype, the graph the backend runs (default: the manifest's, `manifestKvDtype`). */
+  kvDtype?: GraphDtype;
+}
+
+/**
+ * The graph of `bundle` for a requested KV dtype (null: the bundle's own, off the CPU): float16
+ * runs the float16-KV graph beside `model.onnx` where the bundle has one (manifest `kvGraphs`),
+ * else the bundle's own graph with a note (a bundle written before it, or a float16 graph's KV
+ * is float16 already).
+ */
+function kvGraph(bundle: { dir: string; modelPath: string; manifest: ModelManifest }, want: GraphDtype | null): { modelPath: string; dtype: GraphDtype; note: string | null } {
+  const own = manifestKvDtype(bundle.manifest);
+  const file = bundle.manifest.kvGraphs?.float16;
+  if (want === 'float16' && own === 'float32' && file) return { modelPath: path.join(bundle.dir, file), dtype: 'float16', note: null };
+  const note = want !== null && want !== own ? `KV cache ${want} not available in this bundle (it has no ${want}-KV graph); using ${own}` : null;
+  return { modelPath: bundle.modelPath, dtype: own, note };
 }
 
 /** Notes (null: none) joined into the one line `ModelInfo.fallbackReason` holds, or null when there are none. */
@@ -264,7 +283,7 @@ export class Engine {
       headDim: c.headDim,
       maxContext: this.maxContext,
       hostBuffers: this.backend.kvOnHost,
-      dtype: manifestKvDtype(parts.manifest),
+      dtype: parts.kvDtype ?? manifestKvDtype(parts.manifest),
       // Sliding-window layers keep only their window (cache/kv-window.ts), where the graph allows.
       window: this.backend.windowedKv ? windowGroup(c.slidingWindow, this.maxContext, opts.kvWindowSlack) : null,
     });
@@ -291,20 +310,23 @@ export class Engine {
   private static async open(source: string, opts: EngineOptions, gpuNote: string | null): Promise<Engine> {
     if (opts.maxContext !== undefined) validateMaxContext(opts.maxContext);
     if (opts.threads !== undefined) validateThreads(opts.threads);
+    if (opts.kvCacheDtype !== undefined) validateKvDtype(opts.kvCacheDtype);
     if (opts.backend !== undefined && opts.backend !== 'native' && opts.backend !== 'js') {
       throw new InvalidOptionError('backend', `expected native or js, got ${String(opts.backend)}`);
     }
     // The provider first: each has its own graph, so the bundle is resolved for it.
     const provider = await chooseExecutionProvider(parseExecutionProvider(opts.executionProvider ?? 'cpu'), opts.providerProbe);
     // The native backend's CPU graph runs the addon's own quantized matmuls (graph-target.ts).
-    const target = engineGraphTarget(provider.ep, opts.graphDtype, opts.backend !== 'js' && opts.nativeKernels !== false && nativeKernelsAvailable(), opts.kvCacheDtype ?? DEFAULT_KV_CACHE_DTYPE);
+    const target = engineGraphTarget(provider.ep, opts.graphDtype, opts.backend !== 'js' && opts.nativeKernels !== false && nativeKernelsAvailable());
     const bundle = await resolveModel(source, opts.cacheDir, opts.onProgress, { quantize: opts.quantize, signal: opts.signal, target });
     const m = bundle.manifest;
     if (m.chatTemplate !== null) prestartTemplateSandbox(); // boots while the tokenizer is read
     const maxContext = opts.maxContext ?? m.config.trainedContext;
-    const estimate = await estimateMemory(m, bundle.dir, maxContext);
+    // The KV cache setting picks the bundle's graph: its own, or the float16-KV one beside it (CPU float32 bundles).
+    const kv = kvGraph(bundle, target.ep === 'cpu' ? (opts.kvCacheDtype ?? DEFAULT_KV_CACHE_DTYPE) : null);
+    const estimate = await estimateMemory(m, bundle.dir, maxContext, kv.dtype);
     const available = opts.availableMemoryBytes ?? availableMemory();
-    checkMemory(estimate, maxContext, available, bundle.dir, weightsQuantized(m.weights), target.ep === 'cpu' && manifestKvDtype(m) === 'float32');
+    checkMemory(estimate, maxContext, available, bundle.dir, weightsQuantized(m.weights), kv.dtype === 'float32' && m.kvGraphs?.float16 !== undefined);
     // Both caches grow linearly with the max context (the sliding-window layers' KV up to its
     // bound), so one position's bytes judge any other.
     const windowBytes = estimate.window ? estimate.window.bytesPerPosition * Math.min(maxContext, estimate.window.rows) : 0;
@@ -330,7 +352,7 @@ export class Engine {
       chatTemplate: m.chatTemplate,
     });
     if (m.chatTemplate !== null) probeChatTemplate((msgs) => tokenizer.renderChat(msgs), templateOrigin(m.source));
-    const opened = await openDecoderBackend(bundle.modelPath, m.config, opts.backend, provider.ep, manifestKvDtype(m), opts.threads ?? 0);
+    const opened = await openDecoderBackend(kv.modelPath, m.config, opts.backend, provider.ep, kv.dtype, opts.threads ?? 0);
     if (opened.backend.info.executionProvider !== target.ep && opts.graphDtype === undefined) {
       // The provider was probed but this session fell back to the CPU: the CPU graph, not the GPU's, runs there.
       const why = oneLine(gpuNote, provider.note, opened.note, opened.backend.info.fallbackReason);
@@ -339,8 +361,8 @@ export class Engine {
     }
     const adapter = opened.backend.info.executionProvider === provider.ep ? provider.adapter : null;
     try {
-      const backendNote = oneLine(gpuNote, provider.note, opened.note);
-      const engine = new Engine({ manifest: m, tokenizer, backend: opened.backend, bundleDir: bundle.dir, backendNote, importNote: bundle.note, weights, adapter, memory }, opts);
+      const backendNote = oneLine(gpuNote, provider.note, opened.note, kv.note);
+      const engine = new Engine({ manifest: m, tokenizer, backend: opened.backend, bundleDir: bundle.dir, backendNote, importNote: bundle.note, weights, adapter, memory, kvDtype: kv.dtype }, opts);
       await engine.warmUp();
       return engine;
     } catch (e) {

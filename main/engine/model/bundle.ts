@@ -27,14 +27,20 @@ import { quantizeLinearWeights } from './gguf/quantized-weights.ts';
 import { hfSourceFiles, openHuggingFace, parseJson } from './import-hf.ts';
 import { importLlama2c, llama2cSourceFiles } from './import-llama2c.ts';
 import { openedFromMemory, summarizeWeights, type ModelManifest, type OpenedModel } from './manifest.ts';
-import { writeExternalData } from './onnx-builder.ts';
-import { CPU_TARGET, halfKvOnly, targetKey, type GraphTarget } from './graph-target.ts';
+import { writeExternalData, type BuiltModel } from './onnx-builder.ts';
+import { CPU_TARGET, hasFloat16KvGraph, targetKey, type GraphTarget } from './graph-target.ts';
 import { NATIVE_KERNEL_GGUF_TYPES } from './quantized-matmul.ts';
 
 /** Bumped whenever the graph or bundle layout changes, so cached imports are rebuilt. */
-export const BUNDLE_BUILDER_VERSION = 18; // 18: q and k rotated by RotaryEmbedding on the CPU (decoder-graph.ts usesRotaryEmbedding), not by the ten-node pair chain each; 17: an embedding with block offsets (Q4_K, Q5_K, Q4_1, Q5_1, Q2_K) gathered from its blocks, offsets added, not from a float32 copy; 16: sliding-window layers get their own GroupQueryAttention lengths (seqlens_k_window, total_seq_len_window) and KV dims (C_window), so their KV cache can be bounded by the window; 15: new_key/new_value are k and v themselves, no Identity nodes; 14: q/k/v and gate/up with zero points or block offsets stacked too (Q4_K_M, Q5_1, Q6_K…); 13: o_proj bias, attention sinks, YaRN truncate / mscale / GGUF attn_factor; 12: the whole RoPE cache as inputs, its rows gathered in the graph; 11: the half-scale activation ops restore the shape from a constant, no Shape node (10: q/k/v and gate/up as one stacked MatMulNBits each on the CPU; 9: sliding-window attention)
+export const BUNDLE_BUILDER_VERSION = 19; // 19: CPU float32 bundles hold a float16-KV graph beside model.onnx (KV_FLOAT16_MODEL_FILE, manifest kvGraphs); 18: q and k rotated by RotaryEmbedding on the CPU (decoder-graph.ts usesRotaryEmbedding), not by the ten-node pair chain each; 17: an embedding with block offsets (Q4_K, Q5_K, Q4_1, Q5_1, Q2_K) gathered from its blocks, offsets added, not from a float32 copy; 16: sliding-window layers get their own GroupQueryAttention lengths (seqlens_k_window, total_seq_len_window) and KV dims (C_window), so their KV cache can be bounded by the window; 15: new_key/new_value are k and v themselves, no Identity nodes; 14: q/k/v and gate/up with zero points or block offsets stacked too (Q4_K_M, Q5_1, Q6_K…); 13: o_proj bias, attention sinks, YaRN truncate / mscale / GGUF attn_factor; 12: the whole RoPE cache as inputs, its rows gathered in the graph; 11: the half-scale activation ops restore the shape from a constant, no Shape node (10: q/k/v and gate/up as one stacked MatMulNBits each on the CPU; 9: sliding-window attention)
 
 export const MODEL_FILE = 'model.onnx';
+/**
+ * The float16-KV graph of a CPU float32 bundle (graph-target.ts `hasFloat16KvGraph`), beside
+ * `MODEL_FILE` and over the same data file: the KV cache setting picks one at load (manifest
+ * `kvGraphs`), so switching it reloads without importing again.
+ */
+export const KV_FLOAT16_MODEL_FILE = 'model.kv-float16.onnx';
 export const MANIFEST_FILE = 'manifest.json';
 export const TOKENIZER_FILE = 'tokenizer.json';
 export const TOKENIZER_CONFIG_FILE = 'tokenizer_config.json';
@@ -158,14 +164,12 @@ export async function resolveModel(
  * The target a source's bundle is built for: `NATIVE_CPU_TARGET` only where its graph differs
  * from the CPU graph — a GGUF file with tensors that ropewalk.MatMulQ8 or MatMulQ8K runs
  * (`NATIVE_KERNEL_GGUF_TYPES`); any other source (float, Q5_K_M, a llama2.c or HF checkpoint, an
- * import-time `--quantize`) shares the CPU target's bundle, the same graph, built once (its KV
- * dtype kept).
+ * import-time `--quantize`) shares the CPU target's bundle, the same graph, built once.
  */
 async function builtTarget(src: { kind: string; path: string }, target: GraphTarget): Promise<GraphTarget> {
   if (!target.nativeKernels) return target;
-  const cpu: GraphTarget = target.kvDtype ? { ...CPU_TARGET, kvDtype: target.kvDtype } : CPU_TARGET;
-  if (src.kind !== 'gguf') return cpu;
-  return (await ggufQuantizedTypes(src.path)).some((t) => NATIVE_KERNEL_GGUF_TYPES.has(t)) ? target : cpu;
+  if (src.kind !== 'gguf') return CPU_TARGET;
+  return (await ggufQuantizedTypes(src.path)).some((t) => NATIVE_KERNEL_GGUF_TYPES.has(t)) ? target : CPU_TARGET;
 }
 
 async function resolveModelUnchecked(
@@ -251,6 +255,18 @@ async function importInto(
   }
 }
 
+/**
+ * `kv` (the float16-KV graph) when its external data is `main`'s, segment for segment (the graphs
+ * differ in Cast nodes only, decoder-graph.ts), so both read the one data file `main` writes.
+ * @throws ModelLoadError otherwise (a builder bug: the second graph would read wrong bytes).
+ */
+function sameData(main: BuiltModel, kv: BuiltModel): BuiltModel {
+  const layout = (b: BuiltModel) => JSON.stringify([b.dataBytes, b.segments.map((s) => [s.name, s.offset, s.bytes])]);
+  if (layout(main) !== layout(kv)) {
+    throw new ModelLoadError(`the float16-KV graph's external data differs from the float32-KV graph's (${kv.segments.length} against ${main.segments.length} segments)`);
+  }
+  return kv;
+}
 /** Mixed into fingerprints, so a new bundle builder never matches an old record. */
 const FINGERPRINT_SALT = `ropewalk-bundle-${BUNDLE_BUILDER_VERSION}`;
 
@@ -296,8 +312,9 @@ async function recordFingerprint(cacheDir: string, fingerprint: string, key: str
  * @returns the bundle as `loadBundle` would read it (the tokenizer parsed once, here).
  * @param signal cancels between chunks.
  * @param target the graph target (default `CPU_TARGET`); other targets are recorded in the
- *   manifest (`graphTarget`, `dtype` float16 for a float16 graph, `kvDtype` float16 for float16 KV
- *   under a float32 graph).
+ *   manifest (`graphTarget`, and `dtype` float16 for a float16 graph); its `kvDtype` is not the
+ *   bundle's: a CPU float32 bundle gets the float16-KV graph too (`KV_FLOAT16_MODEL_FILE`).
+ * @throws ModelLoadError (internal) when the float16-KV graph would not read the same data file.
  * @throws ModelLoadError on a weight/shape problem or a write failure; EngineError('CANCELLED')
  *   when `signal` aborts.
  */
@@ -309,13 +326,17 @@ export async function writeBundle(
   target: GraphTarget = CPU_TARGET,
 ): Promise<LoadedBundle> {
   onProgress?.({ phase: 'build', fraction: 0 });
-  const built = buildDecoderGraph(model.manifest.config, model.weights, target);
-  if (targetKey(target)) Object.assign(model.manifest, { dtype: target.dtype, ...(halfKvOnly(target) ? { kvDtype: 'float16' } : {}), graphTarget: { ...target } });
+  const { kvDtype: _, ...graph } = target;
+  const built = buildDecoderGraph(model.manifest.config, model.weights, graph);
+  const kvFloat16 = hasFloat16KvGraph(graph) ? sameData(built, buildDecoderGraph(model.manifest.config, model.weights, { ...graph, kvDtype: 'float16' })) : null;
+  if (targetKey(graph)) Object.assign(model.manifest, { dtype: graph.dtype, graphTarget: { ...graph } });
+  if (kvFloat16) model.manifest.kvGraphs = { float16: KV_FLOAT16_MODEL_FILE };
   model.manifest.weights = summarizeWeights(model.weights);
   const tmp = `${dir}.tmp-${randomUUID()}`;
   await mkdir(tmp, { recursive: true });
   try {
     await writeFile(path.join(tmp, MODEL_FILE), built.model);
+    if (kvFloat16) await writeFile(path.join(tmp, KV_FLOAT16_MODEL_FILE), kvFloat16.model);
     const t0 = Date.now();
     onProgress?.({ phase: 'write', fraction: 0 });
     await writeExternalData(

@@ -24,9 +24,11 @@
  * it: 4.74e-2 on Q4_0 without) 2.04 / 2.02 / 1.55 / 2.47e-2; quantized matmuls on float32
  * activations 1.19 / 1.33 / 1.54e-2 (GGUF); the classifier in float32 1.54e-2 (stories260K); the
  * float16 KV cache alone, all else float32, 1.39 / 0.87 / 1.50 / 1.29e-2.
- * That last variant is a target of its own on the CPU (`GraphTarget.kvDtype` float16 under float32
- * activations, the KV cache setting): q/k/v are cast to float16 before GroupQueryAttention and its
- * output back to float32; everything else is the float32 graph, native kernels included.
+ * That last variant is a graph of its own on the CPU (`GraphTarget.kvDtype` float16 under float32
+ * activations, the KV cache setting): q/k/v (and attention sinks) are cast to float16 before
+ * GroupQueryAttention and its output back to float32; everything else is the float32 graph, native
+ * kernels included, over the same initializers in the same order, so both graphs read one data file
+ * (bundle.ts writes them side by side).
  *
  * On the CPU float32 target, quantized q/k/v (and gate/up) of one layout (zero points and block
  * offsets included) run as one stacked MatMulNBits, split after (`QuantizedMatMul.applyStacked`):
@@ -124,7 +126,6 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   // types q/k/v, past/present and output by one T).
   const kvOnlyHalf = halfKvOnly(target);
   const KV = half || kvOnlyHalf ? DataType.FLOAT16 : DataType.FLOAT;
-  const attentionTarget: GraphTarget = kvOnlyHalf ? { ep: target.ep, dtype: 'float16' } : target;
   /** A float32 value of the attention's inputs in the KV dtype. */
   const toKv = (v: string): string => (kvOnlyHalf ? g.op('Cast', [v], { to: DataType.FLOAT16 }) : toHalf(v));
 
@@ -181,8 +182,9 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   };
   /** A [n] weight in the graph's float type (the attention sinks, which GroupQueryAttention reads) as a graph initializer; its name. */
   const vector = (name: string, n: number): string => {
-    floatWeight(g, attentionTarget, name, [n], floatData(get(name, [n])));
-    return name;
+    float(name, [n], floatData(get(name, [n])));
+    // Float16 KV under float32: a Cast, not a float16 copy, so the data file is the float32-KV graph's.
+    return kvOnlyHalf ? g.op('Cast', [name], { to: DataType.FLOAT16 }) : name;
   };
   /** A float32 [n] weight added on the float32 spine (a bias: matMul's output is float32) as a graph initializer; its name. */
   const spineVector = (name: string, n: number): string => {

@@ -39,7 +39,8 @@ export interface GraphTarget {
    * The KV cache's dtype where it differs from `dtype`: 'float16' on a cpu float32 graph keeps
    * float32 activations and stores past/present/new KV rows in float16 (q/k/v cast to float16
    * before GroupQueryAttention, its output cast back: the CPU kernel has one type for all of
-   * them). Absent: the KV cache is in `dtype`.
+   * them). Absent: the KV cache is in `dtype`. Not part of the bundle key: a CPU float32 bundle
+   * holds both graphs (`hasFloat16KvGraph`).
    */
   kvDtype?: GraphDtype;
   /** The native addon's own quantized-matmul kernel where it applies (see the file comment); cpu float32 only. */
@@ -115,16 +116,18 @@ export const UNEMULATED_GRAPH_VERSION = 4;
 /**
  * What the bundle cache key adds for a target: '' for `CPU_TARGET` (so CPU bundles keep the key
  * and bytes they had), `:cpu-float32-native-v<NATIVE_KERNELS_VERSION>` for `NATIVE_CPU_TARGET`, else `:<ep>-<dtype>`, and `-v<UNEMULATED_GRAPH_VERSION>` for the graphs it
- * versions; `:kv-float16` after it for float16 KV under float32 activations (`halfKvOnly`).
+ * versions. The KV dtype is not in it: a CPU float32 bundle holds the graph for each (bundle.ts
+ * `KV_FLOAT16_MODEL_FILE`), over one data file.
  */
 export function targetKey(t: GraphTarget): string {
-  return graphKey(t) + (halfKvOnly(t) ? ':kv-float16' : '');
-}
-
-function graphKey(t: GraphTarget): string {
   if (t.nativeKernels) return `:cpu-float32-native-v${NATIVE_KERNELS_VERSION}`;
   if (t.ep === 'cpu' && t.dtype === 'float32') return '';
   return `:${t.ep}-${t.dtype}${emulatesLlamaCpp(t) ? '' : `-v${UNEMULATED_GRAPH_VERSION}`}`;
+}
+
+/** Whether a target's bundle holds a float16-KV graph beside its own: the CPU float32 graphs. */
+export function hasFloat16KvGraph(t: GraphTarget): boolean {
+  return t.ep === 'cpu' && t.dtype === 'float32';
 }
 
 /** Whether a graph stores its KV cache in float16 under float32 activations (`GraphTarget.kvDtype`). */
@@ -132,26 +135,25 @@ export function halfKvOnly(t: GraphTarget): boolean {
   return t.dtype === 'float32' && t.kvDtype === 'float16';
 }
 
-/** The dtype of a target's KV cache (past/present/new rows): `kvDtype`, else the graph's dtype. */
-export function kvDtypeOf(t: GraphTarget): GraphDtype {
-  return t.kvDtype ?? t.dtype;
-}
 
 /**
  * The graph target the engine loads for a requested EP and, when asked, dtype. Without a dtype:
- * cpu and webgpu get their float32 graphs, cuda its float16 graph. `kvDtype` 'float16' applies
- * to the cpu float32 graphs (`GraphTarget.kvDtype`); a float16 graph's KV is float16 already,
- * and the WebGPU graph keeps float32 KV (its float16 kernels need an adapter with shader-f16). The EP is chosen before the
+ * cpu and webgpu get their float32 graphs, cuda its float16 graph. (The KV dtype is chosen at
+ * load among the bundle's graphs, not here: `hasFloat16KvGraph`.) The EP is chosen before the
  * bundle is resolved (ep-choice.ts), so a `--ep cuda` without CUDA has become cpu here and gets
  * the CPU graph; a CUDA session that still falls back at creation is re-opened on the CPU graph
  * (Engine.open). With `nativeKernels` (the native backend will run it and its addon has the
  * kernels: native-addon.ts `nativeKernelsAvailable`) cpu float32 is `NATIVE_CPU_TARGET`.
- * @throws InvalidOptionError as `graphTarget`, or for a `kvDtype` other than float32 / float16.
+ * @throws InvalidOptionError as `graphTarget`.
  */
-export function engineGraphTarget(ep: ExecutionProvider = 'cpu', dtype?: GraphDtype, nativeKernels = false, kvDtype: GraphDtype = 'float32'): GraphTarget {
-  if (kvDtype !== 'float32' && kvDtype !== 'float16') throw new InvalidOptionError('KV cache dtype', `expected float32 or float16, got ${JSON.stringify(kvDtype)}`);
+export function engineGraphTarget(ep: ExecutionProvider = 'cpu', dtype?: GraphDtype, nativeKernels = false): GraphTarget {
   if (dtype !== undefined && !(ep === 'cpu' && dtype === 'float32')) return graphTarget(ep, dtype);
   if (ep !== 'cpu') return graphTarget(ep);
-  const cpu = nativeKernels ? NATIVE_CPU_TARGET : CPU_TARGET;
-  return kvDtype === 'float16' ? Object.freeze({ ...cpu, kvDtype }) : cpu;
+  return nativeKernels ? NATIVE_CPU_TARGET : CPU_TARGET;
+}
+
+/** Validates a KV cache dtype (EngineOptions.kvCacheDtype). @throws InvalidOptionError quoting it. */
+export function validateKvDtype(d: unknown): GraphDtype {
+  if (d !== 'float32' && d !== 'float16') throw new InvalidOptionError('KV cache dtype', `expected float32 or float16, got ${JSON.stringify(d)}`);
+  return d;
 }

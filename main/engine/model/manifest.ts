@@ -220,13 +220,16 @@ export interface ModelManifest {
   chatTemplate: string | null;
   /** Activations, non-quantized weights and the KV cache (unless `kvDtype` says otherwise). */
   dtype: 'float32' | 'float16';
-  /** The KV cache's dtype where it is not `dtype` (float16 KV under a float32 graph); absent: `dtype`. */
-  kvDtype?: 'float32' | 'float16';
+  /**
+   * Graphs of this bundle with another KV dtype than `dtype`'s, by dtype: file names beside
+   * `model.onnx`, over the same data file (bundle.ts `KV_FLOAT16_MODEL_FILE`); absent: none.
+   */
+  kvGraphs?: { float16?: string };
   /**
    * The execution provider and dtype the graph was built for (graph-target.ts); absent for the
    * CPU float32 graph, which every bundle had before targets.
    */
-  graphTarget?: { ep: 'cpu' | 'webgpu' | 'cuda'; dtype: 'float32' | 'float16'; kvDtype?: 'float32' | 'float16'; nativeKernels?: boolean };
+  graphTarget?: { ep: 'cpu' | 'webgpu' | 'cuda'; dtype: 'float32' | 'float16'; nativeKernels?: boolean };
   /**
    * Storage of each weight as written to the bundle (`float32`, or `q4`/`q8` MatMulNBits blocks
    * with the source format, e.g. `q4 (Q4_0)`), with totals; absent in bundles written before it.
@@ -234,9 +237,9 @@ export interface ModelManifest {
   weights?: WeightsSummary;
 }
 
-/** The dtype of a bundle's KV cache (past/present/new rows): `kvDtype`, else `dtype`. */
-export function manifestKvDtype(m: Pick<ModelManifest, 'dtype' | 'kvDtype'>): 'float32' | 'float16' {
-  return (m.kvDtype ?? m.dtype) === 'float16' ? 'float16' : 'float32';
+/** The dtype of the KV cache of a bundle's `model.onnx` (past/present/new rows): its `dtype`. */
+export function manifestKvDtype(m: Pick<ModelManifest, 'dtype'>): 'float32' | 'float16' {
+  return m.dtype === 'float16' ? 'float16' : 'float32';
 }
 
 /** What the bundle's weights are stored as, and how many bytes they take. */

@@ -77,11 +77,12 @@ export async function bundleBytes(dir: string): Promise<number> {
 /**
  * The estimate for `manifest` at `maxContext` positions.
  * @param dir the bundle folder (its external data size stands in for weights of bundles written
- *   before manifests recorded `weights`).
+ *   before manifests recorded `weights`). @param kvDtype the KV cache's, the graph's that will run
+ *   (default: `model.onnx`'s).
  */
-export async function estimateMemory(manifest: ModelManifest, dir: string, maxContext: number): Promise<MemoryEstimate> {
+export async function estimateMemory(manifest: ModelManifest, dir: string, maxContext: number, kvDtype: KvDtype = manifestKvDtype(manifest)): Promise<MemoryEstimate> {
   const weightBytes = manifest.weights?.bytes ?? (await stat(path.join(dir, EXTERNAL_DATA_FILE)).catch(() => ({ size: 0 }))).size;
-  return estimateForShape(manifest.config, weightBytes, maxContext, manifestKvDtype(manifest));
+  return estimateForShape(manifest.config, weightBytes, maxContext, kvDtype);
 }
 
 /** The attention shape the KV and RoPE caches are sized by (a `ModelConfig` has it). */
