@@ -490,6 +490,7 @@ test('concurrent first starts on an empty cache all succeed and leave one bundle
   assert.equal(entries.length, 1, `one bundle folder, no temp leftovers: ${entries.join(', ')}`);
   assert.deepEqual((await readdir(path.join(raceDir, entries[0]))).sort(), [
     'manifest.json',
+    'model.kv-float16.onnx', // the float16-KV graph over the same data (bundle.ts KV_FLOAT16_MODEL_FILE)
     'model.onnx',
     'model.onnx.data',
     'tokenizer.json',
