@@ -135,7 +135,7 @@ async function main(argv: string[]): Promise<number> {
           tokens: done.tokens,
           finishReason: done.reason,
           stats: done.stats,
-          model: { name: info.name, weights: info.weights },
+          model: { name: info.name, weights: info.weights, kvCacheDtype: info.kvCacheDtype },
           ...(withDocs ? { documents: withDocs.documents } : {}),
           ...(withDocs?.documentParts ? { documentParts: withDocs.documentParts } : {}),
           ...(withDocs ? { passages: withDocs.passages } : {}),

@@ -114,7 +114,7 @@ export interface ChatJson {
     rope: { capacity: number; rowsComputed: number; growths: number; bytes: number };
     kv: { capacity: number; growths: number; bytes: number };
   };
-  model: { name: string; weights: { formats: string; bundleBytes: number; residentBytes: number } };
+  model: { name: string; weights: { formats: string; bundleBytes: number; residentBytes: number }; kvCacheDtype?: 'float32' | 'float16' };
 }
 
 /** A successful `--json` run: exit 0, stdout is exactly one JSON object (one line). */

@@ -472,7 +472,23 @@ test('--quantize q4 on a Q4_0 GGUF: one note line on stderr, its blocks as store
   // A float GGUF is dequantized to float32 at import, so --quantize does apply to it.
   const floatRun = await runChat(['--json', '--max-tokens', '8', '--quantize', 'q8', '--model', STORIES_GGUF, PROMPT], dir);
   assert.equal(parseJsonRun(floatRun).model.weights.formats, 'float32 ×16, q8 (rtn) ×32');
+  assert.equal(parseJsonRun(floatRun).model.kvCacheDtype, 'float32', 'the default KV cache');
   assert.equal(floatRun.stderr, '', describeRun(floatRun));
+});
+
+test('--kv-cache float16: the same greedy answer from the same bundle, half the KV bytes at the same capacity, said in --json', async () => {
+  const dir = await cache();
+  const args = ['--json', '--max-tokens', '20', '--temperature', '0', PROMPT];
+  const f32 = parseJsonRun(await runChat(args, dir));
+  const bundles = (await bundleFolders(dir)).length;
+  const f16Run = await runChat(['--kv-cache', 'float16', ...args], dir);
+  const f16 = parseJsonRun(f16Run);
+  assert.equal(f16Run.stderr.split('\n').filter((l) => l.startsWith('note:') && /KV cache/.test(l)).length, 0, describeRun(f16Run));
+  assert.deepEqual([f32.model.kvCacheDtype, f16.model.kvCacheDtype], ['float32', 'float16']);
+  assert.equal(f16.stats.kv.capacity, f32.stats.kv.capacity);
+  assert.equal(f16.stats.kv.bytes * 2, f32.stats.kv.bytes);
+  assert.deepEqual(f16.tokens, f32.tokens, 'stories260K greedy: float16 KV moves its log-probs by ≤ 1.4e-2 (kv-float16-cpu.test.ts), not these 20 tokens');
+  assert.equal((await bundleFolders(dir)).length, bundles, 'no second bundle: the float16-KV graph is in the first');
 });
 
 test('concurrent first starts on an empty cache all succeed and leave one bundle (in-process form)', async () => {
