@@ -22,6 +22,9 @@
  * that op, so the engine builds this target only when the native backend will run it.
  * A float16 graph keeps float32 at its edges the engine sees: the RoPE rows come in as float32,
  * the logits go out as float32; past/present/new KV rows are float16.
+ * `kvDtype` float16 on a cpu float32 target is the same graph with float16 KV (the KV cache setting,
+ * decoder-graph.ts): not a bundle key of its own, since every CPU float32 bundle holds that graph
+ * too, over the same data file (`hasFloat16KvGraph`, bundle.ts `KV_FLOAT16_MODEL_FILE`).
  * `CUDA_FLOAT32_REFERENCE` (cuda, float32) is the CUDA graph in float32: never loaded on CUDA (no
  * float32 GroupQueryAttention there; `graphTarget` refuses it), it runs on the CPU EP as the
  * float32 reference the float16 graph is measured against (test/integration/graph-float16.test.ts).
