@@ -11,7 +11,7 @@ import type { ChatSettings, ConversationSummary, Settings } from '../contract/ty
 import { settingsPatchSchema, type RequestOf } from '../contract/channels.ts';
 import { ServiceError } from './errors.ts';
 import type { ConversationStore } from './store.ts';
-import type { ModelService } from './model-service.ts';
+import type { ModelService, SettingsLoadOptions } from './model-service.ts';
 
 /** Max context used before any model has loaded (stories260K's trained context). */
 export const FALLBACK_MAX_CONTEXT = 512;
@@ -132,7 +132,7 @@ export class SettingsService {
     const changed = (k: (typeof RELOAD_KEYS)[number]) => patch[k] !== undefined && patch[k] !== before[k];
     if (RELOAD_KEYS.some(changed)) {
       if (opts.generating) throw new ServiceError('BUSY', 'an answer is being generated; stop it before changing the max context, the execution provider, the backend, the threads or the KV cache');
-      await this.models.reload({ maxContext: next.maxContext, executionProvider: next.executionProvider, backend: next.backend, threads: next.threads, kvCacheDtype: next.kvCacheDtype });
+      await this.models.reload(reloadOptions(next));
     }
     const values: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(stripUndefined(patch))) values[PREFIX + k] = v;
@@ -182,4 +182,9 @@ function defaultMaxTokens(maxContext: number): number {
 
 function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** The load options the settings decide (`RELOAD_KEYS`), from the settings in effect. */
+function reloadOptions(s: Settings): SettingsLoadOptions {
+  return Object.fromEntries(RELOAD_KEYS.map((k) => [k, s[k]])) as SettingsLoadOptions;
 }

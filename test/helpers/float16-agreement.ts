@@ -89,25 +89,8 @@ export async function float16Agreement(source: string, cacheDir: string, opts: A
   const f32 = await open(source, cacheDir, CUDA_FLOAT32_REFERENCE);
   const f16 = await open(source, cacheDir, graphTarget('cuda'), opts.rewrite ?? withCudaArithmetic);
   try {
-    let a = await f32.run(ids);
-    let b = await f16.run(ids);
-    let agree = 0;
-    let maxDiff = 0;
-    let worst = { step: -1, rank: -1, logProb: 0 };
-    for (let step = 0; step < steps; step++) {
-      const next = argmax(a);
-      if (argmax(b) === next) agree++;
-      const la = logSoftmax(a);
-      const lb = logSoftmax(b);
-      const top8 = [...a.keys()].sort((i, j) => a[j] - a[i]).slice(0, 8);
-      top8.forEach((i, rank) => {
-        const d = Math.abs(la[i] - lb[i]);
-        if (d > maxDiff) [maxDiff, worst] = [d, { step, rank, logProb: la[i] }];
-      });
-      a = await f32.run([next]);
-      b = await f16.run([next]);
-    }
-    return { agree: agree / steps, maxDiff, worst, dtypes: { reference: f32.dtype, float16: f16.dtype } };
+    const r = await teacherForced((x) => f32.run(x), (x) => f16.run(x), ids, steps);
+    return { agree: r.agree, maxDiff: r.maxDiff, worst: r.worst, dtypes: { reference: f32.dtype, float16: f16.dtype } };
   } finally {
     await f32.session.dispose();
     await f16.session.dispose();
@@ -116,28 +99,42 @@ export async function float16Agreement(source: string, cacheDir: string, opts: A
 
 /**
  * Two engines teacher-forced along `reference`'s greedy path for `steps` steps after `prompt`
- * (token ids), both reset first: the share of steps whose top-1 token is the reference's, the
- * largest |Δ log p| over the reference's top-8, and the mean over steps of each step's largest.
+ * (token ids), both reset first: `teacherForced`'s measures.
  */
 export async function engineAgreement(reference: Engine, underTest: Engine, prompt: number[], steps: number): Promise<{ agree: number; maxDiff: number; meanDiff: number }> {
   reference.reset();
   underTest.reset();
-  let a = (await reference.prefill(prompt)).slice();
-  let b = (await underTest.prefill(prompt)).slice();
+  const copy = (e: Engine) => async (ids: number[]) => (await e.prefill(ids)).slice();
+  return teacherForced(copy(reference), copy(underTest), prompt, steps);
+}
+
+/**
+ * Two runners (ids at the next positions → the last position's logits, a copy) teacher-forced
+ * along the first's greedy path for `steps` steps after `prompt`: the share of steps whose top-1
+ * token is the first's, the largest |Δ log p| over the first's top-8 and where it was, and the
+ * mean over steps of each step's largest.
+ */
+async function teacherForced(runA: (ids: number[]) => Promise<Float32Array>, runB: (ids: number[]) => Promise<Float32Array>, prompt: number[], steps: number) {
+  let a = await runA(prompt);
+  let b = await runB(prompt);
   let agree = 0;
   let maxDiff = 0;
   let sum = 0;
+  let worst = { step: -1, rank: -1, logProb: 0 };
   for (let step = 0; step < steps; step++) {
     const next = argmax(a);
     if (argmax(b) === next) agree++;
     const la = logSoftmax(a);
     const lb = logSoftmax(b);
-    let d = 0;
-    for (const i of [...a.keys()].sort((x, y) => a[y] - a[x]).slice(0, 8)) d = Math.max(d, Math.abs(la[i] - lb[i]));
-    maxDiff = Math.max(maxDiff, d);
-    sum += d;
-    a = (await reference.decodeStep(next)).slice();
-    b = (await underTest.decodeStep(next)).slice();
+    let stepMax = 0;
+    [...a.keys()].sort((i, j) => a[j] - a[i]).slice(0, 8).forEach((i, rank) => {
+      const d = Math.abs(la[i] - lb[i]);
+      stepMax = Math.max(stepMax, d);
+      if (d > maxDiff) [maxDiff, worst] = [d, { step, rank, logProb: la[i] }];
+    });
+    sum += stepMax;
+    a = await runA([next]);
+    b = await runB([next]);
   }
-  return { agree: agree / steps, maxDiff, meanDiff: sum / steps };
+  return { agree: agree / steps, maxDiff, meanDiff: sum / steps, worst };
 }

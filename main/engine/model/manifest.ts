@@ -218,7 +218,7 @@ export interface ModelManifest {
   addBos: boolean;
   /** Jinja chat template, when the model has one (stories260K has none: plain completion). */
   chatTemplate: string | null;
-  /** Activations, non-quantized weights and the KV cache (unless `kvDtype` says otherwise). */
+  /** Activations, non-quantized weights and the KV cache of `model.onnx` (other KV dtypes: `kvGraphs`). */
   dtype: 'float32' | 'float16';
   /**
    * Graphs of this bundle with another KV dtype than `dtype`'s, by dtype: file names beside
