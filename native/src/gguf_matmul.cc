@@ -123,6 +123,23 @@ OrtStatus* Attr(const OrtKernelInfo* info, const char* name, int64_t* out) {
   return Fail(std::string("ropewalk.MatMulQ8 needs the int attribute ") + name);
 }
 
+/** An int attribute the op may leave out: `fallback` then. */
+int64_t OptionalAttr(const OrtKernelInfo* info, const char* name, int64_t fallback) {
+  int64_t v = fallback;
+  if (OrtStatus* s = Ort().KernelInfoGetAttribute_int64(info, name, &v)) {
+    Ort().ReleaseStatus(s);
+    return fallback;
+  }
+  return v;
+}
+
+/** MatMulQ8K's and GatherQ8K's row_groups (0 or kKRowGroup), or a failure naming the value. */
+OrtStatus* RowGroups(const OrtKernelInfo* info, const char* op, int64_t* out) {
+  *out = OptionalAttr(info, "row_groups", 0);
+  if (*out == 0 || *out == kKRowGroup) return nullptr;
+  return Fail(std::string("ropewalk.") + op + ": row_groups must be 0 or " + std::to_string(kKRowGroup) + ", got " + std::to_string(*out));
+}
+
 OrtStatus* ORT_API_CALL CreateKernel(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo* info, void** kernel) {
   int64_t k = 0, n = 0, bits = 0, blockSize = 0;
   for (auto [name, out] : {std::pair{"K", &k}, {"N", &n}, {"bits", &bits}, {"block_size", &blockSize}}) {
@@ -254,6 +271,7 @@ OrtStatus* Compute(Q8Kernel_* kern, OrtKernelContext* ctx) {
 
 struct Q8KKernel_ {
   int64_t k = 0, n = 0, type = 0;
+  int64_t grouped = 0;  // B's rows in groups (KGroupedRows of row_groups)
   std::vector<int8_t> q;  // the activation rows as block_q8_K (reused across runs)
   std::vector<int16_t> bsums;
   std::vector<float> d;
@@ -281,8 +299,10 @@ OrtStatus* ORT_API_CALL CreateKKernel(const OrtCustomOp*, const OrtApi*, const O
   if (k <= 0 || k % 256 != 0 || n <= 0) {
     return Fail("ropewalk.MatMulQ8K: K must be a positive multiple of 256 and N positive, got K " + std::to_string(k) + ", N " + std::to_string(n));
   }
+  int64_t rowGroups = 0;
+  if (OrtStatus* s = RowGroups(info, "MatMulQ8K", &rowGroups)) return s;
   auto* kern = new Q8KKernel_();
-  kern->k = k, kern->n = n, kern->type = type;
+  kern->k = k, kern->n = n, kern->type = type, kern->grouped = KGroupedRows(n, rowGroups);
   *kernel = kern;
   return nullptr;
 }
@@ -293,7 +313,7 @@ struct KJob {
   int m;
   int type;
   const uint8_t* b;
-  int64_t kb, n, chunk;
+  int64_t kb, grouped, n, chunk;
   float* y;
   const float* x;
   int64_t k;
@@ -315,7 +335,7 @@ void QuantizeKTask(void* data, size_t i) {
 void RowsKTask(void* data, size_t i) {
   auto* j = static_cast<KJob*>(data);
   const int64_t n0 = static_cast<int64_t>(i) * j->chunk;
-  j->fn(j->type, j->rows, j->m, j->b, j->kb, n0, std::min(j->n, n0 + j->chunk), j->y, j->n);
+  j->fn(j->type, j->rows, j->m, j->b, j->kb, j->grouped, n0, std::min(j->n, n0 + j->chunk), j->y, j->n);
 }
 
 OrtStatus* ComputeK(Q8KKernel_* kern, OrtKernelContext* ctx) {
@@ -345,10 +365,11 @@ OrtStatus* ComputeK(Q8KKernel_* kern, OrtKernelContext* ctx) {
   kern->rows.resize(static_cast<size_t>(m));
   for (int64_t r = 0; r < m; r++) kern->rows[r] = {kern->q.data() + r * k, kern->bsums.data() + r * Q8KSums(k), kern->d.data() + r * kb, nullptr, nullptr, nullptr, nullptr};
   // Chunks of output rows: ~64 KiB of weights each (as stored; unpacked to 8 bits for the panels,
-  // whose chunks are whole panels of 16 rows), 16 rows at least (as MatMulQ8's).
+  // whose chunks are whole panels of 16 rows), 16 rows at least (as MatMulQ8's), whole groups of B's rows.
   const int64_t panelRowBytes = kb * KPanelBlocks(kern->type) * 32;
-  const int64_t chunk = fn == Q8KRowsPanel ? std::max<int64_t>(16, (64 << 10) / panelRowBytes) / 16 * 16 : std::max<int64_t>(16, (64 << 10) / (kb * bytes));
-  KJob job{fn, kern->rows.data(), static_cast<int>(m), static_cast<int>(kern->type), static_cast<const uint8_t*>(bData), kb, n, chunk, y, x, k, kern};
+  const int64_t chunk = fn == Q8KRowsPanel ? std::max<int64_t>(16, (64 << 10) / panelRowBytes) / 16 * 16
+                                           : std::max<int64_t>(16, (64 << 10) / (kb * bytes)) / kKRowGroup * kKRowGroup;
+  KJob job{fn, kern->rows.data(), static_cast<int>(m), static_cast<int>(kern->type), static_cast<const uint8_t*>(bData), kb, kern->grouped, n, chunk, y, x, k, kern};
   if (m == 1) QuantizeKTask(&job, 0);
   else if (OrtStatus* st = api.KernelContext_ParallelFor(ctx, QuantizeKTask, static_cast<size_t>(m), 0, &job)) return st;
   return api.KernelContext_ParallelFor(ctx, RowsKTask, static_cast<size_t>((n + chunk - 1) / chunk), 0, &job);
@@ -357,7 +378,7 @@ OrtStatus* ComputeK(Q8KKernel_* kern, OrtKernelContext* ctx) {
 // ---- ropewalk.GatherQ8K (contract in gguf_matmul.h) ----
 
 struct GatherKKernel_ {
-  int64_t d = 0, type = 0;
+  int64_t d = 0, type = 0, rowGroups = 0;
 };
 
 OrtStatus* ORT_API_CALL CreateGatherKernel(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo* info, void** kernel) {
@@ -367,7 +388,9 @@ OrtStatus* ORT_API_CALL CreateGatherKernel(const OrtCustomOp*, const OrtApi*, co
   }
   if (KQuantBlockBytes(type) == 0) return Fail("ropewalk.GatherQ8K: ggml_type must be 12 (Q4_K), 13 (Q5_K) or 14 (Q6_K), got " + std::to_string(type));
   if (d <= 0 || d % 256 != 0) return Fail("ropewalk.GatherQ8K: D must be a positive multiple of 256, got " + std::to_string(d));
-  *kernel = new GatherKKernel_{d, type};
+  int64_t rowGroups = 0;
+  if (OrtStatus* s = RowGroups(info, "GatherQ8K", &rowGroups)) return s;
+  *kernel = new GatherKKernel_{d, type, rowGroups};
   return nullptr;
 }
 
@@ -394,10 +417,12 @@ OrtStatus* ComputeGatherK(GatherKKernel_* kern, OrtKernelContext* ctx) {
   Check(api.GetTensorMutableData(const_cast<OrtValue*>(b), const_cast<void**>(&bData)), "GetTensorMutableData");
   Check(api.GetTensorMutableData(const_cast<OrtValue*>(ids), reinterpret_cast<void**>(const_cast<int64_t**>(&idData))), "GetTensorMutableData");
   Check(api.GetTensorMutableData(out, reinterpret_cast<void**>(&y)), "GetTensorMutableData");
+  const int64_t kb = kern->d / 256, grouped = KGroupedRows(rows, kern->rowGroups), blockBytes = KQuantBlockBytes(kern->type);
   for (size_t i = 0; i < idCount; i++) {
     const int64_t id = idData[i];
     if (id < 0 || id >= rows) return Fail("ropewalk.GatherQ8K: id " + std::to_string(id) + " outside the " + std::to_string(rows) + " rows");
-    DequantizeRowK(static_cast<int>(kern->type), static_cast<const uint8_t*>(bData) + id * rowBytes, kern->d / 256, y + i * kern->d);
+    DequantizeRowK(static_cast<int>(kern->type), static_cast<const uint8_t*>(bData) + KBlockIndex(id, 0, kb, grouped) * blockBytes, kb,
+                   KBlockStride(id, grouped), y + i * kern->d);
   }
   return nullptr;
 }

@@ -83,7 +83,9 @@ void QuantizeRowQ8Avx2(const float* x, int64_t k, int bits, int8_t* q, float* d,
 //           mins, 128 bytes of nibbles; block_q5_K 176 = Q4_K's with 32 bytes of 5th bits before
 //           the nibbles; block_q6_K 210 bytes = 128 bytes of low nibbles, 64 of high 2-bit pairs,
 //           16 int8 scales, fp16 d).
-//   attrs   K, N (ints, as the shapes), ggml_type 12 (Q4_K) | 13 (Q5_K) | 14 (Q6_K).
+//   attrs   K, N (ints, as the shapes), ggml_type 12 (Q4_K) | 13 (Q5_K) | 14 (Q6_K), and
+//           row_groups 0 (default: B's rows as the GGUF stores them) | 4 (rows 4g..4g+3 interleaved
+//           by super-block, `KBlockIndex`, so a decode step's four weight rows are one stream).
 //   output  Y float32 [..., N].
 //   Per row of A, as llama.cpp's CPU matmul of these types: the activations quantized per 256 as
 //   block_q8_K (quantize_row_q8_K_ref: m = the value of largest |x|, q = nearest_int(−127 / m · x),
@@ -96,6 +98,25 @@ void QuantizeRowQ8Avx2(const float* x, int64_t k, int bits, int8_t* q, float* d,
 
 /** GGML type ids MatMulQ8K takes. */
 constexpr int kGgmlQ4K = 12, kGgmlQ5K = 13, kGgmlQ6K = 14;
+
+/** Rows a group of B holds when `row_groups` is 4 (the rows the decode kernels read at once). */
+constexpr int64_t kKRowGroup = 4;
+
+/**
+ * Where super-block i (of kb a row) of weight row n lies in B, counted in super-blocks. Rows
+ * [0, grouped) lie in groups of kKRowGroup interleaved by super-block (row 4g + r's block i at
+ * 4g·kb + 4i + r: the four rows' block 0, then their block 1, …); rows from `grouped` on (the last
+ * N mod 4, or every row for grouped 0: the GGUF's own order) one after another.
+ */
+inline int64_t KBlockIndex(int64_t n, int64_t i, int64_t kb, int64_t grouped) {
+  return n < grouped ? (n - n % kKRowGroup) * kb + kKRowGroup * i + n % kKRowGroup : n * kb + i;
+}
+
+/** Super-blocks from row n's block i to its block i + 1: kKRowGroup in a group, 1 after. */
+inline int64_t KBlockStride(int64_t n, int64_t grouped) { return n < grouped ? kKRowGroup : 1; }
+
+/** The rows of an N-row B stored in groups: N rounded down to kKRowGroup for row_groups 4, else 0. */
+constexpr int64_t KGroupedRows(int64_t n, int64_t rowGroups) { return rowGroups == kKRowGroup ? n - n % kKRowGroup : 0; }
 
 /** Activations of one row as llama.cpp's block_q8_K, for `kb` 256-blocks. */
 struct Q8KRow {
@@ -129,14 +150,14 @@ void Q8KPanelViews(Q8KRow* row, int64_t ggmlType, int64_t kb, float* d32, int32_
  * in another order (within float rounding of Q8KRowsScalar). Same signature as Q8KRowsFn; x's
  * views must be filled (Q8KPanelViews).
  */
-void Q8KRowsPanel(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int64_t kb, int64_t n0, int64_t n1, float* y,
+void Q8KRowsPanel(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int64_t kb, int64_t grouped, int64_t n0, int64_t n1, float* y,
                   int64_t ldy);
 
 /** Rows [n0, n1) of a Q6_K weight as padded 8-bit blocks of 32 (16 values q + 96 = (q − 32) + 128, 16 × 128) and scales d·sc_g (AVX2). */
-void UnpackQ6KToQ8Avx2(const uint8_t* b, int64_t kb, int64_t n0, int64_t n1, uint8_t* blocks, float* scales);
+void UnpackQ6KToQ8Avx2(const uint8_t* b, int64_t kb, int64_t grouped, int64_t n0, int64_t n1, uint8_t* blocks, float* scales);
 
 /** Rows [n0, n1) of a Q4_K / Q5_K weight as 8-bit blocks (value + 128), scales d·sc_j and mins dmin·m_j transposed [kb·8][n1 − n0] (AVX2). */
-void UnpackK4ToQ8Avx2(int ggmlType, const uint8_t* b, int64_t kb, int64_t n0, int64_t n1, uint8_t* blocks, float* scales, float* minsT);
+void UnpackK4ToQ8Avx2(int ggmlType, const uint8_t* b, int64_t kb, int64_t grouped, int64_t n0, int64_t n1, uint8_t* blocks, float* scales, float* minsT);
 
 /** y[r][c] −= Σ_b sums32[r][b] · minsT[b][c] for c < cols (ldy the row stride), AVX512. */
 void SubtractMinsAvx512(const Q8KRow* x, int rows, int64_t blocks32, const float* minsT, int64_t cols, float* y, int64_t ldy);
@@ -145,15 +166,15 @@ void SubtractMinsAvx512(const Q8KRow* x, int rows, int64_t blocks32, const float
 /** Bytes of one super-block of `ggmlType` (144 Q4_K, 176 Q5_K, 210 Q6_K), 0 for a type MatMulQ8K does not take. */
 int64_t KQuantBlockBytes(int64_t ggmlType);
 
-/** y[n] for n in [n0, n1) over `rows` activation rows (y row-major [rows][ldy]); B as in the contract. */
-using Q8KRowsFn = void (*)(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int64_t kb, int64_t n0, int64_t n1,
+/** y[n] for n in [n0, n1) over `rows` activation rows (y row-major [rows][ldy]); B as in the contract, its first `grouped` rows in groups (KBlockIndex). */
+using Q8KRowsFn = void (*)(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int64_t kb, int64_t grouped, int64_t n0, int64_t n1,
                            float* y, int64_t ldy);
 
-void Q8KRowsScalar(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int64_t kb, int64_t n0, int64_t n1, float* y,
+void Q8KRowsScalar(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int64_t kb, int64_t grouped, int64_t n0, int64_t n1, float* y,
                    int64_t ldy);
-void Q8KRowsAvx2(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int64_t kb, int64_t n0, int64_t n1, float* y,
+void Q8KRowsAvx2(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int64_t kb, int64_t grouped, int64_t n0, int64_t n1, float* y,
                  int64_t ldy);
-void Q8KRowsAvx512(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int64_t kb, int64_t n0, int64_t n1, float* y,
+void Q8KRowsAvx512(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int64_t kb, int64_t grouped, int64_t n0, int64_t n1, float* y,
                    int64_t ldy);
 
 /** The fastest variant this CPU has, under the names `Q8Kernel` gives its own (avx512vnni, avx2, scalar). */
@@ -163,12 +184,16 @@ Q8KRowsFn Q8KKernel(const char** name = nullptr);
 //
 // Contract (domain "ropewalk", version 1, CPU EP): inputs B uint8 [V, D/256, bytes] (MatMulQ8K's
 // B: a tied embedding and classifier share one initializer), ids int64 [...]; attrs D, ggml_type
-// (12 | 13 | 14); output float32 [..., D]: row ids[i] of B dequantized as ggml's dequantize_row_*
+// (12 | 13 | 14), row_groups (0 | 4, as MatMulQ8K's: B's layout); output float32 [..., D]: row ids[i] of B dequantized as ggml's dequantize_row_*
 // (Q4_K, Q5_K: (d·sc)·q − dmin·m; Q6_K: (d·sc)·(q − 32), in float32). An id outside
 // [0, V) fails the run naming it.
 
-/** Row `row` ([D/256] super-blocks of `ggmlType`) dequantized into out[D], as ggml's dequantize_row_*. */
-void DequantizeRowK(int ggmlType, const uint8_t* row, int64_t kb, float* out);
+/**
+ * A row's kb super-blocks of `ggmlType`, the first at `first` and each `stride` super-blocks after
+ * the one before (1 in the GGUF's layout, kKRowGroup in a group), dequantized into out[kb · 256] as
+ * ggml's dequantize_row_*.
+ */
+void DequantizeRowK(int ggmlType, const uint8_t* first, int64_t kb, int64_t stride, float* out);
 
 /**
  * One row x[K] (K a multiple of 256) as block_q8_K (see the contract) into q[K], bsums[K/16]

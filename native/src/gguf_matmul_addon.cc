@@ -4,10 +4,11 @@
 //       the kernel itself, one ISA variant, one thread, no ONNX Runtime (the exactness test's way
 //       in: each variant against a reference of llama.cpp's arithmetic). Throws an Error with code
 //       'ORT_ARG' for sizes that disagree or an ISA this CPU lacks.
-//   matMulQ8K(isa, x: Float32Array [m·k], m, blocks: Uint8Array [n · k/256 · bytes], n, k, ggmlType 12 | 13 | 14[, chunk]): Float32Array [m·n]
-//       ropewalk.MatMulQ8K's kernel the same way (Q4_K / Q5_K / Q6_K super-blocks as stored in the GGUF file);
+//   matMulQ8K(isa, x: Float32Array [m·k], m, blocks: Uint8Array [n · k/256 · bytes], n, k, ggmlType 12 | 13 | 14[, chunk[, rowGroups]]): Float32Array [m·n]
+//       ropewalk.MatMulQ8K's kernel the same way (Q4_K / Q5_K / Q6_K super-blocks as stored in the GGUF file,
+//       or with rowGroups 4 in the op's row_groups layout: KBlockIndex);
 //       isa 'panel': its prefill path on MatMulQ8's kernel (Q8KRowsPanel); chunk: output rows a
-//       call, as the op's tasks split them (default n: one call).
+//       call, as the op's tasks split them (default n, or undefined: one call).
 //   matMulQ8KKernel: string    the ISA MatMulQ8K runs on here ('avx512vnni' | 'avx2' | 'scalar')
 #include <napi.h>
 
@@ -83,8 +84,8 @@ Napi::Value MatMulQ8(const Napi::CallbackInfo& info) {
 
 Napi::Value MatMulQ8K(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 7 || info.Length() > 8 || !info[0].IsString() || !info[1].IsTypedArray() || !info[3].IsTypedArray()) {
-    ArgError(env, "matMulQ8K(isa, x, m, blocks, n, k, ggmlType[, chunk])");
+  if (info.Length() < 7 || info.Length() > 9 || !info[0].IsString() || !info[1].IsTypedArray() || !info[3].IsTypedArray()) {
+    ArgError(env, "matMulQ8K(isa, x, m, blocks, n, k, ggmlType[, chunk[, rowGroups]])");
   }
   const std::string isa = info[0].As<Napi::String>().Utf8Value();
   RequireIsa(env, isa == "panel" ? "avx512vnni" : isa, "matMulQ8K");
@@ -119,9 +120,12 @@ Napi::Value MatMulQ8K(const Napi::CallbackInfo& info) {
   }
   Napi::Float32Array y = Napi::Float32Array::New(env, static_cast<size_t>(m * n));
   // In chunks of output rows as the op's tasks run them (n0 > 0 after the first), or all at once.
-  const int64_t chunk = info.Length() == 8 ? info[7].As<Napi::Number>().Int64Value() : n;
+  const int64_t chunk = info.Length() >= 8 && !info[7].IsUndefined() ? info[7].As<Napi::Number>().Int64Value() : n;
   if (chunk <= 0) ArgError(env, "matMulQ8K: chunk " + std::to_string(chunk) + " (output rows a call, > 0)");
-  for (int64_t n0 = 0; n0 < n; n0 += chunk) fn(static_cast<int>(type), rows.data(), static_cast<int>(m), blocks.Data(), kb, n0, std::min(n, n0 + chunk), y.Data(), n);
+  const int64_t rowGroups = info.Length() == 9 ? info[8].As<Napi::Number>().Int64Value() : 0;
+  if (rowGroups != 0 && rowGroups != kKRowGroup) ArgError(env, "matMulQ8K: rowGroups " + std::to_string(rowGroups) + " (0 or " + std::to_string(kKRowGroup) + ")");
+  const int64_t grouped = KGroupedRows(n, rowGroups);
+  for (int64_t n0 = 0; n0 < n; n0 += chunk) fn(static_cast<int>(type), rows.data(), static_cast<int>(m), blocks.Data(), kb, grouped, n0, std::min(n, n0 + chunk), y.Data(), n);
   return y;
 }
 

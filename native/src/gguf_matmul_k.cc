@@ -132,11 +132,12 @@ float DotQ6K(const uint8_t* blk, const int8_t* q8, float dx) {
 
 }  // namespace
 
-void DequantizeRowK(int ggmlType, const uint8_t* row, int64_t kb, float* out) {
+void DequantizeRowK(int ggmlType, const uint8_t* first, int64_t kb, int64_t stride, float* out) {
+  const int64_t step = stride * KQuantBlockBytes(ggmlType);
   for (int64_t i = 0; i < kb; i++, out += 256) {
     if (ggmlType != kGgmlQ6K) {
       const bool five = ggmlType == kGgmlQ5K;
-      const uint8_t* blk = row + i * (five ? 176 : 144);
+      const uint8_t* blk = first + i * step;
       const float d = Half(blk), dmin = Half(blk + 2);
       for (int j = 0; j < 8; j++) {
         int sc, m;
@@ -145,7 +146,7 @@ void DequantizeRowK(int ggmlType, const uint8_t* row, int64_t kb, float* out) {
         for (int l = 0; l < 32; l++) out[32 * j + l] = d1 * static_cast<float>(ValueK4(blk, five, j, l)) - m1;
       }
     } else {
-      const uint8_t* blk = row + i * 210;
+      const uint8_t* blk = first + i * step;
       const auto* scales = reinterpret_cast<const int8_t*>(blk + 192);
       const float d = Half(blk + 208);
       for (int half = 0; half < 2; half++) {
@@ -165,14 +166,14 @@ void DequantizeRowK(int ggmlType, const uint8_t* row, int64_t kb, float* out) {
   }
 }
 
-void Q8KRowsScalar(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int64_t kb, int64_t n0, int64_t n1, float* y,
+void Q8KRowsScalar(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int64_t kb, int64_t grouped, int64_t n0, int64_t n1, float* y,
                    int64_t ldy) {
   const int64_t bytes = KQuantBlockBytes(ggmlType);
   for (int r = 0; r < rows; r++) {
     for (int64_t n = n0; n < n1; n++) {
       float sum = 0;
       for (int64_t i = 0; i < kb; i++) {
-        const uint8_t* blk = b + (n * kb + i) * bytes;
+        const uint8_t* blk = b + KBlockIndex(n, i, kb, grouped) * bytes;
         const int8_t* q8 = x[r].q + i * 256;
         sum += ggmlType == kGgmlQ6K ? DotQ6K(blk, q8, x[r].d[i]) : DotQ4K(blk, ggmlType == kGgmlQ5K, q8, x[r].bsums + i * 16, x[r].d[i]);
       }
@@ -202,7 +203,7 @@ void Q8KPanelViews(Q8KRow* row, int64_t ggmlType, int64_t kb, float* d32, int32_
   row->d32 = d32, row->start32 = start32, row->sums32 = sums32;
 }
 
-void Q8KRowsPanel(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int64_t kb, int64_t n0, int64_t n1, float* y,
+void Q8KRowsPanel(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int64_t kb, int64_t grouped, int64_t n0, int64_t n1, float* y,
                   int64_t ldy) {
   // The thread's own buffers for the unpacked rows, kept across calls (no allocation per chunk).
   thread_local std::vector<uint8_t> blocks;
@@ -214,12 +215,12 @@ void Q8KRowsPanel(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int
   views.resize(static_cast<size_t>(rows));
   for (int r = 0; r < rows; r++) views[r] = {x[r].q32, x[r].d32, x[r].start32};
   if (ggmlType == kGgmlQ6K) {
-    UnpackQ6KToQ8Avx2(b, kb, n0, n1, blocks.data(), scales.data());
+    UnpackQ6KToQ8Avx2(b, kb, grouped, n0, n1, blocks.data(), scales.data());
     Q8Kernel()(views.data(), rows, blocks.data(), scales.data(), perRow, 8, 0, cols, y + n0, ldy);
     return;
   }
   minsT.resize(static_cast<size_t>(cols * perRow));
-  UnpackK4ToQ8Avx2(ggmlType, b, kb, n0, n1, blocks.data(), scales.data(), minsT.data());
+  UnpackK4ToQ8Avx2(ggmlType, b, kb, grouped, n0, n1, blocks.data(), scales.data(), minsT.data());
   Q8Kernel()(views.data(), rows, blocks.data(), scales.data(), perRow, 8, 0, cols, y + n0, ldy);
   SubtractMinsAvx512(x, rows, perRow, minsT.data(), cols, y + n0, ldy);
 }

@@ -24,6 +24,7 @@ import type { ModelConfig } from '../../main/engine/model/manifest.ts';
 import { NativeDecoderSession } from '../../main/engine/model/native-session.ts';
 import { openGguf } from '../../main/engine/model/gguf/gguf-file.ts';
 import { quantizedFromGguf } from '../../main/engine/model/gguf/quantized-weights.ts';
+import { groupedSuperBlocks } from '../../main/engine/model/quantized-matmul.ts';
 import { loadNativeAddon } from '../../main/engine/model/native-addon.ts';
 import { BLOCKS, llamaCppMatMul, llamaCppMatMulK } from '../helpers/llamacpp-dot.ts';
 import { GGUF_DIR } from '../helpers/paths.ts';
@@ -121,11 +122,19 @@ test('ropewalk.MatMulQ8K computes llama.cpp\'s q4_K, q5_K and q6_K × q8_K dot p
         }
       });
       assert.ok(isas.includes(addon!.matMulQ8KKernel as never), `the op's own variant (${addon!.matMulQ8KKernel}) is among those tested`);
+      // And in the graph's layout (row_groups 4: rows 0..7 in two groups, row 8 as stored), whole
+      // and in the op's chunks of 4 rows (a decode step's four-row streams, each in one group).
+      const grouped = groupedSuperBlocks(blocks, n, k / 256);
       for (const isa of isas) {
-        const got = addon!.matMulQ8K!(isa, x, m, blocks, n, k, ggmlType);
-        const err = got.reduce((a, v, i) => Math.max(a, Math.abs(v - want[i])), 0) / scale;
-        t.diagnostic(`${type} ${isa} [${n}, ${k}]: max |y − llama.cpp| / max |y| = ${err.toExponential(2)}`);
-        assert.ok(err < 1e-6, `${type} on ${isa}: ${err}`);
+        for (const [layout, got] of [
+          ['as stored', addon!.matMulQ8K!(isa, x, m, blocks, n, k, ggmlType)],
+          ['grouped', addon!.matMulQ8K!(isa, x, m, grouped, n, k, ggmlType, undefined, 4)],
+          ['grouped, chunks of 4', addon!.matMulQ8K!(isa, x, m, grouped, n, k, ggmlType, 4, 4)],
+        ] as const) {
+          const err = got.reduce((a, v, i) => Math.max(a, Math.abs(v - want[i])), 0) / scale;
+          t.diagnostic(`${type} ${isa} [${n}, ${k}] ${layout}: max |y − llama.cpp| / max |y| = ${err.toExponential(2)}`);
+          assert.ok(err < 1e-6, `${type} on ${isa}, ${layout}: ${err}`);
+        }
       }
       // The prefill path on MatMulQ8's kernel (where this CPU has its VNNI panels): 9 rows (VNNI
       // panels) and 37 (AMX tiles where usable: two 16-row groups and a part).
@@ -144,10 +153,14 @@ test('ropewalk.MatMulQ8K computes llama.cpp\'s q4_K, q5_K and q6_K × q8_K dot p
           const xs = activations(rowsM, k);
           const wantM = llamaCppMatMulK(wP, nP, k, xs, rowsM);
           const scaleM = wantM.reduce((a, v) => Math.max(a, Math.abs(v)), 0);
-          const got = addon!.matMulQ8K!('panel', xs, rowsM, blocksP, nP, k, ggmlType, 80);
-          const err = got.reduce((a, v, i) => Math.max(a, Math.abs(v - wantM[i])), 0) / scaleM;
-          t.diagnostic(`${type} panel (${addon!.matMulQ8Kernel}) ${rowsM} rows: max |y − llama.cpp| / max |y| = ${err.toExponential(2)}`);
-          assert.ok(err < 1e-6, `${type} on the panel path, ${rowsM} rows: ${err}`);
+          for (const [layout, got] of [
+            ['as stored', addon!.matMulQ8K!('panel', xs, rowsM, blocksP, nP, k, ggmlType, 80)],
+            ['grouped', addon!.matMulQ8K!('panel', xs, rowsM, groupedSuperBlocks(blocksP, nP, k / 256), nP, k, ggmlType, 80, 4)],
+          ] as const) {
+            const err = got.reduce((a, v, i) => Math.max(a, Math.abs(v - wantM[i])), 0) / scaleM;
+            t.diagnostic(`${type} panel (${addon!.matMulQ8Kernel}) ${rowsM} rows ${layout}: max |y − llama.cpp| / max |y| = ${err.toExponential(2)}`);
+            assert.ok(err < 1e-6, `${type} on the panel path, ${rowsM} rows, ${layout}: ${err}`);
+          }
         }
       }
     }

@@ -168,10 +168,12 @@ export interface NativeAddon {
    * ropewalk.MatMulQ8K's kernel alone, as `matMulQ8`: y [m·n] for x [m·k] (k a multiple of 256) and
    * a weight's GGUF super-blocks as stored, [n · k/256 · bytes], of ggml type 12 (Q4_K), 13 (Q5_K) or 14 (Q6_K).
    * 'panel' is its prefill path on MatMulQ8's kernel (native/src/gguf_matmul.h Q8KRowsPanel).
+   * chunk: output rows a call (default n); rowGroups 4: the blocks in the op's grouped layout
+   * (quantized-matmul.ts groupedSuperBlocks), 0 (default) as stored.
    * Absent from an addon built before it (whose sessions lack the op: `nativeKernelsAvailable`).
    * @throws Error (code 'ORT_ARG') for sizes that disagree, another type or an ISA this CPU lacks.
    */
-  matMulQ8K?(isa: 'scalar' | 'avx2' | 'avx512vnni' | 'panel', x: Float32Array, m: number, blocks: Uint8Array, n: number, k: number, ggmlType: number, chunk?: number): Float32Array;
+  matMulQ8K?(isa: 'scalar' | 'avx2' | 'avx512vnni' | 'panel', x: Float32Array, m: number, blocks: Uint8Array, n: number, k: number, ggmlType: number, chunk?: number, rowGroups?: 0 | 4): Float32Array;
   /** The instruction set `ropewalk.MatMulQ8K` runs on here ('avx512vnni', 'avx2' or 'scalar'). */
   matMulQ8KKernel?: string;
 }
