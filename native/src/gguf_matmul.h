@@ -23,6 +23,7 @@
 #pragma once
 #include <onnxruntime_c_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -114,6 +115,22 @@ inline int64_t KBlockIndex(int64_t n, int64_t i, int64_t kb, int64_t grouped) {
 
 /** Super-blocks from row n's block i to its block i + 1: kKRowGroup in a group, 1 after. */
 inline int64_t KBlockStride(int64_t n, int64_t grouped) { return n < grouped ? kKRowGroup : 1; }
+
+/**
+ * f(n, i) for every row n in [n0, n1) and super-block i < kb, in B's storage order: a whole group's
+ * rows block by block (their block 0, then 1, …), a row outside one (or a group cut by n0, n1)
+ * alone. For kernels that visit each block once (the prefill unpackers), so B streams.
+ */
+template <typename F>
+inline void ForKBlocksStored(int64_t n0, int64_t n1, int64_t kb, int64_t grouped, F&& f) {
+  for (int64_t n = n0; n < n1;) {
+    const int64_t rows = n % kKRowGroup == 0 && n + kKRowGroup <= std::min(n1, grouped) ? kKRowGroup : 1;
+    for (int64_t i = 0; i < kb; i++) {
+      for (int64_t r = 0; r < rows; r++) f(n + r, i);
+    }
+    n += rows;
+  }
+}
 
 /** The rows of an N-row B stored in groups: N rounded down to kKRowGroup for row_groups 4, else 0. */
 constexpr int64_t KGroupedRows(int64_t n, int64_t rowGroups) { return rowGroups == kKRowGroup ? n - n % kKRowGroup : 0; }
