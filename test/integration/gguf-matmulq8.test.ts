@@ -139,7 +139,9 @@ test('ropewalk.MatMulQ8K computes llama.cpp\'s q4_K, q5_K and q6_K × q8_K dot p
       // The prefill path on MatMulQ8's kernel (where this CPU has its VNNI panels): 9 rows (VNNI
       // panels) and 37 (AMX tiles where usable: two 16-row groups and a part).
       // 160 weight rows in the op's chunks of 80 (as its tasks run them: the second from row 80;
-      // each 64 outputs on the vector min-term path and 16 on its tail), whole panels of 16.
+      // each 64 outputs on the min term's 64-wide path and 16 on its 16-wide one: the op's chunks
+      // of 16 or 32 rows at K ≥ 2,048 take only that one), whole panels of 16; and in chunks of 88
+      // (a part panel of 8 at the end of the first, its min term one output at a time).
       if (['avx512vnni', 'amx'].includes(addon!.matMulQ8Kernel!)) {
         const nP = 160;
         const rowBytes = stored.length / rows;
@@ -156,6 +158,7 @@ test('ropewalk.MatMulQ8K computes llama.cpp\'s q4_K, q5_K and q6_K × q8_K dot p
           for (const [layout, got] of [
             ['as stored', addon!.matMulQ8K!('panel', xs, rowsM, blocksP, nP, k, ggmlType, 80)],
             ['grouped', addon!.matMulQ8K!('panel', xs, rowsM, groupedSuperBlocks(blocksP, nP, k / 256), nP, k, ggmlType, 80, 4)],
+            ['chunks of 88', addon!.matMulQ8K!('panel', xs, rowsM, blocksP, nP, k, ggmlType, 88)],
           ] as const) {
             const err = got.reduce((a, v, i) => Math.max(a, Math.abs(v - wantM[i])), 0) / scaleM;
             t.diagnostic(`${type} panel (${addon!.matMulQ8Kernel}) ${rowsM} rows ${layout}: max |y − llama.cpp| / max |y| = ${err.toExponential(2)}`);
