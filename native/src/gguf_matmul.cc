@@ -417,12 +417,12 @@ OrtStatus* ComputeGatherK(GatherKKernel_* kern, OrtKernelContext* ctx) {
   Check(api.GetTensorMutableData(const_cast<OrtValue*>(b), const_cast<void**>(&bData)), "GetTensorMutableData");
   Check(api.GetTensorMutableData(const_cast<OrtValue*>(ids), reinterpret_cast<void**>(const_cast<int64_t**>(&idData))), "GetTensorMutableData");
   Check(api.GetTensorMutableData(out, reinterpret_cast<void**>(&y)), "GetTensorMutableData");
-  const int64_t kb = kern->d / 256, grouped = KGroupedRows(rows, kern->rowGroups), blockBytes = KQuantBlockBytes(kern->type);
+  const int64_t kb = kern->d / 256, grouped = KGroupedRows(rows, kern->rowGroups);
   for (size_t i = 0; i < idCount; i++) {
     const int64_t id = idData[i];
     if (id < 0 || id >= rows) return Fail("ropewalk.GatherQ8K: id " + std::to_string(id) + " outside the " + std::to_string(rows) + " rows");
-    DequantizeRowK(static_cast<int>(kern->type), static_cast<const uint8_t*>(bData) + KBlockIndex(id, 0, kb, grouped) * blockBytes, kb,
-                   KBlockStride(id, grouped), y + i * kern->d);
+    const KRowWalk row = KRowOf(static_cast<const uint8_t*>(bData), id, kb, grouped, KQuantBlockBytes(kern->type));
+    DequantizeRowK(static_cast<int>(kern->type), row.first, kb, row.step, y + i * kern->d);
   }
   return nullptr;
 }

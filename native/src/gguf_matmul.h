@@ -116,6 +116,17 @@ inline int64_t KBlockIndex(int64_t n, int64_t i, int64_t kb, int64_t grouped) {
 /** Super-blocks from row n's block i to its block i + 1: kKRowGroup in a group, 1 after. */
 inline int64_t KBlockStride(int64_t n, int64_t grouped) { return n < grouped ? kKRowGroup : 1; }
 
+/** Row n of B as a kernel walks it: its block 0 and the bytes from each block to the next. */
+struct KRowWalk {
+  const uint8_t* first;
+  int64_t step;
+};
+
+/** Row n's walk in B (blocks of `bytes`; KBlockIndex, KBlockStride): block i at first + i·step. */
+inline KRowWalk KRowOf(const uint8_t* b, int64_t n, int64_t kb, int64_t grouped, int64_t bytes) {
+  return {b + KBlockIndex(n, 0, kb, grouped) * bytes, KBlockStride(n, grouped) * bytes};
+}
+
 /**
  * f(n, i) for every row n in [n0, n1) and super-block i < kb, in B's storage order: a whole group's
  * rows block by block (their block 0, then 1, …), a row outside one (or a group cut by n0, n1)
@@ -206,11 +217,11 @@ Q8KRowsFn Q8KKernel(const char** name = nullptr);
 // [0, V) fails the run naming it.
 
 /**
- * A row's kb super-blocks of `ggmlType`, the first at `first` and each `stride` super-blocks after
- * the one before (1 in the GGUF's layout, kKRowGroup in a group), dequantized into out[kb · 256] as
- * ggml's dequantize_row_*.
+ * A row's kb super-blocks of `ggmlType`, the first at `first` and each `step` bytes after the one
+ * before (KRowOf's walk: one block in the GGUF's layout, kKRowGroup in a group), dequantized into
+ * out[kb · 256] as ggml's dequantize_row_*.
  */
-void DequantizeRowK(int ggmlType, const uint8_t* first, int64_t kb, int64_t stride, float* out);
+void DequantizeRowK(int ggmlType, const uint8_t* first, int64_t kb, int64_t step, float* out);
 
 /**
  * One row x[K] (K a multiple of 256) as block_q8_K (see the contract) into q[K], bsums[K/16]

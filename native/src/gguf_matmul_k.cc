@@ -132,8 +132,7 @@ float DotQ6K(const uint8_t* blk, const int8_t* q8, float dx) {
 
 }  // namespace
 
-void DequantizeRowK(int ggmlType, const uint8_t* first, int64_t kb, int64_t stride, float* out) {
-  const int64_t step = stride * KQuantBlockBytes(ggmlType);
+void DequantizeRowK(int ggmlType, const uint8_t* first, int64_t kb, int64_t step, float* out) {
   for (int64_t i = 0; i < kb; i++, out += 256) {
     if (ggmlType != kGgmlQ6K) {
       const bool five = ggmlType == kGgmlQ5K;
