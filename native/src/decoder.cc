@@ -102,7 +102,7 @@ void Decoder::OpenSession(const std::string& modelPath, const std::string& ep, c
   Check(api.SetSessionGraphOptimizationLevel(options.get(), ORT_ENABLE_ALL), "SetSessionGraphOptimizationLevel");
   if (!profilePrefix.empty()) Check(api.EnableProfiling(options.get(), profilePrefix.c_str()), "EnableProfiling");
   AppendExecutionProvider(options.get(), ep);
-  AddGgufMatMulOps(options.get());  // ropewalk.MatMulQ8, which the native CPU graphs use
+  AddRopewalkOps(options.get());  // ropewalk.MatMulQ8 and the rest, which the native CPU graphs use
   Check(api.CreateSession(SharedEnv(), modelPath.c_str(), options.get(), &session_), "CreateSession");
 }
 

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "custom_op.h"
+#include "float_matmul.h"
 #include "half.h"
 #include "ort_runtime.h"
 
@@ -106,8 +108,6 @@ Q8RowsFn Q8Kernel(const char** name) {
 
 namespace {
 
-OrtStatus* Fail(const std::string& message) { return Ort().CreateStatus(ORT_INVALID_ARGUMENT, message.c_str()); }
-
 struct Q8Kernel_ {
   int64_t k = 0, n = 0;
   int bits = 0;
@@ -115,23 +115,6 @@ struct Q8Kernel_ {
   std::vector<float> d;
   std::vector<int32_t> start;
 };
-
-OrtStatus* Attr(const OrtKernelInfo* info, const char* name, int64_t* out) {
-  OrtStatus* s = Ort().KernelInfoGetAttribute_int64(info, name, out);
-  if (s == nullptr) return nullptr;
-  Ort().ReleaseStatus(s);
-  return Fail(std::string("ropewalk.MatMulQ8 needs the int attribute ") + name);
-}
-
-/** An int attribute the op may leave out: `fallback` then. */
-int64_t OptionalAttr(const OrtKernelInfo* info, const char* name, int64_t fallback) {
-  int64_t v = fallback;
-  if (OrtStatus* s = Ort().KernelInfoGetAttribute_int64(info, name, &v)) {
-    Ort().ReleaseStatus(s);
-    return fallback;
-  }
-  return v;
-}
 
 /** MatMulQ8K's and GatherQ8K's row_groups (0 or kKRowGroup), or a failure naming the value. */
 OrtStatus* RowGroups(const OrtKernelInfo* info, const char* op, int64_t* out) {
@@ -143,7 +126,7 @@ OrtStatus* RowGroups(const OrtKernelInfo* info, const char* op, int64_t* out) {
 OrtStatus* ORT_API_CALL CreateKernel(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo* info, void** kernel) {
   int64_t k = 0, n = 0, bits = 0, blockSize = 0;
   for (auto [name, out] : {std::pair{"K", &k}, {"N", &n}, {"bits", &bits}, {"block_size", &blockSize}}) {
-    if (OrtStatus* s = Attr(info, name, out)) return s;
+    if (OrtStatus* s = IntAttr(info, "MatMulQ8", name, out)) return s;
   }
   if (bits != 4 && bits != 8) return Fail("ropewalk.MatMulQ8: bits must be 4 or 8, got " + std::to_string(bits));
   if (blockSize != 32) return Fail("ropewalk.MatMulQ8: block_size must be 32, got " + std::to_string(blockSize));
@@ -154,19 +137,6 @@ OrtStatus* ORT_API_CALL CreateKernel(const OrtCustomOp*, const OrtApi*, const Or
   kern->k = k, kern->n = n, kern->bits = static_cast<int>(bits);
   *kernel = kern;
   return nullptr;
-}
-
-std::vector<int64_t> Dims(const OrtValue* v, size_t* count) {
-  const OrtApi& api = Ort();
-  OrtTensorTypeAndShapeInfo* info = nullptr;
-  Check(api.GetTensorTypeAndShape(v, &info), "GetTensorTypeAndShape");
-  size_t rank = 0;
-  api.GetDimensionsCount(info, &rank);
-  std::vector<int64_t> dims(rank);
-  api.GetDimensions(info, dims.data(), rank);
-  api.GetTensorShapeElementCount(info, count);
-  api.ReleaseTensorTypeAndShapeInfo(info);
-  return dims;
 }
 
 struct Job {
@@ -192,46 +162,6 @@ void RowsTask(void* data, size_t i) {
   auto* j = static_cast<Job*>(data);
   const int64_t n0 = static_cast<int64_t>(i) * j->chunk;
   j->fn(j->rows, j->m, j->b, j->scales, j->kb, j->bits, n0, std::min(j->n, n0 + j->chunk), j->y, j->n);
-}
-
-/**
- * A matmul op's run: A float32 [..., K] and its weight inputs (1.., element counts in `counts`,
- * data in `data`), the output Y [..., N] allocated; `rows` = A's rows (0: nothing to compute).
- * @returns a status naming `op` when A's last dimension is not K or there are more than INT_MAX rows.
- */
-struct MatMulRun {
-  const float* x = nullptr;
-  float* y = nullptr;
-  int64_t rows = 0;
-  const void* data[2] = {nullptr, nullptr};
-  size_t counts[2] = {0, 0};
-};
-
-OrtStatus* OpenMatMulRun(OrtKernelContext* ctx, const char* op, int64_t k, int64_t n, int weights, MatMulRun* run) {
-  const OrtApi& api = Ort();
-  const OrtValue* a = nullptr;
-  if (OrtStatus* st = api.KernelContext_GetInput(ctx, 0, &a)) return st;
-  size_t aCount = 0;
-  std::vector<int64_t> dims = Dims(a, &aCount);
-  // GetTensorMutableData on inputs: the 1.21 C API has no const accessor; nothing is written.
-  for (int i = 0; i < weights; i++) {
-    const OrtValue* w = nullptr;
-    if (OrtStatus* st = api.KernelContext_GetInput(ctx, static_cast<size_t>(i + 1), &w)) return st;
-    Dims(w, &run->counts[i]);
-    Check(api.GetTensorMutableData(const_cast<OrtValue*>(w), const_cast<void**>(&run->data[i])), "GetTensorMutableData");
-  }
-  if (dims.empty() || dims.back() != k) {
-    return Fail(std::string("ropewalk.") + op + ": A's last dimension must be K = " + std::to_string(k) + ", got " +
-                (dims.empty() ? std::string("a scalar") : std::to_string(dims.back())));
-  }
-  run->rows = static_cast<int64_t>(aCount) / k;
-  if (run->rows > INT_MAX) return Fail(std::string("ropewalk.") + op + ": " + std::to_string(run->rows) + " rows");
-  dims.back() = n;
-  OrtValue* out = nullptr;
-  if (OrtStatus* st = api.KernelContext_GetOutput(ctx, 0, dims.data(), dims.size(), &out)) return st;
-  Check(api.GetTensorMutableData(const_cast<OrtValue*>(a), reinterpret_cast<void**>(const_cast<float**>(&run->x))), "GetTensorMutableData");
-  Check(api.GetTensorMutableData(out, reinterpret_cast<void**>(&run->y)), "GetTensorMutableData");
-  return nullptr;
 }
 
 OrtStatus* Compute(Q8Kernel_* kern, OrtKernelContext* ctx) {
@@ -293,7 +223,7 @@ Q8KRowsFn KKernelFor(int64_t m, int64_t) {
 OrtStatus* ORT_API_CALL CreateKKernel(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo* info, void** kernel) {
   int64_t k = 0, n = 0, type = 0;
   for (auto [name, out] : {std::pair{"K", &k}, {"N", &n}, {"ggml_type", &type}}) {
-    if (OrtStatus* s = Attr(info, name, out)) return s;
+    if (OrtStatus* s = IntAttr(info, "MatMulQ8K", name, out)) return s;
   }
   if (KQuantBlockBytes(type) == 0) return Fail("ropewalk.MatMulQ8K: ggml_type must be 12 (Q4_K), 13 (Q5_K) or 14 (Q6_K), got " + std::to_string(type));
   if (k <= 0 || k % 256 != 0 || n <= 0) {
@@ -384,7 +314,7 @@ struct GatherKKernel_ {
 OrtStatus* ORT_API_CALL CreateGatherKernel(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo* info, void** kernel) {
   int64_t d = 0, type = 0;
   for (auto [name, out] : {std::pair{"D", &d}, {"ggml_type", &type}}) {
-    if (OrtStatus* s = Attr(info, name, out)) return s;
+    if (OrtStatus* s = IntAttr(info, "GatherQ8K", name, out)) return s;
   }
   if (KQuantBlockBytes(type) == 0) return Fail("ropewalk.GatherQ8K: ggml_type must be 12 (Q4_K), 13 (Q5_K) or 14 (Q6_K), got " + std::to_string(type));
   if (d <= 0 || d % 256 != 0) return Fail("ropewalk.GatherQ8K: D must be a positive multiple of 256, got " + std::to_string(d));
@@ -427,54 +357,9 @@ OrtStatus* ComputeGatherK(GatherKKernel_* kern, OrtKernelContext* ctx) {
   return nullptr;
 }
 
-/** Catches what a compute throws (a failed ONNX Runtime call) as the run's status. */
-template <typename Kernel, OrtStatus* (*Run)(Kernel*, OrtKernelContext*)>
-OrtStatus* ORT_API_CALL Guarded(void* kernel, OrtKernelContext* ctx) {
-  try {
-    return Run(static_cast<Kernel*>(kernel), ctx);
-  } catch (const std::exception& e) {
-    return Fail(e.what());
-  }
-}
-
-/** The inputs' element types of a custom op, in order. */
-using InputTypes = std::vector<ONNXTensorElementDataType>;
-
-/** One CPU custom op: inputs of `types`, one float32 output. */
-template <typename Kernel, OrtStatus* (*Run)(Kernel*, OrtKernelContext*)>
-OrtCustomOp MakeOp(const char* name, InputTypes types, OrtStatus*(ORT_API_CALL* create)(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo*, void**)) {
-  static const char* opName = name;
-  static const InputTypes inputTypes = std::move(types);
-  OrtCustomOp op{};
-  op.version = ORT_API_VERSION;
-  op.GetName = [](const OrtCustomOp*) { return opName; };
-  op.GetExecutionProviderType = [](const OrtCustomOp*) { return "CPUExecutionProvider"; };
-  op.GetInputType = [](const OrtCustomOp*, size_t i) { return inputTypes[i]; };
-  op.GetInputTypeCount = [](const OrtCustomOp*) -> size_t { return inputTypes.size(); };
-  op.GetOutputType = [](const OrtCustomOp*, size_t) { return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT; };
-  op.GetOutputTypeCount = [](const OrtCustomOp*) -> size_t { return 1; };
-  op.KernelDestroy = [](void* kernel) { delete static_cast<Kernel*>(kernel); };
-  op.GetInputCharacteristic = [](const OrtCustomOp*, size_t) { return INPUT_OUTPUT_REQUIRED; };
-  op.GetOutputCharacteristic = [](const OrtCustomOp*, size_t) { return INPUT_OUTPUT_REQUIRED; };
-  op.GetInputMemoryType = [](const OrtCustomOp*, size_t) { return OrtMemTypeDefault; };
-  op.GetVariadicInputMinArity = [](const OrtCustomOp*) { return 1; };
-  op.GetVariadicInputHomogeneity = [](const OrtCustomOp*) { return 1; };
-  op.GetVariadicOutputMinArity = [](const OrtCustomOp*) { return 1; };
-  op.GetVariadicOutputHomogeneity = [](const OrtCustomOp*) { return 1; };
-  op.CreateKernelV2 = create;
-  op.KernelComputeV2 = Guarded<Kernel, Run>;
-  op.GetStartVersion = [](const OrtCustomOp*) { return 1; };
-  op.GetEndVersion = [](const OrtCustomOp*) { return INT_MAX; };
-  op.GetMayInplace = [](int**, int**) -> size_t { return 0; };
-  op.ReleaseMayInplace = [](int*, int*) {};
-  op.GetAliasMap = [](int**, int**) -> size_t { return 0; };
-  op.ReleaseAliasMap = [](int*, int*) {};
-  return op;
-}
-
 }  // namespace
 
-void AddGgufMatMulOps(OrtSessionOptions* options) {
+void AddRopewalkOps(OrtSessionOptions* options) {
   // One domain for the process, never released: every session that used it must be gone first,
   // and sessions outlive no particular owner here.
   static std::mutex mutex;
@@ -491,6 +376,7 @@ void AddGgufMatMulOps(OrtSessionOptions* options) {
       Check(Ort().CustomOpDomain_Add(fresh, &q8), "CustomOpDomain_Add");
       Check(Ort().CustomOpDomain_Add(fresh, &q8k), "CustomOpDomain_Add");
       Check(Ort().CustomOpDomain_Add(fresh, &gatherK), "CustomOpDomain_Add");
+      Check(Ort().CustomOpDomain_Add(fresh, FloatMatMulOp()), "CustomOpDomain_Add");
       domain = fresh;
     }
   }

@@ -29,8 +29,8 @@
 
 namespace ropewalk {
 
-/** Adds the "ropewalk" custom op domain (MatMulQ8, MatMulQ8K, GatherQ8K) to `options`. @throws OrtError. */
-void AddGgufMatMulOps(OrtSessionOptions* options);
+/** Adds the "ropewalk" custom op domain (MatMulQ8, MatMulQ8K, GatherQ8K; MatMulF32: float_matmul.h) to `options`. @throws OrtError. */
+void AddRopewalkOps(OrtSessionOptions* options);
 
 /** Activations of one row quantized as llama.cpp's block_q8_0, for `kb` 32-blocks. */
 struct Q8Row {

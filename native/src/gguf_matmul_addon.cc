@@ -10,6 +10,9 @@
 //       isa 'panel': its prefill path on MatMulQ8's kernel (Q8KRowsPanel); chunk: output rows a
 //       call, as the op's tasks split them (default n, or undefined: one call).
 //   matMulQ8KKernel: string    the ISA MatMulQ8K runs on here ('avx512vnni' | 'avx2' | 'scalar')
+//   matMulF32(isa, x: Float32Array [k], w: Float32Array [n·k], n, k): Float32Array [n]
+//       ropewalk.MatMulF32's decode kernel the same way (float_matmul.h), 'avx512' | 'avx2' | 'scalar'.
+//   matMulF32Kernel: string    the ISA MatMulF32 runs on here
 #include <napi.h>
 
 #include <algorithm>
@@ -17,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "float_matmul.h"
 #include "gguf_matmul.h"
 
 namespace ropewalk {
@@ -129,6 +133,25 @@ Napi::Value MatMulQ8K(const Napi::CallbackInfo& info) {
   return y;
 }
 
+Napi::Value MatMulF32(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() != 5 || !info[0].IsString() || !info[1].IsTypedArray() || !info[2].IsTypedArray()) ArgError(env, "matMulF32(isa, x, w, n, k)");
+  const std::string isa = info[0].As<Napi::String>().Utf8Value();
+  __builtin_cpu_init();
+  const bool has = isa == "scalar" || (isa == "avx2" && CpuHasAvx2Fma()) || (isa == "avx512" && __builtin_cpu_supports("avx512f"));
+  if (!has) ArgError(env, "matMulF32: no " + isa + " variant on this CPU (scalar, avx2, avx512 as it has them)");
+  const FloatRowsFn fn = isa == "scalar" ? FloatRowsScalar : isa == "avx2" ? FloatRowsAvx2 : FloatRowsAvx512;
+  const Napi::Float32Array x = info[1].As<Napi::Float32Array>(), w = info[2].As<Napi::Float32Array>();
+  const int64_t n = info[3].As<Napi::Number>().Int64Value(), k = info[4].As<Napi::Number>().Int64Value();
+  if (n <= 0 || k <= 0 || static_cast<int64_t>(x.ElementLength()) != k || static_cast<int64_t>(w.ElementLength()) != n * k) {
+    ArgError(env, "matMulF32: n " + std::to_string(n) + ", k " + std::to_string(k) + " for x of " + std::to_string(x.ElementLength()) + " values and w of " +
+                      std::to_string(w.ElementLength()));
+  }
+  Napi::Float32Array y = Napi::Float32Array::New(env, static_cast<size_t>(n));
+  fn(x.Data(), w.Data(), k, 0, n, y.Data());
+  return y;
+}
+
 }  // namespace
 
 void ExportGgufMatMul(Napi::Env env, Napi::Object exports) {
@@ -140,6 +163,10 @@ void ExportGgufMatMul(Napi::Env env, Napi::Object exports) {
   const char* kIsa = nullptr;
   Q8KKernel(&kIsa);
   exports.Set("matMulQ8KKernel", Napi::String::New(env, kIsa));
+  const char* fIsa = nullptr;
+  FloatKernel(&fIsa);
+  exports.Set("matMulF32Kernel", Napi::String::New(env, fIsa));
+  exports.Set("matMulF32", Napi::Function::New<MatMulF32>(env, "matMulF32"));
 }
 
 }  // namespace ropewalk

@@ -15,18 +15,15 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
-import type { DecoderBackend } from '../../main/engine/model/backend.ts';
 import { resolveModel } from '../../main/engine/model/bundle.ts';
-import { KvCache } from '../../main/engine/cache/kv-cache.ts';
-import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
 import { CPU_TARGET, NATIVE_CPU_TARGET } from '../../main/engine/model/graph-target.ts';
-import type { ModelConfig } from '../../main/engine/model/manifest.ts';
 import { NativeDecoderSession } from '../../main/engine/model/native-session.ts';
 import { openGguf } from '../../main/engine/model/gguf/gguf-file.ts';
 import { quantizedFromGguf } from '../../main/engine/model/gguf/quantized-weights.ts';
 import { groupedSuperBlocks } from '../../main/engine/model/quantized-matmul.ts';
 import { loadNativeAddon } from '../../main/engine/model/native-addon.ts';
 import { BLOCKS, llamaCppMatMul, llamaCppMatMulK } from '../helpers/llamacpp-dot.ts';
+import { forcedLogits } from '../helpers/forced-logits.ts';
 import { GGUF_DIR } from '../helpers/paths.ts';
 
 const status = loadNativeAddon();
@@ -178,25 +175,6 @@ test('ropewalk.MatMulQ8 refuses sizes that disagree, naming them', { skip }, () 
   assert.throws(() => addon!.matMulQ8!('scalar', new Float32Array(48), 1, new Uint8Array(48), new Float32Array(1), 1, 48, 8),
     (e: Error & { code?: string }) => e.code === 'ORT_ARG' && /k 48 \(a multiple of 32\)/.test(e.message));
 });
-
-/**
- * Logits of a teacher-forced run: a 5-token prompt (one run: a 4-row tile and a row alone in
- * MatMulQ8), then `steps` single tokens of a fixed path, so two graphs see the same inputs.
- */
-async function forcedLogits(backend: DecoderBackend, c: ModelConfig, steps: number): Promise<Float32Array[]> {
-  const kv = new KvCache({ numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim, maxContext: 64, hostBuffers: backend.kvOnHost });
-  const rope = new RopeCache(c.rope, 64);
-  const out: Float32Array[] = [];
-  let feed = [1, 403, 407, 93, 290]; // stories260K's vocabulary is 512
-  for (let s = 0; s <= steps; s++) {
-    rope.ensure(kv.length + feed.length);
-    kv.ensure(kv.length + feed.length);
-    out.push((await backend.run(feed, rope.tables, kv)).slice());
-    kv.commit(feed.length);
-    feed = [(37 * s + 11) % c.vocabSize];
-  }
-  return out;
-}
 
 test('stories260K Q8_0 and Q4_0 through ropewalk.MatMulQ8 give the MatMulNBits graph\'s logits within float rounding', { skip }, async (t) => {
   const cacheDir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-q8op-'));

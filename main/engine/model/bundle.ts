@@ -22,7 +22,7 @@ import { fingerprintFiles } from './source-fingerprint.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from './decoder-graph.ts';
 import { startsWithGgufMagic } from './gguf/gguf-file.ts';
 import { looksLikeText } from './text-sniff.ts';
-import { ggufQuantizedTypes, openGgufModel } from './gguf/import-gguf.ts';
+import { ggufHasFloatMatrix, ggufQuantizedTypes, openGgufModel } from './gguf/import-gguf.ts';
 import { quantizeLinearWeights } from './gguf/quantized-weights.ts';
 import { hfSourceFiles, openHuggingFace, parseJson } from './import-hf.ts';
 import { importLlama2c, llama2cSourceFiles } from './import-llama2c.ts';
@@ -161,15 +161,16 @@ export async function resolveModel(
 }
 
 /**
- * The target a source's bundle is built for: `NATIVE_CPU_TARGET` only where its graph differs
- * from the CPU graph — a GGUF file with tensors that ropewalk.MatMulQ8 or MatMulQ8K runs
- * (`NATIVE_KERNEL_GGUF_TYPES`); any other source (float, Q5_K_M, a llama2.c or HF checkpoint, an
- * import-time `--quantize`) shares the CPU target's bundle, the same graph, built once.
+ * The target a source's bundle is built for: `NATIVE_CPU_TARGET` where its graph may differ from
+ * the CPU graph — a llama2.c or HF checkpoint (float weights: ropewalk.MatMulF32), a GGUF file
+ * with a float matrix (`ggufHasFloatMatrix`) or with tensors that ropewalk.MatMulQ8 or MatMulQ8K
+ * runs (`NATIVE_KERNEL_GGUF_TYPES`); any other GGUF file (every matrix in another type, Q5_K
+ * say) shares the CPU target's bundle, the same graph, built once.
  */
 async function builtTarget(src: { kind: string; path: string }, target: GraphTarget): Promise<GraphTarget> {
-  if (!target.nativeKernels) return target;
-  if (src.kind !== 'gguf') return CPU_TARGET;
-  return (await ggufQuantizedTypes(src.path)).some((t) => NATIVE_KERNEL_GGUF_TYPES.has(t)) ? target : CPU_TARGET;
+  if (!target.nativeKernels || src.kind !== 'gguf') return target;
+  if ((await ggufQuantizedTypes(src.path)).some((t) => NATIVE_KERNEL_GGUF_TYPES.has(t))) return target;
+  return (await ggufHasFloatMatrix(src.path)) ? target : CPU_TARGET;
 }
 
 async function resolveModelUnchecked(

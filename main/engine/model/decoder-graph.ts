@@ -30,6 +30,11 @@
  * kernels included, over the same initializers in the same order, so both graphs read one data file
  * (bundle.ts writes them side by side).
  *
+ * The native CPU target (`nativeKernels`) runs float weights, in the same layout, as the addon's
+ * `ropewalk.MatMulF32` (native/src/float_matmul.h): its own dot products for a decode step (one
+ * sequential read of the weights, where MLAS's SGEMM over prepacked B streamed them slower:
+ * docs/benchmarks.md), FusedMatMul itself through InvokeOp for a prefill.
+ *
  * On the CPU float32 target, quantized q/k/v (and gate/up) of one layout (zero points and block
  * offsets included) run as one stacked MatMulNBits, split after (`QuantizedMatMul.applyStacked`):
  * one activation quantization for the three (two) instead of one each; one of another layout
@@ -199,6 +204,10 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     const matMul = (input: string, name: string, outDim: number, inDim: number): string => {
       const q = requireShape(weights, name, [outDim, inDim]);
       if (isQuantized(q)) return mm.apply(toSpine(input), name, q, rank);
+      if (target.nativeKernels) {
+        float(name, [outDim, inDim], floatData(q));
+        return g.op('MatMulF32', [input, name], { K: inDim, N: outDim }, 'ropewalk');
+      }
       if (target.ep === 'webgpu') {
         float(name, [inDim, outDim], transposedData(q, outDim, inDim));
         return toSpine(halfValue(g.op('MatMul', [toHalf(input), name])));
@@ -324,7 +333,12 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   // A soft-capped model (Gemma 2) caps the classifier's output first.
   const capped = (c.gemma?.finalLogitSoftcap ?? 0) > 0;
   const logits = (y: string) => g.node('Identity', [softcapLogits(g, y, c, scalar)], [io.LOGITS]);
+  // On the native target a float classifier is ropewalk.MatMulF32 (one row: its decode kernel).
   const gemm = (b: string) => {
+    if (target.nativeKernels) {
+      const shape = { K: D, N: c.vocabSize };
+      return capped ? logits(g.op('MatMulF32', [normed, b], shape, 'ropewalk')) : g.node('MatMulF32', [normed, b], [io.LOGITS], shape, 'ropewalk');
+    }
     const w = half ? g.op('Cast', [b], { to: DataType.FLOAT }) : b;
     return half || capped ? logits(g.op('Gemm', [normed, w], { transB: 1 })) : g.node('Gemm', [normed, w], [io.LOGITS], { transB: 1 });
   };

@@ -176,15 +176,23 @@ export interface NativeAddon {
   matMulQ8K?(isa: 'scalar' | 'avx2' | 'avx512vnni' | 'panel', x: Float32Array, m: number, blocks: Uint8Array, n: number, k: number, ggmlType: number, chunk?: number, rowGroups?: 0 | 4): Float32Array;
   /** The instruction set `ropewalk.MatMulQ8K` runs on here ('avx512vnni', 'avx2' or 'scalar'). */
   matMulQ8KKernel?: string;
+  /**
+   * ropewalk.MatMulF32's decode kernel alone (one ISA variant, one thread): y [n] = W · x for x [k]
+   * and W [n, k] float32 (native/src/float_matmul.h). Absent from an addon built before it.
+   * @throws Error (code 'ORT_ARG') for sizes that disagree or an ISA this CPU lacks.
+   */
+  matMulF32?(isa: 'scalar' | 'avx2' | 'avx512', x: Float32Array, w: Float32Array, n: number, k: number): Float32Array;
+  /** The instruction set `ropewalk.MatMulF32` runs on here ('avx512', 'avx2' or 'scalar'). */
+  matMulF32Kernel?: string;
 }
 
 /**
  * Whether the addon loads and its sessions run the ops of graphs for `NATIVE_CPU_TARGET`
- * (`ropewalk.MatMulQ8` and, since NATIVE_KERNELS_VERSION 2, `MatMulQ8K`).
+ * (`ropewalk.MatMulQ8`; since NATIVE_KERNELS_VERSION 2, `MatMulQ8K`; since 4, `MatMulF32`).
  */
 export function nativeKernelsAvailable(): boolean {
   const s = loadNativeAddon();
-  return s.available && typeof s.addon.matMulQ8Kernel === 'string' && typeof s.addon.matMulQ8K === 'function';
+  return s.available && typeof s.addon.matMulQ8Kernel === 'string' && typeof s.addon.matMulQ8K === 'function' && typeof s.addon.matMulF32 === 'function';
 }
 
 export type NativeAddonStatus =

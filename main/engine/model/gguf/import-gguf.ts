@@ -102,6 +102,23 @@ function ggufTensor(g: GgufFile, canonical: string, config: ModelConfig): GgufTe
 const UNQUANTIZED_TYPES = new Set(['F32', 'F16', 'BF16', 'F64', 'I8', 'I16', 'I32', 'I64']);
 
 /**
+ * Whether a GGUF file stores a matrix (2 dimensions or more) in a float type (F32, F16, BF16):
+ * a linear weight, or an embedding that is also the classifier. Reads the header.
+ * @throws ModelLoadError for an unreadable or malformed file (as `openGguf`).
+ */
+export async function ggufHasFloatMatrix(file: string): Promise<boolean> {
+  const g = await openGguf(file);
+  try {
+    return [...g.tensors.values()].some((t) => t.shape.length >= 2 && FLOAT_TYPES.has(ggmlTypeName(t.typeId)));
+  } finally {
+    await g.close();
+  }
+}
+
+/** ggml's float types (what MatMulF32 runs, widened to float32). */
+const FLOAT_TYPES = new Set(['F32', 'F16', 'BF16']);
+
+/**
  * The quantized ggml types a GGUF file stores tensors in, the most used first (`['Q4_0']`;
  * `['Q4_K', 'Q6_K']` for a Q4_K_M file), or `[]` for a float file (F32/F16/BF16 only). Reads
  * the header, not the tensor data. Types are named as ggml names them, supported or not.

@@ -1,0 +1,150 @@
+// See float_matmul.h.
+#include "float_matmul.h"
+
+#include <cpuid.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <string>
+
+#include "custom_op.h"
+#include "ort_runtime.h"
+
+namespace ropewalk {
+
+void FloatRowsScalar(const float* x, const float* w, int64_t k, int64_t n0, int64_t n1, float* y) {
+  for (int64_t n = n0; n < n1; n++) {
+    const float* row = w + n * k;
+    float s = 0;
+    for (int64_t i = 0; i < k; i++) s += row[i] * x[i];
+    y[n] = s;
+  }
+}
+
+__attribute__((target("avx2,fma"))) static float HorizontalSum256(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+__attribute__((target("avx2,fma"))) void FloatRowsAvx2(const float* x, const float* w, int64_t k, int64_t n0, int64_t n1, float* y) {
+  const int64_t steps = k / 32 * 32;
+  for (int64_t n = n0; n < n1; n++) {
+    const float* row = w + n * k;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i < steps; i += 32) {
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(row + i), _mm256_loadu_ps(x + i), a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(row + i + 8), _mm256_loadu_ps(x + i + 8), a1);
+      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(row + i + 16), _mm256_loadu_ps(x + i + 16), a2);
+      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(row + i + 24), _mm256_loadu_ps(x + i + 24), a3);
+    }
+    float s = HorizontalSum256(_mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3)));
+    for (int64_t i = steps; i < k; i++) s += row[i] * x[i];
+    y[n] = s;
+  }
+}
+
+__attribute__((target("avx512f"))) void FloatRowsAvx512(const float* x, const float* w, int64_t k, int64_t n0, int64_t n1, float* y) {
+  const int64_t steps = k / 64 * 64;
+  for (int64_t n = n0; n < n1; n++) {
+    const float* row = w + n * k;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i < steps; i += 64) {
+      a0 = _mm512_fmadd_ps(_mm512_loadu_ps(row + i), _mm512_loadu_ps(x + i), a0);
+      a1 = _mm512_fmadd_ps(_mm512_loadu_ps(row + i + 16), _mm512_loadu_ps(x + i + 16), a1);
+      a2 = _mm512_fmadd_ps(_mm512_loadu_ps(row + i + 32), _mm512_loadu_ps(x + i + 32), a2);
+      a3 = _mm512_fmadd_ps(_mm512_loadu_ps(row + i + 48), _mm512_loadu_ps(x + i + 48), a3);
+    }
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3)));
+    for (int64_t i = steps; i < k; i++) s += row[i] * x[i];
+    y[n] = s;
+  }
+}
+
+FloatRowsFn FloatKernel(const char** name) {
+  struct Choice {
+    FloatRowsFn fn;
+    const char* name;
+  };
+  static const Choice choice = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return Choice{FloatRowsAvx512, "avx512"};
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Choice{FloatRowsAvx2, "avx2"};
+    return Choice{FloatRowsScalar, "scalar"};
+  }();
+  if (name != nullptr) *name = choice.name;
+  return choice.fn;
+}
+
+namespace {
+
+/** A MatMulF32 node: its shape, and ONNX Runtime's FusedMatMul (transB) for runs of several rows. */
+struct FloatKernel_ {
+  int64_t k = 0, n = 0;
+  OrtOp* gemm = nullptr;
+  ~FloatKernel_() {
+    if (gemm != nullptr) Ort().ReleaseOp(gemm);
+  }
+};
+
+OrtStatus* ORT_API_CALL CreateFloatKernel(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo* info, void** kernel) {
+  const OrtApi& api = Ort();
+  int64_t k = 0, n = 0;
+  for (auto [name, out] : {std::pair{"K", &k}, {"N", &n}}) {
+    if (OrtStatus* s = IntAttr(info, "MatMulF32", name, out)) return s;
+  }
+  if (k <= 0 || n <= 0) return Fail("ropewalk.MatMulF32: K and N must be positive, got K " + std::to_string(k) + ", N " + std::to_string(n));
+  OrtOpAttr* transB = nullptr;
+  const int64_t one = 1;
+  if (OrtStatus* s = api.CreateOpAttr("transB", &one, 1, ORT_OP_ATTR_INT, &transB)) return s;
+  const char* typeNames[] = {"T"};
+  const ONNXTensorElementDataType types[] = {ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT};
+  OrtOp* gemm = nullptr;
+  OrtStatus* s = api.CreateOp(info, "FusedMatMul", "com.microsoft", 1, typeNames, types, 1, &transB, 1, 2, 1, &gemm);
+  api.ReleaseOpAttr(transB);
+  if (s != nullptr) return s;
+  auto* kern = new FloatKernel_();
+  kern->k = k, kern->n = n, kern->gemm = gemm;
+  *kernel = kern;
+  return nullptr;
+}
+
+struct FloatJob {
+  FloatRowsFn fn;
+  const float* x;
+  const float* w;
+  int64_t k, n, chunk;
+  float* y;
+};
+
+void FloatRowsTask(void* data, size_t i) {
+  auto* j = static_cast<FloatJob*>(data);
+  const int64_t n0 = static_cast<int64_t>(i) * j->chunk;
+  j->fn(j->x, j->w, j->k, n0, std::min(j->n, n0 + j->chunk), j->y);
+}
+
+OrtStatus* ComputeFloat(FloatKernel_* kern, OrtKernelContext* ctx) {
+  const int64_t k = kern->k, n = kern->n;
+  MatMulRun run;
+  if (OrtStatus* st = OpenMatMulRun(ctx, "MatMulF32", k, n, 1, &run)) return st;
+  if (static_cast<int64_t>(run.counts[0]) != n * k) {
+    return Fail("ropewalk.MatMulF32: B holds " + std::to_string(run.counts[0]) + " values; [" + std::to_string(n) + ", " + std::to_string(k) +
+                "] needs " + std::to_string(n * k));
+  }
+  if (run.rows == 0) return nullptr;
+  if (run.rows > 1) return Ort().InvokeOp(ctx, kern->gemm, run.values, 2, &run.out, 1);
+  // Chunks of ~256 KiB of weight rows: long sequential reads, and enough tasks for the pool to balance.
+  const int64_t chunk = std::max<int64_t>(1, (256 << 10) / (k * 4));
+  FloatJob job{FloatKernel(), run.x, static_cast<const float*>(run.data[0]), k, n, chunk, run.y};
+  return Ort().KernelContext_ParallelFor(ctx, FloatRowsTask, static_cast<size_t>((n + chunk - 1) / chunk), 0, &job);
+}
+
+}  // namespace
+
+OrtCustomOp* FloatMatMulOp() {
+  static OrtCustomOp op = MakeOp<FloatKernel_, ComputeFloat>("MatMulF32", {ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT}, CreateFloatKernel);
+  return &op;
+}
+
+}  // namespace ropewalk

@@ -1,0 +1,45 @@
+// ropewalk.MatMulF32: y = x · Wᵀ over float32 weights in their source layout [N, K], for the
+// native backend's CPU graphs (main/engine/model/decoder-graph.ts emits it for the float weights of
+// NATIVE_CPU_TARGET; the JS backend's onnxruntime-node session cannot load custom ops and keeps
+// com.microsoft.FusedMatMul).
+//
+// Contract (the op, domain "ropewalk", version 1, CPU EP):
+//   inputs  A float32 [..., K]; B float32 [N, K].
+//   attrs   K, N (ints, as the inputs' shapes).
+//   output  Y float32 [..., N].
+//   One row of A (a decode step): y_n = Σ_k W[n,k] · x_k by this file's dot products, one weight
+//   row after the other, so that a task's rows are one sequential read (four rows read side by
+//   side are four streams, which the hardware prefetcher follows worse: 31 against 35 GB/s here),
+//   in ggml-cpu's ggml_vec_dot_f32 order: 4 accumulators of 16 (AVX-512) or 8 (AVX2) lanes over
+//   steps of 64 or 32 values, folded pairwise (0+2, 1+3, then 0+1), the lanes summed, then the
+//   values left over added one by one. Rows of N are split over ONNX Runtime's intra-op pool
+//   (KernelContext_ParallelFor) in chunks of about 256 KiB of weights.
+//   More rows (prefill): ONNX Runtime's own com.microsoft.FusedMatMul (transB = 1: MLAS's SGEMM,
+//   packing B as it goes) through the C API's InvokeOp, on the same pool.
+// Errors: K or N not positive fails the kernel's creation; inputs whose shapes disagree with K and
+// N fail the run, each with an OrtStatus naming the value.
+#pragma once
+#include <onnxruntime_c_api.h>
+
+#include <cstdint>
+
+namespace ropewalk {
+
+/**
+ * y[n] = Σ_k w[n·k ..][k] · x[k] for n in [n0, n1): x float32 [k], w float32 [N, k] row-major,
+ * y float32 [N]. The ISA variants sum in the order of the file comment (the scalar one in k's
+ * order); `FloatKernel()` picks the one this CPU runs.
+ */
+using FloatRowsFn = void (*)(const float* x, const float* w, int64_t k, int64_t n0, int64_t n1, float* y);
+
+void FloatRowsScalar(const float* x, const float* w, int64_t k, int64_t n0, int64_t n1, float* y);
+void FloatRowsAvx2(const float* x, const float* w, int64_t k, int64_t n0, int64_t n1, float* y);
+void FloatRowsAvx512(const float* x, const float* w, int64_t k, int64_t n0, int64_t n1, float* y);
+
+/** The fastest variant this CPU has: AVX-512F, AVX2 + FMA, or scalar; `name` gets "avx512" | "avx2" | "scalar". */
+FloatRowsFn FloatKernel(const char** name = nullptr);
+
+/** The op's table (see the file comment), for the "ropewalk" domain. */
+OrtCustomOp* FloatMatMulOp();
+
+}  // namespace ropewalk

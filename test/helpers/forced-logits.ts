@@ -1,0 +1,28 @@
+/**
+ * A teacher-forced run of a decoder backend, for comparing two graphs of one model run by run
+ * (test/integration/gguf-matmulq8.test.ts, float-matmul.test.ts). A test helper.
+ */
+import type { DecoderBackend } from '../../main/engine/model/backend.ts';
+import { KvCache } from '../../main/engine/cache/kv-cache.ts';
+import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
+import type { ModelConfig } from '../../main/engine/model/manifest.ts';
+
+/**
+ * Logits [vocab] per run of a teacher-forced path: a 5-token prompt (one run: a prefill, in
+ * MatMulQ8 a 4-row tile and a row alone), then `steps` single tokens (decode steps), so two graphs
+ * see the same inputs. Tokens are below 512 (stories260K's vocabulary).
+ */
+export async function forcedLogits(backend: DecoderBackend, c: ModelConfig, steps: number): Promise<Float32Array[]> {
+  const kv = new KvCache({ numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim, maxContext: 64, hostBuffers: backend.kvOnHost });
+  const rope = new RopeCache(c.rope, 64);
+  const out: Float32Array[] = [];
+  let feed = [1, 403, 407, 93, 290]; // stories260K's vocabulary is 512
+  for (let s = 0; s <= steps; s++) {
+    rope.ensure(kv.length + feed.length);
+    kv.ensure(kv.length + feed.length);
+    out.push((await backend.run(feed, rope.tables, kv)).slice());
+    kv.commit(feed.length);
+    feed = [(37 * s + 11) % c.vocabSize];
+  }
+  return out;
+}
