@@ -11,7 +11,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { Engine } from '../../main/engine/generate/engine.ts';
 import { resolveModel, type ImportProgressEvent } from '../../main/engine/model/bundle.ts';
-import { CPU_TARGET, graphTarget } from '../../main/engine/model/graph-target.ts';
+import { CPU_TARGET, NATIVE_CPU_TARGET, graphTarget } from '../../main/engine/model/graph-target.ts';
 import { kernelViolations } from '../helpers/graph-kernels.ts';
 import { STORIES_BIN } from '../helpers/paths.ts';
 
@@ -46,7 +46,8 @@ test('--ep cuda loads the CUDA float16 graph; where its session falls back to th
   const engine = await Engine.load(STORIES_BIN, { cacheDir, executionProvider: 'cuda', providerProbe: claimsCuda });
   try {
     assert.equal(engine.info.executionProvider, 'cpu');
-    assert.equal(engine.manifest.graphTarget, undefined, 'the CPU graph, not the float16 CUDA graph, runs on the CPU');
+    // The native backend's CPU graph (its float weights on ropewalk.MatMulF32), not the float16 CUDA graph.
+    assert.deepEqual(engine.manifest.graphTarget, { ...NATIVE_CPU_TARGET }, 'the CPU graph, not the float16 CUDA graph, runs on the CPU');
     assert.equal(engine.manifest.dtype, 'float32');
     assert.match(engine.sessionInfo.fallbackReason ?? '', /CUDA/);
     assert.equal(engine.info.backend, 'native', 'the CPU graph runs on the native backend again');
@@ -57,7 +58,7 @@ test('--ep cuda loads the CUDA float16 graph; where its session falls back to th
   const plain = await Engine.load(STORIES_BIN, { cacheDir, executionProvider: 'cuda' });
   try {
     assert.equal(plain.info.executionProvider, 'cpu');
-    assert.equal(plain.manifest.graphTarget, undefined);
+    assert.deepEqual(plain.manifest.graphTarget, { ...NATIVE_CPU_TARGET });
     assert.match(plain.sessionInfo.fallbackReason ?? '', /CUDA/);
   } finally {
     await plain.dispose();
