@@ -79,34 +79,18 @@ FloatRowsFn FloatKernel(const char** name) {
 
 namespace {
 
-/** A MatMulF32 node: its shape, and ONNX Runtime's FusedMatMul (transB) for runs of several rows. */
+/** A MatMulF32 node: its shape. */
 struct FloatKernel_ {
   int64_t k = 0, n = 0;
-  OrtOp* gemm = nullptr;
-  ~FloatKernel_() {
-    if (gemm != nullptr) Ort().ReleaseOp(gemm);
-  }
 };
 
 OrtStatus* ORT_API_CALL CreateFloatKernel(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo* info, void** kernel) {
-  const OrtApi& api = Ort();
   int64_t k = 0, n = 0;
   for (auto [name, out] : {std::pair{"K", &k}, {"N", &n}}) {
     if (OrtStatus* s = IntAttr(info, "MatMulF32", name, out)) return s;
   }
   if (k <= 0 || n <= 0) return Fail("ropewalk.MatMulF32: K and N must be positive, got K " + std::to_string(k) + ", N " + std::to_string(n));
-  OrtOpAttr* transB = nullptr;
-  const int64_t one = 1;
-  if (OrtStatus* s = api.CreateOpAttr("transB", &one, 1, ORT_OP_ATTR_INT, &transB)) return s;
-  const char* typeNames[] = {"T"};
-  const ONNXTensorElementDataType types[] = {ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT};
-  OrtOp* gemm = nullptr;
-  OrtStatus* s = api.CreateOp(info, "FusedMatMul", "com.microsoft", 1, typeNames, types, 1, &transB, 1, 2, 1, &gemm);
-  api.ReleaseOpAttr(transB);
-  if (s != nullptr) return s;
-  auto* kern = new FloatKernel_();
-  kern->k = k, kern->n = n, kern->gemm = gemm;
-  *kernel = kern;
+  *kernel = new FloatKernel_{k, n};
   return nullptr;
 }
 
@@ -132,12 +116,13 @@ OrtStatus* ComputeFloat(FloatKernel_* kern, OrtKernelContext* ctx) {
     return Fail("ropewalk.MatMulF32: B holds " + std::to_string(run.counts[0]) + " values; [" + std::to_string(n) + ", " + std::to_string(k) +
                 "] needs " + std::to_string(n * k));
   }
-  if (run.rows == 0) return nullptr;
-  if (run.rows > 1) return Ort().InvokeOp(ctx, kern->gemm, run.values, 2, &run.out, 1);
   // Chunks of ~256 KiB of weight rows: long sequential reads, and enough tasks for the pool to balance.
   const int64_t chunk = std::max<int64_t>(1, (256 << 10) / (k * 4));
-  FloatJob job{FloatKernel(), run.x, static_cast<const float*>(run.data[0]), k, n, chunk, run.y};
-  return Ort().KernelContext_ParallelFor(ctx, FloatRowsTask, static_cast<size_t>((n + chunk - 1) / chunk), 0, &job);
+  for (int64_t r = 0; r < run.rows; r++) {
+    FloatJob job{FloatKernel(), run.x + r * k, static_cast<const float*>(run.data[0]), k, n, chunk, run.y + r * n};
+    if (OrtStatus* st = Ort().KernelContext_ParallelFor(ctx, FloatRowsTask, static_cast<size_t>((n + chunk - 1) / chunk), 0, &job)) return st;
+  }
+  return nullptr;
 }
 
 }  // namespace

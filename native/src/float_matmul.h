@@ -1,21 +1,21 @@
-// ropewalk.MatMulF32: y = x · Wᵀ over float32 weights in their source layout [N, K], for the
-// native backend's CPU graphs (main/engine/model/decoder-graph.ts emits it for the float weights of
-// NATIVE_CPU_TARGET; the JS backend's onnxruntime-node session cannot load custom ops and keeps
-// com.microsoft.FusedMatMul).
+// ropewalk.MatMulF32: y = x · Wᵀ over a float32 weight in its source layout [N, K], for the native
+// backend's CPU graphs: main/engine/model/decoder-graph.ts emits it for a float classifier (one
+// row, the last position's), where ONNX Runtime's Gemm would keep a prepacked copy of the weight
+// beside it (a tied embedding held twice). The JS backend's onnxruntime-node session cannot load
+// custom ops and keeps Gemm.
 //
 // Contract (the op, domain "ropewalk", version 1, CPU EP):
 //   inputs  A float32 [..., K]; B float32 [N, K].
 //   attrs   K, N (ints, as the inputs' shapes).
 //   output  Y float32 [..., N].
-//   One row of A (a decode step): y_n = Σ_k W[n,k] · x_k by this file's dot products, one weight
-//   row after the other, so that a task's rows are one sequential read (four rows read side by
-//   side are four streams, which the hardware prefetcher follows worse: 31 against 35 GB/s here),
-//   in ggml-cpu's ggml_vec_dot_f32 order: 4 accumulators of 16 (AVX-512) or 8 (AVX2) lanes over
-//   steps of 64 or 32 values, folded pairwise (0+2, 1+3, then 0+1), the lanes summed, then the
-//   values left over added one by one. Rows of N are split over ONNX Runtime's intra-op pool
-//   (KernelContext_ParallelFor) in chunks of about 256 KiB of weights.
-//   More rows (prefill): ONNX Runtime's own com.microsoft.FusedMatMul (transB = 1: MLAS's SGEMM,
-//   packing B as it goes) through the C API's InvokeOp, on the same pool.
+//   Per row of A, y_n = Σ_k W[n,k] · x_k by this file's dot products, one weight row after the
+//   other, so that a task's rows are one sequential read (four rows read side by side are four
+//   streams, which the hardware prefetcher follows worse: 31 against 35 GB/s here), in ggml-cpu's
+//   ggml_vec_dot_f32 order: 4 accumulators of 16 (AVX-512) or 8 (AVX2) lanes over steps of 64 or
+//   32 values, folded pairwise (0+2, 1+3, then 0+1), the lanes summed, then the values left over
+//   added one by one. Rows of N are split over ONNX Runtime's intra-op pool
+//   (KernelContext_ParallelFor) in chunks of about 256 KiB of weights. Several rows of A read W
+//   once each (the graphs give it one; a prefill's linears stay on MLAS, which prepacks B once).
 // Errors: K or N not positive fails the kernel's creation; inputs whose shapes disagree with K and
 // N fail the run, each with an OrtStatus naming the value.
 #pragma once

@@ -162,10 +162,10 @@ export async function resolveModel(
 
 /**
  * The target a source's bundle is built for: `NATIVE_CPU_TARGET` where its graph may differ from
- * the CPU graph — a llama2.c or HF checkpoint (float weights: ropewalk.MatMulF32), a GGUF file
- * with a float matrix (`ggufHasFloatMatrix`) or with tensors that ropewalk.MatMulQ8 or MatMulQ8K
- * runs (`NATIVE_KERNEL_GGUF_TYPES`); any other GGUF file (every matrix in another type, Q5_K
- * say) shares the CPU target's bundle, the same graph, built once.
+ * the CPU graph — a llama2.c or HF checkpoint (a float classifier: ropewalk.MatMulF32), a GGUF
+ * file with a float matrix (`ggufHasFloatMatrix`: the classifier may be one) or with tensors that
+ * ropewalk.MatMulQ8 or MatMulQ8K runs (`NATIVE_KERNEL_GGUF_TYPES`); any other GGUF file (every
+ * matrix in another type, Q5_K say) shares the CPU target's bundle, the same graph, built once.
  */
 async function builtTarget(src: { kind: string; path: string }, target: GraphTarget): Promise<GraphTarget> {
   if (!target.nativeKernels || src.kind !== 'gguf') return target;

@@ -30,10 +30,12 @@
  * kernels included, over the same initializers in the same order, so both graphs read one data file
  * (bundle.ts writes them side by side).
  *
- * The native CPU target (`nativeKernels`) runs float weights, in the same layout, as the addon's
- * `ropewalk.MatMulF32` (native/src/float_matmul.h): its own dot products for a decode step (one
- * sequential read of the weights, where MLAS's SGEMM over prepacked B streamed them slower:
- * docs/benchmarks.md), FusedMatMul itself through InvokeOp for a prefill.
+ * The native CPU target (`nativeKernels`) runs a float classifier (one row: the last position) as
+ * the addon's `ropewalk.MatMulF32` (native/src/float_matmul.h) over the same [V, D] weight: no
+ * prepacked copy beside it (ONNX Runtime's Gemm keeps one, so a tied embedding was held twice), and
+ * a faster decode step (docs/benchmarks.md). Float linears stay on FusedMatMul: MLAS prepacks their
+ * B once, which a prefill needs (on MatMulF32, FusedMatMul through InvokeOp packed B on every call:
+ * prefill 0.88×).
  *
  * On the CPU float32 target, quantized q/k/v (and gate/up) of one layout (zero points and block
  * offsets included) run as one stacked MatMulNBits, split after (`QuantizedMatMul.applyStacked`):
@@ -204,10 +206,6 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     const matMul = (input: string, name: string, outDim: number, inDim: number): string => {
       const q = requireShape(weights, name, [outDim, inDim]);
       if (isQuantized(q)) return mm.apply(toSpine(input), name, q, rank);
-      if (target.nativeKernels) {
-        float(name, [outDim, inDim], floatData(q));
-        return g.op('MatMulF32', [input, name], { K: inDim, N: outDim }, 'ropewalk');
-      }
       if (target.ep === 'webgpu') {
         float(name, [inDim, outDim], transposedData(q, outDim, inDim));
         return toSpine(halfValue(g.op('MatMul', [toHalf(input), name])));
@@ -333,7 +331,7 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
   // A soft-capped model (Gemma 2) caps the classifier's output first.
   const capped = (c.gemma?.finalLogitSoftcap ?? 0) > 0;
   const logits = (y: string) => g.node('Identity', [softcapLogits(g, y, c, scalar)], [io.LOGITS]);
-  // On the native target a float classifier is ropewalk.MatMulF32 (one row: its decode kernel).
+  // On the native target a float classifier is ropewalk.MatMulF32 (see the file comment).
   const gemm = (b: string) => {
     if (target.nativeKernels) {
       const shape = { K: D, N: c.vocabSize };

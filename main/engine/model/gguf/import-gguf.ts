@@ -103,7 +103,7 @@ const UNQUANTIZED_TYPES = new Set(['F32', 'F16', 'BF16', 'F64', 'I8', 'I16', 'I3
 
 /**
  * Whether a GGUF file stores a matrix (2 dimensions or more) in a float type (F32, F16, BF16):
- * a linear weight, or an embedding that is also the classifier. Reads the header.
+ * a linear weight, the classifier, or an embedding that may be it. Reads the header.
  * @throws ModelLoadError for an unreadable or malformed file (as `openGguf`).
  */
 export async function ggufHasFloatMatrix(file: string): Promise<boolean> {
@@ -115,7 +115,7 @@ export async function ggufHasFloatMatrix(file: string): Promise<boolean> {
   }
 }
 
-/** ggml's float types (what MatMulF32 runs, widened to float32). */
+/** ggml's float types (widened to float32 in a bundle). */
 const FLOAT_TYPES = new Set(['F32', 'F16', 'BF16']);
 
 /**
