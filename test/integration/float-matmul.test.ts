@@ -1,9 +1,9 @@
 /**
- * The native addon's ropewalk.MatMulF32 (native/src/float_matmul.h): its decode kernel, on each
- * ISA variant this CPU has, against the dot products in float64 (row lengths with and without a
- * remainder past the kernels' steps of 64 and 32 values), and its typed refusal of sizes that
- * disagree; then the op inside a graph: stories260K's float GGUF, whose native graph runs its
- * classifier as MatMulF32 (the last position's row, in a prefill and a decode step alike), gives
+ * The native addon's ropewalk.MatMulF32 (native/src/float_matmul.h): its kernel, on each ISA
+ * variant this CPU has, against the dot products in float64 (row lengths with and without a
+ * remainder past the kernel's steps of 64 values; the two FMA variants bit for bit alike), and its
+ * typed refusal of sizes that disagree; then the op inside a graph: stories260K's float GGUF,
+ * whose native graph runs its classifier as MatMulF32 (the last position's row, in a prefill and a decode step alike), gives
  * the CPU graph's logits (Gemm over MLAS) within float rounding over a teacher-forced path.
  */
 import assert from 'node:assert/strict';
@@ -47,6 +47,9 @@ test('ropewalk.MatMulF32 computes W · x as float64 does within float32 rounding
         const bound = k * 2 ** -24 * magnitude + 1e-30;
         assert.ok(Math.abs(y[r] - want) <= bound, `${isa} k ${k} row ${r}: ${y[r]} against ${want} (bound ${bound})`);
       }
+    }
+    if (isas.includes('avx2') && isas.includes('avx512')) {
+      assert.deepEqual(addon!.matMulF32!('avx2', x, w, n, k), addon!.matMulF32!('avx512', x, w, n, k), `k ${k}: one order, the same bits on AVX2 + FMA and AVX-512`);
     }
     t.diagnostic(`k ${k}: ${isas.join(', ')} within k · 2^-24 · Σ|w·x| of float64`);
   }
