@@ -12,7 +12,9 @@
  *     BENCH_DECODE_CONTEXTS length (default 16,1024);
  * and Ropewalk ÷ the faster of the two builds per row. Env: BENCH_FORMATS (default
  * F32,Q8_0,Q4_0,Q4_K_M,Q6_K), BENCH_PEERS (default node-llama-cpp,debian), BENCH_LAYERS (28),
- * BENCH_THREADS (default 2: what a user gets by default on these machines).
+ * BENCH_THREADS (default 2: what a user gets by default on these machines), BENCH_ROUNDS (default
+ * 1: each engine's rows of a file in turn, the engines alternated that many times, the median of
+ * each row printed — on a noisy machine single rows move by a third between runs minutes apart).
  * `BENCH_FORMATS=Q8_0 BENCH_PREFILL=128 BENCH_DECODE_CONTEXTS=16 BENCH_DECODE=8 BENCH_LAYERS=4`
  * runs a small subset quickly. It asserts nothing. On a machine loaded by other jobs the ratios
  * mean little (llama.cpp's threads spin at barriers and lose their slices): run it quiet.
@@ -36,6 +38,7 @@ const THREADS = Number(process.env.BENCH_THREADS ?? 2);
 const PREFILL = list(process.env.BENCH_PREFILL, '1024,8192').map(Number);
 const CONTEXTS = list(process.env.BENCH_DECODE_CONTEXTS, '16,1024').map(Number);
 const DECODE = Number(process.env.BENCH_DECODE ?? 64);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const MAX_CONTEXT = Math.max(...PREFILL, ...CONTEXTS.map((c) => c + DECODE)) + 16;
 const GREEDY = { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1 };
 
@@ -113,10 +116,20 @@ function debian(wrapper: string, file: string): Rates {
 
 const cell = (x: number | undefined) => (x === undefined ? '—' : x.toFixed(1));
 
+/** Per measure, the median of the rounds' figures (the lower middle one of an even count). */
+function medians(runs: Rates[]): Rates {
+  const out: Rates = new Map();
+  for (const m of measures) {
+    const xs = runs.map((r) => r.get(m)).filter((x): x is number => x !== undefined).sort((a, b) => a - b);
+    if (xs.length > 0) out.set(m, xs[Math.floor((xs.length - 1) / 2)]);
+  }
+  return out;
+}
+
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-peer-'));
 try {
   const wrapper = PEERS.includes('debian') || FORMATS.some(needsQuantize) ? debianWrapper() : null;
-  console.log(`Qwen3-0.6B shapes, ${LAYERS} layers, random weights; ${THREADS} threads for all; tok/s ropewalk / Debian's llama.cpp / node-llama-cpp's, and ropewalk ÷ the faster (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+  console.log(`Qwen3-0.6B shapes, ${LAYERS} layers, random weights; ${THREADS} threads for all; ${ROUNDS > 1 ? `medians of ${ROUNDS} alternated rounds; ` : ''}tok/s ropewalk / Debian's llama.cpp / node-llama-cpp's, and ropewalk ÷ the faster (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
   const rows: string[][] = [];
   for (const format of FORMATS) {
     const file = benchGguf(format, tmp, LAYERS, THREADS, wrapper);
@@ -124,9 +137,13 @@ try {
       console.log(`${format}: skipped (llama-quantize needs the Debian build)`);
       continue;
     }
-    const ours = await ropewalk(file, path.join(tmp, 'cache'));
-    const deb = PEERS.includes('debian') && wrapper ? debian(wrapper, file) : new Map<string, number>();
-    const nlc = PEERS.includes('node-llama-cpp') ? await nodeLlamaCpp(file) : new Map<string, number>();
+    const runs: { ours: Rates[]; deb: Rates[]; nlc: Rates[] } = { ours: [], deb: [], nlc: [] };
+    for (let r = 0; r < ROUNDS; r++) {
+      runs.ours.push(await ropewalk(file, path.join(tmp, 'cache')));
+      if (PEERS.includes('debian') && wrapper) runs.deb.push(debian(wrapper, file));
+      if (PEERS.includes('node-llama-cpp')) runs.nlc.push(await nodeLlamaCpp(file));
+    }
+    const [ours, deb, nlc] = [medians(runs.ours), medians(runs.deb), medians(runs.nlc)];
     for (const m of measures) {
       const faster = Math.max(deb.get(m) ?? 0, nlc.get(m) ?? 0);
       const o = ours.get(m);
