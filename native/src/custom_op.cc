@@ -38,14 +38,12 @@ OrtStatus* OpenMatMulRun(OrtKernelContext* ctx, const char* op, int64_t k, int64
   const OrtApi& api = Ort();
   const OrtValue* a = nullptr;
   if (OrtStatus* st = api.KernelContext_GetInput(ctx, 0, &a)) return st;
-  run->values[0] = a;
   size_t aCount = 0;
   std::vector<int64_t> dims = Dims(a, &aCount);
   // GetTensorMutableData on inputs: the 1.21 C API has no const accessor; nothing is written.
   for (int i = 0; i < weights; i++) {
     const OrtValue* w = nullptr;
     if (OrtStatus* st = api.KernelContext_GetInput(ctx, static_cast<size_t>(i + 1), &w)) return st;
-    run->values[i + 1] = w;
     Dims(w, &run->counts[i]);
     Check(api.GetTensorMutableData(const_cast<OrtValue*>(w), const_cast<void**>(&run->data[i])), "GetTensorMutableData");
   }
@@ -56,9 +54,10 @@ OrtStatus* OpenMatMulRun(OrtKernelContext* ctx, const char* op, int64_t k, int64
   run->rows = static_cast<int64_t>(aCount) / k;
   if (run->rows > INT_MAX) return Fail(std::string("ropewalk.") + op + ": " + std::to_string(run->rows) + " rows");
   dims.back() = n;
-  if (OrtStatus* st = api.KernelContext_GetOutput(ctx, 0, dims.data(), dims.size(), &run->out)) return st;
+  OrtValue* out = nullptr;
+  if (OrtStatus* st = api.KernelContext_GetOutput(ctx, 0, dims.data(), dims.size(), &out)) return st;
   Check(api.GetTensorMutableData(const_cast<OrtValue*>(a), reinterpret_cast<void**>(const_cast<float**>(&run->x))), "GetTensorMutableData");
-  Check(api.GetTensorMutableData(run->out, reinterpret_cast<void**>(&run->y)), "GetTensorMutableData");
+  Check(api.GetTensorMutableData(out, reinterpret_cast<void**>(&run->y)), "GetTensorMutableData");
   return nullptr;
 }
 

@@ -33,8 +33,7 @@ std::vector<int64_t> Dims(const OrtValue* v, size_t* count);
 
 /**
  * A matmul op's run: A float32 [..., K] and its weight inputs (1.., element counts in `counts`,
- * data in `data`, the values in `values`), the output Y [..., N] allocated (`out`); `rows` = A's
- * rows (0: nothing to compute).
+ * data in `data`), the output Y [..., N] allocated; `rows` = A's rows (0: nothing to compute).
  */
 struct MatMulRun {
   const float* x = nullptr;
@@ -42,8 +41,6 @@ struct MatMulRun {
   int64_t rows = 0;
   const void* data[2] = {nullptr, nullptr};
   size_t counts[2] = {0, 0};
-  const OrtValue* values[3] = {nullptr, nullptr, nullptr};  // A, then the weights
-  OrtValue* out = nullptr;
 };
 
 /** Opens a matmul run (see MatMulRun). @returns a status naming `op` for a bad A. @throws OrtError. */

@@ -1,13 +1,12 @@
 // See float_matmul.h.
 #include "float_matmul.h"
 
-#include <cpuid.h>
-
 #include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "custom_op.h"
+#include "gguf_matmul.h"
 #include "ort_runtime.h"
 
 namespace ropewalk {
@@ -63,7 +62,7 @@ FloatRowsFn FloatKernel(const char** name) {
   static const Choice choice = [] {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) return Choice{FloatRowsAvx512, "avx512"};
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Choice{FloatRowsAvx2, "avx2"};
+    if (CpuHasAvx2Fma()) return Choice{FloatRowsAvx2, "avx2"};
     return Choice{FloatRowsScalar, "scalar"};
   }();
   if (name != nullptr) *name = choice.name;

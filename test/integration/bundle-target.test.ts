@@ -46,7 +46,7 @@ test('--ep cuda loads the CUDA float16 graph; where its session falls back to th
   const engine = await Engine.load(STORIES_BIN, { cacheDir, executionProvider: 'cuda', providerProbe: claimsCuda });
   try {
     assert.equal(engine.info.executionProvider, 'cpu');
-    // The native backend's CPU graph (its float weights on ropewalk.MatMulF32), not the float16 CUDA graph.
+    // The native backend's CPU graph (its float classifier on ropewalk.MatMulF32), not the float16 CUDA graph.
     assert.deepEqual(engine.manifest.graphTarget, { ...NATIVE_CPU_TARGET }, 'the CPU graph, not the float16 CUDA graph, runs on the CPU');
     assert.equal(engine.manifest.dtype, 'float32');
     assert.match(engine.sessionInfo.fallbackReason ?? '', /CUDA/);

@@ -22,7 +22,7 @@ import { fingerprintFiles } from './source-fingerprint.ts';
 import { buildDecoderGraph, EXTERNAL_DATA_FILE } from './decoder-graph.ts';
 import { startsWithGgufMagic } from './gguf/gguf-file.ts';
 import { looksLikeText } from './text-sniff.ts';
-import { ggufHasFloatMatrix, ggufQuantizedTypes, openGgufModel } from './gguf/import-gguf.ts';
+import { ggufMatrixTypes, ggufQuantizedTypes, openGgufModel } from './gguf/import-gguf.ts';
 import { quantizeLinearWeights } from './gguf/quantized-weights.ts';
 import { hfSourceFiles, openHuggingFace, parseJson } from './import-hf.ts';
 import { importLlama2c, llama2cSourceFiles } from './import-llama2c.ts';
@@ -160,17 +160,21 @@ export async function resolveModel(
   }
 }
 
+/** ggml's float types: a matrix in one may be the classifier, which the native graph runs as MatMulF32. */
+const FLOAT_MATRIX_TYPES = new Set(['F32', 'F16', 'BF16']);
+
 /**
  * The target a source's bundle is built for: `NATIVE_CPU_TARGET` where its graph may differ from
  * the CPU graph — a llama2.c or HF checkpoint (a float classifier: ropewalk.MatMulF32), a GGUF
- * file with a float matrix (`ggufHasFloatMatrix`: the classifier may be one) or with tensors that
- * ropewalk.MatMulQ8 or MatMulQ8K runs (`NATIVE_KERNEL_GGUF_TYPES`); any other GGUF file (every
- * matrix in another type, Q5_K say) shares the CPU target's bundle, the same graph, built once.
+ * file with a float matrix (the classifier may be one) or with matrices that ropewalk.MatMulQ8 or
+ * MatMulQ8K runs (`NATIVE_KERNEL_GGUF_TYPES`), told from one read of its header; any other GGUF
+ * file (every matrix in another type, Q5_K say) shares the CPU target's bundle, the same graph,
+ * built once.
  */
 async function builtTarget(src: { kind: string; path: string }, target: GraphTarget): Promise<GraphTarget> {
   if (!target.nativeKernels || src.kind !== 'gguf') return target;
-  if ((await ggufQuantizedTypes(src.path)).some((t) => NATIVE_KERNEL_GGUF_TYPES.has(t))) return target;
-  return (await ggufHasFloatMatrix(src.path)) ? target : CPU_TARGET;
+  const types = await ggufMatrixTypes(src.path);
+  return [...types].some((t) => NATIVE_KERNEL_GGUF_TYPES.has(t) || FLOAT_MATRIX_TYPES.has(t)) ? target : CPU_TARGET;
 }
 
 async function resolveModelUnchecked(

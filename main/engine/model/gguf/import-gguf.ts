@@ -102,21 +102,19 @@ function ggufTensor(g: GgufFile, canonical: string, config: ModelConfig): GgufTe
 const UNQUANTIZED_TYPES = new Set(['F32', 'F16', 'BF16', 'F64', 'I8', 'I16', 'I32', 'I64']);
 
 /**
- * Whether a GGUF file stores a matrix (2 dimensions or more) in a float type (F32, F16, BF16):
- * a linear weight, the classifier, or an embedding that may be it. Reads the header.
+ * The ggml types a GGUF file stores its matrices (2 dimensions or more) in, as ggml names them
+ * (`{'Q4_K', 'Q6_K'}` for a Q4_K_M file; 'F32' where a linear weight, the classifier or an
+ * embedding that may be it is float). Reads the header, not the tensor data.
  * @throws ModelLoadError for an unreadable or malformed file (as `openGguf`).
  */
-export async function ggufHasFloatMatrix(file: string): Promise<boolean> {
+export async function ggufMatrixTypes(file: string): Promise<Set<string>> {
   const g = await openGguf(file);
   try {
-    return [...g.tensors.values()].some((t) => t.shape.length >= 2 && FLOAT_TYPES.has(ggmlTypeName(t.typeId)));
+    return new Set([...g.tensors.values()].filter((t) => t.shape.length >= 2).map((t) => ggmlTypeName(t.typeId)));
   } finally {
     await g.close();
   }
 }
-
-/** ggml's float types (widened to float32 in a bundle). */
-const FLOAT_TYPES = new Set(['F32', 'F16', 'BF16']);
 
 /**
  * The quantized ggml types a GGUF file stores tensors in, the most used first (`['Q4_0']`;
