@@ -119,8 +119,15 @@ test("a chat's own system prompt reaches the prompt, counted exactly by the mete
   await app!.close();
   app = null;
   page = await openApp();
-  const options = await page.locator('#setting-system-preset option').allInnerTexts();
-  assert.ok(options.includes('Little dog'), JSON.stringify(options));
+  // The settings panel renders once serve has answered with the settings: wait for it (CI once
+  // read the options before the select existed and got []).
+  let options: string[] = [];
+  await until('the preset is listed after the restart', async () => {
+    options = await page.locator('#setting-system-preset option').allInnerTexts();
+    return options.includes('Little dog');
+  }, 10_000).catch((e) => {
+    throw new Error(`${(e as Error).message} (options: ${JSON.stringify(options)})`);
+  });
   await page.locator('#setting-system-preset').selectOption('Little dog');
   await until('the preset is the system prompt again', async () => (await page.locator('#setting-system-prompt').inputValue()) === PRESET, 10_000);
   // The first chat, with its own settings.
