@@ -21,7 +21,7 @@ int64_t OptionalAttr(const OrtKernelInfo* info, const char* name, int64_t fallba
   return v;
 }
 
-std::vector<int64_t> Dims(const OrtValue* v, size_t* count) {
+std::vector<int64_t> Dims(const OrtValue* v, size_t* count, ONNXTensorElementDataType* type) {
   const OrtApi& api = Ort();
   OrtTensorTypeAndShapeInfo* info = nullptr;
   Check(api.GetTensorTypeAndShape(v, &info), "GetTensorTypeAndShape");
@@ -30,6 +30,7 @@ std::vector<int64_t> Dims(const OrtValue* v, size_t* count) {
   std::vector<int64_t> dims(rank);
   api.GetDimensions(info, dims.data(), rank);
   api.GetTensorShapeElementCount(info, count);
+  if (type != nullptr) api.GetTensorElementType(info, type);
   api.ReleaseTensorTypeAndShapeInfo(info);
   return dims;
 }
@@ -44,7 +45,7 @@ OrtStatus* OpenMatMulRun(OrtKernelContext* ctx, const char* op, int64_t k, int64
   for (int i = 0; i < weights; i++) {
     const OrtValue* w = nullptr;
     if (OrtStatus* st = api.KernelContext_GetInput(ctx, static_cast<size_t>(i + 1), &w)) return st;
-    Dims(w, &run->counts[i]);
+    Dims(w, &run->counts[i], &run->types[i]);
     Check(api.GetTensorMutableData(const_cast<OrtValue*>(w), const_cast<void**>(&run->data[i])), "GetTensorMutableData");
   }
   if (dims.empty() || dims.back() != k) {

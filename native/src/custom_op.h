@@ -28,12 +28,12 @@ OrtStatus* IntAttr(const OrtKernelInfo* info, const char* op, const char* name, 
 /** An int attribute the op may leave out: `fallback` then. */
 int64_t OptionalAttr(const OrtKernelInfo* info, const char* name, int64_t fallback);
 
-/** A tensor's dimensions; its element count into `count`. @throws OrtError. */
-std::vector<int64_t> Dims(const OrtValue* v, size_t* count);
+/** A tensor's dimensions; its element count into `count` (and its element type into `type`, when given). @throws OrtError. */
+std::vector<int64_t> Dims(const OrtValue* v, size_t* count, ONNXTensorElementDataType* type = nullptr);
 
 /**
  * A matmul op's run: A float32 [..., K] and its weight inputs (1.., element counts in `counts`,
- * data in `data`), the output Y [..., N] allocated; `rows` = A's rows (0: nothing to compute).
+ * element types in `types`, data in `data`), the output Y [..., N] allocated; `rows` = A's rows (0: nothing to compute).
  */
 struct MatMulRun {
   const float* x = nullptr;
@@ -41,6 +41,7 @@ struct MatMulRun {
   int64_t rows = 0;
   const void* data[2] = {nullptr, nullptr};
   size_t counts[2] = {0, 0};
+  ONNXTensorElementDataType types[2] = {ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED, ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED};
 };
 
 /** Opens a matmul run (see MatMulRun). @returns a status naming `op` for a bad A. @throws OrtError. */

@@ -39,9 +39,12 @@ void QuantizeRowQ8Scalar(const float* x, int64_t k, int bits, int8_t* q, float* 
   }
 }
 
-void Q8RowsScalar(const Q8Row* x, int rows, const uint8_t* b, const float* scales, int64_t kb, int bits, int64_t n0,
+void Q8RowsScalar(const Q8Row* x, int rows, const uint8_t* b, Q8Scales scales, int64_t kb, int bits, int64_t n0,
                   int64_t n1, float* y, int64_t ldy) {
   const int64_t blockBytes = 32 * bits / 8;
+  const auto scale = [&](int64_t i) {
+    return scales.half ? HalfToFloat(static_cast<const uint16_t*>(scales.data)[i]) : static_cast<const float*>(scales.data)[i];
+  };
   for (int r = 0; r < rows; r++) {
     for (int64_t n = n0; n < n1; n++) {
       const uint8_t* w = b + n * kb * blockBytes;
@@ -55,7 +58,7 @@ void Q8RowsScalar(const Q8Row* x, int rows, const uint8_t* b, const float* scale
         } else {
           for (int i = 0; i < 16; i++) isum += ((blk[i] & 15) - 8) * a[i] + ((blk[i] >> 4) - 8) * a[16 + i];
         }
-        sum += scales[n * kb + k] * x[r].d[k] * static_cast<float>(isum);
+        sum += scale(n * kb + k) * x[r].d[k] * static_cast<float>(isum);
       }
       y[r * ldy + n] = sum;
     }
@@ -144,7 +147,7 @@ struct Job {
   const Q8Row* rows;
   int m;
   const uint8_t* b;
-  const float* scales;
+  Q8Scales scales;
   int64_t kb, n, chunk;
   int bits;
   float* y;
@@ -179,7 +182,12 @@ OrtStatus* Compute(Q8Kernel_* kern, OrtKernelContext* ctx) {
   const float* x = run.x;
   float* y = run.y;
   const void* bData = run.data[0];
-  const auto* sData = static_cast<const float*>(run.data[1]);
+  // The scales' element type decides how the kernels read them (the op takes float16 or float32).
+  const bool halfScales = run.types[1] == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16;
+  if (!halfScales && run.types[1] != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
+    return Fail("ropewalk.MatMulQ8: scales must be float16 or float32, got ONNX element type " + std::to_string(static_cast<int>(run.types[1])));
+  }
+  const Q8Scales sData{run.data[1], halfScales};
   kern->q.resize(static_cast<size_t>(m * k));
   kern->d.resize(static_cast<size_t>(m * kb));
   kern->start.resize(static_cast<size_t>(m * kb));
@@ -364,7 +372,8 @@ void AddRopewalkOps(OrtSessionOptions* options) {
   // and sessions outlive no particular owner here.
   static std::mutex mutex;
   constexpr auto f32 = ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, u8 = ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8, i64 = ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
-  static OrtCustomOp q8 = MakeOp<Q8Kernel_, Compute>("MatMulQ8", {f32, u8, f32}, CreateKernel);
+  constexpr auto any = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;  // type-agnostic input
+  static OrtCustomOp q8 = MakeOp<Q8Kernel_, Compute>("MatMulQ8", {f32, u8, any}, CreateKernel);  // scales: float16 or float32 (Compute)
   static OrtCustomOp q8k = MakeOp<Q8KKernel_, ComputeK>("MatMulQ8K", {f32, u8}, CreateKKernel);
   static OrtCustomOp gatherK = MakeOp<GatherKKernel_, ComputeGatherK>("GatherQ8K", {u8, i64}, CreateGatherKernel);
   static OrtCustomOpDomain* domain = nullptr;

@@ -6,7 +6,8 @@
 // Contract (the op, domain "ropewalk", version 1, CPU EP):
 //   inputs  A float32 [..., K]; B uint8 [N, K/32, 32·bits/8] (MatMulNBits' blocks: 8 bits: q + 128
 //           per byte; 4 bits: two a byte, element 2j in byte j's low nibble, 2j + 1 in its high);
-//           scales float32 [N · K/32] (the blocks' fp16 scales, widened).
+//           scales [N · K/32]: float16 (the GGUF blocks' own fp16 d: half the scale bytes a decode
+//           step streams) or float32 (scales no fp16 holds exactly: MXFP4's, IQ4_XS's, import-time ones).
 //   attrs   K, N (ints, as the inputs' shapes), bits 4 | 8, block_size 32.
 //   output  Y float32 [..., N].
 //   Per row of A and 32-block b: d = max|x_b| / 127, the activations q = round(x / d) (ties to
@@ -40,19 +41,28 @@ struct Q8Row {
 };
 
 /**
+ * A weight's 32-block scales [N · K/32] as the op's input holds them: float32 values, or (half)
+ * float16 bits, widened by the kernels as they read them (F16C; exact).
+ */
+struct Q8Scales {
+  const void* data;
+  bool half;
+};
+
+/**
  * y[n] for n in [n0, n1) over `rows` activation rows (y row-major [rows][ldy]), weights as in the
  * op's contract. The ISA variants compute the same sums; `Q8Kernel()` picks the one this CPU runs.
  */
-using Q8RowsFn = void (*)(const Q8Row* x, int rows, const uint8_t* b, const float* scales, int64_t kb, int bits,
+using Q8RowsFn = void (*)(const Q8Row* x, int rows, const uint8_t* b, Q8Scales scales, int64_t kb, int bits,
                           int64_t n0, int64_t n1, float* y, int64_t ldy);
 
-void Q8RowsScalar(const Q8Row* x, int rows, const uint8_t* b, const float* scales, int64_t kb, int bits, int64_t n0,
+void Q8RowsScalar(const Q8Row* x, int rows, const uint8_t* b, Q8Scales scales, int64_t kb, int bits, int64_t n0,
                   int64_t n1, float* y, int64_t ldy);
-void Q8RowsAvx2(const Q8Row* x, int rows, const uint8_t* b, const float* scales, int64_t kb, int bits, int64_t n0,
+void Q8RowsAvx2(const Q8Row* x, int rows, const uint8_t* b, Q8Scales scales, int64_t kb, int bits, int64_t n0,
                 int64_t n1, float* y, int64_t ldy);
-void Q8RowsVnni(const Q8Row* x, int rows, const uint8_t* b, const float* scales, int64_t kb, int bits, int64_t n0,
+void Q8RowsVnni(const Q8Row* x, int rows, const uint8_t* b, Q8Scales scales, int64_t kb, int bits, int64_t n0,
                 int64_t n1, float* y, int64_t ldy);
-void Q8RowsAmx(const Q8Row* x, int rows, const uint8_t* b, const float* scales, int64_t kb, int bits, int64_t n0,
+void Q8RowsAmx(const Q8Row* x, int rows, const uint8_t* b, Q8Scales scales, int64_t kb, int bits, int64_t n0,
                int64_t n1, float* y, int64_t ldy);
 
 /** Whether this CPU has AVX512-VNNI with VL and BW (the 512-bit variants' features); AVX2 with FMA (the 256-bit ones). */

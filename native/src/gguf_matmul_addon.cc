@@ -1,6 +1,6 @@
 // Node-API surface of ropewalk.MatMulQ8 (gguf_matmul.h), exported by addon.cc:
 //   matMulQ8Kernel: string     the ISA the op runs on here ('amx' | 'avx512vnni' | 'avx2' | 'scalar')
-//   matMulQ8(isa, x: Float32Array [m·k], m, blocks: Uint8Array, scales: Float32Array, n, k, bits): Float32Array [m·n]
+//   matMulQ8(isa, x: Float32Array [m·k], m, blocks: Uint8Array, scales: Float32Array | Uint16Array (float16 bits), n, k, bits): Float32Array [m·n]
 //       the kernel itself, one ISA variant, one thread, no ONNX Runtime (the exactness test's way
 //       in: each variant against a reference of llama.cpp's arithmetic). Throws an Error with code
 //       'ORT_ARG' for sizes that disagree or an ISA this CPU lacks.
@@ -58,7 +58,10 @@ Napi::Value MatMulQ8(const Napi::CallbackInfo& info) {
   const Q8QuantizeFn quantize = isa == "scalar" ? QuantizeRowQ8Scalar : QuantizeRowQ8Avx2;  // each variant with its own
   const Napi::Float32Array x = info[1].As<Napi::Float32Array>();
   const Napi::Uint8Array blocks = info[3].As<Napi::Uint8Array>();
-  const Napi::Float32Array scales = info[4].As<Napi::Float32Array>();
+  // scales: a Float32Array (float32) or a Uint16Array (float16 bits), as the op's two scale types.
+  const Napi::TypedArray scales = info[4].As<Napi::TypedArray>();
+  const bool halfScales = scales.TypedArrayType() == napi_uint16_array;
+  if (!halfScales && scales.TypedArrayType() != napi_float32_array) ArgError(env, "matMulQ8: scales must be a Float32Array or a Uint16Array (float16 bits)");
   const int64_t m = info[2].As<Napi::Number>().Int64Value(), n = info[5].As<Napi::Number>().Int64Value();
   const int64_t k = info[6].As<Napi::Number>().Int64Value(), bits = info[7].As<Napi::Number>().Int64Value();
   if (m <= 0 || n <= 0 || k <= 0 || k % 32 != 0 || (bits != 4 && bits != 8)) {
@@ -82,7 +85,8 @@ Napi::Value MatMulQ8(const Napi::CallbackInfo& info) {
     rows[r] = {q.data() + r * k, d.data() + r * kb, start.data() + r * kb};
   }
   Napi::Float32Array y = Napi::Float32Array::New(env, static_cast<size_t>(m * n));
-  fn(rows.data(), static_cast<int>(m), blocks.Data(), scales.Data(), kb, static_cast<int>(bits), 0, n, y.Data(), n);
+  const void* scaleData = static_cast<const uint8_t*>(scales.ArrayBuffer().Data()) + scales.ByteOffset();
+  fn(rows.data(), static_cast<int>(m), blocks.Data(), Q8Scales{scaleData, halfScales}, kb, static_cast<int>(bits), 0, n, y.Data(), n);
   return y;
 }
 

@@ -215,12 +215,12 @@ void Q8KRowsPanel(int ggmlType, const Q8KRow* x, int rows, const uint8_t* b, int
   for (int r = 0; r < rows; r++) views[r] = {x[r].q32, x[r].d32, x[r].start32};
   if (ggmlType == kGgmlQ6K) {
     UnpackQ6KToQ8Avx2(b, kb, grouped, n0, n1, blocks.data(), scales.data());
-    Q8Kernel()(views.data(), rows, blocks.data(), scales.data(), perRow, 8, 0, cols, y + n0, ldy);
+    Q8Kernel()(views.data(), rows, blocks.data(), Q8Scales{scales.data(), false}, perRow, 8, 0, cols, y + n0, ldy);
     return;
   }
   minsT.resize(static_cast<size_t>(cols * perRow));
   UnpackK4ToQ8Avx2(ggmlType, b, kb, grouped, n0, n1, blocks.data(), scales.data(), minsT.data());
-  Q8Kernel()(views.data(), rows, blocks.data(), scales.data(), perRow, 8, 0, cols, y + n0, ldy);
+  Q8Kernel()(views.data(), rows, blocks.data(), Q8Scales{scales.data(), false}, perRow, 8, 0, cols, y + n0, ldy);
   SubtractMinsAvx512(x, rows, perRow, minsT.data(), cols, y + n0, ldy);
 }
 

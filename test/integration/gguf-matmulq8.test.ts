@@ -4,7 +4,8 @@
  * blocks as the importer maps them (quantized-weights.ts), multiplied by activations with every
  * case a block can have (an all-zero block, a block whose max is negative, large and tiny
  * values), by each ISA variant this CPU has, and compared with `llamaCppMatMul` (ggml's
- * definitions, from the GGUF bytes, in float64: test/helpers/llamacpp-dot.ts). Then the op inside
+ * definitions, from the GGUF bytes, in float64: test/helpers/llamacpp-dot.ts), with the scales as
+ * float32 and as the float16 the native graph gives the op (the same sums). Then the op inside
  * a graph: stories260K's Q8_0 and Q4_0 files, whose native graph runs every matmul as MatMulQ8,
  * give the logits of the MatMulNBits graph with its half-scale emulation (the same arithmetic,
  * another implementation) within float rounding, over a teacher-forced path, but for runs where
@@ -15,11 +16,13 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
+import onnxProto from 'onnx-proto';
 import { resolveModel } from '../../main/engine/model/bundle.ts';
 import { CPU_TARGET, NATIVE_CPU_TARGET } from '../../main/engine/model/graph-target.ts';
 import { NativeDecoderSession } from '../../main/engine/model/native-session.ts';
 import { openGguf } from '../../main/engine/model/gguf/gguf-file.ts';
 import { quantizedFromGguf } from '../../main/engine/model/gguf/quantized-weights.ts';
+import { floatsToHalves, halfToFloat } from '../../main/engine/model/gguf/quants.ts';
 import { groupedSuperBlocks } from '../../main/engine/model/quantized-matmul.ts';
 import { loadNativeAddon } from '../../main/engine/model/native-addon.ts';
 import { BLOCKS, llamaCppMatMul, llamaCppMatMulK } from '../helpers/llamacpp-dot.ts';
@@ -73,11 +76,15 @@ test('ropewalk.MatMulQ8 computes llama.cpp\'s q8_0 × q8_0 and q4_0 × q8_0 dot 
           const x = activations(m, k);
           const want = llamaCppMatMul(BLOCKS[type], bytesOf, n, k, x, m);
           const scale = want.reduce((a, v) => Math.max(a, Math.abs(v)), 0);
+          // The graph's float16 scales (HALF_SCALE_FORMATS) hold these exactly, so both give the same sums.
+          const halves = floatsToHalves(w.scales);
+          assert.deepEqual(Float32Array.from(halves, halfToFloat), w.scales, `${type}: every scale round-trips through fp16`);
           for (const isa of isas) {
             const got = addon!.matMulQ8!(isa, x, m, w.data, w.scales, n, k, w.bits as 4 | 8);
             const err = got.reduce((a, v, i) => Math.max(a, Math.abs(v - want[i])), 0) / scale;
             t.diagnostic(`${type} ${isa} [${n}, ${k}] × ${m} rows: max |y − llama.cpp| / max |y| = ${err.toExponential(2)}`);
             assert.ok(err < 1e-6, `${type} [${n}, ${k}] × ${m} rows on ${isa}: ${err}`);
+            assert.deepEqual(addon!.matMulQ8!(isa, x, m, w.data, halves, n, k, w.bits as 4 | 8), got, `${type} [${n}, ${k}] × ${m} rows on ${isa}: float16 scales give float32's sums`);
           }
         }
       }
@@ -174,6 +181,8 @@ test('ropewalk.MatMulQ8 refuses sizes that disagree, naming them', { skip }, () 
     (e: Error & { code?: string }) => e.code === 'ORT_ARG' && /blocks 64 bytes/.test(e.message) && /needs 64, 128, 4/.test(e.message));
   assert.throws(() => addon!.matMulQ8!('scalar', new Float32Array(48), 1, new Uint8Array(48), new Float32Array(1), 1, 48, 8),
     (e: Error & { code?: string }) => e.code === 'ORT_ARG' && /k 48 \(a multiple of 32\)/.test(e.message));
+  assert.throws(() => addon!.matMulQ8!('scalar', new Float32Array(32), 1, new Uint8Array(32), new Int32Array(1) as never, 1, 32, 8),
+    (e: Error & { code?: string }) => e.code === 'ORT_ARG' && /scales must be a Float32Array or a Uint16Array/.test(e.message));
 });
 
 test('stories260K Q8_0 and Q4_0 through ropewalk.MatMulQ8 give the MatMulNBits graph\'s logits within float rounding', { skip }, async (t) => {
@@ -186,6 +195,13 @@ test('stories260K Q8_0 and Q4_0 through ropewalk.MatMulQ8 give the MatMulNBits g
         const graph = readFileSync(bundle.modelPath).toString('latin1');
         assert.equal(graph.includes('MatMulQ8'), target === NATIVE_CPU_TARGET, `${file}: MatMulQ8 in the native target's graph only`);
         assert.equal(graph.includes('MatMulNBits'), target === CPU_TARGET, `${file}: every quantized matmul of the native graph is MatMulQ8`);
+        if (target === NATIVE_CPU_TARGET) {
+          // Q8_0 / Q4_0 scales are the file's fp16 d: the op reads them as float16 (HALF_SCALE_FORMATS), as stored.
+          const model = onnxProto.onnx.ModelProto.decode(readFileSync(bundle.modelPath));
+          const types = new Map(model.graph!.initializer!.map((i) => [i.name!, i.dataType!]));
+          const scaleTypes = model.graph!.node!.filter((n) => n.opType === 'MatMulQ8').map((n) => types.get(n.input![2]));
+          assert.ok(scaleTypes.length > 0 && scaleTypes.every((ty) => ty === 10), `${file}: MatMulQ8 scales as float16 (ONNX type 10), got ${scaleTypes.join(', ')}`);
+        }
         const backend = await NativeDecoderSession.create(bundle.modelPath, bundle.manifest.config);
         try {
           runs.push(await forcedLogits(backend, bundle.manifest.config, 24));

@@ -163,7 +163,7 @@ export interface NativeAddon {
    * x [m·k] and a weight's MatMulNBits blocks and scales (native/src/gguf_matmul_addon.cc).
    * @throws Error (code 'ORT_ARG') for sizes that disagree or an ISA this CPU lacks.
    */
-  matMulQ8?(isa: 'scalar' | 'avx2' | 'avx512vnni' | 'amx', x: Float32Array, m: number, blocks: Uint8Array, scales: Float32Array, n: number, k: number, bits: 4 | 8): Float32Array;
+  matMulQ8?(isa: 'scalar' | 'avx2' | 'avx512vnni' | 'amx', x: Float32Array, m: number, blocks: Uint8Array, scales: Float32Array | Uint16Array, n: number, k: number, bits: 4 | 8): Float32Array;
   /**
    * ropewalk.MatMulQ8K's kernel alone, as `matMulQ8`: y [m·n] for x [m·k] (k a multiple of 256) and
    * a weight's GGUF super-blocks as stored, [n · k/256 · bytes], of ggml type 12 (Q4_K), 13 (Q5_K) or 14 (Q6_K).

@@ -249,14 +249,26 @@ export const MATMULQ8_GGUF_TYPES: ReadonlySet<string> = ggufTypesWithLayout(
 );
 
 /**
- * y = x · Wᵀ by `ropewalk.MatMulQ8` over MatMulNBits' own blocks and scales (the same
- * initializers, so a bundle's data file does not change): llama.cpp's int8 dot products on
+ * GGUF types whose block scales are the file's own fp16 d (widened to float32 on import, so fp16
+ * holds them exactly): `ropewalk.MatMulQ8` takes these as float16, half the scale bytes a decode
+ * step streams (Q4_0: 0.625 → 0.5625 bytes a weight, Q8_0: 1.125 → 1.0625, as in the file). The
+ * others it runs keep float32: MXFP4's powers of two reach below fp16's range, IQ4_XS's d · sub-scale
+ * and import-time round-to-nearest scales need more than fp16's 11 significant bits.
+ */
+export const HALF_SCALE_FORMATS: ReadonlySet<string> = new Set(['Q8_0', 'Q4_0', 'IQ4_NL']);
+
+/**
+ * y = x · Wᵀ by `ropewalk.MatMulQ8` over MatMulNBits' own blocks (the same initializer) and its
+ * scales — as float16 for `HALF_SCALE_FORMATS`, else float32: llama.cpp's int8 dot products on
  * block_q8_0 activations, quantized in the kernel (no half-scale nodes).
  */
 function matMulQ8(g: OnnxGraphBuilder, input: string, name: string, w: MatMulWeight): string {
   const [n, k] = w.shape;
   const b = blocksInitializer(g, name, w);
-  const scales = g.weight(`${name}.scales`, [n * (k / w.blockSize)], scalesData(w));
+  const dims = [n * (k / w.blockSize)];
+  const scales = HALF_SCALE_FORMATS.has(w.format)
+    ? g.externalTensor(`${name}.scales`, dims, DataType.FLOAT16, asFloat16(scalesData(w)))
+    : g.weight(`${name}.scales`, dims, scalesData(w));
   return g.op('MatMulQ8', [input, b, scales], { K: k, N: n, bits: w.bits, block_size: w.blockSize }, 'ropewalk');
 }
 
