@@ -1,11 +1,11 @@
 // What every ropewalk custom op shares: typed failures, int attributes, a matmul's inputs and
-// output, and the OrtCustomOp table of a CPU op with one float32 output.
+// output, and the OrtCustomOp table of a CPU op with float32 outputs.
 //
 // Contract: Fail(message) is an ORT_INVALID_ARGUMENT status; IntAttr fails naming the op and the
 // attribute; OpenMatMulRun reads A float32 [..., K] (input 0) and `weights` weight inputs
 // (1..weights) and allocates Y [..., N], failing when A's last dimension is not K or A has more
 // than INT_MAX rows; Guarded turns what a compute throws (OrtError) into its run's status; MakeOp
-// builds the op table (CPU EP, inputs of the given types, all required, one float32 output).
+// builds the op table (CPU EP, inputs of the given types, all required, float32 outputs: one unless told).
 #pragma once
 #include <onnxruntime_c_api.h>
 
@@ -60,11 +60,13 @@ OrtStatus* ORT_API_CALL Guarded(void* kernel, OrtKernelContext* ctx) {
 /** The inputs' element types of a custom op, in order. */
 using InputTypes = std::vector<ONNXTensorElementDataType>;
 
-/** One CPU custom op: inputs of `types`, one float32 output. */
+/** One CPU custom op: inputs of `types`, `outputs` float32 outputs (one unless given). */
 template <typename Kernel, OrtStatus* (*Run)(Kernel*, OrtKernelContext*)>
-OrtCustomOp MakeOp(const char* name, InputTypes types, OrtStatus*(ORT_API_CALL* create)(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo*, void**)) {
+OrtCustomOp MakeOp(const char* name, InputTypes types, OrtStatus*(ORT_API_CALL* create)(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo*, void**),
+                   size_t outputs = 1) {
   static const char* opName = name;
   static const InputTypes inputTypes = std::move(types);
+  static const size_t outputCount = outputs;
   OrtCustomOp op{};
   op.version = ORT_API_VERSION;
   op.GetName = [](const OrtCustomOp*) { return opName; };
@@ -72,7 +74,7 @@ OrtCustomOp MakeOp(const char* name, InputTypes types, OrtStatus*(ORT_API_CALL* 
   op.GetInputType = [](const OrtCustomOp*, size_t i) { return inputTypes[i]; };
   op.GetInputTypeCount = [](const OrtCustomOp*) -> size_t { return inputTypes.size(); };
   op.GetOutputType = [](const OrtCustomOp*, size_t) { return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT; };
-  op.GetOutputTypeCount = [](const OrtCustomOp*) -> size_t { return 1; };
+  op.GetOutputTypeCount = [](const OrtCustomOp*) -> size_t { return outputCount; };
   op.KernelDestroy = [](void* kernel) { delete static_cast<Kernel*>(kernel); };
   op.GetInputCharacteristic = [](const OrtCustomOp*, size_t) { return INPUT_OUTPUT_REQUIRED; };
   op.GetOutputCharacteristic = [](const OrtCustomOp*, size_t) { return INPUT_OUTPUT_REQUIRED; };

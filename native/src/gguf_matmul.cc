@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "attention.h"
 #include "custom_op.h"
 #include "float_matmul.h"
 #include "half.h"
@@ -386,6 +387,7 @@ void AddRopewalkOps(OrtSessionOptions* options) {
       Check(Ort().CustomOpDomain_Add(fresh, &q8k), "CustomOpDomain_Add");
       Check(Ort().CustomOpDomain_Add(fresh, &gatherK), "CustomOpDomain_Add");
       Check(Ort().CustomOpDomain_Add(fresh, FloatMatMulOp()), "CustomOpDomain_Add");
+      Check(Ort().CustomOpDomain_Add(fresh, DecodeAttentionOp()), "CustomOpDomain_Add");
       domain = fresh;
     }
   }

@@ -13,6 +13,9 @@
 //   matMulF32(isa, x: Float32Array [k], w: Float32Array [n·k], n, k): Float32Array [n]
 //       ropewalk.MatMulF32's decode kernel the same way (float_matmul.h), 'avx512' | 'avx2' | 'scalar'.
 //   matMulF32Kernel: string    the ISA MatMulF32 runs on here
+//   attentionHead(isa, q: Float32Array [g·hd], k, v: Float32Array [L·hd], g, L, hd, scale): Float32Array [g·hd]
+//       ropewalk.DecodeAttention's kernel for one KV head (attention.h), 'avx512' | 'avx2' | 'scalar'.
+//   attentionKernel: string    the ISA DecodeAttention runs on here
 #include <napi.h>
 
 #include <algorithm>
@@ -20,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "attention.h"
 #include "float_matmul.h"
 #include "gguf_matmul.h"
 
@@ -156,6 +160,30 @@ Napi::Value MatMulF32(const Napi::CallbackInfo& info) {
   return y;
 }
 
+Napi::Value AttentionHead(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() != 8 || !info[0].IsString() || !info[1].IsTypedArray() || !info[2].IsTypedArray() || !info[3].IsTypedArray()) {
+    ArgError(env, "attentionHead(isa, q, k, v, g, L, hd, scale)");
+  }
+  const std::string isa = info[0].As<Napi::String>().Utf8Value();
+  __builtin_cpu_init();
+  const bool has = isa == "scalar" || (isa == "avx2" && CpuHasAvx2Fma()) || (isa == "avx512" && __builtin_cpu_supports("avx512f"));
+  if (!has) ArgError(env, "attentionHead: no " + isa + " variant on this CPU (scalar, avx2, avx512 as it has them)");
+  const AttentionHeadFn fn = isa == "scalar" ? AttentionHeadScalar : isa == "avx2" ? AttentionHeadAvx2 : AttentionHeadAvx512;
+  const Napi::Float32Array q = info[1].As<Napi::Float32Array>(), k = info[2].As<Napi::Float32Array>(), v = info[3].As<Napi::Float32Array>();
+  const int64_t g = info[4].As<Napi::Number>().Int64Value(), L = info[5].As<Napi::Number>().Int64Value(), hd = info[6].As<Napi::Number>().Int64Value();
+  const float scale = info[7].As<Napi::Number>().FloatValue();
+  if (g <= 0 || L <= 0 || hd <= 0 || static_cast<int64_t>(q.ElementLength()) != g * hd || static_cast<int64_t>(k.ElementLength()) != L * hd ||
+      static_cast<int64_t>(v.ElementLength()) != L * hd) {
+    ArgError(env, "attentionHead: g " + std::to_string(g) + ", L " + std::to_string(L) + ", hd " + std::to_string(hd) + " for q of " +
+                      std::to_string(q.ElementLength()) + ", k of " + std::to_string(k.ElementLength()) + " and v of " + std::to_string(v.ElementLength()) + " values");
+  }
+  std::vector<float> scores(static_cast<size_t>(g * L));
+  Napi::Float32Array out = Napi::Float32Array::New(env, static_cast<size_t>(g * hd));
+  fn(q.Data(), k.Data(), v.Data(), g, L, hd, scale, scores.data(), out.Data());
+  return out;
+}
+
 }  // namespace
 
 void ExportGgufMatMul(Napi::Env env, Napi::Object exports) {
@@ -171,6 +199,10 @@ void ExportGgufMatMul(Napi::Env env, Napi::Object exports) {
   FloatKernel(&fIsa);
   exports.Set("matMulF32Kernel", Napi::String::New(env, fIsa));
   exports.Set("matMulF32", Napi::Function::New<MatMulF32>(env, "matMulF32"));
+  const char* aIsa = nullptr;
+  AttentionKernel(&aIsa);
+  exports.Set("attentionKernel", Napi::String::New(env, aIsa));
+  exports.Set("attentionHead", Napi::Function::New<AttentionHead>(env, "attentionHead"));
 }
 
 }  // namespace ropewalk

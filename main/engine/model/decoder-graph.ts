@@ -293,12 +293,15 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
     const pk = g.input(io.pastKey(i), KV, [1, Hkv, C, hd]);
     const pv = g.input(io.pastValue(i), KV, [1, Hkv, C, hd]);
     const [lens, total] = windowed(i) ? [seqlensKWindow, totalSeqLenWindow] : [seqlensK, totalSeqLen];
+    // The native CPU graph's plain attention is the addon's DecodeAttention (its own decode step,
+    // ONNX Runtime's GroupQueryAttention for a prefill: usesDecodeAttention); the rest is ONNX Runtime's.
+    const own = usesDecodeAttention(c, i, target);
     const [attn] = g.node(
-      'GroupQueryAttention',
+      own ? 'DecodeAttention' : 'GroupQueryAttention',
       [q, k, v, pk, pv, lens, total, ...attentionSinkInputs(c, i, (name) => vector(name, Hq))],
       [g.tmp('attn'), io.presentKey(i), io.presentValue(i)],
-      { num_heads: Hq, kv_num_heads: Hkv, do_rotary: 0, ...attentionAttributes(c, i) },
-      'com.microsoft',
+      own ? { num_heads: Hq, kv_num_heads: Hkv, scale: attentionAttributes(c, i).scale } : { num_heads: Hq, kv_num_heads: Hkv, do_rotary: 0, ...attentionAttributes(c, i) },
+      own ? 'ropewalk' : 'com.microsoft',
     );
     g.output(io.presentKey(i), KV, [1, Hkv, C, hd]);
     g.output(io.presentValue(i), KV, [1, Hkv, C, hd]);
@@ -398,6 +401,17 @@ function stepPositions(g: OnnxGraphBuilder, c: ModelConfig, inputIds: string, se
  */
 export function usesRotaryEmbedding(c: Pick<ModelConfig, 'rope' | 'localRope' | 'headDim'>, target: GraphTarget): boolean {
   return target.ep === 'cpu' && !c.localRope && c.rope.rotaryDim === c.headDim;
+}
+
+/**
+ * Whether layer `i`'s attention is the native addon's `ropewalk.DecodeAttention`
+ * (native/src/attention.h: one pass over a KV head's rows for all of its query heads in a decode
+ * step; ONNX Runtime's GroupQueryAttention for a prefill) rather than GroupQueryAttention itself:
+ * on the native CPU target's float32 graph (float32 KV) for a layer with full attention and none
+ * of GroupQueryAttention's extras (no soft-cap, no sliding window, no attention sinks).
+ */
+export function usesDecodeAttention(c: Pick<ModelConfig, 'gemma' | 'slidingWindow' | 'attentionSinks'>, i: number, target: GraphTarget): boolean {
+  return !!target.nativeKernels && target.dtype === 'float32' && !halfKvOnly(target) && !c.attentionSinks && !((c.gemma?.attentionSoftcap ?? 0) > 0) && !((c.slidingWindow?.[i] ?? 0) > 0);
 }
 
 /** A float32 weight's bytes for the data file: its array, or chunks read when the file is written. */

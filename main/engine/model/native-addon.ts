@@ -184,15 +184,25 @@ export interface NativeAddon {
   matMulF32?(isa: 'scalar' | 'avx2' | 'avx512', x: Float32Array, w: Float32Array, n: number, k: number): Float32Array;
   /** The instruction set `ropewalk.MatMulF32` runs on here ('avx512', 'avx2' or 'scalar'). */
   matMulF32Kernel?: string;
+  /**
+   * ropewalk.DecodeAttention's kernel for one KV head alone (one ISA variant, one thread): q float32
+   * [g, hd] (the head's query heads), k and v float32 [L, hd] (its held rows) → out float32 [g, hd],
+   * out_j = Σ_t softmax_t(scale · q_j·k_t) v_t (native/src/attention.h). Absent from an addon built before it.
+   * @throws Error (code 'ORT_ARG') for sizes that disagree or an ISA this CPU lacks.
+   */
+  attentionHead?(isa: 'scalar' | 'avx2' | 'avx512', q: Float32Array, k: Float32Array, v: Float32Array, g: number, L: number, hd: number, scale: number): Float32Array;
+  /** The instruction set `ropewalk.DecodeAttention` runs on here ('avx512', 'avx2' or 'scalar'). */
+  attentionKernel?: string;
 }
 
 /**
  * Whether the addon loads and its sessions run the ops of graphs for `NATIVE_CPU_TARGET`
- * (`ropewalk.MatMulQ8`; since NATIVE_KERNELS_VERSION 2, `MatMulQ8K`; since 4, `MatMulF32`).
+ * (`ropewalk.MatMulQ8`; since NATIVE_KERNELS_VERSION 2, `MatMulQ8K`; since 4, `MatMulF32`; since 6, `DecodeAttention`).
  */
 export function nativeKernelsAvailable(): boolean {
   const s = loadNativeAddon();
-  return s.available && typeof s.addon.matMulQ8Kernel === 'string' && typeof s.addon.matMulQ8K === 'function' && typeof s.addon.matMulF32 === 'function';
+  return s.available && typeof s.addon.matMulQ8Kernel === 'string' && typeof s.addon.matMulQ8K === 'function' && typeof s.addon.matMulF32 === 'function' &&
+    typeof s.addon.attentionHead === 'function';
 }
 
 export type NativeAddonStatus =

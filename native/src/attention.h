@@ -1,0 +1,55 @@
+// ropewalk.DecodeAttention: GroupQueryAttention whose decode step (one new token) is the addon's
+// own kernel, for the native backend's float32 CPU graphs (main/engine/model/decoder-graph.ts
+// `usesDecodeAttention`); a prefill (two tokens or more) runs ONNX Runtime's own
+// com.microsoft.GroupQueryAttention through InvokeOp, so a prompt keeps MLAS's blocked products.
+//
+// Why: ONNX Runtime 1.30's CPU GroupQueryAttention runs each query head apart, so every key and
+// value row of a KV head is read once per query head of its group (twice for Qwen3's 16 / 8),
+// and a decode step's attention over 1,072 held positions streamed ~14 GB/s on 2 threads here
+// (docs/benchmarks.md). This kernel walks a KV head once for all of its group's query heads.
+//
+// Contract (the op, domain "ropewalk", version 1, CPU EP):
+//   inputs  query float32 [1, T, Hq·hd]; key, value float32 [1, T, Hkv·hd] (the new rows, RoPE
+//           applied); past_key, past_value float32 [1, Hkv, C, hd] (the KV cache, C its capacity);
+//           seqlens_k int32 [1] = P + T − 1; total_sequence_length int32 [] = P + T.
+//   attrs   num_heads (Hq), kv_num_heads (Hkv), scale (float; 0: 1/√hd).
+//   outputs output float32 [1, T, Hq·hd]; present_key, present_value float32 [1, Hkv, C, hd].
+//   As com.microsoft.GroupQueryAttention (ContribOperators.md) with do_rotary 0, no softcap, no
+//   local window, no attention sinks, batch 1: the new rows are written at positions P … P+T−1
+//   of present_*, and query head j attends, causally, over KV head j / (Hq / Hkv)'s positions
+//   0 … P+t: softmax(scale · q·Kᵀ) · V (Vaswani et al. 2017, "Attention Is All You Need";
+//   Ainslie et al. 2023, "GQA"). The decode kernel runs when T = 1 and present_* share past_*'s
+//   buffer (the native backend binds them so): per KV head, scores of its query heads against
+//   each held key row in one pass (dot products in 16 float32 lanes: GCC's vector extension, one
+//   zmm, two ymm or four xmm), a softmax in float32 (max subtracted, exp, sum), then the value
+//   rows weighted in one pass; KV heads split over ONNX Runtime's intra-op pool. Else the inputs
+//   go to ONNX Runtime's kernel as they came.
+// Errors: a missing or non-positive attribute, or Hq not a multiple of Hkv, fails the kernel's
+// creation; shapes that disagree with the attributes, or positions past the cache's capacity,
+// fail the run; each with an OrtStatus naming the value.
+#pragma once
+#include <onnxruntime_c_api.h>
+
+#include <cstdint>
+
+namespace ropewalk {
+
+/**
+ * One KV head's decode attention: q float32 [G, hd] (its group's query heads), k and v float32
+ * [L, hd] (the head's held rows, positions 0 … L−1, contiguous), out float32 [G, hd], `scores`
+ * scratch of G·L floats. out_g = Σ_t softmax_t(scale · q_g·k_t) v_t.
+ */
+using AttentionHeadFn = void (*)(const float* q, const float* k, const float* v, int64_t g, int64_t L, int64_t hd, float scale, float* scores,
+                                 float* out);
+
+void AttentionHeadScalar(const float* q, const float* k, const float* v, int64_t g, int64_t L, int64_t hd, float scale, float* scores, float* out);
+void AttentionHeadAvx2(const float* q, const float* k, const float* v, int64_t g, int64_t L, int64_t hd, float scale, float* scores, float* out);
+void AttentionHeadAvx512(const float* q, const float* k, const float* v, int64_t g, int64_t L, int64_t hd, float scale, float* scores, float* out);
+
+/** The fastest variant this CPU has; `name` gets "avx512" | "avx2" | "scalar". */
+AttentionHeadFn AttentionKernel(const char** name = nullptr);
+
+/** The op's table (see the file comment), for the "ropewalk" domain. */
+OrtCustomOp* DecodeAttentionOp();
+
+}  // namespace ropewalk

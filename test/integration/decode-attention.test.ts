@@ -1,0 +1,139 @@
+/**
+ * The native addon's ropewalk.DecodeAttention (native/src/attention.h): its kernel for one KV
+ * head, on each ISA variant this CPU has, against softmax attention computed in float64 here
+ * (head sizes 8, 64 and 128: the one-value-at-a-time path and the 16-lane one; held lengths with
+ * and without a remainder past the softmax's steps of 16, up to 1,072), and its typed refusal of
+ * sizes that disagree; then the op inside a graph: a Qwen3-shaped model with 128-wide heads and
+ * stories260K (8-wide), whose native graphs run DecodeAttention, give the logits of the CPU graph
+ * (ONNX Runtime's GroupQueryAttention) within float rounding over a teacher-forced path of
+ * decode steps, the prefill (ONNX Runtime's kernel through InvokeOp) first.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { resolveModel } from '../../main/engine/model/bundle.ts';
+import { CPU_TARGET, NATIVE_CPU_TARGET } from '../../main/engine/model/graph-target.ts';
+import type { ModelConfig } from '../../main/engine/model/manifest.ts';
+import { loadNativeAddon } from '../../main/engine/model/native-addon.ts';
+import { NativeDecoderSession } from '../../main/engine/model/native-session.ts';
+import { forcedLogits } from '../helpers/forced-logits.ts';
+import { STORIES_GGUF } from '../helpers/paths.ts';
+import { randomWeights, storiesTokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
+
+const status = loadNativeAddon();
+const addon = status.available ? status.addon : null;
+const skip = addon?.attentionHead ? false : `native addon without attentionHead (${status.available ? 'an older build' : status.reason})`;
+
+/** Values of varied sign and scale, deterministic. */
+const values = (n: number, seed: number, amp = 1) => Float32Array.from({ length: n }, (_, i) => amp * Math.sin(i * 0.731 + seed) * (1 + (i % 5)));
+
+/** Softmax attention of g query heads over L rows, in float64 (the definition, not the kernel's order). */
+function reference(q: Float32Array, k: Float32Array, v: Float32Array, g: number, L: number, hd: number, scale: number): Float64Array {
+  const out = new Float64Array(g * hd);
+  for (let j = 0; j < g; j++) {
+    const s = Array.from({ length: L }, (_, t) => {
+      let dot = 0;
+      for (let i = 0; i < hd; i++) dot += q[j * hd + i] * k[t * hd + i];
+      return dot * scale;
+    });
+    const max = Math.max(...s);
+    const e = s.map((x) => Math.exp(x - max));
+    const sum = e.reduce((a, b) => a + b, 0);
+    for (let t = 0; t < L; t++) for (let i = 0; i < hd; i++) out[j * hd + i] += (e[t] / sum) * v[t * hd + i];
+  }
+  return out;
+}
+
+const ISAS = ['scalar', 'avx2', 'avx512'] as const;
+
+test('ropewalk.DecodeAttention\'s kernel equals softmax attention in float64 within float32 rounding, on every ISA variant this CPU has', { skip }, (t) => {
+  const isas = ISAS.filter((isa) => {
+    try {
+      addon!.attentionHead!(isa, new Float32Array(8), new Float32Array(8), new Float32Array(8), 1, 1, 8, 1);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  assert.ok(isas.includes(addon!.attentionKernel as never), `the op's own variant ${addon!.attentionKernel} is among those tested`);
+  let worst = 0;
+  for (const [g, hd] of [[2, 128], [4, 64], [2, 8], [1, 128]]) {
+    for (const L of [1, 15, 16, 45, 1072]) {
+      // Scores spread over ~±10 after scaling: a softmax far from uniform, as a trained model's.
+      const q = values(g * hd, 1, 0.5), k = values(L * hd, 2 + L, 0.5), v = values(L * hd, 3 + L);
+      const scale = 1 / Math.sqrt(hd);
+      const want = reference(q, k, v, g, L, hd, scale);
+      const vmax = v.reduce((a, x) => Math.max(a, Math.abs(x)), 0);
+      for (const isa of isas) {
+        const got = addon!.attentionHead!(isa, q, k, v, g, L, hd, scale);
+        const err = got.reduce((a, x, i) => Math.max(a, Math.abs(x - want[i])), 0) / vmax;
+        worst = Math.max(worst, err);
+        assert.ok(err < 2e-5, `${isa}, g ${g}, L ${L}, hd ${hd}: off by ${err} of max |v|`);
+      }
+    }
+  }
+  t.diagnostic(`variants ${isas.join(', ')}; worst |Δ| / max |v| ${worst.toExponential(2)}`);
+});
+
+test('ropewalk.DecodeAttention\'s kernel refuses sizes that disagree and an ISA this CPU lacks, naming them', { skip }, () => {
+  const f = (n: number) => new Float32Array(n);
+  assert.throws(() => addon!.attentionHead!('scalar', f(8), f(8), f(8), 2, 1, 8, 1), (e: Error & { code?: string }) => e.code === 'ORT_ARG' && /g 2, L 1, hd 8 for q of 8, k of 8 and v of 8 values/.test(e.message));
+  assert.throws(() => addon!.attentionHead!('scalar', f(8), f(16), f(8), 1, 2, 8, 1), (e: Error & { code?: string }) => e.code === 'ORT_ARG' && /v of 8 values/.test(e.message));
+  assert.throws(() => addon!.attentionHead!('sse' as never, f(8), f(8), f(8), 1, 1, 8, 1), (e: Error & { code?: string }) => e.code === 'ORT_ARG' && /no sse variant/.test(e.message));
+});
+
+/** Qwen3's layout with 128-wide heads (the kernel's 16-lane path), small enough for a test. */
+const QWEN3_SMALL: ModelConfig = {
+  architecture: 'qwen3', hiddenSize: 256, intermediateSize: 512, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 128,
+  vocabSize: 512, rmsNormEps: 1e-6, tiedEmbeddings: true, attentionBias: false, qkNorm: true,
+  rope: { theta: 1_000_000, rotaryDim: 128, layout: 'half' }, trainedContext: 4096,
+};
+
+/** Teacher-forced logits of `file` under the native graph and the CPU graph; the first graph's text too. */
+async function bothGraphs(file: string, cacheDir: string, steps: number): Promise<{ runs: Float32Array[][]; graphs: string[] }> {
+  const runs: Float32Array[][] = [];
+  const graphs: string[] = [];
+  for (const target of [NATIVE_CPU_TARGET, CPU_TARGET]) {
+    const bundle = await resolveModel(file, cacheDir, undefined, { target });
+    graphs.push(readFileSync(bundle.modelPath).toString('latin1'));
+    const backend = await NativeDecoderSession.create(bundle.modelPath, bundle.manifest.config);
+    try {
+      runs.push(await forcedLogits(backend, bundle.manifest.config, steps));
+    } finally {
+      await backend.dispose();
+    }
+  }
+  return { runs, graphs };
+}
+
+for (const [name, make] of [
+  ['a Qwen3-shaped model (128-wide heads, 4 / 2 heads, random weights)', async (dir: string) => {
+    const file = path.join(dir, 'qwen3-small.gguf');
+    writeModelGguf(file, QWEN3_SMALL, await storiesTokenizerMetadata(), randomWeights(5, 0.08));
+    return file;
+  }],
+  ['stories260K (8-wide heads)', async () => STORIES_GGUF],
+] as const) {
+  test(`${name} on ropewalk.DecodeAttention gives GroupQueryAttention's logits within float rounding, prefill and 40 decode steps`, { skip }, async (t) => {
+    const cacheDir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-attn-'));
+    try {
+      const { runs, graphs } = await bothGraphs(await make(cacheDir), cacheDir, 40);
+      assert.ok(graphs[0].includes('DecodeAttention') && !graphs[0].includes('GroupQueryAttention'), 'the native graph\'s attention is DecodeAttention');
+      assert.ok(graphs[1].includes('GroupQueryAttention') && !graphs[1].includes('DecodeAttention'), 'the CPU graph keeps GroupQueryAttention');
+      const [ours, ort] = runs;
+      const errs = ours.map((o, i) => {
+        const scale = ort[i].reduce((a, v) => Math.max(a, Math.abs(v)), 0);
+        return o.reduce((a, v, j) => Math.max(a, Math.abs(v - ort[i][j])), 0) / scale;
+      });
+      t.diagnostic(`max |Δlogit| / max |logit|: prefill ${errs[0].toExponential(1)}, decode steps up to ${Math.max(...errs.slice(1)).toExponential(1)}`);
+      assert.equal(errs.length, 41, 'the prompt and 40 decode steps compared');
+      // The prefill is ONNX Runtime's kernel in both (the classifier differs: MatMulF32 against Gemm);
+      // a decode step's attention sums in another float order (its e^x within 2 ulp): float32 rounding.
+      assert.ok(Math.max(...errs) < 1e-5, `a run off by ${Math.max(...errs)}`);
+    } finally {
+      rmSync(cacheDir, { recursive: true, force: true });
+    }
+  });
+}
