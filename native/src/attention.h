@@ -22,7 +22,8 @@
 //   buffer (the native backend binds them so): per KV head, scores of its query heads against
 //   each held key row in one pass (dot products in 16 float32 lanes: GCC's vector extension, one
 //   zmm, two ymm or four xmm), a softmax in float32 (max subtracted, exp, sum), then the value
-//   rows weighted in one pass; KV heads split over ONNX Runtime's intra-op pool. Else the inputs
+//   rows weighted in one pass; KV heads split over ONNX Runtime's intra-op pool (on the calling
+//   thread while the held keys are under 32 Ki floats: the pool's wake-up costs more). Else the inputs
 //   go to ONNX Runtime's kernel as they came.
 // Errors: a missing or non-positive attribute, or Hq not a multiple of Hkv, fails the kernel's
 // creation; shapes that disagree with the attributes, or positions past the cache's capacity,
@@ -41,15 +42,28 @@ namespace ropewalk {
  */
 using AttentionHeadFn = void (*)(const float* q, const float* k, const float* v, int64_t g, int64_t L, int64_t hd, float scale, float* scores,
                                  float* out);
+/** The same over float16 k and v rows (IEEE binary16 bits), widened as they are read. */
+using AttentionHeadHalfFn = void (*)(const float* q, const uint16_t* k, const uint16_t* v, int64_t g, int64_t L, int64_t hd, float scale,
+                                     float* scores, float* out);
+
+/** The most query heads a KV head may serve (num_heads / kv_num_heads). */
+constexpr int64_t kMaxAttentionGroup = 64;
 
 void AttentionHeadScalar(const float* q, const float* k, const float* v, int64_t g, int64_t L, int64_t hd, float scale, float* scores, float* out);
 void AttentionHeadAvx2(const float* q, const float* k, const float* v, int64_t g, int64_t L, int64_t hd, float scale, float* scores, float* out);
 void AttentionHeadAvx512(const float* q, const float* k, const float* v, int64_t g, int64_t L, int64_t hd, float scale, float* scores, float* out);
 
-/** The fastest variant this CPU has; `name` gets "avx512" | "avx2" | "scalar". */
-AttentionHeadFn AttentionKernel(const char** name = nullptr);
+void AttentionHeadHalfScalar(const float* q, const uint16_t* k, const uint16_t* v, int64_t g, int64_t L, int64_t hd, float scale, float* s, float* out);
+void AttentionHeadHalfAvx2(const float* q, const uint16_t* k, const uint16_t* v, int64_t g, int64_t L, int64_t hd, float scale, float* s, float* out);
+void AttentionHeadHalfAvx512(const float* q, const uint16_t* k, const uint16_t* v, int64_t g, int64_t L, int64_t hd, float scale, float* s, float* out);
 
-/** The op's table (see the file comment), for the "ropewalk" domain. */
+/** The fastest variant this CPU has (AVX-512F, AVX2 + FMA + F16C, or scalar); `name` gets "avx512" | "avx2" | "scalar". */
+AttentionHeadFn AttentionKernel(const char** name = nullptr);
+/** The float16-KV variant of the same ISA. */
+AttentionHeadHalfFn AttentionHalfKernel();
+
+/** The op's tables (see the file comment), for the "ropewalk" domain: float32 and float16 (q/k/v, output and KV cache). */
 OrtCustomOp* DecodeAttentionOp();
+OrtCustomOp* DecodeAttentionHalfOp();
 
 }  // namespace ropewalk

@@ -5,7 +5,7 @@
 // attribute; OpenMatMulRun reads A float32 [..., K] (input 0) and `weights` weight inputs
 // (1..weights) and allocates Y [..., N], failing when A's last dimension is not K or A has more
 // than INT_MAX rows; Guarded turns what a compute throws (OrtError) into its run's status; MakeOp
-// builds the op table (CPU EP, inputs of the given types, all required, float32 outputs: one unless told).
+// builds the op table (CPU EP, inputs of the given types, all required, outputs of one type: one float32 unless told).
 #pragma once
 #include <onnxruntime_c_api.h>
 
@@ -60,20 +60,21 @@ OrtStatus* ORT_API_CALL Guarded(void* kernel, OrtKernelContext* ctx) {
 /** The inputs' element types of a custom op, in order. */
 using InputTypes = std::vector<ONNXTensorElementDataType>;
 
-/** One CPU custom op: inputs of `types`, `outputs` float32 outputs (one unless given). */
+/** One CPU custom op: inputs of `types`, `outputs` outputs of `outputType` (one float32 unless given). */
 template <typename Kernel, OrtStatus* (*Run)(Kernel*, OrtKernelContext*)>
 OrtCustomOp MakeOp(const char* name, InputTypes types, OrtStatus*(ORT_API_CALL* create)(const OrtCustomOp*, const OrtApi*, const OrtKernelInfo*, void**),
-                   size_t outputs = 1) {
+                   size_t outputs = 1, ONNXTensorElementDataType outputType = ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
   static const char* opName = name;
   static const InputTypes inputTypes = std::move(types);
   static const size_t outputCount = outputs;
+  static const ONNXTensorElementDataType outputElement = outputType;
   OrtCustomOp op{};
   op.version = ORT_API_VERSION;
   op.GetName = [](const OrtCustomOp*) { return opName; };
   op.GetExecutionProviderType = [](const OrtCustomOp*) { return "CPUExecutionProvider"; };
   op.GetInputType = [](const OrtCustomOp*, size_t i) { return inputTypes[i]; };
   op.GetInputTypeCount = [](const OrtCustomOp*) -> size_t { return inputTypes.size(); };
-  op.GetOutputType = [](const OrtCustomOp*, size_t) { return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT; };
+  op.GetOutputType = [](const OrtCustomOp*, size_t) { return outputElement; };
   op.GetOutputTypeCount = [](const OrtCustomOp*) -> size_t { return outputCount; };
   op.KernelDestroy = [](void* kernel) { delete static_cast<Kernel*>(kernel); };
   op.GetInputCharacteristic = [](const OrtCustomOp*, size_t) { return INPUT_OUTPUT_REQUIRED; };

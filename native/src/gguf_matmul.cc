@@ -388,6 +388,7 @@ void AddRopewalkOps(OrtSessionOptions* options) {
       Check(Ort().CustomOpDomain_Add(fresh, &gatherK), "CustomOpDomain_Add");
       Check(Ort().CustomOpDomain_Add(fresh, FloatMatMulOp()), "CustomOpDomain_Add");
       Check(Ort().CustomOpDomain_Add(fresh, DecodeAttentionOp()), "CustomOpDomain_Add");
+      Check(Ort().CustomOpDomain_Add(fresh, DecodeAttentionHalfOp()), "CustomOpDomain_Add");
       domain = fresh;
     }
   }

@@ -13,8 +13,9 @@
 //   matMulF32(isa, x: Float32Array [k], w: Float32Array [n·k], n, k): Float32Array [n]
 //       ropewalk.MatMulF32's decode kernel the same way (float_matmul.h), 'avx512' | 'avx2' | 'scalar'.
 //   matMulF32Kernel: string    the ISA MatMulF32 runs on here
-//   attentionHead(isa, q: Float32Array [g·hd], k, v: Float32Array [L·hd], g, L, hd, scale): Float32Array [g·hd]
-//       ropewalk.DecodeAttention's kernel for one KV head (attention.h), 'avx512' | 'avx2' | 'scalar'.
+//   attentionHead(isa, q: Float32Array [g·hd], k, v: Float32Array | Uint16Array (float16 bits) [L·hd], g, L, hd, scale): Float32Array [g·hd]
+//       ropewalk.DecodeAttention's kernel for one KV head (attention.h), 'avx512' | 'avx2' | 'scalar',
+//       on float32 or float16 KV rows as k and v's type says.
 //   attentionKernel: string    the ISA DecodeAttention runs on here
 #include <napi.h>
 
@@ -167,20 +168,33 @@ Napi::Value AttentionHead(const Napi::CallbackInfo& info) {
   }
   const std::string isa = info[0].As<Napi::String>().Utf8Value();
   __builtin_cpu_init();
-  const bool has = isa == "scalar" || (isa == "avx2" && CpuHasAvx2Fma()) || (isa == "avx512" && __builtin_cpu_supports("avx512f"));
+  const bool has = isa == "scalar" || (isa == "avx2" && CpuHasAvx2Fma()) || (isa == "avx512" && __builtin_cpu_supports("avx512f") && CpuHasAvx2Fma());
   if (!has) ArgError(env, "attentionHead: no " + isa + " variant on this CPU (scalar, avx2, avx512 as it has them)");
-  const AttentionHeadFn fn = isa == "scalar" ? AttentionHeadScalar : isa == "avx2" ? AttentionHeadAvx2 : AttentionHeadAvx512;
-  const Napi::Float32Array q = info[1].As<Napi::Float32Array>(), k = info[2].As<Napi::Float32Array>(), v = info[3].As<Napi::Float32Array>();
+  const Napi::Float32Array q = info[1].As<Napi::Float32Array>();
+  const Napi::TypedArray k = info[2].As<Napi::TypedArray>(), v = info[3].As<Napi::TypedArray>();
+  // k and v: both Float32Array (float32 KV) or both Uint16Array (float16 bits).
+  const bool half = k.TypedArrayType() == napi_uint16_array && v.TypedArrayType() == napi_uint16_array;
+  if (!half && (k.TypedArrayType() != napi_float32_array || v.TypedArrayType() != napi_float32_array)) {
+    ArgError(env, "attentionHead: k and v must both be Float32Arrays or both Uint16Arrays (float16 bits)");
+  }
   const int64_t g = info[4].As<Napi::Number>().Int64Value(), L = info[5].As<Napi::Number>().Int64Value(), hd = info[6].As<Napi::Number>().Int64Value();
   const float scale = info[7].As<Napi::Number>().FloatValue();
-  if (g <= 0 || L <= 0 || hd <= 0 || static_cast<int64_t>(q.ElementLength()) != g * hd || static_cast<int64_t>(k.ElementLength()) != L * hd ||
-      static_cast<int64_t>(v.ElementLength()) != L * hd) {
+  if (g <= 0 || g > kMaxAttentionGroup || L <= 0 || hd <= 0 || static_cast<int64_t>(q.ElementLength()) != g * hd ||
+      static_cast<int64_t>(k.ElementLength()) != L * hd || static_cast<int64_t>(v.ElementLength()) != L * hd) {
     ArgError(env, "attentionHead: g " + std::to_string(g) + ", L " + std::to_string(L) + ", hd " + std::to_string(hd) + " for q of " +
                       std::to_string(q.ElementLength()) + ", k of " + std::to_string(k.ElementLength()) + " and v of " + std::to_string(v.ElementLength()) + " values");
   }
   std::vector<float> scores(static_cast<size_t>(g * L));
   Napi::Float32Array out = Napi::Float32Array::New(env, static_cast<size_t>(g * hd));
-  fn(q.Data(), k.Data(), v.Data(), g, L, hd, scale, scores.data(), out.Data());
+  const void* kd = static_cast<const uint8_t*>(k.ArrayBuffer().Data()) + k.ByteOffset();
+  const void* vd = static_cast<const uint8_t*>(v.ArrayBuffer().Data()) + v.ByteOffset();
+  if (half) {
+    const AttentionHeadHalfFn fn = isa == "scalar" ? AttentionHeadHalfScalar : isa == "avx2" ? AttentionHeadHalfAvx2 : AttentionHeadHalfAvx512;
+    fn(q.Data(), static_cast<const uint16_t*>(kd), static_cast<const uint16_t*>(vd), g, L, hd, scale, scores.data(), out.Data());
+  } else {
+    const AttentionHeadFn fn = isa == "scalar" ? AttentionHeadScalar : isa == "avx2" ? AttentionHeadAvx2 : AttentionHeadAvx512;
+    fn(q.Data(), static_cast<const float*>(kd), static_cast<const float*>(vd), g, L, hd, scale, scores.data(), out.Data());
+  }
   return out;
 }
 

@@ -407,12 +407,17 @@ export function usesRotaryEmbedding(c: Pick<ModelConfig, 'rope' | 'localRope' | 
  * Whether layer `i`'s attention is the native addon's `ropewalk.DecodeAttention`
  * (native/src/attention.h: one pass over a KV head's rows for all of its query heads in a decode
  * step; ONNX Runtime's GroupQueryAttention for a prefill) rather than GroupQueryAttention itself:
- * on the native CPU target's float32 graph (float32 KV) for a layer with full attention and none
- * of GroupQueryAttention's extras (no soft-cap, no sliding window, no attention sinks).
+ * on the native CPU target's graphs (float32 KV, and the float16-KV graph beside it: the op's
+ * float16 form) for a layer with full attention and none of GroupQueryAttention's extras (no
+ * soft-cap, no sliding window, no attention sinks), at most 64 query heads a KV head.
  */
-export function usesDecodeAttention(c: Pick<ModelConfig, 'gemma' | 'slidingWindow' | 'attentionSinks'>, i: number, target: GraphTarget): boolean {
-  return !!target.nativeKernels && target.dtype === 'float32' && !halfKvOnly(target) && !c.attentionSinks && !((c.gemma?.attentionSoftcap ?? 0) > 0) && !((c.slidingWindow?.[i] ?? 0) > 0);
+export function usesDecodeAttention(c: Pick<ModelConfig, 'gemma' | 'slidingWindow' | 'attentionSinks' | 'numHeads' | 'numKvHeads'>, i: number, target: GraphTarget): boolean {
+  const plain = !c.attentionSinks && !((c.gemma?.attentionSoftcap ?? 0) > 0) && !((c.slidingWindow?.[i] ?? 0) > 0);
+  return !!target.nativeKernels && target.dtype === 'float32' && plain && c.numHeads / c.numKvHeads <= MAX_ATTENTION_GROUP;
 }
+
+/** The most query heads a KV head may serve in `ropewalk.DecodeAttention` (attention.h kMaxAttentionGroup). */
+const MAX_ATTENTION_GROUP = 64;
 
 /** A float32 weight's bytes for the data file: its array, or chunks read when the file is written. */
 function floatData(w: WeightSource): SegmentData {

@@ -186,11 +186,12 @@ export interface NativeAddon {
   matMulF32Kernel?: string;
   /**
    * ropewalk.DecodeAttention's kernel for one KV head alone (one ISA variant, one thread): q float32
-   * [g, hd] (the head's query heads), k and v float32 [L, hd] (its held rows) → out float32 [g, hd],
+   * [g, hd] (the head's query heads), k and v [L, hd] (its held rows: both Float32Array, or both
+   * Uint16Array of float16 bits, the float16 KV cache's kernel) → out float32 [g, hd],
    * out_j = Σ_t softmax_t(scale · q_j·k_t) v_t (native/src/attention.h). Absent from an addon built before it.
-   * @throws Error (code 'ORT_ARG') for sizes that disagree or an ISA this CPU lacks.
+   * @throws Error (code 'ORT_ARG') for sizes that disagree, k and v of other types, or an ISA this CPU lacks.
    */
-  attentionHead?(isa: 'scalar' | 'avx2' | 'avx512', q: Float32Array, k: Float32Array, v: Float32Array, g: number, L: number, hd: number, scale: number): Float32Array;
+  attentionHead?(isa: 'scalar' | 'avx2' | 'avx512', q: Float32Array, k: Float32Array | Uint16Array, v: Float32Array | Uint16Array, g: number, L: number, hd: number, scale: number): Float32Array;
   /** The instruction set `ropewalk.DecodeAttention` runs on here ('avx512', 'avx2' or 'scalar'). */
   attentionKernel?: string;
 }
