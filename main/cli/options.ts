@@ -24,7 +24,7 @@ export interface ChatOptions {
   ep: ExecutionProviderChoice;
   /** null: native when the addon loads, else js (the engine says why). */
   backend: BackendKind | null;
-  /** ONNX Runtime's intra-op threads (0: its default, the physical cores). */
+  /** ONNX Runtime's intra-op threads (0: the physical cores, main/engine/model/cpu-threads.ts). */
   threads: number;
   /** `--kv-cache float16|float32`: the KV cache's element type on the CPU (default the engine's). */
   kvCacheDtype: KvCacheDtype;

@@ -3,7 +3,7 @@
  * (created if missing; must be a writable folder), `--static DIR`, `--cors ORIGIN` (one origin,
  * scheme://host[:port], allowed to call /v1 from a browser), `--ep auto|cpu|webgpu|cuda` (saved as
  * the execution-provider setting before the model loads), `--threads N` (0–1024, saved as the
- * threads setting before the model loads; 0: ONNX Runtime's default). Bad options throw
+ * threads setting before the model loads; 0: the physical cores, main/engine/model/cpu-threads.ts). Bad options throw
  * `UsageError` with one sentence (the CLI prints it and exits 2).
  */
 import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';

@@ -33,6 +33,7 @@ import { KV_FLOAT16_MODEL_FILE, MODEL_FILE } from '../../main/engine/model/bundl
 import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
 import { kvBytesPerPosition } from '../../main/engine/model/memory.ts';
 import { loadNativeAddon, type NativeAddon } from '../../main/engine/model/native-addon.ts';
+import { intraOpThreadsFor } from '../../main/engine/model/cpu-threads.ts';
 import type { ModelConfig } from '../../main/engine/model/manifest.ts';
 import { qwen3_0_6bConfig, qwen3TokenizerMetadata, writeModelGguf } from '../helpers/synthetic-gguf.ts';
 import { poolWeights } from './pool-weights.ts';
@@ -151,7 +152,7 @@ export const KV_STORAGE_HEAD = ['KV storage', 'bytes/elem', 'attention / step', 
 function openDecoder(addon: NativeAddon, modelPath: string, c: ModelConfig, kvDtype: 'float32' | 'float16', held: number, capacity: number, profilePrefix?: string) {
   const decoder = new addon.NativeDecoder(modelPath, {
     executionProvider: 'cpu', numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim, vocabSize: c.vocabSize,
-    rotaryHalf: c.rope.rotaryDim / 2, logits: new Float32Array(c.vocabSize), kvDtype, intraOpThreads: Number(process.env.BENCH_THREADS ?? 0),
+    rotaryHalf: c.rope.rotaryDim / 2, logits: new Float32Array(c.vocabSize), kvDtype, intraOpThreads: intraOpThreadsFor(Number(process.env.BENCH_THREADS ?? 0)),
     ...(profilePrefix ? { profilePrefix } : {}),
   });
   const rope = new RopeCache(c.rope, capacity);
@@ -206,7 +207,7 @@ export async function kvStepRows(layers: number, held: number, steps: number, ro
       decoder.dispose();
       const ops = opShares(events, steps + 1, b.c.vocabSize);
       const nodeMs = ops.reduce((a, o) => a + o.usPerStep, 0) / 1000;
-      const attentionMs = ops.filter((o) => o.op === 'GroupQueryAttention' || o.op === 'Cast').reduce((a, o) => a + o.usPerStep, 0) / 1000;
+      const attentionMs = ops.filter((o) => o.op === 'GroupQueryAttention' || o.op === 'DecodeAttention' || o.op === 'Cast').reduce((a, o) => a + o.usPerStep, 0) / 1000;
       out.push({ dtype: b.kvCacheDtype, bytes: kvBytesPerPosition(b.c, b.kvCacheDtype), wallMs: median(b.medians), nodeMs, attentionMs });
     }
     return out.map((r) => [r.dtype, String(r.bytes), `${r.wallMs.toFixed(2)} ms`, `${r.nodeMs.toFixed(2)} ms`, `${r.attentionMs.toFixed(2)} ms`, `${(r.wallMs / out[0].wallMs).toFixed(2)}×`]);
@@ -217,4 +218,4 @@ export async function kvStepRows(layers: number, held: number, steps: number, ro
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-export const KV_STEP_HEAD = ['KV cache', 'bytes/position', 'wall step', 'node time', 'attention (GQA + Casts)', 'wall vs float32'];
+export const KV_STEP_HEAD = ['KV cache', 'bytes/position', 'wall step', 'node time', 'attention (its node + Casts)', 'wall vs float32'];

@@ -13,6 +13,7 @@ import { performance } from 'node:perf_hooks';
 import { RopeCache } from '../../main/engine/cache/rope-cache.ts';
 import type { ModelConfig } from '../../main/engine/model/manifest.ts';
 import { loadNativeAddon } from '../../main/engine/model/native-addon.ts';
+import { intraOpThreadsFor } from '../../main/engine/model/cpu-threads.ts';
 import { profileFolder } from '../../main/engine/model/placement.ts';
 
 /** One op type's time in a step: µs per step (summed over its nodes) and how many nodes ran. */
@@ -62,7 +63,7 @@ export async function profileDecode(modelPath: string, c: ModelConfig, held: num
   const decoder = new status.addon.NativeDecoder(modelPath, {
     executionProvider: 'cpu', numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim,
     vocabSize: c.vocabSize, rotaryHalf: c.rope.rotaryDim / 2, logits, profilePrefix: prefix,
-    intraOpThreads: Number(process.env.BENCH_THREADS ?? 0),
+    intraOpThreads: intraOpThreadsFor(Number(process.env.BENCH_THREADS ?? 0)),
   });
   try {
     const rope = new RopeCache(c.rope, capacity);

@@ -85,8 +85,8 @@ export interface EngineOptions {
    */
   nativeKernels?: boolean;
   /**
-   * ONNX Runtime's intra-op threads for the CPU work, a whole number 0–1024 (default 0: ONNX
-   * Runtime's own default, one per physical core). @see MAX_THREADS
+   * ONNX Runtime's intra-op threads for the CPU work, a whole number 0–1024 (default 0: one per
+   * physical core, counted by model/cpu-threads.ts and passed as a number). @see MAX_THREADS
    */
   threads?: number;
   /**
@@ -204,10 +204,10 @@ function oneLine(...notes: (string | null)[]): string | null {
   return said.length ? said.join('; ') : null;
 }
 
-/** Validates a thread count (0: ONNX Runtime's default). @throws InvalidOptionError quoting it. */
+/** Validates a thread count (0: the physical cores, counted by cpu-threads.ts). @throws InvalidOptionError quoting it. */
 export function validateThreads(n: unknown): number {
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > MAX_THREADS) {
-    throw new InvalidOptionError('threads', `${String(n)} is not a whole number from 0 (ONNX Runtime's default: the physical cores) to ${MAX_THREADS}`);
+    throw new InvalidOptionError('threads', `${String(n)} is not a whole number from 0 (the physical cores) to ${MAX_THREADS}`);
   }
   return n;
 }

@@ -24,7 +24,7 @@ export type ExecutionProviderChoice = 'auto' | ExecutionProvider;
 export const EXECUTION_PROVIDER_CHOICES = ['auto', 'cpu', 'webgpu', 'cuda'] as const satisfies readonly ExecutionProviderChoice[];
 export type BackendKind = 'js' | 'native';
 export const BACKEND_KINDS: readonly BackendKind[] = ['native', 'js'];
-/** Most ONNX Runtime intra-op threads a load may ask for (0: ONNX Runtime's default, one per physical core). */
+/** Most ONNX Runtime intra-op threads a load may ask for (0: the physical cores, cpu-threads.ts). */
 export const MAX_THREADS = 1024;
 
 export interface SessionInfo {

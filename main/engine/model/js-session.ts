@@ -31,6 +31,7 @@ import { checkRopeTables, type DecoderBackend, type ExecutionProvider, type Sess
 import { ropeColumns, type ModelConfig } from './manifest.ts';
 import { ensureWebGpuEnvironment, ortReason } from './ep-choice.ts';
 import { FirstRunProfile } from './placement.ts';
+import { intraOpThreadsFor } from './cpu-threads.ts';
 
 export type { ExecutionProvider, SessionInfo } from './backend.ts';
 
@@ -98,14 +99,15 @@ export class DecoderSession implements DecoderBackend {
 
   /**
    * Opens `model.onnx` with the requested execution provider, falling back to CPU;
-   * `intraOpThreads`: ONNX Runtime's intra-op thread pool (0: its default, the physical cores).
+   * `intraOpThreads`: ONNX Runtime's intra-op thread pool (0: the physical cores, counted by
+   * cpu-threads.ts and passed as a number).
    * @throws ModelLoadError when ONNX Runtime cannot load the model at all.
    */
   static async create(modelPath: string, config: ModelConfig, ep: ExecutionProvider = 'cpu', intraOpThreads = 0): Promise<DecoderSession> {
     const profile = await FirstRunProfile.create();
     const options = (provider: ExecutionProvider): ort.InferenceSession.SessionOptions => ({
       executionProviders: [provider],
-      ...(intraOpThreads > 0 ? { intraOpNumThreads: intraOpThreads } : {}),
+      intraOpNumThreads: intraOpThreadsFor(intraOpThreads),
       graphOptimizationLevel: 'all',
       logSeverityLevel: 3,
       enableProfiling: true,

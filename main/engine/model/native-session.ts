@@ -21,6 +21,7 @@ import * as io from './io-names.ts';
 import { ropeColumns, type ModelConfig } from './manifest.ts';
 import type { GraphDtype } from './graph-target.ts';
 import { buildKvCopyGraph } from './kv-copy-graph.ts';
+import { intraOpThreadsFor } from './cpu-threads.ts';
 import { loadNativeAddon, type NativeDecoder, type NativeDecoderStats } from './native-addon.ts';
 import { ensureWebGpuEnvironment } from './ep-choice.ts';
 import { FirstRunProfile } from './placement.ts';
@@ -63,8 +64,8 @@ export class NativeDecoderSession implements DecoderBackend {
   /**
    * Opens `model.onnx` through the addon with the requested provider (CUDA or WebGPU fall back
    * to the CPU with the reason in `info.fallbackReason`); `kvDtype` is the graph's KV dtype (the
-   * bundle manifest's `dtype`); `intraOpThreads`: ONNX Runtime's intra-op thread pool (0: its
-   * default, the physical cores).
+   * bundle manifest's `dtype`); `intraOpThreads`: ONNX Runtime's intra-op thread pool (0: the
+   * physical cores, counted by cpu-threads.ts and passed as a number).
    * @throws NativeUnavailableError when the addon cannot be loaded; ModelLoadError when ONNX
    *   Runtime cannot open the model.
    */
@@ -87,7 +88,7 @@ export class NativeDecoderSession implements DecoderBackend {
         copyModel: ep === 'cpu' ? undefined : buildKvCopyGraph(kvDtype),
         windowLayers: Uint8Array.from({ length: config.numLayers }, (_, l) => ((config.slidingWindow?.[l] ?? 0) > 0 ? 1 : 0)),
         profilePrefix: profile.prefix,
-        intraOpThreads,
+        intraOpThreads: intraOpThreadsFor(intraOpThreads),
       });
       return new NativeDecoderSession(decoder, config, logits, ep, profile);
     } catch (e) {
