@@ -40,24 +40,19 @@ namespace isa_avx512 {
 }  // namespace isa_avx512
 #pragma GCC pop_options
 
-void AttentionHeadScalar(const float* q, const float* k, const float* v, int64_t g, int64_t L, int64_t hd, float scale, float* s, float* out) {
-  isa_scalar::Head(q, k, v, g, L, hd, scale, s, out);
-}
-void AttentionHeadAvx2(const float* q, const float* k, const float* v, int64_t g, int64_t L, int64_t hd, float scale, float* s, float* out) {
-  isa_avx2::Head(q, k, v, g, L, hd, scale, s, out);
-}
-void AttentionHeadAvx512(const float* q, const float* k, const float* v, int64_t g, int64_t L, int64_t hd, float scale, float* s, float* out) {
-  isa_avx512::Head(q, k, v, g, L, hd, scale, s, out);
-}
-void AttentionHeadHalfScalar(const float* q, const uint16_t* k, const uint16_t* v, int64_t g, int64_t L, int64_t hd, float scale, float* s, float* out) {
-  isa_scalar::Head(q, k, v, g, L, hd, scale, s, out);
-}
-void AttentionHeadHalfAvx2(const float* q, const uint16_t* k, const uint16_t* v, int64_t g, int64_t L, int64_t hd, float scale, float* s, float* out) {
-  isa_avx2::Head(q, k, v, g, L, hd, scale, s, out);
-}
-void AttentionHeadHalfAvx512(const float* q, const uint16_t* k, const uint16_t* v, int64_t g, int64_t L, int64_t hd, float scale, float* s, float* out) {
-  isa_avx512::Head(q, k, v, g, L, hd, scale, s, out);
-}
+// One ISA's exported variants: its Head over float32 and over float16 rows.
+#define RW_ATTENTION_VARIANTS(Isa, ns)                                                                                                      \
+  void AttentionHead##Isa(const float* q, const float* k, const float* v, int64_t g, int64_t L, int64_t hd, float scale, float* s, float* out) { \
+    ns::Head(q, k, v, g, L, hd, scale, s, out);                                                                                                  \
+  }                                                                                                                                              \
+  void AttentionHeadHalf##Isa(const float* q, const uint16_t* k, const uint16_t* v, int64_t g, int64_t L, int64_t hd, float scale, float* s,    \
+                              float* out) {                                                                                                      \
+    ns::Head(q, k, v, g, L, hd, scale, s, out);                                                                                                  \
+  }
+RW_ATTENTION_VARIANTS(Scalar, isa_scalar)
+RW_ATTENTION_VARIANTS(Avx2, isa_avx2)
+RW_ATTENTION_VARIANTS(Avx512, isa_avx512)
+#undef RW_ATTENTION_VARIANTS
 
 AttentionHeadFn AttentionKernel(const char** name) {
   struct Choice {
