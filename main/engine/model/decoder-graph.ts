@@ -409,11 +409,12 @@ export function usesRotaryEmbedding(c: Pick<ModelConfig, 'rope' | 'localRope' | 
  * step; ONNX Runtime's GroupQueryAttention for a prefill) rather than GroupQueryAttention itself:
  * on the native CPU target's graphs (float32 KV, and the float16-KV graph beside it: the op's
  * float16 form) for a layer with full attention and none of GroupQueryAttention's extras (no
- * soft-cap, no sliding window, no attention sinks), at most 64 query heads a KV head.
+ * soft-cap, no sliding window, no attention sinks), at most 64 query heads a KV head; not with
+ * `target.ortAttention` (tests and benches).
  */
 export function usesDecodeAttention(c: Pick<ModelConfig, 'gemma' | 'slidingWindow' | 'attentionSinks' | 'numHeads' | 'numKvHeads'>, i: number, target: GraphTarget): boolean {
   const plain = !c.attentionSinks && !((c.gemma?.attentionSoftcap ?? 0) > 0) && !((c.slidingWindow?.[i] ?? 0) > 0);
-  return !!target.nativeKernels && target.dtype === 'float32' && plain && c.numHeads / c.numKvHeads <= MAX_ATTENTION_GROUP;
+  return !!target.nativeKernels && !target.ortAttention && target.dtype === 'float32' && plain && c.numHeads / c.numKvHeads <= MAX_ATTENTION_GROUP;
 }
 
 /** The most query heads a KV head may serve in `ropewalk.DecodeAttention` (attention.h kMaxAttentionGroup). */
