@@ -1,9 +1,10 @@
 /**
  * model/cpu-threads.ts: the thread count a session opens with when none is asked. Fixture sysfs
  * trees (written here, as Linux lays /sys/devices/system/cpu out) for SMT siblings, two packages,
- * an offline CPU and an unreadable folder; the affinity cap; an asked count kept as it is. And on
- * this machine: the count is what the kernel's topology files say, never 0 (0 is ONNX Runtime's
- * own default, which came to one thread on a 2-core VM: a decode step 1.6× slower).
+ * an offline CPU and an unreadable folder (null: ONNX Runtime counts, as on Windows and macOS); the
+ * affinity cap; an asked count kept as it is. And on this machine (Linux): the count is what the
+ * kernel's topology files say, never 0 (0 is ONNX Runtime's own default, which came to one thread
+ * on a 2-core VM: a decode step 1.6× slower).
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -44,26 +45,31 @@ test('physicalCores counts (package, core) pairs: SMT siblings once, cores of tw
   }
 });
 
-test('physicalCores: at most the CPUs this process may run on; the available count where sysfs says nothing', () => {
+test('physicalCores: at most the CPUs this process may run on; null where sysfs says nothing (ONNX Runtime counts then)', () => {
   const dir = sysTree([[0, 0], [0, 1], [0, 2], [0, 3]]);
   try {
     assert.equal(physicalCores(dir, 2), 2, 'an affinity mask of 2 CPUs caps 4 cores');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  assert.equal(physicalCores(path.join(os.tmpdir(), 'ropewalk-no-such-sysfs'), 3), 3, 'no sysfs folder: the available CPUs');
+  assert.equal(physicalCores(path.join(os.tmpdir(), 'ropewalk-no-such-sysfs'), 3), null, 'no sysfs folder (Windows, macOS)');
   const empty = sysTree([null, null]);
   try {
-    assert.equal(physicalCores(empty, 5), 5, 'no topology files: the available CPUs');
-    assert.equal(physicalCores(empty, 0), 1, 'never 0');
+    assert.equal(physicalCores(empty, 5), null, 'no topology files');
   } finally {
     rmSync(empty, { recursive: true, force: true });
   }
 });
 
-test('intraOpThreadsFor keeps an asked count and turns 0 into this machine\'s physical cores, a positive number', () => {
+test('intraOpThreadsFor keeps an asked count and turns 0 into this machine\'s physical cores (on Linux a positive number)', () => {
   assert.equal(intraOpThreadsFor(3), 3);
   const here = intraOpThreadsFor(0);
-  assert.equal(here, physicalCores());
-  assert.ok(here >= 1 && here <= os.availableParallelism(), `${here} threads for ${os.availableParallelism()} CPUs`);
+  assert.equal(here, physicalCores() ?? 0);
+  if (process.platform === 'linux') assert.ok(here >= 1 && here <= os.availableParallelism(), `${here} threads for ${os.availableParallelism()} CPUs`);
+  const dir = sysTree([[0, 0]]);
+  try {
+    assert.equal(physicalCores(dir, 0), 1, 'an affinity of 0 CPUs still gives one');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
