@@ -6,6 +6,7 @@
 #include <cstring>
 #include <immintrin.h>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "custom_op.h"
@@ -54,30 +55,14 @@ RW_ATTENTION_VARIANTS(Avx2, isa_avx2)
 RW_ATTENTION_VARIANTS(Avx512, isa_avx512)
 #undef RW_ATTENTION_VARIANTS
 
-AttentionHeadFn AttentionKernel(const char** name) {
-  struct Choice {
-    AttentionHeadFn fn;
-    AttentionHeadHalfFn half;
-    const char* name;
-  };
-  static const Choice choice = [] {
+AttentionKernels AttentionKernelsHere() {
+  static const AttentionKernels chosen = [] {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && CpuHasAvx2Fma()) return Choice{AttentionHeadAvx512, AttentionHeadHalfAvx512, "avx512"};
-    if (CpuHasAvx2Fma()) return Choice{AttentionHeadAvx2, AttentionHeadHalfAvx2, "avx2"};
-    return Choice{AttentionHeadScalar, AttentionHeadHalfScalar, "scalar"};
+    if (__builtin_cpu_supports("avx512f") && CpuHasAvx2Fma()) return AttentionKernels{AttentionHeadAvx512, AttentionHeadHalfAvx512, "avx512"};
+    if (CpuHasAvx2Fma()) return AttentionKernels{AttentionHeadAvx2, AttentionHeadHalfAvx2, "avx2"};
+    return AttentionKernels{AttentionHeadScalar, AttentionHeadHalfScalar, "scalar"};
   }();
-  if (name != nullptr) *name = choice.name;
-  return choice.fn;
-}
-
-AttentionHeadHalfFn AttentionHalfKernel() {
-  static const AttentionHeadHalfFn fn = [] {
-    const char* name = nullptr;
-    AttentionKernel(&name);
-    const std::string isa = name;
-    return isa == "avx512" ? AttentionHeadHalfAvx512 : isa == "avx2" ? AttentionHeadHalfAvx2 : AttentionHeadHalfScalar;
-  }();
-  return fn;
+  return chosen;
 }
 
 namespace {
@@ -88,20 +73,14 @@ struct Elem;
 template <>
 struct Elem<float> {
   static constexpr ONNXTensorElementDataType kType = ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
-  static float Widen(float x) { return x; }
-  static float Narrow(float x) { return x; }
-  static void Head(const float* q, const float* k, const float* v, int64_t g, int64_t L, int64_t hd, float scale, float* s, float* out) {
-    AttentionKernel()(q, k, v, g, L, hd, scale, s, out);
-  }
+  static AttentionHeadFn Head() { return AttentionKernelsHere().f32; }
 };
 template <>
 struct Elem<uint16_t> {
   static constexpr ONNXTensorElementDataType kType = ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16;
   static float Widen(uint16_t x) { return HalfToFloat(x); }
   static uint16_t Narrow(float x) { return FloatToHalf(x); }
-  static void Head(const float* q, const uint16_t* k, const uint16_t* v, int64_t g, int64_t L, int64_t hd, float scale, float* s, float* out) {
-    AttentionHalfKernel()(q, k, v, g, L, hd, scale, s, out);
-  }
+  static AttentionHeadHalfFn Head() { return AttentionKernelsHere().f16; }
 };
 
 /** A DecodeAttention node: its heads, scale, and ONNX Runtime's GroupQueryAttention for a prefill. */
@@ -164,20 +143,27 @@ struct AttentionJob {
   E* out;  // [Hq, hd]
 };
 
-/** KV head h's query heads: q widened, the kernel, the output narrowed (float16) or written (float32). */
+/**
+ * KV head h's query heads through the kernel: float32 q and output as they lie; float16 ones
+ * widened into, and narrowed from, this thread's scratch.
+ */
 template <typename E>
 void AttentionTask(void* data, size_t h) {
   auto* j = static_cast<AttentionJob<E>*>(data);
   thread_local std::vector<float> scores, q, out;
   const int64_t n = j->group * j->hd;
   scores.resize(static_cast<size_t>(j->group * j->length));
-  q.resize(static_cast<size_t>(n));
-  out.resize(static_cast<size_t>(n));
   const int64_t kv = static_cast<int64_t>(h) * j->capacity * j->hd;
   const int64_t qh = static_cast<int64_t>(h) * n;
-  for (int64_t i = 0; i < n; i++) q[i] = Elem<E>::Widen(j->q[qh + i]);
-  Elem<E>::Head(q.data(), j->k + kv, j->v + kv, j->group, j->length, j->hd, j->scale, scores.data(), out.data());
-  for (int64_t i = 0; i < n; i++) j->out[qh + i] = Elem<E>::Narrow(out[i]);
+  if constexpr (std::is_same_v<E, float>) {
+    Elem<E>::Head()(j->q + qh, j->k + kv, j->v + kv, j->group, j->length, j->hd, j->scale, scores.data(), j->out + qh);
+  } else {
+    q.resize(static_cast<size_t>(n));
+    out.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; i++) q[i] = Elem<E>::Widen(j->q[qh + i]);
+    Elem<E>::Head()(q.data(), j->k + kv, j->v + kv, j->group, j->length, j->hd, j->scale, scores.data(), out.data());
+    for (int64_t i = 0; i < n; i++) j->out[qh + i] = Elem<E>::Narrow(out[i]);
+  }
 }
 
 template <typename E>

@@ -57,10 +57,15 @@ void AttentionHeadHalfScalar(const float* q, const uint16_t* k, const uint16_t* 
 void AttentionHeadHalfAvx2(const float* q, const uint16_t* k, const uint16_t* v, int64_t g, int64_t L, int64_t hd, float scale, float* s, float* out);
 void AttentionHeadHalfAvx512(const float* q, const uint16_t* k, const uint16_t* v, int64_t g, int64_t L, int64_t hd, float scale, float* s, float* out);
 
-/** The fastest variant this CPU has (AVX-512F, AVX2 + FMA + F16C, or scalar); `name` gets "avx512" | "avx2" | "scalar". */
-AttentionHeadFn AttentionKernel(const char** name = nullptr);
-/** The float16-KV variant of the same ISA. */
-AttentionHeadHalfFn AttentionHalfKernel();
+/** One ISA's kernels: over float32 and over float16 rows, and its name ("avx512" | "avx2" | "scalar"). */
+struct AttentionKernels {
+  AttentionHeadFn f32;
+  AttentionHeadHalfFn f16;
+  const char* name;
+};
+
+/** The fastest ISA this CPU has (AVX-512F, AVX2 + FMA + F16C, or scalar), chosen once. */
+AttentionKernels AttentionKernelsHere();
 
 /** The op's tables (see the file comment), for the "ropewalk" domain: float32 and float16 (q/k/v, output and KV cache). */
 OrtCustomOp* DecodeAttentionOp();

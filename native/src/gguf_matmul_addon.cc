@@ -213,9 +213,7 @@ void ExportGgufMatMul(Napi::Env env, Napi::Object exports) {
   FloatKernel(&fIsa);
   exports.Set("matMulF32Kernel", Napi::String::New(env, fIsa));
   exports.Set("matMulF32", Napi::Function::New<MatMulF32>(env, "matMulF32"));
-  const char* aIsa = nullptr;
-  AttentionKernel(&aIsa);
-  exports.Set("attentionKernel", Napi::String::New(env, aIsa));
+  exports.Set("attentionKernel", Napi::String::New(env, AttentionKernelsHere().name));
   exports.Set("attentionHead", Napi::Function::New<AttentionHead>(env, "attentionHead"));
 }
 
