@@ -412,8 +412,10 @@ export function usesRotaryEmbedding(c: Pick<ModelConfig, 'rope' | 'localRope' | 
  * soft-cap, no sliding window, no attention sinks), at most 64 query heads a KV head; not with
  * `target.ortAttention` (tests and benches).
  */
-export function usesDecodeAttention(c: Pick<ModelConfig, 'gemma' | 'slidingWindow' | 'attentionSinks' | 'numHeads' | 'numKvHeads'>, i: number, target: GraphTarget): boolean {
-  const plain = !c.attentionSinks && !((c.gemma?.attentionSoftcap ?? 0) > 0) && !((c.slidingWindow?.[i] ?? 0) > 0);
+export function usesDecodeAttention(c: ModelConfig, i: number, target: GraphTarget): boolean {
+  // GroupQueryAttention's extras for the layer are what attentionAttributes adds beside the scale.
+  const { scale: _scale, ...extras } = attentionAttributes(c, i);
+  const plain = !c.attentionSinks && Object.keys(extras).length === 0;
   return !!target.nativeKernels && !target.ortAttention && target.dtype === 'float32' && plain && c.numHeads / c.numKvHeads <= MAX_ATTENTION_GROUP;
 }
 
