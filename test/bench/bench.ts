@@ -253,7 +253,7 @@ function watchGc(): { between(t0: number, t1: number): { all: number; major: num
 const flushObservers = () => new Promise<void>((r) => setTimeout(r, 20));
 
 /**
- * The decode loop against the session run it wraps: one Engine on a synthetic Qwen3 folder (real
+ * The decode loop against the session run it wraps: one Engine (JS backend) on a synthetic Qwen3 folder (real
  * Qwen3 tokenizer and vocabulary, so logits are [151,669]) after a prompt of BENCH_LOOP_PROMPT
  * tokens, and a second `DecoderSession` of the same bundle in the same process (same heap) run in
  * a plain loop at the same context and KV capacity. The two are interleaved, one plain step
@@ -266,7 +266,9 @@ const flushObservers = () => new Promise<void>((r) => setTimeout(r, 20));
  */
 async function loopVsPlain(model: string, cacheDir: string): Promise<void> {
   const PROMPT = Number(process.env.BENCH_LOOP_PROMPT ?? 1024);
-  const engine = await Engine.load(model, { cacheDir, maxContext: 4 * PROMPT });
+  // The JS backend's engine: the plain loop below is onnxruntime-node's DecoderSession over the
+  // engine's own bundle, which the native backend's graph (ropewalk ops) is not.
+  const engine = await Engine.load(model, { cacheDir, maxContext: 4 * PROMPT, backend: 'js' });
   const c = engine.manifest.config;
   const session = await DecoderSession.create(path.join(engine.info.bundleDir, 'model.onnx'), c, 'cpu');
   const kv = new KvCache({ numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim, maxContext: engine.maxContext });
