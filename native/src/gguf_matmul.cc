@@ -115,10 +115,23 @@ namespace {
 struct Q8Kernel_ {
   int64_t k = 0, n = 0;
   int bits = 0;
-  std::vector<int8_t> q;    // the activation rows, quantized (reused across runs)
+};
+
+// The activation rows of the node running on this thread, quantized (block_q8_0: q, d, start):
+// one buffer per calling thread, shared by every MatMulQ8 node it runs (a session runs its nodes
+// one at a time on its thread; the intra-op pool's tasks only read or fill it within the node's
+// Compute). It was one buffer per node: 112 nodes of Qwen3-0.6B at a 256-token chunk held 63 MB,
+// pages first touched in a model's first long prefill.
+struct Q8Scratch {
+  std::vector<int8_t> q;
   std::vector<float> d;
   std::vector<int32_t> start;
 };
+
+Q8Scratch& ThreadQ8Scratch() {
+  thread_local Q8Scratch scratch;
+  return scratch;
+}
 
 /** MatMulQ8K's and GatherQ8K's row_groups (0 or kKRowGroup), or a failure naming the value. */
 OrtStatus* RowGroups(const OrtKernelInfo* info, const char* op, int64_t* out) {
@@ -154,12 +167,12 @@ struct Job {
   float* y;
   const float* x;
   int64_t k;
-  Q8Kernel_* kern;
+  Q8Scratch* scratch;
 };
 
 void QuantizeTask(void* data, size_t i) {
   auto* j = static_cast<Job*>(data);
-  QuantizeRowQ8(j->x + i * j->k, j->k, j->bits, j->kern->q.data() + i * j->k, j->kern->d.data() + i * j->kb, j->kern->start.data() + i * j->kb);
+  QuantizeRowQ8(j->x + i * j->k, j->k, j->bits, j->scratch->q.data() + i * j->k, j->scratch->d.data() + i * j->kb, j->scratch->start.data() + i * j->kb);
 }
 
 void RowsTask(void* data, size_t i) {
@@ -189,18 +202,19 @@ OrtStatus* Compute(Q8Kernel_* kern, OrtKernelContext* ctx) {
     return Fail("ropewalk.MatMulQ8: scales must be float16 or float32, got ONNX element type " + std::to_string(static_cast<int>(run.types[1])));
   }
   const Q8Scales sData{run.data[1], halfScales};
-  kern->q.resize(static_cast<size_t>(m * k));
-  kern->d.resize(static_cast<size_t>(m * kb));
-  kern->start.resize(static_cast<size_t>(m * kb));
+  Q8Scratch& scratch = ThreadQ8Scratch();
+  scratch.q.resize(static_cast<size_t>(m * k));
+  scratch.d.resize(static_cast<size_t>(m * kb));
+  scratch.start.resize(static_cast<size_t>(m * kb));
   std::vector<Q8Row> rows(static_cast<size_t>(m));
-  for (int64_t r = 0; r < m; r++) rows[r] = {kern->q.data() + r * k, kern->d.data() + r * kb, kern->start.data() + r * kb};
+  for (int64_t r = 0; r < m; r++) rows[r] = {scratch.q.data() + r * k, scratch.d.data() + r * kb, scratch.start.data() + r * kb};
   // Chunks of output rows: ~64 KiB of weights each (enough tasks for the pool to balance), 16
   // rows at least, a multiple of the kernel's group of weight rows: 4 for one activation row
   // (decode), a panel of 16 for more (prefill).
   const int64_t rowBytes = kb * 32 * kern->bits / 8;
   const int64_t group = m == 1 ? 4 : 16;
   const int64_t chunk = std::max<int64_t>(16, (64 << 10) / rowBytes) / group * group;
-  Job job{Q8Kernel(), rows.data(), static_cast<int>(m), static_cast<const uint8_t*>(bData), sData, kb, n, chunk, kern->bits, y, x, k, kern};
+  Job job{Q8Kernel(), rows.data(), static_cast<int>(m), static_cast<const uint8_t*>(bData), sData, kb, n, chunk, kern->bits, y, x, k, &scratch};
   if (m == 1) QuantizeTask(&job, 0);
   else if (OrtStatus* st = api.KernelContext_ParallelFor(ctx, QuantizeTask, static_cast<size_t>(m), 0, &job)) return st;
   return api.KernelContext_ParallelFor(ctx, RowsTask, static_cast<size_t>((n + chunk - 1) / chunk), 0, &job);
@@ -211,14 +225,24 @@ OrtStatus* Compute(Q8Kernel_* kern, OrtKernelContext* ctx) {
 struct Q8KKernel_ {
   int64_t k = 0, n = 0, type = 0;
   int64_t grouped = 0;  // B's rows in groups (KGroupedRows of row_groups)
-  std::vector<int8_t> q;  // the activation rows as block_q8_K (reused across runs)
+};
+
+// The activation rows as block_q8_K and their 8-bit views (for Q8KRowsPanel): one buffer per
+// calling thread, shared by its MatMulQ8K nodes, as Q8Scratch is for MatMulQ8's.
+struct Q8KScratch {
+  std::vector<int8_t> q;
   std::vector<int16_t> bsums;
   std::vector<float> d;
-  std::vector<float> d32, sums32;  // their 8-bit views, for Q8KRowsPanel
+  std::vector<float> d32, sums32;
   std::vector<int32_t> start32;
   std::vector<int8_t> qpad;
   std::vector<Q8KRow> rows;
 };
+
+Q8KScratch& ThreadQ8KScratch() {
+  thread_local Q8KScratch scratch;
+  return scratch;
+}
 
 /**
  * The kernel for `m` activation rows of `type`: prefill (16 rows or more) on MatMulQ8's panels
@@ -256,18 +280,18 @@ struct KJob {
   float* y;
   const float* x;
   int64_t k;
-  Q8KKernel_* kern;
+  Q8KScratch* scratch;
 };
 
 void QuantizeKTask(void* data, size_t i) {
   auto* j = static_cast<KJob*>(data);
-  Q8KKernel_* kern = j->kern;
-  QuantizeRowQ8K(j->x + i * j->k, j->k, Q8KPaired(j->fn, j->type), kern->q.data() + i * j->k, kern->bsums.data() + i * Q8KSums(j->k),
-                 kern->d.data() + i * j->kb);
+  Q8KScratch* scratch = j->scratch;
+  QuantizeRowQ8K(j->x + i * j->k, j->k, Q8KPaired(j->fn, j->type), scratch->q.data() + i * j->k, scratch->bsums.data() + i * Q8KSums(j->k),
+                 scratch->d.data() + i * j->kb);
   if (j->fn == Q8KRowsPanel) {
     const size_t blocks = static_cast<size_t>(j->kb * KPanelBlocks(j->type));
-    Q8KPanelViews(&kern->rows[i], j->type, j->kb, kern->d32.data() + i * blocks, kern->start32.data() + i * blocks, kern->sums32.data() + i * j->kb * 8,
-                  j->type == kGgmlQ6K ? kern->qpad.data() + i * blocks * 32 : nullptr);
+    Q8KPanelViews(&scratch->rows[i], j->type, j->kb, scratch->d32.data() + i * blocks, scratch->start32.data() + i * blocks, scratch->sums32.data() + i * j->kb * 8,
+                  j->type == kGgmlQ6K ? scratch->qpad.data() + i * blocks * 32 : nullptr);
   }
 }
 
@@ -292,23 +316,24 @@ OrtStatus* ComputeK(Q8KKernel_* kern, OrtKernelContext* ctx) {
   float* y = run.y;
   const void* bData = run.data[0];
   const Q8KRowsFn fn = KKernelFor(m, kern->type);
-  kern->q.resize(static_cast<size_t>(m * k));
-  kern->bsums.resize(static_cast<size_t>(m * Q8KSums(k)));
-  kern->d.resize(static_cast<size_t>(m * kb));
+  Q8KScratch& scratch = ThreadQ8KScratch();
+  scratch.q.resize(static_cast<size_t>(m * k));
+  scratch.bsums.resize(static_cast<size_t>(m * Q8KSums(k)));
+  scratch.d.resize(static_cast<size_t>(m * kb));
   if (fn == Q8KRowsPanel) {
     const int64_t blocks = m * kb * KPanelBlocks(kern->type);
-    kern->d32.resize(static_cast<size_t>(blocks)), kern->start32.resize(static_cast<size_t>(blocks));
-    kern->sums32.resize(static_cast<size_t>(m * kb * 8));
-    if (kern->type == kGgmlQ6K) kern->qpad.resize(static_cast<size_t>(blocks * 32));
+    scratch.d32.resize(static_cast<size_t>(blocks)), scratch.start32.resize(static_cast<size_t>(blocks));
+    scratch.sums32.resize(static_cast<size_t>(m * kb * 8));
+    if (kern->type == kGgmlQ6K) scratch.qpad.resize(static_cast<size_t>(blocks * 32));
   }
-  kern->rows.resize(static_cast<size_t>(m));
-  for (int64_t r = 0; r < m; r++) kern->rows[r] = {kern->q.data() + r * k, kern->bsums.data() + r * Q8KSums(k), kern->d.data() + r * kb, nullptr, nullptr, nullptr, nullptr};
+  scratch.rows.resize(static_cast<size_t>(m));
+  for (int64_t r = 0; r < m; r++) scratch.rows[r] = {scratch.q.data() + r * k, scratch.bsums.data() + r * Q8KSums(k), scratch.d.data() + r * kb, nullptr, nullptr, nullptr, nullptr};
   // Chunks of output rows: ~64 KiB of weights each (as stored; unpacked to 8 bits for the panels,
   // whose chunks are whole panels of 16 rows), 16 rows at least (as MatMulQ8's), whole groups of B's rows.
   const int64_t panelRowBytes = kb * KPanelBlocks(kern->type) * 32;
   const int64_t chunk = fn == Q8KRowsPanel ? std::max<int64_t>(16, (64 << 10) / panelRowBytes) / 16 * 16
                                            : std::max<int64_t>(16, (64 << 10) / (kb * bytes)) / kKRowGroup * kKRowGroup;
-  KJob job{fn, kern->rows.data(), static_cast<int>(m), static_cast<int>(kern->type), static_cast<const uint8_t*>(bData), kb, kern->grouped, n, chunk, y, x, k, kern};
+  KJob job{fn, scratch.rows.data(), static_cast<int>(m), static_cast<int>(kern->type), static_cast<const uint8_t*>(bData), kb, kern->grouped, n, chunk, y, x, k, &scratch};
   if (m == 1) QuantizeKTask(&job, 0);
   else if (OrtStatus* st = api.KernelContext_ParallelFor(ctx, QuantizeKTask, static_cast<size_t>(m), 0, &job)) return st;
   return api.KernelContext_ParallelFor(ctx, RowsKTask, static_cast<size_t>((n + chunk - 1) / chunk), 0, &job);
