@@ -65,6 +65,8 @@ interface RunCall {
   tokens: number[];
   past: number;
   rope: RopeTables;
+  kvCapacity?: number;
+  kvGrowths?: number;
 }
 
 /** Logits that put all mass on `next(last token fed)`; EOS for tokens the script does not know. */
@@ -81,7 +83,7 @@ class ScriptedBackend extends StandInBackend {
   async run(tokenIds: ArrayLike<number>, rope: RopeTables, kv: KvCache): Promise<Float32Array> {
     assert.equal(rope.cos.length, rope.sin.length);
     assert.ok(kv.length + tokenIds.length <= kv.capacity, 'run before kv.ensure');
-    this.calls.push({ tokens: Array.from(tokenIds), past: kv.length, rope });
+    this.calls.push({ tokens: Array.from(tokenIds), past: kv.length, rope, kvCapacity: kv.capacity, kvGrowths: kv.stats.growths });
     if (this.calls.length - 1 === this.failAtCall) throw new SessionRunError('scripted failure', { input_ids: [1, tokenIds.length] });
     this.logits.fill(0);
     this.logits[this.next.get(tokenIds[tokenIds.length - 1]) ?? EOS] = 1;
@@ -116,6 +118,18 @@ async function collect(engine: Engine, req: Partial<GenerationRequest>, signal?:
 }
 
 describe('Engine.generate on a scripted backend', () => {
+  it('a prompt in several chunks grows the KV cache once, before its first chunk, to fit the whole prompt and the first sampled token (was: once per chunk, each growth mapping fresh memory and copying the held rows)', async () => {
+    const { engine, backend } = scripted({ prefillChunk: 2 });
+    await collect(engine, {});
+    const P = promptIds.length;
+    const chunks = Math.ceil(P / 2);
+    assert.ok(chunks >= 3, `the prompt runs in ${chunks} chunks`);
+    const prefill = backend.calls.slice(0, chunks);
+    let want = 1;
+    while (want < P + 1) want *= 2;
+    assert.deepEqual(prefill.map((c) => [c.kvCapacity, c.kvGrowths]), prefill.map(() => [want, 1]));
+  });
+
   it('prefills in chunks at increasing positions, then one decode step per token until EOS', async () => {
     const { engine, backend } = scripted({ prefillChunk: 2 });
     const { events, done } = await collect(engine, {});

@@ -83,6 +83,32 @@ describe('KvCache', () => {
     assert.deepEqual(kv.stats, { capacity: 40, length: 12, growths: 4, bytes: L * 2 * H * 40 * D * 4, maxContext: 40, windowCapacity: 0, windowBytes: 0, windowRowsDropped: 0 });
   });
 
+  it('reserve grows once for a prefill of several runs: the held rows kept, later ensures warm, overflow refused with nothing changed', () => {
+    const kv = make(40);
+    kv.ensure(3);
+    write(kv, 0, 3);
+    kv.commit(3);
+    kv.reserve(3 + 25); // a 25-token prompt about to run in chunks of 5 → min(32, 40)
+    assert.equal(kv.capacity, 32);
+    check(kv, 3);
+    const k0 = kv.key(0);
+    for (let P = 3; P < 28; P += 5) {
+      kv.ensure(P + 5);
+      write(kv, P, P + 5);
+      kv.commit(5);
+    }
+    assert.equal(kv.key(0), k0, 'a chunk after reserve grew the cache again');
+    assert.equal(kv.stats.growths, 2);
+    check(kv, 28);
+    kv.reserve(20); // warm
+    assert.equal(kv.key(0), k0);
+    assert.throws(() => kv.reserve(41), ContextOverflowError);
+    assert.throws(() => kv.reserve(2.5), InvalidOptionError);
+    assert.equal(kv.capacity, 32);
+    assert.equal(kv.stats.growths, 2);
+    check(kv, 28);
+  });
+
   it('a warm ensure keeps the same buffers', () => {
     const kv = make();
     kv.ensure(16);

@@ -234,12 +234,27 @@ export class KvCache {
       if (this.window && end - this.wStart > this.wCap) this.ensureWindow(end - this.len);
       return; // warm path
     }
+    this.reserve(end);
+    if (this.window) this.ensureWindow(end - this.len);
+  }
+
+  /**
+   * Grows the global layers' capacity to fit positions [0, end) ahead of a prefill of several
+   * runs (the engine's chunks), so the cache grows once to min(nextPow2(end), maxContext) instead
+   * of once per chunk — each growth maps fresh memory and copies the held rows (a 1,024-token
+   * prompt in chunks of 256 grew 256 → 512 → 1,024 → …, mapping and touching twice the final
+   * bytes). Sliding-window layers are left to each run's `ensure` (they are bounded by the window,
+   * not by `end`). Warm (end ≤ capacity): no work. Each run still calls `ensure`.
+   * @throws ContextOverflowError(end, maxContext) when end > maxContext; nothing changes.
+   * @throws InvalidOptionError when end is not a non-negative integer.
+   */
+  reserve(end: number): void {
+    if (end <= this.cap && end >= 0 && Number.isInteger(end)) return;
     const newCap = grownCapacity(end, this.maxContext);
     if (this.hostBuffers) this.reallocate(newCap, false, this.len, 0);
     this.cap = newCap;
     this.dims = [1, this.numKvHeads, newCap, this.headDim];
     this.growthCount++;
-    if (this.window) this.ensureWindow(end - this.len);
   }
 
   /**

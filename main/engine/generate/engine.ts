@@ -506,9 +506,11 @@ export class Engine {
       // prefix, but always prefill ≥ 1 token for logits.
       if (req.kvCacheBudgetBytes !== undefined) this.setKvCacheBudget(req.kvCacheBudgetBytes);
       const reused = (gen.reusedTokens = this.reuse(gen.prompt, this.switchTo(gen.prompt)));
-      // 2. chunked prefill
+      // 2. chunked prefill, the KV cache grown once for the whole prompt (and the first token's
+      // position), not once per chunk
       let logits: Float32Array | null = null;
       const prefillStart = performance.now();
+      this.kv.reserve(Math.min(gen.prompt.length + 1, this.maxContext));
       for (let i = reused; i < gen.prompt.length && !this.cancelled(gen, signal); i += this.prefillChunk) {
         const chunk = gen.prompt.slice(i, i + this.prefillChunk);
         logits = await this.prefill(chunk, i + chunk.length >= gen.prompt.length);
