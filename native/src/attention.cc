@@ -49,6 +49,14 @@ namespace isa_avx512 {
   void AttentionHeadHalf##Isa(const float* q, const uint16_t* k, const uint16_t* v, int64_t g, int64_t L, int64_t hd, float scale, float* s,    \
                               float* out) {                                                                                                      \
     ns::Head(q, k, v, g, L, hd, scale, s, out);                                                                                                  \
+  }                                                                                                                                              \
+  void AttentionPrefill##Isa(const float* q, int64_t qStride, const float* k, const float* v, int64_t g, int64_t P, int64_t T, int64_t hd,      \
+                             float scale, int64_t first, int64_t step, float* out) {                                                           \
+    ns::PrefillHead(q, qStride, k, v, g, P, T, hd, scale, first, step, out);                                                                   \
+  }                                                                                                                                              \
+  void AttentionPrefillHalf##Isa(const uint16_t* q, int64_t qStride, const uint16_t* k, const uint16_t* v, int64_t g, int64_t P, int64_t T,  \
+                                 int64_t hd, float scale, int64_t first, int64_t step, uint16_t* out) {                                        \
+    ns::PrefillHead(q, qStride, k, v, g, P, T, hd, scale, first, step, out);                                                                   \
   }
 RW_ATTENTION_VARIANTS(Scalar, isa_scalar)
 RW_ATTENTION_VARIANTS(Avx2, isa_avx2)
@@ -58,9 +66,9 @@ RW_ATTENTION_VARIANTS(Avx512, isa_avx512)
 AttentionKernels AttentionKernelsHere() {
   static const AttentionKernels chosen = [] {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && CpuHasAvx2Fma()) return AttentionKernels{AttentionHeadAvx512, AttentionHeadHalfAvx512, "avx512"};
-    if (CpuHasAvx2Fma()) return AttentionKernels{AttentionHeadAvx2, AttentionHeadHalfAvx2, "avx2"};
-    return AttentionKernels{AttentionHeadScalar, AttentionHeadHalfScalar, "scalar"};
+    if (__builtin_cpu_supports("avx512f") && CpuHasAvx2Fma()) return AttentionKernels{AttentionHeadAvx512, AttentionHeadHalfAvx512, AttentionPrefillAvx512, AttentionPrefillHalfAvx512, "avx512"};
+    if (CpuHasAvx2Fma()) return AttentionKernels{AttentionHeadAvx2, AttentionHeadHalfAvx2, AttentionPrefillAvx2, AttentionPrefillHalfAvx2, "avx2"};
+    return AttentionKernels{AttentionHeadScalar, AttentionHeadHalfScalar, AttentionPrefillScalar, AttentionPrefillHalfScalar, "scalar"};
   }();
   return chosen;
 }
@@ -74,6 +82,7 @@ template <>
 struct Elem<float> {
   static constexpr ONNXTensorElementDataType kType = ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
   static AttentionHeadFn Head() { return AttentionKernelsHere().f32; }
+  static PrefillHeadFn Prefill() { return AttentionKernelsHere().prefillF32; }
 };
 template <>
 struct Elem<uint16_t> {
@@ -81,6 +90,7 @@ struct Elem<uint16_t> {
   static float Widen(uint16_t x) { return HalfToFloat(x); }
   static uint16_t Narrow(float x) { return FloatToHalf(x); }
   static AttentionHeadHalfFn Head() { return AttentionKernelsHere().f16; }
+  static PrefillHeadHalfFn Prefill() { return AttentionKernelsHere().prefillF16; }
 };
 
 /** A DecodeAttention node: its heads, scale, and ONNX Runtime's GroupQueryAttention for a prefill. */
@@ -166,11 +176,60 @@ void AttentionTask(void* data, size_t h) {
   }
 }
 
+/** A prefill's tasks: KV head h = i mod Hkv runs tiles i / Hkv, + groups, … of its rows. */
+template <typename E>
+struct PrefillJob {
+  const E* q;  // [T, Hq·hd]
+  const E* k;  // present_key [Hkv, C, hd]
+  const E* v;
+  int64_t kvHeads, group, capacity, past, tokens, hd, groups;
+  float scale;
+  E* out;  // [T, Hq·hd]
+};
+
+template <typename E>
+void PrefillTask(void* data, size_t i) {
+  auto* j = static_cast<PrefillJob<E>*>(data);
+  const int64_t h = static_cast<int64_t>(i) % j->kvHeads, first = static_cast<int64_t>(i) / j->kvHeads;
+  const int64_t qStride = j->kvHeads * j->group * j->hd, qh = h * j->group * j->hd, kv = h * j->capacity * j->hd;
+  Elem<E>::Prefill()(j->q + qh, qStride, j->k + kv, j->v + kv, j->group, j->past, j->tokens, j->hd, j->scale, first, j->groups, j->out + qh);
+}
+
+/** Tasks per KV head in a prefill: enough for the pool to balance causal tiles of unequal cost. */
+constexpr int64_t kPrefillTasks = 16;
+
 template <typename E>
 E* Data(const OrtValue* v) {
   void* p = nullptr;
   Check(Ort().GetTensorMutableData(const_cast<OrtValue*>(v), &p), "GetTensorMutableData");
   return static_cast<E*>(p);
+}
+
+/** A prefill of T ≥ 2 tokens on the addon's kernel: the new rows written at P … P+T−1, then every KV head's tiles over the pool. */
+template <typename E>
+OrtStatus* ComputePrefill(AttentionKernel_* kern, OrtKernelContext* ctx, const OrtValue* const* in, OrtValue* const* out, int64_t T, int64_t capacity,
+                          int64_t hd, size_t kCount) {
+  const int64_t last = *Data<int32_t>(in[5]), past = last - T + 1;
+  if (past < 0 || last >= capacity || static_cast<int64_t>(kCount) != T * kern->kvHeads * hd) {
+    return Fail("ropewalk.DecodeAttention: seqlens_k " + std::to_string(last) + " for " + std::to_string(T) + " new tokens, a KV cache of capacity " +
+                std::to_string(capacity) + " and a key of " + std::to_string(kCount) + " values (tokens · kv_num_heads · head size = " +
+                std::to_string(T * kern->kvHeads * hd) + ")");
+  }
+  E* presentK = Data<E>(out[1]);
+  E* presentV = Data<E>(out[2]);
+  const E* key = Data<E>(in[1]);
+  const E* value = Data<E>(in[2]);
+  for (int64_t t = 0; t < T; t++) {
+    for (int64_t h = 0; h < kern->kvHeads; h++) {
+      std::memcpy(presentK + (h * capacity + past + t) * hd, key + (t * kern->kvHeads + h) * hd, static_cast<size_t>(hd) * sizeof(E));
+      std::memcpy(presentV + (h * capacity + past + t) * hd, value + (t * kern->kvHeads + h) * hd, static_cast<size_t>(hd) * sizeof(E));
+    }
+  }
+  const float scale = kern->scale != 0 ? kern->scale : 1.0f / std::sqrt(static_cast<float>(hd));
+  const int64_t group = kern->heads / kern->kvHeads;
+  const int64_t groups = std::max<int64_t>(1, kPrefillTasks / kern->kvHeads);
+  PrefillJob<E> job{Data<E>(in[0]), presentK, presentV, kern->kvHeads, group, capacity, past, T, hd, groups, scale, Data<E>(out[0])};
+  return Ort().KernelContext_ParallelFor(ctx, PrefillTask<E>, static_cast<size_t>(kern->kvHeads * groups), 0, &job);
 }
 
 template <typename E>
@@ -197,7 +256,12 @@ OrtStatus* ComputeAttention(AttentionKernel_* kern, OrtKernelContext* ctx) {
   E* presentK = Data<E>(out[1]);
   E* presentV = Data<E>(out[2]);
   const bool shared = presentK == Data<E>(in[3]) && presentV == Data<E>(in[4]);
-  if (T != 1 || qDims[0] != 1 || !shared || lensCount != 1) return api.InvokeOp(ctx, kern->prefill, in, 7, out, 3);
+  if (qDims[0] != 1 || !shared || lensCount != 1) return api.InvokeOp(ctx, kern->prefill, in, 7, out, 3);
+  if (T != 1) {
+    // A prefill on the addon's kernel where it runs AVX-512 (measured faster than ONNX Runtime's there), else ONNX Runtime's.
+    if (hd % 16 != 0 || std::string(AttentionKernelsHere().name) != "avx512") return api.InvokeOp(ctx, kern->prefill, in, 7, out, 3);
+    return ComputePrefill<E>(kern, ctx, in, out, T, capacity, hd, kCount);
+  }
   const int64_t pos = *Data<int32_t>(in[5]);
   if (pos < 0 || pos >= capacity || static_cast<int64_t>(kCount) != kern->kvHeads * hd) {
     return Fail("ropewalk.DecodeAttention: seqlens_k " + std::to_string(pos) + " for a KV cache of capacity " + std::to_string(capacity) + " and a key of " +

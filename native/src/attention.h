@@ -1,7 +1,7 @@
-// ropewalk.DecodeAttention: GroupQueryAttention whose decode step (one new token) is the addon's
-// own kernel, for the native backend's float32 CPU graphs (main/engine/model/decoder-graph.ts
-// `usesDecodeAttention`); a prefill (two tokens or more) runs ONNX Runtime's own
-// com.microsoft.GroupQueryAttention through InvokeOp, so a prompt keeps MLAS's blocked products.
+// ropewalk.DecodeAttention: GroupQueryAttention whose decode step (one new token) and, on AVX-512
+// with head sizes in 16-lane steps, prefill (two tokens or more) are the addon's own kernels, for
+// the native backend's float32 CPU graphs (main/engine/model/decoder-graph.ts `usesDecodeAttention`);
+// any other prefill runs ONNX Runtime's own com.microsoft.GroupQueryAttention through InvokeOp.
 //
 // Why: ONNX Runtime 1.30's CPU GroupQueryAttention runs each query head apart, so every key and
 // value row of a KV head is read once per query head of its group (twice for Qwen3's 16 / 8),
@@ -23,8 +23,13 @@
 //   each held key row in one pass (dot products in 16 float32 lanes: GCC's vector extension, one
 //   zmm, two ymm or four xmm), a softmax in float32 (max subtracted, exp, sum), then the value
 //   rows weighted in one pass; KV heads split over ONNX Runtime's intra-op pool (on the calling
-//   thread while the held keys are under 32 Ki floats: the pool's wake-up costs more). Else the inputs
-//   go to ONNX Runtime's kernel as they came.
+//   thread while the held keys are under 32 Ki floats: the pool's wake-up costs more). The prefill
+//   kernel (T ≥ 2, same binding, AVX-512, hd a multiple of 16) writes the T new rows, then per KV
+//   head runs its rows (token, query head) in tiles of 16 over the keys each row may see
+//   (PrefillHeadFn: FlashAttention-2's online softmax over chunks of 256 keys), a KV head's tiles
+//   split over 16 / Hkv tasks of ONNX Runtime's intra-op pool; ONNX Runtime's CPU kernel scores each
+//   query head apart over every key of the chunk's last row (~0.8× the time at 1K tokens here).
+//   Else the inputs go to ONNX Runtime's kernel as they came.
 // Errors: a missing or non-positive attribute, or Hq not a multiple of Hkv, fails the kernel's
 // creation; shapes that disagree with the attributes, or positions past the cache's capacity,
 // fail the run; each with an OrtStatus naming the value.
@@ -57,10 +62,37 @@ void AttentionHeadHalfScalar(const float* q, const uint16_t* k, const uint16_t* 
 void AttentionHeadHalfAvx2(const float* q, const uint16_t* k, const uint16_t* v, int64_t g, int64_t L, int64_t hd, float scale, float* s, float* out);
 void AttentionHeadHalfAvx512(const float* q, const uint16_t* k, const uint16_t* v, int64_t g, int64_t L, int64_t hd, float scale, float* s, float* out);
 
-/** One ISA's kernels: over float32 and over float16 rows, and its name ("avx512" | "avx2" | "scalar"). */
+/**
+ * A prefill's attention for one KV head (T ≥ 1 new tokens at positions P … P+T−1): q and out
+ * [T, qStride] (query head j of the group, token t at t · qStride + j · hd), k and v [P+T, hd]
+ * (the head's rows, the new ones already written). Rows (t, j) go in tiles of 16, token-major;
+ * this call runs tiles first, first + step, … (the op splits a head's tiles over tasks). Row (t, j)
+ * attends keys 0 … P+t: out = softmax(scale · q·Kᵀ) · V, the softmax as the decode kernel's.
+ * Per tile: the keys transposed in blocks of 16 once per call, the scores one vector FMA per
+ * row and key dimension, then the values 16 output lanes of all rows at a time. hd a multiple of 16.
+ */
+using PrefillHeadFn = void (*)(const float* q, int64_t qStride, const float* k, const float* v, int64_t g, int64_t P, int64_t T, int64_t hd, float scale,
+                               int64_t first, int64_t step, float* out);
+/** The same with q, k, v and out all float16 (IEEE binary16 bits; the float16 op's tensors). */
+using PrefillHeadHalfFn = void (*)(const uint16_t* q, int64_t qStride, const uint16_t* k, const uint16_t* v, int64_t g, int64_t P, int64_t T,
+                                   int64_t hd, float scale, int64_t first, int64_t step, uint16_t* out);
+
+#define RW_PREFILL_DECLS(Isa)                                                                                                                  \
+  void AttentionPrefill##Isa(const float* q, int64_t qStride, const float* k, const float* v, int64_t g, int64_t P, int64_t T, int64_t hd,       \
+                             float scale, int64_t first, int64_t step, float* out);                                                            \
+  void AttentionPrefillHalf##Isa(const uint16_t* q, int64_t qStride, const uint16_t* k, const uint16_t* v, int64_t g, int64_t P, int64_t T,   \
+                                 int64_t hd, float scale, int64_t first, int64_t step, uint16_t* out);
+RW_PREFILL_DECLS(Scalar)
+RW_PREFILL_DECLS(Avx2)
+RW_PREFILL_DECLS(Avx512)
+#undef RW_PREFILL_DECLS
+
+/** One ISA's kernels: decode and prefill over float32 and over float16 rows, and its name ("avx512" | "avx2" | "scalar"). */
 struct AttentionKernels {
   AttentionHeadFn f32;
   AttentionHeadHalfFn f16;
+  PrefillHeadFn prefillF32;
+  PrefillHeadHalfFn prefillF16;
   const char* name;
 };
 

@@ -16,6 +16,10 @@
 //   attentionHead(isa, q: Float32Array [g·hd], k, v: Float32Array | Uint16Array (float16 bits) [L·hd], g, L, hd, scale): Float32Array [g·hd]
 //       ropewalk.DecodeAttention's kernel for one KV head (attention.h), 'avx512' | 'avx2' | 'scalar',
 //       on float32 or float16 KV rows as k and v's type says.
+//   attentionPrefill(isa, q, k, v, g, P, T, hd, scale[, step]): [T·g·hd] of q's type
+//       its prefill kernel for one KV head (attention.h PrefillHeadFn): q [T·g·hd] (token-major),
+//       k, v [(P+T)·hd], all Float32Arrays or all Uint16Arrays (float16 bits); hd a multiple of 16;
+//       the tiles split over `step` calls (first 0 … step−1) as the op's tasks split them.
 //   attentionKernel: string    the ISA DecodeAttention runs on here
 #include <napi.h>
 
@@ -161,15 +165,21 @@ Napi::Value MatMulF32(const Napi::CallbackInfo& info) {
   return y;
 }
 
+/** The attention kernels' ISA named by `isa`, or an ArgError where this CPU lacks it. */
+std::string AttentionIsa(Napi::Env env, const Napi::Value& name, const char* fn) {
+  const std::string isa = name.As<Napi::String>().Utf8Value();
+  __builtin_cpu_init();
+  const bool has = isa == "scalar" || (isa == "avx2" && CpuHasAvx2Fma()) || (isa == "avx512" && __builtin_cpu_supports("avx512f") && CpuHasAvx2Fma());
+  if (!has) ArgError(env, std::string(fn) + ": no " + isa + " variant on this CPU (scalar, avx2, avx512 as it has them)");
+  return isa;
+}
+
 Napi::Value AttentionHead(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() != 8 || !info[0].IsString() || !info[1].IsTypedArray() || !info[2].IsTypedArray() || !info[3].IsTypedArray()) {
     ArgError(env, "attentionHead(isa, q, k, v, g, L, hd, scale)");
   }
-  const std::string isa = info[0].As<Napi::String>().Utf8Value();
-  __builtin_cpu_init();
-  const bool has = isa == "scalar" || (isa == "avx2" && CpuHasAvx2Fma()) || (isa == "avx512" && __builtin_cpu_supports("avx512f") && CpuHasAvx2Fma());
-  if (!has) ArgError(env, "attentionHead: no " + isa + " variant on this CPU (scalar, avx2, avx512 as it has them)");
+  const std::string isa = AttentionIsa(env, info[0], "attentionHead");
   const Napi::Float32Array q = info[1].As<Napi::Float32Array>();
   const Napi::TypedArray k = info[2].As<Napi::TypedArray>(), v = info[3].As<Napi::TypedArray>();
   // k and v: both Float32Array (float32 KV) or both Uint16Array (float16 bits).
@@ -198,6 +208,46 @@ Napi::Value AttentionHead(const Napi::CallbackInfo& info) {
   return out;
 }
 
+Napi::Value AttentionPrefill(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 9 || info.Length() > 10 || !info[0].IsString() || !info[1].IsTypedArray() || !info[2].IsTypedArray() || !info[3].IsTypedArray()) {
+    ArgError(env, "attentionPrefill(isa, q, k, v, g, P, T, hd, scale[, step])");
+  }
+  const std::string isa = AttentionIsa(env, info[0], "attentionPrefill");
+  const Napi::TypedArray q = info[1].As<Napi::TypedArray>(), k = info[2].As<Napi::TypedArray>(), v = info[3].As<Napi::TypedArray>();
+  const bool half = q.TypedArrayType() == napi_uint16_array && k.TypedArrayType() == napi_uint16_array && v.TypedArrayType() == napi_uint16_array;
+  const bool single = q.TypedArrayType() == napi_float32_array && k.TypedArrayType() == napi_float32_array && v.TypedArrayType() == napi_float32_array;
+  if (!half && !single) ArgError(env, "attentionPrefill: q, k and v must all be Float32Arrays or all Uint16Arrays (float16 bits)");
+  const int64_t g = info[4].As<Napi::Number>().Int64Value(), P = info[5].As<Napi::Number>().Int64Value(), T = info[6].As<Napi::Number>().Int64Value();
+  const int64_t hd = info[7].As<Napi::Number>().Int64Value();
+  const float scale = info[8].As<Napi::Number>().FloatValue();
+  const int64_t step = info.Length() > 9 ? info[9].As<Napi::Number>().Int64Value() : 1;
+  if (g <= 0 || g > kMaxAttentionGroup || P < 0 || T <= 0 || hd <= 0 || hd % 16 != 0 || step <= 0 || static_cast<int64_t>(q.ElementLength()) != T * g * hd ||
+      static_cast<int64_t>(k.ElementLength()) != (P + T) * hd || static_cast<int64_t>(v.ElementLength()) != (P + T) * hd) {
+    ArgError(env, "attentionPrefill: g " + std::to_string(g) + ", P " + std::to_string(P) + ", T " + std::to_string(T) + ", hd " + std::to_string(hd) +
+                      " (a multiple of 16), step " + std::to_string(step) + " for q of " + std::to_string(q.ElementLength()) + ", k of " +
+                      std::to_string(k.ElementLength()) + " and v of " + std::to_string(v.ElementLength()) + " values");
+  }
+  const auto at = [](const Napi::TypedArray& a) { return static_cast<uint8_t*>(a.ArrayBuffer().Data()) + a.ByteOffset(); };
+  const size_t n = static_cast<size_t>(T * g * hd);
+  if (half) {
+    const PrefillHeadHalfFn fn = isa == "scalar" ? AttentionPrefillHalfScalar : isa == "avx2" ? AttentionPrefillHalfAvx2 : AttentionPrefillHalfAvx512;
+    Napi::Uint16Array out = Napi::Uint16Array::New(env, n);
+    for (int64_t first = 0; first < step; first++) {
+      fn(reinterpret_cast<const uint16_t*>(at(q)), g * hd, reinterpret_cast<const uint16_t*>(at(k)), reinterpret_cast<const uint16_t*>(at(v)), g, P, T, hd,
+         scale, first, step, out.Data());
+    }
+    return out;
+  }
+  const PrefillHeadFn fn = isa == "scalar" ? AttentionPrefillScalar : isa == "avx2" ? AttentionPrefillAvx2 : AttentionPrefillAvx512;
+  Napi::Float32Array out = Napi::Float32Array::New(env, n);
+  for (int64_t first = 0; first < step; first++) {
+    fn(reinterpret_cast<const float*>(at(q)), g * hd, reinterpret_cast<const float*>(at(k)), reinterpret_cast<const float*>(at(v)), g, P, T, hd, scale,
+       first, step, out.Data());
+  }
+  return out;
+}
+
 }  // namespace
 
 void ExportGgufMatMul(Napi::Env env, Napi::Object exports) {
@@ -215,6 +265,7 @@ void ExportGgufMatMul(Napi::Env env, Napi::Object exports) {
   exports.Set("matMulF32", Napi::Function::New<MatMulF32>(env, "matMulF32"));
   exports.Set("attentionKernel", Napi::String::New(env, AttentionKernelsHere().name));
   exports.Set("attentionHead", Napi::Function::New<AttentionHead>(env, "attentionHead"));
+  exports.Set("attentionPrefill", Napi::Function::New<AttentionPrefill>(env, "attentionPrefill"));
 }
 
 }  // namespace ropewalk

@@ -6,9 +6,10 @@
  * the softmax's steps of 16, up to 1,072), and its typed refusal of sizes that disagree; then the
  * op inside a graph: a Qwen3-shaped model with 128-wide heads and stories260K (8-wide), whose
  * native graphs run DecodeAttention, give the logits of the CPU graph (ONNX Runtime's
- * GroupQueryAttention) within float rounding over a teacher-forced path of decode steps, the
- * prefill (ONNX Runtime's kernel through InvokeOp) first; with a float16 KV cache too, against
- * ONNX Runtime's float16 GroupQueryAttention.
+ * GroupQueryAttention) within float rounding over a teacher-forced path: two prefill chunks
+ * (the addon's prefill tiles on AVX-512 with 16-lane heads, else ONNX Runtime's kernel through
+ * InvokeOp), then decode steps; with a float16 KV cache too, against ONNX Runtime's float16
+ * GroupQueryAttention. The prefill kernel alone too, against causal softmax attention in float64.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -87,6 +88,66 @@ test('ropewalk.DecodeAttention\'s kernel equals softmax attention in float64 wit
   t.diagnostic(`variants ${isas.join(', ')}; worst |Δ| / max |v| ${worst.toExponential(2)}`);
 });
 
+const skipPrefill = addon?.attentionPrefill ? false : `native addon without attentionPrefill (${status.available ? 'an older build' : status.reason})`;
+
+test('ropewalk.DecodeAttention\'s prefill kernel equals causal softmax attention in float64 within float32 rounding (float16: its rounding), on every ISA variant this CPU has, its tiles split or not', { skip: skipPrefill }, (t) => {
+  const isas = ISAS.filter((isa) => {
+    try {
+      addon!.attentionPrefill!(isa, new Float32Array(16), new Float32Array(16), new Float32Array(16), 1, 0, 1, 16, 1);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  assert.ok(isas.includes(addon!.attentionKernel as never), `the op's own variant ${addon!.attentionKernel} is among those tested`);
+  let worst = 0;
+  let worstHalf = 0;
+  // g 3: a tile of 16 rows ends inside a token's heads; T 1 and 2: tiles mostly empty; P > 0: a later chunk;
+  // P 240, T 33: rows whose keys cross the kernel's chunk of 256 (its online softmax).
+  for (const [g, hd] of [[2, 128], [4, 64], [1, 16], [3, 32]]) {
+    for (const [P, T] of [[0, 1], [0, 2], [0, 37], [5, 16], [100, 45], [240, 33]]) {
+      const L = P + T;
+      const q = values(T * g * hd, 1 + T, 0.5), k = values(L * hd, 2 + L, 0.5), v = values(L * hd, 3 + L);
+      const scale = 1 / Math.sqrt(hd);
+      const vmax = v.reduce((a, x) => Math.max(a, Math.abs(x)), 0);
+      const q16 = Uint16Array.from(q, floatToHalf), k16 = Uint16Array.from(k, floatToHalf), v16 = Uint16Array.from(v, floatToHalf);
+      const [qh, kh, vh] = [q16, k16, v16].map((a) => Float32Array.from(a, halfToFloat));
+      // Row (t, j): the decode reference over the keys 0 … P+t.
+      const causal = (qs: Float32Array, ks: Float32Array, vs: Float32Array) => {
+        const out = new Float64Array(T * g * hd);
+        for (let tok = 0; tok < T; tok++) {
+          const n = P + tok + 1;
+          out.set(reference(qs.subarray(tok * g * hd, (tok + 1) * g * hd), ks.subarray(0, n * hd), vs.subarray(0, n * hd), g, n, hd, scale), tok * g * hd);
+        }
+        return out;
+      };
+      const want = causal(q, k, v), wantHalf = causal(qh, kh, vh);
+      for (const isa of isas) {
+        for (const step of [1, 3]) {
+          const got = addon!.attentionPrefill!(isa, q, k, v, g, P, T, hd, scale, step);
+          const err = got.reduce((a, x, i) => Math.max(a, Math.abs(x - want[i])), 0) / vmax;
+          worst = Math.max(worst, err);
+          assert.ok(err < 2e-5, `${isa}, float32, g ${g}, hd ${hd}, P ${P}, T ${T}, step ${step}: off by ${err} of max |v|`);
+          const gotHalf = addon!.attentionPrefill!(isa, q16, k16, v16, g, P, T, hd, scale, step);
+          // float16 output: its rounding, 2^-11 of a value, on top.
+          const errHalf = gotHalf.reduce((a, x, i) => Math.max(a, Math.abs(halfToFloat(x) - wantHalf[i])), 0) / vmax;
+          worstHalf = Math.max(worstHalf, errHalf);
+          assert.ok(errHalf < 1e-3, `${isa}, float16, g ${g}, hd ${hd}, P ${P}, T ${T}, step ${step}: off by ${errHalf} of max |v|`);
+        }
+      }
+    }
+  }
+  t.diagnostic(`variants ${isas.join(', ')}; worst |Δ| / max |v| float32 ${worst.toExponential(2)}, float16 ${worstHalf.toExponential(2)}`);
+});
+
+test('ropewalk.DecodeAttention\'s prefill kernel refuses sizes that disagree, a head size off the 16 lanes and mixed types, naming them', { skip: skipPrefill }, () => {
+  const f = (n: number) => new Float32Array(n);
+  assert.throws(() => addon!.attentionPrefill!('scalar', f(8), f(8), f(8), 1, 0, 1, 8, 1), (e: Error & { code?: string }) => e.code === 'ORT_ARG' && /hd 8 \(a multiple of 16\)/.test(e.message));
+  assert.throws(() => addon!.attentionPrefill!('scalar', f(32), f(16), f(32), 1, 0, 2, 16, 1), (e: Error & { code?: string }) => e.code === 'ORT_ARG' && /P 0, T 2, hd 16 .*k of 16 and v of 32 values/.test(e.message));
+  assert.throws(() => addon!.attentionPrefill!('scalar', f(16), new Uint16Array(16) as never, f(16), 1, 0, 1, 16, 1), (e: Error & { code?: string }) => e.code === 'ORT_ARG' && /must all be Float32Arrays or all Uint16Arrays/.test(e.message));
+  assert.throws(() => addon!.attentionPrefill!('scalar', f(16), f(16), f(16), 1, 0, 1, 16, 1, 0), (e: Error & { code?: string }) => e.code === 'ORT_ARG' && /step 0/.test(e.message));
+});
+
 test('ropewalk.DecodeAttention\'s kernel refuses sizes that disagree and an ISA this CPU lacks, naming them', { skip }, () => {
   const f = (n: number) => new Float32Array(n);
   assert.throws(() => addon!.attentionHead!('scalar', f(8), f(8), f(8), 2, 1, 8, 1), (e: Error & { code?: string }) => e.code === 'ORT_ARG' && /g 2, L 1, hd 8 for q of 8, k of 8 and v of 8 values/.test(e.message));
@@ -102,6 +163,9 @@ const QWEN3_SMALL: ModelConfig = {
   rope: { theta: 1_000_000, rotaryDim: 128, layout: 'half' }, trainedContext: 4096,
 };
 
+/** Two prefill chunks (40 tokens at position 0, then 23 at 40: tiles of 16 rows, a later chunk's causal offset) before the decode steps. */
+const PROMPTS = [Array.from({ length: 40 }, (_, i) => (17 * i + 5) % 512), Array.from({ length: 23 }, (_, i) => (29 * i + 3) % 512)];
+
 /** Teacher-forced logits of `file` under the native graph and the CPU graph (float32 or float16 KV); the graphs' text too. */
 async function bothGraphs(file: string, cacheDir: string, steps: number, kvDtype: 'float32' | 'float16'): Promise<{ runs: Float32Array[][]; graphs: string[] }> {
   const runs: Float32Array[][] = [];
@@ -112,7 +176,7 @@ async function bothGraphs(file: string, cacheDir: string, steps: number, kvDtype
     graphs.push(readFileSync(modelPath).toString('latin1'));
     const backend = await NativeDecoderSession.create(modelPath, bundle.manifest.config, 'cpu', kvDtype);
     try {
-      runs.push(await forcedLogits(backend, bundle.manifest.config, steps));
+      runs.push(await forcedLogits(backend, bundle.manifest.config, steps, PROMPTS));
     } finally {
       await backend.dispose();
     }
@@ -128,7 +192,7 @@ for (const kvDtype of ['float32', 'float16'] as const) for (const [name, make] o
   }],
   ['stories260K (8-wide heads)', async () => STORIES_GGUF],
 ] as const) {
-  test(`${name}, ${kvDtype} KV, on ropewalk.DecodeAttention gives GroupQueryAttention's logits within float rounding, prefill and 40 decode steps`, { skip }, async (t) => {
+  test(`${name}, ${kvDtype} KV, on ropewalk.DecodeAttention gives GroupQueryAttention's logits within float rounding, two prefill chunks and 40 decode steps`, { skip }, async (t) => {
     const cacheDir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-attn-'));
     try {
       const { runs, graphs } = await bothGraphs(await make(cacheDir), cacheDir, 40, kvDtype);
@@ -139,12 +203,13 @@ for (const kvDtype of ['float32', 'float16'] as const) for (const [name, make] o
         const scale = ort[i].reduce((a, v) => Math.max(a, Math.abs(v)), 0);
         return o.reduce((a, v, j) => Math.max(a, Math.abs(v - ort[i][j])), 0) / scale;
       });
-      t.diagnostic(`max |Δlogit| / max |logit|: prefill ${errs[0].toExponential(1)}, decode steps up to ${Math.max(...errs.slice(1)).toExponential(1)}`);
-      assert.equal(errs.length, 41, 'the prompt and 40 decode steps compared');
-      // The prefill is ONNX Runtime's kernel in both (the classifier differs: MatMulF32 against Gemm);
-      // a decode step's attention sums in another float order (its e^x within 2 ulp): float32
-      // rounding. With a float16 KV cache, ONNX Runtime's kernel rounds its float16 intermediates
-      // (2^−11 ≈ 4.9e−4 of a value) where ours keeps float32: float16 rounding.
+      t.diagnostic(`max |Δlogit| / max |logit|: prefill chunks ${errs[0].toExponential(1)}, ${errs[1].toExponential(1)}; decode steps up to ${Math.max(...errs.slice(2)).toExponential(1)}`);
+      assert.equal(errs.length, 42, 'the two prefill chunks and 40 decode steps compared');
+      // On AVX-512 a prefill with 16-lane heads (the Qwen3-shaped model) is the addon's tiles, else
+      // ONNX Runtime's kernel through InvokeOp (the classifier differs anyway: MatMulF32 against
+      // Gemm); a decode step's and the tiles' attention sum in another float order (e^x within 2
+      // ulp): float32 rounding. With a float16 KV cache, ONNX Runtime's kernel rounds its float16
+      // intermediates (2^−11 ≈ 4.9e−4 of a value) where ours keeps float32: float16 rounding.
       const bar = kvDtype === 'float32' ? 1e-5 : 1e-3;
       assert.ok(Math.max(...errs) < bar, `a run off by ${Math.max(...errs)}`);
     } finally {

@@ -192,6 +192,16 @@ export interface NativeAddon {
    * @throws Error (code 'ORT_ARG') for sizes that disagree, k and v of other types, or an ISA this CPU lacks.
    */
   attentionHead?(isa: 'scalar' | 'avx2' | 'avx512', q: Float32Array, k: Float32Array | Uint16Array, v: Float32Array | Uint16Array, g: number, L: number, hd: number, scale: number): Float32Array;
+  /**
+   * ropewalk.DecodeAttention's prefill kernel for one KV head alone (one ISA variant, one thread):
+   * T new tokens at positions P … P+T−1, q [T, g, hd] (token-major, the head's g query heads), k
+   * and v [P+T, hd] (its rows, the new ones included), all Float32Array or all Uint16Array (float16
+   * bits); hd a multiple of 16 → out [T, g, hd] of q's type, row (t, j) = Σ_{s ≤ P+t}
+   * softmax_s(scale · q_tj·k_s) v_s (native/src/attention.h PrefillHeadFn); its tiles of 16 rows
+   * split over `step` calls (default 1) as the op's tasks split them. Absent from an addon built before it.
+   * @throws Error (code 'ORT_ARG') for sizes that disagree, arrays of other types, or an ISA this CPU lacks.
+   */
+  attentionPrefill?<A extends Float32Array | Uint16Array>(isa: 'scalar' | 'avx2' | 'avx512', q: A, k: A, v: A, g: number, P: number, T: number, hd: number, scale: number, step?: number): A;
   /** The instruction set `ropewalk.DecodeAttention` runs on here ('avx512', 'avx2' or 'scalar'). */
   attentionKernel?: string;
 }
