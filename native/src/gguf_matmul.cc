@@ -208,12 +208,12 @@ OrtStatus* Compute(Q8Kernel_* kern, OrtKernelContext* ctx) {
   scratch.start.resize(static_cast<size_t>(m * kb));
   std::vector<Q8Row> rows(static_cast<size_t>(m));
   for (int64_t r = 0; r < m; r++) rows[r] = {scratch.q.data() + r * k, scratch.d.data() + r * kb, scratch.start.data() + r * kb};
-  // Chunks of output rows: ~64 KiB of weights each (enough tasks for the pool to balance), 16
-  // rows at least, a multiple of the kernel's group of weight rows: 4 for one activation row
-  // (decode), a panel of 16 for more (prefill).
+  // Chunks of output rows: ~64 KiB of weights each (enough tasks for the pool to balance), a
+  // multiple of the kernel's group of weight rows: 4 for one activation row (decode), a pair of
+  // panels of 16 for more (prefill: PanelPairRows), 16 or 32 rows at least.
   const int64_t rowBytes = kb * 32 * kern->bits / 8;
-  const int64_t group = m == 1 ? 4 : 16;
-  const int64_t chunk = std::max<int64_t>(16, (64 << 10) / rowBytes) / group * group;
+  const int64_t group = m == 1 ? 4 : 32;
+  const int64_t chunk = std::max<int64_t>(group == 4 ? 16 : 32, (64 << 10) / rowBytes) / group * group;
   Job job{Q8Kernel(), rows.data(), static_cast<int>(m), static_cast<const uint8_t*>(bData), sData, kb, n, chunk, kern->bits, y, x, k, &scratch};
   if (m == 1) QuantizeTask(&job, 0);
   else if (OrtStatus* st = api.KernelContext_ParallelFor(ctx, QuantizeTask, static_cast<size_t>(m), 0, &job)) return st;
@@ -329,9 +329,9 @@ OrtStatus* ComputeK(Q8KKernel_* kern, OrtKernelContext* ctx) {
   scratch.rows.resize(static_cast<size_t>(m));
   for (int64_t r = 0; r < m; r++) scratch.rows[r] = {scratch.q.data() + r * k, scratch.bsums.data() + r * Q8KSums(k), scratch.d.data() + r * kb, nullptr, nullptr, nullptr, nullptr};
   // Chunks of output rows: ~64 KiB of weights each (as stored; unpacked to 8 bits for the panels,
-  // whose chunks are whole panels of 16 rows), 16 rows at least (as MatMulQ8's), whole groups of B's rows.
+  // whose chunks are whole pairs of panels of 16 rows, as MatMulQ8's), 16 rows at least, whole groups of B's rows.
   const int64_t panelRowBytes = kb * KPanelBlocks(kern->type) * 32;
-  const int64_t chunk = fn == Q8KRowsPanel ? std::max<int64_t>(16, (64 << 10) / panelRowBytes) / 16 * 16
+  const int64_t chunk = fn == Q8KRowsPanel ? std::max<int64_t>(32, (64 << 10) / panelRowBytes) / 32 * 32
                                            : std::max<int64_t>(16, (64 << 10) / (kb * bytes)) / kKRowGroup * kKRowGroup;
   KJob job{fn, scratch.rows.data(), static_cast<int>(m), static_cast<int>(kern->type), static_cast<const uint8_t*>(bData), kb, kern->grouped, n, chunk, y, x, k, &scratch};
   if (m == 1) QuantizeKTask(&job, 0);

@@ -47,16 +47,21 @@ test('ropewalk.MatMulQ8 computes llama.cpp\'s q8_0 × q8_0 and q4_0 × q8_0 dot 
     for (const type of ['q8_0', 'q4_0'] as const) {
       const info = g.tensors.get(`blocks.${type}`)!;
       const stored = await g.readRaw(info);
-      // Its [3, 512] rows 7 times over, each cut to 15 blocks: [21, 480], so the kernel meets a
-      // whole panel of 16 weight rows and a partial one (prefill), groups of 4 weight rows and one
+      // Its [3, 512] rows 7 and 14 times over, each cut to 15 blocks: [21, 480] and [42, 480], so
+      // the kernel meets two panels of 16 weight rows side by side, the second whole or partial,
+      // and a partial panel alone after a pair (prefill), groups of 4 weight rows and one or two
       // left over (decode), and an odd number of blocks per row; and the [3, 512] rows as stored.
       const [rows, cols] = info.shape;
       const bytes = BLOCKS[type].bytes;
       const keep = 15;
-      const raw = new Uint8Array(7 * rows * keep * bytes);
-      for (let c = 0; c < 7 * rows; c++) raw.set(stored.subarray((c % rows) * (cols / 32) * bytes, ((c % rows) * (cols / 32) + keep) * bytes), c * keep * bytes);
+      const repeated = (times: number) => {
+        const raw = new Uint8Array(times * rows * keep * bytes);
+        for (let c = 0; c < times * rows; c++) raw.set(stored.subarray((c % rows) * (cols / 32) * bytes, ((c % rows) * (cols / 32) + keep) * bytes), c * keep * bytes);
+        return { raw, w: quantizedFromGguf(g.typeOf(info), raw, [times * rows, keep * 32])! };
+      };
       const cases = [
-        { raw, w: quantizedFromGguf(g.typeOf(info), raw, [7 * rows, keep * 32])! },
+        repeated(7),
+        repeated(14),
         { raw: stored, w: quantizedFromGguf(g.typeOf(info), stored, info.shape)! },
       ];
       const isas = (['scalar', 'avx2', 'avx512vnni', 'amx'] as const).filter((isa) => {
