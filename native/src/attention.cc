@@ -259,7 +259,7 @@ OrtStatus* ComputeAttention(AttentionKernel_* kern, OrtKernelContext* ctx) {
   if (qDims[0] != 1 || !shared || lensCount != 1) return api.InvokeOp(ctx, kern->prefill, in, 7, out, 3);
   if (T != 1) {
     // A prefill on the addon's kernel where it runs AVX-512 (measured faster than ONNX Runtime's there), else ONNX Runtime's.
-    if (hd % 16 != 0 || std::string(AttentionKernelsHere().name) != "avx512") return api.InvokeOp(ctx, kern->prefill, in, 7, out, 3);
+    if (hd % 16 != 0 || AttentionKernelsHere().prefillF32 != AttentionPrefillAvx512) return api.InvokeOp(ctx, kern->prefill, in, 7, out, 3);
     return ComputePrefill<E>(kern, ctx, in, out, T, capacity, hd, kCount);
   }
   const int64_t pos = *Data<int32_t>(in[5]);
