@@ -17,6 +17,7 @@
 #include "float_matmul.h"
 #include "half.h"
 #include "ort_runtime.h"
+#include "qk_norm_rope.h"
 
 namespace ropewalk {
 
@@ -414,6 +415,7 @@ void AddRopewalkOps(OrtSessionOptions* options) {
       Check(Ort().CustomOpDomain_Add(fresh, FloatMatMulOp()), "CustomOpDomain_Add");
       Check(Ort().CustomOpDomain_Add(fresh, DecodeAttentionOp()), "CustomOpDomain_Add");
       Check(Ort().CustomOpDomain_Add(fresh, DecodeAttentionHalfOp()), "CustomOpDomain_Add");
+      Check(Ort().CustomOpDomain_Add(fresh, QkNormRopeOp()), "CustomOpDomain_Add");
       domain = fresh;
     }
   }

@@ -21,6 +21,8 @@
 //       k, v [(P+T)·hd], all Float32Arrays or all Uint16Arrays (float16 bits); hd a multiple of 16;
 //       the tiles split over `step` calls (first 0 … step−1) as the op's tasks split them.
 //   attentionKernel: string    the ISA DecodeAttention runs on here
+//   qkNormRopeRow(x: Float32Array [hd], w [hd], cos [hd/2], sin [hd/2], interleaved: boolean, eps): Float32Array [hd]
+//       ropewalk.QkNormRope's work on one head row (qk_norm_rope.h QkNormRopeRow).
 #include <napi.h>
 
 #include <algorithm>
@@ -31,6 +33,7 @@
 #include "attention.h"
 #include "float_matmul.h"
 #include "gguf_matmul.h"
+#include "qk_norm_rope.h"
 
 namespace ropewalk {
 namespace {
@@ -208,6 +211,30 @@ Napi::Value AttentionHead(const Napi::CallbackInfo& info) {
   return out;
 }
 
+Napi::Value QkNormRopeRowJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 6 || !info[0].IsTypedArray() || !info[1].IsTypedArray() || !info[2].IsTypedArray() || !info[3].IsTypedArray() ||
+      !info[4].IsBoolean() || !info[5].IsNumber()) {
+    ArgError(env, "qkNormRopeRow(x, w, cos, sin, interleaved, eps)");
+  }
+  const Napi::TypedArray arrays[4] = {info[0].As<Napi::TypedArray>(), info[1].As<Napi::TypedArray>(), info[2].As<Napi::TypedArray>(), info[3].As<Napi::TypedArray>()};
+  for (const Napi::TypedArray& a : arrays) {
+    if (a.TypedArrayType() != napi_float32_array) ArgError(env, "qkNormRopeRow: x, w, cos and sin must be Float32Arrays");
+  }
+  const int64_t hd = static_cast<int64_t>(arrays[0].ElementLength());
+  const float eps = info[5].As<Napi::Number>().FloatValue();
+  if (hd == 0 || hd % 2 != 0 || static_cast<int64_t>(arrays[1].ElementLength()) != hd || static_cast<int64_t>(arrays[2].ElementLength()) != hd / 2 ||
+      static_cast<int64_t>(arrays[3].ElementLength()) != hd / 2 || !(eps > 0)) {
+    ArgError(env, "qkNormRopeRow: x of " + std::to_string(hd) + " values (even), w of " + std::to_string(arrays[1].ElementLength()) + ", cos of " +
+                      std::to_string(arrays[2].ElementLength()) + ", sin of " + std::to_string(arrays[3].ElementLength()) + " (half of x's), eps " + std::to_string(eps) + " (> 0)");
+  }
+  Napi::Float32Array out = Napi::Float32Array::New(env, static_cast<size_t>(hd));
+  const float* data[4];
+  for (int i = 0; i < 4; i++) data[i] = reinterpret_cast<const float*>(static_cast<const uint8_t*>(arrays[i].ArrayBuffer().Data()) + arrays[i].ByteOffset());
+  QkNormRopeRow(data[0], data[1], data[2], data[3], hd, info[4].As<Napi::Boolean>().Value(), eps, out.Data());
+  return out;
+}
+
 Napi::Value AttentionPrefill(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 9 || info.Length() > 10 || !info[0].IsString() || !info[1].IsTypedArray() || !info[2].IsTypedArray() || !info[3].IsTypedArray()) {
@@ -266,6 +293,7 @@ void ExportGgufMatMul(Napi::Env env, Napi::Object exports) {
   exports.Set("attentionKernel", Napi::String::New(env, AttentionKernelsHere().name));
   exports.Set("attentionHead", Napi::Function::New<AttentionHead>(env, "attentionHead"));
   exports.Set("attentionPrefill", Napi::Function::New<AttentionPrefill>(env, "attentionPrefill"));
+  exports.Set("qkNormRopeRow", Napi::Function::New<QkNormRopeRowJs>(env, "qkNormRopeRow"));
 }
 
 }  // namespace ropewalk

@@ -268,7 +268,16 @@ export function buildDecoderGraph(config: ModelConfig, weights: WeightSources, t
       : linears(h, [[L('self_attn.q_proj'), Hq * hd], [L('self_attn.k_proj'), Hkv * hd], [L('self_attn.v_proj'), Hkv * hd]], D, c.attentionBias, L('self_attn.qkv_proj'));
     // Qwen3's q/k norms are per head: [1, T, H, hd] and back.
     const headNorm = (flat: string, shape: string, norm: string) => g.op('Reshape', [rmsNorm(g.op('Reshape', [flat, shape]), L(norm), hd), shapeFlat]);
-    if (fusedRope) {
+    if (usesQkNormRope(c, target)) {
+      // One node for both norms and both rotations (native/src/qk_norm_rope.h), on the caches as RotaryEmbedding reads them.
+      const norms = ['self_attn.q_norm.weight', 'self_attn.k_norm.weight'].map((n) => {
+        g.weight(L(n), [hd], floatData(get(L(n), [hd])));
+        return L(n);
+      });
+      const attrs = { num_heads: Hq, kv_num_heads: Hkv, interleaved: c.rope.layout === 'half' ? 0 : 1, epsilon: { float: c.rmsNormEps } };
+      [q, k] = g.node('QkNormRope', [q, k, positionIds, cos, sin, ...norms], 2, attrs, 'ropewalk');
+      [q, k] = [toKv(q), toKv(k)];
+    } else if (fusedRope) {
       if (c.qkNorm) [q, k] = [headNorm(q, shapeHq, 'self_attn.q_norm.weight'), headNorm(k, shapeHkv, 'self_attn.k_norm.weight')];
       q = toKv(rotaryEmbedding(q, Hq));
       k = toKv(rotaryEmbedding(k, Hkv));
@@ -401,6 +410,17 @@ function stepPositions(g: OnnxGraphBuilder, c: ModelConfig, inputIds: string, se
  */
 export function usesRotaryEmbedding(c: Pick<ModelConfig, 'rope' | 'localRope' | 'headDim'>, target: GraphTarget): boolean {
   return target.ep === 'cpu' && !c.localRope && c.rope.rotaryDim === c.headDim;
+}
+
+/**
+ * Whether q and k go through the native addon's `ropewalk.QkNormRope` (native/src/qk_norm_rope.h:
+ * per-head RMS norms, then RoPE, one node for both) rather than ONNX Runtime's eight nodes a
+ * layer (Reshape, SimplifiedLayerNormalization, Reshape and RotaryEmbedding, for each): on the
+ * native CPU target's float32 graphs, for a model with per-head q/k norms (Qwen3) whose RoPE is
+ * RotaryEmbedding's (`usesRotaryEmbedding`: a whole-head rotary, one table).
+ */
+export function usesQkNormRope(c: ModelConfig, target: GraphTarget): boolean {
+  return !!target.nativeKernels && target.dtype === 'float32' && !!c.qkNorm && usesRotaryEmbedding(c, target);
 }
 
 /**

@@ -82,7 +82,7 @@ export const NATIVE_CPU_TARGET_ORT_ATTENTION: GraphTarget = Object.freeze({ ep: 
  * Version of `NATIVE_CPU_TARGET`'s graphs in their bundle key, bumped when the native kernels' ops
  * or attributes change (the rest of the graph is versioned by `BUNDLE_BUILDER_VERSION`).
  */
-export const NATIVE_KERNELS_VERSION = 6; // 6: full-attention layers on ropewalk.DecodeAttention (its own decode step); 5: MatMulQ8 reads Q8_0 / Q4_0 / IQ4_NL scales as float16; 4: a float classifier on ropewalk.MatMulF32; 3: MatMulQ8K / GatherQ8K super-blocks in groups of 4 rows (row_groups); 2: Q4_K and Q6_K on ropewalk.MatMulQ8K
+export const NATIVE_KERNELS_VERSION = 7; // 7: Qwen3's q/k norms and RoPE on ropewalk.QkNormRope; 6: full-attention layers on ropewalk.DecodeAttention (its own decode step); 5: MatMulQ8 reads Q8_0 / Q4_0 / IQ4_NL scales as float16; 4: a float classifier on ropewalk.MatMulF32; 3: MatMulQ8K / GatherQ8K super-blocks in groups of 4 rows (row_groups); 2: Q4_K and Q6_K on ropewalk.MatMulQ8K
 
 /**
  * The CUDA graph in float32 (no llama.cpp emulation, quantized matmuls at accuracy level 0): a

@@ -204,16 +204,23 @@ export interface NativeAddon {
   attentionPrefill?<A extends Float32Array | Uint16Array>(isa: 'scalar' | 'avx2' | 'avx512', q: A, k: A, v: A, g: number, P: number, T: number, hd: number, scale: number, step?: number): A;
   /** The instruction set `ropewalk.DecodeAttention` runs on here ('avx512', 'avx2' or 'scalar'). */
   attentionKernel?: string;
+  /**
+   * `ropewalk.QkNormRope`'s work on one head row (native/src/qk_norm_rope.h): x float32 [hd] (hd
+   * even) → x / √(mean(x²) + eps) · w, then RoPE by the row's cos, sin [hd/2] (pairs (i, i + hd/2),
+   * or (2i, 2i + 1) when `interleaved`). Absent from an addon built before it.
+   * @throws Error (code 'ORT_ARG') for sizes that disagree, arrays of other types, or eps ≤ 0.
+   */
+  qkNormRopeRow?(x: Float32Array, w: Float32Array, cos: Float32Array, sin: Float32Array, interleaved: boolean, eps: number): Float32Array;
 }
 
 /**
  * Whether the addon loads and its sessions run the ops of graphs for `NATIVE_CPU_TARGET`
- * (`ropewalk.MatMulQ8`; since NATIVE_KERNELS_VERSION 2, `MatMulQ8K`; since 4, `MatMulF32`; since 6, `DecodeAttention`).
+ * (`ropewalk.MatMulQ8`; since NATIVE_KERNELS_VERSION 2, `MatMulQ8K`; since 4, `MatMulF32`; since 6, `DecodeAttention`; since 7, `QkNormRope`).
  */
 export function nativeKernelsAvailable(): boolean {
   const s = loadNativeAddon();
   return s.available && typeof s.addon.matMulQ8Kernel === 'string' && typeof s.addon.matMulQ8K === 'function' && typeof s.addon.matMulF32 === 'function' &&
-    typeof s.addon.attentionHead === 'function';
+    typeof s.addon.attentionHead === 'function' && typeof s.addon.qkNormRopeRow === 'function';
 }
 
 export type NativeAddonStatus =
