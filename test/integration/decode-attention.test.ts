@@ -10,6 +10,8 @@
  * (the addon's prefill tiles on AVX-512 with 16-lane heads, else ONNX Runtime's kernel through
  * InvokeOp), then decode steps; with a float16 KV cache too, against ONNX Runtime's float16
  * GroupQueryAttention. The prefill kernel alone too, against causal softmax attention in float64.
+ * The Qwen3-shaped model's native graph also rotates q and k in ropewalk.QkNormRope (its per-head
+ * norms and RoPE), so the same comparison covers that op inside a graph.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -63,7 +65,7 @@ test('ropewalk.DecodeAttention\'s kernel equals softmax attention in float64 wit
   });
   assert.ok(isas.includes(addon!.attentionKernel as never), `the op's own variant ${addon!.attentionKernel} is among those tested`);
   let worst = 0;
-  for (const [g, hd] of [[2, 128], [4, 64], [2, 8], [1, 128]]) {
+  for (const [g, hd] of [[2, 128], [4, 64], [3, 64], [2, 8], [1, 128]]) {
     for (const L of [1, 15, 16, 45, 1072]) {
       // Scores spread over ~±10 after scaling: a softmax far from uniform, as a trained model's.
       const q = values(g * hd, 1, 0.5), k = values(L * hd, 2 + L, 0.5), v = values(L * hd, 3 + L);
@@ -198,6 +200,12 @@ for (const kvDtype of ['float32', 'float16'] as const) for (const [name, make] o
       const { runs, graphs } = await bothGraphs(await make(cacheDir), cacheDir, 40, kvDtype);
       assert.ok(graphs[0].includes('DecodeAttention') && !graphs[0].includes('GroupQueryAttention'), 'the native graph\'s attention is DecodeAttention');
       assert.ok(graphs[1].includes('GroupQueryAttention') && !graphs[1].includes('DecodeAttention'), 'the CPU graph keeps GroupQueryAttention');
+      // Qwen3's per-head q/k norms and RoPE: one QkNormRope node in the native float32 graph
+      // (qk-norm-rope.test.ts), ONNX Runtime's SimplifiedLayerNormalization and RotaryEmbedding in the CPU graph.
+      if (name.startsWith('a Qwen3') && kvDtype === 'float32') {
+        assert.ok(graphs[0].includes('QkNormRope') && !graphs[0].includes('RotaryEmbedding'), 'the native graph rotates q and k in QkNormRope');
+        assert.ok(graphs[1].includes('RotaryEmbedding') && !graphs[1].includes('QkNormRope'), 'the CPU graph keeps RotaryEmbedding');
+      }
       const [ours, ort] = runs;
       const errs = ours.map((o, i) => {
         const scale = ort[i].reduce((a, v) => Math.max(a, Math.abs(v)), 0);
