@@ -10,7 +10,13 @@
  *   - prefill tokens/s over prompts of each BENCH_PREFILL length (default 1024,8192);
  *   - decode tokens/s over BENCH_DECODE tokens (default 64) after prompts of each
  *     BENCH_DECODE_CONTEXTS length (default 16,1024);
- * and Ropewalk ÷ the faster of the two builds per row. Env: BENCH_FORMATS (default
+ * and Ropewalk ÷ the faster of the two builds per row. Each row is measured as llama-bench
+ * measures it (its default warm-up run, then `-r` repetitions, their mean): for Ropewalk and
+ * node-llama-cpp one untimed run of the same shape first, then BENCH_REPS (default 2, passed to
+ * llama-bench as `-r`) timed runs, the mean of their rates. Ropewalk's untimed first run is
+ * printed too (`first run`): a fresh engine's first prompt of that length also pays for its
+ * first-touched pages (KV growth, arena growth; docs/benchmarks.md), which the warm rows do not.
+ * Env: BENCH_FORMATS (default
  * F32,Q8_0,Q4_0,Q4_K_M,Q6_K), BENCH_PEERS (default node-llama-cpp,debian), BENCH_LAYERS (28),
  * BENCH_THREADS (default 2: what a user gets by default on these machines), BENCH_ROUNDS (default
  * 1: each engine's rows of a file in turn, the engines alternated that many times, the median of
@@ -39,6 +45,7 @@ const PREFILL = list(process.env.BENCH_PREFILL, '1024,8192').map(Number);
 const CONTEXTS = list(process.env.BENCH_DECODE_CONTEXTS, '16,1024').map(Number);
 const DECODE = Number(process.env.BENCH_DECODE ?? 64);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
+const REPS = Number(process.env.BENCH_REPS ?? 2);
 const MAX_CONTEXT = Math.max(...PREFILL, ...CONTEXTS.map((c) => c + DECODE)) + 16;
 const GREEDY = { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1 };
 
@@ -64,12 +71,27 @@ async function ropewalk(file: string, cacheDir: string): Promise<Rates> {
   const rates: Rates = new Map();
   try {
     await run(4, 4); // warm-up
-    for (const n of PREFILL) rates.set(`prefill@${n}`, (await run(n, 1)).prefillTokensPerSec);
-    for (const n of CONTEXTS) rates.set(`decode@${n}`, (await run(n, DECODE)).decodeTokensPerSec);
+    for (const n of PREFILL) {
+      const first = (await run(n, 1)).prefillTokensPerSec;
+      rates.set(`prefill@${n}`, await meanOfReps(async () => (await run(n, 1)).prefillTokensPerSec));
+      rates.set(`first:prefill@${n}`, first);
+    }
+    for (const n of CONTEXTS) {
+      const first = (await run(n, DECODE)).decodeTokensPerSec;
+      rates.set(`decode@${n}`, await meanOfReps(async () => (await run(n, DECODE)).decodeTokensPerSec));
+      rates.set(`first:decode@${n}`, first);
+    }
   } finally {
     await engine.dispose();
   }
   return rates;
+}
+
+/** The mean of BENCH_REPS timed runs' rates (llama-bench's avg_ts: the mean of its repetitions' tokens/s). */
+async function meanOfReps(rate: () => Promise<number>): Promise<number> {
+  let sum = 0;
+  for (let i = 0; i < REPS; i++) sum += await rate();
+  return sum / REPS;
 }
 
 async function nodeLlamaCpp(file: string): Promise<Rates> {
@@ -94,8 +116,14 @@ async function nodeLlamaCpp(file: string): Promise<Rates> {
   const rates: Rates = new Map();
   try {
     await timeIt(4, 4); // warm-up
-    for (const n of PREFILL) rates.set(`prefill@${n}`, (await timeIt(n, 1)).prefill);
-    for (const n of CONTEXTS) rates.set(`decode@${n}`, (await timeIt(n, DECODE + 1)).decode);
+    for (const n of PREFILL) {
+      await timeIt(n, 1); // llama-bench's warm-up run of the same shape
+      rates.set(`prefill@${n}`, await meanOfReps(async () => (await timeIt(n, 1)).prefill));
+    }
+    for (const n of CONTEXTS) {
+      await timeIt(n, DECODE + 1);
+      rates.set(`decode@${n}`, await meanOfReps(async () => (await timeIt(n, DECODE + 1)).decode));
+    }
   } finally {
     await ctx.dispose();
     await model.dispose();
@@ -104,10 +132,10 @@ async function nodeLlamaCpp(file: string): Promise<Rates> {
   return rates;
 }
 
-/** llama-bench's JSON rows: prefill (-p N -n 0) and decode at a depth (-p 0 -n DECODE -d N), 2 repetitions, averages. */
+/** llama-bench's JSON rows: prefill (-p N -n 0) and decode at a depth (-p 0 -n DECODE -d N), after its warm-up run, BENCH_REPS repetitions, averages. */
 function debian(wrapper: string, file: string): Rates {
   const bench = (args: string[]) =>
-    JSON.parse(execFileSync(wrapper, ['llama-bench', '-m', file, '-t', String(THREADS), '-r', '2', '-o', 'json', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 1 << 24 })) as { n_prompt: number; n_gen: number; n_depth?: number; avg_ts: number }[];
+    JSON.parse(execFileSync(wrapper, ['llama-bench', '-m', file, '-t', String(THREADS), '-r', String(REPS), '-o', 'json', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 1 << 24 })) as { n_prompt: number; n_gen: number; n_depth?: number; avg_ts: number }[];
   const rates: Rates = new Map();
   for (const r of bench(['-p', PREFILL.join(','), '-n', '0'])) rates.set(`prefill@${r.n_prompt}`, r.avg_ts);
   for (const r of bench(['-p', '0', '-n', String(DECODE), '-d', CONTEXTS.join(',')])) rates.set(`decode@${r.n_depth ?? 0}`, r.avg_ts);
@@ -119,7 +147,7 @@ const cell = (x: number | undefined) => (x === undefined ? '—' : x.toFixed(1))
 /** Per measure, the median of the rounds' figures (the lower middle one of an even count). */
 function medians(runs: Rates[]): Rates {
   const out: Rates = new Map();
-  for (const m of measures) {
+  for (const m of [...measures, ...measures.map((x) => `first:${x}`)]) {
     const xs = runs.map((r) => r.get(m)).filter((x): x is number => x !== undefined).sort((a, b) => a - b);
     if (xs.length > 0) out.set(m, xs[Math.floor((xs.length - 1) / 2)]);
   }
@@ -129,7 +157,7 @@ function medians(runs: Rates[]): Rates {
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-peer-'));
 try {
   const wrapper = PEERS.includes('debian') || FORMATS.some(needsQuantize) ? debianWrapper() : null;
-  console.log(`Qwen3-0.6B shapes, ${LAYERS} layers, random weights; ${THREADS} threads for all; ${ROUNDS > 1 ? `medians of ${ROUNDS} alternated rounds; ` : ''}tok/s ropewalk / Debian's llama.cpp / node-llama-cpp's, and ropewalk ÷ the faster (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+  console.log(`Qwen3-0.6B shapes, ${LAYERS} layers, random weights; ${THREADS} threads for all; ${ROUNDS > 1 ? `medians of ${ROUNDS} alternated rounds; ` : ''}each row a warm-up run, then the mean of ${REPS} timed runs (llama-bench -r ${REPS}); tok/s ropewalk / Debian's llama.cpp / node-llama-cpp's, and ropewalk ÷ the faster (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
   const rows: string[][] = [];
   for (const format of FORMATS) {
     const file = benchGguf(format, tmp, LAYERS, THREADS, wrapper);
@@ -147,11 +175,11 @@ try {
     for (const m of measures) {
       const faster = Math.max(deb.get(m) ?? 0, nlc.get(m) ?? 0);
       const o = ours.get(m);
-      rows.push([format, m, cell(o), cell(deb.get(m)), cell(nlc.get(m)), faster > 0 && o !== undefined ? `${(o / faster).toFixed(2)}×` : '—']);
+      rows.push([format, m, cell(o), cell(deb.get(m)), cell(nlc.get(m)), faster > 0 && o !== undefined ? `${(o / faster).toFixed(2)}×` : '—', cell(ours.get(`first:${m}`))]);
     }
     rmSync(file);
   }
-  const head = ['file', 'measure', 'ropewalk', 'debian', 'node-llama-cpp', 'ours ÷ faster'];
+  const head = ['file', 'measure', 'ropewalk', 'debian', 'node-llama-cpp', 'ours ÷ faster', 'ropewalk first run'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   for (const r of [head, ...rows]) console.log(r.map((c, i) => c.padStart(widths[i])).join('  '));
 } finally {
