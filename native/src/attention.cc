@@ -198,27 +198,20 @@ void PrefillTask(void* data, size_t i) {
 /** Tasks per KV head in a prefill: enough for the pool to balance causal tiles of unequal cost. */
 constexpr int64_t kPrefillTasks = 16;
 
-template <typename E>
-E* Data(const OrtValue* v) {
-  void* p = nullptr;
-  Check(Ort().GetTensorMutableData(const_cast<OrtValue*>(v), &p), "GetTensorMutableData");
-  return static_cast<E*>(p);
-}
-
 /** A prefill of T ≥ 2 tokens on the addon's kernel: the new rows written at P … P+T−1, then every KV head's tiles over the pool. */
 template <typename E>
 OrtStatus* ComputePrefill(AttentionKernel_* kern, OrtKernelContext* ctx, const OrtValue* const* in, OrtValue* const* out, int64_t T, int64_t capacity,
                           int64_t hd, size_t kCount) {
-  const int64_t last = *Data<int32_t>(in[5]), past = last - T + 1;
+  const int64_t last = *TensorData<int32_t>(in[5]), past = last - T + 1;
   if (past < 0 || last >= capacity || static_cast<int64_t>(kCount) != T * kern->kvHeads * hd) {
     return Fail("ropewalk.DecodeAttention: seqlens_k " + std::to_string(last) + " for " + std::to_string(T) + " new tokens, a KV cache of capacity " +
                 std::to_string(capacity) + " and a key of " + std::to_string(kCount) + " values (tokens · kv_num_heads · head size = " +
                 std::to_string(T * kern->kvHeads * hd) + ")");
   }
-  E* presentK = Data<E>(out[1]);
-  E* presentV = Data<E>(out[2]);
-  const E* key = Data<E>(in[1]);
-  const E* value = Data<E>(in[2]);
+  E* presentK = TensorData<E>(out[1]);
+  E* presentV = TensorData<E>(out[2]);
+  const E* key = TensorData<E>(in[1]);
+  const E* value = TensorData<E>(in[2]);
   for (int64_t t = 0; t < T; t++) {
     for (int64_t h = 0; h < kern->kvHeads; h++) {
       std::memcpy(presentK + (h * capacity + past + t) * hd, key + (t * kern->kvHeads + h) * hd, static_cast<size_t>(hd) * sizeof(E));
@@ -228,7 +221,7 @@ OrtStatus* ComputePrefill(AttentionKernel_* kern, OrtKernelContext* ctx, const O
   const float scale = kern->scale != 0 ? kern->scale : 1.0f / std::sqrt(static_cast<float>(hd));
   const int64_t group = kern->heads / kern->kvHeads;
   const int64_t groups = std::max<int64_t>(1, kPrefillTasks / kern->kvHeads);
-  PrefillJob<E> job{Data<E>(in[0]), presentK, presentV, kern->kvHeads, group, capacity, past, T, hd, groups, scale, Data<E>(out[0])};
+  PrefillJob<E> job{TensorData<E>(in[0]), presentK, presentV, kern->kvHeads, group, capacity, past, T, hd, groups, scale, TensorData<E>(out[0])};
   return Ort().KernelContext_ParallelFor(ctx, PrefillTask<E>, static_cast<size_t>(kern->kvHeads * groups), 0, &job);
 }
 
@@ -253,29 +246,29 @@ OrtStatus* ComputeAttention(AttentionKernel_* kern, OrtKernelContext* ctx) {
   for (size_t i = 1; i < 3; i++) {
     if (OrtStatus* st = api.KernelContext_GetOutput(ctx, i, pastDims.data(), pastDims.size(), &out[i])) return st;
   }
-  E* presentK = Data<E>(out[1]);
-  E* presentV = Data<E>(out[2]);
-  const bool shared = presentK == Data<E>(in[3]) && presentV == Data<E>(in[4]);
+  E* presentK = TensorData<E>(out[1]);
+  E* presentV = TensorData<E>(out[2]);
+  const bool shared = presentK == TensorData<E>(in[3]) && presentV == TensorData<E>(in[4]);
   if (qDims[0] != 1 || !shared || lensCount != 1) return api.InvokeOp(ctx, kern->prefill, in, 7, out, 3);
   if (T != 1) {
     // A prefill on the addon's kernel where it runs AVX-512 (measured faster than ONNX Runtime's there), else ONNX Runtime's.
     if (hd % 16 != 0 || AttentionKernelsHere().prefillF32 != AttentionPrefillAvx512) return api.InvokeOp(ctx, kern->prefill, in, 7, out, 3);
     return ComputePrefill<E>(kern, ctx, in, out, T, capacity, hd, kCount);
   }
-  const int64_t pos = *Data<int32_t>(in[5]);
+  const int64_t pos = *TensorData<int32_t>(in[5]);
   if (pos < 0 || pos >= capacity || static_cast<int64_t>(kCount) != kern->kvHeads * hd) {
     return Fail("ropewalk.DecodeAttention: seqlens_k " + std::to_string(pos) + " for a KV cache of capacity " + std::to_string(capacity) + " and a key of " +
                 std::to_string(kCount) + " values (kv_num_heads · head size = " + std::to_string(kern->kvHeads * hd) + ")");
   }
   // The new row of each KV head at position pos, then attention over positions 0 … pos.
-  const E* key = Data<E>(in[1]);
-  const E* value = Data<E>(in[2]);
+  const E* key = TensorData<E>(in[1]);
+  const E* value = TensorData<E>(in[2]);
   for (int64_t h = 0; h < kern->kvHeads; h++) {
     std::memcpy(presentK + (h * capacity + pos) * hd, key + h * hd, static_cast<size_t>(hd) * sizeof(E));
     std::memcpy(presentV + (h * capacity + pos) * hd, value + h * hd, static_cast<size_t>(hd) * sizeof(E));
   }
   const float scale = kern->scale != 0 ? kern->scale : 1.0f / std::sqrt(static_cast<float>(hd));
-  AttentionJob<E> job{Data<E>(in[0]), presentK, presentV, kern->heads / kern->kvHeads, capacity, pos + 1, hd, scale, Data<E>(out[0])};
+  AttentionJob<E> job{TensorData<E>(in[0]), presentK, presentV, kern->heads / kern->kvHeads, capacity, pos + 1, hd, scale, TensorData<E>(out[0])};
   // A short cache's heads on this thread: waking the pool costs more than their work.
   if ((pos + 1) * kern->kvHeads * hd < kInlineKeyFloats) {
     for (int64_t h = 0; h < kern->kvHeads; h++) AttentionTask<E>(&job, static_cast<size_t>(h));

@@ -47,6 +47,14 @@ struct MatMulRun {
 /** Opens a matmul run (see MatMulRun). @returns a status naming `op` for a bad A. @throws OrtError. */
 OrtStatus* OpenMatMulRun(OrtKernelContext* ctx, const char* op, int64_t k, int64_t n, int weights, MatMulRun* run);
 
+/** A tensor's data as `T*` (inputs too: the 1.21 C API has no const accessor; callers write only outputs). @throws OrtError. */
+template <typename T>
+T* TensorData(const OrtValue* v) {
+  void* p = nullptr;
+  Check(Ort().GetTensorMutableData(const_cast<OrtValue*>(v), &p), "GetTensorMutableData");
+  return static_cast<T*>(p);
+}
+
 /** Catches what a compute throws (a failed ONNX Runtime call) as the run's status. */
 template <typename Kernel, OrtStatus* (*Run)(Kernel*, OrtKernelContext*)>
 OrtStatus* ORT_API_CALL Guarded(void* kernel, OrtKernelContext* ctx) {

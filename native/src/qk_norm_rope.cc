@@ -88,13 +88,6 @@ void TokenTask(void* data, size_t t) {
   }
 }
 
-template <typename T>
-const T* In(const OrtValue* v) {
-  void* p = nullptr;
-  Check(Ort().GetTensorMutableData(const_cast<OrtValue*>(v), &p), "GetTensorMutableData");
-  return static_cast<const T*>(p);
-}
-
 OrtStatus* Compute(QkNormRopeKernel_* kern, OrtKernelContext* ctx) {
   const OrtApi& api = Ort();
   const OrtValue* in[7] = {};
@@ -118,7 +111,7 @@ OrtStatus* Compute(QkNormRopeKernel_* kern, OrtKernelContext* ctx) {
                 " (an even head size, the caches [rows, head size / 2])");
   }
   const int64_t T = qDims[1], rows = cosDims[0];
-  const int64_t* positions = In<int64_t>(in[2]);
+  const int64_t* positions = TensorData<const int64_t>(in[2]);
   for (int64_t t = 0; t < T; t++) {
     if (positions[t] < 0 || positions[t] >= rows) {
       return Fail("ropewalk.QkNormRope: position " + std::to_string(positions[t]) + " of token " + std::to_string(t) + " is outside the RoPE caches' " +
@@ -128,10 +121,8 @@ OrtStatus* Compute(QkNormRopeKernel_* kern, OrtKernelContext* ctx) {
   OrtValue* out[2] = {};
   if (OrtStatus* st = api.KernelContext_GetOutput(ctx, 0, qDims.data(), qDims.size(), &out[0])) return st;
   if (OrtStatus* st = api.KernelContext_GetOutput(ctx, 1, kDims.data(), kDims.size(), &out[1])) return st;
-  float* outData[2] = {};
-  for (int i = 0; i < 2; i++) Check(api.GetTensorMutableData(out[i], reinterpret_cast<void**>(&outData[i])), "GetTensorMutableData");
-  Job job{{In<float>(in[0]), In<float>(in[1])}, {outData[0], outData[1]}, {kern->heads, kern->kvHeads}, positions, In<float>(in[3]), In<float>(in[4]),
-          {In<float>(in[5]), In<float>(in[6])}, hd, kern->interleaved, kern->eps};
+  Job job{{TensorData<const float>(in[0]), TensorData<const float>(in[1])}, {TensorData<float>(out[0]), TensorData<float>(out[1])}, {kern->heads, kern->kvHeads}, positions, TensorData<const float>(in[3]), TensorData<const float>(in[4]),
+          {TensorData<const float>(in[5]), TensorData<const float>(in[6])}, hd, kern->interleaved, kern->eps};
   if (T == 1) {
     TokenTask(&job, 0);
     return nullptr;
