@@ -5,12 +5,14 @@
 //   new NativeDecoder(modelPath, { executionProvider: 'cpu'|'webgpu'|'cuda', numLayers, numKvHeads,
 //                     headDim, vocabSize, rotaryHalf, logits: Float32Array(vocabSize),
 //                     kvDtype?: 'float32'|'float16', copyModel?: Uint8Array, profilePrefix?: string,
-//                     intraOpThreads?: number (0 or absent: ORT's default) })
+//                     intraOpThreads?: number (0 or absent: ORT's default),
+//                     weightsFile?: string (the model's external-data file: read into memory on the CPU, Linux) })
 //                     kvDtype: the graph's past/present dtype (default float32)
 //                     copyModel: the KV copy graph (kv-copy-graph.ts), needed for 'webgpu'/'cuda'
 //     .executionProvider: 'cpu'|'webgpu'|'cuda'    .fallbackReason: string|null
 //     .endProfiling(): string             stops the profiler (profilePrefix given), returns its file
 //     .capacity: number
+//     .weightsInMemory: number            bytes of weightsFile read into memory (0: ONNX Runtime maps the file)
 //     .kvMemory: string                   ONNX Runtime's name of the KV tensors' memory ('Cpu', 'Cuda', 'WebGPU_Buf')
 //     .stats: { runs, kvBinds, kvAllocs, kvCopies, ropeBinds, ropeRows }   what moved so far (numbers)
 //     .resize(capacity, keep): void       grow the KV cache, keeping rows [0, keep)
@@ -122,6 +124,7 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
                        {InstanceAccessor<&NativeDecoder::ExecutionProvider>("executionProvider"),
                         InstanceAccessor<&NativeDecoder::FallbackReason>("fallbackReason"),
                         InstanceAccessor<&NativeDecoder::Capacity>("capacity"),
+                        InstanceAccessor<&NativeDecoder::WeightsInMemory>("weightsInMemory"),
                         InstanceAccessor<&NativeDecoder::WindowCapacity>("windowCapacity"),
                         InstanceAccessor<&NativeDecoder::WindowInputs>("windowInputs"),
                         InstanceMethod<&NativeDecoder::ResizeWindow>("resizeWindow"),
@@ -170,6 +173,11 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
       if (!(t >= 0 && t <= 1024 && t == static_cast<int>(t))) ThrowAs(env, "ORT_ARG", "intraOpThreads must be a whole number from 0 to 1024, got " + std::to_string(t));
       intraOpThreads = static_cast<int>(t);
     }
+    std::string weightsFile;
+    if (o.Has("weightsFile") && !o.Get("weightsFile").IsUndefined()) {
+      if (!o.Get("weightsFile").IsString()) ThrowAs(env, "ORT_ARG", "weightsFile must be a path string");
+      weightsFile = o.Get("weightsFile").As<Napi::String>().Utf8Value();
+    }
     Napi::Value logits = o.Get("logits");
     if (!logits.IsTypedArray() || logits.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array ||
         logits.As<Napi::Float32Array>().ElementLength() != static_cast<size_t>(shape.vocabSize)) {
@@ -185,7 +193,7 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
     }
     logits_ = Napi::Persistent(logits.As<Napi::Object>());
     float* logitsData = logits.As<Napi::Float32Array>().Data();
-    decoder_ = Guard(env, "ORT_LOAD", [&] { return std::make_unique<Decoder>(modelPath, shape, ep, copyModel, profilePrefix, logitsData, intraOpThreads); });
+    decoder_ = Guard(env, "ORT_LOAD", [&] { return std::make_unique<Decoder>(modelPath, shape, ep, copyModel, profilePrefix, logitsData, intraOpThreads, weightsFile); });
   }
 
   Decoder& Live(Napi::Env env) {
@@ -208,6 +216,9 @@ class NativeDecoder : public Napi::ObjectWrap<NativeDecoder> {
   Napi::Value FallbackReason(const Napi::CallbackInfo& info) {
     if (!decoder_ || decoder_->FallbackReason().empty()) return info.Env().Null();
     return Napi::String::New(info.Env(), decoder_->FallbackReason());
+  }
+  Napi::Value WeightsInMemory(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), decoder_ ? static_cast<double>(decoder_->WeightsInMemory()) : 0);
   }
   Napi::Value Capacity(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), decoder_ ? static_cast<double>(decoder_->Capacity()) : 0);

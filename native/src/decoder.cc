@@ -24,7 +24,7 @@ const char* DeviceMemoryName(const std::string& ep) { return ep == "cuda" ? "Cud
 }  // namespace
 
 Decoder::Decoder(const std::string& modelPath, const DecoderShape& shape, const std::string& ep, CopyModel copyModel,
-                 const std::string& profilePrefix, float* logits, int intraOpThreads)
+                 const std::string& profilePrefix, float* logits, int intraOpThreads, const std::string& weightsFile)
     : shape_(shape),
       logits_(logits),
       kvType_(shape.kvFloat16 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 : ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT),
@@ -33,13 +33,13 @@ Decoder::Decoder(const std::string& modelPath, const DecoderShape& shape, const 
   SharedEnv();  // ORT's default logger, which the CUDA provider options already use, lives in the env
   if (ep != "cpu") {
     try {
-      OpenSession(modelPath, ep, profilePrefix, intraOpThreads);
+      OpenSession(modelPath, ep, profilePrefix, intraOpThreads, "");
       ep_ = ep;
     } catch (const OrtError& e) {
       fallbackReason_ = e.what();
     }
   }
-  if (session_ == nullptr) OpenSession(modelPath, "cpu", profilePrefix, intraOpThreads);
+  if (session_ == nullptr) OpenSession(modelPath, "cpu", profilePrefix, intraOpThreads, weightsFile);
   try {
     Check(api.CreateIoBinding(session_, &binding_), "CreateIoBinding");
     Check(api.CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeDefault, &hostInfo_), "CreateCpuMemoryInfo");
@@ -91,9 +91,11 @@ void Decoder::Release() {
   if (deviceInfo_) api.ReleaseMemoryInfo(deviceInfo_), deviceInfo_ = nullptr;
   if (hostInfo_) api.ReleaseMemoryInfo(hostInfo_), hostInfo_ = nullptr;
   if (session_) api.ReleaseSession(session_), session_ = nullptr;
+  UnmapPages(weights_), weights_ = {}, weightsBytes_ = 0;  // after the session whose initializers point into it
 }
 
-void Decoder::OpenSession(const std::string& modelPath, const std::string& ep, const std::string& profilePrefix, int intraOpThreads) {
+void Decoder::OpenSession(const std::string& modelPath, const std::string& ep, const std::string& profilePrefix, int intraOpThreads,
+                          const std::string& weightsFile) {
   const OrtApi& api = Ort();
   OrtSessionOptions* rawOptions = nullptr;
   Check(api.CreateSessionOptions(&rawOptions), "CreateSessionOptions");
@@ -103,7 +105,36 @@ void Decoder::OpenSession(const std::string& modelPath, const std::string& ep, c
   if (!profilePrefix.empty()) Check(api.EnableProfiling(options.get(), profilePrefix.c_str()), "EnableProfiling");
   AppendExecutionProvider(options.get(), ep);
   AddRopewalkOps(options.get());  // ropewalk.MatMulQ8 and the rest, which the native CPU graphs use
-  Check(api.CreateSession(SharedEnv(), modelPath.c_str(), options.get(), &session_), "CreateSession");
+#if !defined(_WIN32)  // ORTCHAR_T is wchar_t there; ReadIntoHugePages reads only on Linux
+  if (!weightsFile.empty()) {
+    size_t length = 0;
+    weights_ = ReadIntoHugePages(weightsFile, &length);
+    if (weights_.data != nullptr) {
+      // ONNX Runtime finds external data by the model's `location` (the file's name in the model's
+      // folder) and, on the CPU, points its initializers into this buffer (no copy).
+      const size_t slash = weightsFile.find_last_of("/\\");
+      const std::string name = slash == std::string::npos ? weightsFile : weightsFile.substr(slash + 1);
+      const ORTCHAR_T* names[1] = {name.c_str()};
+      char* buffers[1] = {static_cast<char*>(weights_.data)};
+      const size_t lengths[1] = {length};
+      weightsBytes_ = length;
+      try {
+        Check(api.AddExternalInitializersFromFilesInMemory(options.get(), names, buffers, lengths, 1), "AddExternalInitializersFromFilesInMemory");
+      } catch (...) {
+        UnmapPages(weights_), weights_ = {}, weightsBytes_ = 0;
+        throw;
+      }
+    }
+  }
+#else
+  (void)weightsFile;
+#endif
+  try {
+    Check(api.CreateSession(SharedEnv(), modelPath.c_str(), options.get(), &session_), "CreateSession");
+  } catch (...) {
+    UnmapPages(weights_), weights_ = {}, weightsBytes_ = 0;  // the constructor that called this does not Release()
+    throw;
+  }
 }
 
 bool Decoder::HasInput(const char* name) const {

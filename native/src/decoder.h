@@ -77,15 +77,21 @@ class Decoder {
    * device. profilePrefix: non-empty turns ONNX Runtime's profiler on (file `<prefix>_<time>.json`)
    * until EndProfiling(). logits: host float32 [vocabSize], must outlive the decoder.
    * intraOpThreads: ONNX Runtime's intra-op thread pool size (0: its default, the physical cores).
+   * weightsFile: the model's external-data file (its name as the model's `location`s give it: the
+   *   last path component); non-empty on the CPU EP and on Linux, read whole into memory that may be
+   *   2 MiB pages (host_pages.h ReadIntoHugePages) and handed to ONNX Runtime as that file's
+   *   contents, instead of ONNX Runtime mapping the file in 4 KiB pages; empty: as ONNX Runtime maps it.
    * @throws OrtError when the model cannot be opened on the CPU either, or the copy graph not on
-   *   the device the model opened on.
+   *   the device the model opened on; std::runtime_error naming weightsFile when it cannot be read.
    */
   Decoder(const std::string& modelPath, const DecoderShape& shape, const std::string& ep, CopyModel copyModel,
-          const std::string& profilePrefix, float* logits, int intraOpThreads = 0);
+          const std::string& profilePrefix, float* logits, int intraOpThreads = 0, const std::string& weightsFile = "");
   ~Decoder();
   Decoder(const Decoder&) = delete;
   Decoder& operator=(const Decoder&) = delete;
 
+  /** Bytes of weights read into memory (weightsFile, CPU EP on Linux); 0: ONNX Runtime maps the file. */
+  size_t WeightsInMemory() const { return weightsBytes_; }
   /** True on CUDA and WebGPU: the KV tensors are device memory. */
   bool OnDevice() const { return ep_ != "cpu"; }
   /** The execution provider in use: "cpu", "cuda" or "webgpu". */
@@ -168,7 +174,8 @@ class Decoder {
   void CopyIn(int64_t length, int64_t windowLength, const float* host);
 
  private:
-  void OpenSession(const std::string& modelPath, const std::string& ep, const std::string& profilePrefix, int intraOpThreads);
+  void OpenSession(const std::string& modelPath, const std::string& ep, const std::string& profilePrefix, int intraOpThreads,
+                   const std::string& weightsFile);
   void Release();
   void BindKv(const std::vector<OrtValue*>& kv);
   OrtValue* NewKv(int64_t capacity);
@@ -208,6 +215,9 @@ class Decoder {
   std::vector<OrtValue*> kv_;  // [layer*2 + (0 key | 1 value)]: [1][Hkv][C][headDim] of kvType_
   // On the CPU each KV tensor wraps zeroed pages of its own (host_pages.h), given back in ReleaseKv.
   std::unordered_map<const OrtValue*, HostPages> kvPages_;
+  // The weights file's contents (weightsFile on the CPU EP), given back after the session in Release().
+  HostPages weights_;
+  size_t weightsBytes_ = 0;
   int64_t capacity_ = 0;
   int64_t windowCapacity_ = 0;
   DecoderStats stats_;

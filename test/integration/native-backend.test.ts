@@ -2,10 +2,11 @@
  * The native/ addon (ONNX Runtime's C API, IoBinding) against the JS-API backend on the real
  * stories260K model: it is built and loads (the test command builds it), greedy logits match
  * through several KV growths, `--ep cuda` reaches the CUDA provider-append call and falls back,
- * the process holds one ONNX Runtime, and bad input is a typed error.
+ * the process holds one ONNX Runtime, the weights file is read into memory on the CPU (not mapped
+ * by ONNX Runtime) with the same logits, and bad input is a typed error.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,7 +17,7 @@ import { InvalidOptionError, ModelLoadError, SessionRunError } from '../../main/
 import type { DecoderBackend } from '../../main/engine/model/backend.ts';
 import { resolveModel, type LoadedBundle } from '../../main/engine/model/bundle.ts';
 import { loadNativeAddon } from '../../main/engine/model/native-addon.ts';
-import { NativeDecoderSession } from '../../main/engine/model/native-session.ts';
+import { NativeDecoderSession, weightsFileOf } from '../../main/engine/model/native-session.ts';
 import { DecoderSession } from '../../main/engine/model/js-session.ts';
 import { argmax } from '../helpers/onnx-runner.ts';
 import { STORIES_BIN } from '../helpers/paths.ts';
@@ -110,6 +111,64 @@ test('one ONNX Runtime per process: both backends share onnxruntime-node\'s libr
   await js.dispose();
   await native.dispose();
   assert.equal(libs.size, 1, [...libs].join(', '));
+});
+
+test('the weights file is read into memory on the CPU: ONNX Runtime maps none of it and the logits equal those over its own mapping; an unreadable one is a typed error naming it', { skip: process.platform !== 'linux' && 'reads /proc/self/maps (and the addon reads the file into memory on Linux only)' }, async () => {
+  const status = loadNativeAddon();
+  assert.ok(status.available, status.available ? '' : status.reason);
+  const c = bundle.manifest.config;
+  const weights = weightsFileOf(bundle.modelPath);
+  assert.ok(weights !== undefined && existsSync(weights), 'the bundle has no external-data file');
+  const open = (weightsFile?: string) => {
+    const logits = new Float32Array(c.vocabSize);
+    const decoder = new status.addon.NativeDecoder(bundle.modelPath, {
+      executionProvider: 'cpu', numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim, vocabSize: c.vocabSize,
+      rotaryHalf: c.rope.rotaryDim / 2, logits, intraOpThreads: 2, ...(weightsFile ? { weightsFile } : {}),
+    });
+    const rope = new RopeCache(c.rope, 16);
+    rope.ensure(16);
+    decoder.resize(16, 0);
+    decoder.setRope(rope.tables.cos, rope.tables.sin, rope.tables.rows);
+    return { decoder, logits };
+  };
+  const mappedLines = () => readFileSync('/proc/self/maps', 'utf8').split('\n').filter((l) => l.endsWith(weights)).length;
+  const inMemory = open(weights);
+  assert.equal(inMemory.decoder.weightsInMemory, statSync(weights).size);
+  assert.equal(mappedLines(), 0, 'ONNX Runtime mapped the weights file although its contents were handed over');
+  const mapped = open();
+  try {
+    assert.equal(mapped.decoder.weightsInMemory, 0);
+    assert.ok(mappedLines() > 0, 'without weightsFile ONNX Runtime maps the file (the check above would mean nothing otherwise)');
+    // A prompt, then two decode steps: the same weights give the same logits, bit for bit.
+    for (const [ids, past] of [[[1, 403, 407, 261], 0], [[378], 4], [[261], 5]] as const) {
+      await inMemory.decoder.run(Int32Array.from(ids), past);
+      await mapped.decoder.run(Int32Array.from(ids), past);
+      assert.deepEqual(inMemory.logits, mapped.logits, `logits differ after position ${past}`);
+    }
+  } finally {
+    inMemory.decoder.dispose();
+    mapped.decoder.dispose();
+  }
+  // A weights file that cannot be opened: the load fails naming it (ORT_LOAD), and a bundle whose
+  // weights file is cut short is ModelLoadError, not a crash.
+  const missing = path.join(os.tmpdir(), 'ropewalk-no-such-weights.data');
+  assert.throws(() => open(missing), (e: Error & { code?: string }) => {
+    assert.equal(e.code, 'ORT_LOAD');
+    assert.ok(e.message.includes(`cannot open the weights file '${missing}'`), e.message);
+    return true;
+  });
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-native-short-'));
+  try {
+    copyFileSync(bundle.modelPath, path.join(dir, 'model.onnx'));
+    writeFileSync(path.join(dir, path.basename(weights)), readFileSync(weights).subarray(0, 4096));
+    await assert.rejects(NativeDecoderSession.create(path.join(dir, 'model.onnx'), c), (e: unknown) => {
+      assert.ok(e instanceof ModelLoadError, String(e));
+      assert.match(e.message, /ONNX Runtime cannot load the model/);
+      return true;
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('bad input: an unreadable model is ModelLoadError quoting the file, so is an unknown KV dtype; a step past the capacity is SessionRunError, one past the RoPE cache InvalidOptionError', async () => {

@@ -63,6 +63,13 @@ export interface NativeDecoderOptions {
   /** ONNX Runtime's intra-op threads, 0–1024 (0 or absent: its default, the physical cores). */
   intraOpThreads?: number;
   /**
+   * The model's external-data file (named as its `location`s name it). On the CPU provider on
+   * Linux it is read whole into memory that may be 2 MiB pages and handed to ONNX Runtime as that
+   * file's contents (`weightsInMemory` says how many bytes); elsewhere, or absent, ONNX Runtime maps
+   * the file itself. A file that cannot be read fails the load (ORT_LOAD, naming the path).
+   */
+  weightsFile?: string;
+  /**
    * [numLayers]: 1 for a sliding-window layer, whose KV blocks have a capacity of their own and
    * hold the last rows only (cache/kv-window.ts); ignored for a graph without the window lengths.
    */
@@ -97,6 +104,8 @@ export interface NativeDecoder {
   readonly fallbackReason: string | null;
   /** Positions the addon's KV blocks hold (0 before the first resize). */
   readonly capacity: number;
+  /** Bytes of `weightsFile` read into memory (0: ONNX Runtime maps the weights file, or there is none). */
+  readonly weightsInMemory?: number;
   /** ONNX Runtime's name of the memory the KV tensors live in: 'Cpu', 'Cuda' or 'WebGPU_Buf'. */
   readonly kvMemory: string;
   /** Counters (a fresh object per read). */

@@ -13,6 +13,8 @@
  * that the KvCache's capacity changed, it tells the addon, which reallocates and copies the held
  * rows once. The KvCache itself holds no buffers for this backend (`kvOnHost` is false).
  */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { ModelLoadError, NativeUnavailableError, SessionRunError, firstLine } from '../errors.ts';
 import type { KeyRotation, KvCache } from '../cache/kv-cache.ts';
 import type { RopeTables } from '../cache/rope-cache.ts';
@@ -21,6 +23,7 @@ import * as io from './io-names.ts';
 import { ropeColumns, type ModelConfig } from './manifest.ts';
 import type { GraphDtype } from './graph-target.ts';
 import { buildKvCopyGraph } from './kv-copy-graph.ts';
+import { EXTERNAL_DATA_FILE } from './decoder-graph.ts';
 import { intraOpThreadsFor } from './cpu-threads.ts';
 import { loadNativeAddon, type NativeDecoder, type NativeDecoderStats } from './native-addon.ts';
 import { ensureWebGpuEnvironment } from './ep-choice.ts';
@@ -89,6 +92,7 @@ export class NativeDecoderSession implements DecoderBackend {
         windowLayers: Uint8Array.from({ length: config.numLayers }, (_, l) => ((config.slidingWindow?.[l] ?? 0) > 0 ? 1 : 0)),
         profilePrefix: profile.prefix,
         intraOpThreads: intraOpThreadsFor(intraOpThreads),
+        weightsFile: weightsFileOf(modelPath),
       });
       return new NativeDecoderSession(decoder, config, logits, ep, profile);
     } catch (e) {
@@ -208,4 +212,15 @@ export class NativeDecoderSession implements DecoderBackend {
     if (this.profile.pending) await this.profile.discard();
     this.decoder.dispose();
   }
+}
+
+/**
+ * The bundle's external-data file beside `modelPath` (decoder-graph.ts EXTERNAL_DATA_FILE), which
+ * the addon reads into memory that may be 2 MiB pages on the CPU (native/src/host_pages.h: a decode
+ * step streams every weight; over ONNX Runtime's 4 KiB file mapping it ran 12–14 % slower on this
+ * project's 2-core VM, docs/benchmarks.md); undefined for a model with its weights inside.
+ */
+export function weightsFileOf(modelPath: string): string | undefined {
+  const file = path.join(path.dirname(modelPath), EXTERNAL_DATA_FILE);
+  return existsSync(file) ? file : undefined;
 }
