@@ -20,7 +20,9 @@ import { loadNativeAddon } from '../../main/engine/model/native-addon.ts';
 import { NativeDecoderSession, weightsFileOf } from '../../main/engine/model/native-session.ts';
 import { DecoderSession } from '../../main/engine/model/js-session.ts';
 import { argmax } from '../helpers/onnx-runner.ts';
-import { STORIES_BIN } from '../helpers/paths.ts';
+import { GGUF_DIR, STORIES_BIN } from '../helpers/paths.ts';
+import { Engine } from '../../main/engine/generate/engine.ts';
+import { EXTERNAL_DATA_FILE } from '../../main/engine/model/decoder-graph.ts';
 
 const cacheDir = mkdtempSync(path.join(os.tmpdir(), 'ropewalk-native-test-'));
 let bundle: LoadedBundle;
@@ -161,13 +163,26 @@ test('the weights file is read into memory on the CPU: ONNX Runtime maps none of
   try {
     copyFileSync(bundle.modelPath, path.join(dir, 'model.onnx'));
     writeFileSync(path.join(dir, path.basename(weights)), readFileSync(weights).subarray(0, 4096));
-    await assert.rejects(NativeDecoderSession.create(path.join(dir, 'model.onnx'), c), (e: unknown) => {
+    await assert.rejects(NativeDecoderSession.create(path.join(dir, 'model.onnx'), c, 'cpu', 'float32', 0, { weightsInMemory: true }), (e: unknown) => {
       assert.ok(e instanceof ModelLoadError, String(e));
       assert.match(e.message, /ONNX Runtime cannot load the model/);
       return true;
     });
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the engine reads a quantized bundle\'s weights into memory and leaves a float one\'s to ONNX Runtime\'s mapping (whose MatMuls pack their own copy)', { skip: process.platform !== 'linux' && 'the addon reads the file into memory on Linux only' }, async () => {
+  const q4 = await Engine.load(path.join(GGUF_DIR, 'stories260K-q4_0.gguf'), { cacheDir });
+  const float = await Engine.load(STORIES_BIN, { cacheDir });
+  try {
+    const inMemory = (e: Engine) => (e['backend'] as NativeDecoderSession).weightsInMemory;
+    assert.equal(inMemory(q4), statSync(path.join(q4.info.bundleDir, EXTERNAL_DATA_FILE)).size);
+    assert.equal(inMemory(float), 0);
+  } finally {
+    await q4.dispose();
+    await float.dispose();
   }
 });
 

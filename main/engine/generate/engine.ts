@@ -353,7 +353,8 @@ export class Engine {
       chatTemplate: m.chatTemplate,
     });
     if (m.chatTemplate !== null) probeChatTemplate((msgs) => tokenizer.renderChat(msgs), templateOrigin(m.source));
-    const opened = await openDecoderBackend(kv.modelPath, m.config, opts.backend, provider.ep, kv.dtype, opts.threads ?? 0);
+    // Quantized weights are read in place by the addon's ops: those are read into memory (2 MiB pages).
+    const opened = await openDecoderBackend(kv.modelPath, m.config, opts.backend, provider.ep, kv.dtype, opts.threads ?? 0, { weightsInMemory: weightsQuantized(m.weights) });
     if (opened.backend.info.executionProvider !== target.ep && opts.graphDtype === undefined) {
       // The provider was probed but this session fell back to the CPU: the CPU graph, not the GPU's, runs there.
       const why = oneLine(gpuNote, provider.note, opened.note, opened.backend.info.fallbackReason);

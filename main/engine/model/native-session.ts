@@ -68,11 +68,23 @@ export class NativeDecoderSession implements DecoderBackend {
    * Opens `model.onnx` through the addon with the requested provider (CUDA or WebGPU fall back
    * to the CPU with the reason in `info.fallbackReason`); `kvDtype` is the graph's KV dtype (the
    * bundle manifest's `dtype`); `intraOpThreads`: ONNX Runtime's intra-op thread pool (0: the
-   * physical cores, counted by cpu-threads.ts and passed as a number).
+   * physical cores, counted by cpu-threads.ts and passed as a number). `weightsInMemory`: on the
+   * CPU (Linux) the bundle's weights file is read into memory that may be 2 MiB pages
+   * (`weightsFileOf`), for bundles whose weights the addon's ops read in place (quantized ones:
+   * MatMulQ8 / MatMulQ8K / GatherQ8K); a float bundle keeps ONNX Runtime's file mapping, whose
+   * MatMuls pack their own copy of each weight (the read-in file would stay beside it: 2.4 GB more
+   * resident for Qwen3-0.6B in float32, docs/benchmarks.md).
    * @throws NativeUnavailableError when the addon cannot be loaded; ModelLoadError when ONNX
-   *   Runtime cannot open the model.
+   *   Runtime cannot open the model or the weights file cannot be read.
    */
-  static async create(modelPath: string, config: ModelConfig, ep: ExecutionProvider = 'cpu', kvDtype: GraphDtype = 'float32', intraOpThreads = 0): Promise<NativeDecoderSession> {
+  static async create(
+    modelPath: string,
+    config: ModelConfig,
+    ep: ExecutionProvider = 'cpu',
+    kvDtype: GraphDtype = 'float32',
+    intraOpThreads = 0,
+    opts: { weightsInMemory?: boolean } = {},
+  ): Promise<NativeDecoderSession> {
     const status = loadNativeAddon();
     if (!status.available) throw new NativeUnavailableError(status.reason);
     const logits = new Float32Array(config.vocabSize);
@@ -92,13 +104,18 @@ export class NativeDecoderSession implements DecoderBackend {
         windowLayers: Uint8Array.from({ length: config.numLayers }, (_, l) => ((config.slidingWindow?.[l] ?? 0) > 0 ? 1 : 0)),
         profilePrefix: profile.prefix,
         intraOpThreads: intraOpThreadsFor(intraOpThreads),
-        weightsFile: weightsFileOf(modelPath),
+        weightsFile: opts.weightsInMemory ? weightsFileOf(modelPath) : undefined,
       });
       return new NativeDecoderSession(decoder, config, logits, ep, profile);
     } catch (e) {
       await profile.discard();
       throw new ModelLoadError(`ONNX Runtime cannot load the model: ${firstLine(e)}`, modelPath, { cause: e });
     }
+  }
+
+  /** Bytes of the weights file read into memory (`weightsInMemory` on the CPU, Linux); 0: ONNX Runtime maps it. */
+  get weightsInMemory(): number {
+    return this.decoder.weightsInMemory ?? 0;
   }
 
   /** ONNX Runtime's name of the memory the KV cache lives in: 'Cpu', 'Cuda' or 'WebGPU_Buf'. */
@@ -217,8 +234,8 @@ export class NativeDecoderSession implements DecoderBackend {
 /**
  * The bundle's external-data file beside `modelPath` (decoder-graph.ts EXTERNAL_DATA_FILE), which
  * the addon reads into memory that may be 2 MiB pages on the CPU (native/src/host_pages.h: a decode
- * step streams every weight; over ONNX Runtime's 4 KiB file mapping it ran 12–14 % slower on this
- * project's 2-core VM, docs/benchmarks.md); undefined for a model with its weights inside.
+ * step streams every weight; over ONNX Runtime's 4 KiB file mapping a Q4_K_M step ran 12–14 %
+ * slower on this project's 2-core VM, docs/benchmarks.md); undefined for a model with its weights inside.
  */
 export function weightsFileOf(modelPath: string): string | undefined {
   const file = path.join(path.dirname(modelPath), EXTERNAL_DATA_FILE);

@@ -28,6 +28,8 @@ export interface OpenedBackend {
  * @param kvDtype the graph's KV dtype (manifest.ts `manifestKvDtype`), the native addon's KV
  *   tensors' element type.
  * @param intraOpThreads ONNX Runtime's intra-op threads (0: the physical cores, cpu-threads.ts).
+ * @param opts.weightsInMemory the native backend reads the weights file into memory on the CPU
+ *   (NativeDecoderSession.create: for bundles stored quantized); the JS backend maps it either way.
  * @throws ModelLoadError when ONNX Runtime cannot load the model (on either backend).
  */
 export async function openDecoderBackend(
@@ -37,11 +39,12 @@ export async function openDecoderBackend(
   ep: ExecutionProvider = 'cpu',
   kvDtype: 'float32' | 'float16' = 'float32',
   intraOpThreads = 0,
+  opts: { weightsInMemory?: boolean } = {},
 ): Promise<OpenedBackend> {
   let note: string | null = null;
   if (want === 'native') {
     try {
-      return { backend: await NativeDecoderSession.create(modelPath, config, ep, kvDtype, intraOpThreads), note: null };
+      return { backend: await NativeDecoderSession.create(modelPath, config, ep, kvDtype, intraOpThreads, opts), note: null };
     } catch (e) {
       if (!(e instanceof NativeUnavailableError)) throw e;
       note = `native backend unavailable: ${e.reason}; using the JS backend`;
