@@ -51,7 +51,8 @@ export async function qwen3Bundle(root: string, format: 'Q8_0' | 'Q4_0', layers:
 
 /** Median decode step per capacity, capacities interleaved over `rounds` rounds of `steps` steps. */
 async function wallSteps(modelPath: string, c: ModelConfig, held: number, capacities: number[], rounds: number, steps: number): Promise<Map<number, number>> {
-  const session = await NativeDecoderSession.create(modelPath, c);
+  // As the engine opens a quantized bundle: its weights read into memory (2 MiB pages where Linux gives them).
+  const session = await NativeDecoderSession.create(modelPath, c, 'cpu', 'float32', 0, { weightsInMemory: true });
   const times = new Map<number, number[]>(capacities.map((cap) => [cap, []]));
   try {
     const rope = new RopeCache(c.rope, Math.max(...capacities));
