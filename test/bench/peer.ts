@@ -22,7 +22,8 @@
  * 1: each engine's rows of a file in turn, the engines alternated that many times, the median of
  * each row printed — on a noisy machine single rows move by a third between runs minutes apart).
  * `BENCH_FORMATS=Q8_0 BENCH_PREFILL=128 BENCH_DECODE_CONTEXTS=16 BENCH_DECODE=8 BENCH_LAYERS=4`
- * runs a small subset quickly. It asserts nothing. On a machine loaded by other jobs the ratios
+ * runs a small subset quickly. Each file's rows are printed as they come (in brackets), the
+ * aligned table at the end. It asserts nothing. On a machine loaded by other jobs the ratios
  * mean little (llama.cpp's threads spin at barriers and lose their slices): run it quiet.
  */
 import { execFileSync } from 'node:child_process';
@@ -176,6 +177,8 @@ try {
       const faster = Math.max(deb.get(m) ?? 0, nlc.get(m) ?? 0);
       const o = ours.get(m);
       rows.push([format, m, cell(o), cell(deb.get(m)), cell(nlc.get(m)), faster > 0 && o !== undefined ? `${(o / faster).toFixed(2)}×` : '—', cell(ours.get(`first:${m}`))]);
+      // each file's rows as soon as they are measured (an 8K run takes an hour; one cut short keeps them)
+      console.log(`  (${rows[rows.length - 1].join(' | ')})`);
     }
     rmSync(file);
   }
