@@ -91,7 +91,13 @@ void Decoder::Release() {
   if (deviceInfo_) api.ReleaseMemoryInfo(deviceInfo_), deviceInfo_ = nullptr;
   if (hostInfo_) api.ReleaseMemoryInfo(hostInfo_), hostInfo_ = nullptr;
   if (session_) api.ReleaseSession(session_), session_ = nullptr;
-  UnmapPages(weights_), weights_ = {}, weightsBytes_ = 0;  // after the session whose initializers point into it
+  DropWeights();  // after the session whose initializers point into it
+}
+
+void Decoder::DropWeights() {
+  UnmapPages(weights_);
+  weights_ = {};
+  weightsBytes_ = 0;
 }
 
 void Decoder::OpenSession(const std::string& modelPath, const std::string& ep, const std::string& profilePrefix, int intraOpThreads,
@@ -121,7 +127,7 @@ void Decoder::OpenSession(const std::string& modelPath, const std::string& ep, c
       try {
         Check(api.AddExternalInitializersFromFilesInMemory(options.get(), names, buffers, lengths, 1), "AddExternalInitializersFromFilesInMemory");
       } catch (...) {
-        UnmapPages(weights_), weights_ = {}, weightsBytes_ = 0;
+        DropWeights();
         throw;
       }
     }
@@ -132,7 +138,7 @@ void Decoder::OpenSession(const std::string& modelPath, const std::string& ep, c
   try {
     Check(api.CreateSession(SharedEnv(), modelPath.c_str(), options.get(), &session_), "CreateSession");
   } catch (...) {
-    UnmapPages(weights_), weights_ = {}, weightsBytes_ = 0;  // the constructor that called this does not Release()
+    DropWeights();  // the constructor that called this does not Release()
     throw;
   }
 }

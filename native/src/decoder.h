@@ -177,6 +177,7 @@ class Decoder {
   void OpenSession(const std::string& modelPath, const std::string& ep, const std::string& profilePrefix, int intraOpThreads,
                    const std::string& weightsFile);
   void Release();
+  void DropWeights();  // gives back weights_ (nothing when empty)
   void BindKv(const std::vector<OrtValue*>& kv);
   OrtValue* NewKv(int64_t capacity);
   void ReleaseKv(OrtValue* kv);

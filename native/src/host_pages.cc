@@ -55,7 +55,7 @@ HostPages ReadIntoHugePages(const std::string& path, size_t* fileBytes) {
   const uintptr_t start = (reinterpret_cast<uintptr_t>(raw) + kHuge - 1) & ~(kHuge - 1);
   const size_t head = start - reinterpret_cast<uintptr_t>(raw);
   if (head > 0) munmap(raw, head);
-  if (kHuge - head > 0) munmap(reinterpret_cast<void*>(start + rounded), kHuge - head);
+  munmap(reinterpret_cast<void*>(start + rounded), kHuge - head);  // head < kHuge: the tail is never empty
   HostPages pages{reinterpret_cast<void*>(start), rounded};
   madvise(pages.data, rounded, MADV_HUGEPAGE);  // advice only: 4 KiB pages where THP is off
   auto* at = static_cast<uint8_t*>(pages.data);
