@@ -16,6 +16,7 @@ import path from 'node:path';
 import type { LibraryMemory, LibraryModel, LibrarySource, ModelLibrary, RecentModel } from '../contract/library.ts';
 import { availableMemory, estimateForShape } from '../engine/model/memory.ts';
 import type { KvDtype } from '../engine/cache/kv-cache.ts';
+import { DEFAULT_KV_CACHE_DTYPE } from '../engine/model/graph-target.ts';
 import { readModelFacts, type ModelFacts } from './model-facts.ts';
 import { libraryRoots, scanModels, type ModelCandidate } from './model-scan.ts';
 import type { ConversationStore } from './store.ts';
@@ -37,7 +38,7 @@ export interface ModelLibraryOptions {
   modelsFolder: () => string;
   /** The max context a load of a model with this trained context would use (the user's setting, else the trained context). */
   maxContext: (trainedContext: number | null) => number;
-  /** The KV cache dtype a load would use (the user's setting; default float32). */
+  /** The KV cache dtype a load would use (the user's setting; default `DEFAULT_KV_CACHE_DTYPE`). */
   kvCacheDtype?: () => KvDtype;
   /** $HOME for the other apps' folders (default: `ROPEWALK_LIBRARY_HOME`, else the OS's). */
   home?: string;
@@ -124,7 +125,7 @@ export class ModelLibraryService {
   private memory(f: ModelFacts): LibraryMemory | null {
     if (!f.shape || f.weightBytes === null) return null;
     const maxContext = this.opts.maxContext(f.trainedContext);
-    const e = estimateForShape(f.shape, f.weightBytes, maxContext, this.opts.kvCacheDtype?.() ?? 'float32');
+    const e = estimateForShape(f.shape, f.weightBytes, maxContext, this.opts.kvCacheDtype?.() ?? DEFAULT_KV_CACHE_DTYPE);
     const availableBytes = (this.opts.available ?? availableMemory)();
     return { maxContext, weightBytes: e.weightBytes, kvCacheBytes: e.kvCacheBytes, totalBytes: e.totalBytes, availableBytes, fits: e.totalBytes <= availableBytes };
   }

@@ -82,10 +82,12 @@ function assertJsonShape(j: ChatJson): void {
   }
 }
 
-/** Cache counters agree with the model's shape: cos+sin rows of headDim/2 floats; K+V per layer. */
+/** Cache counters agree with the model's shape: cos+sin rows of headDim/2 float32s; K+V per layer in the KV dtype --json names (float16 by default). */
 function assertCacheBytes(j: ChatJson): void {
   assert.equal(j.stats.rope.bytes, j.stats.rope.capacity * 2 * (HEAD_DIM / 2) * 4, 'rope.bytes');
-  assert.equal(j.stats.kv.bytes, j.stats.kv.capacity * 2 * LAYERS * KV_HEADS * HEAD_DIM * 4, 'kv.bytes');
+  assert.ok(j.model.kvCacheDtype, '--json names the KV dtype');
+  const kvElementBytes = { float16: 2, float32: 4 }[j.model.kvCacheDtype];
+  assert.equal(j.stats.kv.bytes, j.stats.kv.capacity * 2 * LAYERS * KV_HEADS * HEAD_DIM * kvElementBytes, 'kv.bytes');
 }
 
 test('--json --temperature 0 "Once upon a time": llama2.c reference continuation, token ids, sane stats', async () => {
@@ -472,16 +474,16 @@ test('--quantize q4 on a Q4_0 GGUF: one note line on stderr, its blocks as store
   // A float GGUF is dequantized to float32 at import, so --quantize does apply to it.
   const floatRun = await runChat(['--json', '--max-tokens', '8', '--quantize', 'q8', '--model', STORIES_GGUF, PROMPT], dir);
   assert.equal(parseJsonRun(floatRun).model.weights.formats, 'float32 ×16, q8 (rtn) ×32');
-  assert.equal(parseJsonRun(floatRun).model.kvCacheDtype, 'float32', 'the default KV cache');
+  assert.equal(parseJsonRun(floatRun).model.kvCacheDtype, 'float16', 'the default KV cache');
   assert.equal(floatRun.stderr, '', describeRun(floatRun));
 });
 
-test('--kv-cache float16: the same greedy answer from the same bundle, half the KV bytes at the same capacity, said in --json', async () => {
+test('--kv-cache float32 against the default float16: the same greedy answer from the same bundle, half the KV bytes at the same capacity, said in --json', async () => {
   const dir = await cache();
   const args = ['--json', '--max-tokens', '20', '--temperature', '0', PROMPT];
-  const f32 = parseJsonRun(await runChat(args, dir));
+  const f32 = parseJsonRun(await runChat(['--kv-cache', 'float32', ...args], dir));
   const bundles = (await bundleFolders(dir)).length;
-  const f16Run = await runChat(['--kv-cache', 'float16', ...args], dir);
+  const f16Run = await runChat(args, dir);
   const f16 = parseJsonRun(f16Run);
   assert.equal(f16Run.stderr.split('\n').filter((l) => l.startsWith('note:') && /KV cache/.test(l)).length, 0, describeRun(f16Run));
   assert.deepEqual([f32.model.kvCacheDtype, f16.model.kvCacheDtype], ['float32', 'float16']);

@@ -1,5 +1,6 @@
 /**
- * The KV cache setting on the CPU (issue 23 item 3): `kvCacheDtype: 'float16'` loads the CPU graph
+ * The KV cache setting on the CPU (issue 23 item 3): `kvCacheDtype: 'float16'`, the default
+ * (graph-target.ts `DEFAULT_KV_CACHE_DTYPE`), loads the CPU graph
  * with float16 KV under float32 activations (graph-target.ts `GraphTarget.kvDtype`: q/k/v cast to
  * float16 before GroupQueryAttention, its output cast back; the native kernels kept), and the KV
  * bytes per position, the load's memory estimate and its refusal follow it.
@@ -54,7 +55,7 @@ const MODELS: { name: string; int8?: true; source: () => Promise<string> }[] = [
 for (const m of MODELS) {
   test(`${m.name}: float16 KV on the CPU agrees with float32 KV (top-1 >= 95 % of 64 teacher-forced steps, top-8 log p within ${m.int8 ? `${INT8_MEAN_BOUND} on average` : `${BOUND} at every step`}) in half the KV bytes`, async (t) => {
     const source = await m.source();
-    const f32 = await Engine.load(source, { cacheDir, maxContext: 128 });
+    const f32 = await Engine.load(source, { cacheDir, maxContext: 128, kvCacheDtype: 'float32' });
     const f16 = await Engine.load(source, { cacheDir, maxContext: 128, kvCacheDtype: 'float16' });
     try {
       assert.equal(f16.info.backend, 'native', String(f16.sessionInfo.fallbackReason));
@@ -102,12 +103,12 @@ test('float16 KV on the CPU: the native backend gives the JS backend\'s greedy t
 test('a max context whose float32 KV does not fit: the refusal offers float16 KV, which then loads', async () => {
   // stories260K at 512 positions: 5 layers × 4 KV heads × 8 × 2 (K, V) × 4 bytes = 1,280 bytes a
   // position in float32 (655,360 at 512), 640 in float16; weights ~1 MB. Memory for weights + 3/4 of the float32 KV.
-  const probe = await Engine.load(STORIES_BIN, { cacheDir, maxContext: 512 });
+  const probe = await Engine.load(STORIES_BIN, { cacheDir, maxContext: 512, kvCacheDtype: 'float32' });
   const facts = probe.info.memory!;
   await probe.dispose();
   const available = facts.weightBytes + 512 * (facts.kvBytesPerPosition * 0.75 + facts.ropeBytesPerPosition);
   await assert.rejects(
-    Engine.load(STORIES_BIN, { cacheDir, maxContext: 512, availableMemoryBytes: available }),
+    Engine.load(STORIES_BIN, { cacheDir, maxContext: 512, availableMemoryBytes: available, kvCacheDtype: 'float32' }),
     (e: unknown) => e instanceof ModelLoadError && /set the KV cache to float16 \(half its bytes: KV cache setting; in the terminal --kv-cache float16\)/.test(e.message),
   );
   const half = await Engine.load(STORIES_BIN, { cacheDir, maxContext: 512, availableMemoryBytes: available, kvCacheDtype: 'float16' });
@@ -138,6 +139,22 @@ test('switching the KV cache dtype reloads from the same bundle (no import), and
     assert.match(e.info.fallbackReason ?? '', /KV cache float16 not available in this bundle \(it has no float16-KV graph\); using float32/);
   } finally {
     await e.dispose();
+  }
+});
+
+test('with no KV cache setting a CPU load runs float16 KV (the default) on both backends, at half the KV bytes a position of float32', async () => {
+  for (const backend of ['native', 'js'] as const) {
+    const plain = await Engine.load(STORIES_BIN, { cacheDir, maxContext: 64, backend });
+    const f32 = await Engine.load(STORIES_BIN, { cacheDir, maxContext: 64, backend, kvCacheDtype: 'float32' });
+    try {
+      assert.equal(plain.info.backend, backend, String(plain.sessionInfo.fallbackReason));
+      assert.deepEqual([plain.info.kvCacheDtype, f32.info.kvCacheDtype], ['float16', 'float32'], backend);
+      assert.equal(plain.info.fallbackReason, null, 'no note: the bundle has the float16-KV graph');
+      assert.equal(plain.info.memory!.kvBytesPerPosition * 2, f32.info.memory!.kvBytesPerPosition, backend);
+    } finally {
+      await f32.dispose();
+      await plain.dispose();
+    }
   }
 });
 

@@ -109,11 +109,11 @@ test('the memory estimate is the one the load computes from the imported bundle,
     for (const name of ['stories:q4', 'stories-q5', 'lmstudio-community/stories260K-GGUF/stories260K-Q8_0', 'karpathy/tinyllamas/stories260K', 'tiny-org/tiny-qwen3']) {
       const m = lib.models.find((x) => x.name === name)!;
       const bundle = await resolveModel(m.path, cacheDir);
-      const load = await estimateMemory(bundle.manifest, bundle.dir, 1024);
+      const load = await estimateMemory(bundle.manifest, bundle.dir, 1024, 'float16'); // the KV cache a load with no setting runs
       assert.equal(m.memory!.maxContext, 1024);
       assert.equal(m.memory!.kvCacheBytes, load.kvCacheBytes, `${name}: KV cache`);
-      // stories260K: 2 × 5 layers × 4 KV heads × head size 8 × 1024 positions × 4 bytes.
-      if (name !== 'tiny-org/tiny-qwen3') assert.equal(m.memory!.kvCacheBytes, 2 * 5 * 4 * 8 * 1024 * 4);
+      // stories260K: 2 × 5 layers × 4 KV heads × head size 8 × 1024 positions × 2 bytes (float16, the default).
+      if (name !== 'tiny-org/tiny-qwen3') assert.equal(m.memory!.kvCacheBytes, 2 * 5 * 4 * 8 * 1024 * 2);
       assert.equal(m.memory!.weightBytes, load.weightBytes, `${name}: weights as the bundle stores them`);
       assert.equal(m.memory!.totalBytes, load.totalBytes);
     }

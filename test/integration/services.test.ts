@@ -87,7 +87,7 @@ test('on start the embedded model loads with no setup; defaults follow its train
     executionProvider: 'cpu', // set at start (the default is auto: settings-service.test.ts)
     backend: 'native',
     threads: 0, // ONNX Runtime's default: one per physical core
-    kvCacheDtype: 'float32', // graph-target.ts DEFAULT_KV_CACHE_DTYPE: float16 costs decode speed on long contexts
+    kvCacheDtype: 'float16', // graph-target.ts DEFAULT_KV_CACHE_DTYPE: half float32's KV bytes at no decode cost on the native backend
     localServer: false, // the desktop app's Local server is off by default
     localServerPort: 8756,
     localServerCors: '',
@@ -549,6 +549,6 @@ test('rename, search and delete (cascade) through the router; the data survives 
   assert.ok(budget.history > 0, `history ${budget.history}`);
   // A fresh start has run only the load's warm-up (one BOS position, to measure where ONNX Runtime
   // placed the nodes): the lazily grown KV cache has room for that one position and no more —
-  // stories260K's 5 layers × 4 KV heads × head size 8, keys and values, float32.
-  assert.deepEqual(budget.kv, { capacity: 1, bytes: 2 * 5 * 4 * 8 * 4 });
+  // stories260K's 5 layers × 4 KV heads × head size 8, keys and values, float16 (the default KV cache).
+  assert.deepEqual(budget.kv, { capacity: 1, bytes: 2 * 5 * 4 * 8 * 2 });
 });

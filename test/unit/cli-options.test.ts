@@ -58,13 +58,13 @@ test('--stop with --json-schema is a usage error (a stop string would cut the JS
   assert.deepEqual(alone.map((o) => (o === 'help' ? null : [o.jsonSchema, o.stop])), [['s.json', []], [null, ['"']]]);
 });
 
-test('--kv-cache: float32 (default) or float16; anything else is a usage error quoting it', () => {
+test('--kv-cache: float16 (default) or float32; anything else is a usage error quoting it', () => {
   const kv = (argv: string[]) => {
     const o = parseChatOptions([...argv, 'Once upon a time']);
     return o === 'help' ? undefined : o.kvCacheDtype;
   };
-  assert.equal(kv([]), 'float32');
-  assert.equal(kv(['--kv-cache', 'float16']), 'float16');
+  assert.equal(kv([]), 'float16');
+  assert.equal(kv(['--kv-cache', 'float32']), 'float32');
   assert.throws(() => kv(['--kv-cache', 'f16']), (e: unknown) => e instanceof UsageError && e.message === '--kv-cache must be float32 or float16, got "f16"');
 });
 

@@ -24,7 +24,7 @@ test('lowering the max context re-derives a default max tokens; a chosen one is 
 
   const lowered = await settings.update({ maxContext: 128 }, { generating: false });
   assert.deepEqual([lowered.maxContext, lowered.maxTokens], [128, 32]);
-  assert.deepEqual(reloads, [{ maxContext: 128, executionProvider: 'auto', backend: 'native', threads: 0, kvCacheDtype: 'float32' }]);
+  assert.deepEqual(reloads, [{ maxContext: 128, executionProvider: 'auto', backend: 'native', threads: 0, kvCacheDtype: 'float16' }]);
 
   await settings.update({ maxTokens: 100 }, { generating: false });
   await assert.rejects(
@@ -34,19 +34,19 @@ test('lowering the max context re-derives a default max tokens; a chosen one is 
   assert.deepEqual([settings.get().maxContext, settings.get().maxTokens], [128, 100], 'a refused change changes nothing');
 });
 
-test('the KV cache setting: float32 by default, float16 reloads the model with it; anything else is refused', async () => {
+test('the KV cache setting: float16 by default, float32 reloads the model with it; anything else is refused', async () => {
   const table: Record<string, unknown> = {};
   const store = { getSettings: () => ({ ...table }), setSettings: (values: Record<string, unknown>) => Object.assign(table, values) } as unknown as ConversationStore;
   const reloads: { kvCacheDtype?: string }[] = [];
   const models = { trainedContext: 512, reload: async (o: { kvCacheDtype?: string }) => void reloads.push(o) } as unknown as ModelService;
   const settings = new SettingsService(store, models);
-  assert.equal(settings.get().kvCacheDtype, 'float32');
-  await settings.update({ kvCacheDtype: 'float16' }, { generating: false });
-  assert.deepEqual(reloads.map((o) => o.kvCacheDtype), ['float16'], 'one reload, with float16');
   assert.equal(settings.get().kvCacheDtype, 'float16');
-  await settings.update({ kvCacheDtype: 'float16' }, { generating: false });
+  await settings.update({ kvCacheDtype: 'float32' }, { generating: false });
+  assert.deepEqual(reloads.map((o) => o.kvCacheDtype), ['float32'], 'one reload, with float32');
+  assert.equal(settings.get().kvCacheDtype, 'float32');
+  await settings.update({ kvCacheDtype: 'float32' }, { generating: false });
   assert.equal(reloads.length, 1, 'the same value reloads nothing');
-  await assert.rejects(settings.update({ kvCacheDtype: 'float32' }, { generating: true }), (e: unknown) => e instanceof ServiceError && e.code === 'BUSY' && /the KV cache/.test(e.message));
+  await assert.rejects(settings.update({ kvCacheDtype: 'float16' }, { generating: true }), (e: unknown) => e instanceof ServiceError && e.code === 'BUSY' && /the KV cache/.test(e.message));
   const { settingsPatchSchema } = await import('../../main/contract/channels.ts');
   assert.equal(settingsPatchSchema.safeParse({ kvCacheDtype: 'q8_0' }).success, false);
 });

@@ -59,15 +59,16 @@ export interface GraphTarget {
 
 /**
  * The CPU graphs' KV cache dtype unless asked otherwise (EngineOptions.kvCacheDtype, the KV cache
- * setting, `--kv-cache`): float32. Float16 KV halves the KV bytes; with ONNX Runtime 1.30's CPU
- * GroupQueryAttention and its four Casts a layer it cost decode speed (`npm run bench`, section
- * kvdtype: a Qwen3-0.6B-shaped Q4_0 decode step on the native backend, 2-core AMD EPYC,
- * 2026-12-03: 1.28× the float32 one at 16 tokens held, 1.16× at 1,072; the issue's bar for a
- * default is 1.1×). Since the native graphs' decode attention is the addon's DecodeAttention it
- * costs 1.03× / 0.84–0.90× there (2026-12-06, docs/benchmarks.md), the JS backend's still
- * 1.18× / 1.22×: the default has not moved yet.
+ * setting, `--kv-cache`): float16, half the KV bytes per position of float32 (llama.cpp's default
+ * KV type too). Chosen by the decode figures of the default backend (issue 23 item 3, bar 1.1×):
+ * on the native backend the decode attention is the addon's DecodeAttention, which reads float16
+ * K/V itself, and a float16-KV step costs 1.03× the float32 one at 16 tokens held and 0.84–0.90×
+ * at 1,072 (fewer bytes read; Qwen3-0.6B-shaped Q4_0, 2-core AMD EPYC, docs/benchmarks.md,
+ * 2026-12-06). The JS backend (the fallback when the addon cannot load) runs ONNX Runtime 1.30's
+ * CPU GroupQueryAttention with four Casts a layer: 1.18× / 1.22× there (`npm run bench`, section
+ * kvdtype), the price of the same halved memory; `float32` stays a setting.
  */
-export const DEFAULT_KV_CACHE_DTYPE: GraphDtype = 'float32';
+export const DEFAULT_KV_CACHE_DTYPE: GraphDtype = 'float16';
 
 /** Today's graph: what every bundle was before targets existed (its cache key is unchanged). */
 export const CPU_TARGET: GraphTarget = Object.freeze({ ep: 'cpu', dtype: 'float32' });
