@@ -96,10 +96,10 @@ test("an answer's text edited: a new version at its place (‹ 2/2 ›), kept af
 
 test('the Max context field shows the KV cache a max context takes and whether it fits, before any reload', async () => {
   const note = page.locator('#setting-maxContext-note');
-  // stories260K: 5 layers × 4 KV heads × 8 × 2 × 4 bytes = 1,280 bytes a position; at 2,048: 2.5 MiB.
-  await until('the note for the loaded max context', async () => /^KV cache at 2,048 positions: 2\.5 MiB; with the weights and RoPE tables .* available: fits$/.test(await note.innerText().catch(() => '')), 10_000);
+  // stories260K: 5 layers × 4 KV heads × 8 × 2 × 2 bytes (float16, the default KV cache) = 640 bytes a position; at 2,048: 1.25 MiB.
+  await until('the note for the loaded max context', async () => /^KV cache at 2,048 positions: 1\.3 MiB; with the weights and RoPE tables .* available: fits$/.test(await note.innerText().catch(() => '')), 10_000);
   await page.locator('#setting-maxContext').fill('4096');
-  assert.match(await note.innerText(), /^KV cache at 4,096 positions: 5\.0 MiB;/, 'it follows the value as typed');
+  assert.match(await note.innerText(), /^KV cache at 4,096 positions: 2\.5 MiB;/, 'it follows the value as typed');
   assert.deepEqual(pageErrors, []);
 });
 

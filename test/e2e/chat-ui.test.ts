@@ -136,18 +136,18 @@ test('model output containing <img onerror> and <script> is shown as text, never
   assert.deepEqual(dialogs, [], 'no alert() ran');
 });
 
-test('Settings → KV cache Float16 reloads the model with a float16 KV cache: the model panel says so, and the meter still counts', async () => {
+test('Settings → KV cache Float32 reloads the model with a float32 KV cache: the model panel says so, and the choice is saved', async () => {
   await page.goto(url);
   await page.getByText('ready', { exact: true }).waitFor({ timeout: 60_000 });
   const kv = page.locator('.model-facts .kv-cache-dtype');
-  assert.equal(await kv.textContent(), 'Float32', 'float32 by default');
+  assert.equal(await kv.textContent(), 'Float16', 'float16 by default');
   const field = page.getByLabel('KV cache', { exact: true });
-  assert.deepEqual(await field.locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value)), ['float32', 'float16']);
-  await field.selectOption('float16');
-  await until('the model reloaded with a float16 KV cache', async () => (await kv.textContent()) === 'Float16', 60_000);
+  assert.deepEqual(await field.locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value)), ['float16', 'float32']);
+  await field.selectOption('float32');
+  await until('the model reloaded with a float32 KV cache', async () => (await kv.textContent()) === 'Float32', 60_000);
   await page.getByText('ready', { exact: true }).waitFor({ timeout: 60_000 });
   await page.reload();
-  assert.equal(await page.getByLabel('KV cache', { exact: true }).inputValue(), 'float16', 'the setting is saved');
-  await page.getByLabel('KV cache', { exact: true }).selectOption('float32');
-  await until('back to float32', async () => (await page.locator('.model-facts .kv-cache-dtype').textContent()) === 'Float32', 60_000);
+  assert.equal(await page.getByLabel('KV cache', { exact: true }).inputValue(), 'float32', 'the setting is saved');
+  await page.getByLabel('KV cache', { exact: true }).selectOption('float16');
+  await until('back to float16', async () => (await page.locator('.model-facts .kv-cache-dtype').textContent()) === 'Float16', 60_000);
 });

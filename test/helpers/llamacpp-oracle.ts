@@ -52,9 +52,13 @@ export async function llamaCppGreedy(llama: Llama, file: string, prompts: number
 
 export type Done = Extract<GenerationEvent, { type: 'done' }>;
 
-/** Ropewalk's greedy answers to `prompts` from one load of `file` (bundles cached under `cacheDir`). */
+/**
+ * Ropewalk's greedy answers to `prompts` from one load of `file` (bundles cached under `cacheDir`),
+ * with a float32 KV cache unless `opts` asks otherwise: the cache `llamaCppGreedy` gives llama.cpp
+ * by default (like against like; the app's default is float16, measured against llama.cpp's F16 cache).
+ */
 export async function ropewalkGreedy(file: string, prompts: string[], n: number, cacheDir: string, opts: Pick<EngineOptions, 'kvCacheDtype'> = {}): Promise<Done[]> {
-  const engine = await Engine.load(file, { cacheDir, ...opts });
+  const engine = await Engine.load(file, { cacheDir, kvCacheDtype: 'float32', ...opts });
   try {
     const all: Done[] = [];
     for (const prompt of prompts) {
@@ -80,7 +84,7 @@ export function logProbDistance(logits: Float32Array, probs: [number, number][])
 /**
  * Teacher-forced along llama.cpp's `steps` greedy tokens after BOS + `text`: at each step the
  * `logProbDistance` of Ropewalk's logits (prefill, then one decode step per llama.cpp token) from
- * llama.cpp's 8 most likely tokens, both on `file` (llama.cpp: float32 KV cache, flash attention off).
+ * llama.cpp's 8 most likely tokens, both on `file` (both with a float32 KV cache; llama.cpp's flash attention off).
  */
 export async function teacherForcedDistances(llama: Llama, file: string, text: string, steps: number, cacheDir: string): Promise<number[]> {
   const model = await llama.loadModel({ modelPath: file });
@@ -95,7 +99,7 @@ export async function teacherForcedDistances(llama: Llama, file: string, text: s
   }
   await ctx.dispose();
   await model.dispose();
-  const engine = await Engine.load(file, { cacheDir });
+  const engine = await Engine.load(file, { cacheDir, kvCacheDtype: 'float32' });
   const distances: number[] = [];
   try {
     let logits = await engine.prefill(prompt);

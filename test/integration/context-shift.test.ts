@@ -7,7 +7,9 @@
  * of the shifted sequence (the same tokens at their new positions) and greedy decoding from there.
  * On the JS backend the rotated layer-0 keys are also compared with the fresh prefill's: layer 0
  * sees only the token and its position, so there the rotation must reproduce them to float32
- * rounding. stories260K pairs dims as interleaved; a synthetic Qwen3 checkpoint (half-split pairs,
+ * rounding, so every load here asks for a float32 KV cache (the default float16 one rounds each
+ * rotated key again; its shifts are checked in kv-float16-cpu.test.ts: the native backend gives the
+ * JS backend's greedy tokens through them). stories260K pairs dims as interleaved; a synthetic Qwen3 checkpoint (half-split pairs,
  * partial rotary, a chat template with a system prompt) covers the other layout.
  */
 import assert from 'node:assert/strict';
@@ -53,7 +55,7 @@ const afterShift: Partial<Record<BackendKind, number[]>> = {};
 
 for (const backend of ['js', 'native'] as const) {
   test(`${backend}: greedy tokens after a context shift agree with a fresh prefill of the shifted sequence`, async (t) => {
-    const engine = await Engine.load(STORIES_BIN, { cacheDir, backend, maxContext: MAX_CONTEXT });
+    const engine = await Engine.load(STORIES_BIN, { cacheDir, backend, maxContext: MAX_CONTEXT, kvCacheDtype: 'float32' });
     try {
       assert.equal(engine.info.backend, backend);
       const prompt = 'Once upon a time, there was a little girl named Lily.';
@@ -81,7 +83,7 @@ for (const backend of ['js', 'native'] as const) {
 
       if (backend === 'js') {
         // Layer 0's rotated keys equal the fresh prefill's (fresh engine state: prefill of the kept tokens).
-        const e2 = await Engine.load(STORIES_BIN, { cacheDir, backend, maxContext: MAX_CONTEXT });
+        const e2 = await Engine.load(STORIES_BIN, { cacheDir, backend, maxContext: MAX_CONTEXT, kvCacheDtype: 'float32' });
         try {
           engine.reset();
           const k = held - promptIds.length + 1; // the token whose room check shifts
@@ -118,7 +120,7 @@ const truncateMiddleAfter: number[][] = [];
 
 for (const backend of ['js', 'native'] as const) {
   test(`${backend}: contextShift "first-exchange" (truncate middle) keeps the first exchange at the start of the cache; the tokens after the shift agree with a fresh prefill`, async (t) => {
-    const engine = await Engine.load(STORIES_BIN, { cacheDir, backend, maxContext: MAX_CONTEXT });
+    const engine = await Engine.load(STORIES_BIN, { cacheDir, backend, maxContext: MAX_CONTEXT, kvCacheDtype: 'float32' });
     try {
       const messages = [
         { role: 'user' as const, content: 'Once upon a time, there was a little girl named Lily.' },
@@ -176,7 +178,7 @@ test('half-split pairs and partial rotary (synthetic Qwen3, chat template): the 
     const max = 80;
     const tokensAfter: number[][] = [];
     for (const backend of ['js', 'native'] as const) {
-      const engine = await Engine.load(modelDir, { cacheDir: path.join(root, 'cache'), backend, maxContext: max });
+      const engine = await Engine.load(modelDir, { cacheDir: path.join(root, 'cache'), backend, maxContext: max, kvCacheDtype: 'float32' });
       try {
         assert.equal(engine.manifest.config.rope.layout, 'half');
         assert.ok(engine.manifest.config.rope.rotaryDim < engine.manifest.config.headDim, 'partial rotary');
@@ -194,7 +196,7 @@ test('half-split pairs and partial rotary (synthetic Qwen3, chat template): the 
         assert.equal(engine.kv.length, kept.length, 'the system prompt kept, the oldest turns dropped');
         tokensAfter.push(d.tokens);
         if (backend === 'js') {
-          const fresh = await Engine.load(modelDir, { cacheDir: path.join(root, 'cache'), backend, maxContext: max });
+          const fresh = await Engine.load(modelDir, { cacheDir: path.join(root, 'cache'), backend, maxContext: max, kvCacheDtype: 'float32' });
           try {
             await fresh.prefill(kept);
             const c = engine.manifest.config;
